@@ -1,0 +1,24 @@
+//===- InitAll.cpp - dialect and pass registration --------------------------===//
+#include "compiler/InitAll/InitAll.h"
+
+#include "dialects/Exec/ExecDialect.h"
+#include "dialects/Graph/GraphDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/Passes.h"
+
+void dlc::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<dlc::graph::GraphDialect, dlc::exec::ExecDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect>();
+}
+
+void dlc::registerAllPasses() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  mlir::registerTransformsPasses();
+}

@@ -1,0 +1,16 @@
+//===- InitAll.h - the one place dialects and passes are registered -*- C++ -*-===//
+#ifndef DLC_COMPILER_INITALL_INITALL_H
+#define DLC_COMPILER_INITALL_INITALL_H
+
+#include "mlir/IR/DialectRegistry.h"
+
+namespace dlc {
+/// Adds every dialect dlc produces or consumes (dlgraph, dlexec, func, arith,
+/// math, memref) to |registry|.
+void registerAllDialects(mlir::DialectRegistry &registry);
+/// Registers every dlc pass and pipeline with the global pass registry, so
+/// that `dlc-opt --dlgraph-...` flags exist. Idempotent.
+void registerAllPasses();
+} // namespace dlc
+
+#endif

@@ -1,0 +1,191 @@
+//===- ExecOps.td - dlexec ops -----------------------------*- tablegen -*-===//
+#ifndef DLC_DIALECT_EXEC_OPS_TD
+#define DLC_DIALECT_EXEC_OPS_TD
+
+include "dialects/Exec/ExecBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/FunctionInterfaces.td"
+
+def Exec_VariableOp : Exec_Op<"variable", [Symbol]> {
+  let summary = "A persistent buffer that lives across steps";
+  let description = [{
+    `kind` is `parameter` (trained), `optimizer_state` or `state` (e.g.
+    BatchNorm running statistics). `initial_value` holds the initial
+    contents; without one the buffer starts as zeros.
+    ```mlir
+    dlexec.variable @fc1.weight : memref<128x784xf32> {kind = "parameter"} = dense<0.0>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyMemRef>:$type,
+                       StrAttr:$kind, OptionalAttr<ElementsAttr>:$initial_value);
+  let assemblyFormat = "$sym_name `:` $type attr-dict (`=` $initial_value^)?";
+}
+
+def Exec_FuncOp : Exec_Op<"func", [Symbol, SingleBlock, NoTerminator,
+                                   IsolatedFromAbove]> {
+  let summary = "A step function: a straight-line schedule of buffers and launches";
+  let description = [{
+    `arena_bytes` is the size of the activation arena the memory plan needs
+    (absent before planning). Names of `dlexec.input`/`dlexec.output` are the
+    graph's input and output names.
+    ```mlir
+    dlexec.func @train_step attributes {arena_bytes = 4096 : i64} {
+      %x = dlexec.input "x" : memref<64x784xf32>
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, OptionalAttr<I64Attr>:$arena_bytes);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+}
+
+def Exec_InputOp : Exec_Op<"input", [Pure]> {
+  let summary = "A caller-provided buffer (a graph input, or `labels`)";
+  let description = "`%x = dlexec.input \"x\" : memref<64x784xf32>`";
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyMemRef:$buffer);
+  let assemblyFormat = "$name attr-dict `:` type($buffer)";
+}
+
+def Exec_OutputOp : Exec_Op<"output"> {
+  let summary = "Marks a buffer as the named graph output of the function";
+  let description = "`dlexec.output \"loss\", %l : memref<f32>`";
+  let arguments = (ins StrAttr:$name, AnyMemRef:$buffer);
+  let assemblyFormat = "$name `,` $buffer attr-dict `:` type($buffer)";
+}
+
+def Exec_VariableRefOp : Exec_Op<"variable_ref", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The buffer of a persistent variable";
+  let description = "`%w = dlexec.variable_ref @fc1.weight : memref<128x784xf32>`";
+  let arguments = (ins FlatSymbolRefAttr:$variable);
+  let results = (outs AnyMemRef:$buffer);
+  let assemblyFormat = "$variable attr-dict `:` type($buffer)";
+}
+
+def Exec_AllocOp : Exec_Op<"alloc"> {
+  let summary = "An activation buffer in the step's arena";
+  let description = [{
+    `offset` (bytes from the arena base) is set by the memory planner;
+    before planning it is absent.
+    ```mlir
+    %t = dlexec.alloc {offset = 256 : i64} : memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs AnyMemRef:$buffer);
+  let assemblyFormat = "attr-dict `:` type($buffer)";
+}
+
+def Exec_ReshapeOp : Exec_Op<"reshape", [Pure]> {
+  let summary = "A view of a dense buffer with another shape (no copy)";
+  let description = "`%v = dlexec.reshape %t : memref<2x3xf32> to memref<6xf32>`";
+  let arguments = (ins AnyMemRef:$source);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+}
+
+def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments,
+                                       SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "A generated loop-nest kernel whose body is arith/math ops";
+  let description = [{
+    Same structure as `linalg.generic` on memrefs: one iteration space,
+    `iterator_types` (`parallel` or `reduction`) per loop, one affine
+    `indexing_maps` entry per operand (inputs then outputs) mapping loop
+    indices to element indices. The body receives one scalar per input
+    element and the current value of each output element, and yields the
+    new output values. For a reduction, `init` gives each output's initial
+    value (the kernel writes it before accumulating). `dlexec.index` in the
+    body gives a loop index. Codegen maps parallel loops to threads and runs
+    reduction loops inside a thread.
+    ```mlir
+    dlexec.kernel @fused_add_relu ins(%a, %b : memref<64x128xf32>, memref<128xf32>)
+        outs(%c : memref<64x128xf32>) attributes {
+          indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+          iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%x: f32, %y: f32, %out: f32):
+      %s = arith.addf %x, %y : f32
+      %z = arith.constant 0.0 : f32
+      %r = arith.maximumf %s, %z : f32
+      dlexec.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Variadic<AnyMemRef>:$inputs,
+                       Variadic<AnyMemRef>:$outputs,
+                       AffineMapArrayAttr:$indexing_maps,
+                       StrArrayAttr:$iterator_types,
+                       OptionalAttr<ArrayAttr>:$init);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)` attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Exec_IndexOp : Exec_Op<"index", [Pure]> {
+  let summary = "The current index of loop `dim` inside a dlexec.kernel body";
+  let description = "`%i = dlexec.index 1 : index`";
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$dim attr-dict `:` type($result)";
+}
+
+def Exec_YieldOp : Exec_Op<"yield", [Pure, Terminator, ReturnLike,
+                                     HasParent<"KernelOp">]> {
+  let summary = "Yields the new output values of a dlexec.kernel iteration";
+  let description = "`dlexec.yield %r : f32`";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
+def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
+  let summary = "A call into cuBLASLt / cuDNN (CUDA) or oneDNN (host)";
+  let description = [{
+    `callee` is one of:
+    - `gemm`: ins(A, B[, C]) outs(Y); attributes `trans_a`, `trans_b`,
+      `alpha`, `beta`; Y = alpha op(A) op(B) + beta C (C broadcast from [N]
+      or [M, N]; when C is absent and beta != 0, Y is accumulated into).
+    - `conv2d_forward`: ins(X, W[, B]) outs(Y)
+    - `conv2d_backward_data`: ins(dY, W) outs(dX)
+    - `conv2d_backward_filter`: ins(X, dY) outs(dW)
+      with `strides`, `pads` [top, left, bottom, right], `dilations`, `group`.
+    ```mlir
+    dlexec.library_call "gemm" ins(%a, %b : memref<64x784xf32>, memref<128x784xf32>)
+        outs(%y : memref<64x128xf32>) {trans_b = true, alpha = 1.0 : f32, beta = 0.0 : f32}
+    ```
+  }];
+  let arguments = (ins StrAttr:$callee, Variadic<AnyMemRef>:$inputs,
+                       Variadic<AnyMemRef>:$outputs);
+  let assemblyFormat = [{
+    $callee `ins` `(` $inputs `:` type($inputs) `)`
+    `outs` `(` $outputs `:` type($outputs) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]> {
+  let summary = "An instance of a hand-written kernel template (pooling and the like)";
+  let description = [{
+    `template` names a kernel template that codegen instantiates for both
+    targets with this op's shapes and attributes baked in: `max_pool2d`,
+    `max_pool2d_grad`, `average_pool2d`, `average_pool2d_grad`.
+    ```mlir
+    dlexec.builtin_kernel @k7 "max_pool2d" ins(%x : memref<8x16x8x8xf32>) outs(%y : memref<8x16x4x4xf32>)
+        {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$template_name,
+                       Variadic<AnyMemRef>:$inputs, Variadic<AnyMemRef>:$outputs);
+  let assemblyFormat = [{
+    $sym_name $template_name `ins` `(` $inputs `:` type($inputs) `)`
+    `outs` `(` $outputs `:` type($outputs) `)` attr-dict
+  }];
+}
+
+#endif

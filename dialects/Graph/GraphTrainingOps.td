@@ -1,0 +1,142 @@
+//===- GraphTrainingOps.td - dlgraph loss/gradient/optimizer ops -*- tablegen -*-===//
+// Ops that `--train` adds: the loss, gradients of ops whose backward is not a
+// composition of forward ops, and the optimizer updates.
+#ifndef DLC_DIALECT_GRAPH_TRAINING_OPS_TD
+#define DLC_DIALECT_GRAPH_TRAINING_OPS_TD
+
+include "dialects/Graph/GraphBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "Mean softmax cross-entropy of logits against integer class ids";
+  let description = [{
+    Softmax over the last axis of `logits` [..., C]; `labels` has the shape
+    of `logits` without the last axis (i64 class ids in [0, C)). The result
+    is the mean over all label elements, a rank-0 tensor (as
+    `torch.nn.functional.cross_entropy` with reduction='mean').
+    ```mlir
+    %l = dlgraph.softmax_cross_entropy %x, %t : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$labels);
+  let results = (outs AnyRankedTensor:$loss);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of softmax_cross_entropy with respect to the logits";
+  let description = [{
+    d_logits = (softmax(logits) - one_hot(labels)) * d_loss / count(labels).
+    ```mlir
+    %g = dlgraph.softmax_cross_entropy_grad %x, %t, %dl : (tensor<64x10xf32>, tensor<64xi64>, tensor<f32>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$labels,
+                       AnyRankedTensor:$loss_grad);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_ConvBackwardDataOp : Graph_Op<"conv_backward_data", [Pure]> {
+  let summary = "Gradient of conv with respect to its input";
+  let description = [{
+    Same attributes as `dlgraph.conv`; the result type is the input's.
+    ```mlir
+    %dx = dlgraph.conv_backward_data %dy, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+            dilations = array<i64: 1, 1>, group = 1 : i64}
+          : (tensor<8x16x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x3x32x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$result_grad, AnyRankedTensor:$filter,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyRankedTensor:$input_grad);
+  let assemblyFormat = "$result_grad `,` $filter attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_ConvBackwardFilterOp : Graph_Op<"conv_backward_filter", [Pure]> {
+  let summary = "Gradient of conv with respect to its filter";
+  let description = [{
+    Same attributes as `dlgraph.conv`; the result type is the filter's.
+    ```mlir
+    %dw = dlgraph.conv_backward_filter %x, %dy {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+            dilations = array<i64: 1, 1>, group = 1 : i64}
+          : (tensor<8x3x32x32xf32>, tensor<8x16x32x32xf32>) -> tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$result_grad,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyRankedTensor:$filter_grad);
+  let assemblyFormat = "$input `,` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+class Graph_PoolGradOp<string mnemonic, string fwd> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "Gradient of " # fwd # " with respect to its input";
+  let description = [{
+    Same attributes as the forward op; `input` is the forward input (its
+    type is the result type).
+    ```mlir
+    %dx = dlgraph.}] # mnemonic # [{ %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+            pads = array<i64: 0, 0, 0, 0>} : (tensor<8x16x8x8xf32>, tensor<8x16x4x4xf32>) -> tensor<8x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$result_grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs AnyRankedTensor:$input_grad);
+  let assemblyFormat = "$input `,` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_MaxPoolGradOp : Graph_PoolGradOp<"max_pool_grad", "max_pool">;
+def Graph_AveragePoolGradOp : Graph_PoolGradOp<"average_pool_grad", "average_pool">;
+
+def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
+  let summary = "One torch.optim.SGD step for one parameter";
+  let description = [{
+    With g = grad + weight_decay * param: when momentum != 0,
+    buf' = momentum * buf + g (buf' = g on the first step, `step` == 1), and
+    param' = param - lr * buf'; else param' = param - lr * g and buf' = buf.
+    `step` is the rank-0 f32 step count after increment (1 on the first step).
+    ```mlir
+    %p, %b = dlgraph.sgd_update %w, %g, %buf, %step {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32}
+           : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
+                       AnyRankedTensor:$momentum_buffer, AnyRankedTensor:$step,
+                       F32Attr:$lr, F32Attr:$momentum, F32Attr:$weight_decay);
+  let results = (outs AnyRankedTensor:$new_param, AnyRankedTensor:$new_momentum_buffer);
+  let assemblyFormat = "$param `,` $grad `,` $momentum_buffer `,` $step attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure]> {
+  let summary = "One torch.optim.Adam / AdamW step for one parameter";
+  let description = [{
+    Kingma & Ba 2015; AdamW (Loshchilov & Hutter 2019) when `decoupled`.
+    `step` is the rank-0 f32 step count after increment. Adam: g = grad +
+    weight_decay * param; AdamW: param *= (1 - lr * weight_decay) first.
+    m' = beta1 m + (1-beta1) g; v' = beta2 v + (1-beta2) g^2;
+    param' = param - lr * (m' / (1-beta1^t)) / (sqrt(v' / (1-beta2^t)) + epsilon).
+    ```mlir
+    %p, %m2, %v2 = dlgraph.adam_update %w, %g, %m, %v, %t {lr = 1.0e-03 : f32, beta1 = 0.9 : f32,
+           beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32}
+         : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
+                       AnyRankedTensor:$exp_avg, AnyRankedTensor:$exp_avg_sq,
+                       AnyRankedTensor:$step,
+                       F32Attr:$lr, F32Attr:$beta1, F32Attr:$beta2, F32Attr:$epsilon,
+                       F32Attr:$weight_decay, UnitAttr:$decoupled);
+  let results = (outs AnyRankedTensor:$new_param, AnyRankedTensor:$new_exp_avg,
+                      AnyRankedTensor:$new_exp_avg_sq);
+  let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // DLC_DIALECT_GRAPH_TRAINING_OPS_TD

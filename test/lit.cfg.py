@@ -1,0 +1,17 @@
+# lit configuration for dlc's FileCheck tests (.mlir files and .test scripts).
+import os
+import lit.formats
+
+config.name = "dlc"
+config.test_format = lit.formats.ShTest(not lit_config.isWindows)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dlc_obj_root, "test")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.dlc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%PYTHON", config.python_executable))
+config.substitutions.append(("%dlc_src", config.dlc_src_root))
+# The system Python with Debian's python3-torch and python3-onnx.
+config.substitutions.append(("%syspython", "/usr/bin/python3"))
