@@ -286,6 +286,9 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
   let summary = "Batch normalization with given statistics (ONNX BatchNormalization, inference)";
   let description = [{
     y = scale * (x - mean) / sqrt(var + epsilon) + bias over channel axis 1.
+    `momentum` is ONNX's (running = running * momentum + batch * (1 -
+    momentum); PyTorch's momentum 0.1 is 0.9 here); it only matters when
+    training turns this op into `batch_norm_training`.
     ```mlir
     %y = dlgraph.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
          : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x16x4x4xf32>
@@ -294,7 +297,8 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
                        AnyRankedTensor:$bias, AnyRankedTensor:$mean,
                        AnyRankedTensor:$variance,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9">:$momentum);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -1,0 +1,198 @@
+/* dlrt.h - the C API of libdlrt, the dlc runtime.
+ *
+ * Loads a package (.dlcp) made by `dlc`, binds input tensors, runs its step
+ * functions ("train_step" in training packages, "forward" in every package)
+ * on a device, and reads outputs and persistent state (parameters, optimizer
+ * state, running statistics).
+ *
+ * Conventions: every fallible call returns a dlrt_status_t (NULL means OK;
+ * otherwise the caller owns it and frees it with dlrt_status_free). Outputs
+ * are `out_*` and are set to NULL/0 first. Create/load = caller owns and
+ * releases; get = borrowed, valid while its owner lives. No C++ type or
+ * exception crosses this API. Thread safety: one session per thread.
+ */
+#ifndef DLRT_DLRT_H
+#define DLRT_DLRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this API (major * 10000 + minor * 100 + patch). */
+#define DLRT_API_VERSION 100
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum dlrt_status_code_t {
+  DLRT_OK = 0,
+  DLRT_INVALID_ARGUMENT = 1, /* a bad argument: unknown name, wrong shape */
+  DLRT_NOT_FOUND = 2,        /* a file, function or tensor does not exist */
+  DLRT_INCOMPATIBLE = 3,     /* package format version differs */
+  DLRT_CORRUPT = 4,          /* a package, checkpoint or data file is malformed */
+  DLRT_UNAVAILABLE = 5,      /* the device cannot be used (e.g. no CUDA driver) */
+  DLRT_IO_ERROR = 6,         /* reading or writing a file failed */
+  DLRT_INTERNAL = 7,         /* a kernel, library or driver call failed */
+  DLRT_OUT_OF_MEMORY = 8,
+} dlrt_status_code_t;
+
+typedef struct dlrt_status *dlrt_status_t;
+
+/* The code of |status| (DLRT_OK for NULL). */
+dlrt_status_code_t dlrt_status_code(dlrt_status_t status);
+/* One-line message of |status| ("" for NULL); borrowed from |status|. */
+const char *dlrt_status_message(dlrt_status_t status);
+/* Frees |status| (NULL is fine). */
+void dlrt_status_free(dlrt_status_t status);
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum dlrt_dtype_t {
+  DLRT_F32 = 0,
+  DLRT_F64 = 1,
+  DLRT_I64 = 2,
+  DLRT_I32 = 3,
+  DLRT_BOOL = 4,
+} dlrt_dtype_t;
+
+/* Bytes per element of |dtype|. */
+size_t dlrt_dtype_size(dlrt_dtype_t dtype);
+
+typedef enum dlrt_device_kind_t {
+  DLRT_DEVICE_AUTO = 0, /* CUDA if a driver and a GPU are present, else host */
+  DLRT_DEVICE_HOST = 1,
+  DLRT_DEVICE_CUDA = 2,
+} dlrt_device_kind_t;
+
+/* Describes a tensor: a name, a dtype and a shape (rank <= 8). */
+typedef struct dlrt_tensor_info_t {
+  const char *name; /* borrowed from the model */
+  dlrt_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[8];
+} dlrt_tensor_info_t;
+
+typedef struct dlrt_context *dlrt_context_t;
+typedef struct dlrt_model *dlrt_model_t;
+typedef struct dlrt_session *dlrt_session_t;
+
+/* -------------------------------------------------------------- context */
+
+typedef struct dlrt_context_options_t {
+  dlrt_device_kind_t device; /* default DLRT_DEVICE_AUTO */
+  int32_t device_ordinal;    /* CUDA device index; default 0 */
+  /* Called with a one-line notice (e.g. "no CUDA driver found; using the
+   * host device"); NULL prints nothing. */
+  void (*notice)(void *user_data, const char *message);
+  void *notice_user_data;
+} dlrt_context_options_t;
+
+/* Sets |options| to the defaults. */
+void dlrt_context_options_init(dlrt_context_options_t *options);
+
+/* Opens a device. On success the caller owns |*out_context| and releases it
+ * with dlrt_context_release. Errors: DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA
+ * asked for and no driver or GPU; AUTO falls back to host with a notice). */
+dlrt_status_t dlrt_context_create(const dlrt_context_options_t *options,
+                                  dlrt_context_t *out_context);
+void dlrt_context_release(dlrt_context_t context);
+/* The device actually in use: DLRT_DEVICE_HOST or DLRT_DEVICE_CUDA. */
+dlrt_device_kind_t dlrt_context_device(dlrt_context_t context);
+/* A one-line description of the device, e.g. "host (2 threads)" or
+ * "cuda:0 NVIDIA H100 (sm_90)"; borrowed from |context|. */
+const char *dlrt_context_device_name(dlrt_context_t context);
+
+/* ---------------------------------------------------------------- model */
+
+/* Loads the package at |path|. On success the caller owns |*out_model| and
+ * releases it with dlrt_model_release. Errors: DLRT_NOT_FOUND,
+ * DLRT_IO_ERROR, DLRT_CORRUPT (not a package, truncated, fails
+ * verification), DLRT_INCOMPATIBLE (package format version). */
+dlrt_status_t dlrt_model_load(dlrt_context_t context, const char *path,
+                              dlrt_model_t *out_model);
+void dlrt_model_release(dlrt_model_t model);
+
+/* Whether the model has a function named |function| ("train_step",
+ * "forward"). */
+int dlrt_model_has_function(dlrt_model_t model, const char *function);
+/* Number of inputs / outputs of |function| (0 if it does not exist). */
+int32_t dlrt_model_input_count(dlrt_model_t model, const char *function);
+int32_t dlrt_model_output_count(dlrt_model_t model, const char *function);
+/* Describes input / output |index| of |function|. Errors:
+ * DLRT_NOT_FOUND, DLRT_INVALID_ARGUMENT (index out of range). */
+dlrt_status_t dlrt_model_input_info(dlrt_model_t model, const char *function,
+                                    int32_t index,
+                                    dlrt_tensor_info_t *out_info);
+dlrt_status_t dlrt_model_output_info(dlrt_model_t model, const char *function,
+                                     int32_t index,
+                                     dlrt_tensor_info_t *out_info);
+/* Training metadata; "" / 0 for inference packages. Borrowed strings. */
+const char *dlrt_model_loss_output(dlrt_model_t model);
+const char *dlrt_model_optimizer(dlrt_model_t model);
+int64_t dlrt_model_batch_size(dlrt_model_t model);
+
+/* -------------------------------------------------------------- session */
+
+/* Creates a session: device memory for persistent buffers (initialized from
+ * the package's weights), the activation arena and inputs. The caller owns
+ * |*out_session| and releases it with dlrt_session_release (the model must
+ * outlive it). Errors: DLRT_OUT_OF_MEMORY, DLRT_INTERNAL (kernel
+ * compilation or loading failed). */
+dlrt_status_t dlrt_session_create(dlrt_model_t model,
+                                  dlrt_session_t *out_session);
+void dlrt_session_release(dlrt_session_t session);
+
+/* Copies |bytes| bytes of host data into input |name| of |function|. The
+ * size must equal the input's size exactly. Errors: DLRT_NOT_FOUND,
+ * DLRT_INVALID_ARGUMENT (size mismatch). */
+dlrt_status_t dlrt_session_set_input(dlrt_session_t session,
+                                     const char *function, const char *name,
+                                     const void *data, size_t bytes);
+/* Runs |function| once with the inputs set so far (a training step for
+ * "train_step": parameters and optimizer state are updated in place).
+ * Blocks until done. Errors: DLRT_NOT_FOUND, DLRT_INTERNAL. */
+dlrt_status_t dlrt_session_run(dlrt_session_t session, const char *function);
+/* Copies output |name| of the last run of |function| into |data| (|bytes|
+ * must equal its size). Errors: DLRT_NOT_FOUND, DLRT_INVALID_ARGUMENT. */
+dlrt_status_t dlrt_session_get_output(dlrt_session_t session,
+                                      const char *function, const char *name,
+                                      void *data, size_t bytes);
+
+/* Persistent state: parameters, optimizer state and running statistics,
+ * the tensors a checkpoint holds. */
+int32_t dlrt_session_state_count(dlrt_session_t session);
+dlrt_status_t dlrt_session_state_info(dlrt_session_t session, int32_t index,
+                                      dlrt_tensor_info_t *out_info);
+/* Copies persistent tensor |name| to / from host memory (|bytes| must equal
+ * its size). Errors: DLRT_NOT_FOUND, DLRT_INVALID_ARGUMENT. */
+dlrt_status_t dlrt_session_read_state(dlrt_session_t session, const char *name,
+                                      void *data, size_t bytes);
+dlrt_status_t dlrt_session_write_state(dlrt_session_t session,
+                                       const char *name, const void *data,
+                                       size_t bytes);
+
+/* Writes every persistent tensor of |session| to the safetensors file
+ * |path| atomically (temporary file, fsync, rename: an existing file is
+ * never left half-written). |metadata_json| is NULL or a JSON object of
+ * string values stored as the file's "__metadata__". Errors:
+ * DLRT_IO_ERROR. */
+dlrt_status_t dlrt_session_save_checkpoint(dlrt_session_t session,
+                                           const char *path,
+                                           const char *metadata_json);
+/* Restores every persistent tensor from a checkpoint written by
+ * dlrt_session_save_checkpoint for the same model. On success, if
+ * |out_metadata_json| is not NULL, the caller owns the returned string
+ * (free with dlrt_string_free). Errors: DLRT_NOT_FOUND, DLRT_CORRUPT,
+ * DLRT_INVALID_ARGUMENT (a tensor is missing or its shape differs). */
+dlrt_status_t dlrt_session_load_checkpoint(dlrt_session_t session,
+                                           const char *path,
+                                           char **out_metadata_json);
+void dlrt_string_free(char *s);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DLRT_DLRT_H */
