@@ -11,8 +11,9 @@ include "mlir/Interfaces/FunctionInterfaces.td"
 def Exec_VariableOp : Exec_Op<"variable", [Symbol]> {
   let summary = "A persistent buffer that lives across steps";
   let description = [{
-    `kind` is `parameter` (trained), `optimizer_state` or `state` (e.g.
-    BatchNorm running statistics). `initial_value` holds the initial
+    `kind` is `parameter` (trained), `optimizer_state`, `state` (e.g.
+    BatchNorm running statistics, the step counter) or `constant`
+    (read-only, not checkpointed). `initial_value` holds the initial
     contents; without one the buffer starts as zeros.
     ```mlir
     dlexec.variable @fc1.weight : memref<128x784xf32> {kind = "parameter"} = dense<0.0>
