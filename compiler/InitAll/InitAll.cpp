@@ -1,6 +1,8 @@
 //===- InitAll.cpp - dialect and pass registration --------------------------===//
 #include "compiler/InitAll/InitAll.h"
 
+#include "compiler/Lowering/Passes.h"
+#include "compiler/Transforms/Passes.h"
 #include "dialects/Exec/ExecDialect.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,4 +23,6 @@ void dlc::registerAllPasses() {
     return;
   done = true;
   mlir::registerTransformsPasses();
+  dlc::registerLoweringPasses();
+  dlc::registerDLCTransformsPasses();
 }

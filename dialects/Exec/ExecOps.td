@@ -89,7 +89,7 @@ def Exec_ReshapeOp : Exec_Op<"reshape", [Pure]> {
   let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
 }
 
-def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments,
+def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments, IsolatedFromAbove,
                                        SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "A generated loop-nest kernel whose body is arith/math ops";
   let description = [{
@@ -101,7 +101,8 @@ def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments,
     new output values. For a reduction, `init` gives each output's initial
     value (the kernel writes it before accumulating). `dlexec.index` in the
     body gives a loop index. Codegen maps parallel loops to threads and runs
-    reduction loops inside a thread.
+    reduction loops inside a thread. The body is isolated from above: it uses
+    only its block arguments and ops defined inside it (constants included).
     ```mlir
     dlexec.kernel @fused_add_relu ins(%a, %b : memref<64x128xf32>, memref<128xf32>)
         outs(%c : memref<64x128xf32>) attributes {
@@ -174,8 +175,18 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
   let summary = "An instance of a hand-written kernel template (pooling and the like)";
   let description = [{
     `template` names a kernel template that codegen instantiates for both
-    targets with this op's shapes and attributes baked in: `max_pool2d`,
-    `max_pool2d_grad`, `average_pool2d`, `average_pool2d_grad`.
+    targets with this op's shapes and attributes baked in:
+    - `max_pool2d`: ins(X) outs(Y); `average_pool2d`: ins(X) outs(Y)
+    - `max_pool2d_grad`: ins(X, dY) outs(dX) (X is the forward input);
+      `average_pool2d_grad`: ins(X, dY) outs(dX)
+      all four with the attributes of the dlgraph pooling op: `kernel_shape`,
+      `strides`, `pads` [top, left, bottom, right], `dilations`, and
+      `ceil_mode = true`, `count_include_pad = true` (BoolAttr) when set.
+    - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, >= 0).
+    - `softmax_cross_entropy`: ins(logits [..., C] f32, labels [...] i64)
+      outs(loss, rank 0): mean cross-entropy (dlgraph.softmax_cross_entropy).
+    - `softmax_cross_entropy_grad`: ins(logits, labels, loss_grad rank 0)
+      outs(dlogits) (dlgraph.softmax_cross_entropy_grad).
     ```mlir
     dlexec.builtin_kernel @k7 "max_pool2d" ins(%x : memref<8x16x8x8xf32>) outs(%y : memref<8x16x4x4xf32>)
         {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}

@@ -187,6 +187,12 @@ LogicalResult MatMulOp::verify() {
   if (ka != kb)
     return emitOpError() << "contracting dimensions differ: " << ka << " vs "
                          << kb;
+  auto y = rankedType(getResult());
+  if (a.getRank() == 2 && b.getRank() == 2 &&
+      y.getShape() != ArrayRef<int64_t>{a.getDimSize(0), b.getDimSize(1)})
+    return emitOpError() << "result is " << shapeStr(y.getShape())
+                         << ", expected [" << a.getDimSize(0) << ", "
+                         << b.getDimSize(1) << "]";
   return success();
 }
 
@@ -305,6 +311,20 @@ template <typename PoolOp> static LogicalResult verifyPool(PoolOp op) {
 
 LogicalResult MaxPoolOp::verify() { return verifyPool(*this); }
 LogicalResult AveragePoolOp::verify() { return verifyPool(*this); }
+
+LogicalResult GlobalAveragePoolOp::verify() {
+  auto x = rankedType(getInput()), y = rankedType(getResult());
+  if (x.getRank() < 3)
+    return emitOpError() << "input must have rank >= 3 (N, C, spatial...), got "
+                         << shapeStr(x.getShape());
+  llvm::SmallVector<int64_t> expected(x.getShape());
+  for (int64_t i = 2; i < x.getRank(); ++i)
+    expected[i] = 1;
+  if (y.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result shape is " << shapeStr(y.getShape())
+                         << ", expected " << shapeStr(expected);
+  return success();
+}
 
 static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)

@@ -1,0 +1,63 @@
+//===- KernelCode.h - kernel bodies shared by both emitters -*- C++ -*-===//
+#ifndef DLC_CODEGEN_KERNELCODE_H
+#define DLC_CODEGEN_KERNELCODE_H
+
+#include "codegen/Codegen.h"
+#include "dialects/Exec/ExecOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace dlc::codegen::detail {
+
+/// A kernel body that both the CUDA and the host wrapper print. The body is C
+/// code for one thread: it reads the flat thread index `tid` (a `long long` in
+/// [0, numThreads)) and the operand pointers `a0`, `a1`, ... (inputs then
+/// outputs), and may use the helpers of the target prelude (DLC_INF_F,
+/// dlc_floordiv, ...).
+struct KernelCode {
+  std::string name;                    // a C identifier
+  std::vector<std::string> paramTypes; // C element type per operand
+  std::vector<bool> restrictParam;     // false where operands may alias
+  std::string body;
+  int64_t numThreads = 1;
+};
+
+/// Builds the body of a generated loop-nest kernel.
+mlir::FailureOr<KernelCode> buildGeneratedKernel(exec::KernelOp op);
+/// Instantiates a built-in kernel template.
+mlir::FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op);
+/// Every kernel of |module| in program order, one per distinct name.
+mlir::FailureOr<std::vector<KernelCode>> collectKernels(mlir::ModuleOp module);
+
+/// The C type of a scalar / memref element type (f32 float, f64 double, i64 and
+/// index long long, i32 int, i1 bool), or failure.
+mlir::FailureOr<std::string> cScalarType(mlir::Type type);
+/// Name of a kernel symbol made into a C identifier (other characters -> '_').
+std::string sanitizeName(llvm::StringRef name);
+/// Which operands of |op| (inputs then outputs) may alias another operand.
+std::vector<bool> restrictFlags(mlir::Operation *op, mlir::ValueRange operands);
+
+/// Reads an integer list attribute given as array<i64: ...>, [1, 2] or
+/// dense<...>; |fallback| when absent. Errors at |op| when malformed or not
+/// |expectedSize| long.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+getIntList(mlir::Operation *op, llvm::StringRef name,
+           llvm::ArrayRef<int64_t> fallback, size_t expectedSize);
+/// Reads an integer or boolean attribute; |fallback| when absent.
+mlir::FailureOr<int64_t> getInt(mlir::Operation *op, llvm::StringRef name,
+                                int64_t fallback);
+
+/// Compiles |kernel| with NVRTC for |arch| into |cubin|; on failure returns
+/// false with the NVRTC log in |error|. Thread-safe.
+bool nvrtcCompile(const KernelSource &kernel, llvm::StringRef arch,
+                  std::vector<uint8_t> *cubin, std::string *error);
+
+std::string wrapCuda(const KernelCode &code);
+std::string hostPrelude();
+std::string wrapHost(const KernelCode &code);
+
+} // namespace dlc::codegen::detail
+
+#endif

@@ -1,0 +1,701 @@
+//===- KernelEmitter.cpp - dlexec.kernel bodies as C code -----------------===//
+//
+// A dlexec.kernel is printed once as target-neutral C code for one thread of
+// its parallel iteration space; CudaEmitter.cpp and HostEmitter.cpp wrap it.
+// Parallel loops become the flat thread index `tid` (row-major over the
+// parallel loops), reduction loops run serially inside the thread with the
+// outputs held in local accumulators.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/KernelCode.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+
+using namespace mlir;
+
+namespace dlc::codegen::detail {
+
+FailureOr<std::string> cScalarType(Type type) {
+  if (type.isF32())
+    return std::string("float");
+  if (type.isF64())
+    return std::string("double");
+  if (type.isIndex() || type.isInteger(64))
+    return std::string("long long");
+  if (type.isInteger(32))
+    return std::string("int");
+  if (type.isInteger(1))
+    return std::string("bool");
+  return failure();
+}
+
+std::string sanitizeName(StringRef name) {
+  std::string out;
+  for (char c : name)
+    out += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit((unsigned char)out[0]))
+    out = "k_" + out;
+  return out;
+}
+
+/// Where an operand's memory lives, for alias detection: the root value of a
+/// reshape chain, a variable symbol, or an arena byte range.
+namespace {
+struct BufferRoot {
+  const void *key = nullptr;    // root Value or variable name attr
+  int64_t begin = -1, end = -1; // arena byte range when planned
+};
+} // namespace
+
+static BufferRoot rootOf(Value v) {
+  while (auto reshape = v.getDefiningOp<exec::ReshapeOp>())
+    v = reshape.getSource();
+  BufferRoot root;
+  if (auto ref = v.getDefiningOp<exec::VariableRefOp>()) {
+    root.key = ref.getVariableAttr().getAttr().getAsOpaquePointer();
+    return root;
+  }
+  root.key = v.getAsOpaquePointer();
+  if (auto alloc = v.getDefiningOp<exec::AllocOp>()) {
+    auto type = cast<MemRefType>(alloc.getType());
+    if (auto offset = alloc.getOffset(); offset && type.hasStaticShape()) {
+      root.begin = (int64_t)*offset;
+      root.end = root.begin +
+                 type.getNumElements() *
+                     std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    }
+  }
+  return root;
+}
+
+std::vector<bool> restrictFlags(Operation *, ValueRange operands) {
+  std::vector<BufferRoot> roots;
+  for (Value v : operands)
+    roots.push_back(rootOf(v));
+  std::vector<bool> flags(roots.size(), true);
+  for (size_t i = 0; i < roots.size(); ++i)
+    for (size_t j = i + 1; j < roots.size(); ++j) {
+      bool alias =
+          roots[i].key == roots[j].key ||
+          (roots[i].begin >= 0 && roots[j].begin >= 0 &&
+           roots[i].begin < roots[j].end && roots[j].begin < roots[i].end);
+      if (alias)
+        flags[i] = flags[j] = false;
+    }
+  return flags;
+}
+
+/// A C literal for |value| of type |type| (f32 gets an `f` suffix; inf and
+/// NaN go through the prelude's macros).
+static std::string floatLiteral(double value, bool isF32) {
+  const char *suffix = isF32 ? "F" : "D";
+  if (std::isnan(value))
+    return std::string("DLC_NAN_") + suffix;
+  if (std::isinf(value))
+    return std::string(value < 0 ? "(-DLC_INF_" : "(DLC_INF_") + suffix + ")";
+  char buf[64];
+  if (isF32)
+    std::snprintf(buf, sizeof(buf), "%.9ef", (double)(float)value);
+  else
+    std::snprintf(buf, sizeof(buf), "%.17e", value);
+  return buf;
+}
+
+static std::string intLiteral(int64_t value, const std::string &cType) {
+  if (cType == "bool")
+    return value ? "true" : "false";
+  if (value == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  return "((" + cType + ")" + std::to_string(value) + "LL)";
+}
+
+/// The C literal of a typed scalar attribute (arith.constant value or `init`).
+static FailureOr<std::string> attrLiteral(Attribute attr, Type type) {
+  if (auto f = dyn_cast<FloatAttr>(attr)) {
+    APFloat v = f.getValue();
+    bool lost = false;
+    v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+    if (!type.isF32() && !type.isF64())
+      return failure();
+    return floatLiteral(v.convertToDouble(), type.isF32());
+  }
+  if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    auto cType = cScalarType(type);
+    if (failed(cType))
+      return failure();
+    if (type.isF32() || type.isF64())
+      return floatLiteral((double)i.getValue().getSExtValue(), type.isF32());
+    int64_t v = type.isInteger(1) ? (int64_t)i.getValue().getBoolValue()
+                                  : i.getValue().getSExtValue();
+    return intLiteral(v, *cType);
+  }
+  if (auto b = dyn_cast<BoolAttr>(attr)) {
+    auto cType = cScalarType(type);
+    if (failed(cType))
+      return failure();
+    return intLiteral(b.getValue(), *cType);
+  }
+  return failure();
+}
+
+/// C expression of an affine expression over loop indices `i<d>`.
+static FailureOr<std::string> affineToC(AffineExpr expr) {
+  if (auto d = dyn_cast<AffineDimExpr>(expr))
+    return "i" + std::to_string(d.getPosition());
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return std::to_string(c.getValue()) + "LL";
+  auto bin = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!bin)
+    return failure();
+  auto l = affineToC(bin.getLHS()), r = affineToC(bin.getRHS());
+  if (failed(l) || failed(r))
+    return failure();
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return "(" + *l + " + " + *r + ")";
+  case AffineExprKind::Mul:
+    return "(" + *l + " * " + *r + ")";
+  case AffineExprKind::FloorDiv:
+    return "dlc_floordiv(" + *l + ", " + *r + ")";
+  case AffineExprKind::CeilDiv:
+    return "dlc_ceildiv(" + *l + ", " + *r + ")";
+  case AffineExprKind::Mod:
+    return "dlc_mod(" + *l + ", " + *r + ")";
+  default:
+    return failure();
+  }
+}
+
+namespace {
+/// Prints the body of one dlexec.kernel.
+class GeneratedKernelEmitter {
+public:
+  explicit GeneratedKernelEmitter(exec::KernelOp op) : op(op), os(body) {}
+
+  FailureOr<KernelCode> emit();
+
+private:
+  LogicalResult computeLoopSizes();
+  FailureOr<std::string> offsetOf(unsigned operand, AffineMap map);
+  LogicalResult emitBodyOp(Operation *bodyOp, const std::string &indent);
+  FailureOr<std::string> nameOf(Value v, Operation *user);
+  std::string fresh() { return "v" + std::to_string(counter++); }
+
+  exec::KernelOp op;
+  std::string body;
+  llvm::raw_string_ostream os;
+  std::vector<int64_t> loopSizes;
+  llvm::DenseMap<Value, std::string> names;
+  /// f32 sums accumulated in double: the arith.addf of each such output.
+  llvm::DenseMap<Operation *, unsigned> promotedAdds;
+  int counter = 0;
+};
+} // namespace
+
+LogicalResult GeneratedKernelEmitter::computeLoopSizes() {
+  unsigned numLoops = op.getIteratorTypes().size();
+  loopSizes.assign(numLoops, -1);
+  auto operands = op->getOperands();
+  unsigned i = 0;
+  for (AffineMap map : op.getIndexingMaps().getAsValueRange<AffineMapAttr>()) {
+    auto type = cast<MemRefType>(operands[i].getType());
+    if (!type.hasStaticShape())
+      return op.emitOpError() << "operand #" << i << " of type " << type
+                              << " has a dynamic shape; codegen needs "
+                                 "static shapes";
+    if (!type.getLayout().isIdentity())
+      return op.emitOpError() << "operand #" << i << " of type " << type
+                              << " has a non-identity layout";
+    for (unsigned r = 0; r < map.getNumResults(); ++r) {
+      auto dim = dyn_cast<AffineDimExpr>(map.getResult(r));
+      if (!dim)
+        continue;
+      int64_t size = type.getDimSize(r);
+      int64_t &known = loopSizes[dim.getPosition()];
+      if (known >= 0 && known != size)
+        return op.emitOpError()
+               << "loop " << dim.getPosition() << " has size " << known
+               << " from one operand and " << size << " from operand #" << i;
+      known = size;
+    }
+    ++i;
+  }
+  for (unsigned l = 0; l < numLoops; ++l)
+    if (loopSizes[l] < 0)
+      return op.emitOpError() << "cannot infer the size of loop " << l
+                              << ": no indexing map uses it as a plain "
+                                 "dimension";
+  return success();
+}
+
+FailureOr<std::string> GeneratedKernelEmitter::offsetOf(unsigned operand,
+                                                        AffineMap map) {
+  auto type = cast<MemRefType>(op->getOperand(operand).getType());
+  if (map.getNumSymbols() != 0)
+    return op.emitOpError() << "indexing map #" << operand
+                            << " has symbols; only dims and constants are "
+                               "supported";
+  std::string out;
+  int64_t stride = 1;
+  for (int r = (int)map.getNumResults() - 1; r >= 0; --r) {
+    auto term = affineToC(map.getResult(r));
+    if (failed(term)) {
+      std::string text;
+      llvm::raw_string_ostream(text) << map.getResult(r);
+      return op.emitOpError() << "unsupported affine expression " << text
+                              << " in indexing map #" << operand
+                              << " (supported: dims, constants, +, *, "
+                                 "floordiv, ceildiv, mod)";
+    }
+    std::string t =
+        stride == 1 ? *term : *term + " * " + std::to_string(stride) + "LL";
+    out = out.empty() ? t : t + " + " + out;
+    stride *= type.getDimSize(r);
+  }
+  return out.empty() ? std::string("0") : out;
+}
+
+FailureOr<std::string> GeneratedKernelEmitter::nameOf(Value v,
+                                                      Operation *user) {
+  auto it = names.find(v);
+  if (it != names.end())
+    return it->second;
+  // A constant defined outside the kernel region (captured from the func).
+  if (auto cst = v.getDefiningOp<arith::ConstantOp>()) {
+    auto lit = attrLiteral(cst.getValue(), cst.getType());
+    if (succeeded(lit))
+      return *lit;
+  }
+  return user->emitOpError()
+         << "uses a value defined outside its dlexec.kernel that is not an "
+            "arith.constant";
+}
+
+static std::string unsignedOf(const std::string &cType) {
+  if (cType == "long long")
+    return "unsigned long long";
+  if (cType == "int")
+    return "unsigned int";
+  return cType;
+}
+
+static const char *mathName(Operation *op, bool isF32) {
+  return llvm::TypeSwitch<Operation *, const char *>(op)
+      .Case<math::ExpOp>([&](auto) { return isF32 ? "expf" : "exp"; })
+      .Case<math::Exp2Op>([&](auto) { return isF32 ? "exp2f" : "exp2"; })
+      .Case<math::LogOp>([&](auto) { return isF32 ? "logf" : "log"; })
+      .Case<math::Log2Op>([&](auto) { return isF32 ? "log2f" : "log2"; })
+      .Case<math::SqrtOp>([&](auto) { return isF32 ? "sqrtf" : "sqrt"; })
+      .Case<math::TanhOp>([&](auto) { return isF32 ? "tanhf" : "tanh"; })
+      .Case<math::AbsFOp>([&](auto) { return isF32 ? "fabsf" : "fabs"; })
+      .Case<math::ErfOp>([&](auto) { return isF32 ? "erff" : "erf"; })
+      .Case<math::Log1pOp>([&](auto) { return isF32 ? "log1pf" : "log1p"; })
+      .Case<math::ExpM1Op>([&](auto) { return isF32 ? "expm1f" : "expm1"; })
+      .Case<math::FloorOp>([&](auto) { return isF32 ? "floorf" : "floor"; })
+      .Case<math::CeilOp>([&](auto) { return isF32 ? "ceilf" : "ceil"; })
+      .Case<math::SinOp>([&](auto) { return isF32 ? "sinf" : "sin"; })
+      .Case<math::CosOp>([&](auto) { return isF32 ? "cosf" : "cos"; })
+      .Case<math::PowFOp>([&](auto) { return isF32 ? "powf" : "pow"; })
+      .Case<math::FmaOp>([&](auto) { return isF32 ? "fmaf" : "fma"; })
+      .Case<arith::MaxNumFOp>([&](auto) { return isF32 ? "fmaxf" : "fmax"; })
+      .Case<arith::MinNumFOp>([&](auto) { return isF32 ? "fminf" : "fmin"; })
+      .Case<arith::RemFOp>([&](auto) { return isF32 ? "fmodf" : "fmod"; })
+      .Default([](Operation *) { return nullptr; });
+}
+
+static const char *binaryOperator(Operation *op) {
+  return llvm::TypeSwitch<Operation *, const char *>(op)
+      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return "+"; })
+      .Case<arith::SubFOp, arith::SubIOp>([](auto) { return "-"; })
+      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return "*"; })
+      .Case<arith::DivFOp, arith::DivSIOp>([](auto) { return "/"; })
+      .Case<arith::RemSIOp>([](auto) { return "%"; })
+      .Case<arith::AndIOp>([](auto) { return "&"; })
+      .Case<arith::OrIOp>([](auto) { return "|"; })
+      .Case<arith::XOrIOp>([](auto) { return "^"; })
+      .Default([](Operation *) { return nullptr; });
+}
+
+static std::string cmpfExpr(arith::CmpFPredicate p, const std::string &a,
+                            const std::string &b) {
+  using P = arith::CmpFPredicate;
+  switch (p) {
+  case P::AlwaysFalse:
+    return "false";
+  case P::OEQ:
+    return a + " == " + b;
+  case P::OGT:
+    return a + " > " + b;
+  case P::OGE:
+    return a + " >= " + b;
+  case P::OLT:
+    return a + " < " + b;
+  case P::OLE:
+    return a + " <= " + b;
+  case P::ONE:
+    return "(" + a + " < " + b + " || " + a + " > " + b + ")";
+  case P::ORD:
+    return "(" + a + " == " + a + " && " + b + " == " + b + ")";
+  case P::UEQ:
+    return "!(" + a + " < " + b + " || " + a + " > " + b + ")";
+  case P::UGT:
+    return "!(" + a + " <= " + b + ")";
+  case P::UGE:
+    return "!(" + a + " < " + b + ")";
+  case P::ULT:
+    return "!(" + a + " >= " + b + ")";
+  case P::ULE:
+    return "!(" + a + " > " + b + ")";
+  case P::UNE:
+    return a + " != " + b;
+  case P::UNO:
+    return "(" + a + " != " + a + " || " + b + " != " + b + ")";
+  case P::AlwaysTrue:
+    return "true";
+  }
+  return "false";
+}
+
+static std::string cmpiExpr(arith::CmpIPredicate p, const std::string &a,
+                            const std::string &b, const std::string &cType) {
+  using P = arith::CmpIPredicate;
+  std::string ua = "(" + unsignedOf(cType) + ")" + a;
+  std::string ub = "(" + unsignedOf(cType) + ")" + b;
+  switch (p) {
+  case P::eq:
+    return a + " == " + b;
+  case P::ne:
+    return a + " != " + b;
+  case P::slt:
+    return a + " < " + b;
+  case P::sle:
+    return a + " <= " + b;
+  case P::sgt:
+    return a + " > " + b;
+  case P::sge:
+    return a + " >= " + b;
+  case P::ult:
+    return ua + " < " + ub;
+  case P::ule:
+    return ua + " <= " + ub;
+  case P::ugt:
+    return ua + " > " + ub;
+  case P::uge:
+    return ua + " >= " + ub;
+  }
+  return "false";
+}
+
+LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
+                                                 const std::string &indent) {
+  if (bodyOp->getNumResults() != 1)
+    return bodyOp->emitOpError()
+           << "is not supported in a dlexec.kernel body by codegen";
+  Value result = bodyOp->getResult(0);
+  auto cType = cScalarType(result.getType());
+  if (failed(cType))
+    return bodyOp->emitOpError() << "result type " << result.getType()
+                                 << " is not supported by codegen (expected "
+                                    "f32, f64, i64, i32, i1 or index)";
+  std::vector<std::string> args;
+  for (Value operand : bodyOp->getOperands()) {
+    auto name = nameOf(operand, bodyOp);
+    if (failed(name))
+      return failure();
+    args.push_back(*name);
+  }
+  bool isF32 = result.getType().isF32();
+  std::string expr;
+  if (promotedAdds.count(bodyOp)) {
+    // acc (double) + the other operand widened to double.
+    unsigned otherIdx = 1;
+    if (names.lookup(bodyOp->getOperand(0)) !=
+        "acc" + std::to_string(promotedAdds[bodyOp]))
+      otherIdx = 0;
+    std::string name = fresh();
+    names[result] = name;
+    os << indent << "const double " << name << " = " << args[1 - otherIdx]
+       << " + (double)" << args[otherIdx] << ";\n";
+    return success();
+  }
+  if (auto cst = dyn_cast<arith::ConstantOp>(bodyOp)) {
+    auto lit = attrLiteral(cst.getValue(), result.getType());
+    if (failed(lit))
+      return bodyOp->emitOpError()
+             << "constant " << cst.getValue() << " is not supported by codegen";
+    expr = *lit;
+  } else if (auto idx = dyn_cast<exec::IndexOp>(bodyOp)) {
+    int64_t dim = idx.getDim();
+    if (dim < 0 || dim >= (int64_t)loopSizes.size())
+      return bodyOp->emitOpError()
+             << "loop " << dim << " does not exist; the "
+             << "kernel has " << loopSizes.size() << " loops";
+    expr = "i" + std::to_string(dim);
+  } else if (const char *binop = binaryOperator(bodyOp)) {
+    expr = "(" + *cType + ")(" + args[0] + " " + binop + " " + args[1] + ")";
+  } else if (isa<arith::NegFOp>(bodyOp)) {
+    expr = "-" + args[0];
+  } else if (isa<arith::MaximumFOp>(bodyOp)) {
+    // NaN-propagating maximum.
+    expr = "((" + args[0] + " > " + args[1] + " || " + args[0] +
+           " != " + args[0] + ") ? " + args[0] + " : " + args[1] + ")";
+  } else if (isa<arith::MinimumFOp>(bodyOp)) {
+    expr = "((" + args[0] + " < " + args[1] + " || " + args[0] +
+           " != " + args[0] + ") ? " + args[0] + " : " + args[1] + ")";
+  } else if (isa<arith::MaxSIOp>(bodyOp)) {
+    expr = "(" + args[0] + " > " + args[1] + " ? " + args[0] + " : " + args[1] +
+           ")";
+  } else if (isa<arith::MinSIOp>(bodyOp)) {
+    expr = "(" + args[0] + " < " + args[1] + " ? " + args[0] + " : " + args[1] +
+           ")";
+  } else if (auto cmp = dyn_cast<arith::CmpFOp>(bodyOp)) {
+    expr = "(" + cmpfExpr(cmp.getPredicate(), args[0], args[1]) + ")";
+  } else if (auto cmp = dyn_cast<arith::CmpIOp>(bodyOp)) {
+    auto operandType = cScalarType(cmp.getLhs().getType());
+    if (failed(operandType))
+      return bodyOp->emitOpError() << "operand type " << cmp.getLhs().getType()
+                                   << " is not supported by codegen";
+    expr = "(" + cmpiExpr(cmp.getPredicate(), args[0], args[1], *operandType) +
+           ")";
+  } else if (isa<arith::SelectOp>(bodyOp)) {
+    expr = "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
+  } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
+                 arith::FPToSIOp, arith::IndexCastOp, arith::ExtSIOp,
+                 arith::TruncIOp>(bodyOp)) {
+    expr = "(" + *cType + ")" + args[0];
+  } else if (isa<arith::UIToFPOp, arith::ExtUIOp>(bodyOp)) {
+    auto srcType = cScalarType(bodyOp->getOperand(0).getType());
+    if (failed(srcType))
+      return bodyOp->emitOpError()
+             << "operand type " << bodyOp->getOperand(0).getType()
+             << " is not supported by codegen";
+    expr = "(" + *cType + ")(" + unsignedOf(*srcType) + ")" + args[0];
+  } else if (isa<math::RsqrtOp>(bodyOp)) {
+    expr = isF32 ? "(1.0f / sqrtf(" + args[0] + "))"
+                 : "(1.0 / sqrt(" + args[0] + "))";
+  } else if (const char *fn = mathName(bodyOp, isF32)) {
+    if (!isF32 && !result.getType().isF64())
+      return bodyOp->emitOpError()
+             << "on " << result.getType() << " is not supported by codegen";
+    expr = std::string(fn) + "(";
+    for (size_t i = 0; i < args.size(); ++i)
+      expr += (i ? ", " : "") + args[i];
+    expr += ")";
+  } else {
+    return bodyOp->emitOpError()
+           << "is not supported in a dlexec.kernel body by codegen";
+  }
+  std::string name = fresh();
+  names[result] = name;
+  os << indent << "const " << *cType << " " << name << " = " << expr << ";\n";
+  return success();
+}
+
+FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
+  if (failed(computeLoopSizes()))
+    return failure();
+  KernelCode code;
+  code.name = sanitizeName(op.getSymName());
+  auto operands = op->getOperands();
+  unsigned numInputs = op.getInputs().size();
+  for (Value v : operands) {
+    auto type = cast<MemRefType>(v.getType());
+    auto cType = cScalarType(type.getElementType());
+    if (failed(cType))
+      return op.emitOpError() << "element type " << type.getElementType()
+                              << " is not supported by codegen (expected "
+                                 "f32, f64, i64, i32 or i1)";
+    code.paramTypes.push_back(*cType);
+  }
+  code.restrictParam = restrictFlags(op, operands);
+
+  SmallVector<unsigned> parallel, reduction;
+  for (auto [i, it] : llvm::enumerate(op.getIteratorTypes()))
+    (cast<StringAttr>(it).getValue() == "parallel" ? parallel : reduction)
+        .push_back(i);
+  code.numThreads = 1;
+  for (unsigned d : parallel)
+    code.numThreads *= loopSizes[d];
+
+  SmallVector<AffineMap> maps(
+      op.getIndexingMaps().getAsValueRange<AffineMapAttr>());
+  SmallVector<std::string> offsets;
+  for (unsigned i = 0; i < operands.size(); ++i) {
+    auto off = offsetOf(i, maps[i]);
+    if (failed(off))
+      return failure();
+    offsets.push_back(*off);
+  }
+
+  // Thread index -> parallel loop indices (last parallel loop fastest).
+  std::string in = "  ";
+  if (!parallel.empty()) {
+    // 32-bit division by constants is much cheaper on the GPU.
+    bool narrow = code.numThreads <= UINT32_MAX;
+    const char *suffix = narrow ? "u" : "LL";
+    os << in
+       << (narrow ? "unsigned rem = (unsigned)tid;\n"
+                  : "long long rem = tid;\n");
+    for (int k = (int)parallel.size() - 1; k >= 0; --k) {
+      unsigned d = parallel[k];
+      if (k == 0)
+        os << in << "const long long i" << d << " = rem;\n";
+      else
+        os << in << "const long long i" << d << " = rem % " << loopSizes[d]
+           << suffix << "; rem /= " << loopSizes[d] << suffix << ";\n";
+    }
+  }
+
+  // Outputs live in accumulators; their positions may not depend on
+  // reduction loops.
+  Block &block = op.getBody().front();
+  auto yieldOp = cast<exec::YieldOp>(block.getTerminator());
+  std::vector<bool> promoted(op.getOutputs().size(), false);
+  if (!reduction.empty()) {
+    // An f32 output whose only update is `acc + x` is summed in double, so
+    // long reductions (BatchNorm statistics, bias gradients) stay within
+    // the reference's rounding instead of growing with the length.
+    for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+      BlockArgument acc = block.getArgument(numInputs + o);
+      if (!acc.getType().isF32() || !acc.hasOneUse())
+        continue;
+      auto add = dyn_cast<arith::AddFOp>(*acc.getUsers().begin());
+      if (!add || add.getLhs() == add.getRhs() ||
+          !add.getResult().hasOneUse() ||
+          *add.getResult().getUsers().begin() != yieldOp.getOperation() ||
+          yieldOp.getValues()[o] != add.getResult())
+        continue;
+      // The yield must not use the sum twice (hasOneUse covers it).
+      promoted[o] = true;
+      promotedAdds[add] = o;
+    }
+  }
+  std::optional<ArrayAttr> init = op.getInit();
+  for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+    unsigned operand = numInputs + o;
+    for (unsigned d : reduction)
+      if (maps[operand].isFunctionOfDim(d))
+        return op.emitOpError()
+               << "output #" << o << " is indexed by reduction loop " << d
+               << "; codegen needs outputs indexed by "
+                  "parallel loops only";
+    const std::string t = promoted[o] ? "double" : code.paramTypes[operand];
+    std::string initValue;
+    if (init) {
+      Type elem =
+          cast<MemRefType>(operands[operand].getType()).getElementType();
+      auto lit = attrLiteral((*init)[o], elem);
+      if (failed(lit))
+        return op.emitOpError()
+               << "init value " << (*init)[o] << " for output #" << o
+               << " is not a supported scalar attribute";
+      initValue = *lit;
+    } else if (reduction.empty() && block.getArgument(operand).use_empty()) {
+      // Overwritten by the yield; no need to read the old value.
+    } else {
+      initValue = "a" + std::to_string(operand) + "[" + offsets[operand] + "]";
+    }
+    os << in << t << " acc" << o << (initValue.empty() ? "" : " = " + initValue)
+       << ";\n";
+    names[block.getArgument(operand)] = "acc" + std::to_string(o);
+  }
+
+  for (unsigned d : reduction) {
+    os << in << "for (long long i" << d << " = 0; i" << d << " < "
+       << loopSizes[d] << "LL; ++i" << d << ") {\n";
+    in += "  ";
+  }
+  for (unsigned i = 0; i < numInputs; ++i) {
+    BlockArgument arg = block.getArgument(i);
+    if (arg.use_empty())
+      continue;
+    std::string name = "x" + std::to_string(i);
+    names[arg] = name;
+    os << in << "const " << code.paramTypes[i] << " " << name << " = a" << i
+       << "[" << offsets[i] << "];\n";
+  }
+  for (Operation &bodyOp : block.without_terminator())
+    if (failed(emitBodyOp(&bodyOp, in)))
+      return failure();
+  auto yield = cast<exec::YieldOp>(block.getTerminator());
+  SmallVector<std::string> yielded;
+  for (Value v : yield.getValues()) {
+    auto name = nameOf(v, yield);
+    if (failed(name))
+      return failure();
+    yielded.push_back(*name);
+  }
+  // Through temporaries: a yield may name another output's accumulator.
+  for (unsigned o = 0; o < yielded.size(); ++o)
+    os << in << "const "
+       << (promoted[o] ? std::string("double") : code.paramTypes[numInputs + o])
+       << " y" << o << " = " << yielded[o] << ";\n";
+  for (unsigned o = 0; o < yielded.size(); ++o)
+    os << in << "acc" << o << " = y" << o << ";\n";
+  for (size_t k = 0; k < reduction.size(); ++k) {
+    in.resize(in.size() - 2);
+    os << in << "}\n";
+  }
+  for (unsigned o = 0; o < op.getOutputs().size(); ++o)
+    os << in << "a" << numInputs + o << "[" << offsets[numInputs + o]
+       << "] = " << (promoted[o] ? "(float)acc" : "acc") << o << ";\n";
+  code.body = std::move(body);
+  return code;
+}
+
+FailureOr<KernelCode> buildGeneratedKernel(exec::KernelOp op) {
+  return GeneratedKernelEmitter(op).emit();
+}
+
+FailureOr<std::vector<KernelCode>> collectKernels(ModuleOp module) {
+  std::vector<KernelCode> kernels;
+  llvm::StringMap<size_t> byName;
+  bool failedAny = false;
+  module.walk([&](Operation *op) {
+    FailureOr<KernelCode> code = failure();
+    if (auto k = dyn_cast<exec::KernelOp>(op))
+      code = buildGeneratedKernel(k);
+    else if (auto b = dyn_cast<exec::BuiltinKernelOp>(op))
+      code = buildBuiltinKernel(b);
+    else
+      return;
+    if (failed(code)) {
+      failedAny = true;
+      return;
+    }
+    auto it = byName.find(code->name);
+    if (it != byName.end()) {
+      KernelCode &prev = kernels[it->second];
+      if (prev.body != code->body || prev.paramTypes != code->paramTypes ||
+          prev.numThreads != code->numThreads) {
+        op->emitOpError() << "kernel name '" << code->name
+                          << "' is used by two different kernels";
+        failedAny = true;
+        return;
+      }
+      // One launch may alias operands that another does not.
+      for (size_t i = 0; i < prev.restrictParam.size(); ++i)
+        prev.restrictParam[i] = prev.restrictParam[i] && code->restrictParam[i];
+      return;
+    }
+    byName[code->name] = kernels.size();
+    kernels.push_back(std::move(*code));
+  });
+  if (failedAny)
+    return failure();
+  return kernels;
+}
+
+} // namespace dlc::codegen::detail

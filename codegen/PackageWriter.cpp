@@ -1,0 +1,690 @@
+//===- PackageWriter.cpp - planned dlexec module -> .dlcp package ---------===//
+//
+// The plan is flattened into the tables of runtime/schema/package.fbs:
+// buffers (variables first, then per function its inputs, arena allocations
+// and reshape aliases, in program order), one Kernel per distinct kernel,
+// one Function per dlexec.func with its steps in program order, the host
+// kernels as a shared object and the initial values as safetensors.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Codegen.h"
+#include "codegen/KernelCode.h"
+
+#include "dlc_schema/package_generated.h"
+#include "runtime/formats/Safetensors.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <thread>
+
+using namespace mlir;
+namespace pkg = dlc::package;
+
+namespace dlc::codegen {
+namespace {
+
+struct PlanBuffer {
+  std::string name;
+  pkg::BufferKind kind;
+  pkg::DType dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  int64_t offset = -1;
+  int32_t aliasOf = -1;
+  std::string init;
+  Operation *op = nullptr;
+};
+
+struct PlanStep {
+  bool isLaunch = true;
+  std::string name; // kernel name or library callee
+  unsigned kernel = 0;
+  unsigned numInputs = 0;
+  std::vector<uint32_t> args;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+};
+
+struct PlanFunction {
+  std::string name;
+  std::vector<std::pair<std::string, uint32_t>> inputs, outputs;
+  std::vector<PlanStep> steps;
+  int64_t arenaBytes = -1;
+};
+
+struct Plan {
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanFunction> functions;
+  std::vector<std::string> kernelNames;
+};
+
+const char *kindName(pkg::BufferKind k) {
+  switch (k) {
+  case pkg::BufferKind::Parameter:
+    return "parameter";
+  case pkg::BufferKind::OptimizerState:
+    return "optimizer_state";
+  case pkg::BufferKind::State:
+    return "state";
+  case pkg::BufferKind::Input:
+    return "input";
+  case pkg::BufferKind::Arena:
+    return "arena";
+  case pkg::BufferKind::Alias:
+    return "alias";
+  case pkg::BufferKind::Constant:
+    return "constant";
+  }
+  return "?";
+}
+
+const char *dtypeName(pkg::DType d) {
+  switch (d) {
+  case pkg::DType::F32:
+    return "f32";
+  case pkg::DType::F64:
+    return "f64";
+  case pkg::DType::I64:
+    return "i64";
+  case pkg::DType::I32:
+    return "i32";
+  case pkg::DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+const char *safetensorsDtype(pkg::DType d) {
+  switch (d) {
+  case pkg::DType::F32:
+    return "F32";
+  case pkg::DType::F64:
+    return "F64";
+  case pkg::DType::I64:
+    return "I64";
+  case pkg::DType::I32:
+    return "I32";
+  case pkg::DType::Bool:
+    return "BOOL";
+  }
+  return "";
+}
+
+/// Builds the flattened plan. With |requirePlanned|, every alloc needs an
+/// offset and every function an arena_bytes.
+class PlanBuilder {
+public:
+  PlanBuilder(ModuleOp module, bool requirePlanned)
+      : module(module), requirePlanned(requirePlanned) {}
+
+  FailureOr<Plan> build();
+
+private:
+  FailureOr<uint32_t> addBuffer(Operation *op, Value value, StringRef name,
+                                pkg::BufferKind kind);
+  FailureOr<uint32_t> indexOf(Operation *user, Value v);
+  LogicalResult addFunction(exec::FuncOp func);
+  LogicalResult addLibraryCall(exec::LibraryCallOp op, PlanStep &step);
+  unsigned kernelIndex(StringRef symName);
+
+  ModuleOp module;
+  bool requirePlanned;
+  Plan plan;
+  llvm::StringMap<uint32_t> variables;
+  llvm::StringMap<unsigned> kernels;
+  llvm::DenseMap<Value, uint32_t> values;
+};
+
+FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *op, Value value,
+                                           StringRef name,
+                                           pkg::BufferKind kind) {
+  auto type = dyn_cast<MemRefType>(
+      value ? value.getType() : cast<exec::VariableOp>(op).getType());
+  if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+    return op->emitOpError() << "buffer needs a static shape and the identity "
+                                "layout";
+  PlanBuffer b;
+  Type elem = type.getElementType();
+  int64_t elemBytes;
+  if (elem.isF32())
+    b.dtype = pkg::DType::F32, elemBytes = 4;
+  else if (elem.isF64())
+    b.dtype = pkg::DType::F64, elemBytes = 8;
+  else if (elem.isInteger(64))
+    b.dtype = pkg::DType::I64, elemBytes = 8;
+  else if (elem.isInteger(32))
+    b.dtype = pkg::DType::I32, elemBytes = 4;
+  else if (elem.isInteger(1))
+    b.dtype = pkg::DType::Bool, elemBytes = 1;
+  else
+    return op->emitOpError() << "element type " << elem
+                             << " cannot be stored in a package (expected "
+                                "f32, f64, i64, i32 or i1)";
+  b.name = name.str();
+  b.kind = kind;
+  b.shape.assign(type.getShape().begin(), type.getShape().end());
+  b.bytes = type.getNumElements() * elemBytes;
+  b.op = op;
+  uint32_t index = plan.buffers.size();
+  plan.buffers.push_back(std::move(b));
+  if (value)
+    values[value] = index;
+  return index;
+}
+
+FailureOr<uint32_t> PlanBuilder::indexOf(Operation *user, Value v) {
+  auto it = values.find(v);
+  if (it == values.end())
+    return user->emitOpError()
+           << "uses a buffer that is not a dlexec.input, variable_ref, alloc "
+              "or reshape of the same function";
+  return it->second;
+}
+
+unsigned PlanBuilder::kernelIndex(StringRef symName) {
+  std::string name = detail::sanitizeName(symName);
+  auto [it, inserted] = kernels.try_emplace(name, plan.kernelNames.size());
+  if (inserted)
+    plan.kernelNames.push_back(name);
+  return it->second;
+}
+
+static int64_t dim(Value v, unsigned i) {
+  return cast<MemRefType>(v.getType()).getDimSize(i);
+}
+static int64_t rank(Value v) { return cast<MemRefType>(v.getType()).getRank(); }
+
+static FailureOr<float> getFloat(Operation *op, StringRef name,
+                                 float fallback) {
+  Attribute attr = op->getAttr(name);
+  if (!attr)
+    return fallback;
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return (float)f.getValueAsDouble();
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return (float)i.getInt();
+  return op->emitOpError() << "attribute '" << name << "' must be a number";
+}
+
+LogicalResult PlanBuilder::addLibraryCall(exec::LibraryCallOp op,
+                                          PlanStep &step) {
+  StringRef callee = op.getCallee();
+  auto ins = op.getInputs();
+  Value out = op.getOutputs()[0];
+  if (callee == "gemm") {
+    if (ins.size() < 2 || ins.size() > 3 || rank(ins[0]) != 2 ||
+        rank(ins[1]) != 2 || rank(out) != 2)
+      return op.emitOpError() << "gemm expects ins(A, B[, C]) of rank 2 and "
+                                 "a rank-2 output";
+    auto ta = detail::getInt(op, "trans_a", 0);
+    auto tb = detail::getInt(op, "trans_b", 0);
+    bool hasC = ins.size() == 3;
+    auto alpha = getFloat(op, "alpha", 1.0f);
+    auto beta = getFloat(op, "beta", hasC ? 1.0f : 0.0f);
+    if (failed(ta) || failed(tb) || failed(alpha) || failed(beta))
+      return failure();
+    int64_t m = dim(out, 0), n = dim(out, 1);
+    int64_t am = dim(ins[0], *ta ? 1 : 0), k = dim(ins[0], *ta ? 0 : 1);
+    int64_t bk = dim(ins[1], *tb ? 1 : 0), bn = dim(ins[1], *tb ? 0 : 1);
+    if (am != m || bn != n || bk != k)
+      return op.emitOpError()
+             << "gemm shapes do not agree: op(A) is " << am << "x" << k
+             << ", op(B) is " << bk << "x" << bn << ", Y is " << m << "x" << n;
+    int64_t rowVector = 0;
+    if (hasC) {
+      Value c = ins[2];
+      if (rank(c) == 1 && dim(c, 0) == n)
+        rowVector = 1;
+      else if (rank(c) == 2 && dim(c, 0) == 1 && dim(c, 1) == n)
+        rowVector = 1;
+      else if (!(rank(c) == 2 && dim(c, 0) == m && dim(c, 1) == n))
+        return op.emitOpError()
+               << "gemm C must be [N], [1, N] or [M, N] with "
+                  "M = "
+               << m << ", N = " << n << ", got " << c.getType();
+    }
+    step.ints = {m, n, k, *ta != 0, *tb != 0, hasC, rowVector};
+    step.floats = {*alpha, *beta};
+    return success();
+  }
+  // conv2d_forward: X, W[, B] -> Y; backward_data: dY, W -> dX;
+  // backward_filter: X, dY -> dW.
+  Value x, w, y;
+  bool hasBias = false;
+  if (callee == "conv2d_forward") {
+    if (ins.size() < 2 || ins.size() > 3)
+      return op.emitOpError() << "conv2d_forward expects ins(X, W[, B])";
+    x = ins[0], w = ins[1], y = out, hasBias = ins.size() == 3;
+  } else if (callee == "conv2d_backward_data") {
+    if (ins.size() != 2)
+      return op.emitOpError() << "conv2d_backward_data expects ins(dY, W)";
+    y = ins[0], w = ins[1], x = out;
+  } else {
+    if (ins.size() != 2)
+      return op.emitOpError() << "conv2d_backward_filter expects ins(X, dY)";
+    x = ins[0], y = ins[1], w = out;
+  }
+  if (rank(x) != 4 || rank(w) != 4 || rank(y) != 4)
+    return op.emitOpError() << callee
+                            << " expects rank-4 X [N,C,H,W], W [K,C/group,R,S] "
+                               "and Y [N,K,P,Q]";
+  auto strides = detail::getIntList(op, "strides", {1, 1}, 2);
+  auto pads = detail::getIntList(op, "pads", {0, 0, 0, 0}, 4);
+  auto dil = detail::getIntList(op, "dilations", {1, 1}, 2);
+  auto group = detail::getInt(op, "group", 1);
+  if (failed(strides) || failed(pads) || failed(dil) || failed(group))
+    return failure();
+  if (*group <= 0 || dim(x, 1) != dim(w, 1) * *group ||
+      dim(w, 0) != dim(y, 1) || dim(x, 0) != dim(y, 0))
+    return op.emitOpError()
+           << callee << " shapes do not agree: X " << x.getType() << ", W "
+           << w.getType() << ", Y " << y.getType() << ", group " << *group;
+  step.ints = {dim(x, 0),     dim(x, 1),  dim(x, 2),  dim(x, 3),  dim(w, 0),
+               dim(w, 2),     dim(w, 3),  dim(y, 2),  dim(y, 3),  (*strides)[0],
+               (*strides)[1], (*pads)[0], (*pads)[1], (*pads)[2], (*pads)[3],
+               (*dil)[0],     (*dil)[1],  *group,     hasBias};
+  return success();
+}
+
+LogicalResult PlanBuilder::addFunction(exec::FuncOp func) {
+  PlanFunction fn;
+  fn.name = func.getSymName().str();
+  if (auto arena = func.getArenaBytes())
+    fn.arenaBytes = (int64_t)*arena;
+  else if (requirePlanned)
+    return func.emitOpError() << "has no arena_bytes; run the memory planner "
+                                 "before writing a package";
+  for (Operation &op : func.getBody().front()) {
+    if (auto in = dyn_cast<exec::InputOp>(op)) {
+      auto idx =
+          addBuffer(&op, in.getBuffer(), in.getName(), pkg::BufferKind::Input);
+      if (failed(idx))
+        return failure();
+      fn.inputs.push_back({in.getName().str(), *idx});
+    } else if (auto ref = dyn_cast<exec::VariableRefOp>(op)) {
+      auto it = variables.find(ref.getVariable());
+      if (it == variables.end())
+        return op.emitOpError() << "'" << ref.getVariable()
+                                << "' does not name a dlexec.variable";
+      values[ref.getBuffer()] = it->second;
+    } else if (auto alloc = dyn_cast<exec::AllocOp>(op)) {
+      auto idx = addBuffer(&op, alloc.getBuffer(), "", pkg::BufferKind::Arena);
+      if (failed(idx))
+        return failure();
+      PlanBuffer &b = plan.buffers[*idx];
+      if (auto offset = alloc.getOffset()) {
+        b.offset = (int64_t)*offset;
+        if (b.offset < 0 ||
+            (fn.arenaBytes >= 0 && b.offset + b.bytes > fn.arenaBytes))
+          return op.emitOpError() << "offset " << b.offset << " + " << b.bytes
+                                  << " bytes lies outside the arena of "
+                                  << fn.arenaBytes << " bytes";
+      } else if (requirePlanned) {
+        return op.emitOpError() << "has no offset; run the memory planner "
+                                   "before writing a package";
+      }
+    } else if (auto reshape = dyn_cast<exec::ReshapeOp>(op)) {
+      auto src = indexOf(&op, reshape.getSource());
+      if (failed(src))
+        return failure();
+      auto idx =
+          addBuffer(&op, reshape.getResult(), "", pkg::BufferKind::Alias);
+      if (failed(idx))
+        return failure();
+      if (plan.buffers[*idx].bytes != plan.buffers[*src].bytes)
+        return op.emitOpError()
+               << "changes the size of the buffer (" << plan.buffers[*src].bytes
+               << " -> " << plan.buffers[*idx].bytes << " bytes)";
+      plan.buffers[*idx].aliasOf = *src;
+    } else if (isa<exec::KernelOp, exec::BuiltinKernelOp, exec::LibraryCallOp>(
+                   op)) {
+      PlanStep step;
+      for (Value v : op.getOperands()) {
+        auto idx = indexOf(&op, v);
+        if (failed(idx))
+          return failure();
+        step.args.push_back(*idx);
+      }
+      if (auto k = dyn_cast<exec::KernelOp>(op)) {
+        step.kernel = kernelIndex(k.getSymName());
+        step.numInputs = k.getInputs().size();
+      } else if (auto b = dyn_cast<exec::BuiltinKernelOp>(op)) {
+        step.kernel = kernelIndex(b.getSymName());
+        step.numInputs = b.getInputs().size();
+      } else {
+        auto call = cast<exec::LibraryCallOp>(op);
+        step.isLaunch = false;
+        step.name = call.getCallee().str();
+        step.numInputs = call.getInputs().size();
+        if (failed(addLibraryCall(call, step)))
+          return failure();
+      }
+      if (step.isLaunch)
+        step.name = plan.kernelNames[step.kernel];
+      fn.steps.push_back(std::move(step));
+    } else if (auto output = dyn_cast<exec::OutputOp>(op)) {
+      auto idx = indexOf(&op, output.getBuffer());
+      if (failed(idx))
+        return failure();
+      fn.outputs.push_back({output.getName().str(), *idx});
+    } else if (isa<arith::ConstantOp>(op)) {
+      // Scalars captured by kernel bodies; baked into the kernels.
+    } else {
+      return op.emitOpError() << "cannot be written to a package; a "
+                                 "dlexec.func may hold input, output, "
+                                 "variable_ref, alloc, reshape, kernel, "
+                                 "builtin_kernel and library_call";
+    }
+  }
+  plan.functions.push_back(std::move(fn));
+  return success();
+}
+
+FailureOr<Plan> PlanBuilder::build() {
+  for (auto var : module.getOps<exec::VariableOp>()) {
+    StringRef kind = var.getKind();
+    pkg::BufferKind k;
+    if (kind == "parameter")
+      k = pkg::BufferKind::Parameter;
+    else if (kind == "optimizer_state")
+      k = pkg::BufferKind::OptimizerState;
+    else if (kind == "state")
+      k = pkg::BufferKind::State;
+    else if (kind == "constant")
+      k = pkg::BufferKind::Constant;
+    else
+      return var.emitOpError() << "kind '" << kind
+                               << "' is not parameter, optimizer_state, state "
+                                  "or constant";
+    auto idx = addBuffer(var, Value(), var.getSymName(), k);
+    if (failed(idx))
+      return failure();
+    if (var.getInitialValue())
+      plan.buffers[*idx].init = var.getSymName().str();
+    variables[var.getSymName()] = *idx;
+  }
+  for (auto func : module.getOps<exec::FuncOp>())
+    if (failed(addFunction(func)))
+      return failure();
+  if (plan.functions.empty())
+    return module.emitError() << "the module has no dlexec.func to package";
+  return std::move(plan);
+}
+
+/// The initial value of |var| as little-endian row-major bytes.
+FailureOr<std::vector<uint8_t>> initialBytes(exec::VariableOp var,
+                                             const PlanBuffer &buffer) {
+  ElementsAttr attr = *var.getInitialValue();
+  auto type = cast<MemRefType>(var.getType());
+  auto attrType = cast<ShapedType>(attr.getType());
+  if (attrType.getShape() != type.getShape() ||
+      attrType.getElementType() != type.getElementType())
+    return var.emitOpError() << "initial value of type " << attrType
+                             << " does not match the buffer type " << type;
+  size_t n = type.getNumElements(),
+         elemBytes = buffer.bytes / std::max<size_t>(n, 1);
+  std::vector<uint8_t> out;
+  out.reserve(buffer.bytes);
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    if (type.getElementType().isInteger(1)) {
+      for (bool b : dense.getValues<bool>())
+        out.push_back(b ? 1 : 0);
+    } else {
+      ArrayRef<char> raw = dense.getRawData();
+      if (dense.isSplat()) {
+        for (size_t i = 0; i < n; ++i)
+          out.insert(out.end(), raw.begin(), raw.begin() + elemBytes);
+      } else {
+        out.assign(raw.begin(), raw.end());
+      }
+    }
+  } else if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return var.emitOpError() << "initial value resource has no data";
+    ArrayRef<char> data = blob->getData();
+    out.assign(data.begin(), data.end());
+  } else {
+    return var.emitOpError() << "initial value must be dense<...> or "
+                                "dense_resource<...>";
+  }
+  if ((int64_t)out.size() != buffer.bytes)
+    return var.emitOpError() << "initial value has " << out.size()
+                             << " bytes, expected " << buffer.bytes;
+  return out;
+}
+
+} // namespace
+
+LogicalResult writePackage(ModuleOp planned, StringRef path,
+                           const PackageOptions &options) {
+  auto planOr = PlanBuilder(planned, /*requirePlanned=*/true).build();
+  if (failed(planOr))
+    return failure();
+  Plan &plan = *planOr;
+  auto cuda = emitCudaKernels(planned);
+  if (failed(cuda))
+    return failure();
+  // Launch steps index kernels in first-use order, the order of |cuda|.
+  if (cuda->size() != plan.kernelNames.size())
+    return planned.emitError() << "kernels outside a dlexec.func cannot be "
+                                  "packaged";
+  for (size_t i = 0; i < cuda->size(); ++i)
+    if ((*cuda)[i].name != plan.kernelNames[i])
+      return planned.emitError()
+             << "kernel order mismatch at '" << (*cuda)[i].name << "'";
+  auto hostSource = emitHostSource(planned);
+  if (failed(hostSource))
+    return failure();
+  auto hostLib =
+      compileHostLibrary(planned.getLoc(), *hostSource, options.hostCompiler);
+  if (failed(hostLib))
+    return failure();
+
+  // Cubins: every (arch, kernel) pair, compiled in parallel.
+  struct CubinJob {
+    std::string arch;
+    size_t kernel;
+    std::vector<uint8_t> image;
+    std::string error;
+  };
+  std::vector<CubinJob> jobs;
+  for (const std::string &arch : options.cudaArchs)
+    for (size_t k = 0; k < cuda->size(); ++k)
+      jobs.push_back({arch, k, {}, {}});
+  {
+    unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < std::min<size_t>(workers, jobs.size()); ++w)
+      pool.emplace_back([&] {
+        for (size_t j; (j = next++) < jobs.size();)
+          detail::nvrtcCompile((*cuda)[jobs[j].kernel], jobs[j].arch,
+                               &jobs[j].image, &jobs[j].error);
+      });
+    for (std::thread &t : pool)
+      t.join();
+  }
+  for (const CubinJob &job : jobs)
+    if (!job.error.empty())
+      return planned.emitError() << job.error;
+
+  // Weights.
+  std::vector<dlrt::safetensors::Tensor> tensors;
+  for (auto var : planned.getOps<exec::VariableOp>()) {
+    if (!var.getInitialValue())
+      continue;
+    const PlanBuffer *buffer = nullptr;
+    for (const PlanBuffer &b : plan.buffers)
+      if (b.op == var.getOperation())
+        buffer = &b;
+    auto bytes = initialBytes(var, *buffer);
+    if (failed(bytes))
+      return failure();
+    tensors.push_back({var.getSymName().str(), safetensorsDtype(buffer->dtype),
+                       buffer->shape, std::move(*bytes)});
+  }
+  std::vector<uint8_t> weights =
+      dlrt::safetensors::serialize(tensors, {{"producer", options.producer}});
+
+  if (options.training) {
+    bool hasLoss = false;
+    for (const PlanFunction &fn : plan.functions)
+      for (auto &out : fn.outputs)
+        hasLoss |= out.first == options.lossOutput;
+    if (!hasLoss)
+      return planned.emitError() << "training package: no function has an "
+                                    "output named '"
+                                 << options.lossOutput << "'";
+  }
+
+  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  std::vector<flatbuffers::Offset<pkg::Buffer>> buffers;
+  for (const PlanBuffer &b : plan.buffers)
+    buffers.push_back(
+        pkg::CreateBufferDirect(fbb, b.name.c_str(), b.kind, b.dtype, &b.shape,
+                                b.bytes, b.offset, b.aliasOf, b.init.c_str()));
+  std::vector<flatbuffers::Offset<pkg::Kernel>> kernels;
+  for (const KernelSource &k : *cuda)
+    kernels.push_back(pkg::CreateKernelDirect(
+        fbb, k.name.c_str(), k.cudaSource.c_str(), k.numThreads, k.blockSize));
+  std::vector<flatbuffers::Offset<pkg::Function>> functions;
+  for (const PlanFunction &fn : plan.functions) {
+    std::vector<flatbuffers::Offset<pkg::Step>> steps;
+    for (const PlanStep &s : fn.steps) {
+      if (s.isLaunch) {
+        auto launch = pkg::CreateLaunchKernelDirect(fbb, s.kernel, &s.args);
+        steps.push_back(
+            pkg::CreateStep(fbb, pkg::Op::LaunchKernel, launch.Union()));
+      } else {
+        auto call = pkg::CreateLibraryCallDirect(fbb, s.name.c_str(), &s.args,
+                                                 &s.ints, &s.floats);
+        steps.push_back(
+            pkg::CreateStep(fbb, pkg::Op::LibraryCall, call.Union()));
+      }
+    }
+    std::vector<flatbuffers::Offset<pkg::NamedBuffer>> ins, outs;
+    for (auto &[name, idx] : fn.inputs)
+      ins.push_back(pkg::CreateNamedBufferDirect(fbb, name.c_str(), idx));
+    for (auto &[name, idx] : fn.outputs)
+      outs.push_back(pkg::CreateNamedBufferDirect(fbb, name.c_str(), idx));
+    functions.push_back(pkg::CreateFunctionDirect(
+        fbb, fn.name.c_str(), &ins, &outs, &steps, fn.arenaBytes));
+  }
+  flatbuffers::Offset<pkg::TrainingInfo> training = 0;
+  if (options.training)
+    training = pkg::CreateTrainingInfoDirect(
+        fbb, options.lossOutput.c_str(), options.optimizer.c_str(),
+        options.learningRate, options.batchSize, "__step");
+  std::vector<flatbuffers::Offset<pkg::Cubin>> cubins;
+  for (const CubinJob &job : jobs)
+    cubins.push_back(pkg::CreateCubinDirect(
+        fbb, job.arch.c_str(), (*cuda)[job.kernel].name.c_str(), &job.image));
+  auto root = pkg::CreatePackageDirect(
+      fbb, kFormatVersion, options.producer.c_str(), options.modelName.c_str(),
+      &buffers, &kernels, &functions, training, &*hostLib, &weights, &cubins);
+  pkg::FinishPackageBuffer(fbb, root);
+
+  std::string error;
+  if (!dlrt::safetensors::writeFileAtomic(path.str(), fbb.GetBufferPointer(),
+                                          fbb.GetSize(), &error))
+    return planned.emitError()
+           << "cannot write package '" << path << "': " << error;
+  // The atomic write creates the file owner-only; a package is readable.
+  llvm::sys::fs::setPermissions(path, llvm::sys::fs::all_read |
+                                          llvm::sys::fs::owner_write);
+  return success();
+}
+
+std::string describePlan(ModuleOp planned) {
+  auto planOr = PlanBuilder(planned, /*requirePlanned=*/false).build();
+  if (failed(planOr))
+    return "error: the module cannot be described as a plan (see the "
+           "diagnostics)\n";
+  const Plan &plan = *planOr;
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  auto shapeOf = [&](uint32_t idx) {
+    const PlanBuffer &b = plan.buffers[idx];
+    std::string s = dtypeName(b.dtype);
+    s += "[";
+    for (size_t i = 0; i < b.shape.size(); ++i)
+      s += (i ? "x" : "") + std::to_string(b.shape[i]);
+    return s + "]";
+  };
+  auto bufferRef = [&](uint32_t idx) {
+    const PlanBuffer &b = plan.buffers[idx];
+    return "#" + std::to_string(idx) +
+           (b.name.empty() ? "" : " '" + b.name + "'") + " " + shapeOf(idx);
+  };
+  for (const PlanFunction &fn : plan.functions) {
+    os << "function " << fn.name << ": arena ";
+    if (fn.arenaBytes >= 0)
+      os << fn.arenaBytes << " bytes";
+    else
+      os << "not planned";
+    os << ", " << fn.steps.size() << " steps\n";
+    for (auto &[name, idx] : fn.inputs)
+      os << "  input  " << name << " = " << bufferRef(idx) << "\n";
+    for (auto &[name, idx] : fn.outputs)
+      os << "  output " << name << " = " << bufferRef(idx) << "\n";
+    for (size_t i = 0; i < fn.steps.size(); ++i) {
+      const PlanStep &s = fn.steps[i];
+      os << "  " << i << ": " << (s.isLaunch ? "kernel " : "library ") << s.name
+         << " ins(";
+      for (size_t a = 0; a < s.args.size(); ++a) {
+        if (a == s.numInputs)
+          os << ") outs(";
+        else if (a)
+          os << ", ";
+        os << bufferRef(s.args[a]);
+      }
+      if (s.numInputs == s.args.size())
+        os << ") outs(";
+      os << ")";
+      if (!s.ints.empty()) {
+        os << " ints[";
+        for (size_t k = 0; k < s.ints.size(); ++k)
+          os << (k ? "," : "") << s.ints[k];
+        os << "]";
+      }
+      if (!s.floats.empty()) {
+        os << " floats[";
+        for (size_t k = 0; k < s.floats.size(); ++k)
+          os << (k ? "," : "") << s.floats[k];
+        os << "]";
+      }
+      os << "\n";
+    }
+  }
+  os << "buffers:\n";
+  int64_t persistent = 0;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer &b = plan.buffers[i];
+    os << "  #" << i << " " << kindName(b.kind) << " "
+       << (b.name.empty() ? "<temp>" : b.name) << " " << shapeOf(i) << " "
+       << b.bytes << " bytes";
+    if (b.kind == pkg::BufferKind::Arena)
+      os << " @ " << (b.offset >= 0 ? std::to_string(b.offset) : "?");
+    if (b.kind == pkg::BufferKind::Alias)
+      os << " of #" << b.aliasOf;
+    if (!b.init.empty())
+      os << " init";
+    os << "\n";
+    if (b.kind == pkg::BufferKind::Parameter ||
+        b.kind == pkg::BufferKind::OptimizerState ||
+        b.kind == pkg::BufferKind::State || b.kind == pkg::BufferKind::Constant)
+      persistent += b.bytes;
+  }
+  os << "persistent bytes: " << persistent << "\n";
+  return out;
+}
+
+} // namespace dlc::codegen

@@ -1,0 +1,1577 @@
+//===- ONNXImporter.cpp - ONNX protobuf -> dlgraph module
+//------------------===//
+//
+// Reads an ONNX ModelProto with the generated protobuf classes and builds a
+// dlgraph module with static shapes: result shapes are computed here, per op,
+// following the ONNX operator specifications (opsets 13..17). Constant shape
+// subgraphs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as PyTorch
+// exports `x.view(x.size(0), -1)`) are folded while importing.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/ONNXImporter.h"
+
+#include "dialects/Graph/GraphDialect.h"
+#include "dialects/Graph/GraphOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <cfloat>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <string>
+
+using namespace mlir;
+namespace gr = dlc::graph;
+
+namespace {
+
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+
+/// Renders a shape as "[2, 3, 4]" for diagnostics.
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+/// The ONNX spelling of a TensorProto element type, for diagnostics.
+std::string onnxTypeName(int32_t t) {
+  switch (t) {
+  case onnx::TensorProto_DataType_UNDEFINED:
+    return "undefined";
+  case onnx::TensorProto_DataType_FLOAT:
+    return "float (f32)";
+  case onnx::TensorProto_DataType_FLOAT16:
+    return "float16";
+  case onnx::TensorProto_DataType_BFLOAT16:
+    return "bfloat16";
+  case onnx::TensorProto_DataType_DOUBLE:
+    return "double";
+  default:
+    if (onnx::TensorProto_DataType_IsValid(t))
+      return onnx::TensorProto_DataType_Name(
+          static_cast<onnx::TensorProto_DataType>(t));
+    return "unknown type " + std::to_string(t);
+  }
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// What an ONNX value name stands for while importing. A name can have known
+/// contents (`constant`: initializers, Constant nodes, folded shape
+/// computations), be an f32 initializer read through a variable (`variable`),
+/// and/or have an SSA value (`value`, created on first use for the former two).
+struct Slot {
+  Value value;
+  DenseElementsAttr constant;
+  std::string variable;
+  LocationAttr loc;
+
+  RankedTensorType type() const {
+    if (value)
+      return cast<RankedTensorType>(value.getType());
+    return cast<RankedTensorType>(constant.getType());
+  }
+  /// True when the contents are known and may be folded (f32 initializers
+  /// are variables: their contents change during training).
+  bool isFoldable() const { return constant && variable.empty(); }
+};
+
+class Importer {
+public:
+  Importer(MLIRContext &ctx, StringRef path, const dlc::ImportOptions &options)
+      : ctx(&ctx), path(path.str()), options(options), builder(&ctx),
+        fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+
+private:
+  using Handler = LogicalResult (Importer::*)();
+
+  // Diagnostics.
+  InFlightDiagnostic modelError() { return emitError(fileLoc); }
+  /// An error at the current node, prefixed with "<OpType> node '<name>': ".
+  InFlightDiagnostic nodeError() {
+    return emitError(nodeLoc)
+           << node->op_type() << " node '" << nodeName << "': ";
+  }
+  Location namedLoc(StringRef name) {
+    return NameLoc::get(StringAttr::get(ctx, name), fileLoc);
+  }
+
+  // Model-level steps.
+  LogicalResult checkOpset(const onnx::ModelProto &model);
+  FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &t,
+                                             Location loc, StringRef what);
+  LogicalResult importInitializers(const onnx::GraphProto &graph);
+  LogicalResult importInputs(const onnx::GraphProto &graph,
+                             SmallVectorImpl<Type> &types,
+                             SmallVectorImpl<std::string> &names);
+  LogicalResult importNode(const onnx::NodeProto &n, int index);
+
+  // Attributes of the current node. A wrong attribute type emits an error and
+  // sets |attrFailed|; callers check it once after reading all attributes.
+  const onnx::AttributeProto *findAttr(StringRef name);
+  int64_t attrInt(StringRef name, int64_t def);
+  float attrFloat(StringRef name, float def);
+  SmallVector<int64_t> attrInts(StringRef name, ArrayRef<int64_t> def);
+  std::string attrString(StringRef name, StringRef def);
+
+  // Inputs and outputs of the current node.
+  bool hasInput(int i) {
+    return i < node->input_size() && !node->input(i).empty();
+  }
+  Slot *input(int i);
+  Value operand(int i, bool requireF32 = true);
+  /// Reads input |i| as a constant int64 tensor (shape-like operands).
+  FailureOr<SmallVector<int64_t>> constInts(int i, StringRef what);
+  LogicalResult define(int out, Value v);
+  LogicalResult defineConstant(int out, DenseElementsAttr c);
+  LogicalResult defineSlot(int out, const Slot &s);
+  /// Fails unless outputs |first|.. of the node are absent or unused.
+  LogicalResult requireOnlyLeadingOutputs(int first);
+  Value materialize(Slot &s);
+  /// Reshapes input 0 to |shape| (folds constants) and defines output 0.
+  LogicalResult reshapeTo(ArrayRef<int64_t> shape);
+
+  // Op handlers.
+  template <typename OpTy> LogicalResult unary();
+  template <typename OpTy> LogicalResult binary();
+  LogicalResult foldIntBinary(Slot &l, Slot &r);
+  LogicalResult gemm();
+  LogicalResult matmul();
+  LogicalResult conv();
+  LogicalResult batchNorm();
+  LogicalResult clip();
+  template <typename OpTy> LogicalResult pool();
+  LogicalResult globalAveragePool();
+  LogicalResult flatten();
+  LogicalResult reshape();
+  template <typename OpTy> LogicalResult softmax();
+  LogicalResult constant();
+  LogicalResult identity();
+  LogicalResult dropout();
+  LogicalResult transpose();
+  LogicalResult shape();
+  LogicalResult gather();
+  LogicalResult unsqueeze();
+  LogicalResult squeeze();
+  LogicalResult concat();
+  LogicalResult castOp();
+
+  const llvm::StringMap<Handler> &handlers();
+  std::string supportedOpList();
+
+  MLIRContext *ctx;
+  std::string path;
+  dlc::ImportOptions options;
+  OpBuilder builder;
+  Location fileLoc;
+  ModuleOp module;
+  func::FuncOp func;
+  int64_t opset = 0;
+  /// The static dim 0 the model was exported with, when --batch-size replaced
+  /// it with a different value; -1 otherwise.
+  int64_t exportedBatch = -1;
+
+  llvm::StringMap<Slot> slots;
+  llvm::StringMap<const onnx::TensorProto *> f32Initializers;
+  llvm::StringMap<Value> variableReads;
+  llvm::StringSet<> consumed;
+  /// How many inputs of non-Identity nodes name each value, looking through
+  /// Identity nodes (a node using a value twice counts twice).
+  llvm::StringMap<int> useCount;
+
+  const onnx::NodeProto *node = nullptr;
+  std::string nodeName;
+  Location nodeLoc = UnknownLoc::get(ctx);
+  bool attrFailed = false;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Model-level steps
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
+  bool found = false;
+  for (const auto &imp : model.opset_import()) {
+    if (!imp.domain().empty() && imp.domain() != "ai.onnx")
+      continue;
+    found = true;
+    opset = imp.version();
+  }
+  if (!found)
+    return modelError() << "the model imports no ai.onnx opset; supported "
+                           "opsets are "
+                        << kMinOpset << " to " << kMaxOpset;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return modelError() << "ONNX opset " << opset
+                        << " is not supported; supported opsets are "
+                        << kMinOpset << " to " << kMaxOpset
+                        << " (export the model with an opset in that range)";
+  return success();
+}
+
+FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
+                                                     Location loc,
+                                                     StringRef what) {
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+    return emitError(loc) << what << " '" << t.name()
+                          << "' stores its data externally, which is not "
+                             "supported; save the model with its data inline";
+  SmallVector<int64_t> dims;
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      return emitError(loc)
+             << what << " '" << t.name() << "' has a negative dimension " << d;
+    dims.push_back(d);
+  }
+  // Guard the element count before allocating: a damaged file can claim
+  // any dims.
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d && n > std::numeric_limits<int64_t>::max() / 8 / d)
+      return emitError(loc) << what << " '" << t.name() << "' of shape "
+                            << shapeStr(dims) << " is too large";
+    n *= d;
+  }
+  auto sizeError = [&](int64_t got) {
+    return emitError(loc) << what << " '" << t.name() << "' of shape "
+                          << shapeStr(dims) << " has " << got
+                          << " values, expected " << n;
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto_DataType_FLOAT: {
+    if (t.has_raw_data() ? (int64_t)t.raw_data().size() != n * 4
+                         : t.float_data_size() != n)
+      return sizeError(t.has_raw_data() ? t.raw_data().size() / 4
+                                        : t.float_data_size());
+    SmallVector<float> data(n);
+    if (t.has_raw_data()) {
+      if (n)
+        std::memcpy(data.data(), t.raw_data().data(), n * 4);
+    } else {
+      llvm::copy(t.float_data(), data.begin());
+    }
+    auto type = RankedTensorType::get(dims, builder.getF32Type());
+    return DenseElementsAttr::get(type, ArrayRef<float>(data));
+  }
+  case onnx::TensorProto_DataType_INT64:
+  case onnx::TensorProto_DataType_INT32: {
+    bool is64 = t.data_type() == onnx::TensorProto_DataType_INT64;
+    int64_t width = is64 ? 8 : 4;
+    int64_t got = t.has_raw_data() ? (int64_t)t.raw_data().size() / width
+                  : is64           ? t.int64_data_size()
+                                   : t.int32_data_size();
+    if (got != n || (t.has_raw_data() && t.raw_data().size() % width))
+      return sizeError(got);
+    SmallVector<int64_t> data(n);
+    if (t.has_raw_data()) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (is64) {
+          std::memcpy(&data[i], t.raw_data().data() + i * 8, 8);
+        } else {
+          int32_t v;
+          std::memcpy(&v, t.raw_data().data() + i * 4, 4);
+          data[i] = v;
+        }
+      }
+    } else if (is64) {
+      llvm::copy(t.int64_data(), data.begin());
+    } else {
+      llvm::copy(t.int32_data(), data.begin());
+    }
+    // int32 constants (indices, axes) are widened: dlgraph shape math is i64.
+    auto type = RankedTensorType::get(dims, builder.getI64Type());
+    return DenseElementsAttr::get(type, ArrayRef<int64_t>(data));
+  }
+  case onnx::TensorProto_DataType_BOOL: {
+    // Flags such as Dropout's training_mode.
+    int64_t got =
+        t.has_raw_data() ? (int64_t)t.raw_data().size() : t.int32_data_size();
+    if (got != n)
+      return sizeError(got);
+    SmallVector<bool> data(n);
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = t.has_raw_data() ? t.raw_data()[i] != 0 : t.int32_data(i) != 0;
+    auto type = RankedTensorType::get(dims, builder.getI1Type());
+    return DenseElementsAttr::get(type, ArrayRef<bool>(data));
+  }
+  default:
+    return emitError(loc) << what << " '" << t.name() << "' has element type "
+                          << onnxTypeName(t.data_type())
+                          << ", which is not supported; supported: f32 "
+                             "(and int64/int32/bool for constants)";
+  }
+}
+
+LogicalResult Importer::importInitializers(const onnx::GraphProto &graph) {
+  for (const auto &t : graph.initializer()) {
+    Location loc = namedLoc(t.name());
+    if (t.name().empty())
+      return emitError(loc) << "an initializer has no name";
+    if (slots.count(t.name()))
+      return emitError(loc)
+             << "initializer '" << t.name() << "' is defined twice";
+    FailureOr<DenseElementsAttr> c = convertTensor(t, loc, "initializer");
+    if (failed(c))
+      return failure();
+    Slot s;
+    s.constant = *c;
+    s.loc = loc;
+    if (t.data_type() == onnx::TensorProto_DataType_FLOAT)
+      s.variable = t.name();
+    slots[t.name()] = s;
+  }
+  return success();
+}
+
+LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
+                                     SmallVectorImpl<Type> &types,
+                                     SmallVectorImpl<std::string> &names) {
+  for (const auto &in : graph.input()) {
+    // Older exporters list initializers as inputs too (as defaults).
+    if (slots.count(in.name()))
+      continue;
+    Location loc = namedLoc(in.name());
+    if (!in.type().has_tensor_type())
+      return emitError(loc) << "graph input '" << in.name()
+                            << "' is not a tensor; only tensor inputs are "
+                               "supported";
+    const auto &tt = in.type().tensor_type();
+    if (tt.elem_type() != onnx::TensorProto_DataType_FLOAT)
+      return emitError(loc)
+             << "graph input '" << in.name() << "' has element type "
+             << onnxTypeName(tt.elem_type())
+             << ", which is not supported; supported: f32 "
+                "(int64 only for constants)";
+    if (!tt.has_shape())
+      return emitError(loc) << "graph input '" << in.name()
+                            << "' has no shape; static shapes are required";
+    SmallVector<int64_t> shape;
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto &d = tt.shape().dim(i);
+      bool known = d.has_dim_value() && d.dim_value() >= 0;
+      if (i == 0 && options.batchSize > 0) {
+        if (known && d.dim_value() != options.batchSize)
+          exportedBatch = d.dim_value();
+        shape.push_back(options.batchSize);
+        continue;
+      }
+      if (known) {
+        shape.push_back(d.dim_value());
+        continue;
+      }
+      std::string sym = d.has_dim_param() ? "'" + d.dim_param() + "'" : "?";
+      if (i == 0)
+        return emitError(loc) << "graph input '" << in.name()
+                              << "' has a symbolic batch dimension " << sym
+                              << "; pass a batch size (--batch-size N)";
+      return emitError(loc)
+             << "graph input '" << in.name() << "' has a symbolic dimension "
+             << sym << " at axis " << i
+             << "; only dim 0 (the batch) may be symbolic";
+    }
+    types.push_back(RankedTensorType::get(shape, builder.getF32Type()));
+    names.push_back(in.name());
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes, inputs and outputs
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *Importer::findAttr(StringRef name) {
+  for (const auto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t Importer::attrInt(StringRef name, int64_t def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return def;
+  if (a->type() != onnx::AttributeProto_AttributeType_INT) {
+    nodeError() << "attribute '" << name << "' must be an int";
+    attrFailed = true;
+    return def;
+  }
+  return a->i();
+}
+
+float Importer::attrFloat(StringRef name, float def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return def;
+  if (a->type() != onnx::AttributeProto_AttributeType_FLOAT) {
+    nodeError() << "attribute '" << name << "' must be a float";
+    attrFailed = true;
+    return def;
+  }
+  return a->f();
+}
+
+SmallVector<int64_t> Importer::attrInts(StringRef name, ArrayRef<int64_t> def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return SmallVector<int64_t>(def);
+  if (a->type() != onnx::AttributeProto_AttributeType_INTS) {
+    nodeError() << "attribute '" << name << "' must be a list of ints";
+    attrFailed = true;
+    return SmallVector<int64_t>(def);
+  }
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::string Importer::attrString(StringRef name, StringRef def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return def.str();
+  if (a->type() != onnx::AttributeProto_AttributeType_STRING) {
+    nodeError() << "attribute '" << name << "' must be a string";
+    attrFailed = true;
+    return def.str();
+  }
+  return a->s();
+}
+
+Slot *Importer::input(int i) {
+  if (!hasInput(i)) {
+    nodeError() << "required input " << i << " is missing";
+    return nullptr;
+  }
+  auto it = slots.find(node->input(i));
+  if (it == slots.end()) {
+    nodeError() << "input '" << node->input(i)
+                << "' is not a graph input, an initializer or an output of "
+                   "an earlier node";
+    return nullptr;
+  }
+  return &it->second;
+}
+
+Value Importer::materialize(Slot &s) {
+  if (s.value)
+    return s.value;
+  if (!s.variable.empty()) {
+    Value &read = variableReads[s.variable];
+    if (!read) {
+      auto type = cast<RankedTensorType>(s.constant.getType());
+      OpBuilder::InsertPoint ip = builder.saveInsertionPoint();
+      builder.setInsertionPoint(func);
+      gr::VariableOp::create(builder, s.loc, s.variable, type, s.constant,
+                             /*trainable=*/false);
+      builder.restoreInsertionPoint(ip);
+      read = gr::ReadVariableOp::create(builder, s.loc, type, s.variable);
+    }
+    s.value = read;
+    return read;
+  }
+  s.value = gr::ConstantOp::create(builder, s.loc, s.constant);
+  return s.value;
+}
+
+Value Importer::operand(int i, bool requireF32) {
+  Slot *s = input(i);
+  if (!s)
+    return {};
+  if (requireF32 && !s->type().getElementType().isF32()) {
+    nodeError() << "input " << i << " ('" << node->input(i)
+                << "') has element type " << s->type().getElementType()
+                << ", which is not supported here; supported: f32";
+    return {};
+  }
+  return materialize(*s);
+}
+
+FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
+  Slot *s = input(i);
+  if (!s)
+    return failure();
+  if (!s->isFoldable() || !s->type().getElementType().isInteger(64))
+    return nodeError() << what << " (input '" << node->input(i)
+                       << "') must be a constant int64 tensor (an "
+                          "initializer, a Constant or a foldable shape "
+                          "computation)";
+  return SmallVector<int64_t>(s->constant.getValues<int64_t>());
+}
+
+LogicalResult Importer::defineSlot(int out, const Slot &s) {
+  if (out >= node->output_size() || node->output(out).empty())
+    return success();
+  const std::string &name = node->output(out);
+  if (slots.count(name))
+    return nodeError() << "output '" << name << "' is already defined";
+  slots[name] = s;
+  return success();
+}
+
+LogicalResult Importer::define(int out, Value v) {
+  Slot s;
+  s.value = v;
+  s.loc = nodeLoc;
+  return defineSlot(out, s);
+}
+
+LogicalResult Importer::defineConstant(int out, DenseElementsAttr c) {
+  Slot s;
+  s.constant = c;
+  s.loc = nodeLoc;
+  return defineSlot(out, s);
+}
+
+LogicalResult Importer::requireOnlyLeadingOutputs(int first) {
+  for (int i = first; i < node->output_size(); ++i) {
+    const std::string &name = node->output(i);
+    if (!name.empty() && consumed.contains(name))
+      return nodeError() << "output " << i << " ('" << name
+                         << "') is used, which is not supported; only "
+                         << (first == 1 ? "output 0 is"
+                                        : "the first outputs are")
+                         << " supported";
+  }
+  return success();
+}
+
+LogicalResult Importer::reshapeTo(ArrayRef<int64_t> shape) {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  RankedTensorType in = s->type();
+  if (product(shape) != in.getNumElements())
+    return nodeError() << "cannot reshape " << shapeStr(in.getShape()) << " ("
+                       << in.getNumElements() << " elements) to "
+                       << shapeStr(shape) << " (" << product(shape)
+                       << " elements)";
+  auto type = RankedTensorType::get(shape, in.getElementType());
+  if (s->isFoldable())
+    return defineConstant(0, s->constant.reshape(type));
+  Value x = materialize(*s);
+  return define(0, gr::ReshapeOp::create(builder, nodeLoc, type, x));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy> LogicalResult Importer::unary() {
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  return define(0, OpTy::create(builder, nodeLoc, x.getType(), x));
+}
+
+/// NumPy broadcast of two shapes; fails when a pair of dims is incompatible.
+static FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                       ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Folds Add/Sub/Mul/Div of two int64 constants (shape arithmetic); one side
+/// may be a single element.
+LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
+  auto lt = l.type(), rt = r.type();
+  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
+  if (failed(shape) || (lt.getNumElements() != 1 && rt.getNumElements() != 1 &&
+                        lt.getShape() != rt.getShape()))
+    return nodeError() << "cannot fold int64 operands of shapes "
+                       << shapeStr(lt.getShape()) << " and "
+                       << shapeStr(rt.getShape())
+                       << "; equal shapes or a single-element operand are "
+                          "supported";
+  SmallVector<int64_t> a(l.constant.getValues<int64_t>());
+  SmallVector<int64_t> b(r.constant.getValues<int64_t>());
+  int64_t n = product(*shape);
+  SmallVector<int64_t> out(n);
+  StringRef op = node->op_type();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+    if (op == "Add")
+      out[i] = x + y;
+    else if (op == "Sub")
+      out[i] = x - y;
+    else if (op == "Mul")
+      out[i] = x * y;
+    else {
+      if (y == 0)
+        return nodeError() << "integer division by zero";
+      out[i] = x / y;
+    }
+  }
+  auto type = RankedTensorType::get(*shape, builder.getI64Type());
+  return defineConstant(0,
+                        DenseElementsAttr::get(type, ArrayRef<int64_t>(out)));
+}
+
+template <typename OpTy> LogicalResult Importer::binary() {
+  Slot *l = input(0), *r = l ? input(1) : nullptr;
+  if (!l || !r)
+    return failure();
+  Type le = l->type().getElementType(), re = r->type().getElementType();
+  if (le.isInteger(64) && re.isInteger(64) && l->isFoldable() &&
+      r->isFoldable())
+    return foldIntBinary(*l, *r);
+  if (!le.isF32() || !re.isF32())
+    return nodeError() << "operands have element types " << le << " and " << re
+                       << "; supported: f32 (int64 only when both "
+                       << "operands are constants)";
+  auto shape = broadcastShapes(l->type().getShape(), r->type().getShape());
+  if (failed(shape))
+    return nodeError() << "shapes " << shapeStr(l->type().getShape()) << " and "
+                       << shapeStr(r->type().getShape()) << " do not broadcast";
+  Value lv = materialize(*l), rv = materialize(*r);
+  auto type = RankedTensorType::get(*shape, le);
+  return define(0, OpTy::create(builder, nodeLoc, type, lv, rv));
+}
+
+LogicalResult Importer::clip() {
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  float bounds[2] = {-FLT_MAX, FLT_MAX};
+  for (int i = 1; i <= 2; ++i) {
+    if (!hasInput(i))
+      continue;
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    // f32 initializers are variables, but a Clip bound is read once here.
+    if (!s->constant || s->type().getNumElements() != 1 ||
+        !s->type().getElementType().isF32())
+      return nodeError() << (i == 1 ? "min" : "max") << " (input '"
+                         << node->input(i)
+                         << "') must be a constant f32 scalar";
+    bounds[i - 1] = *s->constant.getValues<float>().begin();
+  }
+  if (bounds[0] > bounds[1])
+    return nodeError() << "min " << bounds[0] << " is greater than max "
+                       << bounds[1];
+  return define(0, gr::ClipOp::create(builder, nodeLoc, x.getType(), x,
+                                      builder.getF32FloatAttr(bounds[0]),
+                                      builder.getF32FloatAttr(bounds[1])));
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and convolution
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::gemm() {
+  float alpha = attrFloat("alpha", 1.0f), beta = attrFloat("beta", 1.0f);
+  int64_t transA = attrInt("transA", 0), transB = attrInt("transB", 0);
+  if (attrFailed)
+    return failure();
+  Value a = operand(0), b = a ? operand(1) : Value();
+  if (!b)
+    return failure();
+  Value c;
+  if (hasInput(2) && !(c = operand(2)))
+    return failure();
+  auto at = cast<RankedTensorType>(a.getType()),
+       bt = cast<RankedTensorType>(b.getType());
+  if (at.getRank() != 2 || bt.getRank() != 2)
+    return nodeError() << "A and B must be 2-D, got shapes "
+                       << shapeStr(at.getShape()) << " and "
+                       << shapeStr(bt.getShape());
+  int64_t m = transA ? at.getDimSize(1) : at.getDimSize(0);
+  int64_t ka = transA ? at.getDimSize(0) : at.getDimSize(1);
+  int64_t kb = transB ? bt.getDimSize(1) : bt.getDimSize(0);
+  int64_t n = transB ? bt.getDimSize(0) : bt.getDimSize(1);
+  if (ka != kb)
+    return nodeError() << "inner dimensions differ: op(A) is [" << m << ", "
+                       << ka << "], op(B) is [" << kb << ", " << n << "]";
+  if (c) {
+    auto ct = cast<RankedTensorType>(c.getType());
+    auto bc = broadcastShapes(ct.getShape(), {m, n});
+    if (failed(bc) || ArrayRef<int64_t>(*bc) != ArrayRef<int64_t>{m, n})
+      return nodeError() << "C of shape " << shapeStr(ct.getShape())
+                         << " does not broadcast to [" << m << ", " << n << "]";
+  }
+  auto type = RankedTensorType::get({m, n}, builder.getF32Type());
+  return define(0, gr::GemmOp::create(builder, nodeLoc, type, a, b, c,
+                                      builder.getF32FloatAttr(alpha),
+                                      builder.getF32FloatAttr(beta),
+                                      builder.getBoolAttr(transA != 0),
+                                      builder.getBoolAttr(transB != 0)));
+}
+
+LogicalResult Importer::matmul() {
+  Value a = operand(0), b = a ? operand(1) : Value();
+  if (!b)
+    return failure();
+  auto at = cast<RankedTensorType>(a.getType()),
+       bt = cast<RankedTensorType>(b.getType());
+  if (at.getRank() != 2 || bt.getRank() != 2)
+    return nodeError() << "only 2-D x 2-D MatMul is supported, got shapes "
+                       << shapeStr(at.getShape()) << " and "
+                       << shapeStr(bt.getShape());
+  if (at.getDimSize(1) != bt.getDimSize(0))
+    return nodeError() << "contracting dimensions differ: "
+                       << shapeStr(at.getShape()) << " x "
+                       << shapeStr(bt.getShape());
+  auto type = RankedTensorType::get({at.getDimSize(0), bt.getDimSize(1)},
+                                    builder.getF32Type());
+  return define(0, gr::MatMulOp::create(builder, nodeLoc, type, a, b));
+}
+
+LogicalResult Importer::conv() {
+  std::string autoPad = attrString("auto_pad", "NOTSET");
+  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
+  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
+  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
+  SmallVector<int64_t> dilations = attrInts("dilations", {1, 1});
+  int64_t group = attrInt("group", 1);
+  if (attrFailed)
+    return failure();
+  Value x = operand(0), w = x ? operand(1) : Value();
+  if (!w)
+    return failure();
+  Value bias;
+  if (hasInput(2) && !(bias = operand(2)))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType()),
+       wt = cast<RankedTensorType>(w.getType());
+  if (xt.getRank() != 4 || wt.getRank() != 4)
+    return nodeError() << "only 2-D convolution (rank-4 NCHW input and OIHW "
+                          "weight) is supported, got input "
+                       << shapeStr(xt.getShape()) << " and weight "
+                       << shapeStr(wt.getShape());
+  if (autoPad == "VALID")
+    pads = {0, 0, 0, 0};
+  else if (autoPad != "NOTSET")
+    return nodeError() << "attribute auto_pad = '" << autoPad
+                       << "' is not supported; supported: NOTSET (explicit "
+                          "pads), VALID";
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    return nodeError() << "expects 2 strides, 2 dilations and 4 pads, got "
+                       << strides.size() << ", " << dilations.size() << " and "
+                       << pads.size();
+  if (!kernel.empty() &&
+      ArrayRef<int64_t>(kernel) != wt.getShape().drop_front(2))
+    return nodeError() << "attribute kernel_shape " << shapeStr(kernel)
+                       << " does not match the weight's spatial dims "
+                       << shapeStr(wt.getShape().drop_front(2));
+  if (llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d < 1; }) ||
+      llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return nodeError() << "strides and dilations must be >= 1 and pads >= 0";
+  int64_t c = xt.getDimSize(1), o = wt.getDimSize(0);
+  if (group < 1 || c % group || o % group || wt.getDimSize(1) * group != c)
+    return nodeError() << "weight " << shapeStr(wt.getShape()) << " with group "
+                       << group << " does not fit " << c << " input channels";
+  if (bias) {
+    auto bt = cast<RankedTensorType>(bias.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != o)
+      return nodeError() << "bias has shape " << shapeStr(bt.getShape())
+                         << ", expected [" << o << "]";
+  }
+  SmallVector<int64_t> shape = {xt.getDimSize(0), o};
+  for (int i = 0; i < 2; ++i) {
+    int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
+    int64_t span = xt.getDimSize(2 + i) + pads[i] + pads[i + 2] - eff;
+    if (span < 0)
+      return nodeError() << "the kernel (" << eff
+                         << " with dilation) is larger than the padded input "
+                            "along spatial axis "
+                         << i;
+    shape.push_back(span / strides[i] + 1);
+  }
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  return define(0, gr::ConvOp::create(builder, nodeLoc, type, x, w, bias,
+                                      builder.getDenseI64ArrayAttr(strides),
+                                      builder.getDenseI64ArrayAttr(pads),
+                                      builder.getDenseI64ArrayAttr(dilations),
+                                      builder.getI64IntegerAttr(group)));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, pooling, softmax
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::batchNorm() {
+  float epsilon = attrFloat("epsilon", 1e-5f);
+  float momentum = attrFloat("momentum", 0.9f);
+  int64_t trainingMode = attrInt("training_mode", 0);
+  if (attrFailed)
+    return failure();
+  if (trainingMode != 0 && trainingMode != 1)
+    return nodeError() << "attribute training_mode = " << trainingMode
+                       << " is not supported; supported: 0, 1";
+  // training_mode=1 still maps to batch_norm (the training pass switches it
+  // to batch statistics); the running-statistics outputs must be unused.
+  if (failed(requireOnlyLeadingOutputs(1)))
+    return failure();
+  SmallVector<Value> ops;
+  for (int i = 0; i < 5; ++i) {
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    // Running statistics are state that training overwrites, so they must
+    // not share a variable with anything else. Exporters deduplicate
+    // initializers by value (PyTorch in eval mode turns a fresh BatchNorm's
+    // running_mean/running_var into its bias/weight: all zeros/ones), so a
+    // shared statistic gets a private copy, named like PyTorch's buffers.
+    if (i >= 3 && !s->variable.empty() && useCount[s->variable] > 1) {
+      Slot copy;
+      copy.constant = s->constant;
+      copy.loc = nodeLoc;
+      std::string base = nodeName + (i == 3 ? ".running_mean" : ".running_var");
+      copy.variable = base;
+      for (int k = 1;
+           slots.count(copy.variable) || variableReads.count(copy.variable) ||
+           copy.variable == "main";
+           ++k)
+        copy.variable = base + "_" + std::to_string(k);
+      ops.push_back(materialize(copy));
+      continue;
+    }
+    Value v = operand(i);
+    if (!v)
+      return failure();
+    ops.push_back(v);
+  }
+  auto xt = cast<RankedTensorType>(ops[0].getType());
+  if (xt.getRank() < 2)
+    return nodeError() << "input must have rank >= 2 (N, C, ...), got "
+                       << shapeStr(xt.getShape());
+  for (int i = 1; i < 5; ++i) {
+    auto t = cast<RankedTensorType>(ops[i].getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != xt.getDimSize(1))
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has shape " << shapeStr(t.getShape())
+                         << ", expected [" << xt.getDimSize(1) << "]";
+  }
+  auto op = gr::BatchNormOp::create(
+      builder, nodeLoc, xt, ops[0], ops[1], ops[2], ops[3], ops[4],
+      builder.getF32FloatAttr(epsilon), builder.getF32FloatAttr(momentum));
+  return define(0, op);
+}
+
+template <typename OpTy> LogicalResult Importer::pool() {
+  bool isMax = std::is_same<OpTy, gr::MaxPoolOp>::value;
+  std::string autoPad = attrString("auto_pad", "NOTSET");
+  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
+  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
+  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
+  SmallVector<int64_t> dilations = {1, 1};
+  int64_t ceilMode = attrInt("ceil_mode", 0);
+  int64_t countIncludePad = 0;
+  if (isMax) {
+    dilations = attrInts("dilations", {1, 1});
+    if (int64_t order = attrInt("storage_order", 0))
+      return nodeError() << "attribute storage_order = " << order
+                         << " is not supported; supported: 0 (row major)";
+    if (failed(requireOnlyLeadingOutputs(1)))
+      return failure();
+  } else {
+    countIncludePad = attrInt("count_include_pad", 0);
+  }
+  if (attrFailed)
+    return failure();
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 4)
+    return nodeError() << "only 2-D pooling over NCHW input is supported, got "
+                       << shapeStr(xt.getShape());
+  if (autoPad == "VALID")
+    pads = {0, 0, 0, 0};
+  else if (autoPad != "NOTSET")
+    return nodeError() << "attribute auto_pad = '" << autoPad
+                       << "' is not supported; supported: NOTSET (explicit "
+                          "pads), VALID";
+  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 ||
+      dilations.size() != 2)
+    return nodeError() << "expects 2 kernel dims, 2 strides, 2 dilations and "
+                          "4 pads, got "
+                       << kernel.size() << ", " << strides.size() << ", "
+                       << dilations.size() << " and " << pads.size();
+  if (llvm::any_of(kernel, [](int64_t k) { return k < 1; }) ||
+      llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d < 1; }) ||
+      llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return nodeError() << "kernel_shape, strides and dilations must be >= 1 "
+                          "and pads >= 0";
+  if (ceilMode != 0 && ceilMode != 1)
+    return nodeError() << "attribute ceil_mode = " << ceilMode
+                       << " is not supported; supported: 0, 1";
+  SmallVector<int64_t> shape = {xt.getDimSize(0), xt.getDimSize(1)};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = xt.getDimSize(2 + i);
+    int64_t eff = dilations[i] * (kernel[i] - 1) + 1;
+    int64_t span = in + pads[i] + pads[i + 2] - eff;
+    int64_t s = strides[i];
+    if (span < 0)
+      return nodeError() << "the kernel (" << eff
+                         << ") is larger than the padded input along spatial "
+                            "axis "
+                         << i;
+    int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+    // With ceil_mode, the last window must start inside the input or the
+    // left padding (PyTorch and ONNX Runtime drop it otherwise).
+    if (ceilMode && (out - 1) * s >= in + pads[i])
+      --out;
+    shape.push_back(out);
+  }
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  auto op = OpTy::create(
+      builder, nodeLoc, type, x, builder.getDenseI64ArrayAttr(kernel),
+      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
+      builder.getDenseI64ArrayAttr(dilations),
+      ceilMode ? builder.getUnitAttr() : UnitAttr(),
+      countIncludePad ? builder.getUnitAttr() : UnitAttr());
+  return define(0, op);
+}
+
+LogicalResult Importer::globalAveragePool() {
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 3)
+    return nodeError() << "input must have rank >= 3 (N, C, spatial...), got "
+                       << shapeStr(xt.getShape());
+  SmallVector<int64_t> shape(xt.getShape());
+  for (int64_t i = 2; i < xt.getRank(); ++i)
+    shape[i] = 1;
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  return define(0, gr::GlobalAveragePoolOp::create(builder, nodeLoc, type, x));
+}
+
+template <typename OpTy> LogicalResult Importer::softmax() {
+  int64_t axis = attrInt("axis", -1);
+  if (attrFailed)
+    return failure();
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  return define(0, OpTy::create(builder, nodeLoc, x.getType(), x,
+                                builder.getI64IntegerAttr(axis)));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::flatten() {
+  int64_t axis = attrInt("axis", 1);
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  ArrayRef<int64_t> in = s->type().getShape();
+  int64_t rank = in.size();
+  if (axis < -rank || axis > rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  return reshapeTo(
+      {product(in.take_front(axis)), product(in.drop_front(axis))});
+}
+
+LogicalResult Importer::reshape() {
+  int64_t allowZero = attrInt("allowzero", 0);
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  auto target = constInts(1, "the shape");
+  if (failed(target))
+    return failure();
+  ArrayRef<int64_t> in = s->type().getShape();
+  // A model exported with a static batch B0 bakes B0 into view-style
+  // reshapes (`x.view(B0, -1)` constant-folds to [B0, -1]). When --batch-size
+  // changed the batch and the input is still batch-major, dim 0 of the target
+  // is that batch.
+  if (exportedBatch > 0 && !target->empty() &&
+      (*target)[0] == exportedBatch && !in.empty() &&
+      in[0] == options.batchSize) {
+    emitWarning(nodeLoc) << node->op_type() << " node '" << nodeName
+                         << "': the target shape " << shapeStr(*target)
+                         << " starts with the exported batch size "
+                         << exportedBatch << "; using the batch size "
+                         << options.batchSize << " instead";
+    (*target)[0] = options.batchSize;
+  }
+  SmallVector<int64_t> shape;
+  int inferAt = -1;
+  for (size_t i = 0; i < target->size(); ++i) {
+    int64_t d = (*target)[i];
+    if (d == 0 && allowZero) {
+      return nodeError() << "attribute allowzero = 1 with a 0 in the shape is "
+                            "not supported; supported: allowzero = 0";
+    } else if (d == 0) {
+      if (i >= in.size())
+        return nodeError() << "shape " << shapeStr(*target) << " copies dim "
+                           << i << " (a 0) of a rank-" << in.size() << " input";
+      shape.push_back(in[i]);
+    } else if (d == -1) {
+      if (inferAt >= 0)
+        return nodeError() << "shape " << shapeStr(*target)
+                           << " has more than one -1";
+      inferAt = i;
+      shape.push_back(1);
+    } else if (d < -1) {
+      return nodeError() << "shape " << shapeStr(*target)
+                         << " has an invalid dimension " << d;
+    } else {
+      shape.push_back(d);
+    }
+  }
+  int64_t total = product(in), known = product(shape);
+  if (inferAt >= 0) {
+    if (known == 0 || total % known)
+      return nodeError() << "cannot infer the -1 in " << shapeStr(*target)
+                         << " for an input of shape " << shapeStr(in);
+    shape[inferAt] = total / known;
+  }
+  return reshapeTo(shape);
+}
+
+LogicalResult Importer::constant() {
+  for (const auto &a : node->attribute()) {
+    const std::string &name = a.name();
+    Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+    DenseElementsAttr c;
+    if (name == "value" &&
+        a.type() == onnx::AttributeProto_AttributeType_TENSOR) {
+      FailureOr<DenseElementsAttr> t =
+          convertTensor(a.t(), nodeLoc, "Constant value");
+      if (failed(t))
+        return failure();
+      c = *t;
+    } else if (name == "value_float" &&
+               a.type() == onnx::AttributeProto_AttributeType_FLOAT) {
+      c = DenseElementsAttr::get(RankedTensorType::get({}, f32), a.f());
+    } else if (name == "value_floats" &&
+               a.type() == onnx::AttributeProto_AttributeType_FLOATS) {
+      SmallVector<float> v(a.floats().begin(), a.floats().end());
+      c = DenseElementsAttr::get(
+          RankedTensorType::get({(int64_t)v.size()}, f32), ArrayRef<float>(v));
+    } else if (name == "value_int" &&
+               a.type() == onnx::AttributeProto_AttributeType_INT) {
+      c = DenseElementsAttr::get(RankedTensorType::get({}, i64),
+                                 static_cast<int64_t>(a.i()));
+    } else if (name == "value_ints" &&
+               a.type() == onnx::AttributeProto_AttributeType_INTS) {
+      SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+      c = DenseElementsAttr::get(
+          RankedTensorType::get({(int64_t)v.size()}, i64),
+          ArrayRef<int64_t>(v));
+    } else {
+      return nodeError() << "attribute '" << name
+                         << "' is not supported; supported: value (tensor), "
+                            "value_float, value_floats, value_int, value_ints";
+    }
+    return defineConstant(0, c);
+  }
+  return nodeError() << "has no value attribute";
+}
+
+LogicalResult Importer::identity() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  if (!s->value) {
+    // Alias constants and variables; they materialize where used.
+    Slot alias = *s;
+    return defineSlot(0, alias);
+  }
+  return define(0, gr::IdentityOp::create(builder, nodeLoc, s->value));
+}
+
+LogicalResult Importer::dropout() {
+  if (failed(requireOnlyLeadingOutputs(1)))
+    return failure();
+  if (hasInput(2)) {
+    Slot *t = input(2);
+    if (!t)
+      return failure();
+    if (!t->isFoldable() || t->type().getNumElements() != 1 ||
+        !llvm::all_of(t->constant.getValues<APInt>(),
+                      [](const APInt &v) { return v.isZero(); }))
+      return nodeError() << "training_mode (input '" << node->input(2)
+                         << "') must be a constant false; only inference "
+                            "Dropout (an identity) is supported";
+  }
+  return identity();
+}
+
+LogicalResult Importer::transpose() {
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  SmallVector<int64_t> def;
+  for (int64_t i = rank - 1; i >= 0; --i)
+    def.push_back(i);
+  SmallVector<int64_t> perm = attrInts("perm", def);
+  if (attrFailed)
+    return failure();
+  SmallVector<bool> seen(rank, false);
+  if ((int64_t)perm.size() != rank)
+    return nodeError() << "perm " << shapeStr(perm) << " has " << perm.size()
+                       << " entries for an input of rank " << rank;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return nodeError() << "perm " << shapeStr(perm)
+                         << " is not a permutation of 0.." << rank - 1;
+    seen[p] = true;
+    shape.push_back(xt.getDimSize(p));
+  }
+  auto type = RankedTensorType::get(shape, xt.getElementType());
+  return define(0, gr::TransposeOp::create(builder, nodeLoc, type, x,
+                                           builder.getDenseI64ArrayAttr(perm)));
+}
+
+LogicalResult Importer::shape() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  ArrayRef<int64_t> in = s->type().getShape();
+  int64_t rank = in.size();
+  int64_t start = attrInt("start", 0), end = attrInt("end", rank);
+  if (attrFailed)
+    return failure();
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  SmallVector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i)
+    dims.push_back(in[i]);
+  auto type =
+      RankedTensorType::get({(int64_t)dims.size()}, builder.getI64Type());
+  return defineConstant(0,
+                        DenseElementsAttr::get(type, ArrayRef<int64_t>(dims)));
+}
+
+LogicalResult Importer::gather() {
+  int64_t axis = attrInt("axis", 0);
+  if (attrFailed)
+    return failure();
+  Slot *data = input(0);
+  if (!data)
+    return failure();
+  if (!data->isFoldable())
+    return nodeError() << "data (input '" << node->input(0)
+                       << "') is not a constant; Gather is supported only on "
+                          "constants (shape computations)";
+  auto indices = constInts(1, "indices");
+  if (failed(indices))
+    return failure();
+  RankedTensorType dt = data->type();
+  int64_t rank = dt.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  ArrayRef<int64_t> ds = dt.getShape();
+  int64_t outer = product(ds.take_front(axis)), dim = ds[axis],
+          inner = product(ds.drop_front(axis + 1));
+  SmallVector<Attribute> in(data->constant.getValues<Attribute>());
+  SmallVector<Attribute> out;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t idx : *indices) {
+      int64_t i = idx < 0 ? idx + dim : idx;
+      if (i < 0 || i >= dim)
+        return nodeError() << "index " << idx << " is out of range for axis "
+                           << axis << " of size " << dim;
+      for (int64_t k = 0; k < inner; ++k)
+        out.push_back(in[(o * dim + i) * inner + k]);
+    }
+  }
+  SmallVector<int64_t> shape(ds.take_front(axis));
+  llvm::append_range(shape, input(1)->type().getShape());
+  llvm::append_range(shape, ds.drop_front(axis + 1));
+  auto type = RankedTensorType::get(shape, dt.getElementType());
+  return defineConstant(0, DenseElementsAttr::get(type, out));
+}
+
+LogicalResult Importer::unsqueeze() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  auto axes = constInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  ArrayRef<int64_t> in = s->type().getShape();
+  int64_t rank = in.size() + axes->size();
+  SmallVector<bool> isNew(rank, false);
+  for (int64_t a : *axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank || isNew[n])
+      return nodeError() << "axes " << shapeStr(*axes)
+                         << " are out of range or repeated for output rank "
+                         << rank;
+    isNew[n] = true;
+  }
+  SmallVector<int64_t> shape;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(isNew[i] ? 1 : in[next++]);
+  return reshapeTo(shape);
+}
+
+LogicalResult Importer::squeeze() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  ArrayRef<int64_t> in = s->type().getShape();
+  int64_t rank = in.size();
+  SmallVector<bool> drop(rank, false);
+  if (hasInput(1)) {
+    auto axes = constInts(1, "axes");
+    if (failed(axes))
+      return failure();
+    for (int64_t a : *axes) {
+      int64_t n = a < 0 ? a + rank : a;
+      if (n < 0 || n >= rank || in[n] != 1)
+        return nodeError() << "axis " << a << " is out of range or not of "
+                           << "size 1 in " << shapeStr(in);
+      drop[n] = true;
+    }
+  } else {
+    for (int64_t i = 0; i < rank; ++i)
+      drop[i] = in[i] == 1;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!drop[i])
+      shape.push_back(in[i]);
+  return reshapeTo(shape);
+}
+
+LogicalResult Importer::concat() {
+  if (!findAttr("axis"))
+    return nodeError() << "attribute 'axis' is required";
+  int64_t axis = attrInt("axis", 0);
+  if (attrFailed)
+    return failure();
+  SmallVector<Slot *> ins;
+  for (int i = 0; i < node->input_size(); ++i) {
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    if (!s->isFoldable())
+      return nodeError() << "input '" << node->input(i)
+                         << "' is not a constant; Concat is supported only "
+                            "on constants (shape computations)";
+    ins.push_back(s);
+  }
+  if (ins.empty())
+    return nodeError() << "has no inputs";
+  RankedTensorType t0 = ins[0]->type();
+  int64_t rank = t0.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> shape(t0.getShape());
+  shape[axis] = 0;
+  for (Slot *s : ins) {
+    RankedTensorType t = s->type();
+    bool ok = t.getRank() == rank && t.getElementType() == t0.getElementType();
+    for (int64_t i = 0; ok && i < rank; ++i)
+      ok = i == axis || t.getDimSize(i) == t0.getDimSize(i);
+    if (!ok)
+      return nodeError() << "inputs of types " << t0 << " and " << t
+                         << " cannot be concatenated along axis " << axis;
+    shape[axis] += t.getDimSize(axis);
+  }
+  int64_t outer = product(ArrayRef<int64_t>(shape).take_front(axis));
+  SmallVector<Attribute> out;
+  SmallVector<SmallVector<Attribute>> vals;
+  for (Slot *s : ins)
+    vals.emplace_back(s->constant.getValues<Attribute>());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t k = 0; k < ins.size(); ++k) {
+      int64_t chunk =
+          ins[k]->type().getNumElements() / std::max<int64_t>(outer, 1);
+      for (int64_t j = 0; j < chunk; ++j)
+        out.push_back(vals[k][o * chunk + j]);
+    }
+  }
+  auto type = RankedTensorType::get(shape, t0.getElementType());
+  return defineConstant(0, DenseElementsAttr::get(type, out));
+}
+
+LogicalResult Importer::castOp() {
+  int64_t to = attrInt("to", 0);
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  Type from = s->type().getElementType();
+  bool toF32 = to == onnx::TensorProto_DataType_FLOAT;
+  bool toI64 = to == onnx::TensorProto_DataType_INT64 ||
+               to == onnx::TensorProto_DataType_INT32;
+  if (!toF32 && !toI64)
+    return nodeError() << "cast to " << onnxTypeName(to)
+                       << " is not supported; supported: float (f32), int64";
+  if ((toF32 && from.isF32()) || (toI64 && from.isInteger(64)))
+    return identity();
+  if (!s->isFoldable())
+    return nodeError() << "casting a non-constant " << from << " tensor to "
+                       << onnxTypeName(to)
+                       << " is not supported; only constants are converted";
+  auto type = s->type();
+  if (toF32) {
+    SmallVector<float> v;
+    for (int64_t x : s->constant.getValues<int64_t>())
+      v.push_back(static_cast<float>(x));
+    return defineConstant(
+        0, DenseElementsAttr::get(type.clone(builder.getF32Type()),
+                                  ArrayRef<float>(v)));
+  }
+  SmallVector<int64_t> v;
+  for (float x : s->constant.getValues<float>())
+    v.push_back(static_cast<int64_t>(x));
+  return defineConstant(0,
+                        DenseElementsAttr::get(type.clone(builder.getI64Type()),
+                                               ArrayRef<int64_t>(v)));
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+const llvm::StringMap<Importer::Handler> &Importer::handlers() {
+  static const llvm::StringMap<Handler> map = {
+      {"Add", &Importer::binary<gr::AddOp>},
+      {"AveragePool", &Importer::pool<gr::AveragePoolOp>},
+      {"BatchNormalization", &Importer::batchNorm},
+      {"Cast", &Importer::castOp},
+      {"Clip", &Importer::clip},
+      {"Concat", &Importer::concat},
+      {"Constant", &Importer::constant},
+      {"Conv", &Importer::conv},
+      {"Div", &Importer::binary<gr::DivOp>},
+      {"Dropout", &Importer::dropout},
+      {"Exp", &Importer::unary<gr::ExpOp>},
+      {"Flatten", &Importer::flatten},
+      {"Gather", &Importer::gather},
+      {"Gemm", &Importer::gemm},
+      {"GlobalAveragePool", &Importer::globalAveragePool},
+      {"Identity", &Importer::identity},
+      {"Log", &Importer::unary<gr::LogOp>},
+      {"LogSoftmax", &Importer::softmax<gr::LogSoftmaxOp>},
+      {"MatMul", &Importer::matmul},
+      {"MaxPool", &Importer::pool<gr::MaxPoolOp>},
+      {"Mul", &Importer::binary<gr::MulOp>},
+      {"Neg", &Importer::unary<gr::NegOp>},
+      {"Relu", &Importer::unary<gr::ReluOp>},
+      {"Reshape", &Importer::reshape},
+      {"Shape", &Importer::shape},
+      {"Sigmoid", &Importer::unary<gr::SigmoidOp>},
+      {"Softmax", &Importer::softmax<gr::SoftmaxOp>},
+      {"Sqrt", &Importer::unary<gr::SqrtOp>},
+      {"Squeeze", &Importer::squeeze},
+      {"Sub", &Importer::binary<gr::SubOp>},
+      {"Tanh", &Importer::unary<gr::TanhOp>},
+      {"Transpose", &Importer::transpose},
+      {"Unsqueeze", &Importer::unsqueeze},
+  };
+  return map;
+}
+
+std::string Importer::supportedOpList() {
+  SmallVector<StringRef> names;
+  for (const auto &e : handlers())
+    names.push_back(e.getKey());
+  llvm::sort(names);
+  return llvm::join(names, ", ");
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
+  node = &n;
+  attrFailed = false;
+  nodeName =
+      n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  nodeLoc =
+      NameLoc::get(StringAttr::get(ctx, nodeName + "/" + n.op_type()), fileLoc);
+  bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+  auto it = handlers().find(n.op_type());
+  if (!defaultDomain || it == handlers().end()) {
+    std::string op =
+        defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
+    return emitError(nodeLoc)
+           << "unsupported ONNX op '" << op << "' (node '" << nodeName
+           << "', opset " << opset << "); supported ops: " << supportedOpList();
+  }
+  return (this->*(it->second))();
+}
+
+OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
+  if (failed(checkOpset(model)))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
+
+  module = ModuleOp::create(fileLoc);
+  OwningOpRef<ModuleOp> owned(module);
+  module->setAttr("dlgraph.model_name", builder.getStringAttr(graph.name()));
+
+  if (failed(importInitializers(graph)))
+    return nullptr;
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  if (failed(importInputs(graph, argTypes, argNames)))
+    return nullptr;
+
+  builder.setInsertionPointToEnd(module.getBody());
+  func = func::FuncOp::create(builder, fileLoc, "main",
+                              builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "dlgraph.name", builder.getStringAttr(name));
+    Slot s;
+    s.value = entry->getArgument(i);
+    s.loc = namedLoc(name);
+    slots[name] = s;
+  }
+  builder.setInsertionPointToEnd(entry);
+
+  // Uses of each value by nodes other than Identity, with Identity outputs
+  // counted as their (root) input: PyTorch routes BatchNorm statistics
+  // through Identity nodes.
+  llvm::StringMap<std::string> identityRoot;
+  for (const auto &n : graph.node()) {
+    for (const auto &in : n.input())
+      consumed.insert(in);
+    if (n.op_type() == "Identity" && n.input_size() == 1 &&
+        n.output_size() == 1) {
+      auto it = identityRoot.find(n.input(0));
+      identityRoot[n.output(0)] =
+          it == identityRoot.end() ? n.input(0) : it->second;
+      continue;
+    }
+    for (const auto &in : n.input()) {
+      auto it = identityRoot.find(in);
+      ++useCount[it == identityRoot.end() ? in : it->second];
+    }
+  }
+  for (const auto &out : graph.output())
+    consumed.insert(out.name());
+
+  for (auto [i, n] : llvm::enumerate(graph.node()))
+    if (failed(importNode(n, i)))
+      return nullptr;
+
+  if (graph.output_size() == 0) {
+    modelError() << "the graph has no outputs";
+    return nullptr;
+  }
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &out : graph.output()) {
+    auto it = slots.find(out.name());
+    if (it == slots.end()) {
+      emitError(namedLoc(out.name()))
+          << "graph output '" << out.name() << "' is not produced by any node";
+      return nullptr;
+    }
+    Value v = materialize(it->second);
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        "dlgraph.name", builder.getStringAttr(out.name()))));
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  func.setType(builder.getFunctionType(argTypes, resultTypes));
+  func.setAllResultAttrs(resultAttrs);
+
+  if (failed(verify(module)))
+    return nullptr;
+  return owned;
+}
+
+OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
+                                           const ImportOptions &options) {
+  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (std::error_code ec = buffer.getError()) {
+    emitError(fileLoc) << "cannot open '" << path << "': " << ec.message();
+    return nullptr;
+  }
+  StringRef bytes = (*buffer)->getBuffer();
+  auto parseError = [&]() {
+    return emitError(fileLoc)
+           << "cannot parse '" << path << "' as an ONNX model: ";
+  };
+  if (bytes.size() > (size_t)INT_MAX) {
+    parseError() << "files over 2 GiB are not supported";
+    return nullptr;
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    parseError() << "invalid or truncated protobuf data (" << bytes.size()
+                 << " bytes)";
+    return nullptr;
+  }
+  // Protobuf accepts many byte strings (an empty file, a file cut at a field
+  // boundary), so check what every model must have.
+  if (model.ir_version() < 3) {
+    parseError() << "missing or unsupported ir_version " << model.ir_version();
+    return nullptr;
+  }
+  if (!model.has_graph()) {
+    parseError() << "the model has no graph";
+    return nullptr;
+  }
+  Importer importer(context, path, options);
+  return importer.run(model);
+}

@@ -1,0 +1,48 @@
+//===- ONNXImporter.h - ONNX model -> dlgraph module --------------*- C++
+//-*-===//
+#ifndef DLC_COMPILER_IMPORT_ONNXIMPORTER_H
+#define DLC_COMPILER_IMPORT_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace dlc {
+
+/// Options of the ONNX importer.
+struct ImportOptions {
+  /// When > 0, replaces dim 0 of every graph input (static or symbolic). When
+  /// 0, a symbolic dim 0 is an error that asks for `--batch-size`.
+  int64_t batchSize = 0;
+};
+
+/// Parses the ONNX model (opsets 13..17 of the ai.onnx domain) at |path| and
+/// returns a dlgraph module: every f32 initializer becomes a module-level
+/// `dlgraph.variable @"<initializer name>"` (not trainable) read with
+/// `dlgraph.read_variable`; one `func.func @main` takes the graph inputs that
+/// are not initializers (arg attribute `dlgraph.name`) and returns the graph
+/// outputs (result attribute `dlgraph.name`); the module has attribute
+/// `dlgraph.model_name`. All shapes are static; every op's location is
+/// `NameLoc("<node name>/<OpType>")` around `FileLineColLoc(path, 0, 0)`
+/// (unnamed nodes are called `<OpType>_<node index>`). A BatchNormalization
+/// running mean/variance whose initializer is also used elsewhere (exporters
+/// deduplicate equal initializers) gets a private variable named
+/// `<node name>.running_mean` / `.running_var`. Constant shape
+/// subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, arithmetic on
+/// int64 constants) are folded at import time.
+///
+/// Errors (a missing or unparsable file, an opset outside 13..17, an
+/// unsupported op, attribute or element type, a symbolic dimension other
+/// than the batch dimension) are emitted through |context|'s diagnostic
+/// engine, at the node's location where there is one, and null is returned.
+/// Loads the dlgraph and func dialects into |context|.
+mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(mlir::MLIRContext &context,
+                                                  llvm::StringRef path,
+                                                  const ImportOptions &options);
+
+} // namespace dlc
+
+#endif

@@ -1,0 +1,200 @@
+//===- FuseElementwise.cpp - fold producer kernels into their consumer
+//------===//
+// Producer/consumer fusion of dlexec.kernel ops over the same iteration space,
+// so that chains of elementwise ops become one kernel and their intermediate
+// buffers disappear.
+#include "compiler/Lowering/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace dlc {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "compiler/Lowering/Passes.h.inc"
+} // namespace dlc
+
+using namespace mlir;
+using namespace dlc;
+namespace x = dlc::exec;
+
+namespace {
+
+AffineMap mapOf(x::KernelOp k, unsigned operandNumber) {
+  return cast<AffineMapAttr>(k.getIndexingMaps()[operandNumber]).getValue();
+}
+
+bool allParallel(x::KernelOp k) {
+  return llvm::all_of(k.getIteratorTypes(), [](Attribute a) {
+    return cast<StringAttr>(a).getValue() == "parallel";
+  });
+}
+
+/// Identifies the memory a buffer value refers to: the alloc/input value, or
+/// the variable symbol for variable_refs (two refs of one variable alias).
+Attribute rootKey(Value v) {
+  while (auto r = v.getDefiningOp<x::ReshapeOp>())
+    v = r.getSource();
+  if (auto ref = v.getDefiningOp<x::VariableRefOp>())
+    return ref.getVariableAttr();
+  return nullptr;
+}
+bool sameMemory(Value a, Value b) {
+  Attribute ka = rootKey(a), kb = rootKey(b);
+  if (ka || kb)
+    return ka == kb;
+  while (auto r = a.getDefiningOp<x::ReshapeOp>())
+    a = r.getSource();
+  while (auto r = b.getDefiningOp<x::ReshapeOp>())
+    b = r.getSource();
+  return a == b;
+}
+
+/// Buffers |op| writes.
+SmallVector<Value> writtenBuffers(Operation *op) {
+  if (auto k = dyn_cast<x::KernelOp>(op))
+    return llvm::to_vector(k.getOutputs());
+  if (auto l = dyn_cast<x::LibraryCallOp>(op))
+    return llvm::to_vector(l.getOutputs());
+  if (auto bk = dyn_cast<x::BuiltinKernelOp>(op))
+    return llvm::to_vector(bk.getOutputs());
+  return {};
+}
+
+/// Folds |p| into its single consumer kernel when that is legal (see the pass
+/// description). Returns success when it fused.
+LogicalResult tryFuse(x::KernelOp p) {
+  if (!allParallel(p))
+    return failure();
+  Block &pBody = p.getBody().front();
+  unsigned pIns = p.getInputs().size();
+  for (unsigned i = 0; i < p.getOutputs().size(); ++i)
+    if (!pBody.getArgument(pIns + i).use_empty())
+      return failure();
+  x::KernelOp c;
+  for (auto [i, out] : llvm::enumerate(p.getOutputs())) {
+    if (!out.getDefiningOp<x::AllocOp>())
+      return failure();
+    AffineMap om = mapOf(p, pIns + i);
+    if (!om.isIdentity())
+      return failure();
+    for (OpOperand &use : out.getUses()) {
+      Operation *user = use.getOwner();
+      if (user == p.getOperation()) {
+        if (use.getOperandNumber() != pIns + i)
+          return failure(); // p also reads its own output
+        continue;
+      }
+      auto k = dyn_cast<x::KernelOp>(user);
+      if (!k || (c && k != c))
+        return failure();
+      c = k;
+      unsigned n = use.getOperandNumber();
+      if (n >= c.getInputs().size() || !mapOf(c, n).isIdentity())
+        return failure();
+    }
+  }
+  if (!c || c->getBlock() != p->getBlock() || !p->isBeforeInBlock(c))
+    return failure();
+  // P's reads move down to C: nothing in between may write what P reads.
+  for (Operation *op = p->getNextNode(); op != c.getOperation();
+       op = op->getNextNode())
+    for (Value w : writtenBuffers(op))
+      for (Value r : p.getInputs())
+        if (sameMemory(w, r))
+          return failure();
+  // C writing a buffer P reads is only safe element by element.
+  for (auto [j, w] : llvm::enumerate(c.getOutputs()))
+    for (auto [i, r] : llvm::enumerate(p.getInputs()))
+      if (sameMemory(w, r) &&
+          (!allParallel(c) || !mapOf(p, i).isIdentity() ||
+           !mapOf(c, c.getInputs().size() + j).isIdentity()))
+        return failure();
+
+  // Inputs of the fused kernel: C's (minus P's outputs), then P's, deduped.
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  auto addInput = [&](Value v, AffineMap m) -> unsigned {
+    for (unsigned i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == v && maps[i] == m)
+        return i;
+    inputs.push_back(v);
+    maps.push_back(m);
+    return inputs.size() - 1;
+  };
+  unsigned cIns = c.getInputs().size();
+  SmallVector<int> cInputSlot(cIns, -1), pInputSlot(pIns, -1);
+  SmallVector<int> cFromP(cIns, -1);
+  for (unsigned i = 0; i < cIns; ++i) {
+    Value v = c.getInputs()[i];
+    auto it = llvm::find(p.getOutputs(), v);
+    if (it != p.getOutputs().end())
+      cFromP[i] = it - p.getOutputs().begin();
+    else
+      cInputSlot[i] = addInput(v, mapOf(c, i));
+  }
+  for (unsigned i = 0; i < pIns; ++i)
+    pInputSlot[i] = addInput(p.getInputs()[i], mapOf(p, i));
+  for (unsigned j = 0; j < c.getOutputs().size(); ++j)
+    maps.push_back(mapOf(c, cIns + j));
+
+  OpBuilder b(c);
+  auto fused = x::KernelOp::create(
+      b, c.getLoc(), c.getSymNameAttr(), inputs, c.getOutputs(),
+      b.getAffineMapArrayAttr(maps), c.getIteratorTypes(), c.getInitAttr());
+  Block *blk = new Block();
+  fused.getBody().push_back(blk);
+  for (Value v : inputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     p.getLoc());
+  for (Value v : c.getOutputs())
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     c.getLoc());
+  OpBuilder kb = OpBuilder::atBlockEnd(blk);
+  IRMapping map;
+  for (unsigned i = 0; i < pIns; ++i)
+    map.map(pBody.getArgument(i), blk->getArgument(pInputSlot[i]));
+  for (Operation &op : pBody.without_terminator())
+    kb.clone(op, map);
+  auto pYield = cast<x::YieldOp>(pBody.getTerminator());
+  SmallVector<Value> produced;
+  for (Value v : pYield.getValues())
+    produced.push_back(map.lookupOrDefault(v));
+  Block &cBody = c.getBody().front();
+  IRMapping cmap;
+  for (unsigned i = 0; i < cIns; ++i)
+    cmap.map(cBody.getArgument(i), cFromP[i] >= 0
+                                       ? produced[cFromP[i]]
+                                       : blk->getArgument(cInputSlot[i]));
+  for (unsigned j = 0; j < c.getOutputs().size(); ++j)
+    cmap.map(cBody.getArgument(cIns + j), blk->getArgument(inputs.size() + j));
+  for (Operation &op : cBody)
+    kb.clone(op, cmap);
+
+  SmallVector<Operation *> deadAllocs;
+  for (Value out : p.getOutputs())
+    deadAllocs.push_back(out.getDefiningOp());
+  c.erase();
+  p.erase();
+  for (Operation *a : deadAllocs)
+    a->erase();
+  return success();
+}
+
+struct FuseElementwisePass
+    : dlc::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<x::FuncOp>()) {
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
+          if (succeeded(tryFuse(k))) {
+            changed = true;
+            break;
+          }
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,90 @@
+//===- Passes.td - dlgraph -> dlexec lowering passes -------*- tablegen -*-===//
+// Lowering of dlgraph functions to dlexec step functions, elementwise kernel
+// fusion and activation-arena memory planning.
+#ifndef DLC_COMPILER_LOWERING_PASSES_TD
+#define DLC_COMPILER_LOWERING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToExecPass : Pass<"dlgraph-lower-to-dlexec", "::mlir::ModuleOp"> {
+  let summary = "Lower dlgraph variables and func.func graphs to dlexec";
+  let description = [{
+    Assumes static shapes, straight-line `func.func` bodies and no
+    `dlgraph.batch_norm_training` (the training pass decomposes it).
+    Guarantees: every `dlgraph.variable` becomes a `dlexec.variable` (kind
+    `parameter` when `trainable`, `optimizer_state` when it carries the unit
+    attribute `dlgraph.optimizer_state`, else `state`; same initial value);
+    every function becomes a `dlexec.func` whose intermediate tensors are
+    `dlexec.alloc`s without offsets. Elementwise ops, batch_norm
+    (inference), broadcasts and transposes become `dlexec.kernel`s with
+    arith/math bodies; splat constants are inlined into kernel bodies, other
+    constants become variables of kind `constant`; reductions become kernels
+    with `reduction` iterators; gemm/matmul and convolutions become
+    `dlexec.library_call`s; pooling, softmax and the cross-entropy loss
+    become `dlexec.builtin_kernel`s; each optimizer update is one
+    multi-output kernel. A `dlgraph.write_variable` makes the producer write
+    into the variable's buffer when no later op reads the old value, else
+    appends a copy kernel at the end of the function.
+    Before / after:
+    ```mlir
+    %y = dlgraph.relu %x : tensor<4xf32>
+    // becomes
+    %y = dlexec.alloc : memref<4xf32>
+    dlexec.kernel @main_k0_relu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) ...
+    ```
+    An unsupported op is an error at its location.
+  }];
+  let dependentDialects = ["::dlc::exec::ExecDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fold all-parallel producer kernels into their single consumer kernel";
+  let description = [{
+    A `dlexec.kernel` P with only `parallel` iterators whose every output is
+    a `dlexec.alloc` read by exactly one other kernel C, through the identity
+    indexing map over the same iteration space, is folded into C: P's body
+    is cloned in front of C's, C's block arguments for P's outputs are
+    replaced by P's yielded values, P's inputs become C's inputs (composed
+    maps, duplicates merged), and P and its allocs are erased. It does not
+    fuse when an op between P and C writes a buffer that P reads. Repeats
+    until nothing changes, so chains collapse into one kernel.
+    ```mlir
+    // before: bias add kernel -> %t -> relu kernel;  after: one kernel
+    ```
+  }];
+  let dependentDialects = ["::dlc::exec::ExecDialect"];
+}
+
+def PlanMemoryPass : Pass<"dlexec-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Assign arena offsets to every dlexec.alloc";
+  let description = [{
+    Liveness over each `dlexec.func`'s straight-line schedule: a buffer lives
+    from its first use to its last use (`dlexec.reshape` views extend their
+    source's life; a buffer passed to `dlexec.output` lives to the end).
+    Offsets come from greedy-by-size best-fit placement (Pisarchyk & Lee
+    2020, "Efficient Memory Management for Deep Neural Net Inference"):
+    largest buffers first, each in the smallest gap between the placed
+    buffers whose lifetimes overlap its own. Offsets and sizes are aligned to
+    `alignment` bytes. Sets `offset` on every alloc and `arena_bytes` on the
+    function; buffers whose lifetimes overlap never overlap in the arena.
+  }];
+  let options = [Option<"alignment", "alignment", "int64_t", "256",
+                        "Byte alignment of every offset in the arena">];
+  let dependentDialects = ["::dlc::exec::ExecDialect"];
+}
+
+def VerifyMemoryPlanPass : Pass<"dlexec-verify-memory-plan", "::mlir::ModuleOp"> {
+  let summary = "Check a memory plan: offsets set, aligned, in the arena, no live overlap";
+  let description = [{
+    Recomputes liveness as `--dlexec-plan-memory` does and reports, at the
+    alloc, any buffer without an offset, with a misaligned offset, outside
+    `arena_bytes`, or overlapping in bytes a buffer that is live at the same
+    time (naming both). Changes nothing.
+  }];
+  let options = [Option<"alignment", "alignment", "int64_t", "256",
+                        "Byte alignment every offset must have">];
+}
+
+#endif

@@ -1,0 +1,216 @@
+//===- CudaApi.cpp - opening the CUDA libraries with dlopen ---------------===//
+#include "CudaApi.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+namespace dlrt::cuda {
+namespace {
+
+// The libraries' sonames follow the headers we were built with (CUDA 13:
+// libnvrtc.so.13, libcublasLt.so.13; cuDNN 9: libcudnn.so.9), so the ABI
+// of every call matches the declarations used here.
+std::string cudaMajor() { return std::to_string(CUDA_VERSION / 1000); }
+
+#define DLRT_CUDA_STR(x) #x
+#define DLRT_CUDA_XSTR(x) DLRT_CUDA_STR(x)
+
+/// dlopens the first of |names| that loads, trying each bare name (the
+/// loader's search path) and then under $CUDA_HOME/lib64 and
+/// /usr/local/cuda/lib64. Returns nullptr and sets |*error| to the first
+/// dlerror() otherwise.
+void *openLibrary(const std::vector<std::string> &names, std::string *error) {
+  std::vector<std::string> dirs;
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    dirs.push_back(std::string(home) + "/lib64/");
+  dirs.push_back("/usr/local/cuda/lib64/");
+  error->clear();
+  for (const std::string &name : names) {
+    if (void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return handle;
+    if (error->empty())
+      if (const char *e = dlerror())
+        *error = e;
+    for (const std::string &dir : dirs)
+      if (void *handle = dlopen((dir + name).c_str(), RTLD_NOW | RTLD_LOCAL))
+        return handle;
+  }
+  if (error->empty())
+    *error = "not found";
+  return nullptr;
+}
+
+/// Resolves |symbol| in |handle| into |*slot|; false if it is missing.
+template <typename Fn>
+bool resolve(void *handle, const char *symbol, Fn *slot) {
+  *slot = reinterpret_cast<Fn>(dlsym(handle, symbol));
+  return *slot != nullptr;
+}
+
+Status missingSymbol(const char *library, const char *symbol) {
+  return Status::error(DLRT_UNAVAILABLE, std::string(library) + " lacks " +
+                                             symbol +
+                                             " (the library is too old?)");
+}
+
+/// Loads a library once per process and keeps its table; a failure is not
+/// cached, so a later call tries again.
+template <typename Api, typename LoadFn>
+Status loadOnce(std::mutex &mutex, Api *&table, const Api **out, LoadFn load) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!table) {
+    auto api = std::make_unique<Api>();
+    Status status = load(*api);
+    if (!status.ok())
+      return status;
+    table = api.release(); // lives until the process exits
+  }
+  *out = table;
+  return Status::OK();
+}
+
+Status loadDriverImpl(DriverApi &api) {
+  static const char *kLib = "libcuda.so.1";
+  std::string error;
+  void *handle = openLibrary({kLib}, &error);
+  if (!handle)
+    return Status::error(DLRT_UNAVAILABLE, "no CUDA driver: cannot load " +
+                                               std::string(kLib) + " (" +
+                                               error + ")");
+  if (!resolve(handle, "cuInit", &api.cuInit))
+    return missingSymbol(kLib, "cuInit");
+  if (!resolve(handle, "cuGetErrorName", &api.cuGetErrorName))
+    return missingSymbol(kLib, "cuGetErrorName");
+  if (!resolve(handle, "cuGetErrorString", &api.cuGetErrorString))
+    return missingSymbol(kLib, "cuGetErrorString");
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS)
+    return Status::error(DLRT_UNAVAILABLE,
+                         "no usable CUDA device: " +
+                             describeCuResult(api, r, "cuInit"));
+
+  // cuGetProcAddress returns the variant of each entry point that matches
+  // the API version of the header we were compiled with.
+  decltype(&::cuGetProcAddress) getProc = nullptr;
+  resolve(handle, DLRT_CUDA_XSTR(cuGetProcAddress), &getProc);
+  auto lookup = [&](const char *base, const char *versioned,
+                    auto *slot) -> bool {
+    if (getProc) {
+      void *fn = nullptr;
+      CUdriverProcAddressQueryResult found;
+      if (getProc(base, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,
+                  &found) == CUDA_SUCCESS &&
+          found == CU_GET_PROC_ADDRESS_SUCCESS && fn) {
+        *slot = reinterpret_cast<std::remove_pointer_t<decltype(slot)>>(fn);
+        return true;
+      }
+    }
+    return resolve(handle, versioned, slot);
+  };
+#define DLRT_CUDA_LOAD(name)                                                   \
+  if (!lookup(#name, DLRT_CUDA_XSTR(name), &api.name))                         \
+    return missingSymbol(kLib, DLRT_CUDA_XSTR(name));
+  DLRT_CUDA_DRIVER_FUNCTIONS(DLRT_CUDA_LOAD)
+#undef DLRT_CUDA_LOAD
+  if (CUresult r = api.cuDriverGetVersion(&api.driver_version);
+      r != CUDA_SUCCESS)
+    return Status::error(DLRT_UNAVAILABLE,
+                         describeCuResult(api, r, "cuDriverGetVersion"));
+  return Status::OK();
+}
+
+/// Opens one of |names| and resolves every entry of a function list.
+#define DLRT_CUDA_LOAD_PLAIN(name)                                             \
+  if (!resolve(handle, #name, &api.name))                                      \
+    return missingSymbol(loaded, #name);
+
+std::string unavailable(const std::vector<std::string> &names,
+                        const std::string &error) {
+  std::string joined;
+  for (const std::string &n : names)
+    joined += (joined.empty() ? "" : " or ") + n;
+  return "cannot load " + joined + " (" + error + ")";
+}
+
+} // namespace
+
+std::string describeCuResult(const DriverApi &api, CUresult result,
+                             const char *call) {
+  const char *name = nullptr, *text = nullptr;
+  if (api.cuGetErrorName)
+    api.cuGetErrorName(result, &name);
+  if (api.cuGetErrorString)
+    api.cuGetErrorString(result, &text);
+  std::string message = std::string(call) + " failed: ";
+  message += name ? name : "CUresult " + std::to_string(int(result));
+  if (text)
+    message += std::string(" (") + text + ")";
+  return message;
+}
+
+Status loadDriver(const DriverApi **out) {
+  static std::mutex mutex;
+  static DriverApi *table = nullptr;
+  return loadOnce(mutex, table, out, loadDriverImpl);
+}
+
+Status loadNvrtc(const NvrtcApi **out) {
+  static std::mutex mutex;
+  static NvrtcApi *table = nullptr;
+  return loadOnce(mutex, table, out, [](NvrtcApi &api) -> Status {
+    const std::vector<std::string> names = {"libnvrtc.so." + cudaMajor(),
+                                            "libnvrtc.so"};
+    std::string error;
+    void *handle = openLibrary(names, &error);
+    if (!handle)
+      return Status::error(DLRT_UNAVAILABLE,
+                           "no NVRTC: " + unavailable(names, error));
+    const char *loaded = "libnvrtc";
+    DLRT_NVRTC_FUNCTIONS(DLRT_CUDA_LOAD_PLAIN)
+    if (nvrtcResult r = api.nvrtcVersion(&api.major, &api.minor);
+        r != NVRTC_SUCCESS)
+      return Status::error(DLRT_UNAVAILABLE,
+                           std::string("nvrtcVersion failed: ") +
+                               api.nvrtcGetErrorString(r));
+    return Status::OK();
+  });
+}
+
+Status loadCublasLt(const CublasLtApi **out) {
+  static std::mutex mutex;
+  static CublasLtApi *table = nullptr;
+  return loadOnce(mutex, table, out, [](CublasLtApi &api) -> Status {
+    const std::vector<std::string> names = {"libcublasLt.so." + cudaMajor()};
+    std::string error;
+    void *handle = openLibrary(names, &error);
+    if (!handle)
+      return Status::error(DLRT_UNAVAILABLE,
+                           "no cuBLASLt: " + unavailable(names, error));
+    const char *loaded = "libcublasLt";
+    DLRT_CUBLASLT_FUNCTIONS(DLRT_CUDA_LOAD_PLAIN)
+    return Status::OK();
+  });
+}
+
+Status loadCudnn(const CudnnApi **out) {
+  static std::mutex mutex;
+  static CudnnApi *table = nullptr;
+  return loadOnce(mutex, table, out, [](CudnnApi &api) -> Status {
+    const std::vector<std::string> names = {"libcudnn.so." +
+                                            std::to_string(CUDNN_MAJOR)};
+    std::string error;
+    void *handle = openLibrary(names, &error);
+    if (!handle)
+      return Status::error(DLRT_UNAVAILABLE,
+                           "no cuDNN: " + unavailable(names, error));
+    const char *loaded = "libcudnn";
+    DLRT_CUDNN_FUNCTIONS(DLRT_CUDA_LOAD_PLAIN)
+    return Status::OK();
+  });
+}
+
+} // namespace dlrt::cuda

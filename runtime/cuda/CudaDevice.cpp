@@ -1,0 +1,1040 @@
+//===- CudaDevice.cpp - the CUDA device of libdlrt ------------------------===//
+// One primary context and one non-blocking stream per device; memory from a
+// stream-ordered pool; kernels from package cubins or NVRTC (cached on
+// disk); GEMM through cuBLASLt and convolutions through cuDNN, f32 without
+// TF32. Every library is opened with dlopen (CudaApi.h).
+#include "CudaDevice.h"
+
+#include "CudaApi.h"
+#include "KernelCompiler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace dlrt {
+namespace {
+
+using namespace dlrt::cuda;
+
+#define DLRT_TRY(expr)                                                         \
+  do {                                                                         \
+    ::dlrt::Status dlrtStatus_ = (expr);                                       \
+    if (!dlrtStatus_.ok())                                                     \
+      return dlrtStatus_;                                                      \
+  } while (0)
+
+/// Runs a cleanup when the scope ends.
+class Defer {
+public:
+  explicit Defer(std::function<void()> fn) : fn_(std::move(fn)) {}
+  ~Defer() { fn_(); }
+  Defer(const Defer &) = delete;
+  Defer &operator=(const Defer &) = delete;
+
+private:
+  std::function<void()> fn_;
+};
+
+/// The CUDA objects of one device. Shared by the device and its kernels, so
+/// the context outlives every module loaded into it.
+struct CudaContext {
+  const DriverApi *cu = nullptr;
+  const CublasLtApi *lt = nullptr;
+  const CudnnApi *dnn = nullptr;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUmemoryPool pool = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  cudnnHandle_t dnnHandle = nullptr;
+
+  ~CudaContext() {
+    if (!context)
+      return;
+    cu->cuCtxSetCurrent(context);
+    if (stream)
+      cu->cuStreamSynchronize(stream);
+    if (dnnHandle)
+      dnn->cudnnDestroy(dnnHandle);
+    if (ltHandle)
+      lt->cublasLtDestroy(ltHandle);
+    // Allocations still outstanding are released by the driver once freed.
+    if (pool)
+      cu->cuMemPoolDestroy(pool);
+    if (stream)
+      cu->cuStreamDestroy(stream);
+    cu->cuDevicePrimaryCtxRelease(device);
+  }
+};
+
+/// A kernel: its own module (one kernel per CUDA translation unit).
+class CudaKernel final : public DeviceKernel {
+public:
+  CudaKernel(std::shared_ptr<CudaContext> context, CUmodule mod, CUfunction fn,
+             std::string kernelName, int64_t threads, int32_t block)
+      : ctx(std::move(context)), module(mod), function(fn),
+        name(std::move(kernelName)), num_threads(threads), block_size(block) {}
+  ~CudaKernel() override {
+    ctx->cu->cuCtxSetCurrent(ctx->context);
+    ctx->cu->cuModuleUnload(module);
+  }
+
+  std::shared_ptr<CudaContext> ctx;
+  CUmodule module;
+  CUfunction function;
+  std::string name;
+  int64_t num_threads;
+  int32_t block_size;
+};
+
+/// Largest power of two (<= 256) dividing the address of |p|, in bytes.
+uint32_t alignmentOf(const void *p) {
+  auto address = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && address % a != 0)
+    a /= 2;
+  return a;
+}
+
+/// A column-major cuBLASLt matmul: D[m,n] = alpha * op(A) * op(B) +
+/// beta * C (+ bias[m] added to every column when |bias| is set). A is
+/// stored rowsA x colsA with leading dimension rowsA, likewise B; C and D
+/// are m x n with leading dimension m.
+struct Matmul {
+  uint64_t m = 0, n = 0, k = 0;
+  cublasOperation_t opA = CUBLAS_OP_N, opB = CUBLAS_OP_N;
+  const float *a = nullptr;
+  uint64_t rowsA = 0, colsA = 0;
+  const float *b = nullptr;
+  uint64_t rowsB = 0, colsB = 0;
+  const float *c = nullptr;
+  float *d = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+  const float *bias = nullptr;
+};
+
+/// Which cuDNN convolution a chosen algorithm belongs to.
+enum class ConvKind { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
+
+/// cuDNN descriptors of one convolution, destroyed with the object.
+struct ConvDescriptors {
+  const CudnnApi *dnn = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ~ConvDescriptors() {
+    if (x)
+      dnn->cudnnDestroyTensorDescriptor(x);
+    if (y)
+      dnn->cudnnDestroyTensorDescriptor(y);
+    if (bias)
+      dnn->cudnnDestroyTensorDescriptor(bias);
+    if (w)
+      dnn->cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      dnn->cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+class CudaDevice final : public Device {
+public:
+  /// Errors: DLRT_UNAVAILABLE for every failure (so DLRT_DEVICE_AUTO can
+  /// fall back to the host), DLRT_OUT_OF_MEMORY.
+  static Status create(int ordinal, std::unique_ptr<Device> *out) {
+    Status status = createImpl(ordinal, out);
+    if (status.code == DLRT_INTERNAL)
+      status.code = DLRT_UNAVAILABLE;
+    return status;
+  }
+
+  dlrt_device_kind_t kind() const override { return DLRT_DEVICE_CUDA; }
+  std::string name() const override { return name_; }
+
+  Status allocate(size_t bytes, DeviceBuffer *out) override;
+  void release(DeviceBuffer &buffer) override;
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override;
+  /// Blocks until the copy is done, so |dst| holds the data on return.
+  Status copyToHost(void *dst, const void *src, size_t bytes) override;
+  Status fillZero(void *dst, size_t bytes) override;
+  Status loadKernels(const std::vector<uint8_t> &host_library,
+                     const std::vector<KernelSpec> &kernels,
+                     std::vector<std::unique_ptr<DeviceKernel>> *out) override;
+  Status launch(DeviceKernel &kernel, const std::vector<void *> &args) override;
+  Status gemm(const GemmParams &p, const float *a, const float *b,
+              const float *c, float *y) override;
+  Status convForward(const ConvParams &p, const float *x, const float *w,
+                     const float *bias, float *y) override;
+  Status convBackwardData(const ConvParams &p, const float *dy, const float *w,
+                          float *dx) override;
+  Status convBackwardFilter(const ConvParams &p, const float *x,
+                            const float *dy, float *dw) override;
+  Status synchronize() override;
+
+  CudaKernelStats stats() const {
+    CudaKernelStats s;
+    s.embedded = embedded_;
+    s.cache_hits = cacheHits_;
+    s.compiled = compiled_;
+    return s;
+  }
+
+private:
+  explicit CudaDevice(std::shared_ptr<CudaContext> ctx)
+      : ctx_(std::move(ctx)) {}
+  static Status createImpl(int ordinal, std::unique_ptr<Device> *out);
+
+  Status makeCurrent();
+  Status check(CUresult result, const char *call) const;
+  Status checkLt(cublasStatus_t status, const char *call) const;
+  Status checkDnn(cudnnStatus_t status, const char *call) const;
+  Status matmul(const Matmul &mm);
+  Status describeConv(const ConvParams &p, const char *what,
+                      ConvDescriptors *d);
+  Status chooseConvAlgo(ConvKind kind, const ConvParams &p,
+                        const ConvDescriptors &d, int *algo, size_t *workspace);
+  Status loadModule(const std::string &name, const std::vector<uint8_t> &image,
+                    CUmodule *module, CUfunction *function);
+
+  std::shared_ptr<CudaContext> ctx_;
+  const DriverApi *cu_ = nullptr;
+  std::string name_;
+  std::string arch_; // "sm_90"
+  int ccMajor_ = 0, ccMinor_ = 0;
+  Status deferred_; // first error of a call that cannot return one
+  std::atomic<int64_t> embedded_{0}, cacheHits_{0}, compiled_{0};
+  std::mutex algoMutex_;
+  std::map<std::vector<int64_t>, std::pair<int, size_t>> convAlgos_;
+  std::map<std::vector<int64_t>, cublasLtMatmulHeuristicResult_t> matmulAlgos_;
+};
+
+Status CudaDevice::check(CUresult result, const char *call) const {
+  if (result == CUDA_SUCCESS)
+    return Status::OK();
+  return Status::error(result == CUDA_ERROR_OUT_OF_MEMORY ? DLRT_OUT_OF_MEMORY
+                                                          : DLRT_INTERNAL,
+                       describeCuResult(*cu_, result, call));
+}
+
+Status CudaDevice::checkLt(cublasStatus_t status, const char *call) const {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return Status::OK();
+  const char *name = ctx_->lt->cublasLtGetStatusName(status);
+  const char *text = ctx_->lt->cublasLtGetStatusString(status);
+  return Status::error(status == CUBLAS_STATUS_ALLOC_FAILED ? DLRT_OUT_OF_MEMORY
+                                                            : DLRT_INTERNAL,
+                       std::string(call) + " failed: " + (name ? name : "?") +
+                           " (" + (text ? text : "") + ")");
+}
+
+Status CudaDevice::checkDnn(cudnnStatus_t status, const char *call) const {
+  if (status == CUDNN_STATUS_SUCCESS)
+    return Status::OK();
+  const char *text = ctx_->dnn->cudnnGetErrorString(status);
+  return Status::error(
+      status == CUDNN_STATUS_ALLOC_FAILED ? DLRT_OUT_OF_MEMORY : DLRT_INTERNAL,
+      std::string(call) + " failed: " +
+          (text ? text : "cudnnStatus " + std::to_string(int(status))));
+}
+
+Status CudaDevice::makeCurrent() {
+  return check(cu_->cuCtxSetCurrent(ctx_->context), "cuCtxSetCurrent");
+}
+
+Status CudaDevice::createImpl(int ordinal, std::unique_ptr<Device> *out) {
+  out->reset();
+  const DriverApi *cu = nullptr;
+  DLRT_TRY(loadDriver(&cu));
+  auto unavailable = [&](CUresult r, const char *call) {
+    return Status::error(DLRT_UNAVAILABLE, describeCuResult(*cu, r, call));
+  };
+  int count = 0;
+  if (CUresult r = cu->cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+    return unavailable(r, "cuDeviceGetCount");
+  if (count == 0)
+    return Status::error(DLRT_UNAVAILABLE, "no CUDA device found");
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error(DLRT_UNAVAILABLE,
+                         "CUDA device " + std::to_string(ordinal) +
+                             " does not exist (" + std::to_string(count) +
+                             " device(s) found)");
+  // The libraries are needed by every package with kernels or library
+  // calls; a missing one is reported now rather than at the first use.
+  const NvrtcApi *nvrtc = nullptr;
+  DLRT_TRY(loadNvrtc(&nvrtc));
+  auto ctx = std::make_shared<CudaContext>();
+  ctx->cu = cu;
+  DLRT_TRY(loadCublasLt(&ctx->lt));
+  DLRT_TRY(loadCudnn(&ctx->dnn));
+
+  if (CUresult r = cu->cuDeviceGet(&ctx->device, ordinal); r != CUDA_SUCCESS)
+    return unavailable(r, "cuDeviceGet");
+  int poolsSupported = 0;
+  if (CUresult r = cu->cuDeviceGetAttribute(
+          &poolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+          ctx->device);
+      r != CUDA_SUCCESS)
+    return unavailable(r, "cuDeviceGetAttribute");
+  if (!poolsSupported)
+    return Status::error(DLRT_UNAVAILABLE,
+                         "CUDA device " + std::to_string(ordinal) +
+                             " does not support stream-ordered memory pools");
+  CUcontext context = nullptr;
+  if (CUresult r = cu->cuDevicePrimaryCtxRetain(&context, ctx->device);
+      r != CUDA_SUCCESS)
+    return unavailable(r, "cuDevicePrimaryCtxRetain");
+  ctx->context = context; // released by ~CudaContext from here on
+
+  std::unique_ptr<CudaDevice> device(new CudaDevice(ctx));
+  device->cu_ = cu;
+  DLRT_TRY(device->makeCurrent());
+  DLRT_TRY(device->check(
+      cu->cuDeviceGetAttribute(&device->ccMajor_,
+                               CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                               ctx->device),
+      "cuDeviceGetAttribute"));
+  DLRT_TRY(device->check(
+      cu->cuDeviceGetAttribute(&device->ccMinor_,
+                               CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                               ctx->device),
+      "cuDeviceGetAttribute"));
+  device->arch_ = "sm_" + std::to_string(device->ccMajor_) +
+                  std::to_string(device->ccMinor_);
+  char deviceName[256] = {};
+  DLRT_TRY(device->check(
+      cu->cuDeviceGetName(deviceName, sizeof deviceName - 1, ctx->device),
+      "cuDeviceGetName"));
+  device->name_ = "cuda:" + std::to_string(ordinal) + " " + deviceName + " (" +
+                  device->arch_ + ")";
+
+  DLRT_TRY(
+      device->check(cu->cuStreamCreate(&ctx->stream, CU_STREAM_NON_BLOCKING),
+                    "cuStreamCreate"));
+  CUmemPoolProps props;
+  std::memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = ctx->device;
+  DLRT_TRY(device->check(cu->cuMemPoolCreate(&ctx->pool, &props),
+                         "cuMemPoolCreate"));
+  // Keep freed memory in the pool across synchronizations: a training step
+  // frees and reallocates the same sizes every iteration.
+  cuuint64_t threshold = UINT64_MAX;
+  DLRT_TRY(device->check(
+      cu->cuMemPoolSetAttribute(ctx->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                &threshold),
+      "cuMemPoolSetAttribute"));
+  // cuBLASLt 13 and cuDNN 9 for CUDA 13 need a driver for CUDA >= 13.0;
+  // name the driver's version when they refuse to start.
+  const std::string driverNote =
+      " (the CUDA driver supports CUDA " +
+      std::to_string(cu->driver_version / 1000) + "." +
+      std::to_string(cu->driver_version % 1000 / 10) + ")";
+  if (Status status = device->checkLt(ctx->lt->cublasLtCreate(&ctx->ltHandle),
+                                      "cublasLtCreate");
+      !status.ok())
+    return Status::error(status.code, status.message + driverNote);
+  if (Status status = device->checkDnn(ctx->dnn->cudnnCreate(&ctx->dnnHandle),
+                                       "cudnnCreate");
+      !status.ok())
+    return Status::error(status.code, status.message + driverNote);
+  DLRT_TRY(device->checkDnn(
+      ctx->dnn->cudnnSetStream(ctx->dnnHandle, ctx->stream), "cudnnSetStream"));
+  *out = std::move(device);
+  return Status::OK();
+}
+
+Status CudaDevice::allocate(size_t bytes, DeviceBuffer *out) {
+  *out = DeviceBuffer();
+  if (bytes == 0)
+    return Status::OK();
+  DLRT_TRY(makeCurrent());
+  CUdeviceptr ptr = 0;
+  if (CUresult r =
+          cu_->cuMemAllocFromPoolAsync(&ptr, bytes, ctx_->pool, ctx_->stream);
+      r != CUDA_SUCCESS) {
+    Status status = check(r, "cuMemAllocFromPoolAsync");
+    status.message += " (" + std::to_string(bytes) + " bytes)";
+    return status;
+  }
+  if (ptr % 256 != 0) {
+    cu_->cuMemFreeAsync(ptr, ctx_->stream);
+    return Status::error(DLRT_INTERNAL,
+                         "cuMemAllocFromPoolAsync returned memory that is "
+                         "not 256-byte aligned");
+  }
+  out->data = reinterpret_cast<void *>(ptr);
+  out->bytes = bytes;
+  return Status::OK();
+}
+
+void CudaDevice::release(DeviceBuffer &buffer) {
+  if (buffer.data) {
+    Status status = makeCurrent();
+    if (status.ok())
+      status =
+          check(cu_->cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(buffer.data),
+                                    ctx_->stream),
+                "cuMemFreeAsync");
+    if (!status.ok() && deferred_.ok())
+      deferred_ = status;
+  }
+  buffer = DeviceBuffer();
+}
+
+Status CudaDevice::copyToDevice(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status::OK();
+  DLRT_TRY(makeCurrent());
+  // From pageable memory the call returns once |src| has been staged, so
+  // the caller may reuse it immediately.
+  return check(cu_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src,
+                                      bytes, ctx_->stream),
+               "cuMemcpyHtoDAsync");
+}
+
+Status CudaDevice::copyToHost(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status::OK();
+  DLRT_TRY(makeCurrent());
+  DLRT_TRY(check(cu_->cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src),
+                                        bytes, ctx_->stream),
+                 "cuMemcpyDtoHAsync"));
+  return synchronize();
+}
+
+Status CudaDevice::fillZero(void *dst, size_t bytes) {
+  if (bytes == 0)
+    return Status::OK();
+  DLRT_TRY(makeCurrent());
+  return check(cu_->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), 0,
+                                    bytes, ctx_->stream),
+               "cuMemsetD8Async");
+}
+
+Status CudaDevice::synchronize() {
+  DLRT_TRY(makeCurrent());
+  if (CUresult r = cu_->cuStreamSynchronize(ctx_->stream); r != CUDA_SUCCESS)
+    return Status::error(DLRT_INTERNAL,
+                         describeCuResult(*cu_, r, "cuStreamSynchronize") +
+                             " (reported by an earlier kernel, copy or "
+                             "library call on the stream)");
+  if (!deferred_.ok()) {
+    Status status = deferred_;
+    deferred_ = Status::OK();
+    return status;
+  }
+  return Status::OK();
+}
+
+Status CudaDevice::loadModule(const std::string &name,
+                              const std::vector<uint8_t> &image,
+                              CUmodule *module, CUfunction *function) {
+  *module = nullptr;
+  *function = nullptr;
+  if (CUresult r = cu_->cuModuleLoadData(module, image.data());
+      r != CUDA_SUCCESS) {
+    *module = nullptr;
+    return Status::error(DLRT_INTERNAL,
+                         "kernel '" + name + "': " +
+                             describeCuResult(*cu_, r, "cuModuleLoadData"));
+  }
+  if (CUresult r = cu_->cuModuleGetFunction(function, *module, name.c_str());
+      r != CUDA_SUCCESS) {
+    cu_->cuModuleUnload(*module);
+    *module = nullptr;
+    return Status::error(DLRT_INTERNAL,
+                         "kernel '" + name + "': " +
+                             describeCuResult(*cu_, r, "cuModuleGetFunction"));
+  }
+  return Status::OK();
+}
+
+Status
+CudaDevice::loadKernels(const std::vector<uint8_t> &,
+                        const std::vector<KernelSpec> &kernels,
+                        std::vector<std::unique_ptr<DeviceKernel>> *out) {
+  out->clear();
+  DLRT_TRY(makeCurrent());
+  const size_t count = kernels.size();
+  const std::string digits =
+      std::to_string(ccMajor_) + std::to_string(ccMinor_);
+  std::vector<std::vector<uint8_t>> images(count);
+  std::vector<Status> errors(count);
+  std::vector<char> embedded(count, 0), cacheHit(count, 0);
+  std::vector<size_t> toCompile;
+  for (size_t i = 0; i < count; ++i) {
+    const KernelSpec &spec = kernels[i];
+    auto it = std::find_if(
+        spec.cubins.begin(), spec.cubins.end(),
+        [&](const auto &c) { return c.first == arch_ || c.first == digits; });
+    if (it != spec.cubins.end() && !it->second.empty()) {
+      images[i] = it->second;
+      embedded[i] = 1;
+    } else if (spec.cuda_source.empty()) {
+      return Status::error(DLRT_INTERNAL, "kernel '" + spec.name +
+                                              "' has no cubin for " + arch_ +
+                                              " and no CUDA source");
+    } else {
+      toCompile.push_back(i);
+    }
+  }
+
+  // NVRTC compilations are independent: run them on several threads.
+  const std::string cacheDir = kernelCacheDir();
+  auto compile = [&](size_t i) {
+    CompiledKernel compiled;
+    errors[i] = compileKernel(kernels[i].name, kernels[i].cuda_source, arch_,
+                              cacheDir, &compiled);
+    images[i] = std::move(compiled.cubin);
+    cacheHit[i] = compiled.cache_hit;
+  };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t j; (j = next++) < toCompile.size();)
+      compile(toCompile[j]);
+  };
+  // At most 16 threads: every NVRTC compilation needs its own memory.
+  size_t threads = std::min<size_t>(
+      {toCompile.size(), size_t(16),
+       size_t(std::max(1u, std::thread::hardware_concurrency()))});
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+
+  std::vector<std::unique_ptr<DeviceKernel>> loaded;
+  for (size_t i = 0; i < count; ++i) {
+    DLRT_TRY(errors[i]);
+    const KernelSpec &spec = kernels[i];
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+    Status status = loadModule(spec.name, images[i], &module, &function);
+    if (!status.ok() && embedded[i] && !spec.cuda_source.empty()) {
+      // A package cubin the driver rejects (e.g. built by a newer
+      // toolkit): fall back to compiling the source here.
+      CompiledKernel compiled;
+      DLRT_TRY(compileKernel(spec.name, spec.cuda_source, arch_, cacheDir,
+                             &compiled));
+      embedded[i] = 0;
+      cacheHit[i] = compiled.cache_hit;
+      status = loadModule(spec.name, compiled.cubin, &module, &function);
+    }
+    DLRT_TRY(status);
+    if (embedded[i])
+      ++embedded_;
+    else if (cacheHit[i])
+      ++cacheHits_;
+    else
+      ++compiled_;
+    loaded.push_back(std::make_unique<CudaKernel>(
+        ctx_, module, function, spec.name, spec.num_threads, spec.block_size));
+  }
+  *out = std::move(loaded);
+  return Status::OK();
+}
+
+Status CudaDevice::launch(DeviceKernel &kernel,
+                          const std::vector<void *> &args) {
+  auto *k = dynamic_cast<CudaKernel *>(&kernel);
+  if (!k || k->ctx != ctx_)
+    return Status::error(DLRT_INTERNAL,
+                         "launch: the kernel was not loaded by this device");
+  if (k->num_threads <= 0)
+    return Status::OK();
+  DLRT_TRY(makeCurrent());
+  const int64_t block = k->block_size > 0 ? k->block_size : 256;
+  const int64_t grid = (k->num_threads + block - 1) / block;
+  if (grid > INT_MAX)
+    return Status::error(DLRT_INTERNAL,
+                         "kernel '" + k->name +
+                             "': " + std::to_string(k->num_threads) +
+                             " threads need more blocks than a grid holds");
+  // cuLaunchKernel takes a pointer to each argument value.
+  std::vector<void *> values(args);
+  std::vector<void *> params(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    params[i] = &values[i];
+  if (CUresult r = cu_->cuLaunchKernel(
+          k->function, unsigned(grid), 1, 1, unsigned(block), 1, 1, 0,
+          ctx_->stream, params.empty() ? nullptr : params.data(), nullptr);
+      r != CUDA_SUCCESS)
+    return Status::error(DLRT_INTERNAL,
+                         "kernel '" + k->name + "' (" + std::to_string(grid) +
+                             " x " + std::to_string(block) + " threads): " +
+                             describeCuResult(*cu_, r, "cuLaunchKernel"));
+  return Status::OK();
+}
+
+Status CudaDevice::matmul(const Matmul &mm) {
+  const CublasLtApi &lt = *ctx_->lt;
+  cublasLtMatmulDesc_t desc = nullptr;
+  DLRT_TRY(checkLt(
+      lt.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      "cublasLtMatmulDescCreate"));
+  Defer destroyDesc([&] { lt.cublasLtMatmulDescDestroy(desc); });
+  DLRT_TRY(
+      checkLt(lt.cublasLtMatmulDescSetAttribute(
+                  desc, CUBLASLT_MATMUL_DESC_TRANSA, &mm.opA, sizeof mm.opA),
+              "cublasLtMatmulDescSetAttribute(TRANSA)"));
+  DLRT_TRY(
+      checkLt(lt.cublasLtMatmulDescSetAttribute(
+                  desc, CUBLASLT_MATMUL_DESC_TRANSB, &mm.opB, sizeof mm.opB),
+              "cublasLtMatmulDescSetAttribute(TRANSB)"));
+  if (mm.bias) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    DLRT_TRY(checkLt(
+        lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                          &epilogue, sizeof epilogue),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+    const void *bias = mm.bias;
+    DLRT_TRY(checkLt(
+        lt.cublasLtMatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+  }
+  cublasLtMatrixLayout_t layoutA = nullptr, layoutB = nullptr,
+                         layoutC = nullptr;
+  Defer destroyLayouts([&] {
+    for (cublasLtMatrixLayout_t l : {layoutA, layoutB, layoutC})
+      if (l)
+        lt.cublasLtMatrixLayoutDestroy(l);
+  });
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutA, CUDA_R_32F, mm.rowsA,
+                                                 mm.colsA, int64_t(mm.rowsA)),
+                   "cublasLtMatrixLayoutCreate"));
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutB, CUDA_R_32F, mm.rowsB,
+                                                 mm.colsB, int64_t(mm.rowsB)),
+                   "cublasLtMatrixLayoutCreate"));
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutC, CUDA_R_32F, mm.m,
+                                                 mm.n, int64_t(mm.m)),
+                   "cublasLtMatrixLayoutCreate"));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  DLRT_TRY(checkLt(lt.cublasLtMatmulPreferenceCreate(&pref),
+                   "cublasLtMatmulPreferenceCreate"));
+  Defer destroyPref([&] { lt.cublasLtMatmulPreferenceDestroy(pref); });
+  uint64_t maxWorkspace = 64ull << 20;
+  DLRT_TRY(checkLt(lt.cublasLtMatmulPreferenceSetAttribute(
+                       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                       &maxWorkspace, sizeof maxWorkspace),
+                   "cublasLtMatmulPreferenceSetAttribute"));
+  // The heuristic assumes 256-byte aligned operands unless told otherwise;
+  // arena views may be less aligned.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *>
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, mm.a},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, mm.b},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, mm.c},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, mm.d}};
+  for (const auto &[attribute, pointer] : alignments) {
+    uint32_t alignment = alignmentOf(pointer);
+    DLRT_TRY(checkLt(lt.cublasLtMatmulPreferenceSetAttribute(
+                         pref, attribute, &alignment, sizeof alignment),
+                     "cublasLtMatmulPreferenceSetAttribute"));
+  }
+  // The heuristic query costs far more than the matmul of a small layer:
+  // remember its answer per problem (shapes, ops, epilogue, alignments).
+  std::vector<int64_t> key = {int64_t(mm.m),     int64_t(mm.n),
+                              int64_t(mm.k),     int64_t(mm.opA),
+                              int64_t(mm.opB),   int64_t(mm.rowsA),
+                              int64_t(mm.rowsB), mm.bias != nullptr};
+  for (const auto &entry : alignments)
+    key.push_back(alignmentOf(entry.second));
+  key.push_back(alignmentOf(mm.bias)); // the heuristic looks at it too
+  cublasLtMatmulHeuristicResult_t heuristic;
+  std::memset(&heuristic, 0, sizeof heuristic);
+  {
+    std::lock_guard<std::mutex> lock(algoMutex_);
+    auto it = matmulAlgos_.find(key);
+    if (it != matmulAlgos_.end()) {
+      heuristic = it->second;
+    } else {
+      int found = 0;
+      DLRT_TRY(checkLt(lt.cublasLtMatmulAlgoGetHeuristic(
+                           ctx_->ltHandle, desc, layoutA, layoutB, layoutC,
+                           layoutC, pref, 1, &heuristic, &found),
+                       "cublasLtMatmulAlgoGetHeuristic"));
+      if (found == 0)
+        return Status::error(DLRT_INTERNAL,
+                             "cublasLtMatmulAlgoGetHeuristic found no "
+                             "algorithm for a " +
+                                 std::to_string(mm.m) + "x" +
+                                 std::to_string(mm.n) + "x" +
+                                 std::to_string(mm.k) + " f32 matmul");
+      matmulAlgos_.emplace(std::move(key), heuristic);
+    }
+  }
+  DeviceBuffer workspace;
+  DLRT_TRY(allocate(heuristic.workspaceSize, &workspace));
+  Status status =
+      checkLt(lt.cublasLtMatmul(ctx_->ltHandle, desc, &mm.alpha, mm.a, layoutA,
+                                mm.b, layoutB, &mm.beta, mm.c, layoutC, mm.d,
+                                layoutC, &heuristic.algo, workspace.data,
+                                workspace.bytes, ctx_->stream),
+              "cublasLtMatmul");
+  release(workspace); // stream-ordered: freed after the matmul has run
+  return status;
+}
+
+Status CudaDevice::gemm(const GemmParams &p, const float *a, const float *b,
+                        const float *c, float *y) {
+  if (p.m < 0 || p.n < 0 || p.k < 0)
+    return Status::error(DLRT_INTERNAL, "gemm: negative size");
+  if (p.m == 0 || p.n == 0)
+    return Status::OK();
+  if (p.k == 0)
+    return Status::error(DLRT_INTERNAL, "gemm: K = 0 is not supported");
+  if (p.has_c && !c)
+    return Status::error(DLRT_INTERNAL, "gemm: has_c is set but C is null");
+  DLRT_TRY(makeCurrent());
+  const uint64_t M = uint64_t(p.m), N = uint64_t(p.n), K = uint64_t(p.k);
+  // Row-major Y[M,N] is column-major Y^T[N,M] = op(B)^T * op(A)^T: pass B
+  // as the first operand and A as the second, each viewed column-major.
+  Matmul mm;
+  mm.m = N;
+  mm.n = M;
+  mm.k = K;
+  mm.a = b;
+  mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  mm.rowsA = p.trans_b ? K : N;
+  mm.colsA = p.trans_b ? N : K;
+  mm.b = a;
+  mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  mm.rowsB = p.trans_a ? M : K;
+  mm.colsB = p.trans_a ? K : M;
+  mm.d = y;
+  mm.alpha = p.alpha;
+  mm.c = y;
+  mm.beta = p.beta;
+  if (p.has_c && !p.c_is_row_vector) {
+    mm.c = c;
+  } else if (p.has_c && p.beta == 0.0f) {
+    // beta * C vanishes.
+  } else if (p.has_c) {
+    if (p.beta == 1.0f) {
+      // The row vector is the bias epilogue's per-row vector of Y^T.
+      Matmul withBias = mm;
+      withBias.bias = c;
+      withBias.beta = 0.0f;
+      if (matmul(withBias).ok())
+        return Status::OK();
+      // No epilogue algorithm for this problem: broadcast C instead.
+    }
+    // Y = beta * broadcast(C) first, as the rank-1 product C * ones^T, then
+    // accumulate the product onto it.
+    DeviceBuffer ones;
+    DLRT_TRY(allocate(M * sizeof(float), &ones));
+    Status status =
+        check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones.data),
+                                    0x3f800000u /* 1.0f */, M, ctx_->stream),
+              "cuMemsetD32Async");
+    if (status.ok()) {
+      Matmul broadcast;
+      broadcast.m = N;
+      broadcast.n = M;
+      broadcast.k = 1;
+      broadcast.a = c;
+      broadcast.rowsA = N;
+      broadcast.colsA = 1;
+      broadcast.b = static_cast<const float *>(ones.data);
+      broadcast.rowsB = 1;
+      broadcast.colsB = M;
+      broadcast.c = y;
+      broadcast.d = y;
+      broadcast.alpha = p.beta;
+      broadcast.beta = 0.0f;
+      status = matmul(broadcast);
+    }
+    release(ones);
+    DLRT_TRY(status);
+    mm.beta = 1.0f;
+  }
+  return matmul(mm);
+}
+
+Status CudaDevice::describeConv(const ConvParams &p, const char *what,
+                                ConvDescriptors *d) {
+  const CudnnApi &dnn = *ctx_->dnn;
+  d->dnn = &dnn;
+  std::string prefix = std::string(what) + ": ";
+  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
+    return Status::error(
+        DLRT_INTERNAL,
+        prefix + "asymmetric padding (top " + std::to_string(p.pad_top) +
+            ", bottom " + std::to_string(p.pad_bottom) + ", left " +
+            std::to_string(p.pad_left) + ", right " +
+            std::to_string(p.pad_right) +
+            ") is not supported by the cuDNN convolution; pad the input "
+            "explicitly instead");
+  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p, p.q, p.stride_h,
+                    p.stride_w, p.dilation_h, p.dilation_w, p.group})
+    if (v <= 0 || v > INT_MAX)
+      return Status::error(DLRT_INTERNAL,
+                           prefix + "sizes, strides, dilations and group "
+                                    "must be positive 32-bit integers");
+  if (p.pad_top < 0 || p.pad_left < 0 || p.pad_top > INT_MAX ||
+      p.pad_left > INT_MAX)
+    return Status::error(DLRT_INTERNAL, prefix + "bad padding");
+  if (p.c % p.group != 0 || p.k % p.group != 0)
+    return Status::error(DLRT_INTERNAL,
+                         prefix + "channels (" + std::to_string(p.c) + " in, " +
+                             std::to_string(p.k) +
+                             " out) are not divisible by group " +
+                             std::to_string(p.group));
+  DLRT_TRY(checkDnn(dnn.cudnnCreateTensorDescriptor(&d->x),
+                    "cudnnCreateTensorDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnCreateTensorDescriptor(&d->y),
+                    "cudnnCreateTensorDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnCreateFilterDescriptor(&d->w),
+                    "cudnnCreateFilterDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnCreateConvolutionDescriptor(&d->conv),
+                    "cudnnCreateConvolutionDescriptor"));
+  DLRT_TRY(checkDnn(
+      dnn.cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                     int(p.n), int(p.c), int(p.h), int(p.w)),
+      "cudnnSetTensor4dDescriptor(x)"));
+  DLRT_TRY(checkDnn(
+      dnn.cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                     int(p.n), int(p.k), int(p.p), int(p.q)),
+      "cudnnSetTensor4dDescriptor(y)"));
+  DLRT_TRY(checkDnn(dnn.cudnnSetFilter4dDescriptor(
+                        d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k),
+                        int(p.c / p.group), int(p.r), int(p.s)),
+                    "cudnnSetFilter4dDescriptor"));
+  DLRT_TRY(
+      checkDnn(dnn.cudnnSetConvolution2dDescriptor(
+                   d->conv, int(p.pad_top), int(p.pad_left), int(p.stride_h),
+                   int(p.stride_w), int(p.dilation_h), int(p.dilation_w),
+                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+               "cudnnSetConvolution2dDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionGroupCount(d->conv, int(p.group)),
+                    "cudnnSetConvolutionGroupCount"));
+  // FMA only: CUDNN_DEFAULT_MATH allows TF32 tensor cores for f32 on
+  // Ampere and later, which would break agreement with f32 references.
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH),
+                    "cudnnSetConvolutionMathType"));
+  int n = 0, k = 0, outH = 0, outW = 0;
+  DLRT_TRY(checkDnn(dnn.cudnnGetConvolution2dForwardOutputDim(
+                        d->conv, d->x, d->w, &n, &k, &outH, &outW),
+                    "cudnnGetConvolution2dForwardOutputDim"));
+  if (n != p.n || k != p.k || outH != p.p || outW != p.q)
+    return Status::error(
+        DLRT_INTERNAL,
+        prefix + "output shape [" + std::to_string(p.n) + "," +
+            std::to_string(p.k) + "," + std::to_string(p.p) + "," +
+            std::to_string(p.q) + "] differs from cuDNN's [" +
+            std::to_string(n) + "," + std::to_string(k) + "," +
+            std::to_string(outH) + "," + std::to_string(outW) + "]");
+  return Status::OK();
+}
+
+/// Picks the first algorithm of |perf| (sorted fastest first by cuDNN) that
+/// ran successfully, does not use tensor cores and, in the first pass when
+/// |preferDeterministic|, is deterministic; |workspaceOf| returns false for
+/// algorithms the descriptors (FMA math) do not support.
+template <typename Perf, typename WorkspaceFn>
+bool pickAlgo(const Perf *perf, int count, bool preferDeterministic,
+              WorkspaceFn workspaceOf, int *algo, size_t *workspace) {
+  for (int pass = preferDeterministic ? 0 : 1; pass < 2; ++pass)
+    for (int i = 0; i < count; ++i) {
+      const Perf &candidate = perf[i];
+      if (candidate.status != CUDNN_STATUS_SUCCESS ||
+          candidate.mathType == CUDNN_TENSOR_OP_MATH ||
+          candidate.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        continue;
+      if (pass == 0 && candidate.determinism != CUDNN_DETERMINISTIC)
+        continue;
+      size_t bytes = 0;
+      if (!workspaceOf(candidate.algo, &bytes))
+        continue;
+      *algo = int(candidate.algo);
+      *workspace = bytes;
+      return true;
+    }
+  return false;
+}
+
+Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
+                                  const ConvDescriptors &d, int *algo,
+                                  size_t *workspace) {
+  std::vector<int64_t> key = {
+      int64_t(kind), p.n,        p.c,       p.h,        p.w,
+      p.k,           p.r,        p.s,       p.p,        p.q,
+      p.stride_h,    p.stride_w, p.pad_top, p.pad_left, p.dilation_h,
+      p.dilation_w,  p.group};
+  std::lock_guard<std::mutex> lock(algoMutex_);
+  if (auto it = convAlgos_.find(key); it != convAlgos_.end()) {
+    *algo = it->second.first;
+    *workspace = it->second.second;
+    return Status::OK();
+  }
+  const CudnnApi &dnn = *ctx_->dnn;
+  cudnnHandle_t h = ctx_->dnnHandle;
+  bool found = false;
+  const char *what = "";
+  switch (kind) {
+  case ConvKind::Forward: {
+    what = "cudnnGetConvolutionForwardAlgorithm_v7";
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int returned = 0;
+    DLRT_TRY(checkDnn(dnn.cudnnGetConvolutionForwardAlgorithm_v7(
+                          h, d.x, d.w, d.conv, d.y,
+                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+                      what));
+    found = pickAlgo(
+        perf, returned, false,
+        [&](cudnnConvolutionFwdAlgo_t a, size_t *bytes) {
+          return dnn.cudnnGetConvolutionForwardWorkspaceSize(
+                     h, d.x, d.w, d.conv, d.y, a, bytes) ==
+                 CUDNN_STATUS_SUCCESS;
+        },
+        algo, workspace);
+    break;
+  }
+  case ConvKind::BackwardData: {
+    what = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+    cudnnConvolutionBwdDataAlgoPerf_t
+        perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int returned = 0;
+    DLRT_TRY(
+        checkDnn(dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                     h, d.w, d.y, d.conv, d.x,
+                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf),
+                 what));
+    found = pickAlgo(
+        perf, returned, true,
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t *bytes) {
+          return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
+                     h, d.w, d.y, d.conv, d.x, a, bytes) ==
+                 CUDNN_STATUS_SUCCESS;
+        },
+        algo, workspace);
+    break;
+  }
+  case ConvKind::BackwardFilter: {
+    what = "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+    cudnnConvolutionBwdFilterAlgoPerf_t
+        perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int returned = 0;
+    DLRT_TRY(
+        checkDnn(dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                     h, d.x, d.y, d.conv, d.w,
+                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf),
+                 what));
+    found = pickAlgo(
+        perf, returned, true,
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *bytes) {
+          return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                     h, d.x, d.y, d.conv, d.w, a, bytes) ==
+                 CUDNN_STATUS_SUCCESS;
+        },
+        algo, workspace);
+    break;
+  }
+  }
+  if (!found)
+    return Status::error(DLRT_INTERNAL,
+                         std::string(what) +
+                             " returned no usable FMA (non-TF32) algorithm");
+  convAlgos_[key] = {*algo, *workspace};
+  return Status::OK();
+}
+
+Status CudaDevice::convForward(const ConvParams &p, const float *x,
+                               const float *w, const float *bias, float *y) {
+  DLRT_TRY(makeCurrent());
+  ConvDescriptors d;
+  DLRT_TRY(describeConv(p, "conv2d_forward", &d));
+  int algo = 0;
+  size_t bytes = 0;
+  DLRT_TRY(chooseConvAlgo(ConvKind::Forward, p, d, &algo, &bytes));
+  DeviceBuffer workspace;
+  DLRT_TRY(allocate(bytes, &workspace));
+  const float one = 1.0f, zero = 0.0f;
+  Status status = checkDnn(ctx_->dnn->cudnnConvolutionForward(
+                               ctx_->dnnHandle, &one, d.x, x, d.w, w, d.conv,
+                               cudnnConvolutionFwdAlgo_t(algo), workspace.data,
+                               workspace.bytes, &zero, d.y, y),
+                           "cudnnConvolutionForward");
+  release(workspace);
+  DLRT_TRY(status);
+  if (p.has_bias && bias) {
+    DLRT_TRY(checkDnn(ctx_->dnn->cudnnCreateTensorDescriptor(&d.bias),
+                      "cudnnCreateTensorDescriptor"));
+    DLRT_TRY(checkDnn(
+        ctx_->dnn->cudnnSetTensor4dDescriptor(
+            d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(p.k), 1, 1),
+        "cudnnSetTensor4dDescriptor(bias)"));
+    DLRT_TRY(checkDnn(ctx_->dnn->cudnnAddTensor(ctx_->dnnHandle, &one, d.bias,
+                                                bias, &one, d.y, y),
+                      "cudnnAddTensor"));
+  } else if (p.has_bias) {
+    return Status::error(DLRT_INTERNAL,
+                         "conv2d_forward: has_bias is set but bias is null");
+  }
+  return Status::OK();
+}
+
+Status CudaDevice::convBackwardData(const ConvParams &p, const float *dy,
+                                    const float *w, float *dx) {
+  DLRT_TRY(makeCurrent());
+  ConvDescriptors d;
+  DLRT_TRY(describeConv(p, "conv2d_backward_data", &d));
+  int algo = 0;
+  size_t bytes = 0;
+  DLRT_TRY(chooseConvAlgo(ConvKind::BackwardData, p, d, &algo, &bytes));
+  DeviceBuffer workspace;
+  DLRT_TRY(allocate(bytes, &workspace));
+  const float one = 1.0f, zero = 0.0f;
+  Status status = checkDnn(ctx_->dnn->cudnnConvolutionBackwardData(
+                               ctx_->dnnHandle, &one, d.w, w, d.y, dy, d.conv,
+                               cudnnConvolutionBwdDataAlgo_t(algo),
+                               workspace.data, workspace.bytes, &zero, d.x, dx),
+                           "cudnnConvolutionBackwardData");
+  release(workspace);
+  return status;
+}
+
+Status CudaDevice::convBackwardFilter(const ConvParams &p, const float *x,
+                                      const float *dy, float *dw) {
+  DLRT_TRY(makeCurrent());
+  ConvDescriptors d;
+  DLRT_TRY(describeConv(p, "conv2d_backward_filter", &d));
+  int algo = 0;
+  size_t bytes = 0;
+  DLRT_TRY(chooseConvAlgo(ConvKind::BackwardFilter, p, d, &algo, &bytes));
+  DeviceBuffer workspace;
+  DLRT_TRY(allocate(bytes, &workspace));
+  const float one = 1.0f, zero = 0.0f;
+  Status status = checkDnn(ctx_->dnn->cudnnConvolutionBackwardFilter(
+                               ctx_->dnnHandle, &one, d.x, x, d.y, dy, d.conv,
+                               cudnnConvolutionBwdFilterAlgo_t(algo),
+                               workspace.data, workspace.bytes, &zero, d.w, dw),
+                           "cudnnConvolutionBackwardFilter");
+  release(workspace);
+  return status;
+}
+
+} // namespace
+
+Status createCudaDevice(int ordinal, std::unique_ptr<Device> *out) {
+  return CudaDevice::create(ordinal, out);
+}
+
+bool getCudaKernelStats(const Device &device, CudaKernelStats *out) {
+  const auto *cuda = dynamic_cast<const CudaDevice *>(&device);
+  if (!cuda)
+    return false;
+  *out = cuda->stats();
+  return true;
+}
+
+} // namespace dlrt

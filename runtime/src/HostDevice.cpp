@@ -1,0 +1,349 @@
+//===- HostDevice.cpp - the host device: dlopen'ed kernels + oneDNN -------===//
+// Kernels come from the package's host shared object; GEMM goes to
+// dnnl_sgemm and convolutions to oneDNN primitives on plain nchw/oihw
+// (goihw with groups) f32 memory, cached by their parameters.
+#include "Device.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace dlrt {
+namespace {
+
+using KernelFn = void (*)(void **);
+
+class HostKernel : public DeviceKernel {
+public:
+  HostKernel(KernelFn fn, std::shared_ptr<void> library)
+      : fn(fn), library(std::move(library)) {}
+  KernelFn fn;
+  /// Keeps the shared object loaded while any of its kernels lives.
+  std::shared_ptr<void> library;
+};
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+/// The oneDNN descriptors of one convolution shape.
+struct ConvMemory {
+  memory::desc src, weights, bias, dst;
+  memory::dims strides, dilates, padL, padR;
+};
+
+ConvMemory convMemory(const ConvParams &p, bool withBias) {
+  ConvMemory m;
+  auto f32 = memory::data_type::f32;
+  m.src = memory::desc({p.n, p.c, p.h, p.w}, f32, Tag::nchw);
+  m.dst = memory::desc({p.n, p.k, p.p, p.q}, f32, Tag::nchw);
+  if (p.group == 1)
+    m.weights = memory::desc({p.k, p.c, p.r, p.s}, f32, Tag::oihw);
+  else
+    m.weights = memory::desc({p.group, p.k / p.group, p.c / p.group, p.r, p.s},
+                             f32, Tag::goihw);
+  if (withBias)
+    m.bias = memory::desc({p.k}, f32, Tag::a);
+  m.strides = {p.stride_h, p.stride_w};
+  // oneDNN counts dilation from 0 (0 = dense).
+  m.dilates = {p.dilation_h - 1, p.dilation_w - 1};
+  m.padL = {p.pad_top, p.pad_left};
+  m.padR = {p.pad_bottom, p.pad_right};
+  return m;
+}
+
+std::vector<int64_t> convKey(int kind, const ConvParams &p) {
+  return {kind,        p.n,          p.c,          p.h,        p.w,
+          p.k,         p.r,          p.s,          p.p,        p.q,
+          p.stride_h,  p.stride_w,   p.pad_top,    p.pad_left, p.pad_bottom,
+          p.pad_right, p.dilation_h, p.dilation_w, p.group,    p.has_bias};
+}
+
+class HostDevice : public Device {
+public:
+  HostDevice() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {
+    unsigned threads = std::thread::hardware_concurrency();
+    deviceName = "host (" + std::to_string(threads ? threads : 1) + " threads)";
+  }
+
+  dlrt_device_kind_t kind() const override { return DLRT_DEVICE_HOST; }
+  std::string name() const override { return deviceName; }
+
+  Status allocate(size_t bytes, DeviceBuffer *out) override {
+    *out = DeviceBuffer();
+    size_t rounded = ((bytes ? bytes : 1) + 255) / 256 * 256;
+    if (rounded < bytes)
+      return Status::error(DLRT_OUT_OF_MEMORY, "cannot allocate " +
+                                                   std::to_string(bytes) +
+                                                   " bytes of host memory");
+    void *p = nullptr;
+    if (posix_memalign(&p, 256, rounded) != 0 || !p)
+      return Status::error(DLRT_OUT_OF_MEMORY, "cannot allocate " +
+                                                   std::to_string(bytes) +
+                                                   " bytes of host memory");
+    out->data = p;
+    out->bytes = bytes;
+    return Status::OK();
+  }
+
+  void release(DeviceBuffer &buffer) override {
+    std::free(buffer.data);
+    buffer = DeviceBuffer();
+  }
+
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
+    return Status::OK();
+  }
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
+    return Status::OK();
+  }
+  Status fillZero(void *dst, size_t bytes) override {
+    if (bytes)
+      std::memset(dst, 0, bytes);
+    return Status::OK();
+  }
+
+  Status loadKernels(const std::vector<uint8_t> &hostLibrary,
+                     const std::vector<KernelSpec> &kernels,
+                     std::vector<std::unique_ptr<DeviceKernel>> *out) override {
+    out->clear();
+    if (kernels.empty())
+      return Status::OK();
+    if (hostLibrary.empty())
+      return Status::error(DLRT_INTERNAL,
+                           "the package has kernels but no host library; "
+                           "recompile it with host kernels");
+    std::shared_ptr<void> library;
+    Status s = openLibrary(hostLibrary, &library);
+    if (!s.ok())
+      return s;
+    for (const KernelSpec &k : kernels) {
+      dlerror();
+      void *sym = dlsym(library.get(), k.name.c_str());
+      if (!sym) {
+        const char *err = dlerror();
+        out->clear();
+        return Status::error(DLRT_INTERNAL,
+                             "the host library has no kernel '" + k.name + "'" +
+                                 (err ? std::string(": ") + err : ""));
+      }
+      out->push_back(std::make_unique<HostKernel>(
+          reinterpret_cast<KernelFn>(sym), library));
+    }
+    return Status::OK();
+  }
+
+  Status launch(DeviceKernel &kernel,
+                const std::vector<void *> &args) override {
+    auto &k = static_cast<HostKernel &>(kernel);
+    std::vector<void *> a(args);
+    k.fn(a.data());
+    return Status::OK();
+  }
+
+  Status gemm(const GemmParams &p, const float *a, const float *b,
+              const float *c, float *y) override {
+    float beta = p.beta;
+    if (p.has_c) {
+      // Y = alpha op(A) op(B) + beta C: put C in Y, then accumulate.
+      if (beta == 0.0f) {
+        // C is not read (BLAS convention); dnnl_sgemm ignores Y with beta 0.
+      } else if (p.c_is_row_vector) {
+        for (int64_t i = 0; i < p.m; ++i)
+          if (y + i * p.n != c)
+            std::memmove(y + i * p.n, c, sizeof(float) * p.n);
+      } else if (c != y) {
+        std::memmove(y, c, sizeof(float) * p.m * p.n);
+      }
+    }
+    dnnl_status_t st = dnnl_sgemm(
+        p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', p.m, p.n, p.k, p.alpha, a,
+        p.trans_a ? p.m : p.k, b, p.trans_b ? p.k : p.n, beta, y, p.n);
+    if (st != dnnl_success)
+      return Status::error(DLRT_INTERNAL,
+                           "dnnl_sgemm failed with status " +
+                               std::to_string(static_cast<int>(st)) +
+                               " (M=" + std::to_string(p.m) +
+                               " N=" + std::to_string(p.n) +
+                               " K=" + std::to_string(p.k) + ")");
+    return Status::OK();
+  }
+
+  Status convForward(const ConvParams &p, const float *x, const float *w,
+                     const float *bias, float *y) override {
+    try {
+      std::lock_guard<std::mutex> lock(mutex);
+      bool withBias = p.has_bias && bias;
+      ConvParams key = p;
+      key.has_bias = withBias;
+      auto &prim = cache[convKey(0, key)];
+      ConvMemory m = convMemory(p, withBias);
+      if (!prim) {
+        dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_training,
+            dnnl::algorithm::convolution_direct, m.src, m.weights,
+            withBias ? m.bias : memory::desc(), m.dst, m.strides, m.dilates,
+            m.padL, m.padR);
+        prim = std::make_unique<dnnl::primitive>(dnnl::convolution_forward(
+            dnnl::convolution_forward::primitive_desc(d, engine)));
+      }
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, memory(m.src, engine, const_cast<float *>(x))},
+          {DNNL_ARG_WEIGHTS, memory(m.weights, engine, const_cast<float *>(w))},
+          {DNNL_ARG_DST, memory(m.dst, engine, y)}};
+      if (withBias)
+        args[DNNL_ARG_BIAS] = memory(m.bias, engine, const_cast<float *>(bias));
+      prim->execute(stream, args);
+      stream.wait();
+    } catch (const dnnl::error &e) {
+      return convError("forward", p, e);
+    }
+    return Status::OK();
+  }
+
+  Status convBackwardData(const ConvParams &p, const float *dy, const float *w,
+                          float *dx) override {
+    try {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto &prim = cache[convKey(1, p)];
+      ConvMemory m = convMemory(p, false);
+      if (!prim) {
+        dnnl::convolution_forward::primitive_desc hint(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct,
+                                            m.src, m.weights, m.dst, m.strides,
+                                            m.dilates, m.padL, m.padR),
+            engine);
+        dnnl::convolution_backward_data::desc d(
+            dnnl::algorithm::convolution_direct, m.src, m.weights, m.dst,
+            m.strides, m.dilates, m.padL, m.padR);
+        prim =
+            std::make_unique<dnnl::primitive>(dnnl::convolution_backward_data(
+                dnnl::convolution_backward_data::primitive_desc(d, engine,
+                                                                hint)));
+      }
+      prim->execute(stream, {{DNNL_ARG_DIFF_DST,
+                              memory(m.dst, engine, const_cast<float *>(dy))},
+                             {DNNL_ARG_WEIGHTS, memory(m.weights, engine,
+                                                       const_cast<float *>(w))},
+                             {DNNL_ARG_DIFF_SRC, memory(m.src, engine, dx)}});
+      stream.wait();
+    } catch (const dnnl::error &e) {
+      return convError("backward data", p, e);
+    }
+    return Status::OK();
+  }
+
+  Status convBackwardFilter(const ConvParams &p, const float *x,
+                            const float *dy, float *dw) override {
+    try {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto &prim = cache[convKey(2, p)];
+      ConvMemory m = convMemory(p, false);
+      if (!prim) {
+        dnnl::convolution_forward::primitive_desc hint(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct,
+                                            m.src, m.weights, m.dst, m.strides,
+                                            m.dilates, m.padL, m.padR),
+            engine);
+        dnnl::convolution_backward_weights::desc d(
+            dnnl::algorithm::convolution_direct, m.src, m.weights, m.dst,
+            m.strides, m.dilates, m.padL, m.padR);
+        prim = std::make_unique<dnnl::primitive>(
+            dnnl::convolution_backward_weights(
+                dnnl::convolution_backward_weights::primitive_desc(d, engine,
+                                                                   hint)));
+      }
+      prim->execute(
+          stream,
+          {{DNNL_ARG_SRC, memory(m.src, engine, const_cast<float *>(x))},
+           {DNNL_ARG_DIFF_DST, memory(m.dst, engine, const_cast<float *>(dy))},
+           {DNNL_ARG_DIFF_WEIGHTS, memory(m.weights, engine, dw)}});
+      stream.wait();
+    } catch (const dnnl::error &e) {
+      return convError("backward filter", p, e);
+    }
+    return Status::OK();
+  }
+
+  Status synchronize() override { return Status::OK(); }
+
+private:
+  static Status convError(const char *what, const ConvParams &p,
+                          const dnnl::error &e) {
+    return Status::error(
+        DLRT_INTERNAL,
+        std::string("oneDNN convolution ") + what + " failed for input " +
+            std::to_string(p.n) + "x" + std::to_string(p.c) + "x" +
+            std::to_string(p.h) + "x" + std::to_string(p.w) + ", filter " +
+            std::to_string(p.k) + "x" + std::to_string(p.c / p.group) + "x" +
+            std::to_string(p.r) + "x" + std::to_string(p.s) + ": " + e.what());
+  }
+
+  /// Writes the ELF bytes to a temporary file, dlopens it and unlinks it.
+  static Status openLibrary(const std::vector<uint8_t> &bytes,
+                            std::shared_ptr<void> *out) {
+    const char *tmpdir = std::getenv("TMPDIR");
+    std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") +
+                       "/dlrt-kernels-XXXXXX";
+    std::vector<char> name(path.begin(), path.end());
+    name.push_back('\0');
+    int fd = mkstemp(name.data());
+    if (fd < 0)
+      return Status::error(DLRT_INTERNAL,
+                           "cannot create a temporary file for the host "
+                           "kernels in '" +
+                               path + "': " + std::strerror(errno));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        int err = errno;
+        close(fd);
+        unlink(name.data());
+        return Status::error(DLRT_INTERNAL,
+                             std::string("cannot write the host kernels to '") +
+                                 name.data() + "': " + std::strerror(err));
+      }
+      done += static_cast<size_t>(n);
+    }
+    close(fd);
+    void *handle = dlopen(name.data(), RTLD_NOW | RTLD_LOCAL);
+    const char *err = handle ? nullptr : dlerror();
+    std::string message = err ? err : "";
+    unlink(name.data());
+    if (!handle)
+      return Status::error(
+          DLRT_INTERNAL, "cannot load the package's host kernels: " + message);
+    *out = std::shared_ptr<void>(handle, [](void *h) { dlclose(h); });
+    return Status::OK();
+  }
+
+  dnnl::engine engine;
+  dnnl::stream stream;
+  std::mutex mutex;
+  std::map<std::vector<int64_t>, std::unique_ptr<dnnl::primitive>> cache;
+  std::string deviceName;
+};
+
+} // namespace
+
+std::unique_ptr<Device> createHostDevice() {
+  return std::make_unique<HostDevice>();
+}
+
+} // namespace dlrt

@@ -1,0 +1,608 @@
+//===- Package.cpp - load and validate a .dlcp package --------------------===//
+#include "Package.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "Safetensors.h"
+#include "dlc_schema/package_generated.h"
+
+namespace dlrt {
+namespace fb = dlc::package;
+
+bool isPersistent(BufferKind kind) {
+  return kind == BufferKind::Parameter || kind == BufferKind::OptimizerState ||
+         kind == BufferKind::State || kind == BufferKind::Constant;
+}
+
+bool isCheckpointed(BufferKind kind) {
+  return kind == BufferKind::Parameter || kind == BufferKind::OptimizerState ||
+         kind == BufferKind::State;
+}
+
+const char *safetensorsDType(dlrt_dtype_t dtype) {
+  switch (dtype) {
+  case DLRT_F32:
+    return "F32";
+  case DLRT_F64:
+    return "F64";
+  case DLRT_I64:
+    return "I64";
+  case DLRT_I32:
+    return "I32";
+  case DLRT_BOOL:
+    return "BOOL";
+  }
+  return "?";
+}
+
+const FunctionInfo *Package::function(const std::string &name) const {
+  for (const FunctionInfo &f : functions)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+Status readFile(const std::string &path, const char *what,
+                std::vector<uint8_t> *out) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    int err = errno;
+    return Status::error(err == ENOENT ? DLRT_NOT_FOUND : DLRT_IO_ERROR,
+                         std::string("cannot open ") + what + " '" + path +
+                             "': " + std::strerror(err));
+  }
+  out->clear();
+  uint8_t chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
+    out->insert(out->end(), chunk, chunk + n);
+  bool failed = std::ferror(f);
+  int err = errno;
+  std::fclose(f);
+  if (failed)
+    return Status::error(DLRT_IO_ERROR, std::string("cannot read ") + what +
+                                            " '" + path +
+                                            "': " + std::strerror(err));
+  return Status::OK();
+}
+
+namespace {
+
+/// Reads Package.format_version (field 0) with explicit bounds checks, for
+/// buffers that fail verification (a newer format may not verify against
+/// this schema, but should still say "incompatible", not "corrupt").
+bool peekFormatVersion(const uint8_t *data, size_t size, uint32_t *out) {
+  auto rd32 = [&](size_t at, uint32_t *v) {
+    if (at > size || size - at < 4)
+      return false;
+    std::memcpy(v, data + at, 4);
+    return true;
+  };
+  uint32_t root;
+  if (!rd32(0, &root))
+    return false;
+  uint32_t soff;
+  if (!rd32(root, &soff))
+    return false;
+  int64_t vtable = static_cast<int64_t>(root) - static_cast<int32_t>(soff);
+  if (vtable < 0 || static_cast<uint64_t>(vtable) + 6 > size)
+    return false;
+  uint16_t vsize, fieldOff;
+  std::memcpy(&vsize, data + vtable, 2);
+  if (vsize < 6)
+    return false;
+  std::memcpy(&fieldOff, data + vtable + 4, 2);
+  if (fieldOff == 0) {
+    *out = 0;
+    return true;
+  }
+  uint32_t v;
+  if (!rd32(static_cast<size_t>(root) + fieldOff, &v))
+    return false;
+  *out = v;
+  return true;
+}
+
+bool mulOk(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+/// numel of |dims| times |scale|, or -1 on a negative dimension / overflow.
+int64_t product(std::initializer_list<int64_t> dims, int64_t scale = 1) {
+  int64_t r = scale;
+  for (int64_t d : dims)
+    if (d < 0 || !mulOk(r, d, &r))
+      return -1;
+  return r;
+}
+
+size_t dtypeBytes(dlrt_dtype_t dtype) {
+  switch (dtype) {
+  case DLRT_F32:
+  case DLRT_I32:
+    return 4;
+  case DLRT_F64:
+  case DLRT_I64:
+    return 8;
+  case DLRT_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+/// Collects the first validation error as a DLRT_CORRUPT message.
+class Checker {
+public:
+  explicit Checker(const std::string &path) : path(path) {}
+  bool fail(const std::string &message) {
+    if (status.ok())
+      status =
+          Status::error(DLRT_CORRUPT, "'" + path + "' is corrupt: " + message);
+    return false;
+  }
+  Status status;
+  const std::string &path;
+};
+
+std::string str(const flatbuffers::String *s) {
+  return s ? std::string(s->c_str(), s->size()) : std::string();
+}
+
+bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
+  if (!pkg->buffers())
+    return true;
+  for (uint32_t i = 0; i < pkg->buffers()->size(); ++i) {
+    const fb::Buffer *b = pkg->buffers()->Get(i);
+    std::string where = "buffer " + std::to_string(i);
+    BufferInfo info;
+    info.name = str(b->name());
+    int kind = static_cast<int>(b->kind());
+    int dtype = static_cast<int>(b->dtype());
+    if (kind < 0 || kind > 6)
+      return c.fail(where + " has unknown kind " + std::to_string(kind));
+    if (dtype < 0 || dtype > 4)
+      return c.fail(where + " has unknown dtype " + std::to_string(dtype));
+    info.kind = static_cast<BufferKind>(kind);
+    info.dtype = static_cast<dlrt_dtype_t>(dtype);
+    int64_t numel = 1;
+    if (b->shape()) {
+      if (b->shape()->size() > 8)
+        return c.fail(where + " has rank " +
+                      std::to_string(b->shape()->size()) + " (at most 8)");
+      for (int64_t d : *b->shape()) {
+        if (d < 0 || !mulOk(numel, d, &numel))
+          return c.fail(where + " has an invalid shape");
+        info.shape.push_back(d);
+      }
+    }
+    int64_t bytes;
+    if (!mulOk(numel, static_cast<int64_t>(dtypeBytes(info.dtype)), &bytes))
+      return c.fail(where + " has an invalid shape");
+    info.sizeBytes = b->size_bytes();
+    if (info.sizeBytes != bytes)
+      return c.fail(where + " has size_bytes " +
+                    std::to_string(info.sizeBytes) +
+                    " but its shape and dtype need " + std::to_string(bytes));
+    info.arenaOffset = b->arena_offset();
+    info.aliasOf = b->alias_of();
+    info.init = str(b->init());
+    out->buffers.push_back(std::move(info));
+  }
+  int64_t n = static_cast<int64_t>(out->buffers.size());
+  std::set<std::string> stateNames;
+  for (int64_t i = 0; i < n; ++i) {
+    const BufferInfo &b = out->buffers[i];
+    if (!isCheckpointed(b.kind))
+      continue;
+    if (b.name.empty())
+      return c.fail("persistent buffer " + std::to_string(i) + " has no name");
+    if (!stateNames.insert(b.name).second)
+      return c.fail("two persistent buffers are named '" + b.name + "'");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const BufferInfo &b = out->buffers[i];
+    std::string where = "buffer " + std::to_string(i);
+    if (b.kind == BufferKind::Arena && b.arenaOffset < 0)
+      return c.fail(where + " is an arena buffer without an arena_offset");
+    if (b.kind == BufferKind::Alias) {
+      // Follow the chain: it must end at a non-alias buffer within n hops.
+      int64_t j = i;
+      for (int64_t hops = 0; out->buffers[j].kind == BufferKind::Alias;
+           ++hops) {
+        int64_t next = out->buffers[j].aliasOf;
+        if (next < 0 || next >= n)
+          return c.fail(where + " aliases buffer " + std::to_string(next) +
+                        " of " + std::to_string(n));
+        if (hops > n)
+          return c.fail(where + " is part of an alias cycle");
+        j = next;
+      }
+      if (out->buffers[b.aliasOf].sizeBytes < b.sizeBytes)
+        return c.fail(where + " (" + std::to_string(b.sizeBytes) +
+                      " bytes) aliases the smaller buffer " +
+                      std::to_string(b.aliasOf));
+    }
+  }
+  return true;
+}
+
+bool convertWeights(const fb::Package *pkg, Package *out, Checker &c) {
+  if (pkg->weights() && pkg->weights()->size() > 0) {
+    std::vector<safetensors::Tensor> tensors;
+    std::string error;
+    if (!safetensors::parse(pkg->weights()->data(), pkg->weights()->size(),
+                            &tensors, nullptr, &error))
+      return c.fail("weights: " + error);
+    for (safetensors::Tensor &t : tensors)
+      out->weights[t.name] =
+          TensorData{std::move(t.dtype), std::move(t.shape), std::move(t.data)};
+  }
+  for (size_t i = 0; i < out->buffers.size(); ++i) {
+    const BufferInfo &b = out->buffers[i];
+    if (!isPersistent(b.kind) || b.init.empty())
+      continue;
+    auto it = out->weights.find(b.init);
+    std::string where = "buffer " + std::to_string(i) + " ('" + b.name + "')";
+    if (it == out->weights.end())
+      return c.fail(where + " is initialized from weight '" + b.init +
+                    "', which the package does not contain");
+    if (it->second.dtype != safetensorsDType(b.dtype) ||
+        static_cast<int64_t>(it->second.data.size()) != b.sizeBytes)
+      return c.fail(where + " is " + safetensorsDType(b.dtype) + " of " +
+                    std::to_string(b.sizeBytes) + " bytes but weight '" +
+                    b.init + "' is " + it->second.dtype + " of " +
+                    std::to_string(it->second.data.size()) + " bytes");
+  }
+  return true;
+}
+
+bool checkArgs(const std::vector<uint32_t> &args, size_t numBuffers,
+               const std::string &where, Checker &c) {
+  for (uint32_t a : args)
+    if (a >= numBuffers)
+      return c.fail(where + " uses buffer " + std::to_string(a) + " of " +
+                    std::to_string(numBuffers));
+  return true;
+}
+
+/// Checks that buffer |index| is f32 and holds at least |elements| floats.
+bool checkF32(const Package &p, uint32_t index, int64_t elements,
+              const std::string &where, const char *role, Checker &c) {
+  const BufferInfo &b = p.buffers[index];
+  if (b.dtype != DLRT_F32)
+    return c.fail(where + ": " + role + " (buffer " + std::to_string(index) +
+                  ") is not f32");
+  if (elements < 0 || b.sizeBytes / 4 < elements)
+    return c.fail(where + ": " + role + " (buffer " + std::to_string(index) +
+                  ", " + std::to_string(b.sizeBytes) +
+                  " bytes) is smaller than " + std::to_string(elements) +
+                  " floats");
+  return true;
+}
+
+bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
+                        StepInfo *step, const std::string &where, Checker &c) {
+  std::string callee = str(call->callee());
+  std::vector<int64_t> ia;
+  if (call->int_attrs())
+    ia.assign(call->int_attrs()->begin(), call->int_attrs()->end());
+  std::vector<float> fa;
+  if (call->float_attrs())
+    fa.assign(call->float_attrs()->begin(), call->float_attrs()->end());
+  if (call->args())
+    step->args.assign(call->args()->begin(), call->args()->end());
+  if (!checkArgs(step->args, pkg.buffers.size(), where, c))
+    return false;
+  const std::vector<uint32_t> &args = step->args;
+  auto wantArgs = [&](size_t count) {
+    if (args.size() == count)
+      return true;
+    return c.fail(where + ": '" + callee + "' takes " + std::to_string(count) +
+                  " buffers, got " + std::to_string(args.size()));
+  };
+
+  if (callee == "gemm") {
+    step->callee = LibraryCallee::Gemm;
+    if (ia.size() != 7 || fa.size() != 2)
+      return c.fail(where + ": gemm needs 7 int_attrs and 2 float_attrs");
+    GemmParams &g = step->gemm;
+    g.m = ia[0];
+    g.n = ia[1];
+    g.k = ia[2];
+    g.trans_a = ia[3] != 0;
+    g.trans_b = ia[4] != 0;
+    g.has_c = ia[5] != 0;
+    g.c_is_row_vector = ia[6] != 0;
+    g.alpha = fa[0];
+    g.beta = fa[1];
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+      return c.fail(where + ": gemm has non-positive M, N or K");
+    if (!wantArgs(g.has_c ? 4 : 3))
+      return false;
+    if (!checkF32(pkg, args[0], product({g.m, g.k}), where, "A", c) ||
+        !checkF32(pkg, args[1], product({g.k, g.n}), where, "B", c))
+      return false;
+    if (g.has_c &&
+        !checkF32(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
+                  where, "C", c))
+      return false;
+    return checkF32(pkg, args.back(), product({g.m, g.n}), where, "Y", c);
+  }
+
+  ConvParams &cv = step->conv;
+  if (callee == "conv2d_forward")
+    step->callee = LibraryCallee::ConvForward;
+  else if (callee == "conv2d_backward_data")
+    step->callee = LibraryCallee::ConvBackwardData;
+  else if (callee == "conv2d_backward_filter")
+    step->callee = LibraryCallee::ConvBackwardFilter;
+  else
+    return c.fail(where + ": unknown library call '" + callee + "'");
+  if (ia.size() != 19)
+    return c.fail(where + ": '" + callee + "' needs 19 int_attrs, got " +
+                  std::to_string(ia.size()));
+  cv.n = ia[0];
+  cv.c = ia[1];
+  cv.h = ia[2];
+  cv.w = ia[3];
+  cv.k = ia[4];
+  cv.r = ia[5];
+  cv.s = ia[6];
+  cv.p = ia[7];
+  cv.q = ia[8];
+  cv.stride_h = ia[9];
+  cv.stride_w = ia[10];
+  cv.pad_top = ia[11];
+  cv.pad_left = ia[12];
+  cv.pad_bottom = ia[13];
+  cv.pad_right = ia[14];
+  cv.dilation_h = ia[15];
+  cv.dilation_w = ia[16];
+  cv.group = ia[17];
+  cv.has_bias = ia[18] != 0;
+  const int64_t kLimit = int64_t(1) << 31;
+  for (int64_t v :
+       {cv.n, cv.c, cv.h, cv.w, cv.k, cv.r, cv.s, cv.p, cv.q, cv.stride_h,
+        cv.stride_w, cv.dilation_h, cv.dilation_w, cv.group})
+    if (v <= 0 || v >= kLimit)
+      return c.fail(where + ": '" + callee +
+                    "' has a non-positive or huge dimension, stride, dilation "
+                    "or group");
+  for (int64_t v : {cv.pad_top, cv.pad_left, cv.pad_bottom, cv.pad_right})
+    if (v < 0 || v >= kLimit)
+      return c.fail(where + ": '" + callee + "' has an invalid padding");
+  if (cv.c % cv.group != 0 || cv.k % cv.group != 0)
+    return c.fail(where + ": channels " + std::to_string(cv.c) + " -> " +
+                  std::to_string(cv.k) + " are not divisible by group " +
+                  std::to_string(cv.group));
+  int64_t p =
+      (cv.h + cv.pad_top + cv.pad_bottom - cv.dilation_h * (cv.r - 1) - 1) /
+          cv.stride_h +
+      1;
+  int64_t q =
+      (cv.w + cv.pad_left + cv.pad_right - cv.dilation_w * (cv.s - 1) - 1) /
+          cv.stride_w +
+      1;
+  if (p != cv.p || q != cv.q)
+    return c.fail(where + ": output size " + std::to_string(cv.p) + "x" +
+                  std::to_string(cv.q) +
+                  " does not match the input size, "
+                  "kernel, strides, pads and dilations (" +
+                  std::to_string(p) + "x" + std::to_string(q) + ")");
+  int64_t xN = product({cv.n, cv.c, cv.h, cv.w});
+  int64_t wN = product({cv.k, cv.c / cv.group, cv.r, cv.s});
+  int64_t yN = product({cv.n, cv.k, cv.p, cv.q});
+  switch (step->callee) {
+  case LibraryCallee::ConvForward:
+    return wantArgs(cv.has_bias ? 4 : 3) &&
+           checkF32(pkg, args[0], xN, where, "X", c) &&
+           checkF32(pkg, args[1], wN, where, "W", c) &&
+           (!cv.has_bias || checkF32(pkg, args[2], cv.k, where, "bias", c)) &&
+           checkF32(pkg, args.back(), yN, where, "Y", c);
+  case LibraryCallee::ConvBackwardData:
+    return wantArgs(3) && checkF32(pkg, args[0], yN, where, "dY", c) &&
+           checkF32(pkg, args[1], wN, where, "W", c) &&
+           checkF32(pkg, args[2], xN, where, "dX", c);
+  case LibraryCallee::ConvBackwardFilter:
+    return wantArgs(3) && checkF32(pkg, args[0], xN, where, "X", c) &&
+           checkF32(pkg, args[1], yN, where, "dY", c) &&
+           checkF32(pkg, args[2], wN, where, "dW", c);
+  case LibraryCallee::Gemm:
+    break;
+  }
+  return true;
+}
+
+/// Checks that every arena buffer |fn| touches lies within its arena.
+bool checkArena(const Package &pkg, const FunctionInfo &fn, Checker &c) {
+  std::set<uint32_t> used;
+  for (const StepInfo &s : fn.steps)
+    used.insert(s.args.begin(), s.args.end());
+  for (const NamedBufferInfo &nb : fn.inputs)
+    used.insert(nb.buffer);
+  for (const NamedBufferInfo &nb : fn.outputs)
+    used.insert(nb.buffer);
+  for (uint32_t i : used) {
+    uint32_t j = i;
+    while (pkg.buffers[j].kind == BufferKind::Alias)
+      j = static_cast<uint32_t>(pkg.buffers[j].aliasOf);
+    const BufferInfo &b = pkg.buffers[j];
+    if (b.kind != BufferKind::Arena)
+      continue;
+    int64_t end;
+    if (__builtin_add_overflow(b.arenaOffset, b.sizeBytes, &end) ||
+        end > fn.arenaBytes)
+      return c.fail("buffer " + std::to_string(j) + " at arena offset " +
+                    std::to_string(b.arenaOffset) + " (" +
+                    std::to_string(b.sizeBytes) + " bytes) lies outside the " +
+                    std::to_string(fn.arenaBytes) +
+                    "-byte arena of function '" + fn.name + "'");
+  }
+  return true;
+}
+
+bool convertNamed(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::NamedBuffer>> *v,
+    const Package &pkg, const std::string &where,
+    std::vector<NamedBufferInfo> *out, Checker &c) {
+  if (!v)
+    return true;
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < v->size(); ++i) {
+    NamedBufferInfo nb{str(v->Get(i)->name()), v->Get(i)->buffer()};
+    if (nb.buffer >= pkg.buffers.size())
+      return c.fail(where + " '" + nb.name + "' is buffer " +
+                    std::to_string(nb.buffer) + " of " +
+                    std::to_string(pkg.buffers.size()));
+    if (!names.insert(nb.name).second)
+      return c.fail(where + " '" + nb.name + "' appears twice");
+    out->push_back(std::move(nb));
+  }
+  return true;
+}
+
+bool convertFunctions(const fb::Package *p, Package *out, Checker &c) {
+  if (!p->functions())
+    return true;
+  std::set<std::string> names;
+  for (uint32_t fi = 0; fi < p->functions()->size(); ++fi) {
+    const fb::Function *f = p->functions()->Get(fi);
+    FunctionInfo fn;
+    fn.name = str(f->name());
+    if (!names.insert(fn.name).second)
+      return c.fail("function '" + fn.name + "' appears twice");
+    fn.arenaBytes = f->arena_bytes();
+    if (fn.arenaBytes < 0)
+      return c.fail("function '" + fn.name + "' has a negative arena size");
+    if (!convertNamed(f->inputs(), *out, "input", &fn.inputs, c) ||
+        !convertNamed(f->outputs(), *out, "output", &fn.outputs, c))
+      return false;
+    if (f->steps()) {
+      for (uint32_t si = 0; si < f->steps()->size(); ++si) {
+        const fb::Step *s = f->steps()->Get(si);
+        std::string where =
+            "step " + std::to_string(si) + " of function '" + fn.name + "'";
+        StepInfo step;
+        if (const fb::LaunchKernel *lk = s->op_as_LaunchKernel()) {
+          step.isLaunch = true;
+          step.kernel = lk->kernel();
+          if (step.kernel >= out->kernels.size())
+            return c.fail(where + " launches kernel " +
+                          std::to_string(step.kernel) + " of " +
+                          std::to_string(out->kernels.size()));
+          if (lk->args())
+            step.args.assign(lk->args()->begin(), lk->args()->end());
+          if (!checkArgs(step.args, out->buffers.size(), where, c))
+            return false;
+        } else if (const fb::LibraryCall *lc = s->op_as_LibraryCall()) {
+          step.isLaunch = false;
+          if (!convertLibraryCall(lc, *out, &step, where, c))
+            return false;
+        } else {
+          return c.fail(where + " has no operation");
+        }
+        fn.steps.push_back(std::move(step));
+      }
+    }
+    if (!checkArena(*out, fn, c))
+      return false;
+    out->functions.push_back(std::move(fn));
+  }
+  return true;
+}
+
+} // namespace
+
+Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
+                    Package *out) {
+  *out = Package();
+  if (size < 8)
+    return Status::error(DLRT_CORRUPT, "'" + path +
+                                           "' is not a dlc package (only " +
+                                           std::to_string(size) + " bytes)");
+  if (!fb::PackageBufferHasIdentifier(data))
+    return Status::error(DLRT_CORRUPT,
+                         "'" + path + "' is not a dlc package (no \"" +
+                             fb::PackageIdentifier() + "\" file identifier)");
+  auto incompatible = [&](uint32_t version) {
+    return Status::error(DLRT_INCOMPATIBLE,
+                         "'" + path + "' has package format version " +
+                             std::to_string(version) +
+                             "; this runtime reads version " +
+                             std::to_string(kPackageFormatVersion) +
+                             " — recompile it with a matching dlc");
+  };
+  flatbuffers::Verifier verifier(data, size);
+  if (!fb::VerifyPackageBuffer(verifier)) {
+    uint32_t version;
+    if (peekFormatVersion(data, size, &version) &&
+        version != kPackageFormatVersion)
+      return incompatible(version);
+    return Status::error(DLRT_CORRUPT,
+                         "'" + path +
+                             "' is corrupt: FlatBuffers verification "
+                             "failed (truncated or damaged file)");
+  }
+  const fb::Package *p = fb::GetPackage(data);
+  if (p->format_version() != kPackageFormatVersion)
+    return incompatible(p->format_version());
+
+  Checker c(path);
+  out->formatVersion = p->format_version();
+  out->producer = str(p->producer());
+  out->modelName = str(p->model_name());
+  if (p->kernels()) {
+    std::set<std::string> names;
+    for (uint32_t i = 0; i < p->kernels()->size(); ++i) {
+      const fb::Kernel *k = p->kernels()->Get(i);
+      Device::KernelSpec spec;
+      spec.name = str(k->name());
+      spec.cuda_source = str(k->cuda_source());
+      spec.num_threads = k->num_threads();
+      spec.block_size = k->block_size();
+      if (spec.name.empty())
+        return (c.fail("kernel " + std::to_string(i) + " has no name"),
+                c.status);
+      out->kernels.push_back(std::move(spec));
+    }
+  }
+  if (p->cubins()) {
+    for (const fb::Cubin *cb : *p->cubins()) {
+      std::string kernel = str(cb->kernel());
+      for (Device::KernelSpec &spec : out->kernels)
+        if (spec.name == kernel && cb->image())
+          spec.cubins.emplace_back(
+              str(cb->arch()),
+              std::vector<uint8_t>(cb->image()->begin(), cb->image()->end()));
+    }
+  }
+  if (!convertBuffers(p, out, c) || !convertWeights(p, out, c) ||
+      !convertFunctions(p, out, c))
+    return c.status;
+  if (const fb::TrainingInfo *t = p->training()) {
+    out->hasTraining = true;
+    out->lossOutput = str(t->loss_output());
+    out->optimizer = str(t->optimizer());
+    out->learningRate = t->learning_rate();
+    out->batchSize = t->batch_size();
+    out->stepCounter = str(t->step_counter());
+  }
+  if (p->host_library())
+    out->hostLibrary.assign(p->host_library()->begin(),
+                            p->host_library()->end());
+  return Status::OK();
+}
+
+Status loadPackage(const std::string &path, Package *out) {
+  std::vector<uint8_t> bytes;
+  Status s = readFile(path, "package", &bytes);
+  if (!s.ok())
+    return s;
+  return parsePackage(bytes.data(), bytes.size(), path, out);
+}
+
+} // namespace dlrt

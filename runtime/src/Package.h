@@ -1,0 +1,123 @@
+//===- Package.h - the loaded, validated form of a .dlcp package -*- C++
+//-*-===//
+// The loader reads the FlatBuffers plan into plain structs after checking
+// every index and size, so the executor never trusts the file.
+#ifndef DLRT_SRC_PACKAGE_H
+#define DLRT_SRC_PACKAGE_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "Device.h"
+#include "dlrt/dlrt.h"
+
+namespace dlrt {
+
+/// The package format version this runtime reads (package.fbs).
+constexpr uint32_t kPackageFormatVersion = 1;
+
+/// Mirrors dlc.package.BufferKind.
+enum class BufferKind : int8_t {
+  Parameter = 0,
+  OptimizerState = 1,
+  State = 2,
+  Input = 3,
+  Arena = 4,
+  Alias = 5,
+  Constant = 6
+};
+
+/// Whether buffers of |kind| get their own allocation that lives as long as
+/// the session (Parameter, OptimizerState, State, Constant).
+bool isPersistent(BufferKind kind);
+/// Whether buffers of |kind| are checkpointed (Parameter, OptimizerState,
+/// State).
+bool isCheckpointed(BufferKind kind);
+/// The safetensors dtype string of |dtype| ("F32", ...).
+const char *safetensorsDType(dlrt_dtype_t dtype);
+
+struct BufferInfo {
+  std::string name;
+  BufferKind kind = BufferKind::Arena;
+  dlrt_dtype_t dtype = DLRT_F32;
+  std::vector<int64_t> shape;
+  int64_t sizeBytes = 0;
+  int64_t arenaOffset = -1;
+  int32_t aliasOf = -1;
+  std::string init;
+};
+
+/// The library calls of package.fbs.
+enum class LibraryCallee {
+  Gemm,
+  ConvForward,
+  ConvBackwardData,
+  ConvBackwardFilter
+};
+
+struct StepInfo {
+  bool isLaunch = true;
+  uint32_t kernel = 0; // LaunchKernel: index into Package::kernels
+  LibraryCallee callee = LibraryCallee::Gemm;
+  std::vector<uint32_t> args; // buffer indices, inputs then outputs
+  GemmParams gemm;            // callee == Gemm
+  ConvParams conv;            // callee == Conv*
+};
+
+struct NamedBufferInfo {
+  std::string name;
+  uint32_t buffer = 0;
+};
+
+struct FunctionInfo {
+  std::string name;
+  std::vector<NamedBufferInfo> inputs;
+  std::vector<NamedBufferInfo> outputs;
+  std::vector<StepInfo> steps;
+  int64_t arenaBytes = 0;
+};
+
+struct TensorData {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+struct Package {
+  uint32_t formatVersion = 0;
+  std::string producer;
+  std::string modelName;
+  std::vector<BufferInfo> buffers;
+  std::vector<Device::KernelSpec> kernels;
+  std::vector<FunctionInfo> functions;
+  bool hasTraining = false;
+  std::string lossOutput, optimizer, stepCounter;
+  float learningRate = 0;
+  int64_t batchSize = 0;
+  std::vector<uint8_t> hostLibrary;
+  std::map<std::string, TensorData> weights;
+
+  /// The function named |name|, or null.
+  const FunctionInfo *function(const std::string &name) const;
+};
+
+/// Parses and validates the package bytes |data|; |path| names it in
+/// messages. Errors: DLRT_CORRUPT (not a package, fails verification, an
+/// index, offset or size out of range), DLRT_INCOMPATIBLE (format version).
+Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
+                    Package *out);
+
+/// Reads and parses the package file |path|. Errors: DLRT_NOT_FOUND,
+/// DLRT_IO_ERROR, and those of parsePackage.
+Status loadPackage(const std::string &path, Package *out);
+
+/// Reads the whole file |path|. Errors: DLRT_NOT_FOUND, DLRT_IO_ERROR;
+/// |what| ("package", "checkpoint") names the file in messages.
+Status readFile(const std::string &path, const char *what,
+                std::vector<uint8_t> *out);
+
+} // namespace dlrt
+
+#endif

@@ -1,0 +1,392 @@
+//===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
+#include "Session.h"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "Safetensors.h"
+
+namespace dlrt::exec {
+
+Status Context::create(const dlrt_context_options_t &options,
+                       std::unique_ptr<Context> *out) {
+  out->reset();
+  auto ctx = std::unique_ptr<Context>(new Context());
+  switch (options.device) {
+  case DLRT_DEVICE_HOST:
+    ctx->device_ = createHostDevice();
+    break;
+  case DLRT_DEVICE_CUDA: {
+    Status s = createCudaDevice(options.device_ordinal, &ctx->device_);
+    if (!s.ok())
+      return s;
+    if (!ctx->device_)
+      return Status::error(DLRT_UNAVAILABLE, "the CUDA device is unavailable");
+    break;
+  }
+  case DLRT_DEVICE_AUTO: {
+    Status s = createCudaDevice(options.device_ordinal, &ctx->device_);
+    if (!s.ok() || !ctx->device_) {
+      ctx->device_ = createHostDevice();
+      if (options.notice) {
+        std::string message =
+            "no usable CUDA device (" +
+            (s.ok() ? std::string("none created") : s.message) +
+            "); using the host device";
+        options.notice(options.notice_user_data, message.c_str());
+      }
+    }
+    break;
+  }
+  default:
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "unknown device kind " +
+                             std::to_string(static_cast<int>(options.device)));
+  }
+  ctx->name_ = ctx->device_->name();
+  *out = std::move(ctx);
+  return Status::OK();
+}
+
+Status Model::kernels(std::vector<std::unique_ptr<DeviceKernel>> **out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!kernelsLoaded_) {
+    Status s = context_->device().loadKernels(package_.hostLibrary,
+                                              package_.kernels, &kernels_);
+    if (!s.ok())
+      return s;
+    if (kernels_.size() != package_.kernels.size())
+      return Status::error(
+          DLRT_INTERNAL,
+          "the device loaded " + std::to_string(kernels_.size()) + " of " +
+              std::to_string(package_.kernels.size()) + " kernels");
+    kernelsLoaded_ = true;
+  }
+  *out = &kernels_;
+  return Status::OK();
+}
+
+Status Session::create(std::shared_ptr<Model> model,
+                       std::unique_ptr<Session> *out) {
+  out->reset();
+  std::unique_ptr<Session> s(new Session(model));
+  const Package &pkg = model->package();
+  Status st = model->kernels(&s->kernels_);
+  if (!st.ok())
+    return st;
+
+  size_t n = pkg.buffers.size();
+  s->pointers_.assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const BufferInfo &b = pkg.buffers[i];
+    if (!isPersistent(b.kind) && b.kind != BufferKind::Input)
+      continue;
+    DeviceBuffer mem;
+    st = s->device_.allocate(static_cast<size_t>(b.sizeBytes), &mem);
+    if (!st.ok())
+      return st;
+    s->allocations_.push_back(mem);
+    s->pointers_[i] = mem.data;
+    if (isPersistent(b.kind) && !b.init.empty()) {
+      const TensorData &t = pkg.weights.at(b.init); // checked by the loader
+      st = s->device_.copyToDevice(mem.data, t.data.data(), t.data.size());
+    } else {
+      st = s->device_.fillZero(mem.data, mem.bytes);
+    }
+    if (!st.ok())
+      return st;
+    if (isCheckpointed(b.kind))
+      s->state_.push_back(static_cast<uint32_t>(i));
+  }
+
+  int64_t arenaBytes = 0;
+  for (const FunctionInfo &f : pkg.functions)
+    arenaBytes = std::max(arenaBytes, f.arenaBytes);
+  if (arenaBytes > 0) {
+    st = s->device_.allocate(static_cast<size_t>(arenaBytes), &s->arena_);
+    if (!st.ok())
+      return st;
+    // Not needed for correctness; makes a bad plan fail deterministically.
+    st = s->device_.fillZero(s->arena_.data, s->arena_.bytes);
+    if (!st.ok())
+      return st;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const BufferInfo &b = pkg.buffers[i];
+    // Arena buffers no function touches may lie outside the arena (the
+    // loader checks the ones that are used); they keep a null pointer.
+    int64_t end;
+    if (b.kind == BufferKind::Arena &&
+        !__builtin_add_overflow(b.arenaOffset, b.sizeBytes, &end) &&
+        end <= arenaBytes)
+      s->pointers_[i] = static_cast<uint8_t *>(s->arena_.data) + b.arenaOffset;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    size_t j = i;
+    while (pkg.buffers[j].kind == BufferKind::Alias)
+      j = static_cast<size_t>(pkg.buffers[j].aliasOf); // acyclic per loader
+    s->pointers_[i] = s->pointers_[j];
+  }
+  *out = std::move(s);
+  return Status::OK();
+}
+
+Session::~Session() {
+  for (DeviceBuffer &b : allocations_)
+    device_.release(b);
+  if (arena_.data)
+    device_.release(arena_);
+}
+
+namespace {
+
+const NamedBufferInfo *findNamed(const std::vector<NamedBufferInfo> &list,
+                                 const std::string &name) {
+  for (const NamedBufferInfo &nb : list)
+    if (nb.name == name)
+      return &nb;
+  return nullptr;
+}
+
+Status noFunction(const std::string &function) {
+  return Status::error(DLRT_NOT_FOUND,
+                       "the model has no function '" + function + "'");
+}
+
+Status sizeMismatch(const char *what, const std::string &name, size_t got,
+                    int64_t want) {
+  return Status::error(DLRT_INVALID_ARGUMENT,
+                       std::string(what) + " '" + name + "' is " +
+                           std::to_string(want) + " bytes, got " +
+                           std::to_string(got));
+}
+
+} // namespace
+
+Status Session::setInput(const std::string &function, const std::string &name,
+                         const void *data, size_t bytes) {
+  const Package &pkg = model_->package();
+  const FunctionInfo *fn = pkg.function(function);
+  if (!fn)
+    return noFunction(function);
+  const NamedBufferInfo *nb = findNamed(fn->inputs, name);
+  if (!nb)
+    return Status::error(DLRT_NOT_FOUND, "function '" + function +
+                                             "' has no input '" + name + "'");
+  const BufferInfo &b = pkg.buffers[nb->buffer];
+  if (static_cast<int64_t>(bytes) != b.sizeBytes)
+    return sizeMismatch("input", name, bytes, b.sizeBytes);
+  if (bytes > 0 && !data)
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "input '" + name + "': data is NULL");
+  return device_.copyToDevice(pointers_[nb->buffer], data, bytes);
+}
+
+Status Session::run(const std::string &function) {
+  const Package &pkg = model_->package();
+  const FunctionInfo *fn = pkg.function(function);
+  if (!fn)
+    return noFunction(function);
+  outputs_.erase(function);
+  std::vector<void *> args;
+  for (size_t i = 0; i < fn->steps.size(); ++i) {
+    const StepInfo &step = fn->steps[i];
+    args.clear();
+    for (uint32_t a : step.args)
+      args.push_back(pointers_[a]);
+    auto f = [&](size_t k) { return static_cast<float *>(args[k]); };
+    Status st;
+    if (step.isLaunch) {
+      st = device_.launch(*(*kernels_)[step.kernel], args);
+    } else {
+      switch (step.callee) {
+      case LibraryCallee::Gemm:
+        st = device_.gemm(step.gemm, f(0), f(1),
+                          step.gemm.has_c ? f(2) : nullptr, f(args.size() - 1));
+        break;
+      case LibraryCallee::ConvForward:
+        st = device_.convForward(step.conv, f(0), f(1),
+                                 step.conv.has_bias ? f(2) : nullptr,
+                                 f(args.size() - 1));
+        break;
+      case LibraryCallee::ConvBackwardData:
+        st = device_.convBackwardData(step.conv, f(0), f(1), f(2));
+        break;
+      case LibraryCallee::ConvBackwardFilter:
+        st = device_.convBackwardFilter(step.conv, f(0), f(1), f(2));
+        break;
+      }
+    }
+    if (!st.ok())
+      return Status::error(st.code, "step " + std::to_string(i) +
+                                        " of function '" + function +
+                                        "': " + st.message);
+  }
+  Status st = device_.synchronize();
+  if (!st.ok())
+    return Status::error(st.code, "function '" + function + "': " + st.message);
+  std::map<std::string, std::vector<uint8_t>> outs;
+  for (const NamedBufferInfo &nb : fn->outputs) {
+    std::vector<uint8_t> &host = outs[nb.name];
+    host.resize(static_cast<size_t>(pkg.buffers[nb.buffer].sizeBytes));
+    st = device_.copyToHost(host.data(), pointers_[nb.buffer], host.size());
+    if (!st.ok())
+      return st;
+  }
+  outputs_[function] = std::move(outs);
+  return Status::OK();
+}
+
+Status Session::getOutput(const std::string &function, const std::string &name,
+                          void *data, size_t bytes) {
+  const FunctionInfo *fn = model_->package().function(function);
+  if (!fn)
+    return noFunction(function);
+  if (!findNamed(fn->outputs, name))
+    return Status::error(DLRT_NOT_FOUND, "function '" + function +
+                                             "' has no output '" + name + "'");
+  auto it = outputs_.find(function);
+  if (it == outputs_.end())
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "function '" + function + "' has not run yet");
+  const std::vector<uint8_t> &host = it->second.at(name);
+  if (bytes != host.size())
+    return sizeMismatch("output", name, bytes,
+                        static_cast<int64_t>(host.size()));
+  if (bytes > 0 && !data)
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "output '" + name + "': data is NULL");
+  std::copy(host.begin(), host.end(), static_cast<uint8_t *>(data));
+  return Status::OK();
+}
+
+int64_t Session::findState(const std::string &name) const {
+  for (uint32_t i : state_)
+    if (model_->package().buffers[i].name == name)
+      return i;
+  return -1;
+}
+
+Status Session::readState(const std::string &name, void *data, size_t bytes) {
+  int64_t i = findState(name);
+  if (i < 0)
+    return Status::error(DLRT_NOT_FOUND,
+                         "the model has no persistent tensor '" + name + "'");
+  const BufferInfo &b = model_->package().buffers[i];
+  if (static_cast<int64_t>(bytes) != b.sizeBytes)
+    return sizeMismatch("persistent tensor", name, bytes, b.sizeBytes);
+  if (bytes > 0 && !data)
+    return Status::error(DLRT_INVALID_ARGUMENT, "data is NULL");
+  return device_.copyToHost(data, pointers_[i], bytes);
+}
+
+Status Session::writeState(const std::string &name, const void *data,
+                           size_t bytes) {
+  int64_t i = findState(name);
+  if (i < 0)
+    return Status::error(DLRT_NOT_FOUND,
+                         "the model has no persistent tensor '" + name + "'");
+  const BufferInfo &b = model_->package().buffers[i];
+  if (static_cast<int64_t>(bytes) != b.sizeBytes)
+    return sizeMismatch("persistent tensor", name, bytes, b.sizeBytes);
+  if (bytes > 0 && !data)
+    return Status::error(DLRT_INVALID_ARGUMENT, "data is NULL");
+  return device_.copyToDevice(pointers_[i], data, bytes);
+}
+
+Status Session::saveCheckpoint(const std::string &path,
+                               const std::string &metadataJson) {
+  std::map<std::string, std::string> metadata;
+  if (!metadataJson.empty()) {
+    nlohmann::json j = nlohmann::json::parse(metadataJson, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return Status::error(DLRT_INVALID_ARGUMENT,
+                           "checkpoint metadata is not a JSON object");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!it.value().is_string())
+        return Status::error(DLRT_INVALID_ARGUMENT,
+                             "checkpoint metadata value '" + it.key() +
+                                 "' is not a string");
+      metadata[it.key()] = it.value().get<std::string>();
+    }
+  }
+  const Package &pkg = model_->package();
+  std::vector<safetensors::Tensor> tensors;
+  for (uint32_t i : state_) {
+    const BufferInfo &b = pkg.buffers[i];
+    safetensors::Tensor t;
+    t.name = b.name;
+    t.dtype = safetensorsDType(b.dtype);
+    t.shape = b.shape;
+    t.data.resize(static_cast<size_t>(b.sizeBytes));
+    Status st = device_.copyToHost(t.data.data(), pointers_[i], t.data.size());
+    if (!st.ok())
+      return st;
+    tensors.push_back(std::move(t));
+  }
+  std::vector<uint8_t> bytes = safetensors::serialize(tensors, metadata);
+  std::string error;
+  if (!safetensors::writeFileAtomic(path, bytes.data(), bytes.size(), &error))
+    return Status::error(DLRT_IO_ERROR, "cannot save checkpoint: " + error);
+  return Status::OK();
+}
+
+Status Session::loadCheckpoint(const std::string &path,
+                               std::string *metadataJson) {
+  std::vector<uint8_t> bytes;
+  Status st = readFile(path, "checkpoint", &bytes);
+  if (!st.ok())
+    return st;
+  std::vector<safetensors::Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+  std::string error;
+  if (!safetensors::parse(bytes.data(), bytes.size(), &tensors, &metadata,
+                          &error))
+    return Status::error(DLRT_CORRUPT,
+                         "'" + path + "' is not a valid checkpoint: " + error);
+  // Check everything before writing anything, so a mismatched checkpoint
+  // leaves the session as it was.
+  const Package &pkg = model_->package();
+  std::map<std::string, const safetensors::Tensor *> byName;
+  for (const safetensors::Tensor &t : tensors) {
+    if (findState(t.name) < 0)
+      return Status::error(DLRT_INVALID_ARGUMENT,
+                           "checkpoint '" + path + "' has tensor '" + t.name +
+                               "', which this model does not have");
+    byName[t.name] = &t;
+  }
+  auto shapeString = [](const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+      s += (i ? "," : "") + std::to_string(shape[i]);
+    return s + "]";
+  };
+  for (uint32_t i : state_) {
+    const BufferInfo &b = pkg.buffers[i];
+    auto it = byName.find(b.name);
+    if (it == byName.end())
+      return Status::error(DLRT_INVALID_ARGUMENT, "checkpoint '" + path +
+                                                      "' lacks tensor '" +
+                                                      b.name + "'");
+    const safetensors::Tensor &t = *it->second;
+    if (t.dtype != safetensorsDType(b.dtype) || t.shape != b.shape)
+      return Status::error(DLRT_INVALID_ARGUMENT,
+                           "checkpoint tensor '" + b.name + "' is " + t.dtype +
+                               shapeString(t.shape) + " but the model has " +
+                               safetensorsDType(b.dtype) +
+                               shapeString(b.shape));
+  }
+  for (uint32_t i : state_) {
+    const safetensors::Tensor &t = *byName.at(pkg.buffers[i].name);
+    st = device_.copyToDevice(pointers_[i], t.data.data(), t.data.size());
+    if (!st.ok())
+      return st;
+  }
+  if (metadataJson)
+    *metadataJson = nlohmann::json(metadata).dump();
+  return Status::OK();
+}
+
+} // namespace dlrt::exec

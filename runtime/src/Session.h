@@ -1,0 +1,102 @@
+//===- Session.h - contexts, models and sessions behind the C API -*- C++
+//-*-===//
+// A Context owns a device; a Model owns a validated Package and (once the
+// first session asks) its loaded kernels; a Session owns device memory for
+// persistent buffers, inputs and one activation arena, and runs functions.
+#ifndef DLRT_SRC_SESSION_H
+#define DLRT_SRC_SESSION_H
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "Device.h"
+#include "Package.h"
+
+namespace dlrt {
+/// The objects behind the C API handles; in their own namespace so they
+/// never collide with the dlrt.hpp wrapper classes of the same names.
+namespace exec {
+
+class Context {
+public:
+  /// Opens the device |options| asks for. DLRT_DEVICE_AUTO falls back to the
+  /// host device (with a notice) when no CUDA device is usable. Errors:
+  /// DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA without a usable GPU),
+  /// DLRT_INVALID_ARGUMENT (unknown device kind).
+  static Status create(const dlrt_context_options_t &options,
+                       std::unique_ptr<Context> *out);
+  Device &device() { return *device_; }
+  const std::string &deviceName() const { return name_; }
+
+private:
+  std::unique_ptr<Device> device_;
+  std::string name_;
+};
+
+class Model {
+public:
+  Model(std::shared_ptr<Context> context, Package package)
+      : context_(std::move(context)), package_(std::move(package)) {}
+  Context &context() { return *context_; }
+  const Package &package() const { return package_; }
+  /// The package's kernels loaded on the context's device, loading them on
+  /// first use. Errors: those of Device::loadKernels.
+  Status kernels(std::vector<std::unique_ptr<DeviceKernel>> **out);
+
+private:
+  std::shared_ptr<Context> context_; // kept alive by its models
+  Package package_;
+  std::mutex mutex_;
+  bool kernelsLoaded_ = false;
+  std::vector<std::unique_ptr<DeviceKernel>> kernels_;
+};
+
+class Session {
+public:
+  /// Allocates and initializes the memory of |model|'s buffers.
+  static Status create(std::shared_ptr<Model> model,
+                       std::unique_ptr<Session> *out);
+  ~Session();
+
+  Status setInput(const std::string &function, const std::string &name,
+                  const void *data, size_t bytes);
+  /// Runs every step of |function| and waits for the device; then copies
+  /// its outputs to host memory for getOutput.
+  Status run(const std::string &function);
+  Status getOutput(const std::string &function, const std::string &name,
+                   void *data, size_t bytes);
+
+  /// Indices (into the package buffers) of the checkpointed buffers, in
+  /// package order.
+  const std::vector<uint32_t> &stateBuffers() const { return state_; }
+  Status readState(const std::string &name, void *data, size_t bytes);
+  Status writeState(const std::string &name, const void *data, size_t bytes);
+  /// |metadata| is a JSON object of strings or empty.
+  Status saveCheckpoint(const std::string &path, const std::string &metadata);
+  Status loadCheckpoint(const std::string &path, std::string *metadataJson);
+
+  const Model &model() const { return *model_; }
+
+private:
+  explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
+  /// The checkpointed buffer named |name|, or -1.
+  int64_t findState(const std::string &name) const;
+
+  std::shared_ptr<Model> model_; // kept alive by its sessions
+  Device &device_ = model_->context().device();
+  std::vector<DeviceBuffer> allocations_;
+  DeviceBuffer arena_;
+  std::vector<void *> pointers_; // per package buffer
+  std::vector<uint32_t> state_;
+  std::vector<std::unique_ptr<DeviceKernel>> *kernels_ = nullptr;
+  /// Host copies of each function's outputs after its last run.
+  std::map<std::string, std::map<std::string, std::vector<uint8_t>>> outputs_;
+};
+
+} // namespace exec
+} // namespace dlrt
+
+#endif

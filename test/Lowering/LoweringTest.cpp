@@ -1,0 +1,145 @@
+//===- LoweringTest.cpp - tests of the dlgraph -> dlexec C++ API
+//------------===//
+#include "compiler/InitAll/InitAll.h"
+#include "compiler/Lowering/Passes.h"
+#include "compiler/Lowering/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+
+namespace {
+
+/// An MLP training step: gemm, bias add, relu, loss, relu backward, bias
+/// gradient, weight gradient, step counter, Adam and a plain bias update.
+const char *kMlp = R"mlir(
+module {
+  dlgraph.variable @fc1.weight : tensor<8x4xf32> = dense<0.1> : tensor<8x4xf32> {trainable}
+  dlgraph.variable @fc1.bias : tensor<8xf32> = dense<0.0> : tensor<8xf32> {trainable}
+  dlgraph.variable @fc1.weight.exp_avg : tensor<8x4xf32> {dlgraph.optimizer_state}
+  dlgraph.variable @fc1.weight.exp_avg_sq : tensor<8x4xf32> {dlgraph.optimizer_state}
+  dlgraph.variable @__step : tensor<f32> {dlgraph.optimizer_state}
+  func.func @train_step(%x: tensor<2x4xf32> {dlgraph.name = "input"}, %t: tensor<2xi64> {dlgraph.name = "labels"}) -> (tensor<f32> {dlgraph.name = "loss"}) {
+    %w1 = dlgraph.read_variable @fc1.weight : tensor<8x4xf32>
+    %b1 = dlgraph.read_variable @fc1.bias : tensor<8xf32>
+    %m = dlgraph.read_variable @fc1.weight.exp_avg : tensor<8x4xf32>
+    %v = dlgraph.read_variable @fc1.weight.exp_avg_sq : tensor<8x4xf32>
+    %s0 = dlgraph.read_variable @__step : tensor<f32>
+    %h = dlgraph.gemm %x, %w1 {trans_b = true} : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+    %hb = dlgraph.add %h, %b1 : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    %r = dlgraph.relu %hb : tensor<2x8xf32>
+    %loss = dlgraph.softmax_cross_entropy %r, %t : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<f32>
+    %one = dlgraph.constant dense<1.0> : tensor<f32>
+    %dy = dlgraph.softmax_cross_entropy_grad %r, %t, %one : (tensor<2x8xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x8xf32>
+    %zero = dlgraph.constant dense<0.0> : tensor<f32>
+    %mask = dlgraph.compare "gt", %r, %zero : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+    %dh = dlgraph.select %mask, %dy, %zero : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+    %db1 = dlgraph.reduce_sum %dh {axes = array<i64: 0>} : tensor<2x8xf32> -> tensor<8xf32>
+    %dw1 = dlgraph.gemm %dh, %x {trans_a = true} : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xf32>
+    %s1 = dlgraph.add %s0, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    dlgraph.write_variable @__step, %s1 : tensor<f32>
+    %p:3 = dlgraph.adam_update %w1, %dw1, %m, %v, %s1 {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
+    dlgraph.write_variable @fc1.weight, %p#0 : tensor<8x4xf32>
+    dlgraph.write_variable @fc1.weight.exp_avg, %p#1 : tensor<8x4xf32>
+    dlgraph.write_variable @fc1.weight.exp_avg_sq, %p#2 : tensor<8x4xf32>
+    %nb = dlgraph.sub %b1, %db1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    dlgraph.write_variable @fc1.bias, %nb : tensor<8xf32>
+    return %loss : tensor<f32>
+  }
+}
+)mlir";
+
+struct LoweringTest : ::testing::Test {
+  LoweringTest() {
+    DialectRegistry registry;
+    dlc::registerAllDialects(registry);
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
+  }
+  MLIRContext ctx;
+};
+
+TEST_F(LoweringTest, PipelinePlansMlpTrainingStep) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kMlp, &ctx);
+  ASSERT_TRUE(module);
+  PassManager pm(&ctx);
+  dlc::buildLowerToExecPipeline(pm);
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+
+  dlc::PlanStats s = dlc::computePlanStats(*module);
+  // Kernels after fusion: bias add + relu, compare + select, reduce_sum,
+  // step increment, Adam, bias update.
+  EXPECT_EQ(s.kernels, 6);
+  EXPECT_EQ(s.builtinKernels, 2); // loss and its gradient
+  EXPECT_EQ(s.libraryCalls, 2);   // forward gemm and weight-gradient gemm
+  // Live at once at most: relu output, dy, dh, loss -> 4 x 256-byte slots.
+  EXPECT_EQ(s.arenaBytes, 1024);
+  // 3 x 8x4 f32 (128 B) + 8 f32 (32 B) + step (4 B) + the 1.0 constant (4 B).
+  EXPECT_EQ(s.persistentBytes, 3 * 128 + 32 + 4 + 4);
+
+  int funcs = 0;
+  for (auto f : module->getOps<dlc::exec::FuncOp>()) {
+    ++funcs;
+    EXPECT_TRUE(succeeded(dlc::verifyMemoryPlan(f)));
+  }
+  EXPECT_EQ(funcs, 1);
+}
+
+TEST_F(LoweringTest, UnsupportedOpFailsWithDiagnostic) {
+  const char *src = R"mlir(
+func.func @f(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<2x3x4x4xf32> {
+  %y, %m, %v = dlgraph.batch_norm_training %x, %s, %b {epsilon = 1.0e-05 : f32} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %y : tensor<2x3x4x4xf32>
+}
+)mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &ctx);
+  ASSERT_TRUE(module);
+  std::string messages;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    messages += d.str() + "\n";
+    return success();
+  });
+  PassManager pm(&ctx);
+  dlc::buildLowerToExecPipeline(pm);
+  EXPECT_TRUE(failed(pm.run(*module)));
+  EXPECT_NE(messages.find("cannot lower 'dlgraph.batch_norm_training'"),
+            std::string::npos)
+      << messages;
+}
+
+TEST_F(LoweringTest, PlanCheckerRejectsOverlap) {
+  const char *src = R"mlir(
+#id = affine_map<(d0) -> (d0)>
+dlexec.func @f attributes {arena_bytes = 256 : i64} {
+  %x = dlexec.input "x" : memref<64xf32>
+  %a = dlexec.alloc {offset = 0 : i64} : memref<64xf32>
+  dlexec.kernel @k0 ins(%x : memref<64xf32>) outs(%a : memref<64xf32>) attributes {indexing_maps = [#id, #id], iterator_types = ["parallel"]} {
+  ^bb0(%v: f32, %o: f32):
+    dlexec.yield %v : f32
+  }
+  %b = dlexec.alloc {offset = 0 : i64} : memref<64xf32>
+  dlexec.kernel @k1 ins(%a : memref<64xf32>) outs(%b : memref<64xf32>) attributes {indexing_maps = [#id, #id], iterator_types = ["parallel"]} {
+  ^bb0(%v: f32, %o: f32):
+    dlexec.yield %v : f32
+  }
+}
+)mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &ctx);
+  ASSERT_TRUE(module);
+  ScopedDiagnosticHandler handler(&ctx, [](Diagnostic &) { return success(); });
+  auto f = *module->getOps<dlc::exec::FuncOp>().begin();
+  EXPECT_TRUE(failed(dlc::verifyMemoryPlan(f)));
+  // After planning, the same function is accepted.
+  PassManager pm(&ctx);
+  pm.addPass(dlc::createPlanMemoryPass());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  EXPECT_TRUE(succeeded(dlc::verifyMemoryPlan(f)));
+  EXPECT_EQ(f.getArenaBytes().value_or(0), 512);
+}
+
+} // namespace

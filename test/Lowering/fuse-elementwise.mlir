@@ -1,0 +1,170 @@
+// RUN: dlc-opt %s --split-input-file | FileCheck %s --check-prefix=BEFORE
+// RUN: dlc-opt %s --split-input-file --dlexec-fuse-elementwise | FileCheck %s
+
+// A chain add(bias) -> relu -> mul(2) of three kernels over [4, 8] becomes
+// one kernel; the intermediate allocs disappear.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+module {
+  dlexec.variable @b : memref<8xf32> {kind = "parameter"}
+  dlexec.func @chain {
+    %x = dlexec.input "x" : memref<4x8xf32>
+    %b = dlexec.variable_ref @b : memref<8xf32>
+    %t0 = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @k_add ins(%x, %b : memref<4x8xf32>, memref<8xf32>) outs(%t0 : memref<4x8xf32>) attributes {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %c: f32, %o: f32):
+      %s = arith.addf %a, %c : f32
+      dlexec.yield %s : f32
+    }
+    %t1 = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @k_relu ins(%t0 : memref<4x8xf32>) outs(%t1 : memref<4x8xf32>) attributes {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %r = arith.maximumf %a, %z : f32
+      dlexec.yield %r : f32
+    }
+    %t2 = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @k_mul ins(%t1, %x : memref<4x8xf32>, memref<4x8xf32>) outs(%t2 : memref<4x8xf32>) attributes {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %xx: f32, %o: f32):
+      %m = arith.mulf %a, %xx : f32
+      dlexec.yield %m : f32
+    }
+    dlexec.output "y", %t2 : memref<4x8xf32>
+  }
+}
+
+// BEFORE-LABEL: dlexec.func @chain
+// BEFORE-COUNT-3: dlexec.kernel
+
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: dlexec.func @chain {
+// CHECK: %[[X:.+]] = dlexec.input "x"
+// CHECK: %[[B:.+]] = dlexec.variable_ref @b
+// CHECK-NOT: dlexec.alloc
+// CHECK: %[[Y:.+]] = dlexec.alloc : memref<4x8xf32>
+// CHECK-NOT: dlexec.alloc
+// The consumer's own input %x and the producer's %x (same map) share an argument.
+// CHECK: dlexec.kernel @k_mul ins(%[[X]], %[[B]] : memref<4x8xf32>, memref<8xf32>) outs(%[[Y]] : memref<4x8xf32>) attributes {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-NEXT: ^bb0(%[[AX:.+]]: f32, %[[AB:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[S:.+]] = arith.addf %[[AX]], %[[AB]] : f32
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[R:.+]] = arith.maximumf %[[S]], %[[Z]] : f32
+// CHECK-NEXT: %[[M:.+]] = arith.mulf %[[R]], %[[AX]] : f32
+// CHECK-NEXT: dlexec.yield %[[M]] : f32
+// CHECK-NOT: dlexec.kernel
+// CHECK: dlexec.output "y", %[[Y]]
+
+// -----
+
+// Not fused: a producer read by two kernels; a consumer that broadcasts the
+// producer's output (different iteration space); a producer whose input is
+// overwritten between it and its consumer. Fused: a parallel producer into a
+// reduction consumer (bias gradient of relu backward).
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#id1 = affine_map<(d0) -> (d0)>
+#bc = affine_map<(d0, d1) -> (d1)>
+module {
+  dlexec.variable @v : memref<8xf32> {kind = "state"}
+  dlexec.func @cases {
+    %x = dlexec.input "x" : memref<4x8xf32>
+    %e = dlexec.input "e" : memref<8xf32>
+    %two = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @two_users ins(%x : memref<4x8xf32>) outs(%two : memref<4x8xf32>) attributes {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %r = math.exp %a : f32
+      dlexec.yield %r : f32
+    }
+    %u1 = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @user1 ins(%two : memref<4x8xf32>) outs(%u1 : memref<4x8xf32>) attributes {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %r = arith.negf %a : f32
+      dlexec.yield %r : f32
+    }
+    %u2 = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @user2 ins(%two : memref<4x8xf32>) outs(%u2 : memref<4x8xf32>) attributes {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %r = math.sqrt %a : f32
+      dlexec.yield %r : f32
+    }
+    %small = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @small ins(%e : memref<8xf32>) outs(%small : memref<8xf32>) attributes {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %r = math.exp %a : f32
+      dlexec.yield %r : f32
+    }
+    %bcast = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @broadcasting ins(%small, %x : memref<8xf32>, memref<4x8xf32>) outs(%bcast : memref<4x8xf32>) attributes {indexing_maps = [#bc, #id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %r = arith.addf %a, %b : f32
+      dlexec.yield %r : f32
+    }
+    %vr = dlexec.variable_ref @v : memref<8xf32>
+    %rd = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @reads_v ins(%vr : memref<8xf32>) outs(%rd : memref<8xf32>) attributes {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %r = arith.negf %a : f32
+      dlexec.yield %r : f32
+    }
+    dlexec.kernel @writes_v ins(%e : memref<8xf32>) outs(%vr : memref<8xf32>) attributes {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      dlexec.yield %a : f32
+    }
+    %rd2 = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @after_write ins(%rd : memref<8xf32>) outs(%rd2 : memref<8xf32>) attributes {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      %r = math.exp %a : f32
+      dlexec.yield %r : f32
+    }
+    %mask = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @relu_grad ins(%x, %u1 : memref<4x8xf32>, memref<4x8xf32>) outs(%mask : memref<4x8xf32>) attributes {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %g: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %c = arith.cmpf ogt, %a, %z : f32
+      %r = arith.select %c, %g, %z : f32
+      dlexec.yield %r : f32
+    }
+    %db = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @bias_grad ins(%mask : memref<4x8xf32>) outs(%db : memref<8xf32>) attributes {indexing_maps = [#id, #row], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %acc: f32):
+      %r = arith.addf %acc, %a : f32
+      dlexec.yield %r : f32
+    }
+    dlexec.output "u1", %u1 : memref<4x8xf32>
+    dlexec.output "u2", %u2 : memref<4x8xf32>
+    dlexec.output "bcast", %bcast : memref<4x8xf32>
+    dlexec.output "rd2", %rd2 : memref<8xf32>
+    dlexec.output "db", %db : memref<8xf32>
+  }
+}
+
+// BEFORE-LABEL: dlexec.func @cases
+// BEFORE-COUNT-9: dlexec.kernel
+
+// CHECK-LABEL: dlexec.func @cases {
+// CHECK: %[[X:.+]] = dlexec.input "x"
+// CHECK: %[[TWO:.+]] = dlexec.alloc : memref<4x8xf32>
+// CHECK: dlexec.kernel @two_users ins(%[[X]] : {{.*}}) outs(%[[TWO]] :
+// CHECK: %[[U1:.+]] = dlexec.alloc : memref<4x8xf32>
+// CHECK: dlexec.kernel @user1 ins(%[[TWO]] : {{.*}}) outs(%[[U1]] :
+// CHECK: dlexec.kernel @user2 ins(%[[TWO]] :
+// CHECK: %[[SMALL:.+]] = dlexec.alloc : memref<8xf32>
+// CHECK: dlexec.kernel @small
+// CHECK: dlexec.kernel @broadcasting ins(%[[SMALL]], %[[X]] :
+// CHECK: %[[RD:.+]] = dlexec.alloc : memref<8xf32>
+// CHECK: dlexec.kernel @reads_v ins(%{{.+}} : memref<8xf32>) outs(%[[RD]] :
+// CHECK: dlexec.kernel @writes_v
+// CHECK: dlexec.kernel @after_write ins(%[[RD]] :
+// relu_grad folded into the reduction: %mask is gone.
+// CHECK-NOT: dlexec.kernel @relu_grad
+// CHECK: %[[DB:.+]] = dlexec.alloc : memref<8xf32>
+// CHECK: dlexec.kernel @bias_grad ins(%[[X]], %[[U1]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[DB]] : memref<8xf32>) attributes {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}], init = [0.000000e+00 : f32], iterator_types = ["reduction", "parallel"]}
+// CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[G:.+]]: f32, %[[ACC:.+]]: f32):
+// CHECK: %[[C:.+]] = arith.cmpf ogt, %[[A]], %{{.+}} : f32
+// CHECK-NEXT: %[[SEL:.+]] = arith.select %[[C]], %[[G]], %{{.+}} : f32
+// CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[ACC]], %[[SEL]] : f32
+// CHECK-NEXT: dlexec.yield %[[SUM]] : f32
+// CHECK-COUNT-5: dlexec.output

@@ -1,0 +1,301 @@
+//===- PackageTest.cpp - package loading: good, bad and hostile files ----===//
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "Package.h"
+#include "Safetensors.h"
+#include "TestPackage.h"
+#include "dlrt/dlrt.h"
+
+using namespace dlrt;
+using namespace dlrt::test;
+
+namespace {
+
+/// A small valid package: y = k0(x, w) through an arena buffer and an alias.
+PkgSpec validSpec() {
+  PkgSpec s;
+  s.buffers = {
+      {"x", 3, 0, {2, 3}},                   // 0 Input
+      {"w", 0, 0, {2, 3}, -1, -1, "w_init"}, // 1 Parameter
+      {"", 4, 0, {2, 3}, 0},                 // 2 Arena @0
+      {"", 5, 0, {6}, -1, 2},                // 3 Alias of 2
+      {"m", 1, 0, {2, 3}},                   // 4 OptimizerState, zeros
+  };
+  s.kernels = {"k0"};
+  FnSpec f;
+  f.name = "forward";
+  f.inputs = {{"x", 0}};
+  f.outputs = {{"y", 3}};
+  StepSpec step;
+  step.kernel = 0;
+  step.args = {0, 1, 2};
+  f.steps = {step};
+  f.arenaBytes = 24;
+  s.functions = {f};
+  s.weights = safetensors::serialize(
+      {{"w_init", "F32", {2, 3}, floatBytes({1, 2, 3, 4, 5, 6})}});
+  return s;
+}
+
+Status parse(const PkgSpec &spec) {
+  std::vector<uint8_t> bytes = buildPackage(spec);
+  Package p;
+  return parsePackage(bytes.data(), bytes.size(), "t.dlcp", &p);
+}
+
+/// Loads |bytes| written to a file through the C API; returns code and
+/// message.
+std::pair<dlrt_status_code_t, std::string>
+loadViaCApi(const std::string &path) {
+  dlrt_context_options_t opts;
+  dlrt_context_options_init(&opts);
+  opts.device = DLRT_DEVICE_HOST;
+  dlrt_context_t ctx = nullptr;
+  dlrt_status_t s = dlrt_context_create(&opts, &ctx);
+  EXPECT_EQ(s, nullptr) << dlrt_status_message(s);
+  dlrt_model_t model = reinterpret_cast<dlrt_model_t>(0x1);
+  s = dlrt_model_load(ctx, path.c_str(), &model);
+  auto result =
+      std::make_pair(dlrt_status_code(s), std::string(dlrt_status_message(s)));
+  if (s)
+    EXPECT_EQ(model, nullptr) << "out_model is set to NULL on failure";
+  dlrt_status_free(s);
+  dlrt_model_release(model);
+  dlrt_context_release(ctx);
+  return result;
+}
+
+void expectOneLine(const std::string &message) {
+  EXPECT_FALSE(message.empty());
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+} // namespace
+
+TEST(Package, LoadsValidPackage) {
+  std::vector<uint8_t> bytes = buildPackage(validSpec());
+  Package p;
+  Status s = parsePackage(bytes.data(), bytes.size(), "t.dlcp", &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(p.formatVersion, 1u);
+  EXPECT_EQ(p.modelName, "test-model");
+  ASSERT_EQ(p.buffers.size(), 5u);
+  EXPECT_EQ(p.buffers[1].kind, BufferKind::Parameter);
+  EXPECT_EQ(p.buffers[3].aliasOf, 2);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].name, "k0");
+  ASSERT_NE(p.function("forward"), nullptr);
+  EXPECT_EQ(p.function("train_step"), nullptr);
+  EXPECT_EQ(p.weights.at("w_init").data.size(), 24u);
+  EXPECT_FALSE(p.hasTraining);
+}
+
+TEST(Package, MissingFile) {
+  TempDir dir;
+  auto [code, message] = loadViaCApi(dir.file("nope.dlcp"));
+  EXPECT_EQ(code, DLRT_NOT_FOUND);
+  EXPECT_EQ(message, "cannot open package '" + dir.file("nope.dlcp") +
+                         "': No such file or directory");
+}
+
+TEST(Package, GarbageFile) {
+  TempDir dir;
+  std::string text = "this is certainly not a flatbuffer package\n";
+  writeBytes(dir.file("g.dlcp"),
+             std::vector<uint8_t>(text.begin(), text.end()));
+  auto [code, message] = loadViaCApi(dir.file("g.dlcp"));
+  EXPECT_EQ(code, DLRT_CORRUPT);
+  EXPECT_EQ(message.find("'" + dir.file("g.dlcp") + "' is not a dlc package"),
+            0u)
+      << message;
+  expectOneLine(message);
+
+  writeBytes(dir.file("tiny.dlcp"), {1, 2, 3});
+  std::tie(code, message) = loadViaCApi(dir.file("tiny.dlcp"));
+  EXPECT_EQ(code, DLRT_CORRUPT);
+  EXPECT_NE(message.find("is not a dlc package (only 3 bytes)"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Package, TruncatedPackage) {
+  TempDir dir;
+  std::vector<uint8_t> bytes = buildPackage(validSpec());
+  bytes.resize(bytes.size() / 2);
+  writeBytes(dir.file("t.dlcp"), bytes);
+  auto [code, message] = loadViaCApi(dir.file("t.dlcp"));
+  EXPECT_EQ(code, DLRT_CORRUPT);
+  EXPECT_EQ(message.find("'" + dir.file("t.dlcp") + "' is corrupt: "), 0u)
+      << message;
+  expectOneLine(message);
+}
+
+TEST(Package, WrongVersion) {
+  TempDir dir;
+  PkgSpec spec = validSpec();
+  spec.formatVersion = 7;
+  writeBytes(dir.file("v7.dlcp"), buildPackage(spec));
+  auto [code, message] = loadViaCApi(dir.file("v7.dlcp"));
+  EXPECT_EQ(code, DLRT_INCOMPATIBLE);
+  EXPECT_EQ(message, "'" + dir.file("v7.dlcp") +
+                         "' has package format version 7; this runtime reads "
+                         "version 1 — recompile it with a matching dlc");
+}
+
+TEST(Package, OutOfRangeBufferIndex) {
+  TempDir dir;
+  PkgSpec spec = validSpec();
+  spec.functions[0].steps[0].args = {0, 1, 99};
+  writeBytes(dir.file("b.dlcp"), buildPackage(spec));
+  auto [code, message] = loadViaCApi(dir.file("b.dlcp"));
+  EXPECT_EQ(code, DLRT_CORRUPT);
+  EXPECT_NE(message.find("step 0 of function 'forward' uses buffer 99 of 5"),
+            std::string::npos)
+      << message;
+  expectOneLine(message);
+}
+
+/// Each corruption of a verifiable package is a DLRT_CORRUPT naming the
+/// problem.
+struct Corruption {
+  const char *name;
+  std::function<void(PkgSpec &)> apply;
+  const char *expect;
+};
+
+TEST(Package, InvalidPlansAreCorrupt) {
+  const Corruption cases[] = {
+      {"kernel index", [](PkgSpec &s) { s.functions[0].steps[0].kernel = 3; },
+       "launches kernel 3 of 1"},
+      {"alias out of range", [](PkgSpec &s) { s.buffers[3].aliasOf = 17; },
+       "aliases buffer 17"},
+      {"alias cycle",
+       [](PkgSpec &s) {
+         s.buffers[2] = {"", 5, 0, {2, 3}, -1, 3};
+       },
+       "alias cycle"},
+      {"arena overflow", [](PkgSpec &s) { s.functions[0].arenaBytes = 20; },
+       "lies outside the 20-byte arena"},
+      {"arena offset", [](PkgSpec &s) { s.buffers[2].arenaOffset = 8; },
+       "lies outside the 24-byte arena"},
+      {"missing weight", [](PkgSpec &s) { s.buffers[1].init = "nope"; },
+       "weight 'nope', which the package does not contain"},
+      {"weight size",
+       [](PkgSpec &s) {
+         s.weights = safetensors::serialize(
+             {{"w_init", "F32", {2}, floatBytes({1, 2})}});
+       },
+       "but weight 'w_init' is F32 of 8 bytes"},
+      {"bad weights",
+       [](PkgSpec &s) { s.weights = {1, 2, 3, 4, 5, 6, 7, 8, 9}; },
+       "weights: "},
+      {"size_bytes", [](PkgSpec &s) { s.buffers[0].sizeBytes = 1000; },
+       "size_bytes 1000"},
+      {"negative dim",
+       [](PkgSpec &s) {
+         s.buffers[0].shape = {-2, 3};
+       },
+       "invalid shape"},
+      {"unknown kind", [](PkgSpec &s) { s.buffers[4].kind = 42; },
+       "unknown kind 42"},
+      {"unnamed state", [](PkgSpec &s) { s.buffers[4].name = ""; },
+       "persistent buffer 4 has no name"},
+      {"duplicate state", [](PkgSpec &s) { s.buffers[4].name = "w"; },
+       "two persistent buffers are named 'w'"},
+      {"output index",
+       [](PkgSpec &s) {
+         s.functions[0].outputs = {{"y", 5}};
+       },
+       "output 'y' is buffer 5 of 5"},
+      {"unknown callee",
+       [](PkgSpec &s) {
+         s.functions[0].steps[0] = {false, 0, "fft", {0, 1, 2}, {}, {}};
+       },
+       "unknown library call 'fft'"},
+      {"gemm too small",
+       // Y[2,3] = X[2,3] * W[3,3]: W has only 6 floats.
+       [](PkgSpec &s) {
+         s.functions[0].steps[0] = {
+             false, 0, "gemm", {0, 1, 2}, {2, 3, 3, 0, 0, 0, 0}, {1, 0}};
+       },
+       "B (buffer 1, 24 bytes) is smaller than 9 floats"},
+      {"gemm attrs",
+       [](PkgSpec &s) {
+         s.functions[0].steps[0] = {false,     0,      "gemm",
+                                    {0, 1, 2}, {2, 3}, {1, 0}};
+       },
+       "gemm needs 7 int_attrs"},
+      {"conv output size",
+       [](PkgSpec &s) {
+         // x as [1,1,2,3], w as [1,1,2,3] -> y [1,1,1,1], but claims 2x2.
+         s.functions[0].steps[0] = {
+             false,
+             0,
+             "conv2d_forward",
+             {0, 1, 2},
+             {1, 1, 2, 3, 1, 2, 3, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},
+             {}};
+       },
+       "does not match"},
+      {"conv group",
+       [](PkgSpec &s) {
+         s.functions[0].steps[0] = {
+             false,
+             0,
+             "conv2d_forward",
+             {0, 1, 2},
+             {1, 1, 2, 3, 1, 2, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 0},
+             {}};
+       },
+       "not divisible by group 2"},
+  };
+  for (const Corruption &c : cases) {
+    SCOPED_TRACE(c.name);
+    PkgSpec spec = validSpec();
+    c.apply(spec);
+    Status s = parse(spec);
+    EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+    EXPECT_NE(s.message.find(c.expect), std::string::npos) << s.message;
+    EXPECT_EQ(s.message.find("'t.dlcp' is corrupt: "), 0u) << s.message;
+    expectOneLine(s.message);
+  }
+}
+
+TEST(Package, ValidLibraryCallsParse) {
+  PkgSpec spec = validSpec();
+  // Y[2,3] = A[2,2] * W[2,3]: A reads the first 4 of x's 6 floats, which the
+  // size check allows (buffers may be larger than a call needs).
+  spec.functions[0].steps[0] = {
+      false, 0, "gemm", {0, 1, 2}, {2, 3, 2, 0, 0, 0, 0}, {1, 0}};
+  Status s = parse(spec);
+  EXPECT_TRUE(s.ok()) << s.message;
+}
+
+TEST(Package, HostileBytesNeverCrash) {
+  // Every truncation and many single-byte corruptions of a valid package
+  // must give OK or an error status.
+  std::vector<uint8_t> good = buildPackage(validSpec());
+  for (size_t n = 0; n < good.size(); ++n) {
+    Package p;
+    Status s = parsePackage(good.data(), n, "t.dlcp", &p);
+    EXPECT_TRUE(s.code == DLRT_CORRUPT || s.code == DLRT_INCOMPATIBLE || s.ok())
+        << n << ": " << s.message;
+    // Only trailing alignment padding may be cut without losing content.
+    if (n + 8 < good.size())
+      EXPECT_FALSE(s.ok()) << "truncated to " << n << " of " << good.size();
+  }
+  for (size_t i = 0; i < good.size(); ++i)
+    for (uint8_t v : {0x00, 0xff, 0x7f, 0x80}) {
+      std::vector<uint8_t> bad = good;
+      bad[i] ^= v;
+      Package p;
+      Status s = parsePackage(bad.data(), bad.size(), "t.dlcp", &p);
+      if (s.ok())
+        continue;
+      EXPECT_TRUE(s.code == DLRT_CORRUPT || s.code == DLRT_INCOMPATIBLE)
+          << s.message;
+      expectOneLine(s.message);
+    }
+}

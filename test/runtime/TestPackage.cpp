@@ -1,0 +1,127 @@
+//===- TestPackage.cpp - build .dlcp packages and host kernels in tests --===//
+#include "TestPackage.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "dlc_schema/package_generated.h"
+
+namespace dlrt::test {
+namespace fb = dlc::package;
+
+std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
+  flatbuffers::FlatBufferBuilder b;
+  static const int kSizes[] = {4, 8, 8, 4, 1};
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  for (const BufSpec &s : spec.buffers) {
+    int64_t size = s.sizeBytes;
+    if (size < 0) {
+      size = kSizes[s.dtype];
+      for (int64_t d : s.shape)
+        size *= d;
+    }
+    buffers.push_back(fb::CreateBufferDirect(
+        b, s.name.c_str(), static_cast<fb::BufferKind>(s.kind),
+        static_cast<fb::DType>(s.dtype), &s.shape, size, s.arenaOffset,
+        s.aliasOf, s.init.c_str()));
+  }
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
+  for (const std::string &k : spec.kernels)
+    kernels.push_back(fb::CreateKernelDirect(b, k.c_str(), "", 1, 256));
+  std::vector<flatbuffers::Offset<fb::Function>> functions;
+  for (const FnSpec &f : spec.functions) {
+    std::vector<flatbuffers::Offset<fb::NamedBuffer>> ins, outs;
+    for (const auto &in : f.inputs)
+      ins.push_back(
+          fb::CreateNamedBufferDirect(b, in.first.c_str(), in.second));
+    for (const auto &out : f.outputs)
+      outs.push_back(
+          fb::CreateNamedBufferDirect(b, out.first.c_str(), out.second));
+    std::vector<flatbuffers::Offset<fb::Step>> steps;
+    for (const StepSpec &s : f.steps) {
+      if (s.launch) {
+        auto op = fb::CreateLaunchKernelDirect(b, s.kernel, &s.args);
+        steps.push_back(fb::CreateStep(b, fb::Op::LaunchKernel, op.Union()));
+      } else {
+        auto op = fb::CreateLibraryCallDirect(b, s.callee.c_str(), &s.args,
+                                              &s.intAttrs, &s.floatAttrs);
+        steps.push_back(fb::CreateStep(b, fb::Op::LibraryCall, op.Union()));
+      }
+    }
+    functions.push_back(fb::CreateFunctionDirect(b, f.name.c_str(), &ins, &outs,
+                                                 &steps, f.arenaBytes));
+  }
+  flatbuffers::Offset<fb::TrainingInfo> training;
+  if (spec.training)
+    training = fb::CreateTrainingInfoDirect(b, "loss", "sgd", 0.1f, 2, "");
+  auto pkg = fb::CreatePackageDirect(
+      b, spec.formatVersion, "dlc test", "test-model", &buffers, &kernels,
+      &functions, training,
+      spec.hostLibrary.empty() ? nullptr : &spec.hostLibrary,
+      spec.weights.empty() ? nullptr : &spec.weights, nullptr);
+  fb::FinishPackageBuffer(b, pkg);
+  return std::vector<uint8_t>(b.GetBufferPointer(),
+                              b.GetBufferPointer() + b.GetSize());
+}
+
+TempDir::TempDir() {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string tmpl =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/dlrt-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data()))
+    throw std::runtime_error("mkdtemp failed");
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::string cmd = "rm -rf '" + path_ + "'";
+  (void)std::system(cmd.c_str());
+}
+
+void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+}
+
+std::vector<uint8_t> readBytes(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f),
+                              std::istreambuf_iterator<char>());
+}
+
+std::vector<uint8_t> compileHostLibrary(const std::string &source,
+                                        std::string *error) {
+  TempDir dir;
+  std::string src = dir.file("kernels.cpp"), so = dir.file("kernels.so");
+  {
+    std::ofstream f(src);
+    f << source;
+  }
+  std::string cmd = std::string(DLRT_TEST_CXX) + " -O2 -shared -fPIC -o '" +
+                    so + "' '" + src + "' 2>&1";
+  FILE *p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[256];
+  while (p && fgets(buf, sizeof(buf), p))
+    out += buf;
+  int rc = p ? pclose(p) : -1;
+  if (rc != 0) {
+    *error = "'" + cmd + "' failed: " + out;
+    return {};
+  }
+  return readBytes(so);
+}
+
+std::vector<uint8_t> floatBytes(const std::vector<float> &v) {
+  std::vector<uint8_t> out(v.size() * sizeof(float));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+} // namespace dlrt::test

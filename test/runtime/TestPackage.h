@@ -1,0 +1,79 @@
+//===- TestPackage.h - build .dlcp packages and host kernels in tests ----===//
+#ifndef DLRT_TEST_RUNTIME_TESTPACKAGE_H
+#define DLRT_TEST_RUNTIME_TESTPACKAGE_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlrt::test {
+
+/// A buffer of the package; kind/dtype values as in package.fbs.
+struct BufSpec {
+  std::string name;
+  int kind = 4;  // Arena
+  int dtype = 0; // F32
+  std::vector<int64_t> shape;
+  int64_t arenaOffset = -1;
+  int32_t aliasOf = -1;
+  std::string init;
+  int64_t sizeBytes = -1; // -1: numel * element size
+};
+
+struct StepSpec {
+  bool launch = true;
+  uint32_t kernel = 0;
+  std::string callee;
+  std::vector<uint32_t> args;
+  std::vector<int64_t> intAttrs;
+  std::vector<float> floatAttrs;
+};
+
+struct FnSpec {
+  std::string name;
+  std::vector<std::pair<std::string, uint32_t>> inputs, outputs;
+  std::vector<StepSpec> steps;
+  int64_t arenaBytes = 0;
+};
+
+struct PkgSpec {
+  uint32_t formatVersion = 1;
+  std::vector<BufSpec> buffers;
+  std::vector<std::string> kernels;
+  std::vector<FnSpec> functions;
+  std::vector<uint8_t> hostLibrary;
+  std::vector<uint8_t> weights;
+  bool training = false;
+};
+
+/// Serializes |spec| with the FlatBuffers builder (file identifier "DLCP").
+std::vector<uint8_t> buildPackage(const PkgSpec &spec);
+
+/// A fresh empty temporary directory, removed by the destructor.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  const std::string &path() const { return path_; }
+  std::string file(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+  std::string path_;
+};
+
+void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes);
+std::vector<uint8_t> readBytes(const std::string &path);
+
+/// Compiles the C++ |source| into a shared object with the build's C++
+/// compiler (-O2 -shared -fPIC) and returns its bytes; empty with |error| set
+/// on failure.
+std::vector<uint8_t> compileHostLibrary(const std::string &source,
+                                        std::string *error);
+
+/// Bytes of a float vector (for weights and inputs).
+std::vector<uint8_t> floatBytes(const std::vector<float> &v);
+
+} // namespace dlrt::test
+
+#endif

@@ -1,0 +1,163 @@
+//===- Common.cpp - shared pieces of the dlrt subcommands -----------------===//
+#include "Common.h"
+
+#include <cstdio>
+
+namespace dlrt::cli {
+
+void fail(const std::string &message) { throw Error(message); }
+
+void check(dlrt_status_t status) {
+  if (!status)
+    return;
+  std::string message = dlrt_status_message(status);
+  dlrt_status_free(status);
+  fail(message.empty() ? "runtime call failed" : message);
+}
+
+static void printNotice(void *, const char *message) {
+  std::fprintf(stderr, "dlrt: note: %s\n", message);
+}
+
+ContextPtr openContext(const std::string &device, bool announce) {
+  dlrt_context_options_t options;
+  dlrt_context_options_init(&options);
+  if (device == "auto")
+    options.device = DLRT_DEVICE_AUTO;
+  else if (device == "host")
+    options.device = DLRT_DEVICE_HOST;
+  else if (device == "cuda")
+    options.device = DLRT_DEVICE_CUDA;
+  else
+    fail("unknown device '" + device + "' (expected auto, host or cuda)");
+  options.notice = printNotice;
+  dlrt_context_t context = nullptr;
+  check(dlrt_context_create(&options, &context));
+  ContextPtr owned(context);
+  if (announce) {
+    std::printf("device: %s\n", dlrt_context_device_name(context));
+    std::fflush(stdout);
+  }
+  return owned;
+}
+
+ModelPtr loadModel(dlrt_context_t context, const std::string &path) {
+  dlrt_model_t model = nullptr;
+  check(dlrt_model_load(context, path.c_str(), &model));
+  return ModelPtr(model);
+}
+
+SessionPtr createSession(dlrt_model_t model) {
+  dlrt_session_t session = nullptr;
+  check(dlrt_session_create(model, &session));
+  return SessionPtr(session);
+}
+
+std::vector<dlrt_tensor_info_t> inputInfos(dlrt_model_t model,
+                                           const char *function) {
+  std::vector<dlrt_tensor_info_t> out;
+  int32_t n = dlrt_model_input_count(model, function);
+  for (int32_t i = 0; i < n; ++i) {
+    dlrt_tensor_info_t info;
+    check(dlrt_model_input_info(model, function, i, &info));
+    out.push_back(info);
+  }
+  return out;
+}
+
+std::vector<dlrt_tensor_info_t> outputInfos(dlrt_model_t model,
+                                            const char *function) {
+  std::vector<dlrt_tensor_info_t> out;
+  int32_t n = dlrt_model_output_count(model, function);
+  for (int32_t i = 0; i < n; ++i) {
+    dlrt_tensor_info_t info;
+    check(dlrt_model_output_info(model, function, i, &info));
+    out.push_back(info);
+  }
+  return out;
+}
+
+int64_t numel(const dlrt_tensor_info_t &info) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < info.rank; ++i)
+    n *= info.shape[i];
+  return n;
+}
+
+size_t byteSize(const dlrt_tensor_info_t &info) {
+  return static_cast<size_t>(numel(info)) * dlrt_dtype_size(info.dtype);
+}
+
+const char *dtypeName(dlrt_dtype_t dtype) {
+  switch (dtype) {
+  case DLRT_F32:
+    return "f32";
+  case DLRT_F64:
+    return "f64";
+  case DLRT_I64:
+    return "i64";
+  case DLRT_I32:
+    return "i32";
+  case DLRT_BOOL:
+    return "bool";
+  }
+  return "?";
+}
+
+std::string describe(const dlrt_tensor_info_t &info) {
+  std::string s = "[";
+  for (int32_t i = 0; i < info.rank; ++i)
+    s += (i ? ", " : "") + std::to_string(info.shape[i]);
+  return s + "] " + dtypeName(info.dtype);
+}
+
+data::DType toDataType(dlrt_dtype_t dtype) {
+  switch (dtype) {
+  case DLRT_F32:
+    return data::DType::F32;
+  case DLRT_F64:
+    return data::DType::F64;
+  case DLRT_I64:
+    return data::DType::I64;
+  case DLRT_I32:
+    return data::DType::I32;
+  case DLRT_BOOL:
+    return data::DType::Bool;
+  }
+  return data::DType::F32;
+}
+
+void checkFeedable(const dlrt_tensor_info_t &info, int64_t batch,
+                   const data::Array &src, const std::string &what) {
+  if (info.rank < 1 || info.shape[0] != batch)
+    fail("input '" + std::string(info.name) + "' has shape " +
+         describe(info) + ", whose first dimension is not the batch size " +
+         std::to_string(batch));
+  if (src.shape.empty())
+    fail(what + ": array '" + info.name +
+         "' is a scalar; expected samples along its first axis");
+  int64_t perSample = numel(info) / batch;
+  if (src.sampleNumel() != perSample) {
+    std::vector<int64_t> want(info.shape + 1, info.shape + info.rank);
+    std::vector<int64_t> have(src.shape.begin() + 1, src.shape.end());
+    fail(what + ": array '" + info.name + "' has samples of shape " +
+         data::shapeString(have) + " (" + std::to_string(src.sampleNumel()) +
+         " elements); input '" + info.name + "' " + describe(info) +
+         " needs " + data::shapeString(want) + " (" +
+         std::to_string(perSample) + " elements) per sample");
+  }
+}
+
+void feedBatch(dlrt_session_t session, const char *function,
+               std::vector<Binding> &bindings, const int64_t *indices,
+               int64_t batch) {
+  for (Binding &b : bindings) {
+    b.staging.resize(byteSize(b.info));
+    data::gatherSamples(*b.src, indices, static_cast<size_t>(batch),
+                        toDataType(b.info.dtype), b.staging.data());
+    check(dlrt_session_set_input(session, function, b.info.name,
+                                 b.staging.data(), b.staging.size()));
+  }
+}
+
+} // namespace dlrt::cli

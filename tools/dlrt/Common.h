@@ -1,0 +1,86 @@
+//===- Common.h - shared pieces of the dlrt subcommands ---------*- C++ -*-===//
+// RAII over the C API handles, the one-line error convention, device
+// selection and the binding of data-file arrays to a function's inputs.
+#ifndef DLRT_TOOLS_COMMON_H
+#define DLRT_TOOLS_COMMON_H
+
+#include "data/Array.h"
+#include "dlrt/dlrt.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dlrt::cli {
+
+/// A user-facing failure: main() prints "dlrt: error: <what>" and exits 1.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws Error(|message|).
+[[noreturn]] void fail(const std::string &message);
+
+/// Frees |status| and throws Error with its message when it is not OK.
+void check(dlrt_status_t status);
+
+struct ContextDeleter {
+  void operator()(dlrt_context *c) const { dlrt_context_release(c); }
+};
+struct ModelDeleter {
+  void operator()(dlrt_model *m) const { dlrt_model_release(m); }
+};
+struct SessionDeleter {
+  void operator()(dlrt_session *s) const { dlrt_session_release(s); }
+};
+using ContextPtr = std::unique_ptr<dlrt_context, ContextDeleter>;
+using ModelPtr = std::unique_ptr<dlrt_model, ModelDeleter>;
+using SessionPtr = std::unique_ptr<dlrt_session, SessionDeleter>;
+
+/// Opens the device named |device| ("auto", "host" or "cuda"); context
+/// notices go to stderr as "dlrt: note: ...". When |announce| is set, prints
+/// "device: <name>" on stdout.
+ContextPtr openContext(const std::string &device, bool announce);
+/// Loads the package at |path| (errors are the C API's messages).
+ModelPtr loadModel(dlrt_context_t context, const std::string &path);
+SessionPtr createSession(dlrt_model_t model);
+
+/// Inputs / outputs of |function| (empty when it does not exist).
+std::vector<dlrt_tensor_info_t> inputInfos(dlrt_model_t model,
+                                           const char *function);
+std::vector<dlrt_tensor_info_t> outputInfos(dlrt_model_t model,
+                                            const char *function);
+
+/// Elements / bytes of a tensor.
+int64_t numel(const dlrt_tensor_info_t &info);
+size_t byteSize(const dlrt_tensor_info_t &info);
+/// "[64, 1, 28, 28] f32"-style description.
+std::string describe(const dlrt_tensor_info_t &info);
+const char *dtypeName(dlrt_dtype_t dtype);
+/// The data-library dtype of a runtime dtype.
+data::DType toDataType(dlrt_dtype_t dtype);
+
+/// An input of a function fed from a data array, batch-major: sample i of
+/// the batch is src->sample(i).
+struct Binding {
+  dlrt_tensor_info_t info;
+  const data::Array *src = nullptr;
+  std::vector<uint8_t> staging; ///< byteSize(info) bytes
+};
+
+/// Checks that |src| can feed input |info| in batches of |batch| samples:
+/// info's first dimension is |batch| and the per-sample element counts
+/// match. Errors name |what| (the file), the input and both shapes.
+void checkFeedable(const dlrt_tensor_info_t &info, int64_t batch,
+                   const data::Array &src, const std::string &what);
+
+/// Fills every binding's staging buffer with samples |indices[0..batch)|
+/// (negative index = zero padding) and copies it into |session|.
+void feedBatch(dlrt_session_t session, const char *function,
+               std::vector<Binding> &bindings, const int64_t *indices,
+               int64_t batch);
+
+} // namespace dlrt::cli
+
+#endif // DLRT_TOOLS_COMMON_H

@@ -1,0 +1,188 @@
+//===- Info.cpp - `dlrt info`: describe a package --------------------------===//
+// Validates the package with dlrt_model_load (so errors match the C API's),
+// then reads the FlatBuffers plan directly for what the C API does not
+// expose: kernels, steps, arena sizes, persistent buffers, cubins.
+#include "Commands.h"
+#include "Common.h"
+
+#include "data/Npy.h"
+#include "dlc_schema/package_generated.h"
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace dlrt::cli {
+
+namespace fb = dlc::package;
+
+namespace {
+const char *kindName(fb::BufferKind k) {
+  switch (k) {
+  case fb::BufferKind::Parameter:
+    return "parameter";
+  case fb::BufferKind::OptimizerState:
+    return "optimizer-state";
+  case fb::BufferKind::State:
+    return "state";
+  case fb::BufferKind::Input:
+    return "input";
+  case fb::BufferKind::Arena:
+    return "arena";
+  case fb::BufferKind::Alias:
+    return "alias";
+  case fb::BufferKind::Constant:
+    return "constant";
+  }
+  return "?";
+}
+
+const char *fbDtype(fb::DType t) {
+  switch (t) {
+  case fb::DType::F32:
+    return "f32";
+  case fb::DType::F64:
+    return "f64";
+  case fb::DType::I64:
+    return "i64";
+  case fb::DType::I32:
+    return "i32";
+  case fb::DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+std::string str(const flatbuffers::String *s) {
+  return s ? s->str() : std::string();
+}
+
+std::string bufferDesc(const fb::Package *p, uint32_t index) {
+  if (!p->buffers() || index >= p->buffers()->size())
+    return "<bad buffer index>";
+  const fb::Buffer *b = p->buffers()->Get(index);
+  std::string s = "[";
+  if (b->shape())
+    for (uint32_t i = 0; i < b->shape()->size(); ++i)
+      s += (i ? ", " : "") + std::to_string(b->shape()->Get(i));
+  return s + "] " + fbDtype(b->dtype());
+}
+
+std::string humanBytes(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (int64_t(1) << 20))
+    std::snprintf(buf, sizeof(buf), "%lld bytes (%.1f MiB)",
+                  static_cast<long long>(bytes), bytes / 1048576.0);
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof(buf), "%lld bytes (%.1f KiB)",
+                  static_cast<long long>(bytes), bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof(buf), "%lld bytes", static_cast<long long>(bytes));
+  return buf;
+}
+} // namespace
+
+int runInfo(const InfoOptions &o) {
+  {
+    // Validate through the C API first: same one-line errors as libdlrt.
+    ContextPtr context = openContext("host", /*announce=*/false);
+    ModelPtr model = loadModel(context.get(), o.package);
+  }
+  std::vector<uint8_t> bytes;
+  std::string err;
+  if (!data::readFileBytes(o.package, bytes, err))
+    fail(err);
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (!fb::VerifyPackageBuffer(verifier))
+    fail("'" + o.package + "' is corrupt: FlatBuffers verification failed");
+  const fb::Package *p = fb::GetPackage(bytes.data());
+
+  std::printf("package: %s\n", o.package.c_str());
+  std::printf("model: %s\n", str(p->model_name()).c_str());
+  std::printf("producer: %s\n", str(p->producer()).c_str());
+  std::printf("format version: %u\n", p->format_version());
+  if (const fb::TrainingInfo *t = p->training())
+    std::printf("training: optimizer %s, learning rate %g, batch size %lld, "
+                "loss output '%s'\n",
+                str(t->optimizer()).c_str(), t->learning_rate(),
+                static_cast<long long>(t->batch_size()),
+                str(t->loss_output()).c_str());
+  else
+    std::printf("training: none (inference package)\n");
+
+  if (p->functions())
+    for (const fb::Function *f : *p->functions()) {
+      std::printf("function %s:\n", str(f->name()).c_str());
+      if (f->inputs())
+        for (const fb::NamedBuffer *nb : *f->inputs())
+          std::printf("  input  %s: %s\n", str(nb->name()).c_str(),
+                      bufferDesc(p, nb->buffer()).c_str());
+      if (f->outputs())
+        for (const fb::NamedBuffer *nb : *f->outputs())
+          std::printf("  output %s: %s\n", str(nb->name()).c_str(),
+                      bufferDesc(p, nb->buffer()).c_str());
+      int64_t launches = 0;
+      std::map<std::string, int64_t> calls;
+      if (f->steps())
+        for (const fb::Step *s : *f->steps()) {
+          if (s->op_type() == fb::Op::LaunchKernel)
+            ++launches;
+          else if (const fb::LibraryCall *c = s->op_as_LibraryCall())
+            ++calls[str(c->callee())];
+        }
+      std::printf("  kernel launches: %lld\n",
+                  static_cast<long long>(launches));
+      std::string callText;
+      int64_t totalCalls = 0;
+      for (const auto &[callee, n] : calls) {
+        callText += (callText.empty() ? "" : ", ") + callee + " " +
+                    std::to_string(n);
+        totalCalls += n;
+      }
+      std::printf("  library calls: %lld%s%s%s\n",
+                  static_cast<long long>(totalCalls),
+                  callText.empty() ? "" : " (", callText.c_str(),
+                  callText.empty() ? "" : ")");
+      std::printf("  arena: %s\n", humanBytes(f->arena_bytes()).c_str());
+    }
+
+  std::map<std::string, std::pair<int64_t, int64_t>> persistent;
+  int64_t persistentCount = 0, persistentBytes = 0;
+  if (p->buffers())
+    for (const fb::Buffer *b : *p->buffers()) {
+      fb::BufferKind k = b->kind();
+      if (k == fb::BufferKind::Parameter ||
+          k == fb::BufferKind::OptimizerState ||
+          k == fb::BufferKind::State || k == fb::BufferKind::Constant) {
+        auto &e = persistent[kindName(k)];
+        ++e.first;
+        e.second += b->size_bytes();
+        ++persistentCount;
+        persistentBytes += b->size_bytes();
+      }
+    }
+  std::printf("persistent buffers: %lld, %s\n",
+              static_cast<long long>(persistentCount),
+              humanBytes(persistentBytes).c_str());
+  for (const auto &[kind, e] : persistent)
+    std::printf("  %s: %lld, %s\n", kind.c_str(),
+                static_cast<long long>(e.first), humanBytes(e.second).c_str());
+  std::printf("kernels: %u\n", p->kernels() ? p->kernels()->size() : 0u);
+  std::printf("host library: %s\n",
+              humanBytes(p->host_library() ? p->host_library()->size() : 0)
+                  .c_str());
+  std::set<std::string> archs;
+  if (p->cubins())
+    for (const fb::Cubin *c : *p->cubins())
+      archs.insert(str(c->arch()));
+  std::string archText;
+  for (const std::string &a : archs)
+    archText += (archText.empty() ? "" : " ") + a;
+  std::printf("cubins: %u%s%s\n", p->cubins() ? p->cubins()->size() : 0u,
+              archText.empty() ? " (kernels are compiled by NVRTC at load)"
+                               : " for ",
+              archText.c_str());
+  return 0;
+}
+
+} // namespace dlrt::cli

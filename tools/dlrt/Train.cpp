@@ -1,0 +1,416 @@
+//===- Train.cpp - `dlrt train`: the training loop -------------------------===//
+// Feeds batches to a package's train_step, logs losses, evaluates the test
+// split, and saves / resumes checkpoints. The data order is a function of
+// (seed, epoch) only, so a resumed run recomputes its epoch's permutation,
+// skips the consumed batches and continues bit-identically on the host.
+#include "Commands.h"
+#include "Common.h"
+
+#include "data/FashionMnist.h"
+#include "data/Npy.h"
+#include "data/Shuffle.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace dlrt::cli {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// The training data: arrays bound to train_step inputs, and for datasets
+/// with one, the test split.
+struct TrainData {
+  std::vector<data::NamedArray> npz;
+  data::LabelledSplit train, test;
+  bool isFashionMnist = false;
+  std::string fashionDir;
+  std::string what; ///< file or dataset name for messages
+  std::vector<Binding> bindings;
+  int64_t samples = 0;
+};
+
+void bindNpz(const TrainOptions &o, dlrt_model_t model, int64_t batch,
+             TrainData &d) {
+  std::string err;
+  d.what = o.dataFile;
+  if (!data::readNpz(o.dataFile, d.npz, err))
+    fail(err);
+  std::string firstName;
+  for (const dlrt_tensor_info_t &info : inputInfos(model, "train_step")) {
+    const data::NamedArray *a = data::findArray(d.npz, info.name, o.dataFile,
+                                                err);
+    if (!a)
+      fail(err + "; train_step needs '" + info.name + "' " + describe(info));
+    checkFeedable(info, batch, a->array, o.dataFile);
+    int64_t n = a->array.shape[0];
+    if (d.bindings.empty()) {
+      d.samples = n;
+      firstName = info.name;
+    } else if (n != d.samples) {
+      fail(o.dataFile + ": array '" + info.name + "' has " +
+           std::to_string(n) + " samples but '" + firstName + "' has " +
+           std::to_string(d.samples));
+    }
+    Binding b;
+    b.info = info;
+    b.src = &a->array;
+    d.bindings.push_back(std::move(b));
+  }
+}
+
+void bindFashionMnist(const TrainOptions &o, dlrt_model_t model,
+                      int64_t batch, TrainData &d) {
+  std::string spec = o.dataset;
+  std::string name = spec.substr(0, spec.find(':'));
+  if (name != "fashion-mnist")
+    fail("unknown dataset '" + spec +
+         "' (supported: fashion-mnist[:DIR]; or pass --data FILE.npz)");
+  d.isFashionMnist = true;
+  d.fashionDir = spec.find(':') == std::string::npos
+                     ? std::string(data::kFashionMnistDefaultDir)
+                     : spec.substr(spec.find(':') + 1);
+  d.what = "fashion-mnist (" + d.fashionDir + ")";
+  std::string err;
+  if (!data::loadFashionMnist(d.fashionDir, /*train=*/true, d.train, err))
+    fail(err);
+  d.samples = d.train.images.shape[0];
+  std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "train_step");
+  std::vector<std::string> others;
+  for (const dlrt_tensor_info_t &info : inputs)
+    if (std::string(info.name) != "labels")
+      others.push_back(info.name);
+  bool hasLabels = others.size() + 1 == inputs.size();
+  if (!hasLabels || others.size() != 1)
+    fail("fashion-mnist feeds one image input and 'labels', but train_step "
+         "has " + std::to_string(others.size()) + " other input(s)" +
+         (hasLabels ? "" : " and no 'labels'"));
+  for (const dlrt_tensor_info_t &info : inputs) {
+    Binding b;
+    b.info = info;
+    b.src = std::string(info.name) == "labels" ? &d.train.labels
+                                               : &d.train.images;
+    checkFeedable(info, batch, *b.src, d.what);
+    d.bindings.push_back(std::move(b));
+  }
+}
+
+/// Index of the output named |name| of |function| in |infos|, or -1.
+int findInfo(const std::vector<dlrt_tensor_info_t> &infos,
+             const std::string &name) {
+  for (size_t i = 0; i < infos.size(); ++i)
+    if (name == infos[i].name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+/// Reads output |info| of the last run of |function| as doubles.
+std::vector<double> readOutput(dlrt_session_t session, const char *function,
+                               const dlrt_tensor_info_t &info) {
+  std::vector<uint8_t> raw(byteSize(info));
+  check(dlrt_session_get_output(session, function, info.name, raw.data(),
+                                raw.size()));
+  std::vector<double> out(static_cast<size_t>(numel(info)));
+  data::convertElements(raw.data(), toDataType(info.dtype), out.data(),
+                        data::DType::F64, out.size());
+  return out;
+}
+
+/// Runs `forward` over the Fashion-MNIST t10k split and prints the accuracy
+/// of argmax over the last axis of output 0. Padding rows of the final
+/// batch are zeros and are not counted.
+void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
+                  TrainData &d) {
+  std::string err;
+  if (d.test.images.data.empty() &&
+      !data::loadFashionMnist(d.fashionDir, /*train=*/false, d.test, err)) {
+    std::fprintf(stderr, "dlrt: note: no test accuracy: %s\n", err.c_str());
+    return;
+  }
+  std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "forward");
+  std::vector<dlrt_tensor_info_t> outputs = outputInfos(model, "forward");
+  std::vector<Binding> bindings;
+  for (const dlrt_tensor_info_t &info : inputs) {
+    if (std::string(info.name) == "labels")
+      continue;
+    Binding b;
+    b.info = info;
+    b.src = &d.test.images;
+    bindings.push_back(std::move(b));
+  }
+  if (bindings.size() != 1 || outputs.empty()) {
+    std::fprintf(stderr, "dlrt: note: no test accuracy: forward has %zu "
+                         "image inputs and %zu outputs (expected 1 and >= 1)\n",
+                 bindings.size(), outputs.size());
+    return;
+  }
+  checkFeedable(bindings[0].info, batch, d.test.images,
+                "fashion-mnist t10k");
+  const dlrt_tensor_info_t &out = outputs[0];
+  int64_t classes = out.rank >= 1 ? out.shape[out.rank - 1] : 0;
+  if (classes < 1 || numel(out) != batch * classes) {
+    std::fprintf(stderr, "dlrt: note: no test accuracy: forward output '%s' "
+                         "%s is not [batch, classes]\n",
+                 out.name, describe(out).c_str());
+    return;
+  }
+  // Only forward's own inputs are set: train_step's stay as they were.
+  int64_t n = d.test.images.shape[0], correct = 0;
+  const int64_t *labels =
+      reinterpret_cast<const int64_t *>(d.test.labels.data.data());
+  std::vector<int64_t> idx(static_cast<size_t>(batch));
+  for (int64_t start = 0; start < n; start += batch) {
+    int64_t real = std::min(batch, n - start);
+    for (int64_t i = 0; i < batch; ++i)
+      idx[i] = i < real ? start + i : -1;
+    feedBatch(session, "forward", bindings, idx.data(), batch);
+    check(dlrt_session_run(session, "forward"));
+    std::vector<double> logits = readOutput(session, "forward", out);
+    for (int64_t i = 0; i < real; ++i) {
+      const double *row = logits.data() + i * classes;
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c)
+        if (row[c] > row[best])
+          best = c;
+      correct += best == labels[start + i];
+    }
+  }
+  std::printf("test accuracy %.2f%% (%lld samples)\n",
+              100.0 * static_cast<double>(correct) / static_cast<double>(n),
+              static_cast<long long>(n));
+  std::fflush(stdout);
+}
+
+void saveCheckpoint(dlrt_session_t session, const TrainOptions &o,
+                    int64_t step, int64_t stepsPerEpoch, uint64_t seed) {
+  nlohmann::json meta = {
+      {"step", std::to_string(step)},
+      {"epoch", std::to_string(step / stepsPerEpoch)},
+      {"seed", std::to_string(seed)},
+      {"package", o.package},
+      {"steps_per_epoch", std::to_string(stepsPerEpoch)},
+      {"shuffle", o.shuffle ? "1" : "0"}};
+  check(dlrt_session_save_checkpoint(session, o.save.c_str(),
+                                     meta.dump().c_str()));
+}
+
+/// Parses the unsigned decimal metadata value |key| of checkpoint |path|.
+bool metaNumber(const nlohmann::json &meta, const char *key,
+                const std::string &path, uint64_t &out) {
+  if (!meta.is_object() || !meta.contains(key))
+    return false;
+  const nlohmann::json &v = meta[key];
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    fail(path + ": checkpoint metadata '" + key + "' is not a number: " + s);
+  out = std::stoull(s);
+  return true;
+}
+} // namespace
+
+int runTrain(const TrainOptions &o) {
+  if (o.dataFile.empty() == o.dataset.empty())
+    fail("train needs exactly one of --data FILE.npz or --dataset "
+         "fashion-mnist[:DIR]");
+  if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
+    fail("--steps, --epochs, --log-every and --batch-size must be positive");
+
+  ContextPtr context = openContext(o.device, /*announce=*/true);
+  ModelPtr model = loadModel(context.get(), o.package);
+  if (!dlrt_model_has_function(model.get(), "train_step"))
+    fail("'" + o.package + "' is not a training package (it has no "
+         "train_step function; compile it with dlc --train)");
+  int64_t batch = dlrt_model_batch_size(model.get());
+  if (batch < 1)
+    fail("'" + o.package + "' does not record its training batch size");
+  if (o.batchSize != 0 && o.batchSize != batch)
+    fail("--batch-size " + std::to_string(o.batchSize) +
+         " differs from the package's compiled batch size " +
+         std::to_string(batch) + " (recompile with dlc --batch-size " +
+         std::to_string(o.batchSize) + ")");
+
+  TrainData d;
+  if (!o.dataFile.empty())
+    bindNpz(o, model.get(), batch, d);
+  else
+    bindFashionMnist(o, model.get(), batch, d);
+  if (d.samples < batch)
+    fail(d.what + " has " + std::to_string(d.samples) +
+         " samples, fewer than one batch of " + std::to_string(batch));
+  const int64_t stepsPerEpoch = d.samples / batch;
+
+  std::vector<dlrt_tensor_info_t> outputs = outputInfos(model.get(),
+                                                        "train_step");
+  std::string lossName = dlrt_model_loss_output(model.get());
+  int lossIndex = findInfo(outputs, lossName);
+  if (lossIndex < 0)
+    fail("'" + o.package + "': loss output '" + lossName +
+         "' is not an output of train_step");
+  const dlrt_tensor_info_t lossInfo = outputs[lossIndex];
+
+  SessionPtr session = createSession(model.get());
+  int64_t step = 0;
+  uint64_t seed = o.seed;
+  if (!o.resume.empty()) {
+    char *metaText = nullptr;
+    check(dlrt_session_load_checkpoint(session.get(), o.resume.c_str(),
+                                       &metaText));
+    std::string text = metaText ? metaText : "";
+    dlrt_string_free(metaText);
+    nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
+    uint64_t value;
+    if (!metaNumber(meta, "step", o.resume, value))
+      fail(o.resume + ": checkpoint has no 'step' metadata (not written by "
+                      "dlrt train?)");
+    step = static_cast<int64_t>(value);
+    if (metaNumber(meta, "seed", o.resume, value)) {
+      if (!o.seedGiven)
+        seed = value;
+      else if (value != o.seed)
+        std::fprintf(stderr, "dlrt: note: checkpoint was trained with --seed "
+                             "%llu; continuing with --seed %llu\n",
+                     static_cast<unsigned long long>(value),
+                     static_cast<unsigned long long>(o.seed));
+    }
+    if (metaNumber(meta, "steps_per_epoch", o.resume, value) &&
+        static_cast<int64_t>(value) != stepsPerEpoch)
+      std::fprintf(stderr, "dlrt: note: checkpoint had %llu steps per epoch, "
+                           "this data gives %lld; the data order differs\n",
+                   static_cast<unsigned long long>(value),
+                   static_cast<long long>(stepsPerEpoch));
+    std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
+                static_cast<long long>(step));
+  }
+
+  const int64_t target = o.steps > 0 ? o.steps : o.epochs * stepsPerEpoch;
+  const int64_t totalEpochs = (target + stepsPerEpoch - 1) / stepsPerEpoch;
+  if (step >= target) {
+    std::printf("nothing to do: at step %lld of %lld\n",
+                static_cast<long long>(step), static_cast<long long>(target));
+    return 0;
+  }
+
+  FILE *log = nullptr;
+  if (!o.logJsonl.empty()) {
+    // A resumed run continues its log; a fresh run starts a new one.
+    log = std::fopen(o.logJsonl.c_str(), o.resume.empty() ? "w" : "a");
+    if (!log)
+      fail("cannot open --log-jsonl file '" + o.logJsonl + "'");
+  }
+  struct LogCloser {
+    FILE *f;
+    ~LogCloser() {
+      if (f)
+        std::fclose(f);
+    }
+  } logCloser{log};
+
+  const bool evaluate =
+      d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
+  std::vector<int64_t> identity(static_cast<size_t>(d.samples));
+  std::iota(identity.begin(), identity.end(), 0);
+  bool warnedNonFinite = false;
+  bool savedAtEnd = false;
+
+  while (step < target) {
+    const int64_t epoch = step / stepsPerEpoch;
+    const int64_t first = step % stepsPerEpoch;
+    std::vector<int64_t> shuffled;
+    if (o.shuffle)
+      shuffled = data::epochPermutation(d.samples, seed, epoch);
+    const std::vector<int64_t> &order = o.shuffle ? shuffled : identity;
+
+    double epochLoss = 0, windowLoss = 0;
+    int64_t epochSteps = 0, windowSteps = 0;
+    Clock::time_point epochStart = Clock::now(), windowStart = epochStart;
+    int64_t k = first;
+    for (; k < stepsPerEpoch && step < target; ++k) {
+      feedBatch(session.get(), "train_step", d.bindings,
+                order.data() + k * batch, batch);
+      check(dlrt_session_run(session.get(), "train_step"));
+      std::vector<double> lossValues =
+          readOutput(session.get(), "train_step", lossInfo);
+      double loss = 0;
+      for (double v : lossValues)
+        loss += v;
+      if (!lossValues.empty())
+        loss /= static_cast<double>(lossValues.size());
+      ++step;
+      if (!std::isfinite(loss) && !warnedNonFinite) {
+        std::fprintf(stderr, "dlrt: note: loss is %g at step %lld\n", loss,
+                     static_cast<long long>(step));
+        warnedNonFinite = true;
+      }
+      if (log) {
+        // f32 losses print exactly with 9 significant digits, f64 with 17.
+        if (lossInfo.dtype == DLRT_F64)
+          std::fprintf(log, "{\"step\": %lld, \"loss\": %.17g}\n",
+                       static_cast<long long>(step), loss);
+        else
+          std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g}\n",
+                       static_cast<long long>(step), loss);
+      }
+      epochLoss += loss;
+      windowLoss += loss;
+      ++epochSteps;
+      ++windowSteps;
+      if (step % o.logEvery == 0) {
+        double secs = secondsSince(windowStart);
+        std::printf("epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
+                    "samples/s\n",
+                    static_cast<long long>(epoch + 1),
+                    static_cast<long long>(totalEpochs),
+                    static_cast<long long>(k + 1),
+                    static_cast<long long>(stepsPerEpoch),
+                    windowLoss / static_cast<double>(windowSteps),
+                    secs > 0 ? static_cast<double>(windowSteps * batch) / secs
+                             : 0.0);
+        std::fflush(stdout);
+        windowLoss = 0;
+        windowSteps = 0;
+        windowStart = Clock::now();
+      }
+    }
+    if (log)
+      std::fflush(log);
+    double secs = secondsSince(epochStart);
+    double rate =
+        secs > 0 ? static_cast<double>(epochSteps * batch) / secs : 0.0;
+    bool finished = k == stepsPerEpoch;
+    if (finished)
+      std::printf("epoch %lld: mean loss %.4f, %.0f samples/s, %.1f s\n",
+                  static_cast<long long>(epoch + 1),
+                  epochLoss / static_cast<double>(epochSteps), rate, secs);
+    else
+      std::printf("epoch %lld (stopped at step %lld, %lld/%lld of the epoch): "
+                  "mean loss %.4f, %.0f samples/s, %.1f s\n",
+                  static_cast<long long>(epoch + 1),
+                  static_cast<long long>(step), static_cast<long long>(k),
+                  static_cast<long long>(stepsPerEpoch),
+                  epochLoss / static_cast<double>(epochSteps), rate, secs);
+    std::fflush(stdout);
+    if (evaluate)
+      testAccuracy(session.get(), model.get(), batch, d);
+    if (!o.save.empty()) {
+      saveCheckpoint(session.get(), o, step, stepsPerEpoch, seed);
+      savedAtEnd = step >= target;
+    }
+  }
+  if (!o.save.empty()) {
+    if (!savedAtEnd)
+      saveCheckpoint(session.get(), o, step, stepsPerEpoch, seed);
+    std::printf("saved checkpoint %s (step %lld)\n", o.save.c_str(),
+                static_cast<long long>(step));
+  }
+  return 0;
+}
+
+} // namespace dlrt::cli

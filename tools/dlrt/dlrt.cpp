@@ -1,0 +1,147 @@
+//===- dlrt.cpp - the dlrt command-line tool: train, run, info -------------===//
+// Thin main(): parses the command line with CLI11 and dispatches to the
+// subcommands. Every failure is one line "dlrt: error: ..." and a non-zero
+// exit (2 for command-line errors, 1 for everything else).
+#include "Commands.h"
+#include "Common.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+using namespace dlrt::cli;
+
+int main(int argc, char **argv) {
+  CLI::App app{"dlrt: trains and runs packages (.dlcp) compiled by dlc"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+
+  const std::string deviceHelp =
+      "Device: auto (CUDA if a driver and a GPU are present, else host), "
+      "host or cuda";
+  const auto deviceCheck = CLI::IsMember({"auto", "host", "cuda"});
+  // CLI::PositiveNumber's message prints the range as a 300-digit double.
+  const CLI::Validator positive(
+      [](std::string &value) -> std::string {
+        if (value.empty() ||
+            value.find_first_not_of("0123456789") != std::string::npos ||
+            value.find_first_not_of('0') == std::string::npos)
+          return "'" + value + "' is not a positive integer";
+        return "";
+      },
+      "POSITIVE");
+
+  TrainOptions train;
+  CLI::App *trainCmd = app.add_subcommand(
+      "train", "Train a package compiled with dlc --train: feed batches to "
+               "its train_step, log the loss, save checkpoints");
+  trainCmd->add_option("package", train.package, "Training package (.dlcp)")
+      ->required();
+  CLI::Option *dataOpt = trainCmd->add_option(
+      "--data", train.dataFile,
+      "NumPy .npz with one array per train_step input (named by the input) "
+      "plus 'labels', batch-major, all with the same number of samples; "
+      "per-sample shapes must match the inputs, dtypes are converted");
+  CLI::Option *datasetOpt = trainCmd->add_option(
+      "--dataset", train.dataset,
+      "fashion-mnist[:DIR]: the train split (images u8/255 -> f32, labels "
+      "i64) from DIR (default /usr/share/datasets/fashion-mnist, Debian's "
+      "dataset-fashion-mnist); after each epoch the test accuracy of "
+      "forward on the t10k split is printed");
+  dataOpt->excludes(datasetOpt);
+  datasetOpt->excludes(dataOpt);
+  CLI::Option *stepsOpt = trainCmd->add_option(
+      "--steps", train.steps,
+      "Stop when the global step count (resumed steps included) reaches N");
+  stepsOpt->check(positive);
+  CLI::Option *epochsOpt = trainCmd->add_option(
+      "--epochs", train.epochs,
+      "Epochs to train, counted from step 0 (default 1); each epoch drops "
+      "its final partial batch");
+  epochsOpt->check(positive);
+  stepsOpt->excludes(epochsOpt);
+  epochsOpt->excludes(stepsOpt);
+  trainCmd
+      ->add_option("--batch-size", train.batchSize,
+                   "Must equal the package's compiled batch size (recompile "
+                   "with dlc --batch-size to change it)")
+      ->check(positive);
+  trainCmd->add_flag(
+      "--no-shuffle", [&](int64_t) { train.shuffle = false; },
+      "Batches are consecutive samples in file order (default: a seeded "
+      "permutation per epoch)");
+  CLI::Option *seedOpt = trainCmd->add_option(
+      "--seed", train.seed,
+      "Seed of the per-epoch permutation (default 0, or the checkpoint's "
+      "when resuming)");
+  trainCmd->add_option("--log-jsonl", train.logJsonl,
+                       "Write {\"step\": i, \"loss\": x} per step to FILE "
+                       "(appended to when resuming)");
+  trainCmd->add_option("--save", train.save,
+                       "Write a checkpoint (safetensors, atomically) after "
+                       "each epoch and at the end");
+  trainCmd->add_option("--resume", train.resume,
+                       "Restore a checkpoint written by --save and continue "
+                       "from its step with the same data order");
+  trainCmd->add_option("--device", train.device, deviceHelp)
+      ->check(deviceCheck);
+  trainCmd
+      ->add_option("--log-every", train.logEvery,
+                   "Print a progress line every K steps (default 100)")
+      ->check(positive);
+  trainCmd->footer(
+      "Exactly one of --data or --dataset. The batch size is the package's. "
+      "Progress lines, per-epoch mean loss and throughput go to stdout.");
+
+  RunOptions run;
+  CLI::App *runCmd = app.add_subcommand(
+      "run", "Run a package's forward function once on inputs from an .npz");
+  runCmd->add_option("package", run.package, "Package (.dlcp)")->required();
+  runCmd
+      ->add_option("--inputs", run.inputs,
+                   ".npz with one array per forward input, named by the "
+                   "input, shaped exactly as the compiled input (the batch "
+                   "included); dtypes are converted")
+      ->required();
+  runCmd
+      ->add_option("--outputs", run.outputs,
+                   ".npz to write, one array per forward output")
+      ->required();
+  runCmd->add_option("--device", run.device, deviceHelp)->check(deviceCheck);
+
+  InfoOptions info;
+  CLI::App *infoCmd = app.add_subcommand(
+      "info", "Describe a package: model, training settings, functions with "
+              "their inputs/outputs, kernel launches and library calls, "
+              "arena and persistent memory, kernels, cubin architectures");
+  infoCmd->add_option("package", info.package, "Package (.dlcp)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    if (e.get_exit_code() == 0)
+      return app.exit(e); // --help
+    std::fprintf(stderr, "dlrt: error: %s\n", e.what());
+    return 2;
+  }
+  train.seedGiven = seedOpt->count() > 0;
+
+  try {
+    if (trainCmd->parsed())
+      return runTrain(train);
+    if (runCmd->parsed())
+      return runRun(run);
+    if (infoCmd->parsed())
+      return runInfo(info);
+  } catch (const Error &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "dlrt: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "dlrt: error: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what dlc needs on a fresh Debian 12 machine (apt) and builds it
+# into build/ with Ninja and ccache. Safe to run again: apt and the build
+# skip what is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libdnnl-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch python3-onnx python3-numpy
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA 13 toolkit (nvcc, NVRTC, cuBLASLt, cuDNN headers) is expected
+# under /usr/local/cuda; the driver is not needed to build or to test.
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "setup: error: the CUDA 13 toolkit was not found (expected /usr/local/cuda)" >&2
+  exit 1
+fi
+export PATH="/usr/local/cuda/bin:$PATH"
+
+BUILD_DIR=${DLC_BUILD_DIR:-build}
+export CCACHE_BASEDIR="$PWD"
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+fi
+ninja -C "$BUILD_DIR" -j"$(nproc)"
