@@ -123,32 +123,42 @@ private:
 };
 } // namespace
 
-/// Renders a location as "file:line:col", "node 'n' (Op)", or both.
-static std::string describeLocation(Location loc) {
+/// Renders a location as "file:line:col", "node 'n' (Op)", or both, leaving
+/// out what |message| already names (the importer's messages name the file
+/// and the node themselves).
+static std::string describeLocation(Location loc, llvm::StringRef message) {
   std::string out;
   llvm::raw_string_ostream os(out);
   if (auto named = dyn_cast<NameLoc>(loc)) {
-    std::string child = describeLocation(named.getChildLoc());
+    std::string child = describeLocation(named.getChildLoc(), message);
     llvm::StringRef name = named.getName().getValue();
     auto slash = name.rfind('/');
-    if (slash != llvm::StringRef::npos && slash + 1 < name.size())
-      os << "node '" << name.substr(0, slash) << "' ("
-         << name.substr(slash + 1) << ")";
-    else
-      os << "'" << name << "'";
+    llvm::StringRef node = name, opType;
+    if (slash != llvm::StringRef::npos && slash + 1 < name.size()) {
+      node = name.substr(0, slash);
+      opType = name.substr(slash + 1);
+    }
+    if (!message.contains(("'" + node + "'").str())) {
+      os << "node '" << node << "'";
+      if (!opType.empty())
+        os << " (" << opType << ")";
+    }
     if (!child.empty())
-      return child + ": " + out;
+      return out.empty() ? child : child + ": " + out;
     return out;
   }
   if (auto file = dyn_cast<FileLineColLoc>(loc)) {
-    os << file.getFilename().getValue();
-    if (file.getLine())
-      os << ":" << file.getLine() << ":" << file.getColumn();
+    if (file.getLine()) {
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+         << file.getColumn();
+    } else if (!message.contains(file.getFilename().getValue())) {
+      os << file.getFilename().getValue();
+    }
     return out;
   }
   if (auto fused = dyn_cast<FusedLoc>(loc)) {
     for (Location l : fused.getLocations()) {
-      std::string part = describeLocation(l);
+      std::string part = describeLocation(l, message);
       if (part.empty())
         continue;
       if (!out.empty())
@@ -158,7 +168,7 @@ static std::string describeLocation(Location loc) {
     return out;
   }
   if (auto callsite = dyn_cast<CallSiteLoc>(loc))
-    return describeLocation(callsite.getCallee());
+    return describeLocation(callsite.getCallee(), message);
   return out;
 }
 
@@ -221,13 +231,23 @@ int main(int argc, char **argv) {
   statsFlag = &statsOpt;
   bool &stats = statsOpt.getValue();
   cl::HideUnrelatedOptions(dlcCategory);
-  cl::ParseCommandLineOptions(
+  std::string cliErrors;
+  llvm::raw_string_ostream cliErrorStream(cliErrors);
+  bool parsed = cl::ParseCommandLineOptions(
       argc, argv,
       "dlc: compiles an ONNX model (opsets 13-17) or a dlgraph .mlir file into "
       "a package for dlrt.\n\n"
       "  dlc model.onnx --batch-size 64 -o model.dlcp            (inference)\n"
       "  dlc model.onnx --train --optimizer adam --lr 1e-3 --batch-size 64 "
-      "-o model.dlcp\n");
+      "-o model.dlcp\n",
+      &cliErrorStream);
+  if (!parsed) {
+    // One line: LLVM's parser adds suggestions on further lines.
+    llvm::StringRef first = llvm::StringRef(cliErrors).split('\n').first;
+    first.consume_front("dlc: ");
+    llvm::errs() << "dlc: error: " << first.trim() << "\n";
+    return 2;
+  }
 
   if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
     return fail("unknown --optimizer '" + optimizer +
@@ -257,9 +277,10 @@ int main(int argc, char **argv) {
                        : diag.getSeverity() == DiagnosticSeverity::Warning
                            ? "warning"
                            : "note";
-    std::string where = describeLocation(diag.getLocation());
+    std::string message = diag.str();
+    std::string where = describeLocation(diag.getLocation(), message);
     llvm::errs() << "dlc: " << kind << ": " << (where.empty() ? "" : where)
-                 << (where.empty() ? "" : ": ") << diag.str() << "\n";
+                 << (where.empty() ? "" : ": ") << message << "\n";
     return success();
   });
 

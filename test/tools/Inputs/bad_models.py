@@ -1,0 +1,17 @@
+"""Writes ONNX models that dlc must reject: an unsupported op and a bad opset."""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+g = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], "g", [x], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+          os.path.join(out, "unsupported.onnx"))
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g", [x], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]),
+          os.path.join(out, "opset9.onnx"))
