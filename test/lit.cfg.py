@@ -15,3 +15,12 @@ config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%dlc_src", config.dlc_src_root))
 # The system Python with Debian's python3-torch and python3-onnx.
 config.substitutions.append(("%syspython", "/usr/bin/python3"))
+
+# "cuda-driver" when libcuda.so.1 can be loaded (a GPU machine): tests of the
+# no-driver behaviour are unsupported there, GPU tests need it.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

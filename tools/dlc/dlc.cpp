@@ -325,6 +325,20 @@ int main(int argc, char **argv) {
     return failed(writeText(text)) ? 1 : 0;
   }
 
+  // The batch size the package records: --batch-size, else dim 0 of the
+  // step function's first input.
+  int64_t packageBatch = batchSize;
+  for (llvm::StringRef name : {"train_step", "forward"}) {
+    if (packageBatch)
+      break;
+    auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        *module, StringAttr::get(&context, name));
+    if (fn && fn.getNumArguments() > 0)
+      if (auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]))
+        if (t.getRank() > 0 && !t.isDynamicDim(0))
+          packageBatch = t.getDimSize(0);
+  }
+
   progress.stage("lowering to dlexec, fusing, planning memory");
   {
     PassManager pm(&context);
@@ -387,10 +401,11 @@ int main(int argc, char **argv) {
   options.modelName = llvm::sys::path::stem(inputPath).str();
   options.cudaArchs.assign(targets.begin(), targets.end());
   options.training = train;
-  options.lossOutput = lossOutput.empty() ? "loss" : std::string(lossOutput);
+  // The training pass names the step's loss result "loss" in every case.
+  options.lossOutput = "loss";
   options.optimizer = train ? std::string(optimizer) : "";
   options.learningRate = static_cast<float>(lr);
-  options.batchSize = batchSize;
+  options.batchSize = packageBatch;
   options.hostCompiler = hostCompiler;
   progress.stage(targets.empty()
                      ? "generating kernels, compiling host library"
