@@ -15,6 +15,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -231,6 +232,9 @@ int main(int argc, char **argv) {
   statsFlag = &statsOpt;
   bool &stats = statsOpt.getValue();
   cl::HideUnrelatedOptions(dlcCategory);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "dlc 0.1 (package format 1, MLIR " << LLVM_VERSION_STRING << ")\n";
+  });
   std::string cliErrors;
   llvm::raw_string_ostream cliErrorStream(cliErrors);
   bool parsed = cl::ParseCommandLineOptions(

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Prepares a GPU check on a machine that has CUDA but no MLIR (the lent GPU
+# machine): copies the runtime binaries and their non-CUDA libraries, and the
+# end-to-end packages (compiled here with embedded sm_80/sm_90 cubins) with
+# their host-device losses, into .device-carry/. Then run tools/gpu/check.sh
+# there with .device-carry carried along.
+# Needs a finished build (tools/setup.sh) and the e2e tests having run once
+# (ctest -L e2e), which leave their packages in build/test/e2e/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD_DIR=${DLC_BUILD_DIR:-build}
+OUT=.device-carry
+rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/e2e"
+cp "$BUILD_DIR"/bin/{dlrt,dlrt-cuda-tests,dlrt-runtime-tests} "$OUT/bin/"
+cp "$BUILD_DIR/lib/libdlrt.so" "$OUT/lib/"
+for lib in libdnnl.so.2 libOpenCL.so.1 libgomp.so.1; do
+  cp -L "/lib/x86_64-linux-gnu/$lib" "$OUT/lib/"
+done
+for d in "$BUILD_DIR"/test/e2e/*_*/; do
+  name=$(basename "$d")
+  [ -f "$d/train.dlcp" ] || continue
+  mkdir -p "$OUT/e2e/$name"
+  cp "$d"/{train.dlcp,infer.dlcp,batch.npz,inputs.npz,outputs.npz,train.jsonl} "$OUT/e2e/$name/"
+done
+"$BUILD_DIR/bin/dlc" examples/mlp/mlp.onnx --train --optimizer adam --lr 1e-3 \
+  --batch-size 64 --target sm_90 --quiet -o "$OUT/mlp.dlcp"
+cp tools/gpu/check.sh tools/gpu/compare.py "$OUT/"
+du -sh "$OUT"
