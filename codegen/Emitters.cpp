@@ -63,10 +63,15 @@ std::string wrapCuda(const KernelCode &code) {
      << "  const long long tid = (long long)blockIdx.x * blockDim.x + "
         "threadIdx.x;\n"
      << "  if (tid >= " << code.numThreads << "LL) return;\n"
-     << "  {\n"
+     << code.invariant << "  {\n"
      << code.body << "  }\n}\n";
   return out;
 }
+
+/// Host kernels with fewer parallel elements than this run single-threaded.
+static constexpr long long kHostParallelThreshold = 16384;
+/// The parallel loop is the first host loop with at least this many trips.
+static constexpr int64_t kMinParallelTrips = 8;
 
 std::string wrapHost(const KernelCode &code) {
   std::string out;
@@ -75,13 +80,47 @@ std::string wrapHost(const KernelCode &code) {
   for (size_t i = 0; i < code.paramTypes.size(); ++i)
     os << "  " << paramDecl(code, i) << " = (" << code.paramTypes[i]
        << "*)args[" << i << "];\n";
-  // Iterations are independent, so the parallel loop is deterministic.
-  if (code.numThreads > 1)
-    os << "#pragma omp parallel for if(" << code.numThreads
-       << "LL >= 16384LL)\n";
-  os << "  for (long long tid = 0; tid < " << code.numThreads
-     << "LL; ++tid) {\n"
-     << code.body << "  }\n}\n";
+  // Iterations are independent and each output element is computed by one
+  // thread, so the parallel loop is deterministic. Kernels below the size
+  // threshold run serially rather than pay for waking the thread team.
+  bool parallel = code.numThreads >= kHostParallelThreshold;
+  if (!code.loopNest) {
+    if (parallel)
+      os << "#pragma omp parallel for\n";
+    os << "  for (long long tid = 0; tid < " << code.numThreads
+       << "LL; ++tid) {\n"
+       << code.body << "  }\n}\n";
+    return out;
+  }
+  if (code.numThreads == 0) {
+    os << "}\n"; // an empty iteration space
+    return out;
+  }
+  os << code.invariant;
+  // Parallel loops outermost first; the innermost one is the contiguous one
+  // for row-major operands, which the compiler vectorizes. OpenMP splits the
+  // first loop long enough to give every thread work (a leading loop of a
+  // few iterations stays serial around it).
+  size_t numLoops = code.hostLoops.size(), parallelLoop = 0;
+  while (parallelLoop + 1 < numLoops &&
+         code.hostLoops[parallelLoop].size < kMinParallelTrips)
+    ++parallelLoop;
+  std::string in = "  ";
+  for (size_t l = 0; l < numLoops; ++l) {
+    const HostLoop &loop = code.hostLoops[l];
+    bool inner = l + 1 == numLoops;
+    // `omp simd` asserts what `GCC ivdep` does where the parallel loop is
+    // the innermost one (GCC allows no other pragma between the two).
+    if (l == parallelLoop && parallel)
+      os << "#pragma omp parallel for"
+         << (inner && code.innerIndependent ? " simd" : "") << "\n";
+    else if (inner && code.innerIndependent)
+      os << "#pragma GCC ivdep\n";
+    os << in << "for (long long " << loop.var << " = 0; " << loop.var << " < "
+       << loop.size << "LL; ++" << loop.var << ")\n";
+    in += "  ";
+  }
+  os << "  {\n" << code.loopBody << "  }\n}\n";
   return out;
 }
 

@@ -11,17 +11,42 @@
 
 namespace dlc::codegen::detail {
 
+/// One loop of a host loop nest: `for (long long var = 0; var < size; ++var)`.
+struct HostLoop {
+  std::string var;
+  int64_t size;
+};
+
 /// A kernel body that both the CUDA and the host wrapper print. The body is C
 /// code for one thread: it reads the flat thread index `tid` (a `long long` in
 /// [0, numThreads)) and the operand pointers `a0`, `a1`, ... (inputs then
 /// outputs), and may use the helpers of the target prelude (DLC_INF_F,
 /// dlc_floordiv, ...).
+///
+/// Generated kernels also carry the same computation as a loop nest for the
+/// host: `invariant` (statements that read no loop index, printed once before
+/// the loops on the host and before `body` in each CUDA thread), `hostLoops`
+/// (the parallel loops, outermost first, in row-major order of `tid`) and
+/// `loopBody` (the per-element code inside the innermost loop, reading the
+/// loop variables). Built-in kernels leave `hostLoops` empty and the host runs
+/// `body` in a flat `tid` loop.
 struct KernelCode {
   std::string name;                    // a C identifier
   std::vector<std::string> paramTypes; // C element type per operand
   std::vector<bool> restrictParam;     // false where operands may alias
   std::string body;
   int64_t numThreads = 1;
+  std::string invariant;
+  /// True for generated kernels: the host prints `invariant`, then
+  /// `hostLoops` around `loopBody`, instead of a `tid` loop around `body`.
+  bool loopNest = false;
+  std::vector<HostLoop> hostLoops;
+  std::string loopBody;
+  /// Iterations of the innermost host loop write distinct output elements
+  /// (each output is indexed by that loop directly), so they carry no
+  /// dependence in a kernel without races and may be vectorized without
+  /// runtime alias checks (in-place operands alias exactly).
+  bool innerIndependent = false;
 };
 
 /// Builds the body of a generated loop-nest kernel.

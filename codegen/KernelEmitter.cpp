@@ -1,10 +1,13 @@
 //===- KernelEmitter.cpp - dlexec.kernel bodies as C code -----------------===//
 //
-// A dlexec.kernel is printed once as target-neutral C code for one thread of
-// its parallel iteration space; CudaEmitter.cpp and HostEmitter.cpp wrap it.
-// Parallel loops become the flat thread index `tid` (row-major over the
-// parallel loops), reduction loops run serially inside the thread with the
-// outputs held in local accumulators.
+// A dlexec.kernel is printed once as target-neutral C code for one element of
+// its parallel iteration space; Emitters.cpp wraps it. On CUDA the parallel
+// loop indices are recovered from the flat thread index `tid` (row-major over
+// the parallel loops); on the host they are the variables of a loop nest.
+// Reduction loops run serially inside the element with the outputs held in
+// local accumulators. Body ops whose operands are all loop-invariant
+// (constants, and inputs read at a position that uses no loop) are printed
+// once, outside every loop; this does not change any result.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCode.h"
@@ -14,6 +17,9 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -182,7 +188,8 @@ namespace {
 /// Prints the body of one dlexec.kernel.
 class GeneratedKernelEmitter {
 public:
-  explicit GeneratedKernelEmitter(exec::KernelOp op) : op(op), os(body) {}
+  explicit GeneratedKernelEmitter(exec::KernelOp op)
+      : op(op), os(body), invOs(invariantBody) {}
 
   FailureOr<KernelCode> emit();
 
@@ -196,6 +203,11 @@ private:
   exec::KernelOp op;
   std::string body;
   llvm::raw_string_ostream os;
+  /// Statements that read no loop index, printed before every loop.
+  std::string invariantBody;
+  llvm::raw_string_ostream invOs;
+  /// Values computed in invariantBody.
+  llvm::DenseSet<Value> invariantValues;
   std::vector<int64_t> loopSizes;
   llvm::DenseMap<Value, std::string> names;
   /// f32 sums accumulated in double: the arith.addf of each such output.
@@ -417,6 +429,16 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
     args.push_back(*name);
   }
   bool isF32 = result.getType().isF32();
+  // Hoist an op whose operands are all invariant. dlexec.index reads a loop
+  // index; integer division and remainder may trap, so they stay where a
+  // zero-trip loop would skip them.
+  bool hoist =
+      !isa<exec::IndexOp, arith::DivSIOp, arith::RemSIOp>(bodyOp) &&
+      !promotedAdds.count(bodyOp) &&
+      llvm::all_of(bodyOp->getOperands(), [&](Value v) {
+        return invariantValues.contains(v) ||
+               (!names.count(v) && v.getDefiningOp<arith::ConstantOp>());
+      });
   std::string expr;
   if (promotedAdds.count(bodyOp)) {
     // acc (double) + the other operand widened to double.
@@ -499,7 +521,12 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
   }
   std::string name = fresh();
   names[result] = name;
-  os << indent << "const " << *cType << " " << name << " = " << expr << ";\n";
+  if (hoist) {
+    invariantValues.insert(result);
+    invOs << "  const " << *cType << " " << name << " = " << expr << ";\n";
+  } else {
+    os << indent << "const " << *cType << " " << name << " = " << expr << ";\n";
+  }
   return success();
 }
 
@@ -539,21 +566,24 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     offsets.push_back(*off);
   }
 
-  // Thread index -> parallel loop indices (last parallel loop fastest).
+  // Thread index -> parallel loop indices (last parallel loop fastest), for
+  // CUDA; the host runs the same element code in a loop nest instead.
+  std::string decode;
   std::string in = "  ";
   if (!parallel.empty()) {
+    llvm::raw_string_ostream ds(decode);
     // 32-bit division by constants is much cheaper on the GPU.
     bool narrow = code.numThreads <= UINT32_MAX;
     const char *suffix = narrow ? "u" : "LL";
-    os << in
+    ds << in
        << (narrow ? "unsigned rem = (unsigned)tid;\n"
                   : "long long rem = tid;\n");
     for (int k = (int)parallel.size() - 1; k >= 0; --k) {
       unsigned d = parallel[k];
       if (k == 0)
-        os << in << "const long long i" << d << " = rem;\n";
+        ds << in << "const long long i" << d << " = rem;\n";
       else
-        os << in << "const long long i" << d << " = rem % " << loopSizes[d]
+        ds << in << "const long long i" << d << " = rem % " << loopSizes[d]
            << suffix << "; rem /= " << loopSizes[d] << suffix << ";\n";
     }
   }
@@ -623,6 +653,19 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
       continue;
     std::string name = "x" + std::to_string(i);
     names[arg] = name;
+    // An input read at a position that uses no loop (a rank-0 step counter,
+    // a broadcast scalar) is loaded once. Outputs are stored only after all
+    // reads of an element, so this changes no result of a kernel whose
+    // elements do not race.
+    bool invariantRead = llvm::all_of(maps[i].getResults(), [](AffineExpr e) {
+      return e.isSymbolicOrConstant();
+    });
+    if (invariantRead) {
+      invariantValues.insert(arg);
+      invOs << "  const " << code.paramTypes[i] << " " << name << " = a" << i
+            << "[" << offsets[i] << "];\n";
+      continue;
+    }
     os << in << "const " << code.paramTypes[i] << " " << name << " = a" << i
        << "[" << offsets[i] << "];\n";
   }
@@ -651,7 +694,19 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   for (unsigned o = 0; o < op.getOutputs().size(); ++o)
     os << in << "a" << numInputs + o << "[" << offsets[numInputs + o]
        << "] = " << (promoted[o] ? "(float)acc" : "acc") << o << ";\n";
-  code.body = std::move(body);
+  code.invariant = std::move(invariantBody);
+  code.loopBody = body;
+  code.body = decode + body;
+  code.loopNest = true;
+  for (unsigned d : parallel)
+    code.hostLoops.push_back({"i" + std::to_string(d), loopSizes[d]});
+  if (!parallel.empty()) {
+    AffineExpr inner = getAffineDimExpr(parallel.back(), op.getContext());
+    code.innerIndependent = llvm::all_of(
+        llvm::seq<unsigned>(numInputs, operands.size()), [&](unsigned i) {
+          return llvm::is_contained(maps[i].getResults(), inner);
+        });
+  }
   return code;
 }
 
@@ -678,7 +733,8 @@ FailureOr<std::vector<KernelCode>> collectKernels(ModuleOp module) {
     auto it = byName.find(code->name);
     if (it != byName.end()) {
       KernelCode &prev = kernels[it->second];
-      if (prev.body != code->body || prev.paramTypes != code->paramTypes ||
+      if (prev.body != code->body || prev.invariant != code->invariant ||
+          prev.paramTypes != code->paramTypes ||
           prev.numThreads != code->numThreads) {
         op->emitOpError() << "kernel name '" << code->name
                           << "' is used by two different kernels";
