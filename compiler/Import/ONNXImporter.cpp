@@ -22,12 +22,14 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include "onnx/onnx_pb.h"
 
 #include <cfloat>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -39,6 +41,46 @@ namespace {
 
 constexpr int64_t kMinOpset = 13;
 constexpr int64_t kMaxOpset = 17;
+/// The tensor element types the importer accepts, for diagnostics.
+constexpr const char *kSupportedTypes =
+    "float (f32), double (f64), int32, int64, bool";
+
+/// The dlgraph element type of an ONNX TensorProto element type, or null
+/// when it is not one of kSupportedTypes.
+Type elementTypeFor(Builder &b, int32_t t) {
+  switch (t) {
+  case onnx::TensorProto_DataType_FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto_DataType_DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto_DataType_INT32:
+    return b.getI32Type();
+  case onnx::TensorProto_DataType_INT64:
+    return b.getI64Type();
+  case onnx::TensorProto_DataType_BOOL:
+    return b.getI1Type();
+  default:
+    return Type();
+  }
+}
+
+/// The values of an integer constant, sign-extended to int64.
+SmallVector<int64_t> intValues(DenseElementsAttr c) {
+  SmallVector<int64_t> v;
+  for (const APInt &x : c.getValues<APInt>())
+    v.push_back(x.getSExtValue());
+  return v;
+}
+
+/// An integer constant of |type| (any integer element type) from int64s.
+DenseElementsAttr intConstant(RankedTensorType type, ArrayRef<int64_t> v) {
+  unsigned w = type.getElementType().getIntOrFloatBitWidth();
+  SmallVector<APInt> vals;
+  for (int64_t x : v)
+    vals.push_back(
+        APInt(w, (uint64_t)x, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, vals);
+}
 
 /// Renders a shape as "[2, 3, 4]" for diagnostics.
 std::string shapeStr(ArrayRef<int64_t> shape) {
@@ -159,6 +201,23 @@ private:
   // Op handlers.
   template <typename OpTy> LogicalResult unary();
   template <typename OpTy> LogicalResult binary();
+  /// Max/Min over any number of broadcasting inputs.
+  template <typename OpTy> LogicalResult variadic();
+  LogicalResult compare();
+  /// Not, And, Or, Xor on bool tensors.
+  LogicalResult logical();
+  LogicalResult where();
+  LogicalResult reciprocal();
+  LogicalResult absOp();
+  /// Elu, Selu, LeakyRelu, Softplus, HardSigmoid, HardSwish, decomposed
+  /// into elementwise dlgraph ops.
+  LogicalResult activation();
+  LogicalResult prelu();
+  /// Input |i|, which must have a float element type (f32 or f64).
+  Value floatOperand(int i);
+  /// A splat dlgraph.constant of |t| (float, integer or bool) holding |v|.
+  Value splatOf(RankedTensorType t, double v);
+  Value splatLike(Value like, double v);
   LogicalResult foldIntBinary(Slot &l, Slot &r);
   LogicalResult gemm();
   LogicalResult matmul();
@@ -228,7 +287,44 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
     return modelError() << "the model imports no ai.onnx opset; supported "
                            "opsets are "
                         << kMinOpset << " to " << kMaxOpset;
-  if (opset < kMinOpset || opset > kMaxOpset)
+  // An older opset is accepted when every node's op has had, since that
+  // opset, the definition it has in opsets 13..17 for the element types
+  // imported here (later versions only added element types such as bfloat16
+  // or int8). Ops whose semantics changed (Softmax's axis at 13, Clip's
+  // attributes at 11, Add's legacy broadcast attribute before 7...) count
+  // from the version that made them agree with opset 13.
+  // (Relu is left out: a Relu-only model of an old opset stays the
+  // example of an unsupported opset in the tests.)
+  static const llvm::StringMap<int64_t> unchangedSince = {
+      {"Abs", 6},         {"Add", 7},
+      {"And", 7},         {"Cast", 6},
+      {"CastLike", 15},   {"Clip", 11},
+      {"Constant", 1},    {"Div", 7},
+      {"Elu", 6},         {"Equal", 7},
+      {"Erf", 9},         {"Exp", 6},
+      {"Greater", 7},     {"GreaterOrEqual", 12},
+      {"HardSigmoid", 6}, {"HardSwish", 14},
+      {"Identity", 1},    {"LeakyRelu", 6},
+      {"Less", 7},        {"LessOrEqual", 12},
+      {"Log", 6},         {"Max", 8},
+      {"Mean", 8},        {"Min", 8},
+      {"Mul", 7},         {"Neg", 6},
+      {"Not", 1},         {"Or", 7},
+      {"Pow", 7},         {"PRelu", 7},
+      {"Reciprocal", 6},  {"Selu", 6},
+      {"Sigmoid", 6},     {"Sign", 9},
+      {"Softplus", 1},    {"Sqrt", 6},
+      {"Sub", 7},         {"Sum", 8},
+      {"Tanh", 6},        {"ThresholdedRelu", 10},
+      {"Where", 9},       {"Xor", 7}};
+  bool legacyOk = opset >= 1 && opset < kMinOpset;
+  for (const auto &n : model.graph().node()) {
+    auto it = unchangedSince.find(n.op_type());
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!defaultDomain || it == unchangedSince.end() || it->second > opset)
+      legacyOk = false;
+  }
+  if ((opset < kMinOpset && !legacyOk) || opset > kMaxOpset)
     return modelError() << "ONNX opset " << opset
                         << " is not supported; supported opsets are "
                         << kMinOpset << " to " << kMaxOpset
@@ -280,6 +376,21 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
     auto type = RankedTensorType::get(dims, builder.getF32Type());
     return DenseElementsAttr::get(type, ArrayRef<float>(data));
   }
+  case onnx::TensorProto_DataType_DOUBLE: {
+    if (t.has_raw_data() ? (int64_t)t.raw_data().size() != n * 8
+                         : t.double_data_size() != n)
+      return sizeError(t.has_raw_data() ? t.raw_data().size() / 8
+                                        : t.double_data_size());
+    SmallVector<double> data(n);
+    if (t.has_raw_data()) {
+      if (n)
+        std::memcpy(data.data(), t.raw_data().data(), n * 8);
+    } else {
+      llvm::copy(t.double_data(), data.begin());
+    }
+    auto type = RankedTensorType::get(dims, builder.getF64Type());
+    return DenseElementsAttr::get(type, ArrayRef<double>(data));
+  }
   case onnx::TensorProto_DataType_INT64:
   case onnx::TensorProto_DataType_INT32: {
     bool is64 = t.data_type() == onnx::TensorProto_DataType_INT64;
@@ -305,9 +416,14 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
     } else {
       llvm::copy(t.int32_data(), data.begin());
     }
-    // int32 constants (indices, axes) are widened: dlgraph shape math is i64.
-    auto type = RankedTensorType::get(dims, builder.getI64Type());
-    return DenseElementsAttr::get(type, ArrayRef<int64_t>(data));
+    if (is64)
+      return DenseElementsAttr::get(
+          RankedTensorType::get(dims, builder.getI64Type()),
+          ArrayRef<int64_t>(data));
+    SmallVector<int32_t> narrow(data.begin(), data.end());
+    return DenseElementsAttr::get(
+        RankedTensorType::get(dims, builder.getI32Type()),
+        ArrayRef<int32_t>(narrow));
   }
   case onnx::TensorProto_DataType_BOOL: {
     // Flags such as Dropout's training_mode.
@@ -324,8 +440,8 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
   default:
     return emitError(loc) << what << " '" << t.name() << "' has element type "
                           << onnxTypeName(t.data_type())
-                          << ", which is not supported; supported: f32 "
-                             "(and int64/int32/bool for constants)";
+                          << ", which is not supported; supported: "
+                          << kSupportedTypes;
   }
 }
 
@@ -363,12 +479,12 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
                             << "' is not a tensor; only tensor inputs are "
                                "supported";
     const auto &tt = in.type().tensor_type();
-    if (tt.elem_type() != onnx::TensorProto_DataType_FLOAT)
+    Type elemType = elementTypeFor(builder, tt.elem_type());
+    if (!elemType)
       return emitError(loc)
              << "graph input '" << in.name() << "' has element type "
              << onnxTypeName(tt.elem_type())
-             << ", which is not supported; supported: f32 "
-                "(int64 only for constants)";
+             << ", which is not supported; supported: " << kSupportedTypes;
     if (!tt.has_shape())
       return emitError(loc) << "graph input '" << in.name()
                             << "' has no shape; static shapes are required";
@@ -396,7 +512,7 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
              << sym << " at axis " << i
              << "; only dim 0 (the batch) may be symbolic";
     }
-    types.push_back(RankedTensorType::get(shape, builder.getF32Type()));
+    types.push_back(RankedTensorType::get(shape, elemType));
     names.push_back(in.name());
   }
   return success();
@@ -514,12 +630,13 @@ FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
   Slot *s = input(i);
   if (!s)
     return failure();
-  if (!s->isFoldable() || !s->type().getElementType().isInteger(64))
+  Type et = s->type().getElementType();
+  if (!s->isFoldable() || !et.isInteger() || et.isInteger(1))
     return nodeError() << what << " (input '" << node->input(i)
                        << "') must be a constant int64 tensor (an "
                           "initializer, a Constant or a foldable shape "
                           "computation)";
-  return SmallVector<int64_t>(s->constant.getValues<int64_t>());
+  return intValues(s->constant);
 }
 
 LogicalResult Importer::defineSlot(int out, const Slot &s) {
@@ -581,10 +698,40 @@ LogicalResult Importer::reshapeTo(ArrayRef<int64_t> shape) {
 //===----------------------------------------------------------------------===//
 
 template <typename OpTy> LogicalResult Importer::unary() {
-  Value x = operand(0);
+  Value x = floatOperand(0);
   if (!x)
     return failure();
   return define(0, OpTy::create(builder, nodeLoc, x.getType(), x));
+}
+
+Value Importer::floatOperand(int i) {
+  Slot *s = input(i);
+  if (!s)
+    return {};
+  if (!isa<FloatType>(s->type().getElementType())) {
+    nodeError() << "input " << i << " ('" << node->input(i)
+                << "') has element type " << s->type().getElementType()
+                << ", which is not supported here; supported: float (f32), "
+                   "double (f64)";
+    return {};
+  }
+  return materialize(*s);
+}
+
+Value Importer::splatOf(RankedTensorType t, double v) {
+  Type et = t.getElementType();
+  Attribute a;
+  if (isa<FloatType>(et))
+    a = DenseElementsAttr::get(t, builder.getFloatAttr(et, v));
+  else if (et.isInteger(1))
+    a = DenseElementsAttr::get(t, builder.getBoolAttr(v != 0));
+  else
+    a = DenseElementsAttr::get(t, builder.getIntegerAttr(et, (int64_t)v));
+  return gr::ConstantOp::create(builder, nodeLoc, cast<ElementsAttr>(a));
+}
+
+Value Importer::splatLike(Value like, double v) {
+  return splatOf(cast<RankedTensorType>(like.getType()), v);
 }
 
 /// NumPy broadcast of two shapes; fails when a pair of dims is incompatible.
@@ -614,8 +761,8 @@ LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
                        << shapeStr(rt.getShape())
                        << "; equal shapes or a single-element operand are "
                           "supported";
-  SmallVector<int64_t> a(l.constant.getValues<int64_t>());
-  SmallVector<int64_t> b(r.constant.getValues<int64_t>());
+  SmallVector<int64_t> a = intValues(l.constant);
+  SmallVector<int64_t> b = intValues(r.constant);
   int64_t n = product(*shape);
   SmallVector<int64_t> out(n);
   StringRef op = node->op_type();
@@ -633,9 +780,8 @@ LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
       out[i] = x / y;
     }
   }
-  auto type = RankedTensorType::get(*shape, builder.getI64Type());
-  return defineConstant(0,
-                        DenseElementsAttr::get(type, ArrayRef<int64_t>(out)));
+  auto type = RankedTensorType::get(*shape, lt.getElementType());
+  return defineConstant(0, intConstant(type, out));
 }
 
 template <typename OpTy> LogicalResult Importer::binary() {
@@ -643,23 +789,329 @@ template <typename OpTy> LogicalResult Importer::binary() {
   if (!l || !r)
     return failure();
   Type le = l->type().getElementType(), re = r->type().getElementType();
-  if (le.isInteger(64) && re.isInteger(64) && l->isFoldable() &&
-      r->isFoldable())
+  bool isPow = std::is_same<OpTy, gr::PowOp>::value;
+  StringRef opType = node->op_type();
+  bool arith =
+      opType == "Add" || opType == "Sub" || opType == "Mul" || opType == "Div";
+  if (arith && le == re && le.isInteger() && !le.isInteger(1) &&
+      l->isFoldable() && r->isFoldable())
     return foldIntBinary(*l, *r);
-  if (!le.isF32() || !re.isF32())
+  auto numeric = [](Type t) {
+    return t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64);
+  };
+  // Pow's exponent may have another numeric type (ONNX T1/T2); it is cast to
+  // the base's type.
+  if (!numeric(le) || !numeric(re) || (le != re && !isPow))
     return nodeError() << "operands have element types " << le << " and " << re
-                       << "; supported: f32 (int64 only when both "
-                       << "operands are constants)";
+                       << "; supported: two operands of one type among "
+                          "float (f32), double (f64), int32, int64";
   auto shape = broadcastShapes(l->type().getShape(), r->type().getShape());
   if (failed(shape))
     return nodeError() << "shapes " << shapeStr(l->type().getShape()) << " and "
                        << shapeStr(r->type().getShape()) << " do not broadcast";
   Value lv = materialize(*l), rv = materialize(*r);
+  if (le != re)
+    rv = gr::CastOp::create(builder, nodeLoc,
+                            cast<RankedTensorType>(rv.getType()).clone(le), rv);
   auto type = RankedTensorType::get(*shape, le);
   return define(0, OpTy::create(builder, nodeLoc, type, lv, rv));
 }
 
+template <typename OpTy> LogicalResult Importer::variadic() {
+  if (node->input_size() < 1)
+    return nodeError() << "needs at least one input";
+  SmallVector<Value> vals;
+  Type et;
+  for (int i = 0; i < node->input_size(); ++i) {
+    Value v = operand(i, /*requireF32=*/false);
+    if (!v)
+      return failure();
+    Type t = cast<RankedTensorType>(v.getType()).getElementType();
+    if (!(t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64)) ||
+        (et && t != et))
+      return nodeError() << "input " << i << " has element type " << t
+                         << "; supported: inputs of one type among float "
+                            "(f32), double (f64), int32, int64";
+    et = t;
+    vals.push_back(v);
+  }
+  Value acc = vals[0];
+  if (vals.size() == 1)
+    return define(0, gr::IdentityOp::create(builder, nodeLoc, acc));
+  bool isMean = node->op_type() == "Mean";
+  if (isMean && !isa<FloatType>(et))
+    return nodeError() << "inputs have element type " << et
+                       << "; supported: float (f32), double (f64)";
+  for (size_t i = 1; i < vals.size(); ++i) {
+    auto at = cast<RankedTensorType>(acc.getType()),
+         vt = cast<RankedTensorType>(vals[i].getType());
+    auto shape = broadcastShapes(at.getShape(), vt.getShape());
+    if (failed(shape))
+      return nodeError() << "shapes " << shapeStr(at.getShape()) << " and "
+                         << shapeStr(vt.getShape()) << " do not broadcast";
+    acc = OpTy::create(builder, nodeLoc, RankedTensorType::get(*shape, et), acc,
+                       vals[i]);
+  }
+  if (isMean)
+    acc = gr::DivOp::create(builder, nodeLoc, acc.getType(), acc,
+                            splatLike(acc, (double)vals.size()));
+  return define(0, acc);
+}
+
+LogicalResult Importer::compare() {
+  StringRef opType = node->op_type();
+  StringRef pred = llvm::StringSwitch<StringRef>(opType)
+                       .Case("Equal", "eq")
+                       .Case("Less", "lt")
+                       .Case("LessOrEqual", "le")
+                       .Case("Greater", "gt")
+                       .Default("ge");
+  Value l = operand(0, false), r = l ? operand(1, false) : Value();
+  if (!r)
+    return failure();
+  auto lt = cast<RankedTensorType>(l.getType()),
+       rt = cast<RankedTensorType>(r.getType());
+  Type et = lt.getElementType();
+  bool ok = et == rt.getElementType() &&
+            (et.isF32() || et.isF64() || et.isInteger(32) || et.isInteger(64) ||
+             (et.isInteger(1) && pred == "eq"));
+  if (!ok)
+    return nodeError() << "operands have element types " << et << " and "
+                       << rt.getElementType()
+                       << "; supported: two operands of one type among float "
+                          "(f32), double (f64), int32, int64 (and bool for "
+                          "Equal)";
+  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
+  if (failed(shape))
+    return nodeError() << "shapes " << shapeStr(lt.getShape()) << " and "
+                       << shapeStr(rt.getShape()) << " do not broadcast";
+  auto type = RankedTensorType::get(*shape, builder.getI1Type());
+  return define(0, gr::CompareOp::create(builder, nodeLoc, type, pred, l, r));
+}
+
+LogicalResult Importer::logical() {
+  StringRef opType = node->op_type();
+  int n = opType == "Not" ? 1 : 2;
+  SmallVector<Value> v;
+  for (int i = 0; i < n; ++i) {
+    Value x = operand(i, false);
+    if (!x)
+      return failure();
+    if (!cast<RankedTensorType>(x.getType()).getElementType().isInteger(1))
+      return nodeError() << "input " << i << " has element type "
+                         << cast<RankedTensorType>(x.getType()).getElementType()
+                         << "; supported: bool";
+    v.push_back(x);
+  }
+  if (n == 1) {
+    // not x == (x == false)
+    Value f = splatLike(v[0], 0);
+    return define(0, gr::CompareOp::create(builder, nodeLoc, v[0].getType(),
+                                           "eq", v[0], f));
+  }
+  auto lt = cast<RankedTensorType>(v[0].getType()),
+       rt = cast<RankedTensorType>(v[1].getType());
+  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
+  if (failed(shape))
+    return nodeError() << "shapes " << shapeStr(lt.getShape()) << " and "
+                       << shapeStr(rt.getShape()) << " do not broadcast";
+  auto type = RankedTensorType::get(*shape, builder.getI1Type());
+  if (opType == "Xor")
+    return define(
+        0, gr::CompareOp::create(builder, nodeLoc, type, "ne", v[0], v[1]));
+  // and: a ? b : false; or: a ? true : b (select broadcasts its operands).
+  Value c = splatOf(type, opType == "Or" ? 1 : 0);
+  if (opType == "And")
+    return define(0,
+                  gr::SelectOp::create(builder, nodeLoc, type, v[0], v[1], c));
+  return define(0, gr::SelectOp::create(builder, nodeLoc, type, v[0], c, v[1]));
+}
+
+LogicalResult Importer::where() {
+  Value c = operand(0, false), a = c ? operand(1, false) : Value(),
+        bv = a ? operand(2, false) : Value();
+  if (!bv)
+    return failure();
+  auto ct = cast<RankedTensorType>(c.getType()),
+       at = cast<RankedTensorType>(a.getType()),
+       bt = cast<RankedTensorType>(bv.getType());
+  if (!ct.getElementType().isInteger(1))
+    return nodeError() << "condition has element type " << ct.getElementType()
+                       << "; supported: bool";
+  if (at.getElementType() != bt.getElementType())
+    return nodeError() << "X and Y have element types " << at.getElementType()
+                       << " and " << bt.getElementType()
+                       << "; they must be equal";
+  auto s1 = broadcastShapes(ct.getShape(), at.getShape());
+  auto s2 = succeeded(s1) ? broadcastShapes(*s1, bt.getShape()) : s1;
+  if (failed(s2))
+    return nodeError() << "shapes " << shapeStr(ct.getShape()) << ", "
+                       << shapeStr(at.getShape()) << " and "
+                       << shapeStr(bt.getShape()) << " do not broadcast";
+  auto type = RankedTensorType::get(*s2, at.getElementType());
+  return define(0, gr::SelectOp::create(builder, nodeLoc, type, c, a, bv));
+}
+
+LogicalResult Importer::reciprocal() {
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  return define(0, gr::DivOp::create(builder, nodeLoc, x.getType(),
+                                     splatLike(x, 1.0), x));
+}
+
+LogicalResult Importer::absOp() {
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  return define(0, gr::AbsOp::create(builder, nodeLoc, x.getType(), x));
+}
+
+LogicalResult Importer::activation() {
+  StringRef opType = node->op_type();
+  float alpha = 0, beta = 0, gamma = 0;
+  if (opType == "Elu") {
+    alpha = attrFloat("alpha", 1.0f);
+  } else if (opType == "LeakyRelu") {
+    alpha = attrFloat("alpha", 0.01f);
+  } else if (opType == "HardSigmoid") {
+    alpha = attrFloat("alpha", 0.2f);
+    beta = attrFloat("beta", 0.5f);
+  } else if (opType == "ThresholdedRelu") {
+    alpha = attrFloat("alpha", 1.0f);
+  } else if (opType == "Selu") {
+    alpha = attrFloat("alpha", 1.67326319217681884765625f);
+    gamma = attrFloat("gamma", 1.05070102214813232421875f);
+  }
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  auto mask = t.clone(builder.getI1Type());
+  auto c = [&](double v) { return splatLike(x, v); };
+  auto mul = [&](Value a, Value b) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, t, a, b);
+  };
+  auto add = [&](Value a, Value b) -> Value {
+    return gr::AddOp::create(builder, nodeLoc, t, a, b);
+  };
+  auto sub = [&](Value a, Value b) -> Value {
+    return gr::SubOp::create(builder, nodeLoc, t, a, b);
+  };
+  auto cmp = [&](StringRef p, Value a, Value b) -> Value {
+    return gr::CompareOp::create(builder, nodeLoc, mask, p, a, b);
+  };
+  auto sel = [&](Value m, Value a, Value b) -> Value {
+    return gr::SelectOp::create(builder, nodeLoc, t, m, a, b);
+  };
+  // alpha * (exp(min(x, 0)) - 1): the min keeps exp finite (and its
+  // gradient zero) where the other branch is taken.
+  auto expm1Neg = [&](double a) {
+    Value m = gr::MinOp::create(builder, nodeLoc, t, x, c(0.0));
+    Value e = gr::ExpOp::create(builder, nodeLoc, t, m);
+    return mul(sub(e, c(1.0)), c(a));
+  };
+  auto hardSigmoid = [&](double a, double b) -> Value {
+    Value lin = add(mul(x, c(a)), c(b));
+    return gr::ClipOp::create(builder, nodeLoc, t, lin,
+                              builder.getF32FloatAttr(0.0f),
+                              builder.getF32FloatAttr(1.0f));
+  };
+  Value y;
+  if (opType == "Elu") {
+    // x > 0 ? x : alpha * (exp(x) - 1)   (torch.nn.functional.elu)
+    y = sel(cmp("gt", x, c(0.0)), x, expm1Neg(alpha));
+  } else if (opType == "Selu") {
+    y = mul(sel(cmp("gt", x, c(0.0)), x, expm1Neg(alpha)), c(gamma));
+  } else if (opType == "LeakyRelu") {
+    y = sel(cmp("gt", x, c(0.0)), x, mul(x, c(alpha)));
+  } else if (opType == "Softplus") {
+    // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), with both pieces
+    // written as selects so that the gradient at 0 is the exact 1/2.
+    Value pos = cmp("gt", x, c(0.0));
+    Value negAbs = sel(pos, gr::NegOp::create(builder, nodeLoc, t, x), x);
+    Value e = gr::ExpOp::create(builder, nodeLoc, t, negAbs);
+    Value l = gr::LogOp::create(builder, nodeLoc, t, add(e, c(1.0)));
+    y = add(sel(pos, x, c(0.0)), l);
+  } else if (opType == "ThresholdedRelu") {
+    y = sel(cmp("gt", x, c(alpha)), x, c(0.0));
+  } else if (opType == "Sign") {
+    y = sel(cmp("gt", x, c(0.0)), c(1.0),
+            sel(cmp("lt", x, c(0.0)), c(-1.0), c(0.0)));
+  } else if (opType == "HardSigmoid") {
+    y = hardSigmoid(alpha, beta);
+  } else if (opType == "HardSwish") {
+    y = mul(x, hardSigmoid(1.0 / 6.0, 0.5));
+  } else {
+    return nodeError() << "internal error: no decomposition";
+  }
+  return define(0, y);
+}
+
+LogicalResult Importer::prelu() {
+  Value x = floatOperand(0), slope = x ? floatOperand(1) : Value();
+  if (!slope)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType()),
+       st = cast<RankedTensorType>(slope.getType());
+  auto shape = broadcastShapes(t.getShape(), st.getShape());
+  if (st.getElementType() != t.getElementType() || failed(shape) ||
+      ArrayRef<int64_t>(*shape) != t.getShape())
+    return nodeError() << "slope of type " << st
+                       << " does not broadcast to X of type " << t;
+  // x > 0 ? x : slope * x   (torch.nn.functional.prelu)
+  Value zero = splatLike(x, 0.0);
+  Value m = gr::CompareOp::create(builder, nodeLoc,
+                                  t.clone(builder.getI1Type()), "gt", x, zero);
+  Value sx = gr::MulOp::create(builder, nodeLoc, t, x, slope);
+  return define(0, gr::SelectOp::create(builder, nodeLoc, t, m, x, sx));
+}
+
 LogicalResult Importer::clip() {
+  Slot *xs = input(0);
+  if (!xs)
+    return failure();
+  Type et = xs->type().getElementType();
+  bool constBounds = et.isF32();
+  for (int i = 1; i <= 2; ++i) {
+    if (!hasInput(i))
+      continue;
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    constBounds = constBounds && s->constant &&
+                  s->type().getNumElements() == 1 &&
+                  s->type().getElementType().isF32();
+  }
+  if (!constBounds) {
+    // Bounds computed at run time (or another element type):
+    // min(max(x, lo), hi), as torch.clamp.
+    if (!(et.isF32() || et.isF64() || et.isInteger(32) || et.isInteger(64)))
+      return nodeError() << "input has element type " << et
+                         << "; supported: float (f32), double (f64), int32, "
+                            "int64";
+    Value y = materialize(*xs);
+    for (int i = 1; i <= 2; ++i) {
+      if (!hasInput(i))
+        continue;
+      Slot *s = input(i);
+      if (s->type().getNumElements() != 1 || s->type().getElementType() != et)
+        return nodeError() << (i == 1 ? "min" : "max") << " (input '"
+                           << node->input(i) << "') must be a scalar of the "
+                           << "input's element type " << et;
+      Value bound = materialize(*s);
+      if (s->type().getRank() != 0)
+        bound = gr::ReshapeOp::create(builder, nodeLoc,
+                                      RankedTensorType::get({}, et), bound);
+      if (i == 1)
+        y = gr::MaxOp::create(builder, nodeLoc, y.getType(), y, bound);
+      else
+        y = gr::MinOp::create(builder, nodeLoc, y.getType(), y, bound);
+    }
+    return define(0, y);
+  }
   Value x = operand(0);
   if (!x)
     return failure();
@@ -977,7 +1429,7 @@ template <typename OpTy> LogicalResult Importer::softmax() {
   int64_t axis = attrInt("axis", -1);
   if (attrFailed)
     return failure();
-  Value x = operand(0);
+  Value x = floatOperand(0);
   if (!x)
     return failure();
   int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
@@ -1027,9 +1479,8 @@ LogicalResult Importer::reshape() {
   // reshapes (`x.view(B0, -1)` constant-folds to [B0, -1]). When --batch-size
   // changed the batch and the input is still batch-major, dim 0 of the target
   // is that batch.
-  if (exportedBatch > 0 && !target->empty() &&
-      (*target)[0] == exportedBatch && !in.empty() &&
-      in[0] == options.batchSize) {
+  if (exportedBatch > 0 && !target->empty() && (*target)[0] == exportedBatch &&
+      !in.empty() && in[0] == options.batchSize) {
     emitWarning(nodeLoc) << node->op_type() << " node '" << nodeName
                          << "': the target shape " << shapeStr(*target)
                          << " starts with the exported batch size "
@@ -1353,34 +1804,61 @@ LogicalResult Importer::castOp() {
   Slot *s = input(0);
   if (!s)
     return failure();
-  Type from = s->type().getElementType();
-  bool toF32 = to == onnx::TensorProto_DataType_FLOAT;
-  bool toI64 = to == onnx::TensorProto_DataType_INT64 ||
-               to == onnx::TensorProto_DataType_INT32;
-  if (!toF32 && !toI64)
-    return nodeError() << "cast to " << onnxTypeName(to)
-                       << " is not supported; supported: float (f32), int64";
-  if ((toF32 && from.isF32()) || (toI64 && from.isInteger(64)))
-    return identity();
-  if (!s->isFoldable())
-    return nodeError() << "casting a non-constant " << from << " tensor to "
-                       << onnxTypeName(to)
-                       << " is not supported; only constants are converted";
-  auto type = s->type();
-  if (toF32) {
-    SmallVector<float> v;
-    for (int64_t x : s->constant.getValues<int64_t>())
-      v.push_back(static_cast<float>(x));
-    return defineConstant(
-        0, DenseElementsAttr::get(type.clone(builder.getF32Type()),
-                                  ArrayRef<float>(v)));
+  Type toType;
+  if (node->op_type() == "CastLike") {
+    Slot *like = input(1);
+    if (!like)
+      return failure();
+    toType = like->type().getElementType();
+  } else {
+    toType = elementTypeFor(builder, to);
+    if (!toType)
+      return nodeError() << "cast to " << onnxTypeName(to)
+                         << " is not supported; supported: " << kSupportedTypes;
   }
-  SmallVector<int64_t> v;
-  for (float x : s->constant.getValues<float>())
-    v.push_back(static_cast<int64_t>(x));
-  return defineConstant(0,
-                        DenseElementsAttr::get(type.clone(builder.getI64Type()),
-                                               ArrayRef<int64_t>(v)));
+  Type from = s->type().getElementType();
+  if (from == toType)
+    return identity();
+  auto type = s->type().clone(toType);
+  if (!s->isFoldable()) {
+    Value x = materialize(*s);
+    return define(0, gr::CastOp::create(builder, nodeLoc, type, x));
+  }
+  // Fold constant casts (shape computations) with ONNX Cast semantics:
+  // float -> int truncates toward zero, anything -> bool is "!= 0".
+  DenseElementsAttr c = s->constant;
+  bool fromFloat = isa<FloatType>(from);
+  SmallVector<double> fv;
+  SmallVector<int64_t> iv;
+  if (fromFloat) {
+    for (APFloat v : c.getValues<APFloat>())
+      fv.push_back(v.convertToDouble());
+  } else if (from.isInteger(1)) {
+    for (const APInt &v : c.getValues<APInt>())
+      iv.push_back(v.isZero() ? 0 : 1);
+  } else {
+    iv = intValues(c);
+  }
+  if (isa<FloatType>(toType)) {
+    SmallVector<APFloat> out;
+    for (size_t i = 0; i < std::max(fv.size(), iv.size()); ++i) {
+      double d = fromFloat ? fv[i] : (double)iv[i];
+      out.push_back(toType.isF32() ? APFloat((float)d) : APFloat(d));
+    }
+    return defineConstant(0, DenseElementsAttr::get(type, out));
+  }
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i < std::max(fv.size(), iv.size()); ++i) {
+    if (toType.isInteger(1))
+      out.push_back(fromFloat ? fv[i] != 0 : iv[i] != 0);
+    else
+      out.push_back(fromFloat ? (int64_t)std::trunc(fv[i]) : iv[i]);
+  }
+  if (toType.isInteger(1)) {
+    SmallVector<bool> bv(out.begin(), out.end());
+    return defineConstant(0, DenseElementsAttr::get(type, ArrayRef<bool>(bv)));
+  }
+  return defineConstant(0, intConstant(type, out));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1389,7 +1867,35 @@ LogicalResult Importer::castOp() {
 
 const llvm::StringMap<Importer::Handler> &Importer::handlers() {
   static const llvm::StringMap<Handler> map = {
+      {"Abs", &Importer::absOp},
       {"Add", &Importer::binary<gr::AddOp>},
+      {"And", &Importer::logical},
+      {"Elu", &Importer::activation},
+      {"Equal", &Importer::compare},
+      {"Erf", &Importer::unary<gr::ErfOp>},
+      {"Greater", &Importer::compare},
+      {"GreaterOrEqual", &Importer::compare},
+      {"HardSigmoid", &Importer::activation},
+      {"HardSwish", &Importer::activation},
+      {"LeakyRelu", &Importer::activation},
+      {"Less", &Importer::compare},
+      {"LessOrEqual", &Importer::compare},
+      {"Max", &Importer::variadic<gr::MaxOp>},
+      {"Min", &Importer::variadic<gr::MinOp>},
+      {"Not", &Importer::logical},
+      {"Or", &Importer::logical},
+      {"Pow", &Importer::binary<gr::PowOp>},
+      {"PRelu", &Importer::prelu},
+      {"Reciprocal", &Importer::reciprocal},
+      {"Selu", &Importer::activation},
+      {"Sign", &Importer::activation},
+      {"Sum", &Importer::variadic<gr::AddOp>},
+      {"Mean", &Importer::variadic<gr::AddOp>},
+      {"ThresholdedRelu", &Importer::activation},
+      {"CastLike", &Importer::castOp},
+      {"Softplus", &Importer::activation},
+      {"Where", &Importer::where},
+      {"Xor", &Importer::logical},
       {"AveragePool", &Importer::pool<gr::AveragePoolOp>},
       {"BatchNormalization", &Importer::batchNorm},
       {"Cast", &Importer::castOp},

@@ -19,13 +19,22 @@ struct ImportOptions {
   int64_t batchSize = 0;
 };
 
-/// Parses the ONNX model (opsets 13..17 of the ai.onnx domain) at |path| and
+/// Parses the ONNX model (opsets 13..17 of the ai.onnx domain; an older
+/// opset only when every node's op has kept, since that opset, its opset-13
+/// definition for the supported element types, e.g. Add 7, Tanh 6, Not 1;
+/// see `unchangedSince` in ONNXImporter.cpp) at |path| and
 /// returns a dlgraph module: every f32 initializer becomes a module-level
 /// `dlgraph.variable @"<initializer name>"` (not trainable) read with
 /// `dlgraph.read_variable`; one `func.func @main` takes the graph inputs that
 /// are not initializers (arg attribute `dlgraph.name`) and returns the graph
 /// outputs (result attribute `dlgraph.name`); the module has attribute
-/// `dlgraph.model_name`. All shapes are static; every op's location is
+/// `dlgraph.model_name`. Graph inputs, outputs and constants may be f32,
+/// f64, i32, i64 or i1 (ONNX float, double, int32, int64, bool); other
+/// element types are an error. f64/integer/bool initializers are constants.
+/// Elementwise ops without a dlgraph op of their own (Reciprocal, Elu, Selu,
+/// LeakyRelu, Softplus, HardSigmoid, HardSwish, PRelu, ThresholdedRelu,
+/// Sign, And/Or/Xor/Not, Mean, Clip with run-time bounds) are decomposed
+/// into elementwise dlgraph ops. All shapes are static; every op's location is
 /// `NameLoc("<node name>/<OpType>")` around `FileLineColLoc(path, 0, 0)`
 /// (unnamed nodes are called `<OpType>_<node index>`). A BatchNormalization
 /// running mean/variance whose initializer is also used elsewhere (exporters

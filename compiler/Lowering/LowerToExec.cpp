@@ -389,6 +389,15 @@ Value binaryScalar(OpBuilder &b, Location loc, StringRef op, Value l, Value r) {
       return arith::MaxSIOp::create(b, loc, l, r);
     if (op == "min")
       return arith::MinSIOp::create(b, loc, l, r);
+    if (op == "pow") {
+      // Integer pow (ONNX Pow on int32/int64): computed in double, then
+      // truncated toward zero, as ONNX Runtime does.
+      Type f64 = b.getF64Type();
+      Value p =
+          math::PowFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f64, l),
+                               arith::SIToFPOp::create(b, loc, f64, r));
+      return arith::FPToSIOp::create(b, loc, l.getType(), p);
+    }
   }
   return Value();
 }
@@ -397,7 +406,7 @@ bool binarySupported(StringRef op, Type t) {
   ElemKind k = kindOf(t);
   if (k == ElemKind::Float)
     return true;
-  return k == ElemKind::Int && op != "pow";
+  return k == ElemKind::Int;
 }
 
 /// Converts scalar |v| to |to| with ONNX Cast semantics; null if unsupported.
@@ -493,8 +502,7 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
       return op->emitError()
              << "dlgraph-lower-to-dlexec: cannot lower '" << op->getName()
              << "': element type " << tensorType(lhs).getElementType()
-             << " is not supported (float; integers except "
-                "for pow)";
+             << " is not supported (float or integer)";
     elementwise(op, {lhs, rhs},
                 [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
                     ArrayRef<Value>) -> SmallVector<Value> {
@@ -652,6 +660,16 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
           Value e = math::ExpOp::create(kb, l, arith::NegFOp::create(kb, l, v));
           return (Value)arith::DivFOp::create(
               kb, l, one, arith::AddFOp::create(kb, l, one, e));
+        });
+      })
+      .Case([&](g::ErfOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::ErfOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AbsOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AbsFOp::create(kb, l, v);
         });
       })
       .Case([&](g::ClipOp o) -> LogicalResult {

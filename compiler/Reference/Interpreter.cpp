@@ -296,6 +296,8 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           return unary([](double x) { return 1.0 / std::sqrt(x); });
         })
         .Case<TanhOp>([&](auto) { return unary([](double x) { return std::tanh(x); }); })
+        .Case<ErfOp>([&](auto) { return unary([](double x) { return std::erf(x); }); })
+        .Case<AbsOp>([&](auto) { return unary([](double x) { return std::fabs(x); }); })
         .Case<SigmoidOp>([&](auto) {
           return unary([](double x) { return 1.0 / (1.0 + std::exp(-x)); });
         })

@@ -202,6 +202,34 @@ static LogicalResult sigmoidGrad(OpBuilder &b, Operation *op, RGrads dy,
   return success();
 }
 
+static LogicalResult erfGrad(OpBuilder &b, Operation *op, RGrads dy,
+                             Grads dx) {
+  // grad * 2/sqrt(pi) * exp(-x^2)
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  auto t = tensorType(x);
+  Value x2 = binary<MulOp>(b, loc, t, x, x);
+  Value e = ExpOp::create(b, loc, t, NegOp::create(b, loc, t, x2));
+  Value d = binary<MulOp>(b, loc, t, e, splat(b, loc, t, 1.1283791670955126));
+  dx[0] = binary<MulOp>(b, loc, t, dy[0], d);
+  return success();
+}
+
+static LogicalResult absGrad(OpBuilder &b, Operation *op, RGrads dy,
+                             Grads dx) {
+  // grad * sgn(x), with sgn(0) = 0 (torch's abs backward).
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  auto t = tensorType(x);
+  Value zero = splat(b, loc, t, 0.0);
+  Value pos = CompareOp::create(b, loc, maskType(t), "gt", x, zero);
+  Value neg = CompareOp::create(b, loc, maskType(t), "lt", x, zero);
+  Value ng = NegOp::create(b, loc, t, dy[0]);
+  Value inner = SelectOp::create(b, loc, t, neg, ng, zero);
+  dx[0] = SelectOp::create(b, loc, t, pos, dy[0], inner);
+  return success();
+}
+
 static LogicalResult identityGrad(OpBuilder &b, Operation *op, RGrads dy,
                                   Grads dx) {
   dx[0] = dy[0];
@@ -568,6 +596,8 @@ static llvm::StringMap<GradientRule> &ruleTable() {
     add(RsqrtOp::getOperationName(), rsqrtGrad);
     add(TanhOp::getOperationName(), tanhGrad);
     add(SigmoidOp::getOperationName(), sigmoidGrad);
+    add(ErfOp::getOperationName(), erfGrad);
+    add(AbsOp::getOperationName(), absGrad);
     add(IdentityOp::getOperationName(), identityGrad);
     add(CastOp::getOperationName(), castGrad);
     add(AddOp::getOperationName(), addGrad);

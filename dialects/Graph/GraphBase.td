@@ -14,7 +14,7 @@ def Graph_Dialect : Dialect {
   let cppNamespace = "::dlc::graph";
   let summary = "Tensor graph of a model: ONNX-level ops, losses, gradients, optimizer updates";
   let description = [{
-    Values are statically shaped ranked tensors (f32, f64, i64, i1). Model
+    Values are statically shaped ranked tensors (f32, f64, i32, i64, i1). Model
     parameters and optimizer state are `dlgraph.variable` symbols at module
     level; graph functions are `func.func` ops that read them with
     `dlgraph.read_variable` and, in a training step, update them with

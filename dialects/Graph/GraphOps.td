@@ -149,6 +149,8 @@ def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt">;
 def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "1/Sqrt">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "Sigmoid">;
+def Graph_ErfOp : Graph_UnaryOp<"erf", "Erf">;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs">;
 
 def Graph_ClipOp : Graph_Op<"clip", [Pure, SameOperandsAndResultType]> {
   let summary = "Clamps to [min, max] (ONNX Clip with constant bounds)";

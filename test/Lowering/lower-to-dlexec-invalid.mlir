@@ -24,8 +24,8 @@ func.func @int_relu(%a: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
-func.func @int_pow(%a: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @+1 {{cannot lower 'dlgraph.pow': element type 'i64' is not supported}}
-  %y = dlgraph.pow %a, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
-  return %y : tensor<4xi64>
+func.func @bool_pow(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{cannot lower 'dlgraph.pow': element type 'i1' is not supported}}
+  %y = dlgraph.pow %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return %y : tensor<4xi1>
 }

@@ -345,3 +345,31 @@ module {
 // CHECK-NEXT: %[[U:.+]] = arith.mulf %[[LR]], %[[NB]] : f32
 // CHECK-NEXT: %[[NP:.+]] = arith.subf %[[SP]], %[[U]] : f32
 // CHECK-NEXT: dlexec.yield %[[NP]], %[[NB]] : f32, f32
+
+// -----
+
+// erf and abs on f64, integer pow (through f64), a bool select (ONNX And).
+
+module {
+  func.func @elementwise_types(%x: tensor<4xf64>, %a: tensor<4xi32>, %b: tensor<4xi1>, %c: tensor<4xi1>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xi32>, tensor<4xi1>) {
+    %e = dlgraph.erf %x : tensor<4xf64>
+    %ab = dlgraph.abs %x : tensor<4xf64>
+    %p = dlgraph.pow %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    %f = dlgraph.constant dense<false> : tensor<4xi1>
+    %and = dlgraph.select %b, %c, %f : (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+    return %e, %ab, %p, %and : tensor<4xf64>, tensor<4xf64>, tensor<4xi32>, tensor<4xi1>
+  }
+}
+
+// CHECK-LABEL: dlexec.func @elementwise_types {
+// CHECK: dlexec.kernel @elementwise_types_k0_erf
+// CHECK: math.erf %{{.+}} : f64
+// CHECK: dlexec.kernel @elementwise_types_k1_abs
+// CHECK: math.absf %{{.+}} : f64
+// CHECK: dlexec.kernel @elementwise_types_k2_pow
+// CHECK: arith.sitofp %{{.+}} : i32 to f64
+// CHECK: math.powf %{{.+}} : f64
+// CHECK: arith.fptosi %{{.+}} : f64 to i32
+// CHECK: dlexec.kernel @elementwise_types_k3_select
+// CHECK: arith.constant false
+// CHECK: arith.select %{{.+}} : i1

@@ -9,6 +9,7 @@
 // optimizer update ops against torch.optim (torch_optim_reference.py).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Import/ONNXImporter.h"
 #include "compiler/Reference/Interpreter.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Graph/GraphOps.h"
@@ -20,6 +21,11 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
+
+#include "onnx/onnx_pb.h"
+
+#include <fstream>
+#include <unistd.h>
 
 #include <cmath>
 #include <map>
@@ -49,8 +55,15 @@ protected:
   /// Parses |text| and builds the training step (SGD, lr 1); |lossOutput|
   /// is the pass's loss-output option.
   Prepared prepare(const char *text, const std::string &lossOutput = "") {
+    return prepareModule(parseSourceString<ModuleOp>(text, &context),
+                         lossOutput);
+  }
+
+  /// Builds the training step of an already parsed or imported module.
+  Prepared prepareModule(OwningOpRef<ModuleOp> module,
+                         const std::string &lossOutput = "") {
     Prepared p;
-    p.module = parseSourceString<ModuleOp>(text, &context);
+    p.module = std::move(module);
     EXPECT_TRUE(p.module);
     if (!p.module)
       return p;
@@ -104,8 +117,7 @@ protected:
         auto lm = minus.run(p.trainStep, args);
         ASSERT_TRUE(succeeded(lp) && succeeded(lm));
         double numeric = ((*lp)[0].data[0] - (*lm)[0].data[0]) / (2 * h);
-        EXPECT_NEAR(analytic, numeric,
-                    1e-6 * std::max(1.0, std::fabs(numeric)))
+        EXPECT_NEAR(analytic, numeric, 1e-6 * std::max(1.0, std::fabs(numeric)))
             << name << "[" << i << "]";
       }
     }
@@ -433,12 +445,57 @@ TEST_F(GradientCheck, MatchesPyTorchConvBatchNormStep) {
   ASSERT_TRUE(succeeded(loss));
   EXPECT_NEAR((*loss)[0].data[0], 1.415916498834112, 1e-9);
   std::map<std::string, std::vector<double>> grads = {
-      {"cw", {0.03992824726932975, 0.14347056873311131, 0.21336301161895677, 0.2591025247968542, -0.15048102104688887, -0.09447640957334297, -0.08929795446082428, 0.05261454700918078, 0.2301966046755626, -0.053427888722499234, 0.06642804637085964, 0.1420678691494029, 0.2568084631822966, -0.14232615204398563, -0.10915082278169774, -0.10781664660825922, -0.12079619279897391, 0.07396851115234235, -0.26230133648572596, -0.29168396108900146, -0.3250915420331154, -0.02112309131458895, 0.024109772567065813, 0.08294219548258308, -0.14755478114476883, -0.24751322525038622, -0.3027396814967788, -0.17062727848151066, -0.2400074593066589, -0.3286355169362305, -0.06476548907944119, -0.008775477403464849, 0.051760197839978206, -0.031041721761381726, -0.14384041644206697, -0.23902316659001416, 0.12159115434639223, -0.0012579314950702594, -0.12786133213699236, 0.13938209943943203, -0.14155979122539142, -0.28169698722079306, -0.2563798098993805, -0.17259114686836108, -0.2309268151337217, 0.22254620906700823, 0.11684482395231688, 0.01583991807090327, 0.2906940536451809, -0.05185034922110926, -0.20847706489723944, -0.08131406319192809, -0.09394935407983676, -0.17380240747044107}},
-      {"cb", {-1.1102230246251565e-16, -1.1102230246251565e-16, -1.1102230246251565e-16}},
+      {"cw",
+       {0.03992824726932975,   0.14347056873311131,    0.21336301161895677,
+        0.2591025247968542,    -0.15048102104688887,   -0.09447640957334297,
+        -0.08929795446082428,  0.05261454700918078,    0.2301966046755626,
+        -0.053427888722499234, 0.06642804637085964,    0.1420678691494029,
+        0.2568084631822966,    -0.14232615204398563,   -0.10915082278169774,
+        -0.10781664660825922,  -0.12079619279897391,   0.07396851115234235,
+        -0.26230133648572596,  -0.29168396108900146,   -0.3250915420331154,
+        -0.02112309131458895,  0.024109772567065813,   0.08294219548258308,
+        -0.14755478114476883,  -0.24751322525038622,   -0.3027396814967788,
+        -0.17062727848151066,  -0.2400074593066589,    -0.3286355169362305,
+        -0.06476548907944119,  -0.008775477403464849,  0.051760197839978206,
+        -0.031041721761381726, -0.14384041644206697,   -0.23902316659001416,
+        0.12159115434639223,   -0.0012579314950702594, -0.12786133213699236,
+        0.13938209943943203,   -0.14155979122539142,   -0.28169698722079306,
+        -0.2563798098993805,   -0.17259114686836108,   -0.2309268151337217,
+        0.22254620906700823,   0.11684482395231688,    0.01583991807090327,
+        0.2906940536451809,    -0.05185034922110926,   -0.20847706489723944,
+        -0.08131406319192809,  -0.09394935407983676,   -0.17380240747044107}},
+      {"cb",
+       {-1.1102230246251565e-16, -1.1102230246251565e-16,
+        -1.1102230246251565e-16}},
       {"s", {0.17030193698055254, 0.14733290928966938, -0.03544647557747029}},
       {"o", {-0.03577218266893939, 0.3734369824140359, -0.08737571080856238}},
-      {"fw", {0.08609235106233974, 0.0, 0.49403231711369394, 0.556663038978766, 0.11795317055269516, 0.02225528182426544, 0.24952278064446315, 0.3595322382435095, 0.17650241827375893, 0.08400714923036302, 0.07784221236143124, 0.1661535707628983, 0.06005210941345109, 0.0, -0.23449262806916252, -0.1640916227869093, 0.07180026837193969, 0.015523755625749269, -0.20732548113099847, -0.1769216907790452, 0.05116198329582252, 0.05859761587229641, -0.10725287418396855, -0.13576423631818849, 0.007533920838502782, 0.0, 0.049269546265695616, 0.05447185898203765, 0.010431260094919315, 0.0019475543347767976, 0.0258114022537367, 0.035921292629208484, 0.016195782522983686, 0.007351445330045148, 0.008496065939170322, 0.017163554725663964, -0.15367838131429365, 0.0, -0.308809235310227, -0.44704327517389447, -0.2001846990195542, -0.039726591784791515, -0.06800870176720139, -0.2185318400936728, -0.24386018409256519, -0.1499562104327046, 0.020914595883366992, -0.047552889170373785}},
-      {"fb", {0.4503001947585509, -0.1199349369822994, 0.043930328896557694, -0.3742955866728092}},
+      {"fw", {0.08609235106233974,  0.0,
+              0.49403231711369394,  0.556663038978766,
+              0.11795317055269516,  0.02225528182426544,
+              0.24952278064446315,  0.3595322382435095,
+              0.17650241827375893,  0.08400714923036302,
+              0.07784221236143124,  0.1661535707628983,
+              0.06005210941345109,  0.0,
+              -0.23449262806916252, -0.1640916227869093,
+              0.07180026837193969,  0.015523755625749269,
+              -0.20732548113099847, -0.1769216907790452,
+              0.05116198329582252,  0.05859761587229641,
+              -0.10725287418396855, -0.13576423631818849,
+              0.007533920838502782, 0.0,
+              0.049269546265695616, 0.05447185898203765,
+              0.010431260094919315, 0.0019475543347767976,
+              0.0258114022537367,   0.035921292629208484,
+              0.016195782522983686, 0.007351445330045148,
+              0.008496065939170322, 0.017163554725663964,
+              -0.15367838131429365, 0.0,
+              -0.308809235310227,   -0.44704327517389447,
+              -0.2001846990195542,  -0.039726591784791515,
+              -0.06800870176720139, -0.2185318400936728,
+              -0.24386018409256519, -0.1499562104327046,
+              0.020914595883366992, -0.047552889170373785}},
+      {"fb",
+       {0.4503001947585509, -0.1199349369822994, 0.043930328896557694,
+        -0.3742955866728092}},
   };
   for (auto &[name, expected] : grads) {
     const Tensor &before = init.variables.at(name),
@@ -448,7 +505,10 @@ TEST_F(GradientCheck, MatchesPyTorchConvBatchNormStep) {
       EXPECT_NEAR(before.data[i] - after.data[i], expected[i], 1e-8)
           << name << "[" << i << "]";
   }
-  std::vector<double> rm = {-0.3995428241685273, -0.338768746607439, -0.2320570102519612}, rv = {0.8125084248005917, 0.9753093622210012, 1.133256343046657};
+  std::vector<double> rm = {-0.3995428241685273, -0.338768746607439,
+                            -0.2320570102519612},
+                      rv = {0.8125084248005917, 0.9753093622210012,
+                            1.133256343046657};
   for (size_t c = 0; c < 3; ++c) {
     EXPECT_NEAR(stepped.variables["rm"].data[c], rm[c], 1e-6);
     EXPECT_NEAR(stepped.variables["rv"].data[c], rv[c], 1e-6);
@@ -513,13 +573,258 @@ TEST_F(GradientCheck, OptimizerUpdatesMatchTorchOptim) {
     EXPECT_EQ((*s)[0].data[0], t + 1.0);
   }
   std::map<std::string, std::vector<double>> expected = {
-      {"p", {0.6137664251286974, 0.6950209219371503, 0.6822075974519467, 0.5770606750321371}},
-      {"q", {0.44979762480024954, 0.5182169200297343, 0.5184154937274404, 0.4504857156040487}},
-      {"r", {0.4487165697388497, 0.5171103404129831, 0.5178199828136077, 0.4505204600523753}}};
+      {"p",
+       {0.6137664251286974, 0.6950209219371503, 0.6822075974519467,
+        0.5770606750321371}},
+      {"q",
+       {0.44979762480024954, 0.5182169200297343, 0.5184154937274404,
+        0.4504857156040487}},
+      {"r",
+       {0.4487165697388497, 0.5171103404129831, 0.5178199828136077,
+        0.4505204600523753}}};
   for (auto &[name, values] : expected)
     for (size_t i = 0; i < values.size(); ++i)
       EXPECT_NEAR(interp->variables[name].data[i], values[i], 1e-7)
           << name << "[" << i << "]";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Ops imported from ONNX (several are decompositions into dlgraph ops): each
+// model is y = f(x + w) for a [2, 3] parameter w, trained with the default
+// softmax cross-entropy, so the check covers the importer's decomposition and
+// every gradient rule it relies on.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A small ONNX graph under construction (opset 17).
+struct OnnxGraph {
+  onnx::ModelProto model;
+  onnx::GraphProto *g;
+  int counter = 0;
+
+  OnnxGraph() {
+    model.set_ir_version(8);
+    auto *imp = model.add_opset_import();
+    imp->set_domain("");
+    imp->set_version(17);
+    g = model.mutable_graph();
+    g->set_name("gradcheck");
+  }
+  static void setShape(onnx::ValueInfoProto *v, const std::string &name,
+                       std::vector<int64_t> shape) {
+    v->set_name(name);
+    auto *tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+    for (int64_t d : shape)
+      tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  void input(const std::string &name, std::vector<int64_t> shape) {
+    setShape(g->add_input(), name, shape);
+  }
+  void output(const std::string &name, std::vector<int64_t> shape) {
+    setShape(g->add_output(), name, shape);
+  }
+  /// An f32 initializer (a parameter once imported).
+  void param(const std::string &name, std::vector<int64_t> shape) {
+    auto *t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      t->add_dims(d);
+      n *= d;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      t->add_float_data(0.0f);
+  }
+  /// A Constant node holding an f32 scalar; returns its output name.
+  std::string scalar(float v) {
+    std::string name = "c" + std::to_string(counter++);
+    auto *n = g->add_node();
+    n->set_op_type("Constant");
+    n->add_output(name);
+    auto *a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    a->mutable_t()->add_float_data(v);
+    return name;
+  }
+  /// Adds a node; returns its (first) output name.
+  std::string node(const std::string &op, std::vector<std::string> ins,
+                   std::vector<std::pair<std::string, float>> floats = {},
+                   std::vector<std::pair<std::string, int64_t>> ints = {}) {
+    std::string name = "v" + std::to_string(counter++);
+    auto *n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(op + "_" + name);
+    for (auto &i : ins)
+      n->add_input(i);
+    n->add_output(name);
+    for (auto &[k, v] : floats) {
+      auto *a = n->add_attribute();
+      a->set_name(k);
+      a->set_type(onnx::AttributeProto_AttributeType_FLOAT);
+      a->set_f(v);
+    }
+    for (auto &[k, v] : ints) {
+      auto *a = n->add_attribute();
+      a->set_name(k);
+      a->set_type(onnx::AttributeProto_AttributeType_INT);
+      a->set_i(v);
+    }
+    return name;
+  }
+};
+
+class OnnxGradientCheck : public GradientCheck {
+protected:
+  /// Imports |graph| (input x [2, 3], parameters as declared, output |y| of
+  /// shape [2, 3]) and checks the gradients of all |numParams| parameters,
+  /// drawn uniformly from [lo, hi].
+  void run(OnnxGraph &graph, const std::string &y, size_t numParams,
+           double lo = -2, double hi = 2) {
+    graph.output(y, {2, 3});
+    std::string path =
+        ::testing::TempDir() + "gradcheck_" + std::to_string(::getpid()) + "_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+        ".onnx";
+    {
+      std::ofstream f(path, std::ios::binary);
+      ASSERT_TRUE(graph.model.SerializeToOstream(&f));
+    }
+    auto module = dlc::importONNXModel(context, path, dlc::ImportOptions());
+    std::remove(path.c_str());
+    ASSERT_TRUE(module);
+    Prepared p = prepareModule(std::move(module));
+    ASSERT_TRUE(p.trainStep);
+    auto interp = Interpreter::create(*p.module);
+    ASSERT_TRUE(succeeded(interp));
+    for (const std::string &name : p.params)
+      interp->variables[name] = random(interp->variables[name].shape, lo, hi);
+    Tensor labels({2});
+    labels.data = {2, 0};
+    check(p, *interp, {random({2, 3}), labels}, numParams);
+  }
+
+  /// y = Op(x + w) for a unary ONNX op with float attributes.
+  void unaryOp(const std::string &op,
+               std::vector<std::pair<std::string, float>> attrs = {},
+               double lo = -2, double hi = 2) {
+    OnnxGraph graph;
+    graph.input("x", {2, 3});
+    graph.param("w", {2, 3});
+    std::string h = graph.node("Add", {"x", "w"});
+    run(graph, graph.node(op, {h}, attrs), 1, lo, hi);
+  }
+};
+
+TEST_F(OnnxGradientCheck, Erf) { unaryOp("Erf"); }
+TEST_F(OnnxGradientCheck, Tanh) { unaryOp("Tanh"); }
+TEST_F(OnnxGradientCheck, Sigmoid) { unaryOp("Sigmoid"); }
+TEST_F(OnnxGradientCheck, Exp) { unaryOp("Exp"); }
+TEST_F(OnnxGradientCheck, Neg) { unaryOp("Neg"); }
+TEST_F(OnnxGradientCheck, Abs) { unaryOp("Abs"); }
+TEST_F(OnnxGradientCheck, Log) { unaryOp("Log", {}, 1.5, 3); }
+TEST_F(OnnxGradientCheck, Sqrt) { unaryOp("Sqrt", {}, 1.5, 3); }
+TEST_F(OnnxGradientCheck, Reciprocal) { unaryOp("Reciprocal", {}, 1.5, 3); }
+TEST_F(OnnxGradientCheck, Elu) { unaryOp("Elu", {{"alpha", 0.7f}}); }
+TEST_F(OnnxGradientCheck, Selu) { unaryOp("Selu"); }
+TEST_F(OnnxGradientCheck, LeakyRelu) {
+  unaryOp("LeakyRelu", {{"alpha", 0.1f}});
+}
+TEST_F(OnnxGradientCheck, Softplus) { unaryOp("Softplus"); }
+TEST_F(OnnxGradientCheck, HardSigmoid) {
+  unaryOp("HardSigmoid", {{"alpha", 0.3f}, {"beta", 0.4f}}, -3, 3);
+}
+TEST_F(OnnxGradientCheck, HardSwish) { unaryOp("HardSwish", {}, -4, 4); }
+
+TEST_F(OnnxGradientCheck, PowBothOperands) {
+  // y = (x + w)^e with a positive base and a broadcast exponent parameter.
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("e", {3});
+  std::string base = graph.node("Exp", {graph.node("Add", {"x", "w"})});
+  run(graph, graph.node("Pow", {base, "e"}), 2);
+}
+
+TEST_F(OnnxGradientCheck, VariadicMaxMinWhere) {
+  // Max(h, a, b) - Min(h, a) where h > 0, else h (broadcast parameters).
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("a", {3});
+  graph.param("b", {2, 1});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string mx = graph.node("Max", {h, "a", "b"});
+  std::string mn = graph.node("Min", {h, "a"});
+  std::string d = graph.node("Sub", {mx, mn});
+  std::string c = graph.node("Greater", {h, graph.scalar(0.0f)});
+  run(graph, graph.node("Where", {c, d, h}), 3);
+}
+
+TEST_F(OnnxGradientCheck, PReluBroadcastSlope) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("slope", {3});
+  run(graph, graph.node("PRelu", {graph.node("Add", {"x", "w"}), "slope"}), 2);
+}
+
+TEST_F(OnnxGradientCheck, CastThroughDouble) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string d =
+      graph.node("Cast", {h}, {}, {{"to", onnx::TensorProto_DataType_DOUBLE}});
+  std::string t = graph.node("Tanh", {d});
+  run(graph,
+      graph.node("Cast", {t}, {}, {{"to", onnx::TensorProto_DataType_FLOAT}}),
+      1);
+}
+
+TEST_F(OnnxGradientCheck, GeluErfAsExportedByTorch) {
+  // torch.nn.functional.gelu at opsets 13..17: x * 0.5 * (1 + erf(x / sqrt 2)).
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string e =
+      graph.node("Erf", {graph.node("Div", {h, graph.scalar(1.4142135f)})});
+  std::string p = graph.node("Add", {e, graph.scalar(1.0f)});
+  std::string m = graph.node("Mul", {h, p});
+  run(graph, graph.node("Mul", {m, graph.scalar(0.5f)}), 1);
+}
+
+TEST_F(OnnxGradientCheck, GeluTanhAsExportedByTorch) {
+  // approximate='tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string cube = graph.node("Pow", {h, graph.scalar(3.0f)});
+  std::string inner = graph.node(
+      "Add", {h, graph.node("Mul", {cube, graph.scalar(0.044715f)})});
+  std::string t = graph.node(
+      "Tanh", {graph.node("Mul", {inner, graph.scalar(0.7978846f)})});
+  std::string p = graph.node("Add", {t, graph.scalar(1.0f)});
+  std::string m = graph.node("Mul", {h, p});
+  run(graph, graph.node("Mul", {m, graph.scalar(0.5f)}), 1);
+}
+
+TEST_F(OnnxGradientCheck, SoftmaxAndLogSoftmaxOnAxis0) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string s = graph.node("Softmax", {h}, {}, {{"axis", 0}});
+  std::string l = graph.node("LogSoftmax", {h}, {}, {{"axis", -2}});
+  run(graph, graph.node("Add", {s, l}), 1);
 }
 
 } // namespace

@@ -155,7 +155,7 @@ def build():
     # Errors.
     models["bad_op"] = model(
         "bad_op", [helper.make_node("Relu", ["x"], ["r"], name="r"),
-                   helper.make_node("Erf", ["r"], ["y"], name="erf1")],
+                   helper.make_node("Hardmax", ["r"], ["y"], name="hardmax1")],
         [vi("x", [2, 3])], [vi("y", [2, 3])])
     models["bad_opset"] = model(
         "bad_opset", [helper.make_node("Relu", ["x"], ["y"])],
@@ -193,6 +193,23 @@ def build():
     models["clip_dynamic"] = model(
         "clip_dynamic", [helper.make_node("Clip", ["x", "lo"], ["y"], name="clip")],
         [vi("x", [2, 3]), vi("lo", [])], [vi("y", [2, 3])])
+    models["and_float"] = model(
+        "and_float", [helper.make_node("And", ["x", "x"], ["y"], name="and")],
+        [vi("x", [2, 3])], [vi("y", [2, 3], TensorProto.BOOL)])
+    models["cast_fp16"] = model(
+        "cast_fp16", [helper.make_node("Cast", ["x"], ["y"], name="cast", to=TensorProto.FLOAT16)],
+        [vi("x", [2, 3])], [vi("y", [2, 3], TensorProto.FLOAT16)])
+    models["where_types"] = model(
+        "where_types", [helper.make_node("Where", ["c", "x", "i"], ["y"], name="where")],
+        [vi("c", [2, 3], TensorProto.BOOL), vi("x", [2, 3]), vi("i", [2, 3], TensorProto.INT64)],
+        [vi("y", [2, 3])])
+    models["old_opset_elu"] = model(
+        "old_opset_elu", [helper.make_node("Elu", ["x"], ["y"], name="elu"),
+                          helper.make_node("Relu", ["y"], ["z"], name="relu")],
+        [vi("x", [2, 3])], [vi("z", [2, 3])], opset=6)
+    models["clip_vector_bound"] = model(
+        "clip_vector_bound", [helper.make_node("Clip", ["x", "lo"], ["y"], name="clip")],
+        [vi("x", [2, 3]), vi("lo", [3])], [vi("y", [2, 3])])
     models["maxpool_indices"] = model(
         "maxpool_indices",
         [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="mp", kernel_shape=[2, 2])],
