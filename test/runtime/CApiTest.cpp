@@ -16,28 +16,6 @@ using namespace dlrt::test;
 
 namespace {
 
-std::vector<float> randomVector(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 7;
-  for (float &x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return v;
-}
-
-/// See DeviceTest.cpp: sums of <= ~100 f32 products of O(1) values.
-void expectClose(const std::vector<float> &got, const std::vector<double> &ref,
-                 const char *what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < ref.size() && bad < 5; ++i)
-    if (!(std::fabs(got[i] - ref[i]) <= 1e-4 * (1 + std::fabs(ref[i])))) {
-      ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected "
-                    << ref[i];
-      ++bad;
-    }
-}
 
 // Shapes of the test model.
 constexpr int64_t N = 2, C = 4, H = 7, W = 7, K = 6, R = 3, S = 3, P = 4, Q = 4,

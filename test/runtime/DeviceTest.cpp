@@ -10,34 +10,11 @@
 #include "TestPackage.h"
 
 using namespace dlrt;
+using dlrt::test::expectClose;
+using dlrt::test::randomVector;
 
 namespace {
 
-std::vector<float> randomVector(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (float &x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return v;
-}
-
-/// Tolerance: f32 results of sums of at most ~100 products of values in
-/// [-1, 1]; rounding error is ~1e-6 relative, oneDNN/cuBLAS may reorder sums,
-/// so 1e-4 * (1 + |ref|) is loose for correct code and tight for wrong code
-/// (a missed or extra term is >= ~1e-3).
-void expectClose(const std::vector<float> &got, const std::vector<double> &ref,
-                 const char *what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < ref.size() && bad < 5; ++i)
-    if (!(std::fabs(got[i] - ref[i]) <= 1e-4 * (1 + std::fabs(ref[i])))) {
-      ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected "
-                    << ref[i];
-      ++bad;
-    }
-}
 
 class DeviceTest : public ::testing::TestWithParam<std::string> {
 protected:
@@ -94,9 +71,9 @@ TEST_P(DeviceTest, Gemm) {
   int idx = 0;
   for (const GemmCase &c : cases) {
     SCOPED_TRACE("case " + std::to_string(idx++));
-    auto a = randomVector(M * K, 1), b = randomVector(K * N, 2);
-    auto cv = randomVector(c.rowVector ? N : M * N, 3);
-    auto y0 = randomVector(M * N, 4);
+    auto a = randomVector(M * K, 1, 1), b = randomVector(K * N, 2, 1);
+    auto cv = randomVector(c.rowVector ? N : M * N, 3, 1);
+    auto y0 = randomVector(M * N, 4, 1);
     std::vector<double> ref(M * N);
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -196,10 +173,10 @@ TEST_P(DeviceTest, Convolution) {
   int idx = 0;
   for (const ConvParams &p : cases) {
     SCOPED_TRACE("case " + std::to_string(idx++));
-    auto x = randomVector(p.n * p.c * p.h * p.w, 11);
-    auto w = randomVector(p.k * (p.c / p.group) * p.r * p.s, 12);
-    auto bias = p.has_bias ? randomVector(p.k, 13) : std::vector<float>();
-    auto dy = randomVector(p.n * p.k * p.p * p.q, 14);
+    auto x = randomVector(p.n * p.c * p.h * p.w, 11, 1);
+    auto w = randomVector(p.k * (p.c / p.group) * p.r * p.s, 12, 1);
+    auto bias = p.has_bias ? randomVector(p.k, 13, 1) : std::vector<float>();
+    auto dy = randomVector(p.n * p.k * p.p * p.q, 14, 1);
     ConvRef ref = naiveConv(p, x, w, bias, dy);
 
     float *dX = upload(x), *dW = upload(w), *dDy = upload(dy);
@@ -223,7 +200,7 @@ TEST_P(DeviceTest, Convolution) {
 }
 
 TEST_P(DeviceTest, MemoryRoundTrip) {
-  std::vector<float> v = randomVector(1000, 5);
+  std::vector<float> v = randomVector(1000, 5, 1);
   float *d = upload(v);
   EXPECT_EQ(download(d, v.size()), v);
   ASSERT_TRUE(device->fillZero(d, v.size() * 4).ok());

@@ -1,6 +1,7 @@
 //===- TestPackage.cpp - build .dlcp packages and host kernels in tests --===//
 #include "TestPackage.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 
 #include "dlc_schema/package_generated.h"
+#include <gtest/gtest.h>
 
 namespace dlrt::test {
 namespace fb = dlc::package;
@@ -125,3 +127,27 @@ std::vector<uint8_t> floatBytes(const std::vector<float> &v) {
 }
 
 } // namespace dlrt::test
+
+std::vector<float> dlrt::test::randomVector(size_t n, uint32_t seed,
+                                            uint32_t salt) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + salt;
+  for (float &x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+  return v;
+}
+
+void dlrt::test::expectClose(const std::vector<float> &got,
+                             const std::vector<double> &ref,
+                             const char *what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < ref.size() && bad < 5; ++i)
+    if (!(std::fabs(got[i] - ref[i]) <= 1e-4 * (1 + std::fabs(ref[i])))) {
+      ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected "
+                    << ref[i];
+      ++bad;
+    }
+}

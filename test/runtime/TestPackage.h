@@ -74,6 +74,18 @@ std::vector<uint8_t> compileHostLibrary(const std::string &source,
 /// Bytes of a float vector (for weights and inputs).
 std::vector<uint8_t> floatBytes(const std::vector<float> &v);
 
+/// |n| pseudo-random floats in [-1, 1) from |seed| (an LCG; |salt| keeps the
+/// streams of different test files apart).
+std::vector<float> randomVector(size_t n, uint32_t seed, uint32_t salt = 7);
+
+/// Expects |got| to match |ref| within 1e-4 * (1 + |ref|) element-wise.
+/// Tolerance: f32 results of sums of at most ~100 products of values in
+/// [-1, 1]; rounding error is ~1e-6 relative, oneDNN/cuBLAS may reorder sums,
+/// so the bound is loose for correct code and tight for wrong code (a missed
+/// or extra term is >= ~1e-3). Reports at most 5 bad elements.
+void expectClose(const std::vector<float> &got, const std::vector<double> &ref,
+                 const char *what);
+
 } // namespace dlrt::test
 
 #endif
