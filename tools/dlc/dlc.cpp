@@ -97,9 +97,6 @@ static cl::list<std::string>
                      "and embed (e.g. sm_80,sm_90); without it the runtime "
                      "compiles them on first use"),
             cl::CommaSeparated, cl::cat(dlcCategory));
-/// `--stats` is created in main(): LLVM registers its own `-stats` (pass
-/// statistics), which is renamed first to make room for dlc's.
-static cl::opt<bool> *statsFlag = nullptr;
 static cl::opt<std::string>
     hostCompiler("host-compiler",
                  cl::desc("C++ compiler for the host kernels (default c++)"),
@@ -222,6 +219,8 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   registerAsmPrinterCLOptions();
   dlc::registerAllPasses();
+  // `--stats` is created here: LLVM registers its own `-stats` (pass
+  // statistics), which is renamed first to make room for dlc's.
   auto &registered = cl::getRegisteredOptions();
   if (auto it = registered.find("stats"); it != registered.end())
     it->second->setArgStr("llvm-stats");
@@ -229,7 +228,6 @@ int main(int argc, char **argv) {
                          cl::desc("Print kernels, library calls and the "
                                   "planned peak memory in bytes"),
                          cl::cat(dlcCategory));
-  statsFlag = &statsOpt;
   bool &stats = statsOpt.getValue();
   cl::HideUnrelatedOptions(dlcCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
