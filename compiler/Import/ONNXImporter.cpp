@@ -3,7 +3,8 @@
 //
 // Reads an ONNX ModelProto with the generated protobuf classes and builds a
 // dlgraph module with static shapes: result shapes are computed here, per op,
-// following the ONNX operator specifications (opsets 13..17). Constant shape
+// following the ONNX operator specifications (opsets 13..17, and older
+// opsets where every node's old definition is mapped). Constant shape
 // subgraphs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as PyTorch
 // exports `x.view(x.size(0), -1)`) are folded while importing.
 //
@@ -222,6 +223,15 @@ private:
   LogicalResult gemm();
   LogicalResult matmul();
   LogicalResult conv();
+  /// For a 1-D Conv/pool (rank-3 input): rewrites the given 1-D attributes
+  /// (kernel_shape, strides, dilations: 1 value; pads: 2) as 2-D ones over
+  /// an inserted H axis of size 1.
+  LogicalResult liftTo2D(SmallVectorImpl<int64_t> &kernel,
+                         SmallVectorImpl<int64_t> &strides,
+                         SmallVectorImpl<int64_t> &pads,
+                         SmallVectorImpl<int64_t> &dilations);
+  /// |v| ([N, C, L]) reshaped to [N, C, 1, L].
+  Value insertUnitH(Value v);
   LogicalResult batchNorm();
   LogicalResult clip();
   template <typename OpTy> LogicalResult pool();
@@ -239,6 +249,16 @@ private:
   LogicalResult squeeze();
   LogicalResult concat();
   LogicalResult castOp();
+  /// ReduceSum/Mean/Max/Min/L1/L2/SumSquare/LogSum/LogSumExp (opsets
+  /// 13..17: constant axes), decomposed into dlgraph reductions.
+  LogicalResult reduce();
+  /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opsets 13..17),
+  /// decomposed into a one-hot select over axis 1 and reductions.
+  LogicalResult lossOp();
+  /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
+  /// reduction OpTy.
+  template <typename OpTy>
+  Value reduceOver(Value x, ArrayRef<int64_t> axes, bool keepdims);
 
   const llvm::StringMap<Handler> &handlers();
   std::string supportedOpList();
@@ -287,48 +307,117 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
     return modelError() << "the model imports no ai.onnx opset; supported "
                            "opsets are "
                         << kMinOpset << " to " << kMaxOpset;
-  // An older opset is accepted when every node's op has had, since that
-  // opset, the definition it has in opsets 13..17 for the element types
-  // imported here (later versions only added element types such as bfloat16
-  // or int8). Ops whose semantics changed (Softmax's axis at 13, Clip's
-  // attributes at 11, Add's legacy broadcast attribute before 7...) count
-  // from the version that made them agree with opset 13.
-  // (Relu is left out: a Relu-only model of an old opset stays the
-  // example of an unsupported opset in the tests.)
-  static const llvm::StringMap<int64_t> unchangedSince = {
-      {"Abs", 6},         {"Add", 7},
-      {"And", 7},         {"Cast", 6},
-      {"CastLike", 15},   {"Clip", 11},
-      {"Constant", 1},    {"Div", 7},
-      {"Elu", 6},         {"Equal", 7},
-      {"Erf", 9},         {"Exp", 6},
-      {"Greater", 7},     {"GreaterOrEqual", 12},
-      {"HardSigmoid", 6}, {"HardSwish", 14},
-      {"Identity", 1},    {"LeakyRelu", 6},
-      {"Less", 7},        {"LessOrEqual", 12},
-      {"Log", 6},         {"Max", 8},
-      {"Mean", 8},        {"Min", 8},
-      {"Mul", 7},         {"Neg", 6},
-      {"Not", 1},         {"Or", 7},
-      {"Pow", 7},         {"PRelu", 7},
-      {"Reciprocal", 6},  {"Selu", 6},
-      {"Sigmoid", 6},     {"Sign", 9},
-      {"Softplus", 1},    {"Sqrt", 6},
-      {"Sub", 7},         {"Sum", 8},
-      {"Tanh", 6},        {"ThresholdedRelu", 10},
-      {"Where", 9},       {"Xor", 7}};
-  bool legacyOk = opset >= 1 && opset < kMinOpset;
-  for (const auto &n : model.graph().node()) {
-    auto it = unchangedSince.find(n.op_type());
-    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (!defaultDomain || it == unchangedSince.end() || it->second > opset)
-      legacyOk = false;
-  }
-  if ((opset < kMinOpset && !legacyOk) || opset > kMaxOpset)
+  // An older opset is accepted when every node's op has, at that opset, a
+  // definition this importer maps exactly: either the op has had its
+  // opset-13 definition since then (later versions only added element types
+  // such as bfloat16 or int8), or its handler reads the old definition
+  // (legacy `broadcast`/`axis` of Add/Sub/Mul/Div/Pow before 7, Softmax and
+  // LogSoftmax's 2-D coercion before 13, Clip's attributes before 11,
+  // Squeeze/Unsqueeze/ReduceSum `axes` attributes before 13, Dropout and
+  // BatchNormalization's `is_test` before 7, `spatial` before 9, PRelu's
+  // per-channel slope before 7). The value is the first opset the mapping
+  // covers; ops the importer does not know at all are reported by name when
+  // their node is imported.
+  static const llvm::StringMap<int64_t> mappedSince = {
+      {"Abs", 6},
+      {"Add", 6},
+      {"And", 7},
+      {"AveragePool", 1},
+      {"BatchNormalization", 6},
+      {"Cast", 6},
+      {"CastLike", 15},
+      {"Clip", 6},
+      {"Concat", 4},
+      {"Constant", 1},
+      {"Conv", 1},
+      {"Div", 6},
+      {"Dropout", 6},
+      {"Elu", 6},
+      {"Equal", 7},
+      {"Erf", 9},
+      {"Exp", 6},
+      {"Flatten", 1},
+      {"Gather", 1},
+      {"Gemm", 6},
+      {"GlobalAveragePool", 1},
+      {"Greater", 7},
+      {"GreaterOrEqual", 12},
+      {"HardSigmoid", 6},
+      {"HardSwish", 14},
+      {"Identity", 1},
+      {"LeakyRelu", 6},
+      {"Less", 7},
+      {"LessOrEqual", 12},
+      {"Log", 6},
+      {"LogSoftmax", 1},
+      {"MatMul", 1},
+      {"Max", 6},
+      {"MaxPool", 1},
+      {"Mean", 6},
+      {"Min", 6},
+      {"Mul", 6},
+      {"NegativeLogLikelihoodLoss", 12},
+      {"Neg", 6},
+      {"Not", 1},
+      {"Or", 7},
+      {"Pow", 1},
+      {"PRelu", 6},
+      {"Reciprocal", 6},
+      {"ReduceL1", 1},
+      {"ReduceL2", 1},
+      {"ReduceLogSum", 1},
+      {"ReduceLogSumExp", 1},
+      {"ReduceMax", 1},
+      {"ReduceMean", 1},
+      {"ReduceMin", 1},
+      {"ReduceSum", 1},
+      {"ReduceSumSquare", 1},
+      {"Relu", 6},
+      {"Reshape", 5},
+      {"Selu", 6},
+      {"Shape", 1},
+      {"Sigmoid", 6},
+      {"Sign", 9},
+      {"Softmax", 1},
+      {"SoftmaxCrossEntropyLoss", 12},
+      {"Softplus", 1},
+      {"Sqrt", 6},
+      {"Squeeze", 1},
+      {"Sub", 6},
+      {"Sum", 6},
+      {"Tanh", 6},
+      {"ThresholdedRelu", 10},
+      {"Transpose", 1},
+      {"Unsqueeze", 1},
+      {"Where", 9},
+      {"Xor", 7}};
+  if (opset > kMaxOpset || opset < 1)
     return modelError() << "ONNX opset " << opset
                         << " is not supported; supported opsets are "
                         << kMinOpset << " to " << kMaxOpset
                         << " (export the model with an opset in that range)";
+  if (opset >= kMinOpset)
+    return success();
+  for (const auto &n : model.graph().node()) {
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!defaultDomain || !handlers().count(n.op_type()))
+      continue; // reported as an unsupported op when imported
+    auto it = mappedSince.find(n.op_type());
+    if (it == mappedSince.end() || it->second > opset) {
+      std::string name = n.name().empty() ? n.op_type() : n.name();
+      return modelError() << "op '" << n.op_type() << "' (node '" << name
+                          << "') at ONNX opset " << opset
+                          << " is not supported: its definition at that "
+                             "opset is not mapped"
+                          << (it == mappedSince.end()
+                                  ? std::string()
+                                  : " (supported from opset " +
+                                        std::to_string(it->second) + ")")
+                          << "; supported opsets are " << kMinOpset << " to "
+                          << kMaxOpset
+                          << " (export the model with an opset in that range)";
+    }
+  }
   return success();
 }
 
@@ -788,6 +877,44 @@ template <typename OpTy> LogicalResult Importer::binary() {
   Slot *l = input(0), *r = l ? input(1) : nullptr;
   if (!l || !r)
     return failure();
+  Slot legacyR;
+  if (opset < 7) {
+    // Before opset 7, B broadcasts only with broadcast=1, matching A's dims
+    // from `axis` (default: A's trailing dims); B gets trailing 1s so that
+    // NumPy broadcasting gives the same result.
+    int64_t bcast = attrInt("broadcast", 0);
+    const onnx::AttributeProto *axisAttr = findAttr("axis");
+    int64_t axis = attrInt("axis", 0);
+    if (attrFailed)
+      return failure();
+    ArrayRef<int64_t> ls = l->type().getShape(), rs = r->type().getShape();
+    int64_t lr = ls.size(), rr = rs.size();
+    if (!bcast && ls != rs)
+      return nodeError() << "shapes " << shapeStr(ls) << " and "
+                         << shapeStr(rs)
+                         << " differ without broadcast=1 (opset " << opset
+                         << ")";
+    if (bcast && axisAttr) {
+      if (axis < 0)
+        axis += lr;
+      if (axis < 0 || axis + rr > lr)
+        return nodeError() << "axis " << attrInt("axis", 0)
+                           << " does not place B of shape " << shapeStr(rs)
+                           << " inside A of shape " << shapeStr(ls);
+      if (axis + rr < lr) {
+        SmallVector<int64_t> shape(rs);
+        shape.append(lr - axis - rr, 1);
+        auto type = RankedTensorType::get(shape, r->type().getElementType());
+        legacyR.loc = nodeLoc;
+        if (r->isFoldable())
+          legacyR.constant = r->constant.reshape(type);
+        else
+          legacyR.value = gr::ReshapeOp::create(builder, nodeLoc, type,
+                                                materialize(*r));
+        r = &legacyR;
+      }
+    }
+  }
   Type le = l->type().getElementType(), re = r->type().getElementType();
   bool isPow = std::is_same<OpTy, gr::PowOp>::value;
   StringRef opType = node->op_type();
@@ -1056,6 +1183,14 @@ LogicalResult Importer::prelu() {
     return failure();
   auto t = cast<RankedTensorType>(x.getType()),
        st = cast<RankedTensorType>(slope.getType());
+  if (opset < 7 && st.getRank() == 1 && t.getRank() >= 2 &&
+      st.getDimSize(0) == t.getDimSize(1) && st.getDimSize(0) != 1) {
+    // PRelu-6: a [C] slope is per channel (axis 1).
+    SmallVector<int64_t> shape(t.getRank() - 1, 1);
+    shape[0] = st.getDimSize(0);
+    st = RankedTensorType::get(shape, st.getElementType());
+    slope = gr::ReshapeOp::create(builder, nodeLoc, st, slope);
+  }
   auto shape = broadcastShapes(t.getShape(), st.getShape());
   if (st.getElementType() != t.getElementType() || failed(shape) ||
       ArrayRef<int64_t>(*shape) != t.getShape())
@@ -1073,6 +1208,35 @@ LogicalResult Importer::clip() {
   Slot *xs = input(0);
   if (!xs)
     return failure();
+  if (opset < 11) {
+    // Clip-6: the bounds are float attributes.
+    float lo = attrFloat("min", -FLT_MAX), hi = attrFloat("max", FLT_MAX);
+    if (attrFailed)
+      return failure();
+    if (lo > hi)
+      return nodeError() << "min " << lo << " is greater than max " << hi;
+    Value x = floatOperand(0);
+    if (!x)
+      return failure();
+    if (cast<RankedTensorType>(x.getType()).getElementType().isF32())
+      return define(0, gr::ClipOp::create(builder, nodeLoc, x.getType(), x,
+                                          builder.getF32FloatAttr(lo),
+                                          builder.getF32FloatAttr(hi)));
+    Value y = x;
+    if (findAttr("min"))
+      y = gr::MaxOp::create(builder, nodeLoc, x.getType(), y,
+                            splatOf(RankedTensorType::get(
+                                        {}, cast<RankedTensorType>(x.getType())
+                                                .getElementType()),
+                                    lo));
+    if (findAttr("max"))
+      y = gr::MinOp::create(builder, nodeLoc, x.getType(), y,
+                            splatOf(RankedTensorType::get(
+                                        {}, cast<RankedTensorType>(x.getType())
+                                                .getElementType()),
+                                    hi));
+    return define(0, y);
+  }
   Type et = xs->type().getElementType();
   bool constBounds = et.isF32();
   for (int i = 1; i <= 2; ++i) {
@@ -1200,6 +1364,39 @@ LogicalResult Importer::matmul() {
   return define(0, gr::MatMulOp::create(builder, nodeLoc, type, a, b));
 }
 
+LogicalResult Importer::liftTo2D(SmallVectorImpl<int64_t> &kernel,
+                                 SmallVectorImpl<int64_t> &strides,
+                                 SmallVectorImpl<int64_t> &pads,
+                                 SmallVectorImpl<int64_t> &dilations) {
+  auto lift = [&](StringRef name, SmallVectorImpl<int64_t> &v,
+                  size_t n) -> bool {
+    if (!findAttr(name))
+      return true;
+    if (v.size() != n)
+      return false;
+    SmallVector<int64_t> old(v.begin(), v.end());
+    v.clear();
+    if (n == 1)
+      v.append({name == "pads" ? 0 : 1, old[0]});
+    else
+      v.append({0, old[0], 0, old[1]});
+    return true;
+  };
+  if (!lift("kernel_shape", kernel, 1) || !lift("strides", strides, 1) ||
+      !lift("dilations", dilations, 1) || !lift("pads", pads, 2))
+    return nodeError() << "a 1-D (rank-3 input) " << node->op_type()
+                       << " needs 1 value in kernel_shape, strides and "
+                          "dilations and 2 in pads";
+  return success();
+}
+
+Value Importer::insertUnitH(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.insert(shape.begin() + 2, 1);
+  return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
+}
+
 LogicalResult Importer::conv() {
   std::string autoPad = attrString("auto_pad", "NOTSET");
   SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
@@ -1217,8 +1414,18 @@ LogicalResult Importer::conv() {
     return failure();
   auto xt = cast<RankedTensorType>(x.getType()),
        wt = cast<RankedTensorType>(w.getType());
+  // A 1-D convolution is a 2-D one over an inserted H axis of size 1.
+  bool is1D = xt.getRank() == 3 && wt.getRank() == 3;
+  if (is1D) {
+    if (failed(liftTo2D(kernel, strides, pads, dilations)))
+      return failure();
+    x = insertUnitH(x);
+    w = insertUnitH(w);
+    xt = cast<RankedTensorType>(x.getType());
+    wt = cast<RankedTensorType>(w.getType());
+  }
   if (xt.getRank() != 4 || wt.getRank() != 4)
-    return nodeError() << "only 2-D convolution (rank-4 NCHW input and OIHW "
+    return nodeError() << "only 1-D and 2-D convolution (rank-3/4 input and "
                           "weight) is supported, got input "
                        << shapeStr(xt.getShape()) << " and weight "
                        << shapeStr(wt.getShape());
@@ -1263,11 +1470,18 @@ LogicalResult Importer::conv() {
     shape.push_back(span / strides[i] + 1);
   }
   auto type = RankedTensorType::get(shape, builder.getF32Type());
-  return define(0, gr::ConvOp::create(builder, nodeLoc, type, x, w, bias,
-                                      builder.getDenseI64ArrayAttr(strides),
-                                      builder.getDenseI64ArrayAttr(pads),
-                                      builder.getDenseI64ArrayAttr(dilations),
-                                      builder.getI64IntegerAttr(group)));
+  Value y = gr::ConvOp::create(builder, nodeLoc, type, x, w, bias,
+                               builder.getDenseI64ArrayAttr(strides),
+                               builder.getDenseI64ArrayAttr(pads),
+                               builder.getDenseI64ArrayAttr(dilations),
+                               builder.getI64IntegerAttr(group));
+  if (is1D)
+    y = gr::ReshapeOp::create(
+        builder, nodeLoc,
+        RankedTensorType::get({shape[0], shape[1], shape[3]},
+                              builder.getF32Type()),
+        y);
+  return define(0, y);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1278,8 +1492,18 @@ LogicalResult Importer::batchNorm() {
   float epsilon = attrFloat("epsilon", 1e-5f);
   float momentum = attrFloat("momentum", 0.9f);
   int64_t trainingMode = attrInt("training_mode", 0);
+  // Before opset 7, is_test = 0 asks for batch statistics, as
+  // training_mode = 1 does from opset 14.
+  if (opset < 7)
+    trainingMode = attrInt("is_test", 0) ? 0 : 1;
+  // Before opset 9, spatial = 0 (per-activation statistics) existed.
+  int64_t spatial = opset < 9 ? attrInt("spatial", 1) : 1;
   if (attrFailed)
     return failure();
+  if (spatial != 1)
+    return nodeError() << "attribute spatial = " << spatial
+                       << " is not supported; supported: 1 (opset " << opset
+                       << ")";
   if (trainingMode != 0 && trainingMode != 1)
     return nodeError() << "attribute training_mode = " << trainingMode
                        << " is not supported; supported: 0, 1";
@@ -1358,8 +1582,17 @@ template <typename OpTy> LogicalResult Importer::pool() {
   if (!x)
     return failure();
   auto xt = cast<RankedTensorType>(x.getType());
+  // 1-D pooling is 2-D pooling over an inserted H axis of size 1.
+  bool is1D = xt.getRank() == 3;
+  if (is1D) {
+    if (failed(liftTo2D(kernel, strides, pads, dilations)))
+      return failure();
+    x = insertUnitH(x);
+    xt = cast<RankedTensorType>(x.getType());
+  }
   if (xt.getRank() != 4)
-    return nodeError() << "only 2-D pooling over NCHW input is supported, got "
+    return nodeError() << "only 1-D and 2-D pooling over NCL/NCHW input is "
+                          "supported, got "
                        << shapeStr(xt.getShape());
   if (autoPad == "VALID")
     pads = {0, 0, 0, 0};
@@ -1407,6 +1640,12 @@ template <typename OpTy> LogicalResult Importer::pool() {
       builder.getDenseI64ArrayAttr(dilations),
       ceilMode ? builder.getUnitAttr() : UnitAttr(),
       countIncludePad ? builder.getUnitAttr() : UnitAttr());
+  if (is1D)
+    return define(0, gr::ReshapeOp::create(
+                         builder, nodeLoc,
+                         RankedTensorType::get({shape[0], shape[1], shape[3]},
+                                               builder.getF32Type()),
+                         op));
   return define(0, op);
 }
 
@@ -1426,18 +1665,32 @@ LogicalResult Importer::globalAveragePool() {
 }
 
 template <typename OpTy> LogicalResult Importer::softmax() {
-  int64_t axis = attrInt("axis", -1);
+  bool coerce2D = opset < 13;
+  int64_t axis = attrInt("axis", coerce2D ? 1 : -1);
   if (attrFailed)
     return failure();
   Value x = floatOperand(0);
   if (!x)
     return failure();
-  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
   if (axis < -rank || axis >= rank)
     return nodeError() << "axis " << axis << " is out of range for rank "
                        << rank;
   if (axis < 0)
     axis += rank;
+  if (coerce2D && axis != rank - 1) {
+    // Before opset 13 the input is coerced to 2-D [prod(dims[:axis]),
+    // prod(dims[axis:])] and normalized over its second dim.
+    ArrayRef<int64_t> shape = xt.getShape();
+    auto flat = RankedTensorType::get(
+        {product(shape.take_front(axis)), product(shape.drop_front(axis))},
+        xt.getElementType());
+    Value f = gr::ReshapeOp::create(builder, nodeLoc, flat, x);
+    Value y = OpTy::create(builder, nodeLoc, flat, f,
+                           builder.getI64IntegerAttr(1));
+    return define(0, gr::ReshapeOp::create(builder, nodeLoc, xt, y));
+  }
   return define(0, OpTy::create(builder, nodeLoc, x.getType(), x,
                                 builder.getI64IntegerAttr(axis)));
 }
@@ -1578,6 +1831,18 @@ LogicalResult Importer::identity() {
 LogicalResult Importer::dropout() {
   if (failed(requireOnlyLeadingOutputs(1)))
     return failure();
+  if (opset < 7) {
+    // Dropout-6 drops unless is_test = 1 (or ratio = 0).
+    int64_t isTest = attrInt("is_test", 0);
+    float ratio = attrFloat("ratio", 0.5f);
+    if (attrFailed)
+      return failure();
+    if (!isTest && ratio != 0.0f)
+      return nodeError() << "attribute is_test = 0 with ratio " << ratio
+                         << " (training-mode dropout, opset " << opset
+                         << ") is not supported; only inference Dropout (an "
+                            "identity) is supported";
+  }
   if (hasInput(2)) {
     Slot *t = input(2);
     if (!t)
@@ -1692,9 +1957,15 @@ LogicalResult Importer::unsqueeze() {
   Slot *s = input(0);
   if (!s)
     return failure();
-  auto axes = constInts(1, "axes");
-  if (failed(axes))
+  // Before opset 13 the axes are an attribute.
+  FailureOr<SmallVector<int64_t>> axes =
+      opset < 13 ? FailureOr<SmallVector<int64_t>>(attrInts("axes", {}))
+                 : constInts(1, "axes");
+  if (failed(axes) || attrFailed)
     return failure();
+  if (opset < 13 && !findAttr("axes"))
+    return nodeError() << "attribute 'axes' is required (opset " << opset
+                       << ")";
   ArrayRef<int64_t> in = s->type().getShape();
   int64_t rank = in.size() + axes->size();
   SmallVector<bool> isNew(rank, false);
@@ -1720,9 +1991,13 @@ LogicalResult Importer::squeeze() {
   ArrayRef<int64_t> in = s->type().getShape();
   int64_t rank = in.size();
   SmallVector<bool> drop(rank, false);
-  if (hasInput(1)) {
-    auto axes = constInts(1, "axes");
-    if (failed(axes))
+  bool attrAxes = opset < 13 && findAttr("axes");
+  if (hasInput(1) || attrAxes) {
+    // Before opset 13 the axes are an attribute.
+    FailureOr<SmallVector<int64_t>> axes =
+        attrAxes ? FailureOr<SmallVector<int64_t>>(attrInts("axes", {}))
+                 : constInts(1, "axes");
+    if (failed(axes) || attrFailed)
       return failure();
     for (int64_t a : *axes) {
       int64_t n = a < 0 ? a + rank : a;
@@ -1862,6 +2137,256 @@ LogicalResult Importer::castOp() {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions and losses
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+Value Importer::reduceOver(Value x, ArrayRef<int64_t> axes, bool keepdims) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    if (!llvm::is_contained(axes, i))
+      shape.push_back(t.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  return OpTy::create(builder, nodeLoc,
+                      RankedTensorType::get(shape, t.getElementType()), x,
+                      builder.getDenseI64ArrayAttr(axes),
+                      keepdims ? builder.getUnitAttr() : UnitAttr());
+}
+
+LogicalResult Importer::reduce() {
+  StringRef op = node->op_type();
+  int64_t keepdims = attrInt("keepdims", 1);
+  int64_t noop = 0;
+  SmallVector<int64_t> axes;
+  if (op == "ReduceSum" && opset >= 13) {
+    // ReduceSum-13 takes the axes as an optional input.
+    noop = attrInt("noop_with_empty_axes", 0);
+    if (findAttr("axes"))
+      return nodeError() << "attribute 'axes' is not part of ReduceSum since "
+                            "opset 13; pass the axes as input 1";
+    if (hasInput(1)) {
+      auto a = constInts(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    // The other reductions take axes as an input only from opset 18.
+    if (hasInput(1))
+      return nodeError() << "axes given as an input (opset 18) are not "
+                            "supported; supported opsets are "
+                         << kMinOpset << " to " << kMaxOpset
+                         << " (the 'axes' attribute)";
+    axes = attrInts("axes", {});
+  }
+  if (attrFailed)
+    return failure();
+  if (keepdims != 0 && keepdims != 1)
+    return nodeError() << "attribute keepdims = " << keepdims
+                       << " is not supported; supported: 0, 1";
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (axes.empty()) {
+    if (noop)
+      return define(0, gr::IdentityOp::create(builder, nodeLoc, x));
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  SmallVector<bool> seen(rank, false);
+  for (int64_t &a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank || seen[n])
+      return nodeError() << "axes " << shapeStr(axes)
+                         << " are out of range or repeated for rank " << rank;
+    seen[n] = true;
+    a = n;
+  }
+  llvm::sort(axes);
+  bool keep = keepdims != 0;
+  auto elementwise = [&](auto tag, Value a) -> Value {
+    using Op = decltype(tag);
+    return Op::create(builder, nodeLoc, a.getType(), a);
+  };
+  auto square = [&](Value a) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, a.getType(), a, a);
+  };
+  Value y;
+  if (op == "ReduceSum") {
+    y = reduceOver<gr::ReduceSumOp>(x, axes, keep);
+  } else if (op == "ReduceMean") {
+    y = reduceOver<gr::ReduceMeanOp>(x, axes, keep);
+  } else if (op == "ReduceMax") {
+    y = reduceOver<gr::ReduceMaxOp>(x, axes, keep);
+  } else if (op == "ReduceMin") {
+    // min(x) = -max(-x), exact in floating point.
+    Value m = reduceOver<gr::ReduceMaxOp>(elementwise(gr::NegOp(), x), axes,
+                                          keep);
+    y = elementwise(gr::NegOp(), m);
+  } else if (op == "ReduceL1") {
+    y = reduceOver<gr::ReduceSumOp>(elementwise(gr::AbsOp(), x), axes, keep);
+  } else if (op == "ReduceL2") {
+    y = elementwise(gr::SqrtOp(),
+                    reduceOver<gr::ReduceSumOp>(square(x), axes, keep));
+  } else if (op == "ReduceSumSquare") {
+    y = reduceOver<gr::ReduceSumOp>(square(x), axes, keep);
+  } else if (op == "ReduceLogSum") {
+    y = elementwise(gr::LogOp(), reduceOver<gr::ReduceSumOp>(x, axes, keep));
+  } else if (op == "ReduceLogSumExp") {
+    // Stable: m + log(sum(exp(x - m))) with m = max(x) over the axes.
+    Value m = reduceOver<gr::ReduceMaxOp>(x, axes, /*keepdims=*/true);
+    Value d = gr::SubOp::create(builder, nodeLoc, t, x, m);
+    Value s = reduceOver<gr::ReduceSumOp>(elementwise(gr::ExpOp(), d), axes,
+                                          /*keepdims=*/true);
+    y = gr::AddOp::create(builder, nodeLoc, m.getType(),
+                          elementwise(gr::LogOp(), s), m);
+    if (!keep) {
+      SmallVector<int64_t> shape;
+      for (int64_t i = 0; i < rank; ++i)
+        if (!seen[i])
+          shape.push_back(t.getDimSize(i));
+      y = gr::ReshapeOp::create(
+          builder, nodeLoc, RankedTensorType::get(shape, t.getElementType()),
+          y);
+    }
+  } else {
+    return nodeError() << "internal error: no decomposition";
+  }
+  return define(0, y);
+}
+
+LogicalResult Importer::lossOp() {
+  bool sce = node->op_type() == "SoftmaxCrossEntropyLoss";
+  std::string reduction = attrString("reduction", "mean");
+  bool hasIgnore = findAttr("ignore_index") != nullptr;
+  int64_t ignoreIndex = attrInt("ignore_index", 0);
+  if (attrFailed)
+    return failure();
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return nodeError() << "attribute reduction = '" << reduction
+                       << "' is not supported; supported: none, sum, mean";
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  Slot *ts = input(1);
+  if (!ts)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type et = xt.getElementType();
+  RankedTensorType tt = ts->type();
+  Type te = tt.getElementType();
+  int64_t rank = xt.getRank();
+  if (!(te.isInteger(32) || te.isInteger(64)) || te.isInteger(1))
+    return nodeError() << "target (input '" << node->input(1)
+                       << "') has element type " << te
+                       << "; supported: int32, int64";
+  if (rank < 2)
+    return nodeError() << "input must have rank >= 2 ([N, C, d1, ...]), got "
+                       << shapeStr(xt.getShape());
+  SmallVector<int64_t> expectT(xt.getShape());
+  expectT.erase(expectT.begin() + 1);
+  if (tt.getShape() != ArrayRef<int64_t>(expectT))
+    return nodeError() << "target has shape " << shapeStr(tt.getShape())
+                       << ", expected " << shapeStr(expectT)
+                       << " for an input of shape " << shapeStr(xt.getShape());
+  int64_t c = xt.getDimSize(1);
+  Value w;
+  if (hasInput(2)) {
+    // Class weights held by an initializer are constants, not parameters:
+    // read through a variable, training would update them.
+    Slot *ws = input(2);
+    if (!ws)
+      return failure();
+    if (ws->constant && isa<FloatType>(ws->type().getElementType()))
+      w = gr::ConstantOp::create(builder, nodeLoc,
+                                 cast<ElementsAttr>(ws->constant));
+    else if (!(w = floatOperand(2)))
+      return failure();
+    auto wt = cast<RankedTensorType>(w.getType());
+    if (wt.getElementType() != et || wt.getRank() != 1 || wt.getDimSize(0) != c)
+      return nodeError() << "weight has type " << wt << ", expected a [" << c
+                         << "] tensor of the input's element type " << et;
+  }
+  Value target = materialize(*ts);
+  if (sce) {
+    Value logp = gr::LogSoftmaxOp::create(builder, nodeLoc, xt, x,
+                                          builder.getI64IntegerAttr(1));
+    if (failed(define(1, logp)))
+      return failure();
+    x = logp;
+  }
+  // One-hot mask [N, C, d...]: target (as [N, 1, d...]) == class index
+  // ([1, C, 1...]). Targets outside [0, C) (ignore_index) match no class.
+  SmallVector<int64_t> cshape(rank, 1);
+  cshape[1] = c;
+  SmallVector<int64_t> classIds(c);
+  for (int64_t i = 0; i < c; ++i)
+    classIds[i] = i;
+  Value classes = gr::ConstantOp::create(
+      builder, nodeLoc,
+      cast<ElementsAttr>(intConstant(RankedTensorType::get(cshape, te),
+                                     classIds)));
+  SmallVector<int64_t> tshape(tt.getShape());
+  tshape.insert(tshape.begin() + 1, 1);
+  Value tr = gr::ReshapeOp::create(builder, nodeLoc,
+                                   RankedTensorType::get(tshape, te), target);
+  Value mask = gr::CompareOp::create(
+      builder, nodeLoc, xt.clone(builder.getI1Type()), "eq", tr, classes);
+  // Per-class weights [1, C, 1...], zero at an in-range ignore_index.
+  bool ignoreInRange = hasIgnore && ignoreIndex >= 0 && ignoreIndex < c;
+  auto ctype = RankedTensorType::get(cshape, et);
+  Value weff;
+  if (ignoreInRange) {
+    SmallVector<APFloat> keepv;
+    for (int64_t i = 0; i < c; ++i) {
+      double v = i == ignoreIndex ? 0.0 : 1.0;
+      keepv.push_back(et.isF32() ? APFloat((float)v) : APFloat(v));
+    }
+    weff = gr::ConstantOp::create(
+        builder, nodeLoc,
+        cast<ElementsAttr>(DenseElementsAttr::get(ctype, keepv)));
+  }
+  if (w) {
+    Value wr = gr::ReshapeOp::create(builder, nodeLoc, ctype, w);
+    weff = weff ? Value(gr::MulOp::create(builder, nodeLoc, ctype, wr, weff))
+                : wr;
+  }
+  Value zero = splatOf(RankedTensorType::get({}, et), 0.0);
+  Value picked = gr::SelectOp::create(builder, nodeLoc, xt, mask, x, zero);
+  if (weff)
+    picked = gr::MulOp::create(builder, nodeLoc, xt, picked, weff);
+  Value loss = gr::NegOp::create(
+      builder, nodeLoc, RankedTensorType::get(expectT, et),
+      reduceOver<gr::ReduceSumOp>(picked, {1}, /*keepdims=*/false));
+  if (reduction == "none")
+    return define(0, loss);
+  SmallVector<int64_t> all;
+  for (int64_t i = 0; i < (int64_t)expectT.size(); ++i)
+    all.push_back(i);
+  Value total = reduceOver<gr::ReduceSumOp>(loss, all, /*keepdims=*/false);
+  if (reduction == "sum")
+    return define(0, total);
+  Value denom;
+  if (weff) {
+    // ONNX: sum(w[t_i] * loss_i) / sum(w[t_i]) over the non-ignored i.
+    Value ws = gr::SelectOp::create(builder, nodeLoc, xt, mask, weff, zero);
+    SmallVector<int64_t> allX;
+    for (int64_t i = 0; i < rank; ++i)
+      allX.push_back(i);
+    denom = reduceOver<gr::ReduceSumOp>(ws, allX, /*keepdims=*/false);
+  } else {
+    denom = splatOf(RankedTensorType::get({}, et), (double)product(expectT));
+  }
+  return define(0, gr::DivOp::create(builder, nodeLoc, total.getType(), total,
+                                     denom));
+}
+
+//===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
 
@@ -1928,6 +2453,17 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Tanh", &Importer::unary<gr::TanhOp>},
       {"Transpose", &Importer::transpose},
       {"Unsqueeze", &Importer::unsqueeze},
+      {"ReduceSum", &Importer::reduce},
+      {"ReduceMean", &Importer::reduce},
+      {"ReduceMax", &Importer::reduce},
+      {"ReduceMin", &Importer::reduce},
+      {"ReduceL1", &Importer::reduce},
+      {"ReduceL2", &Importer::reduce},
+      {"ReduceSumSquare", &Importer::reduce},
+      {"ReduceLogSum", &Importer::reduce},
+      {"ReduceLogSumExp", &Importer::reduce},
+      {"NegativeLogLikelihoodLoss", &Importer::lossOp},
+      {"SoftmaxCrossEntropyLoss", &Importer::lossOp},
   };
   return map;
 }

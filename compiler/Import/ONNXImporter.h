@@ -20,9 +20,10 @@ struct ImportOptions {
 };
 
 /// Parses the ONNX model (opsets 13..17 of the ai.onnx domain; an older
-/// opset only when every node's op has kept, since that opset, its opset-13
-/// definition for the supported element types, e.g. Add 7, Tanh 6, Not 1;
-/// see `unchangedSince` in ONNXImporter.cpp) at |path| and
+/// opset only when every node's op has, at that opset, a definition the
+/// importer maps exactly: unchanged since then, or read in its old form, e.g.
+/// Add's legacy broadcast from 6, Softmax's 2-D coercion before 13; see
+/// `mappedSince` in ONNXImporter.cpp) at |path| and
 /// returns a dlgraph module: every f32 initializer becomes a module-level
 /// `dlgraph.variable @"<initializer name>"` (not trainable) read with
 /// `dlgraph.read_variable`; one `func.func @main` takes the graph inputs that

@@ -159,7 +159,7 @@ def build():
         [vi("x", [2, 3])], [vi("y", [2, 3])])
     models["bad_opset"] = model(
         "bad_opset", [helper.make_node("Relu", ["x"], ["y"])],
-        [vi("x", [2, 3])], [vi("y", [2, 3])], opset=11)
+        [vi("x", [2, 3])], [vi("y", [2, 3])], opset=18)
     models["fp16"] = model(
         "fp16", [helper.make_node("Relu", ["x"], ["y"])],
         [vi("x", [2, 3], TensorProto.FLOAT16)], [vi("y", [2, 3], TensorProto.FLOAT16)])
@@ -203,6 +203,22 @@ def build():
         "where_types", [helper.make_node("Where", ["c", "x", "i"], ["y"], name="where")],
         [vi("c", [2, 3], TensorProto.BOOL), vi("x", [2, 3]), vi("i", [2, 3], TensorProto.INT64)],
         [vi("y", [2, 3])])
+    models["old_opset_unmapped"] = model(
+        "old_opset_unmapped", [helper.make_node("Elu", ["x"], ["y"], name="elu"),
+                               helper.make_node("Greater", ["y", "x"], ["z"], name="gt")],
+        [vi("x", [2, 3])], [vi("z", [2, 3], TensorProto.BOOL)], opset=6)
+    models["old_dropout_train"] = model(
+        "old_dropout_train", [helper.make_node("Dropout", ["x"], ["y"], name="drop", is_test=0)],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], opset=6)
+    models["old_bn_spatial"] = model(
+        "old_bn_spatial",
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn",
+                          is_test=1, spatial=0)],
+        [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])],
+        [f32("s", (3,)), f32("b", (3,)), f32("m", (3,)), f32("v", (3,))], opset=6)
+    models["old_add_nobroadcast"] = model(
+        "old_add_nobroadcast", [helper.make_node("Add", ["x", "b"], ["y"], name="add")],
+        [vi("x", [2, 3])], [vi("y", [2, 3])], [f32("b", (3,))], opset=6)
     models["old_opset_elu"] = model(
         "old_opset_elu", [helper.make_node("Elu", ["x"], ["y"], name="elu"),
                           helper.make_node("Relu", ["y"], ["z"], name="relu")],
