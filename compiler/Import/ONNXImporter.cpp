@@ -255,6 +255,19 @@ private:
   /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opsets 13..17),
   /// decomposed into a one-hot select over axis 1 and reductions.
   LogicalResult lossOp();
+  /// Expand (constant shape, ONNX bidirectional broadcast) as broadcast_to.
+  LogicalResult expand();
+  /// Tile (constant repeats) as reshape + broadcast_to + reshape.
+  LogicalResult tile();
+  /// Trilu (constant k) as a select with a constant [N, M] mask.
+  LogicalResult trilu();
+  /// Size, folded to an int64 scalar constant.
+  LogicalResult sizeOp();
+  /// ConstantOfShape (constant shape), folded to a splat constant.
+  LogicalResult constantOfShape();
+  /// LayerNormalization (opset 17) and InstanceNormalization, decomposed
+  /// into reduce_mean, sub, mul, rsqrt and add.
+  LogicalResult normalization();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
@@ -329,6 +342,12 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
       {"Clip", 6},
       {"Concat", 4},
       {"Constant", 1},
+      {"ConstantOfShape", 9},
+      {"Expand", 8},
+      {"InstanceNormalization", 6},
+      {"Size", 1},
+      {"Softsign", 1},
+      {"Tile", 6},
       {"Conv", 1},
       {"Div", 6},
       {"Dropout", 6},
@@ -985,6 +1004,47 @@ template <typename OpTy> LogicalResult Importer::variadic() {
   return define(0, acc);
 }
 
+/// Folds an elementwise op over integer/bool constants (shape computations
+/// such as the Equal/Where pairs PyTorch emits for expand): |fn| maps the
+/// inputs' int64 values at one output position to the result. Returns a null
+/// attribute when some input is not a foldable integer constant.
+static DenseElementsAttr
+foldIntElementwise(ArrayRef<Slot *> in, Type resultElem,
+                   function_ref<int64_t(ArrayRef<int64_t>)> fn) {
+  SmallVector<int64_t> shape;
+  for (Slot *s : in) {
+    if (!s || !s->isFoldable() || !s->type().getElementType().isInteger())
+      return {};
+    auto b = broadcastShapes(shape, s->type().getShape());
+    if (failed(b))
+      return {};
+    shape = *b;
+  }
+  int64_t n = product(shape), rank = shape.size();
+  if (n > 4096)
+    return {};
+  SmallVector<SmallVector<int64_t>> vals;
+  for (Slot *s : in)
+    vals.push_back(intValues(s->constant));
+  SmallVector<int64_t> out(n), idx(rank), args(in.size());
+  for (int64_t f = 0; f < n; ++f) {
+    int64_t rem = f;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    for (size_t k = 0; k < in.size(); ++k) {
+      ArrayRef<int64_t> ks = in[k]->type().getShape();
+      int64_t off = rank - ks.size(), flat = 0;
+      for (size_t d = 0; d < ks.size(); ++d)
+        flat = flat * ks[d] + (ks[d] == 1 ? 0 : idx[off + d]);
+      args[k] = vals[k][flat];
+    }
+    out[f] = fn(args);
+  }
+  return intConstant(RankedTensorType::get(shape, resultElem), out);
+}
+
 LogicalResult Importer::compare() {
   StringRef opType = node->op_type();
   StringRef pred = llvm::StringSwitch<StringRef>(opType)
@@ -993,6 +1053,27 @@ LogicalResult Importer::compare() {
                        .Case("LessOrEqual", "le")
                        .Case("Greater", "gt")
                        .Default("ge");
+  if (hasInput(0) && hasInput(1)) {
+    SmallVector<Slot *> in = {input(0), input(1)};
+    if (in[0] && in[1] &&
+        in[0]->type().getElementType() == in[1]->type().getElementType() &&
+        (pred == "eq" || !in[0]->type().getElementType().isInteger(1))) {
+      DenseElementsAttr c = foldIntElementwise(
+          in, builder.getI1Type(), [&](ArrayRef<int64_t> a) -> int64_t {
+            if (pred == "eq")
+              return a[0] == a[1];
+            if (pred == "lt")
+              return a[0] < a[1];
+            if (pred == "le")
+              return a[0] <= a[1];
+            if (pred == "gt")
+              return a[0] > a[1];
+            return a[0] >= a[1];
+          });
+      if (c)
+        return defineConstant(0, c);
+    }
+  }
   Value l = operand(0, false), r = l ? operand(1, false) : Value();
   if (!r)
     return failure();
@@ -1055,6 +1136,18 @@ LogicalResult Importer::logical() {
 }
 
 LogicalResult Importer::where() {
+  if (hasInput(0) && hasInput(1) && hasInput(2)) {
+    SmallVector<Slot *> in = {input(0), input(1), input(2)};
+    if (in[0] && in[1] && in[2] &&
+        in[0]->type().getElementType().isInteger(1) &&
+        in[1]->type().getElementType() == in[2]->type().getElementType()) {
+      DenseElementsAttr c = foldIntElementwise(
+          in, in[1]->type().getElementType(),
+          [](ArrayRef<int64_t> a) { return a[0] ? a[1] : a[2]; });
+      if (c)
+        return defineConstant(0, c);
+    }
+  }
   Value c = operand(0, false), a = c ? operand(1, false) : Value(),
         bv = a ? operand(2, false) : Value();
   if (!bv)
@@ -1162,6 +1255,18 @@ LogicalResult Importer::activation() {
     Value e = gr::ExpOp::create(builder, nodeLoc, t, negAbs);
     Value l = gr::LogOp::create(builder, nodeLoc, t, add(e, c(1.0)));
     y = add(sel(pos, x, c(0.0)), l);
+  } else if (opType == "Mish") {
+    // x * tanh(softplus(x)), with the stable softplus above.
+    Value pos = cmp("gt", x, c(0.0));
+    Value negAbs = sel(pos, gr::NegOp::create(builder, nodeLoc, t, x), x);
+    Value e = gr::ExpOp::create(builder, nodeLoc, t, negAbs);
+    Value l = gr::LogOp::create(builder, nodeLoc, t, add(e, c(1.0)));
+    Value sp = add(sel(pos, x, c(0.0)), l);
+    y = mul(x, gr::TanhOp::create(builder, nodeLoc, t, sp));
+  } else if (opType == "Softsign") {
+    // x / (1 + |x|)
+    Value a = gr::AbsOp::create(builder, nodeLoc, t, x);
+    y = gr::DivOp::create(builder, nodeLoc, t, x, add(a, c(1.0)));
   } else if (opType == "ThresholdedRelu") {
     y = sel(cmp("gt", x, c(alpha)), x, c(0.0));
   } else if (opType == "Sign") {
@@ -2387,6 +2492,223 @@ LogicalResult Importer::lossOp() {
 }
 
 //===----------------------------------------------------------------------===//
+// Shape-driven ops and normalizations (decompositions)
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::expand() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  auto target = constInts(1, "shape");
+  if (failed(target))
+    return failure();
+  RankedTensorType in = s->type();
+  auto shape = broadcastShapes(in.getShape(), *target);
+  if (failed(shape))
+    return nodeError() << "cannot expand " << shapeStr(in.getShape())
+                       << " to " << shapeStr(*target);
+  Value x = materialize(*s);
+  if (ArrayRef<int64_t>(*shape) == in.getShape())
+    return define(0, gr::IdentityOp::create(builder, nodeLoc, x));
+  auto out = RankedTensorType::get(*shape, in.getElementType());
+  return define(0, gr::BroadcastToOp::create(builder, nodeLoc, out, x));
+}
+
+LogicalResult Importer::tile() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  auto repeats = constInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  RankedTensorType in = s->type();
+  ArrayRef<int64_t> dims = in.getShape();
+  if ((int64_t)repeats->size() != in.getRank())
+    return nodeError() << "repeats " << shapeStr(*repeats)
+                       << " must have one value per input dimension (rank "
+                       << in.getRank() << ")";
+  SmallVector<int64_t> split, wide, out;
+  for (auto [d, r] : llvm::zip(dims, *repeats)) {
+    if (r < 0)
+      return nodeError() << "repeats " << shapeStr(*repeats)
+                         << " must not be negative";
+    split.append({1, d});
+    wide.append({r, d});
+    out.push_back(r * d);
+  }
+  Type et = in.getElementType();
+  Value x = materialize(*s);
+  if (ArrayRef<int64_t>(out) == dims)
+    return define(0, gr::IdentityOp::create(builder, nodeLoc, x));
+  // [d0, d1] -> [1, d0, 1, d1] -> [r0, d0, r1, d1] -> [r0*d0, r1*d1].
+  Value a = gr::ReshapeOp::create(builder, nodeLoc,
+                                  RankedTensorType::get(split, et), x);
+  Value b = gr::BroadcastToOp::create(builder, nodeLoc,
+                                      RankedTensorType::get(wide, et), a);
+  return define(0, gr::ReshapeOp::create(builder, nodeLoc,
+                                         RankedTensorType::get(out, et), b));
+}
+
+LogicalResult Importer::trilu() {
+  int64_t upper = attrInt("upper", 1);
+  if (attrFailed)
+    return failure();
+  int64_t k = 0;
+  if (hasInput(1)) {
+    auto kv = constInts(1, "k");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1)
+      return nodeError() << "k must hold one value";
+    k = (*kv)[0];
+  }
+  Value x = operand(0, /*requireF32=*/false);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  if (t.getRank() < 2)
+    return nodeError() << "input of rank " << t.getRank()
+                       << " is not supported; expected rank >= 2";
+  int64_t n = t.getDimSize(t.getRank() - 2), m = t.getDimSize(t.getRank() - 1);
+  // Keep (i, j) where j - i >= k (upper) or j - i <= k (lower).
+  SmallVector<bool> keep;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      keep.push_back(upper ? j - i >= k : j - i <= k);
+  auto maskType = RankedTensorType::get({n, m}, builder.getI1Type());
+  Value mask = gr::ConstantOp::create(
+      builder, nodeLoc,
+      cast<ElementsAttr>(DenseElementsAttr::get(maskType, ArrayRef(keep))));
+  Value zero = splatOf(RankedTensorType::get({}, t.getElementType()), 0.0);
+  return define(0, gr::SelectOp::create(builder, nodeLoc, t, mask, x, zero));
+}
+
+LogicalResult Importer::sizeOp() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  auto type = RankedTensorType::get({}, builder.getI64Type());
+  return defineConstant(
+      0, DenseElementsAttr::get(type, ArrayRef<int64_t>(
+                                          {s->type().getNumElements()})));
+}
+
+LogicalResult Importer::constantOfShape() {
+  auto shape = constInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return nodeError() << "shape " << shapeStr(*shape)
+                         << " has a negative dimension";
+  Attribute value = builder.getF32FloatAttr(0.0f);
+  Type et = builder.getF32Type();
+  if (const onnx::AttributeProto *a = findAttr("value")) {
+    if (!a->has_t())
+      return nodeError() << "attribute 'value' must be a tensor";
+    auto c = convertTensor(a->t(), nodeLoc, "value");
+    if (failed(c))
+      return failure();
+    if (c->getNumElements() != 1)
+      return nodeError() << "attribute 'value' must hold one element";
+    et = c->getElementType();
+    value = *c->getValues<Attribute>().begin();
+  }
+  auto type = RankedTensorType::get(*shape, et);
+  return defineConstant(0, DenseElementsAttr::get(type, value));
+}
+
+LogicalResult Importer::normalization() {
+  bool layer = node->op_type() == "LayerNormalization";
+  int64_t axis = layer ? attrInt("axis", -1) : 2;
+  float eps = attrFloat("epsilon", 1e-5f);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  Value scale = x ? floatOperand(1) : Value();
+  if (!scale)
+    return failure();
+  Value bias;
+  if (hasInput(2) && !(bias = floatOperand(2)))
+    return failure();
+  if (!layer && !bias) {
+    (void)input(2); // reports the missing B
+    return failure();
+  }
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (!layer && rank < 3)
+    return nodeError() << "input of rank " << rank
+                       << " is not supported; expected [N, C, D1, ...]";
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i)
+    axes.push_back(i);
+  // Per-channel scale and bias of InstanceNormalization: [C] -> [C, 1, ...].
+  auto perChannel = [&](Value v) -> FailureOr<Value> {
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getRank() != 1 || vt.getDimSize(0) != t.getDimSize(1) ||
+        vt.getElementType() != t.getElementType())
+      return nodeError() << "scale and B must be [" << t.getDimSize(1)
+                         << "] of " << t.getElementType() << ", got " << vt;
+    SmallVector<int64_t> shape(rank - 1, 1);
+    shape[0] = t.getDimSize(1);
+    return Value(gr::ReshapeOp::create(
+        builder, nodeLoc, RankedTensorType::get(shape, t.getElementType()),
+        v));
+  };
+  auto fitsX = [&](Value v) -> LogicalResult {
+    auto vt = cast<RankedTensorType>(v.getType());
+    auto b = broadcastShapes(t.getShape(), vt.getShape());
+    if (vt.getElementType() != t.getElementType() || failed(b) ||
+        ArrayRef<int64_t>(*b) != t.getShape())
+      return nodeError() << "scale/B of type " << vt
+                         << " does not broadcast to X of type " << t;
+    return success();
+  };
+  if (layer) {
+    if (failed(fitsX(scale)) || (bias && failed(fitsX(bias))))
+      return failure();
+    if (failed(requireOnlyLeadingOutputs(3)))
+      return failure();
+  } else {
+    auto s = perChannel(scale);
+    if (failed(s))
+      return failure();
+    auto b = perChannel(bias);
+    if (failed(b))
+      return failure();
+    scale = *s;
+    bias = *b;
+    if (failed(requireOnlyLeadingOutputs(1)))
+      return failure();
+  }
+  // mean = E[x], d = x - mean, var = E[d^2], y = d * rsqrt(var + eps).
+  Value mean = reduceOver<gr::ReduceMeanOp>(x, axes, /*keepdims=*/true);
+  Value d = gr::SubOp::create(builder, nodeLoc, t, x, mean);
+  Value sq = gr::MulOp::create(builder, nodeLoc, t, d, d);
+  Value var = reduceOver<gr::ReduceMeanOp>(sq, axes, /*keepdims=*/true);
+  Value ve = gr::AddOp::create(builder, nodeLoc, var.getType(), var,
+                               splatLike(var, eps));
+  Value inv = gr::RsqrtOp::create(builder, nodeLoc, ve.getType(), ve);
+  Value y = gr::MulOp::create(builder, nodeLoc, t, d, inv);
+  y = gr::MulOp::create(builder, nodeLoc, t, y, scale);
+  if (bias)
+    y = gr::AddOp::create(builder, nodeLoc, t, y, bias);
+  if (failed(define(0, y)))
+    return failure();
+  if (layer) {
+    if (failed(define(1, mean)) || failed(define(2, inv)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
 
@@ -2464,6 +2786,15 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"ReduceLogSumExp", &Importer::reduce},
       {"NegativeLogLikelihoodLoss", &Importer::lossOp},
       {"SoftmaxCrossEntropyLoss", &Importer::lossOp},
+      {"Expand", &Importer::expand},
+      {"Tile", &Importer::tile},
+      {"Trilu", &Importer::trilu},
+      {"Size", &Importer::sizeOp},
+      {"ConstantOfShape", &Importer::constantOfShape},
+      {"LayerNormalization", &Importer::normalization},
+      {"InstanceNormalization", &Importer::normalization},
+      {"Mish", &Importer::activation},
+      {"Softsign", &Importer::activation},
   };
   return map;
 }
