@@ -13,6 +13,9 @@ import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dlc_compare import run_and_compare  # noqa: E402
 import torch
 from torch import nn
 import torch.nn.functional as F
@@ -82,25 +85,7 @@ def main():
                             base + ".dlcp"], check=True)
             np.savez(base + ".in.npz",
                      **{n: a.numpy() for n, a in zip(names, args)})
-            subprocess.run(["dlrt", "run", base + ".dlcp", "--device", "host",
-                            "--inputs", base + ".in.npz", "--outputs",
-                            base + ".out.npz"], check=True,
-                           stdout=subprocess.DEVNULL)
-            results = np.load(base + ".out.npz")
-            ok, worst = True, 0.0
-            for k, want in enumerate(wants):
-                got = results[outs[k]]
-                err = np.abs(got.astype(np.float64) - want)
-                good = (got.shape == want.shape and got.dtype == want.dtype and
-                        bool(np.all(err <= 1e-5 * (1 + np.abs(want)))))
-                if not good:
-                    print(f"  output {k}: dtype {got.dtype} shape {got.shape}"
-                          f" max_err {err.max():.3g}")
-                ok &= good
-                worst = max(worst, float(err.max()))
-            print(f"{'ok' if ok else 'MISMATCH'} {name} opset {opset} "
-                  f"max_err {worst:.3g}")
-            failed |= not ok
+            failed |= not run_and_compare(base, outs, wants, f"{name} opset {opset}")
     sys.exit(1 if failed else 0)
 
 
