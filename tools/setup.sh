@@ -12,7 +12,7 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch python3-onnx python3-numpy
+  python3-torch python3-torchvision python3-onnx python3-numpy
   dataset-fashion-mnist
 )
 
