@@ -12,8 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCode.h"
+#include "compiler/Reference/ResizeCoordinates.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -433,6 +435,434 @@ static FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op,
   return code;
 }
 
+/// Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+/// 3", SC 2011) as C statements: on entry c0..c3 (the counter) and k0, k1
+/// (the key) are `unsigned int` variables; on exit c0..c3 hold the output.
+/// compiler/Reference/Interpreter.cpp computes the same function (dropout).
+static const char *kPhilox4x32x10 =
+    "  for (int r = 0; r < 10; ++r) {\n"
+    "    const unsigned long long p0 = 0xD2511F53ull * c0;\n"
+    "    const unsigned long long p1 = 0xCD9E8D57ull * c2;\n"
+    "    const unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;\n"
+    "    const unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;\n"
+    "    c1 = (unsigned int)p1; c3 = (unsigned int)p0; c0 = n0; c2 = n2;\n"
+    "    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;\n"
+    "  }\n";
+
+/// dropout: ins(X, step rank-0 f32) outs(Y, mask i1), attributes `ratio`
+/// (f32 in [0, 1)) and `seed` (i64). Element i draws Philox-4x32-10 with
+/// counter (i low, i high, step, 0) and key (seed low, seed high); u is the
+/// top 24 bits of output word 0 over 2^24, and the element is kept when
+/// u >= ratio (probability 1 - ratio); kept elements are scaled by
+/// 1 / (1 - ratio), as torch.nn.functional.dropout does.
+static FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
+  if (failed(expectOperands(op, 2, 2, "input, step -> result, mask")))
+    return failure();
+  Value x = op.getInputs()[0], step = op.getInputs()[1];
+  auto t = floatElementType(op, x);
+  if (failed(t))
+    return failure();
+  auto xt = cast<MemRefType>(x.getType());
+  auto st = cast<MemRefType>(step.getType());
+  auto yt = cast<MemRefType>(op.getOutputs()[0].getType());
+  auto mt = cast<MemRefType>(op.getOutputs()[1].getType());
+  if (st.getRank() != 0 || !st.getElementType().isF32() || yt != xt ||
+      mt.getShape() != xt.getShape() || !mt.getElementType().isInteger(1))
+    return op.emitOpError() << "expects X, a rank-0 f32 step, Y of X's type "
+                               "and an i1 mask of X's shape";
+  auto ratioAttr = op->getAttrOfType<FloatAttr>("ratio");
+  auto seedAttr = op->getAttrOfType<IntegerAttr>("seed");
+  if (!ratioAttr || !seedAttr)
+    return op.emitOpError() << "needs attributes 'ratio' (f32) and 'seed' (i64)";
+  float ratio = (float)ratioAttr.getValueAsDouble();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return op.emitOpError() << "ratio must be in [0, 1), got " << ratio;
+  uint64_t seed = (uint64_t)seedAttr.getInt();
+  double scale = 1.0 / (1.0 - (double)ratio);
+  std::string ratioLit, scaleLit;
+  {
+    llvm::raw_string_ostream rs(ratioLit);
+    rs << llvm::format("%.9g", (double)ratio) << "f";
+    llvm::raw_string_ostream ss(scaleLit);
+    ss << llvm::format("%.17g", scale);
+  }
+  KernelCode code;
+  code.numThreads = xt.getNumElements();
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  unsigned int c0 = (unsigned int)tid;\n"
+     << "  unsigned int c1 = (unsigned int)((unsigned long long)tid >> 32);\n"
+     << "  unsigned int c2 = (unsigned int)a1[0];\n"
+     << "  unsigned int c3 = 0u;\n"
+     << "  unsigned int k0 = " << (uint32_t)seed << "u;\n"
+     << "  unsigned int k1 = " << (uint32_t)(seed >> 32) << "u;\n"
+     << kPhilox4x32x10
+     << "  const float u = (float)(c0 >> 8) * 5.9604644775390625e-08f;\n"
+     << "  const bool keep = u >= " << ratioLit << ";\n"
+     << "  a3[tid] = keep;\n"
+     << "  a2[tid] = keep ? (" << *t << ")(a0[tid] * (" << *t << ")"
+     << scaleLit << ") : (" << *t << ")0;\n";
+  code.body = std::move(body);
+  return code;
+}
+
+/// Row-major strides of |shape| (elements).
+static SmallVector<int64_t> stridesOfShape(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// gather: ins(data [.., n, ..], indices) outs(y); gather_grad: ins(indices,
+/// dy) outs(dx of data's shape). `axis` >= 0. Negative indices count from
+/// the end; an index outside [-n, n) reads nothing (y = 0) and adds nothing
+/// to dx. The gradient runs one thread per (outer, inner) column of dx that
+/// zeroes its column and then adds dy rows in index order: deterministic on
+/// both targets, no atomics (repeated indices accumulate in a fixed order).
+static FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
+  if (failed(expectOperands(op, 2, 1,
+                            grad ? "indices, dy -> dx" : "data, indices -> y")))
+    return failure();
+  Value idx = op.getInputs()[grad ? 0 : 1];
+  Value data = grad ? op.getOutputs()[0] : op.getInputs()[0];
+  Value rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  auto dt = cast<MemRefType>(data.getType()), it = cast<MemRefType>(idx.getType()),
+       rt = cast<MemRefType>(rows.getType());
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return op.emitOpError() << "indices must be i32 or i64, got "
+                            << it.getElementType();
+  auto axisOr = getInt(op, "axis", 0);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr, rank = dt.getRank();
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError() << "axis " << axis << " is out of range for "
+                            << dt;
+  SmallVector<int64_t> expected(dt.getShape().take_front(axis));
+  llvm::append_range(expected, it.getShape());
+  llvm::append_range(expected, dt.getShape().drop_front(axis + 1));
+  if (rt.getShape() != ArrayRef<int64_t>(expected) ||
+      rt.getElementType() != dt.getElementType())
+    return op.emitOpError() << "expects " << (grad ? "dy" : "y")
+                            << " of shape data[:axis] + indices + "
+                               "data[axis+1:], got "
+                            << rt << " for data " << dt << " and indices "
+                            << it;
+  auto t = cScalarType(dt.getElementType());
+  if (failed(t))
+    return op.emitOpError() << "element type " << dt.getElementType()
+                            << " is not supported";
+  int64_t outer = 1, inner = 1, n = dt.getDimSize(axis),
+          m = it.getNumElements();
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= dt.getDimSize(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= dt.getDimSize(d);
+  KernelCode code;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  if (!grad) {
+    code.numThreads = outer * m * inner;
+    os << "  const long long c = tid % " << inner << "LL;\n"
+       << "  const long long j = (tid / " << inner << "LL) % " << m << "LL;\n"
+       << "  const long long o = tid / " << m * inner << "LL;\n"
+       << "  long long k = (long long)a1[j];\n"
+       << "  if (k < 0) k += " << n << "LL;\n"
+       << "  a2[tid] = (k >= 0 && k < " << n << "LL) ? a0[(o * " << n
+       << "LL + k) * " << inner << "LL + c] : (" << *t << ")0;\n";
+  } else {
+    code.numThreads = outer * inner;
+    os << "  const long long c = tid % " << inner << "LL;\n"
+       << "  const long long o = tid / " << inner << "LL;\n"
+       << "  " << *t << "* dx = a2 + o * " << n * inner << "LL + c;\n"
+       << "  const " << *t << "* dy = a1 + o * " << m * inner << "LL + c;\n"
+       << "  for (long long k = 0; k < " << n << "LL; ++k) dx[k * " << inner
+       << "LL] = (" << *t << ")0;\n"
+       << "  for (long long j = 0; j < " << m << "LL; ++j) {\n"
+       << "    long long k = (long long)a0[j];\n"
+       << "    if (k < 0) k += " << n << "LL;\n"
+       << "    if (k >= 0 && k < " << n << "LL) dx[k * " << inner
+       << "LL] += dy[j * " << inner << "LL];\n"
+       << "  }\n";
+  }
+  code.body = std::move(body);
+  return code;
+}
+
+/// gather_elements: ins(data, indices) outs(y of the indices' shape);
+/// gather_elements_grad: ins(indices, dy) outs(dx of data's shape). Same
+/// index rules as gather; the gradient runs one thread per data column
+/// along `axis` (zero, then add in index order): deterministic.
+static FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op,
+                                                 bool grad) {
+  if (failed(expectOperands(op, 2, 1,
+                            grad ? "indices, dy -> dx" : "data, indices -> y")))
+    return failure();
+  Value idx = op.getInputs()[grad ? 0 : 1];
+  Value data = grad ? op.getOutputs()[0] : op.getInputs()[0];
+  Value rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  auto dt = cast<MemRefType>(data.getType()), it = cast<MemRefType>(idx.getType()),
+       rt = cast<MemRefType>(rows.getType());
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return op.emitOpError() << "indices must be i32 or i64, got "
+                            << it.getElementType();
+  auto axisOr = getInt(op, "axis", 0);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr, rank = dt.getRank();
+  bool ok = axis >= 0 && axis < rank && it.getRank() == rank &&
+            rt.getShape() == it.getShape() &&
+            rt.getElementType() == dt.getElementType();
+  for (int64_t d = 0; ok && d < rank; ++d)
+    ok = d == axis || it.getDimSize(d) <= dt.getDimSize(d);
+  if (!ok)
+    return op.emitOpError() << "expects data, indices and "
+                            << (grad ? "dy" : "y")
+                            << " of equal rank (indices within data outside "
+                               "axis "
+                            << axis << "), got " << dt << ", " << it << ", "
+                            << rt;
+  auto t = cScalarType(dt.getElementType());
+  if (failed(t))
+    return op.emitOpError() << "element type " << dt.getElementType()
+                            << " is not supported";
+  SmallVector<int64_t> ds = stridesOfShape(dt.getShape()),
+                       is = stridesOfShape(it.getShape());
+  int64_t n = dt.getDimSize(axis);
+  KernelCode code;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  if (!grad) {
+    code.numThreads = it.getNumElements();
+    os << "  long long rem = tid, off = 0;\n";
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      os << "  { const long long i = rem % " << it.getDimSize(d) << "LL; rem /= "
+         << it.getDimSize(d) << "LL;";
+      if (d != axis)
+        os << " off += i * " << ds[d] << "LL;";
+      os << " }\n";
+    }
+    os << "  long long k = (long long)a1[tid];\n"
+       << "  if (k < 0) k += " << n << "LL;\n"
+       << "  a2[tid] = (k >= 0 && k < " << n << "LL) ? a0[off + k * " << ds[axis]
+       << "LL] : (" << *t << ")0;\n";
+  } else {
+    // One thread per data position with the axis coordinate dropped.
+    code.numThreads = dt.getNumElements() / std::max<int64_t>(n, 1);
+    os << "  long long rem = tid, doff = 0, ioff = 0;\n"
+       << "  bool inside = true;\n";
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (d == axis)
+        continue;
+      os << "  { const long long i = rem % " << dt.getDimSize(d)
+         << "LL; rem /= " << dt.getDimSize(d) << "LL; doff += i * " << ds[d]
+         << "LL; ioff += i * " << is[d] << "LL; inside = inside && i < "
+         << it.getDimSize(d) << "LL; }\n";
+    }
+    os << "  for (long long k = 0; k < " << n << "LL; ++k) a2[doff + k * "
+       << ds[axis] << "LL] = (" << *t << ")0;\n"
+       << "  if (inside) {\n"
+       << "    for (long long j = 0; j < " << it.getDimSize(axis)
+       << "LL; ++j) {\n"
+       << "      long long k = (long long)a0[ioff + j * " << is[axis]
+       << "LL];\n"
+       << "      if (k < 0) k += " << n << "LL;\n"
+       << "      if (k >= 0 && k < " << n << "LL) a2[doff + k * " << ds[axis]
+       << "LL] += a1[ioff + j * " << is[axis] << "LL];\n"
+       << "    }\n"
+       << "  }\n";
+  }
+  code.body = std::move(body);
+  return code;
+}
+
+/// A double literal that C parses as a double.
+static std::string doubleLiteral(double v) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.17g", v);
+  if (text.find_first_of(".eEn") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+/// resize / resize_grad: ins(X) outs(Y) / ins(dY) outs(dX) with the
+/// attributes of dlgraph.resize (`mode`, `coordinate_transformation_mode`,
+/// `nearest_mode`, `scales`). The per-axis taps are the C form of
+/// dlc::reference::resizeTap (compiler/Reference/ResizeCoordinates.h),
+/// computed in double. The forward is one thread per output element. The
+/// gradient is one thread per index of the leading axes that the resize maps
+/// to themselves; each thread zeroes its slice of dX and scatter-adds its
+/// slice of dY in order, so the sums are deterministic.
+static FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
+  if (failed(expectOperands(op, 1, 1, grad ? "dY -> dX" : "X -> Y")))
+    return failure();
+  Value src = op.getInputs()[0], dst = op.getOutputs()[0];
+  auto t = floatElementType(op, src);
+  if (failed(t))
+    return failure();
+  auto st = cast<MemRefType>(src.getType()), dt = cast<MemRefType>(dst.getType());
+  auto inT = grad ? dt : st, outT = grad ? st : dt;
+  auto mode = op->getAttrOfType<StringAttr>("mode");
+  auto coord = op->getAttrOfType<StringAttr>("coordinate_transformation_mode");
+  auto nearest = op->getAttrOfType<StringAttr>("nearest_mode");
+  auto scalesAttr = op->getAttrOfType<DenseF64ArrayAttr>("scales");
+  int64_t rank = inT.getRank();
+  if (!mode || !coord || !nearest || !scalesAttr || outT.getRank() != rank ||
+      (int64_t)scalesAttr.size() != rank || dt.getElementType() != st.getElementType())
+    return op.emitOpError() << "expects operands of one rank and element type "
+                               "and the string attributes mode, "
+                               "coordinate_transformation_mode, nearest_mode "
+                               "and one f64 scale per axis";
+  ArrayRef<double> scales = scalesAttr.asArrayRef();
+  bool linear = mode.getValue() == "linear";
+  SmallVector<int64_t> inStride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    inStride[d] = inStride[d + 1] * inT.getDimSize(d + 1);
+  // Leading axes the resize maps to themselves (each output index reads
+  // only the same input index), which the gradient runs in parallel.
+  int64_t lead = 0;
+  for (; lead < rank; ++lead) {
+    int64_t n = inT.getDimSize(lead);
+    if (outT.getDimSize(lead) != n)
+      break;
+    bool identity = true;
+    for (int64_t o = 0; o < n && identity; ++o) {
+      reference::ResizeTap tap = reference::resizeTap(
+          mode.getValue(), coord.getValue(), nearest.getValue(), o, n, n,
+          scales[lead]);
+      identity = tap.i0 == o && (tap.w1 == 0 || tap.i1 == o);
+    }
+    if (!identity)
+      break;
+  }
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  const long long sx[" << rank << "] = {";
+  for (int64_t d = 0; d < rank; ++d)
+    os << (d ? ", " : "") << inStride[d] << "LL";
+  os << "};\n  long long ii[" << rank << "][2];\n  double ww[" << rank
+     << "][2];\n";
+  // Taps of output index `o` on axis d into ii[d], ww[d].
+  auto taps = [&](StringRef indent, int64_t d, StringRef o) {
+    int64_t L = inT.getDimSize(d), Lo = outT.getDimSize(d);
+    std::string s = doubleLiteral(scales[d]);
+    StringRef c = coord.getValue();
+    std::string x;
+    // The real-valued resized length, as resizeSourceCoordinate uses it.
+    double resized = scales[d] * (double)L;
+    (void)Lo;
+    if (c == "pytorch_half_pixel")
+      x = resized > 1.0
+              ? ("((double)" + o + " + 0.5) / " + s + " - 0.5").str()
+              : "0.0";
+    else if (c == "align_corners")
+      x = resized == 1.0
+              ? "0.0"
+              : ("(double)" + o + " * " + doubleLiteral((double)(L - 1)) +
+                 " / " + doubleLiteral(resized - 1.0))
+                    .str();
+    else if (c == "asymmetric")
+      x = ("(double)" + o + " / " + s).str();
+    else if (c == "tf_half_pixel_for_nn")
+      x = ("((double)" + o + " + 0.5) / " + s).str();
+    else
+      x = ("((double)" + o + " + 0.5) / " + s + " - 0.5").str();
+    os << indent << "{\n"
+       << indent << "  const double x = " << x << ";\n"
+       << indent << "  const double f = floor(x);\n";
+    auto clamp = [&](StringRef v) {
+      return ("(" + v + " < 0 ? 0LL : " + v + " > " + Twine(L - 1) + "LL ? " +
+              Twine(L - 1) + "LL : " + v + ")")
+          .str();
+    };
+    if (!linear) {
+      StringRef nm = nearest.getValue();
+      std::string r = nm == "floor" ? "f"
+                      : nm == "ceil" ? "ceil(x)"
+                      : nm == "round_prefer_ceil"
+                          ? "(x - f == 0.5 ? f + 1.0 : round(x))"
+                          : "(x - f == 0.5 ? f : round(x))";
+      os << indent << "  const long long i = (long long)" << r << ";\n"
+         << indent << "  ii[" << d << "][0] = ii[" << d << "][1] = "
+         << clamp("i") << ";\n"
+         << indent << "  ww[" << d << "][0] = 1.0; ww[" << d
+         << "][1] = 0.0;\n";
+    } else {
+      os << indent << "  const long long i = (long long)f;\n"
+         << indent << "  const long long j = i + 1;\n"
+         << indent << "  ii[" << d << "][0] = " << clamp("i") << ";\n"
+         << indent << "  ii[" << d << "][1] = " << clamp("j") << ";\n"
+         << indent << "  ww[" << d << "][1] = x - f; ww[" << d
+         << "][0] = 1.0 - (x - f);\n";
+    }
+    os << indent << "}\n";
+  };
+  int64_t corners = linear ? (int64_t)1 << rank : 1;
+  auto cornerLoop = [&](StringRef indent, StringRef use) {
+    os << indent << "for (int c = 0; c < " << corners << "; ++c) {\n"
+       << indent << "  double w = 1.0;\n"
+       << indent << "  long long off = 0;\n"
+       << indent << "  for (int d = 0; d < " << rank << "; ++d) {\n"
+       << indent << "    const int b = (c >> d) & 1;\n"
+       << indent << "    w *= ww[d][b];\n"
+       << indent << "    off += ii[d][b] * sx[d];\n"
+       << indent << "  }\n"
+       << indent << "  if (w != 0.0) " << use << "\n"
+       << indent << "}\n";
+  };
+  KernelCode code;
+  if (!grad) {
+    code.numThreads = outT.getNumElements();
+    os << "  long long rem = tid;\n";
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      os << "  const long long o" << d << " = rem % " << outT.getDimSize(d)
+         << "LL; rem /= " << outT.getDimSize(d) << "LL;\n";
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      taps("  ", d, "o" + std::to_string(d));
+    os << "  double acc = 0.0;\n";
+    cornerLoop("  ", "acc += w * (double)a0[off];");
+    os << "  a1[tid] = (" << *t << ")acc;\n";
+  } else {
+    int64_t threads = 1, inSlice = 1, outSlice = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d < lead)
+        threads *= inT.getDimSize(d);
+      else {
+        inSlice *= inT.getDimSize(d);
+        outSlice *= outT.getDimSize(d);
+      }
+    }
+    code.numThreads = threads;
+    os << "  long long rem = tid;\n";
+    for (int64_t d = lead - 1; d >= 0; --d)
+      os << "  const long long o" << d << " = rem % " << outT.getDimSize(d)
+         << "LL; rem /= " << outT.getDimSize(d) << "LL;\n";
+    for (int64_t d = 0; d < lead; ++d)
+      taps("  ", d, "o" + std::to_string(d));
+    os << "  " << *t << "* dx = a1 + tid * " << inSlice << "LL;\n"
+       << "  for (long long k = 0; k < " << inSlice
+       << "LL; ++k) dx[k] = 0;\n"
+       << "  const " << *t << "* dy = a0 + tid * " << outSlice << "LL;\n"
+       << "  for (long long e = 0; e < " << outSlice << "LL; ++e) {\n"
+       << "    long long rem2 = e;\n";
+    for (int64_t d = rank - 1; d >= lead; --d)
+      os << "    const long long o" << d << " = rem2 % " << outT.getDimSize(d)
+         << "LL; rem2 /= " << outT.getDimSize(d) << "LL;\n";
+    for (int64_t d = lead; d < rank; ++d)
+      taps("    ", d, "o" + std::to_string(d));
+    // Offsets are relative to the thread's slice: the leading axes read
+    // their own index, which the slice base already covers.
+    os << "    for (int d = 0; d < " << lead << "; ++d) ii[d][0] = ii[d][1] = 0;\n";
+    cornerLoop("    ", ("dx[off] += (" + *t + ")(w * (double)dy[e]);").c_str());
+    os << "  }\n";
+  }
+  code.body = std::move(body);
+  return code;
+}
+
 FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
   StringRef tmpl = op.getTemplateName();
   FailureOr<KernelCode> code = failure();
@@ -444,6 +874,14 @@ FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
   else if (tmpl == "softmax_cross_entropy" ||
            tmpl == "softmax_cross_entropy_grad")
     code = buildCrossEntropy(op, tmpl == "softmax_cross_entropy_grad");
+  else if (tmpl == "dropout")
+    code = buildDropout(op);
+  else if (tmpl == "resize" || tmpl == "resize_grad")
+    code = buildResize(op, tmpl == "resize_grad");
+  else if (tmpl == "gather" || tmpl == "gather_grad")
+    code = buildGather(op, tmpl == "gather_grad");
+  else if (tmpl == "gather_elements" || tmpl == "gather_elements_grad")
+    code = buildGatherElements(op, tmpl == "gather_elements_grad");
   else
     return op.emitOpError()
            << "unknown kernel template '" << tmpl

@@ -213,6 +213,52 @@ static FailureOr<float> getFloat(Operation *op, StringRef name,
   return op->emitOpError() << "attribute '" << name << "' must be a number";
 }
 
+/// batched_gemm: int_attrs = [M, N, K, R, batch[R], stride_a[R],
+/// stride_b[R]] (see dlexec.library_call); checks that every batch's
+/// matrices lie inside the operands.
+static LogicalResult addBatchedGemm(exec::LibraryCallOp op, PlanStep &step) {
+  auto ins = op.getInputs();
+  Value out = op.getOutputs()[0];
+  if (ins.size() != 2)
+    return op.emitOpError() << "batched_gemm expects ins(A, B)";
+  auto batchAttr = op->getAttrOfType<DenseI64ArrayAttr>("batch");
+  if (!batchAttr)
+    return op.emitOpError() << "batched_gemm needs a 'batch' array<i64>";
+  ArrayRef<int64_t> batch = batchAttr.asArrayRef();
+  auto sa = detail::getIntList(op, "stride_a", {}, batch.size());
+  auto sb = detail::getIntList(op, "stride_b", {}, batch.size());
+  auto m = detail::getInt(op, "m", 0), n = detail::getInt(op, "n", 0),
+       k = detail::getInt(op, "k", 0);
+  if (failed(sa) || failed(sb) || failed(m) || failed(n) || failed(k))
+    return failure();
+  auto numel = [](Value v) {
+    return cast<MemRefType>(v.getType()).getNumElements();
+  };
+  if (*m <= 0 || *n <= 0 || *k <= 0)
+    return op.emitOpError() << "batched_gemm needs positive m, n, k";
+  int64_t count = 1, lastA = 0, lastB = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i] <= 0 || (*sa)[i] < 0 || (*sb)[i] < 0)
+      return op.emitOpError() << "batched_gemm batch dims must be positive "
+                                 "and strides non-negative";
+    count *= batch[i];
+    lastA += (batch[i] - 1) * (*sa)[i];
+    lastB += (batch[i] - 1) * (*sb)[i];
+  }
+  if (lastA + *m * *k > numel(ins[0]) || lastB + *k * *n > numel(ins[1]) ||
+      count * *m * *n != numel(out))
+    return op.emitOpError()
+           << "batched_gemm operands do not hold " << count << " batches of "
+           << *m << "x" << *k << " * " << *k << "x" << *n << ": A "
+           << ins[0].getType() << ", B " << ins[1].getType() << ", Y "
+           << out.getType();
+  step.ints = {*m, *n, *k, (int64_t)batch.size()};
+  step.ints.insert(step.ints.end(), batch.begin(), batch.end());
+  step.ints.insert(step.ints.end(), sa->begin(), sa->end());
+  step.ints.insert(step.ints.end(), sb->begin(), sb->end());
+  return success();
+}
+
 LogicalResult PlanBuilder::addLibraryCall(exec::LibraryCallOp op,
                                           PlanStep &step) {
   StringRef callee = op.getCallee();
@@ -254,15 +300,19 @@ LogicalResult PlanBuilder::addLibraryCall(exec::LibraryCallOp op,
     step.floats = {*alpha, *beta};
     return success();
   }
-  // conv2d_forward: X, W[, B] -> Y; backward_data: dY, W -> dX;
+  if (callee == "batched_gemm")
+    return addBatchedGemm(op, step);
+  // conv{2,3}d_forward: X, W[, B] -> Y; backward_data: dY, W -> dX;
   // backward_filter: X, dY -> dW.
   Value x, w, y;
   bool hasBias = false;
-  if (callee == "conv2d_forward") {
+  bool is3D = callee.starts_with("conv3d_");
+  if (callee == "conv2d_forward" || callee == "conv3d_forward") {
     if (ins.size() < 2 || ins.size() > 3)
       return op.emitOpError() << "conv2d_forward expects ins(X, W[, B])";
     x = ins[0], w = ins[1], y = out, hasBias = ins.size() == 3;
-  } else if (callee == "conv2d_backward_data") {
+  } else if (callee == "conv2d_backward_data" ||
+             callee == "conv3d_backward_data") {
     if (ins.size() != 2)
       return op.emitOpError() << "conv2d_backward_data expects ins(dY, W)";
     y = ins[0], w = ins[1], x = out;
@@ -270,6 +320,36 @@ LogicalResult PlanBuilder::addLibraryCall(exec::LibraryCallOp op,
     if (ins.size() != 2)
       return op.emitOpError() << "conv2d_backward_filter expects ins(X, dY)";
     x = ins[0], y = ins[1], w = out;
+  }
+  if (is3D) {
+    // conv3d_*: [N, C, D, H, W, K, T, R, S, O, P, Q, stride_d, stride_h,
+    // stride_w, pad_front, pad_top, pad_left, pad_back, pad_bottom,
+    // pad_right, dilation_d, dilation_h, dilation_w, group, has_bias].
+    if (rank(x) != 5 || rank(w) != 5 || rank(y) != 5)
+      return op.emitOpError()
+             << callee
+             << " expects rank-5 X [N,C,D,H,W], W [K,C/group,T,R,S] and Y "
+                "[N,K,O,P,Q]";
+    auto strides = detail::getIntList(op, "strides", {1, 1, 1}, 3);
+    auto pads = detail::getIntList(op, "pads", {0, 0, 0, 0, 0, 0}, 6);
+    auto dil = detail::getIntList(op, "dilations", {1, 1, 1}, 3);
+    auto group = detail::getInt(op, "group", 1);
+    if (failed(strides) || failed(pads) || failed(dil) || failed(group))
+      return failure();
+    if (*group <= 0 || dim(x, 1) != dim(w, 1) * *group ||
+        dim(w, 0) != dim(y, 1) || dim(x, 0) != dim(y, 0))
+      return op.emitOpError()
+             << callee << " shapes do not agree: X " << x.getType() << ", W "
+             << w.getType() << ", Y " << y.getType() << ", group " << *group;
+    step.ints = {dim(x, 0), dim(x, 1), dim(x, 2), dim(x, 3), dim(x, 4),
+                 dim(w, 0), dim(w, 2), dim(w, 3), dim(w, 4), dim(y, 2),
+                 dim(y, 3), dim(y, 4)};
+    step.ints.insert(step.ints.end(), strides->begin(), strides->end());
+    step.ints.insert(step.ints.end(), pads->begin(), pads->end());
+    step.ints.insert(step.ints.end(), dil->begin(), dil->end());
+    step.ints.push_back(*group);
+    step.ints.push_back(hasBias);
+    return success();
   }
   if (rank(x) != 4 || rank(w) != 4 || rank(y) != 4)
     return op.emitOpError() << callee

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/ONNXImporter.h"
+#include "compiler/Import/OpAlternatives.h"
 
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
@@ -25,6 +26,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/xxhash.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -150,6 +152,16 @@ public:
 
   OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
 
+  /// Support of op |opType| (default domain when |defaultDomain|) at
+  /// |opset|: empty when the importer has a handler whose definition at that
+  /// opset is mapped, else why not (one sentence, no alternative).
+  static std::string unsupportedReason(StringRef opType, bool defaultDomain,
+                                       int64_t opset);
+  /// The supported op types, sorted, comma-separated.
+  static std::string supportedOpList();
+  /// The supported op types.
+  static const llvm::StringSet<> &supportedOpSet();
+
 private:
   using Handler = LogicalResult (Importer::*)();
 
@@ -222,6 +234,13 @@ private:
   LogicalResult foldIntBinary(Slot &l, Slot &r);
   LogicalResult gemm();
   LogicalResult matmul();
+  /// IsNaN and IsInf as comparisons (x != x; x == +-inf).
+  LogicalResult isNanOrInf();
+  /// Mod: dlgraph.fmod (fmod = 1) or dlgraph.mod (fmod = 0, integers).
+  LogicalResult modOp();
+  /// Hardmax (opset 13, any axis): one-hot of the first maximum, as
+  /// arg_max == iota along the axis.
+  LogicalResult hardmax();
   LogicalResult conv();
   /// For a 1-D Conv/pool (rank-3 input): rewrites the given 1-D attributes
   /// (kernel_shape, strides, dilations: 1 value; pads: 2) as 2-D ones over
@@ -232,10 +251,15 @@ private:
                          SmallVectorImpl<int64_t> &dilations);
   /// |v| ([N, C, L]) reshaped to [N, C, 1, L].
   Value insertUnitH(Value v);
+  /// ConvTranspose (1-D/2-D/3-D) as dlgraph.conv_backward_data (+ bias add).
+  LogicalResult convTranspose();
   LogicalResult batchNorm();
   LogicalResult clip();
   template <typename OpTy> LogicalResult pool();
   LogicalResult globalAveragePool();
+  LogicalResult globalMaxPool();
+  LogicalResult eyeLike();
+  LogicalResult depthSpace();
   LogicalResult flatten();
   LogicalResult reshape();
   template <typename OpTy> LogicalResult softmax();
@@ -248,10 +272,38 @@ private:
   LogicalResult unsqueeze();
   LogicalResult squeeze();
   LogicalResult concat();
+  /// Slice (opset 10+: constant starts/ends/axes/steps inputs; opset 1-9:
+  /// attributes), folded on constants, else dlgraph.slice.
+  LogicalResult slice();
+  /// Split (opset 13+: constant `split` input; 2-12: attribute; equal parts
+  /// when absent) as slices.
+  LogicalResult split();
+  /// Pad (opset 11+: constant pads/constant_value inputs; 2-10: attributes)
+  /// in constant, edge and reflect mode: negative pads crop with a slice;
+  /// constant mode is dlgraph.pad, edge/reflect are concats of slices.
+  LogicalResult pad();
+  /// GatherElements as dlgraph.gather_elements.
+  LogicalResult gatherElements();
+  /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
+  /// folded when |s| is foldable, |s| itself when the slice is the whole.
+  Slot stridedSlice(Slot &s, ArrayRef<int64_t> starts, ArrayRef<int64_t> steps,
+                    ArrayRef<int64_t> shape);
   LogicalResult castOp();
   /// ReduceSum/Mean/Max/Min/L1/L2/SumSquare/LogSum/LogSumExp (opsets
   /// 13..17: constant axes), decomposed into dlgraph reductions.
   LogicalResult reduce();
+  /// ArgMax/ArgMin (opsets 11..17) on float inputs, as dlgraph.arg_max/min.
+  LogicalResult argReduce();
+  /// Range with constant start/limit/delta, folded to a constant.
+  LogicalResult range();
+  /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
+  /// sizes, modes nearest and linear, as dlgraph.resize.
+  LogicalResult resize();
+  /// The rank-0 f32 counter that training-mode Dropout seeds its stream
+  /// with: variable @__dropout_step, advanced by 1 each time the function
+  /// runs (created on first use).
+  Value dropoutStep();
+  Value dropoutStepValue;
   /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opsets 13..17),
   /// decomposed into a one-hot select over axis 1 and reductions.
   LogicalResult lossOp();
@@ -273,8 +325,7 @@ private:
   template <typename OpTy>
   Value reduceOver(Value x, ArrayRef<int64_t> axes, bool keepdims);
 
-  const llvm::StringMap<Handler> &handlers();
-  std::string supportedOpList();
+  static const llvm::StringMap<Handler> &handlers();
 
   MLIRContext *ctx;
   std::string path;
@@ -308,29 +359,19 @@ private:
 // Model-level steps
 //===----------------------------------------------------------------------===//
 
-LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
-  bool found = false;
-  for (const auto &imp : model.opset_import()) {
-    if (!imp.domain().empty() && imp.domain() != "ai.onnx")
-      continue;
-    found = true;
-    opset = imp.version();
-  }
-  if (!found)
-    return modelError() << "the model imports no ai.onnx opset; supported "
-                           "opsets are "
-                        << kMinOpset << " to " << kMaxOpset;
-  // An older opset is accepted when every node's op has, at that opset, a
-  // definition this importer maps exactly: either the op has had its
-  // opset-13 definition since then (later versions only added element types
-  // such as bfloat16 or int8), or its handler reads the old definition
-  // (legacy `broadcast`/`axis` of Add/Sub/Mul/Div/Pow before 7, Softmax and
-  // LogSoftmax's 2-D coercion before 13, Clip's attributes before 11,
-  // Squeeze/Unsqueeze/ReduceSum `axes` attributes before 13, Dropout and
-  // BatchNormalization's `is_test` before 7, `spatial` before 9, PRelu's
-  // per-channel slope before 7). The value is the first opset the mapping
-  // covers; ops the importer does not know at all are reported by name when
-  // their node is imported.
+/// Per op type, the first opset whose definition the importer maps exactly.
+/// An older opset is accepted when every node's op has, at that opset, a
+/// definition this importer maps exactly: either the op has had its
+/// opset-13 definition since then (later versions only added element types
+/// such as bfloat16 or int8), or its handler reads the old definition
+/// (legacy `broadcast`/`axis` of Add/Sub/Mul/Div/Pow before 7, Softmax and
+/// LogSoftmax's 2-D coercion before 13, Clip's attributes before 11,
+/// Squeeze/Unsqueeze/ReduceSum `axes` attributes before 13, Dropout and
+/// BatchNormalization's `is_test` before 7, `spatial` before 9, PRelu's
+/// per-channel slope before 7). The value is the first opset the mapping
+/// covers; ops the importer does not know at all are reported by name when
+/// their node is imported.
+static const llvm::StringMap<int64_t> &mappedSinceTable() {
   static const llvm::StringMap<int64_t> mappedSince = {
       {"Abs", 6},
       {"Add", 6},
@@ -341,6 +382,10 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
       {"CastLike", 15},
       {"Clip", 6},
       {"Concat", 4},
+      {"Slice", 1},
+      {"Split", 2},
+      {"Pad", 2},
+      {"GatherElements", 11},
       {"Constant", 1},
       {"ConstantOfShape", 9},
       {"Expand", 8},
@@ -349,11 +394,28 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
       {"Softsign", 1},
       {"Tile", 6},
       {"Conv", 1},
+      {"ConvTranspose", 1},
       {"Div", 6},
       {"Dropout", 6},
       {"Elu", 6},
       {"Equal", 7},
       {"Erf", 9},
+      {"Shrink", 9},
+      {"EyeLike", 9},
+      {"GlobalMaxPool", 1},
+      {"DepthToSpace", 11},
+      {"SpaceToDepth", 1},
+      {"Sin", 7},
+      {"Cos", 7},
+      {"Tan", 7},
+      {"Asin", 7},
+      {"Acos", 7},
+      {"Atan", 7},
+      {"Sinh", 9},
+      {"Cosh", 9},
+      {"Asinh", 9},
+      {"Acosh", 9},
+      {"Atanh", 9},
       {"Exp", 6},
       {"Flatten", 1},
       {"Gather", 1},
@@ -370,6 +432,13 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
       {"Log", 6},
       {"LogSoftmax", 1},
       {"MatMul", 1},
+      {"Ceil", 6},
+      {"Floor", 6},
+      {"Round", 11},
+      {"IsNaN", 9},
+      {"IsInf", 10},
+      {"Mod", 10},
+      {"Hardmax", 13},
       {"Max", 6},
       {"MaxPool", 1},
       {"Mean", 6},
@@ -389,6 +458,12 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
       {"ReduceMax", 1},
       {"ReduceMean", 1},
       {"ReduceMin", 1},
+      {"ReduceProd", 1},
+      {"ArgMax", 11},
+      {"ArgMin", 11},
+      {"Range", 11},
+      {"Resize", 11},
+      {"Upsample", 9},
       {"ReduceSum", 1},
       {"ReduceSumSquare", 1},
       {"Relu", 6},
@@ -410,6 +485,22 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
       {"Unsqueeze", 1},
       {"Where", 9},
       {"Xor", 7}};
+  return mappedSince;
+}
+
+LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
+  bool found = false;
+  for (const auto &imp : model.opset_import()) {
+    if (!imp.domain().empty() && imp.domain() != "ai.onnx")
+      continue;
+    found = true;
+    opset = imp.version();
+  }
+  if (!found)
+    return modelError() << "the model imports no ai.onnx opset; supported "
+                           "opsets are "
+                        << kMinOpset << " to " << kMaxOpset;
+  const llvm::StringMap<int64_t> &mappedSince = mappedSinceTable();
   if (opset > kMaxOpset || opset < 1)
     return modelError() << "ONNX opset " << opset
                         << " is not supported; supported opsets are "
@@ -1199,6 +1290,9 @@ LogicalResult Importer::activation() {
     beta = attrFloat("beta", 0.5f);
   } else if (opType == "ThresholdedRelu") {
     alpha = attrFloat("alpha", 1.0f);
+  } else if (opType == "Shrink") {
+    alpha = attrFloat("lambd", 0.5f);
+    beta = attrFloat("bias", 0.0f);
   } else if (opType == "Selu") {
     alpha = attrFloat("alpha", 1.67326319217681884765625f);
     gamma = attrFloat("gamma", 1.05070102214813232421875f);
@@ -1276,6 +1370,10 @@ LogicalResult Importer::activation() {
     y = hardSigmoid(alpha, beta);
   } else if (opType == "HardSwish") {
     y = mul(x, hardSigmoid(1.0 / 6.0, 0.5));
+  } else if (opType == "Shrink") {
+    // x < -lambd ? x + bias : x > lambd ? x - bias : 0
+    y = sel(cmp("lt", x, c(-alpha)), add(x, c(beta)),
+            sel(cmp("gt", x, c(alpha)), sub(x, c(beta)), c(0.0)));
   } else {
     return nodeError() << "internal error: no decomposition";
   }
@@ -1456,17 +1554,105 @@ LogicalResult Importer::matmul() {
     return failure();
   auto at = cast<RankedTensorType>(a.getType()),
        bt = cast<RankedTensorType>(b.getType());
-  if (at.getRank() != 2 || bt.getRank() != 2)
-    return nodeError() << "only 2-D x 2-D MatMul is supported, got shapes "
+  if (at.getRank() < 1 || bt.getRank() < 1)
+    return nodeError() << "MatMul operands must have rank >= 1, got shapes "
                        << shapeStr(at.getShape()) << " and "
                        << shapeStr(bt.getShape());
-  if (at.getDimSize(1) != bt.getDimSize(0))
+  if (!at.getElementType().isF32() || !bt.getElementType().isF32())
+    return nodeError() << "MatMul supports f32 operands, got "
+                       << at.getElementType() << " and " << bt.getElementType();
+  // numpy.matmul semantics (dlgraph.matmul has them too).
+  ArrayRef<int64_t> as = at.getShape(), bs = bt.getShape();
+  int64_t ka = as.back(), kb = bs.size() == 1 ? bs[0] : bs[bs.size() - 2];
+  if (ka != kb)
     return nodeError() << "contracting dimensions differ: "
-                       << shapeStr(at.getShape()) << " x "
-                       << shapeStr(bt.getShape());
-  auto type = RankedTensorType::get({at.getDimSize(0), bt.getDimSize(1)},
-                                    builder.getF32Type());
+                       << shapeStr(as) << " x " << shapeStr(bs);
+  ArrayRef<int64_t> aBatch = as.drop_back(std::min<size_t>(as.size(), 2));
+  ArrayRef<int64_t> bBatch = bs.drop_back(std::min<size_t>(bs.size(), 2));
+  auto shape = broadcastShapes(aBatch, bBatch);
+  if (failed(shape))
+    return nodeError() << "MatMul batch dimensions do not broadcast: "
+                       << shapeStr(as) << " x " << shapeStr(bs);
+  if (as.size() >= 2)
+    shape->push_back(as[as.size() - 2]);
+  if (bs.size() >= 2)
+    shape->push_back(bs.back());
+  auto type = RankedTensorType::get(*shape, builder.getF32Type());
   return define(0, gr::MatMulOp::create(builder, nodeLoc, type, a, b));
+}
+
+LogicalResult Importer::isNanOrInf() {
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  auto maskType = RankedTensorType::get(t.getShape(), builder.getI1Type());
+  auto cmp = [&](StringRef pred, Value l, Value r) -> Value {
+    return gr::CompareOp::create(builder, nodeLoc, maskType, pred, l, r);
+  };
+  if (node->op_type() == "IsNaN")
+    return define(0, cmp("ne", x, x)); // unordered: true only for NaN
+  int64_t pos = attrInt("detect_positive", 1);
+  int64_t neg = attrInt("detect_negative", 1);
+  double inf = std::numeric_limits<double>::infinity();
+  Value isPos = cmp("eq", x, splatLike(x, inf));
+  Value isNeg = cmp("eq", x, splatLike(x, -inf));
+  if (pos && neg)
+    return define(0, gr::SelectOp::create(builder, nodeLoc, maskType, isPos,
+                                          isPos, isNeg));
+  if (pos)
+    return define(0, isPos);
+  if (neg)
+    return define(0, isNeg);
+  // Neither sign detected: isPos && isNeg, false everywhere.
+  return define(0, gr::SelectOp::create(builder, nodeLoc, maskType, isPos,
+                                        isNeg, isPos));
+}
+
+LogicalResult Importer::modOp() {
+  int64_t fmod = attrInt("fmod", 0);
+  Slot *l = input(0);
+  if (attrFailed || !l)
+    return failure();
+  if (fmod != 0 && fmod != 1)
+    return nodeError() << "attribute fmod = " << fmod << "; supported: 0, 1";
+  if (fmod == 0 && isa<FloatType>(l->type().getElementType()))
+    return nodeError() << "floating-point Mod needs fmod = 1 (ONNX)";
+  return fmod ? binary<gr::FmodOp>() : binary<gr::ModOp>();
+}
+
+LogicalResult Importer::hardmax() {
+  int64_t axis = attrInt("axis", -1);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (rank == 0 || axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> idxShape(t.getShape()), iotaShape(rank, 1);
+  idxShape[axis] = 1;
+  iotaShape[axis] = t.getDimSize(axis);
+  auto i64 = builder.getI64Type();
+  Value idx = gr::ArgMaxOp::create(
+      builder, nodeLoc, RankedTensorType::get(idxShape, i64), x,
+      builder.getI64IntegerAttr(axis), builder.getUnitAttr(), UnitAttr());
+  SmallVector<APInt> iota;
+  for (int64_t i = 0; i < t.getDimSize(axis); ++i)
+    iota.push_back(APInt(64, i));
+  auto iotaType = RankedTensorType::get(iotaShape, i64);
+  Value positions = gr::ConstantOp::create(
+      builder, nodeLoc,
+      cast<ElementsAttr>(DenseElementsAttr::get(iotaType, iota)));
+  auto maskType = RankedTensorType::get(t.getShape(), builder.getI1Type());
+  Value hit = gr::CompareOp::create(builder, nodeLoc, maskType, "eq", idx,
+                                    positions);
+  return define(0, gr::CastOp::create(builder, nodeLoc, t, hit));
 }
 
 LogicalResult Importer::liftTo2D(SmallVectorImpl<int64_t> &kernel,
@@ -1502,6 +1688,28 @@ Value Importer::insertUnitH(Value v) {
   return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
 }
 
+/// Pads [begin..., end...] for ONNX auto_pad SAME_UPPER/SAME_LOWER over the
+/// spatial sizes |in|: the output size is ceil(in / stride), the total padding
+/// max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in), and an odd
+/// total puts the extra element at the end (UPPER) or the beginning (LOWER).
+/// |kernel|, |strides| and |dilations| have in.size() entries.
+static SmallVector<int64_t> samePads(ArrayRef<int64_t> in,
+                                     ArrayRef<int64_t> kernel,
+                                     ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> dilations, bool lower) {
+  size_t n = in.size();
+  SmallVector<int64_t> pads(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t s = std::max<int64_t>(strides[i], 1);
+    int64_t out = (in[i] + s - 1) / s;
+    int64_t total = std::max<int64_t>(
+        0, (out - 1) * s + (kernel[i] - 1) * dilations[i] + 1 - in[i]);
+    pads[i] = lower ? total - total / 2 : total / 2;
+    pads[i + n] = total - pads[i];
+  }
+  return pads;
+}
+
 LogicalResult Importer::conv() {
   std::string autoPad = attrString("auto_pad", "NOTSET");
   SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
@@ -1529,19 +1737,36 @@ LogicalResult Importer::conv() {
     xt = cast<RankedTensorType>(x.getType());
     wt = cast<RankedTensorType>(w.getType());
   }
-  if (xt.getRank() != 4 || wt.getRank() != 4)
-    return nodeError() << "only 1-D and 2-D convolution (rank-3/4 input and "
-                          "weight) is supported, got input "
+  bool is3D = xt.getRank() == 5 && wt.getRank() == 5;
+  if ((xt.getRank() != 4 || wt.getRank() != 4) && !is3D)
+    return nodeError() << "only 1-D, 2-D and 3-D convolution (rank-3/4/5 "
+                          "input and weight) is supported, got input "
                        << shapeStr(xt.getShape()) << " and weight "
                        << shapeStr(wt.getShape());
+  // Number of spatial axes (the 2-D defaults above are widened for 3-D).
+  size_t sp = is3D ? 3 : 2;
+  if (is3D) {
+    if (!findAttr("strides"))
+      strides = {1, 1, 1};
+    if (!findAttr("dilations"))
+      dilations = {1, 1, 1};
+    if (!findAttr("pads"))
+      pads = {0, 0, 0, 0, 0, 0};
+  }
   if (autoPad == "VALID")
-    pads = {0, 0, 0, 0};
-  else if (autoPad != "NOTSET")
+    pads.assign(2 * sp, 0);
+  else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
+           strides.size() == sp && dilations.size() == sp)
+    pads = samePads(xt.getShape().drop_front(2), wt.getShape().drop_front(2),
+                    strides, dilations, autoPad == "SAME_LOWER");
+  else if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
+           autoPad != "SAME_LOWER")
     return nodeError() << "attribute auto_pad = '" << autoPad
                        << "' is not supported; supported: NOTSET (explicit "
-                          "pads), VALID";
-  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
-    return nodeError() << "expects 2 strides, 2 dilations and 4 pads, got "
+                          "pads), VALID, SAME_UPPER, SAME_LOWER";
+  if (strides.size() != sp || dilations.size() != sp || pads.size() != 2 * sp)
+    return nodeError() << "expects " << sp << " strides, " << sp
+                       << " dilations and " << 2 * sp << " pads, got "
                        << strides.size() << ", " << dilations.size() << " and "
                        << pads.size();
   if (!kernel.empty() &&
@@ -1564,9 +1789,9 @@ LogicalResult Importer::conv() {
                          << ", expected [" << o << "]";
   }
   SmallVector<int64_t> shape = {xt.getDimSize(0), o};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < sp; ++i) {
     int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-    int64_t span = xt.getDimSize(2 + i) + pads[i] + pads[i + 2] - eff;
+    int64_t span = xt.getDimSize(2 + i) + pads[i] + pads[i + sp] - eff;
     if (span < 0)
       return nodeError() << "the kernel (" << eff
                          << " with dilation) is larger than the padded input "
@@ -1580,6 +1805,165 @@ LogicalResult Importer::conv() {
                                builder.getDenseI64ArrayAttr(pads),
                                builder.getDenseI64ArrayAttr(dilations),
                                builder.getI64IntegerAttr(group));
+  if (is1D)
+    y = gr::ReshapeOp::create(
+        builder, nodeLoc,
+        RankedTensorType::get({shape[0], shape[1], shape[3]},
+                              builder.getF32Type()),
+        y);
+  return define(0, y);
+}
+
+// ConvTranspose is the adjoint of a convolution: y = conv_backward_data(x, w)
+// where w [C_in, C_out/group, kH, kW] is the filter of the convolution that
+// maps y's shape back to x's. Its output size per spatial axis is
+// stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads, and the
+// extra output_padding rows at the end get no contribution (only the bias).
+LogicalResult Importer::convTranspose() {
+  std::string autoPad = attrString("auto_pad", "NOTSET");
+  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
+  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
+  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
+  SmallVector<int64_t> dilations = attrInts("dilations", {1, 1});
+  SmallVector<int64_t> outPad = attrInts("output_padding", {0, 0});
+  SmallVector<int64_t> outShape = attrInts("output_shape", {});
+  int64_t group = attrInt("group", 1);
+  if (attrFailed)
+    return failure();
+  Value x = operand(0), w = x ? operand(1) : Value();
+  if (!w)
+    return failure();
+  Value bias;
+  if (hasInput(2) && !(bias = operand(2)))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType()),
+       wt = cast<RankedTensorType>(w.getType());
+  bool is1D = xt.getRank() == 3 && wt.getRank() == 3;
+  if (is1D) {
+    if (failed(liftTo2D(kernel, strides, pads, dilations)))
+      return failure();
+    if (findAttr("output_padding")) {
+      if (outPad.size() != 1)
+        return nodeError() << "a 1-D ConvTranspose needs 1 output_padding";
+      outPad = {0, outPad[0]};
+    }
+    if (!outShape.empty()) {
+      // output_shape may list the whole output shape or its spatial part.
+      if (outShape.size() == 3)
+        outShape.erase(outShape.begin(), outShape.begin() + 2);
+      if (outShape.size() != 1)
+        return nodeError() << "a 1-D ConvTranspose needs 1 output_shape value";
+      outShape = {1, outShape[0]};
+    }
+    x = insertUnitH(x);
+    w = insertUnitH(w);
+    xt = cast<RankedTensorType>(x.getType());
+    wt = cast<RankedTensorType>(w.getType());
+  }
+  bool is3D = xt.getRank() == 5 && wt.getRank() == 5;
+  if ((xt.getRank() != 4 || wt.getRank() != 4) && !is3D)
+    return nodeError() << "only 1-D, 2-D and 3-D ConvTranspose (rank-3/4/5 "
+                          "input and weight) is supported, got input "
+                       << shapeStr(xt.getShape()) << " and weight "
+                       << shapeStr(wt.getShape());
+  // Number of spatial axes (the 2-D defaults above are widened for 3-D).
+  size_t sp = is3D ? 3 : 2;
+  if (is3D) {
+    if (!findAttr("strides"))
+      strides = {1, 1, 1};
+    if (!findAttr("dilations"))
+      dilations = {1, 1, 1};
+    if (!findAttr("pads"))
+      pads = {0, 0, 0, 0, 0, 0};
+    if (!findAttr("output_padding"))
+      outPad = {0, 0, 0};
+  }
+  if (outShape.size() == sp + 2)
+    outShape.erase(outShape.begin(), outShape.begin() + 2);
+  if (strides.size() != sp || dilations.size() != sp ||
+      pads.size() != 2 * sp || outPad.size() != sp ||
+      (!outShape.empty() && outShape.size() != sp))
+    return nodeError() << "expects " << sp
+                       << " strides, dilations, output_padding and "
+                          "output_shape values and "
+                       << 2 * sp << " pads, got "
+                       << strides.size() << ", " << dilations.size() << ", "
+                       << outPad.size() << ", " << outShape.size() << " and "
+                       << pads.size();
+  if (!kernel.empty() &&
+      ArrayRef<int64_t>(kernel) != wt.getShape().drop_front(2))
+    return nodeError() << "attribute kernel_shape " << shapeStr(kernel)
+                       << " does not match the weight's spatial dims "
+                       << shapeStr(wt.getShape().drop_front(2));
+  if (llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d < 1; }) ||
+      llvm::any_of(pads, [](int64_t p) { return p < 0; }) ||
+      llvm::any_of(outPad, [](int64_t p) { return p < 0; }))
+    return nodeError() << "strides and dilations must be >= 1, pads and "
+                          "output_padding >= 0";
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return nodeError() << "attribute auto_pad = '" << autoPad
+                       << "' is not supported; supported: NOTSET (explicit "
+                          "pads), VALID, SAME_UPPER, SAME_LOWER";
+  int64_t cIn = xt.getDimSize(1);
+  if (group < 1 || wt.getDimSize(0) != cIn || cIn % group)
+    return nodeError() << "weight " << shapeStr(wt.getShape()) << " with group "
+                       << group << " does not fit " << cIn
+                       << " input channels (expected [C_in, C_out/group, "
+                          "kH, kW])";
+  int64_t cOut = wt.getDimSize(1) * group;
+  if (bias) {
+    auto bt = cast<RankedTensorType>(bias.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != cOut)
+      return nodeError() << "bias has shape " << shapeStr(bt.getShape())
+                         << ", expected [" << cOut << "]";
+  }
+  SmallVector<int64_t> shape = {xt.getDimSize(0), cOut};
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t in = xt.getDimSize(2 + i), s = strides[i];
+    int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
+    int64_t full = s * (in - 1) + outPad[i] + eff;
+    int64_t out;
+    if (!outShape.empty() || autoPad == "SAME_UPPER" ||
+        autoPad == "SAME_LOWER") {
+      // ONNX: the pads come from the requested output size; an odd total
+      // puts the extra element at the end for SAME_UPPER, at the beginning
+      // otherwise. A negative total leaves extra rows at the end.
+      out = outShape.empty() ? in * s : outShape[i];
+      int64_t total = std::max<int64_t>(0, full - out);
+      pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + sp] = total - pads[i];
+    } else {
+      if (autoPad == "VALID")
+        pads[i] = pads[i + sp] = 0;
+      out = full - pads[i] - pads[i + sp];
+    }
+    // The convolution that y's shape maps back to x's must give exactly
+    // |in| outputs (rows past its last window only take the bias).
+    int64_t span = out + pads[i] + pads[i + sp] - eff;
+    if (out < 1 || span < 0 || span / s + 1 != in)
+      return nodeError() << "output size " << out << " along spatial axis "
+                         << i << " is not reachable from input size " << in
+                         << " (stride " << s << ", kernel extent " << eff
+                         << ", pads " << pads[i] << "/" << pads[i + sp]
+                         << "); output_padding must be smaller than the "
+                            "stride";
+    shape.push_back(out);
+  }
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  Value y = gr::ConvBackwardDataOp::create(
+      builder, nodeLoc, type, x, w, builder.getDenseI64ArrayAttr(strides),
+      builder.getDenseI64ArrayAttr(pads),
+      builder.getDenseI64ArrayAttr(dilations), builder.getI64IntegerAttr(group));
+  if (bias) {
+    SmallVector<int64_t> bshape(sp + 1, 1);
+    bshape[0] = cOut;
+    Value b = gr::ReshapeOp::create(
+        builder, nodeLoc, RankedTensorType::get(bshape, builder.getF32Type()),
+        bias);
+    y = gr::AddOp::create(builder, nodeLoc, type, y, b);
+  }
   if (is1D)
     y = gr::ReshapeOp::create(
         builder, nodeLoc,
@@ -1695,22 +2079,40 @@ template <typename OpTy> LogicalResult Importer::pool() {
     x = insertUnitH(x);
     xt = cast<RankedTensorType>(x.getType());
   }
-  if (xt.getRank() != 4)
-    return nodeError() << "only 1-D and 2-D pooling over NCL/NCHW input is "
-                          "supported, got "
+  bool is3D = xt.getRank() == 5;
+  if (xt.getRank() != 4 && !is3D)
+    return nodeError() << "only 1-D, 2-D and 3-D pooling over NCL/NCHW/NCDHW "
+                          "input is supported, got "
                        << shapeStr(xt.getShape());
+  // Number of spatial axes (the 2-D defaults above are widened for 3-D).
+  size_t sp = is3D ? 3 : 2;
+  if (is3D) {
+    if (!findAttr("strides"))
+      strides = {1, 1, 1};
+    if (!findAttr("pads"))
+      pads = {0, 0, 0, 0, 0, 0};
+    if (!isMax || !findAttr("dilations"))
+      dilations = {1, 1, 1};
+  }
   if (autoPad == "VALID")
-    pads = {0, 0, 0, 0};
-  else if (autoPad != "NOTSET")
+    pads.assign(2 * sp, 0);
+  else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
+           kernel.size() == sp && strides.size() == sp &&
+           dilations.size() == sp)
+    pads = samePads(xt.getShape().drop_front(2), kernel, strides, dilations,
+                    autoPad == "SAME_LOWER");
+  else if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
+           autoPad != "SAME_LOWER")
     return nodeError() << "attribute auto_pad = '" << autoPad
                        << "' is not supported; supported: NOTSET (explicit "
-                          "pads), VALID";
-  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 ||
-      dilations.size() != 2)
-    return nodeError() << "expects 2 kernel dims, 2 strides, 2 dilations and "
-                          "4 pads, got "
-                       << kernel.size() << ", " << strides.size() << ", "
-                       << dilations.size() << " and " << pads.size();
+                          "pads), VALID, SAME_UPPER, SAME_LOWER";
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp ||
+      dilations.size() != sp)
+    return nodeError() << "expects " << sp << " kernel dims, " << sp
+                       << " strides, " << sp << " dilations and " << 2 * sp
+                       << " pads, got " << kernel.size() << ", "
+                       << strides.size() << ", " << dilations.size() << " and "
+                       << pads.size();
   if (llvm::any_of(kernel, [](int64_t k) { return k < 1; }) ||
       llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
       llvm::any_of(dilations, [](int64_t d) { return d < 1; }) ||
@@ -1721,10 +2123,10 @@ template <typename OpTy> LogicalResult Importer::pool() {
     return nodeError() << "attribute ceil_mode = " << ceilMode
                        << " is not supported; supported: 0, 1";
   SmallVector<int64_t> shape = {xt.getDimSize(0), xt.getDimSize(1)};
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < sp; ++i) {
     int64_t in = xt.getDimSize(2 + i);
     int64_t eff = dilations[i] * (kernel[i] - 1) + 1;
-    int64_t span = in + pads[i] + pads[i + 2] - eff;
+    int64_t span = in + pads[i] + pads[i + sp] - eff;
     int64_t s = strides[i];
     if (span < 0)
       return nodeError() << "the kernel (" << eff
@@ -1738,18 +2140,49 @@ template <typename OpTy> LogicalResult Importer::pool() {
       --out;
     shape.push_back(out);
   }
-  auto type = RankedTensorType::get(shape, builder.getF32Type());
-  auto op = OpTy::create(
-      builder, nodeLoc, type, x, builder.getDenseI64ArrayAttr(kernel),
-      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
-      builder.getDenseI64ArrayAttr(dilations),
-      ceilMode ? builder.getUnitAttr() : UnitAttr(),
-      countIncludePad ? builder.getUnitAttr() : UnitAttr());
+  auto f32 = builder.getF32Type();
+  auto pool2D = [&](Value in, ArrayRef<int64_t> outShape,
+                    ArrayRef<int64_t> k, ArrayRef<int64_t> st,
+                    ArrayRef<int64_t> pd, ArrayRef<int64_t> dl) -> Value {
+    return OpTy::create(
+        builder, nodeLoc, RankedTensorType::get(outShape, f32), in,
+        builder.getDenseI64ArrayAttr(k), builder.getDenseI64ArrayAttr(st),
+        builder.getDenseI64ArrayAttr(pd), builder.getDenseI64ArrayAttr(dl),
+        ceilMode ? builder.getUnitAttr() : UnitAttr(),
+        countIncludePad ? builder.getUnitAttr() : UnitAttr());
+  };
+  if (is3D) {
+    // 3-D pooling is separable: the window is a box and the per-axis output
+    // sizes are independent, so max (first maximum in D, H, W scan order)
+    // and average (the divisor, clipped to the padded or the real input, is
+    // a product of per-axis counts) are a 2-D pool over (H, W) of
+    // [N, C*D, H, W] followed by one over (D, 1) of [N*C, 1, D, OH*OW].
+    // Gradients follow from the 2-D pools'.
+    int64_t n = shape[0], c = shape[1], d = xt.getDimSize(2);
+    int64_t od = shape[2], oh = shape[3], ow = shape[4];
+    Value hw = gr::ReshapeOp::create(
+        builder, nodeLoc,
+        RankedTensorType::get({n, c * d, xt.getDimSize(3), xt.getDimSize(4)},
+                              f32),
+        x);
+    hw = pool2D(hw, {n, c * d, oh, ow}, {kernel[1], kernel[2]},
+                {strides[1], strides[2]}, {pads[1], pads[2], pads[4], pads[5]},
+                {dilations[1], dilations[2]});
+    Value dv = gr::ReshapeOp::create(
+        builder, nodeLoc, RankedTensorType::get({n * c, 1, d, oh * ow}, f32),
+        hw);
+    dv = pool2D(dv, {n * c, 1, od, oh * ow}, {kernel[0], 1}, {strides[0], 1},
+                {pads[0], 0, pads[3], 0}, {dilations[0], 1});
+    return define(0, gr::ReshapeOp::create(
+                         builder, nodeLoc, RankedTensorType::get(shape, f32),
+                         dv));
+  }
+  Value op = pool2D(x, shape, kernel, strides, pads, dilations);
   if (is1D)
     return define(0, gr::ReshapeOp::create(
                          builder, nodeLoc,
                          RankedTensorType::get({shape[0], shape[1], shape[3]},
-                                               builder.getF32Type()),
+                                               f32),
                          op));
   return define(0, op);
 }
@@ -1767,6 +2200,77 @@ LogicalResult Importer::globalAveragePool() {
     shape[i] = 1;
   auto type = RankedTensorType::get(shape, builder.getF32Type());
   return define(0, gr::GlobalAveragePoolOp::create(builder, nodeLoc, type, x));
+}
+
+LogicalResult Importer::globalMaxPool() {
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 3)
+    return nodeError() << "input must have rank >= 3 (N, C, spatial...), got "
+                       << shapeStr(xt.getShape());
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < xt.getRank(); ++i)
+    axes.push_back(i);
+  return define(0, reduceOver<gr::ReduceMaxOp>(x, axes, /*keepdims=*/true));
+}
+
+/// DepthToSpace (modes DCR, CRD) and SpaceToDepth on [N, C, H, W], as
+/// reshape -> transpose -> reshape (the ONNX operator definitions).
+LogicalResult Importer::depthSpace() {
+  bool toSpace = node->op_type() == "DepthToSpace";
+  int64_t b = attrInt("blocksize", 0);
+  std::string mode = toSpace ? attrString("mode", "DCR") : "DCR";
+  if (attrFailed)
+    return failure();
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 4)
+    return nodeError() << "input must have rank 4 (N, C, H, W), got "
+                       << shapeStr(xt.getShape());
+  if (b < 1)
+    return nodeError() << "attribute blocksize = " << b
+                       << " is not supported; it must be >= 1";
+  if (mode != "DCR" && mode != "CRD")
+    return nodeError() << "attribute mode = '" << mode
+                       << "' is not supported; supported: DCR, CRD";
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
+          w = xt.getDimSize(3);
+  SmallVector<int64_t> split, perm, out;
+  if (toSpace) {
+    if (c % (b * b))
+      return nodeError() << "channels " << c
+                         << " are not divisible by blocksize^2 = " << b * b;
+    if (mode == "DCR") {
+      split = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      split = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    }
+    out = {n, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b || w % b)
+      return nodeError() << "spatial size [" << h << ", " << w
+                         << "] is not divisible by blocksize " << b;
+    split = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * b * b, h / b, w / b};
+  }
+  Type et = xt.getElementType();
+  Value r = gr::ReshapeOp::create(builder, nodeLoc,
+                                  RankedTensorType::get(split, et), x);
+  SmallVector<int64_t> permuted;
+  for (int64_t p : perm)
+    permuted.push_back(split[p]);
+  Value t = gr::TransposeOp::create(builder, nodeLoc,
+                                    RankedTensorType::get(permuted, et), r,
+                                    builder.getDenseI64ArrayAttr(perm));
+  return define(0, gr::ReshapeOp::create(builder, nodeLoc,
+                                         RankedTensorType::get(out, et), t));
 }
 
 template <typename OpTy> LogicalResult Importer::softmax() {
@@ -1934,39 +2438,311 @@ LogicalResult Importer::identity() {
 }
 
 LogicalResult Importer::dropout() {
-  if (failed(requireOnlyLeadingOutputs(1)))
-    return failure();
+  // Output 1, the mask, is bool from opset 10 and has the input's type
+  // before (Dropout-7).
+  bool training = false;
+  float ratio = 0.5f;
   if (opset < 7) {
     // Dropout-6 drops unless is_test = 1 (or ratio = 0).
     int64_t isTest = attrInt("is_test", 0);
-    float ratio = attrFloat("ratio", 0.5f);
+    ratio = attrFloat("ratio", 0.5f);
     if (attrFailed)
       return failure();
     if (!isTest && ratio != 0.0f)
       return nodeError() << "attribute is_test = 0 with ratio " << ratio
                          << " (training-mode dropout, opset " << opset
-                         << ") is not supported; only inference Dropout (an "
-                            "identity) is supported";
-  }
-  if (hasInput(2)) {
-    Slot *t = input(2);
-    if (!t)
+                         << ") is not supported; export with opset >= 12, "
+                            "where training_mode is an input";
+  } else if (opset < 12) {
+    ratio = attrFloat("ratio", 0.5f);
+    if (attrFailed)
       return failure();
-    if (!t->isFoldable() || t->type().getNumElements() != 1 ||
-        !llvm::all_of(t->constant.getValues<APInt>(),
-                      [](const APInt &v) { return v.isZero(); }))
-      return nodeError() << "training_mode (input '" << node->input(2)
-                         << "') must be a constant false; only inference "
-                            "Dropout (an identity) is supported";
+  } else {
+    if (hasInput(2)) {
+      Slot *t = input(2);
+      if (!t)
+        return failure();
+      if (!t->isFoldable() || t->type().getNumElements() != 1)
+        return nodeError() << "training_mode (input '" << node->input(2)
+                           << "') must be a constant (an initializer or a "
+                              "Constant); a runtime flag is not supported";
+      training = !t->constant.getSplatValue<APInt>().isZero();
+    }
+    if (hasInput(1)) {
+      Slot *r = input(1);
+      if (!r)
+        return failure();
+      if (!r->isFoldable() || r->type().getNumElements() != 1 ||
+          !isa<FloatType>(r->type().getElementType())) {
+        if (training)
+          return nodeError() << "ratio (input '" << node->input(1)
+                             << "') must be a constant float scalar";
+      } else {
+        ratio = (float)(*r->constant.getValues<APFloat>().begin())
+                    .convertToDouble();
+      }
+    }
   }
-  return identity();
-}
-
-LogicalResult Importer::transpose() {
+  if (training && !(ratio >= 0.0f && ratio < 1.0f))
+    return nodeError() << "ratio " << ratio
+                       << " is out of range; supported: [0, 1)";
+  int64_t seedAttr = attrInt("seed", -1);
+  if (attrFailed)
+    return failure();
+  Slot *xs = input(0);
+  if (!xs)
+    return failure();
+  RankedTensorType xt = xs->type();
+  bool wantMask = node->output_size() > 1 && !node->output(1).empty();
+  auto maskType = RankedTensorType::get(
+      xt.getShape(), opset < 10 ? xt.getElementType() : builder.getI1Type());
+  if (!training || ratio == 0.0f) {
+    // Inference, or nothing dropped: the identity, and a mask of ones.
+    if (wantMask) {
+      Attribute one =
+          opset < 10 ? (Attribute)builder.getFloatAttr(xt.getElementType(), 1.0)
+                     : (Attribute)builder.getBoolAttr(true);
+      if (opset < 10 && !isa<FloatType>(xt.getElementType()))
+        return nodeError() << "a Dropout-7 mask of element type "
+                           << xt.getElementType() << " is not supported";
+      if (failed(defineConstant(1, DenseElementsAttr::get(maskType, one))))
+        return failure();
+    }
+    return identity();
+  }
   Value x = operand(0);
   if (!x)
     return failure();
+  // Without a seed attribute, a hash of the node's first output name, so
+  // that every Dropout of a model has its own stream and compiles repeat.
+  uint64_t seed = seedAttr >= 0 ? (uint64_t)seedAttr
+                                : (uint64_t)llvm::xxh3_64bits(node->output(0));
+  auto dropout = gr::DropoutOp::create(
+      builder, nodeLoc, xt, RankedTensorType::get(xt.getShape(),
+                                                  builder.getI1Type()),
+      x, dropoutStep(), builder.getF32FloatAttr(ratio),
+      builder.getI64IntegerAttr((int64_t)seed));
+  if (wantMask && failed(define(1, dropout.getMask())))
+    return failure();
+  return define(0, dropout.getResult());
+}
+
+Value Importer::dropoutStep() {
+  if (dropoutStepValue)
+    return dropoutStepValue;
+  StringRef name = "__dropout_step";
+  auto type = RankedTensorType::get({}, builder.getF32Type());
+  OpBuilder::InsertPoint ip = builder.saveInsertionPoint();
+  builder.setInsertionPoint(func);
+  gr::VariableOp::create(builder, fileLoc, name, type, ElementsAttr(),
+                         /*trainable=*/false);
+  builder.restoreInsertionPoint(ip);
+  // Reads see the value from before the call; the write takes effect when
+  // the function returns, so every call (every training step) draws anew.
+  Value read = gr::ReadVariableOp::create(builder, fileLoc, type, name);
+  Value next = gr::AddOp::create(
+      builder, fileLoc, type, read,
+      gr::ConstantOp::create(builder, fileLoc,
+                             cast<ElementsAttr>(DenseElementsAttr::get(
+                                 type, builder.getF32FloatAttr(1.0f)))));
+  gr::WriteVariableOp::create(builder, fileLoc, name, next);
+  dropoutStepValue = read;
+  return read;
+}
+
+LogicalResult Importer::argReduce() {
+  int64_t axis = attrInt("axis", 0);
+  int64_t keepdims = attrInt("keepdims", 1);
+  int64_t last = attrInt("select_last_index", 0);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (axis < -rank || axis >= rank || rank == 0)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  if ((keepdims != 0 && keepdims != 1) || (last != 0 && last != 1))
+    return nodeError() << "keepdims and select_last_index must be 0 or 1";
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis)
+      shape.push_back(t.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  auto rt = RankedTensorType::get(shape, builder.getI64Type());
+  UnitAttr keep = keepdims ? builder.getUnitAttr() : UnitAttr();
+  UnitAttr sel = last ? builder.getUnitAttr() : UnitAttr();
+  Value y;
+  if (node->op_type() == "ArgMax")
+    y = gr::ArgMaxOp::create(builder, nodeLoc, rt, x,
+                             builder.getI64IntegerAttr(axis), keep, sel);
+  else
+    y = gr::ArgMinOp::create(builder, nodeLoc, rt, x,
+                             builder.getI64IntegerAttr(axis), keep, sel);
+  return define(0, y);
+}
+
+LogicalResult Importer::resize() {
+  bool upsample = node->op_type() == "Upsample";
+  std::string mode = attrString("mode", "nearest");
+  std::string coord = upsample ? "asymmetric"
+                               : attrString("coordinate_transformation_mode",
+                                            "half_pixel");
+  std::string nearest =
+      upsample ? "floor" : attrString("nearest_mode", "round_prefer_floor");
+  if (attrFailed)
+    return failure();
+  if (mode == "bilinear" && upsample)
+    mode = "linear"; // Upsample-7's spelling
+  if (mode != "nearest" && mode != "linear")
+    return nodeError() << "mode '" << mode
+                       << "' is not supported; supported: nearest, linear";
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
+                           "asymmetric", "tf_half_pixel_for_nn"},
+                          coord))
+    return nodeError() << "coordinate_transformation_mode '" << coord
+                       << "' is not supported; supported: half_pixel, "
+                          "pytorch_half_pixel, align_corners, asymmetric, "
+                          "tf_half_pixel_for_nn";
+  if (!llvm::is_contained(
+          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+          nearest))
+    return nodeError() << "nearest_mode '" << nearest << "' is not supported";
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
   auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  // Scales: input 1 (Upsample) or 2 (Resize); sizes: Resize input 3. An
+  // absent input or an empty tensor means "not given".
+  auto given = [&](int i) {
+    if (!hasInput(i))
+      return false;
+    Slot *sl = input(i);
+    return sl && sl->type().getNumElements() > 0;
+  };
+  int scalesIdx = upsample ? 1 : 2;
+  SmallVector<double> scales;
+  SmallVector<int64_t> shape;
+  if (!upsample && given(3)) {
+    auto sz = constInts(3, "sizes");
+    if (failed(sz))
+      return failure();
+    if ((int64_t)sz->size() != rank)
+      return nodeError() << "sizes has " << sz->size() << " values for rank "
+                         << rank;
+    for (int64_t d = 0; d < rank; ++d) {
+      if ((*sz)[d] <= 0)
+        return nodeError() << "sizes must be positive, got "
+                           << shapeStr(*sz);
+      shape.push_back((*sz)[d]);
+      scales.push_back((double)(*sz)[d] / (double)xt.getDimSize(d));
+    }
+  } else if (given(scalesIdx)) {
+    Slot *sl = input(scalesIdx);
+    // An f32 initializer counts: scales are no operand of the resize, so
+    // training never updates them.
+    if (!sl->constant || !isa<FloatType>(sl->type().getElementType()))
+      return nodeError() << "scales (input '" << node->input(scalesIdx)
+                         << "') must be a constant float tensor (an "
+                            "initializer or a Constant); runtime scales "
+                            "give no static output shape";
+    for (const APFloat &v : sl->constant.getValues<APFloat>())
+      scales.push_back(v.convertToDouble());
+    if ((int64_t)scales.size() != rank)
+      return nodeError() << "scales has " << scales.size()
+                         << " values for rank " << rank;
+    for (int64_t d = 0; d < rank; ++d) {
+      // ONNX: floor(input_dimension * scale); the scale as given (f32).
+      double n = std::floor((double)xt.getDimSize(d) * (double)(float)scales[d]);
+      if (!(scales[d] > 0) || n < 1)
+        return nodeError() << "scale " << scales[d] << " on axis " << d
+                           << " is not supported (the output would be empty "
+                              "or the scale is not positive)";
+      shape.push_back((int64_t)n);
+    }
+  } else {
+    return nodeError() << "needs constant scales or sizes";
+  }
+  auto rt = RankedTensorType::get(shape, xt.getElementType());
+  return define(0, gr::ResizeOp::create(
+                       builder, nodeLoc, rt, x, builder.getStringAttr(mode),
+                       builder.getStringAttr(coord),
+                       builder.getStringAttr(nearest),
+                       builder.getDenseF64ArrayAttr(scales)));
+}
+
+LogicalResult Importer::range() {
+  Slot *in[3];
+  for (int i = 0; i < 3; ++i) {
+    in[i] = input(i);
+    if (!in[i])
+      return failure();
+    if (!in[i]->isFoldable() || in[i]->type().getNumElements() != 1)
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') must be a constant scalar (an initializer, "
+                            "a Constant or a foldable shape computation); "
+                            "Range with runtime bounds has no static shape";
+  }
+  Type et = in[0]->type().getElementType();
+  if (in[1]->type().getElementType() != et ||
+      in[2]->type().getElementType() != et)
+    return nodeError() << "start, limit and delta must have one element type";
+  bool isFloat = isa<FloatType>(et);
+  if (!isFloat && (!et.isInteger() || et.isInteger(1)))
+    return nodeError() << "element type " << et
+                       << " is not supported; supported: f32, f64, i32, i64";
+  auto scalar = [&](int i) -> double {
+    DenseElementsAttr c = in[i]->constant;
+    if (isFloat)
+      return (*c.getValues<APFloat>().begin()).convertToDouble();
+    return (double)(*c.getValues<APInt>().begin()).getSExtValue();
+  };
+  double start = scalar(0), limit = scalar(1), delta = scalar(2);
+  if (delta == 0)
+    return nodeError() << "delta is 0";
+  // ONNX: number_of_elements = max(ceil((limit - start) / delta), 0).
+  double count = std::max(std::ceil((limit - start) / delta), 0.0);
+  if (!(count <= (double)(1 << 26)))
+    return nodeError() << "Range of " << count << " elements is too large "
+                       << "to fold (at most 2^26)";
+  int64_t n = (int64_t)count;
+  auto type = RankedTensorType::get({n}, et);
+  if (isFloat) {
+    SmallVector<APFloat> vals;
+    auto ft = cast<FloatType>(et);
+    for (int64_t i = 0; i < n; ++i) {
+      // start + i * delta in double, rounded once to the element type.
+      bool lost;
+      APFloat v(start + (double)i * delta);
+      v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      vals.push_back(v);
+    }
+    return defineConstant(0, DenseElementsAttr::get(type, vals));
+  }
+  SmallVector<int64_t> vals;
+  int64_t s0 = (int64_t)start, d = (int64_t)delta;
+  for (int64_t i = 0; i < n; ++i)
+    vals.push_back(s0 + i * d);
+  return defineConstant(0, intConstant(type, vals));
+}
+
+LogicalResult Importer::transpose() {
+  // Constants (PyTorch's F.pad exports its pads through a Transpose of an
+  // int64 constant) are folded; data must be f32.
+  Slot *src = input(0);
+  if (!src)
+    return failure();
+  Value x = src->isFoldable() ? Value() : operand(0);
+  if (!src->isFoldable() && !x)
+    return failure();
+  RankedTensorType xt = src->type();
   int64_t rank = xt.getRank();
   SmallVector<int64_t> def;
   for (int64_t i = rank - 1; i >= 0; --i)
@@ -1987,6 +2763,24 @@ LogicalResult Importer::transpose() {
     shape.push_back(xt.getDimSize(p));
   }
   auto type = RankedTensorType::get(shape, xt.getElementType());
+  if (src->isFoldable()) {
+    SmallVector<Attribute> vals(src->constant.getValues<Attribute>()), out;
+    SmallVector<int64_t> idx(rank, 0), strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * xt.getDimSize(d + 1);
+    for (int64_t i = 0, n = type.getNumElements(); i < n; ++i) {
+      int64_t lin = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        lin += idx[d] * strides[perm[d]];
+      out.push_back(vals[lin]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    return defineConstant(0, DenseElementsAttr::get(type, out));
+  }
   return define(0, gr::TransposeOp::create(builder, nodeLoc, type, x,
                                            builder.getDenseI64ArrayAttr(perm)));
 }
@@ -2022,10 +2816,31 @@ LogicalResult Importer::gather() {
   Slot *data = input(0);
   if (!data)
     return failure();
-  if (!data->isFoldable())
-    return nodeError() << "data (input '" << node->input(0)
-                       << "') is not a constant; Gather is supported only on "
-                          "constants (shape computations)";
+  Slot *idxSlot = input(1);
+  if (!idxSlot)
+    return failure();
+  if (!data->isFoldable() || !idxSlot->isFoldable()) {
+    // Data (an embedding table, activations): dlgraph.gather.
+    RankedTensorType dt = data->type(), it = idxSlot->type();
+    int64_t rank = dt.getRank();
+    if (!it.getElementType().isInteger(64) &&
+        !it.getElementType().isInteger(32))
+      return nodeError() << "indices (input '" << node->input(1)
+                         << "') have element type " << it.getElementType()
+                         << "; supported: int32, int64";
+    if (rank == 0 || axis < -rank || axis >= rank)
+      return nodeError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> shape(dt.getShape().take_front(axis));
+    llvm::append_range(shape, it.getShape());
+    llvm::append_range(shape, dt.getShape().drop_front(axis + 1));
+    Value x = materialize(*data), idx = materialize(*idxSlot);
+    auto type = RankedTensorType::get(shape, dt.getElementType());
+    return define(0, gr::GatherOp::create(builder, nodeLoc, type, x, idx,
+                                          builder.getI64IntegerAttr(axis)));
+  }
   auto indices = constInts(1, "indices");
   if (failed(indices))
     return failure();
@@ -2129,14 +2944,12 @@ LogicalResult Importer::concat() {
   if (attrFailed)
     return failure();
   SmallVector<Slot *> ins;
+  bool allFoldable = true;
   for (int i = 0; i < node->input_size(); ++i) {
     Slot *s = input(i);
     if (!s)
       return failure();
-    if (!s->isFoldable())
-      return nodeError() << "input '" << node->input(i)
-                         << "' is not a constant; Concat is supported only "
-                            "on constants (shape computations)";
+    allFoldable &= s->isFoldable();
     ins.push_back(s);
   }
   if (ins.empty())
@@ -2160,6 +2973,21 @@ LogicalResult Importer::concat() {
                          << " cannot be concatenated along axis " << axis;
     shape[axis] += t.getDimSize(axis);
   }
+  if (!allFoldable) {
+    // Data: dlgraph.concat of the inputs that are not empty along the axis.
+    SmallVector<Value> vals;
+    for (Slot *s : ins)
+      if (s->type().getDimSize(axis) != 0 || ins.size() == 1)
+        vals.push_back(materialize(*s));
+    if (vals.empty())
+      vals.push_back(materialize(*ins[0]));
+    if (vals.size() == 1 && vals[0].getType() == RankedTensorType::get(
+                                                     shape, t0.getElementType()))
+      return define(0, vals[0]);
+    auto type = RankedTensorType::get(shape, t0.getElementType());
+    return define(0, gr::ConcatOp::create(builder, nodeLoc, type, vals,
+                                          builder.getI64IntegerAttr(axis)));
+  }
   int64_t outer = product(ArrayRef<int64_t>(shape).take_front(axis));
   SmallVector<Attribute> out;
   SmallVector<SmallVector<Attribute>> vals;
@@ -2175,6 +3003,343 @@ LogicalResult Importer::concat() {
   }
   auto type = RankedTensorType::get(shape, t0.getElementType());
   return defineConstant(0, DenseElementsAttr::get(type, out));
+}
+
+Slot Importer::stridedSlice(Slot &s, ArrayRef<int64_t> starts,
+                            ArrayRef<int64_t> steps, ArrayRef<int64_t> shape) {
+  RankedTensorType in = s.type();
+  auto type = RankedTensorType::get(shape, in.getElementType());
+  bool whole = in.getShape() == shape;
+  for (size_t d = 0; whole && d < starts.size(); ++d)
+    whole = shape[d] <= 1 || (starts[d] == 0 && steps[d] == 1);
+  if (whole)
+    return s;
+  Slot out;
+  out.loc = nodeLoc;
+  if (s.isFoldable()) {
+    SmallVector<Attribute> vals(s.constant.getValues<Attribute>());
+    SmallVector<Attribute> res;
+    int64_t n = product(shape), rank = shape.size();
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t lin = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        lin = lin * in.getDimSize(d) + starts[d] + steps[d] * idx[d];
+      res.push_back(vals[lin]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    out.constant = DenseElementsAttr::get(type, res);
+    return out;
+  }
+  SmallVector<int64_t> st(starts);
+  for (size_t d = 0; d < st.size(); ++d)
+    if (shape[d] == 0)
+      st[d] = 0;
+  out.value = gr::SliceOp::create(builder, nodeLoc, type, materialize(s), st,
+                                  steps);
+  return out;
+}
+
+LogicalResult Importer::slice() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (opset < 10) {
+    if (!findAttr("starts") || !findAttr("ends"))
+      return nodeError() << "attributes 'starts' and 'ends' are required "
+                            "(opset "
+                         << opset << ")";
+    starts = attrInts("starts", {});
+    ends = attrInts("ends", {});
+    axes = attrInts("axes", {});
+    if (attrFailed)
+      return failure();
+  } else {
+    auto st = constInts(1, "starts");
+    if (failed(st))
+      return failure();
+    auto en = constInts(2, "ends");
+    if (failed(en))
+      return failure();
+    starts = *st;
+    ends = *en;
+    if (hasInput(3)) {
+      auto ax = constInts(3, "axes");
+      if (failed(ax))
+        return failure();
+      axes = *ax;
+    }
+    if (hasInput(4)) {
+      auto sp = constInts(4, "steps");
+      if (failed(sp))
+        return failure();
+      steps = *sp;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return nodeError() << "starts, ends, axes and steps have "
+                       << starts.size() << ", " << ends.size() << ", "
+                       << axes.size() << " and " << steps.size()
+                       << " values; they must have the same count";
+  SmallVector<int64_t> outStart(rank, 0), outStep(rank, 1),
+      shape(in.getShape());
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t a = axes[k];
+    if (a < -rank || a >= rank || seen[a < 0 ? a + rank : a])
+      return nodeError() << "axes " << shapeStr(axes)
+                         << " are out of range or repeated for rank " << rank;
+    if (a < 0)
+      a += rank;
+    seen[a] = true;
+    int64_t dim = in.getDimSize(a), step = steps[k];
+    if (step == 0)
+      return nodeError() << "step of axis " << a << " is 0";
+    // ONNX Slice: negative starts/ends count from the end, then clamp to
+    // [0, dim] ([0, dim - 1] and [-1, dim - 1] for negative steps).
+    int64_t b = starts[k], e = ends[k];
+    if (b < 0)
+      b = b < -dim ? 0 : b + dim;
+    if (e < 0)
+      e = e < -dim ? -1 : e + dim;
+    int64_t n;
+    if (step > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      n = e > b ? (e - b + step - 1) / step : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      n = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+    }
+    outStart[a] = n ? b : 0;
+    outStep[a] = step;
+    shape[a] = n;
+  }
+  return defineSlot(0, stridedSlice(*s, outStart, outStep, shape));
+}
+
+LogicalResult Importer::split() {
+  int64_t axis = attrInt("axis", 0);
+  SmallVector<int64_t> sizes;
+  bool haveSizes = false;
+  if (opset < 13 && findAttr("split")) {
+    sizes = attrInts("split", {});
+    haveSizes = true;
+  }
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  if (opset >= 13 && hasInput(1)) {
+    auto sp = constInts(1, "split");
+    if (failed(sp))
+      return failure();
+    sizes = *sp;
+    haveSizes = true;
+  }
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  int64_t dim = in.getDimSize(axis), outs = node->output_size();
+  if (!haveSizes) {
+    if (outs == 0 || dim % outs)
+      return nodeError() << "cannot split axis " << axis << " of size " << dim
+                         << " into " << outs << " equal parts";
+    sizes.assign(outs, dim / outs);
+  }
+  int64_t total = 0;
+  for (int64_t v : sizes) {
+    if (v < 0)
+      return nodeError() << "split sizes " << shapeStr(sizes)
+                         << " must not be negative";
+    total += v;
+  }
+  if ((int64_t)sizes.size() != outs || total != dim)
+    return nodeError() << "split sizes " << shapeStr(sizes) << " must have "
+                       << outs << " entries (one per output) adding up to "
+                       << dim;
+  int64_t offset = 0;
+  for (int64_t o = 0; o < outs; ++o) {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1),
+        shape(in.getShape());
+    starts[axis] = sizes[o] ? offset : 0;
+    shape[axis] = sizes[o];
+    if (failed(defineSlot(o, stridedSlice(*s, starts, steps, shape))))
+      return failure();
+    offset += sizes[o];
+  }
+  return success();
+}
+
+LogicalResult Importer::pad() {
+  std::string mode = attrString("mode", "constant");
+  SmallVector<int64_t> pads;
+  double value = 0;
+  if (opset < 11) {
+    if (!findAttr("pads"))
+      return nodeError() << "attribute 'pads' is required (opset " << opset
+                         << ")";
+    pads = attrInts("pads", {});
+    value = attrFloat("value", 0.0f);
+  }
+  if (attrFailed)
+    return failure();
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return nodeError() << "mode '" << mode
+                       << "' is not supported; supported: constant, edge, "
+                          "reflect";
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  if (opset >= 11) {
+    auto p = constInts(1, "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (hasInput(2)) {
+      Slot *c = input(2);
+      if (!c)
+        return failure();
+      if (!c->isFoldable() || c->type().getNumElements() != 1)
+        return nodeError() << "constant_value (input '" << node->input(2)
+                           << "') must be a constant scalar";
+      if (isa<FloatType>(c->type().getElementType()))
+        value = (*c->constant.getValues<APFloat>().begin()).convertToDouble();
+      else
+        value = (double)(*c->constant.getValues<APInt>().begin())
+                    .getSExtValue();
+    }
+  }
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return nodeError() << "pads " << shapeStr(pads) << " must have " << 2 * rank
+                       << " values (begin and end per axis) for rank " << rank;
+  // Negative pads crop: a slice first.
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1), shape(in.getShape());
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t b = std::min<int64_t>(pads[d], 0),
+            e = std::min<int64_t>(pads[d + rank], 0);
+    shape[d] = in.getDimSize(d) + b + e;
+    if (shape[d] < 0)
+      return nodeError() << "pads " << shapeStr(pads)
+                         << " remove more than the " << in.getDimSize(d)
+                         << " elements of axis " << d;
+    starts[d] = shape[d] ? -b : 0;
+  }
+  Slot cropped = stridedSlice(*s, starts, steps, shape);
+  bool anyPad = llvm::any_of(pads, [](int64_t p) { return p > 0; });
+  if (!anyPad)
+    return defineSlot(0, cropped);
+  Value x = materialize(cropped);
+  Type et = in.getElementType();
+  if (mode == "constant") {
+    SmallVector<int64_t> at(rank), outShape(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      at[d] = std::max<int64_t>(pads[d], 0);
+      outShape[d] = shape[d] + at[d] + std::max<int64_t>(pads[d + rank], 0);
+    }
+    auto type = RankedTensorType::get(outShape, et);
+    if (llvm::any_of(shape, [](int64_t n) { return n == 0; }))
+      return define(0, splatOf(type, value));
+    return define(0, gr::PadOp::create(
+                         builder, nodeLoc, type, x,
+                         builder.getDenseI64ArrayAttr(at),
+                         builder.getDenseI64ArrayAttr(steps),
+                         builder.getF64FloatAttr(value)));
+  }
+  // edge / reflect: per axis, concat [head, x, tail] of slices of x.
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t b = std::max<int64_t>(pads[d], 0),
+            e = std::max<int64_t>(pads[d + rank], 0);
+    if (!b && !e)
+      continue;
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t n = xt.getDimSize(d);
+    if (mode == "edge" ? n < 1 : (n < 2 || b > n - 1 || e > n - 1))
+      return nodeError() << "axis " << d << " of size " << n
+                         << " cannot be padded by " << b << " and " << e
+                         << " in " << mode << " mode"
+                         << (mode == "reflect" ? " (pads must be < size)" : "");
+    auto part = [&](int64_t start, int64_t step, int64_t count) -> Value {
+      SmallVector<int64_t> st(rank, 0), sp(rank, 1), sh(xt.getShape());
+      if (mode == "edge") {
+        st[d] = start;
+        sh[d] = 1;
+      } else {
+        st[d] = start;
+        sp[d] = step;
+        sh[d] = count;
+      }
+      Value v = gr::SliceOp::create(builder, nodeLoc,
+                                    RankedTensorType::get(sh, et), x, st, sp);
+      if (mode == "edge" && count != 1) {
+        sh[d] = count;
+        v = gr::BroadcastToOp::create(builder, nodeLoc,
+                                      RankedTensorType::get(sh, et), v);
+      }
+      return v;
+    };
+    SmallVector<Value> parts;
+    if (b)
+      parts.push_back(mode == "edge" ? part(0, 1, b) : part(b, -1, b));
+    parts.push_back(x);
+    if (e)
+      parts.push_back(mode == "edge" ? part(n - 1, 1, e) : part(n - 2, -1, e));
+    SmallVector<int64_t> sh(xt.getShape());
+    sh[d] = n + b + e;
+    x = gr::ConcatOp::create(builder, nodeLoc, RankedTensorType::get(sh, et),
+                             parts, builder.getI64IntegerAttr(d));
+  }
+  return define(0, x);
+}
+
+LogicalResult Importer::gatherElements() {
+  int64_t axis = attrInt("axis", 0);
+  if (attrFailed)
+    return failure();
+  Slot *data = input(0), *idx = data ? input(1) : nullptr;
+  if (!data || !idx)
+    return failure();
+  RankedTensorType dt = data->type(), it = idx->type();
+  int64_t rank = dt.getRank();
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return nodeError() << "indices have element type " << it.getElementType()
+                       << "; supported: int32, int64";
+  if (rank == 0 || axis < -rank || axis >= rank || it.getRank() != rank)
+    return nodeError() << "axis " << axis << " and indices "
+                       << shapeStr(it.getShape()) << " do not fit data "
+                       << shapeStr(dt.getShape());
+  if (axis < 0)
+    axis += rank;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && it.getDimSize(d) > dt.getDimSize(d))
+      return nodeError() << "indices " << shapeStr(it.getShape())
+                         << " exceed data " << shapeStr(dt.getShape())
+                         << " outside axis " << axis;
+  auto type = RankedTensorType::get(it.getShape(), dt.getElementType());
+  return define(0, gr::GatherElementsOp::create(
+                       builder, nodeLoc, type, materialize(*data),
+                       materialize(*idx), builder.getI64IntegerAttr(axis)));
 }
 
 LogicalResult Importer::castOp() {
@@ -2328,6 +3493,8 @@ LogicalResult Importer::reduce() {
     y = reduceOver<gr::ReduceMeanOp>(x, axes, keep);
   } else if (op == "ReduceMax") {
     y = reduceOver<gr::ReduceMaxOp>(x, axes, keep);
+  } else if (op == "ReduceProd") {
+    y = reduceOver<gr::ReduceProdOp>(x, axes, keep);
   } else if (op == "ReduceMin") {
     // min(x) = -max(-x), exact in floating point.
     Value m = reduceOver<gr::ReduceMaxOp>(elementwise(gr::NegOp(), x), axes,
@@ -2618,6 +3785,44 @@ LogicalResult Importer::constantOfShape() {
   return defineConstant(0, DenseElementsAttr::get(type, value));
 }
 
+/// EyeLike: ones on diagonal k of a 2-D tensor shaped like the input (whose
+/// values are not read), zeros elsewhere; a compile-time constant.
+LogicalResult Importer::eyeLike() {
+  int64_t k = attrInt("k", 0);
+  int64_t dtype = attrInt("dtype", 0);
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  RankedTensorType in = s->type();
+  if (in.getRank() != 2)
+    return nodeError() << "input must have rank 2, got "
+                       << shapeStr(in.getShape());
+  Type et = in.getElementType();
+  if (findAttr("dtype")) {
+    et = elementTypeFor(builder, dtype);
+    if (!et)
+      return nodeError() << "dtype " << onnxTypeName(dtype)
+                         << " is not supported; supported: " << kSupportedTypes;
+  }
+  auto type = RankedTensorType::get(in.getShape(), et);
+  int64_t rows = in.getDimSize(0), cols = in.getDimSize(1);
+  SmallVector<Attribute> values;
+  values.reserve(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = j - i == k ? 1.0 : 0.0;
+      if (isa<FloatType>(et))
+        values.push_back(builder.getFloatAttr(et, v));
+      else
+        values.push_back(builder.getIntegerAttr(et, et.isInteger(1)
+                                                        ? APInt(1, v != 0)
+                                                        : APInt(et.getIntOrFloatBitWidth(), (int64_t)v, true)));
+    }
+  return defineConstant(0, DenseElementsAttr::get(type, values));
+}
+
 LogicalResult Importer::normalization() {
   bool layer = node->op_type() == "LayerNormalization";
   int64_t axis = layer ? attrInt("axis", -1) : 2;
@@ -2720,6 +3925,22 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Elu", &Importer::activation},
       {"Equal", &Importer::compare},
       {"Erf", &Importer::unary<gr::ErfOp>},
+      {"Shrink", &Importer::activation},
+      {"EyeLike", &Importer::eyeLike},
+      {"GlobalMaxPool", &Importer::globalMaxPool},
+      {"DepthToSpace", &Importer::depthSpace},
+      {"SpaceToDepth", &Importer::depthSpace},
+      {"Sin", &Importer::unary<gr::SinOp>},
+      {"Cos", &Importer::unary<gr::CosOp>},
+      {"Tan", &Importer::unary<gr::TanOp>},
+      {"Asin", &Importer::unary<gr::AsinOp>},
+      {"Acos", &Importer::unary<gr::AcosOp>},
+      {"Atan", &Importer::unary<gr::AtanOp>},
+      {"Sinh", &Importer::unary<gr::SinhOp>},
+      {"Cosh", &Importer::unary<gr::CoshOp>},
+      {"Asinh", &Importer::unary<gr::AsinhOp>},
+      {"Acosh", &Importer::unary<gr::AcoshOp>},
+      {"Atanh", &Importer::unary<gr::AtanhOp>},
       {"Greater", &Importer::compare},
       {"GreaterOrEqual", &Importer::compare},
       {"HardSigmoid", &Importer::activation},
@@ -2748,8 +3969,13 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Cast", &Importer::castOp},
       {"Clip", &Importer::clip},
       {"Concat", &Importer::concat},
+      {"Slice", &Importer::slice},
+      {"Split", &Importer::split},
+      {"Pad", &Importer::pad},
+      {"GatherElements", &Importer::gatherElements},
       {"Constant", &Importer::constant},
       {"Conv", &Importer::conv},
+      {"ConvTranspose", &Importer::convTranspose},
       {"Div", &Importer::binary<gr::DivOp>},
       {"Dropout", &Importer::dropout},
       {"Exp", &Importer::unary<gr::ExpOp>},
@@ -2761,6 +3987,13 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"Log", &Importer::unary<gr::LogOp>},
       {"LogSoftmax", &Importer::softmax<gr::LogSoftmaxOp>},
       {"MatMul", &Importer::matmul},
+      {"Ceil", &Importer::unary<gr::CeilOp>},
+      {"Floor", &Importer::unary<gr::FloorOp>},
+      {"Round", &Importer::unary<gr::RoundOp>},
+      {"IsNaN", &Importer::isNanOrInf},
+      {"IsInf", &Importer::isNanOrInf},
+      {"Mod", &Importer::modOp},
+      {"Hardmax", &Importer::hardmax},
       {"MaxPool", &Importer::pool<gr::MaxPoolOp>},
       {"Mul", &Importer::binary<gr::MulOp>},
       {"Neg", &Importer::unary<gr::NegOp>},
@@ -2779,6 +4012,12 @@ const llvm::StringMap<Importer::Handler> &Importer::handlers() {
       {"ReduceMean", &Importer::reduce},
       {"ReduceMax", &Importer::reduce},
       {"ReduceMin", &Importer::reduce},
+      {"ReduceProd", &Importer::reduce},
+      {"ArgMax", &Importer::argReduce},
+      {"ArgMin", &Importer::argReduce},
+      {"Range", &Importer::range},
+      {"Resize", &Importer::resize},
+      {"Upsample", &Importer::resize},
       {"ReduceL1", &Importer::reduce},
       {"ReduceL2", &Importer::reduce},
       {"ReduceSumSquare", &Importer::reduce},
@@ -2821,9 +4060,44 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
         defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
     return emitError(nodeLoc)
            << "unsupported ONNX op '" << op << "' (node '" << nodeName
-           << "', opset " << opset << "); supported ops: " << supportedOpList();
+           << "', opset " << opset << "); nearest supported alternative: "
+           << dlc::nearestSupportedAlternative(defaultDomain ? "" : n.domain(),
+                                          n.op_type(), supportedOpSet())
+           << "; supported ops: " << supportedOpList();
   }
   return (this->*(it->second))();
+}
+
+const llvm::StringSet<> &Importer::supportedOpSet() {
+  static const llvm::StringSet<> set = [] {
+    llvm::StringSet<> s;
+    for (const auto &e : handlers())
+      s.insert(e.getKey());
+    return s;
+  }();
+  return set;
+}
+
+std::string Importer::unsupportedReason(StringRef opType, bool defaultDomain,
+                                        int64_t opset) {
+  if (!defaultDomain || !handlers().count(opType))
+    return "no importer for this op";
+  if (opset >= kMinOpset && opset <= kMaxOpset)
+    return "";
+  if (opset > kMaxOpset || opset < 1)
+    return "opset " + std::to_string(opset) + " is outside " +
+           std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset);
+  const auto &since = mappedSinceTable();
+  auto it = since.find(opType);
+  if (it == since.end())
+    return "its definition at opset " + std::to_string(opset) +
+           " is not mapped (supported from opset " +
+           std::to_string(kMinOpset) + ")";
+  if (it->second > opset)
+    return "its definition at opset " + std::to_string(opset) +
+           " is not mapped (supported from opset " +
+           std::to_string(it->second) + ")";
+  return "";
 }
 
 OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
@@ -2910,41 +4184,103 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   return owned;
 }
 
-OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
-                                           const ImportOptions &options) {
-  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
-  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+/// Reads and parses the ONNX model at |path| into |model|, emitting an error
+/// at |fileLoc| on failure.
+static LogicalResult loadModel(StringRef path, Location fileLoc,
+                               onnx::ModelProto &model) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
-  if (std::error_code ec = buffer.getError()) {
-    emitError(fileLoc) << "cannot open '" << path << "': " << ec.message();
-    return nullptr;
-  }
+  if (std::error_code ec = buffer.getError())
+    return emitError(fileLoc) << "cannot open '" << path
+                              << "': " << ec.message();
   StringRef bytes = (*buffer)->getBuffer();
   auto parseError = [&]() {
     return emitError(fileLoc)
            << "cannot parse '" << path << "' as an ONNX model: ";
   };
-  if (bytes.size() > (size_t)INT_MAX) {
-    parseError() << "files over 2 GiB are not supported";
-    return nullptr;
-  }
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    parseError() << "invalid or truncated protobuf data (" << bytes.size()
-                 << " bytes)";
-    return nullptr;
-  }
+  if (bytes.size() > (size_t)INT_MAX)
+    return parseError() << "files over 2 GiB are not supported";
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return parseError() << "invalid or truncated protobuf data ("
+                        << bytes.size() << " bytes)";
   // Protobuf accepts many byte strings (an empty file, a file cut at a field
   // boundary), so check what every model must have.
-  if (model.ir_version() < 3) {
-    parseError() << "missing or unsupported ir_version " << model.ir_version();
+  if (model.ir_version() < 3)
+    return parseError() << "missing or unsupported ir_version "
+                        << model.ir_version();
+  if (!model.has_graph())
+    return parseError() << "the model has no graph";
+  return success();
+}
+
+OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
+                                           const ImportOptions &options) {
+  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  onnx::ModelProto model;
+  if (failed(loadModel(path, fileLoc, model)))
     return nullptr;
-  }
-  if (!model.has_graph()) {
-    parseError() << "the model has no graph";
-    return nullptr;
-  }
   Importer importer(context, path, options);
   return importer.run(model);
+}
+
+FailureOr<dlc::ONNXModelCheck>
+dlc::checkONNXModel(MLIRContext &context, StringRef path,
+                    const ImportOptions &options) {
+  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  onnx::ModelProto model;
+  if (failed(loadModel(path, fileLoc, model)))
+    return failure();
+  ONNXModelCheck check;
+  for (const auto &imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+      check.opset = imp.version();
+  const onnx::GraphProto &graph = model.graph();
+  check.numNodes = graph.node_size();
+  llvm::StringMap<size_t> index;
+  for (auto [i, n] : llvm::enumerate(graph.node())) {
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    std::string domain = defaultDomain ? "" : n.domain();
+    std::string key = domain + "\n" + n.op_type();
+    auto [it, inserted] = index.try_emplace(key, check.ops.size());
+    if (inserted) {
+      ONNXOpStatus status;
+      status.domain = domain;
+      status.opType = n.op_type();
+      status.unsupportedReason =
+          Importer::unsupportedReason(n.op_type(), defaultDomain, check.opset);
+      if (!status.unsupportedReason.empty() &&
+          !Importer::supportedOpSet().contains(n.op_type()))
+        status.alternative = nearestSupportedAlternative(
+            domain, n.op_type(), Importer::supportedOpSet());
+      check.ops.push_back(std::move(status));
+    }
+    check.ops[it->second].nodes.push_back(
+        n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name());
+  }
+
+  // Import with errors captured (notes and warnings are dropped).
+  ImportOptions importOptions = options;
+  if (importOptions.batchSize == 0) {
+    for (const auto &in : graph.input()) {
+      const auto &type = in.type();
+      if (!type.has_tensor_type() || !type.tensor_type().has_shape() ||
+          type.tensor_type().shape().dim_size() == 0)
+        continue;
+      if (!type.tensor_type().shape().dim(0).has_dim_value())
+        importOptions.batchSize = 1;
+    }
+  }
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error &&
+        check.importError.empty())
+      check.importError = diag.str();
+    return success();
+  });
+  Importer importer(context, path, importOptions);
+  OwningOpRef<ModuleOp> module = importer.run(model);
+  if (!module && check.importError.empty())
+    check.importError = "the import failed without a message";
+  return check;
 }

@@ -6,9 +6,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace dlc {
 
@@ -52,6 +55,44 @@ struct ImportOptions {
 mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(mlir::MLIRContext &context,
                                                   llvm::StringRef path,
                                                   const ImportOptions &options);
+
+/// Support status of one ONNX op type in a model (see checkONNXModel).
+struct ONNXOpStatus {
+  /// Domain as written in the model; empty for the default ai.onnx domain.
+  std::string domain;
+  std::string opType;
+  /// Names of the nodes with this op, in graph order (unnamed nodes are
+  /// called `<OpType>_<node index>`, as in import errors).
+  std::vector<std::string> nodes;
+  /// Empty when the importer supports the op at the model's opset; else why
+  /// not, e.g. "no importer for this op".
+  std::string unsupportedReason;
+  /// For an unsupported op: the nearest supported alternative
+  /// (nearestSupportedAlternative); empty otherwise.
+  std::string alternative;
+};
+
+/// The result of checking an ONNX model without compiling it.
+struct ONNXModelCheck {
+  /// The ai.onnx opset the model imports (0 when it imports none).
+  int64_t opset = 0;
+  int64_t numNodes = 0;
+  /// Every op type of the main graph, in order of first appearance.
+  std::vector<ONNXOpStatus> ops;
+  /// Empty when the whole model imports into dlgraph; else the first import
+  /// error (an unsupported attribute, element type, dynamic shape...).
+  std::string importError;
+};
+
+/// Loads the ONNX model at |path| and reports, per op type, whether the
+/// importer supports it, then imports the model to find attribute-, type-
+/// and shape-level problems (the first one is reported; nothing is lowered or
+/// compiled). A symbolic batch dimension is fixed to options.batchSize, or to
+/// 1 when that is 0. Errors that prevent the check (a missing or unparsable
+/// file) are emitted through |context|'s diagnostic engine and fail.
+mlir::FailureOr<ONNXModelCheck> checkONNXModel(mlir::MLIRContext &context,
+                                               llvm::StringRef path,
+                                               const ImportOptions &options);
 
 } // namespace dlc
 

@@ -136,6 +136,9 @@ private:
                        bool keepdims, StringRef kind);
   LogicalResult gemm(Operation *op, Value a, Value bm, Value c, float alpha,
                      float beta, bool transA, bool transB);
+  /// numpy.matmul: one `gemm` when the rhs has no batch dims (the lhs
+  /// batch folds into its rows), else a `batched_gemm`.
+  LogicalResult matmul(dlc::graph::MatMulOp op);
 
   ModuleOp module;
   func::FuncOp src;
@@ -267,7 +270,7 @@ LogicalResult FuncLowering::reduce(Operation *op, Value input,
       kind == "max"
           ? (Attribute)b.getFloatAttr(
                 ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true))
-          : (Attribute)b.getFloatAttr(ft, 0.0);
+          : (Attribute)b.getFloatAttr(ft, kind == "prod" ? 1.0 : 0.0);
   Value out = alloc(op->getResult(0).getType(), loc);
   KIn kin{getBuffer(input, loc), TypedAttr(), b.getMultiDimIdentityMap(rank)};
   double scale = 1.0 / (double)count;
@@ -278,6 +281,8 @@ LogicalResult FuncLowering::reduce(Operation *op, Value input,
                 Value v = ins[0];
                 if (kind == "max")
                   return {arith::MaximumFOp::create(kb, l, outs[0], v)};
+                if (kind == "prod")
+                  return {arith::MulFOp::create(kb, l, outs[0], v)};
                 if (kind == "mean")
                   v = arith::MulFOp::create(kb, l, v, constF(kb, l, et, scale));
                 return {arith::AddFOp::create(kb, l, outs[0], v)};
@@ -346,6 +351,104 @@ LogicalResult FuncLowering::gemm(Operation *op, Value a, Value bm, Value c,
   return success();
 }
 
+LogicalResult FuncLowering::matmul(g::MatMulOp op) {
+  Location loc = op.getLoc();
+  auto at = tensorType(op.getLhs()), bt = tensorType(op.getRhs());
+  auto rt = op.getType();
+  Type et = rt.getElementType();
+  bool rhsIsMatrix = bt.getRank() <= 2;
+  if (!et.isF32() && !(et.isF64() && rhsIsMatrix))
+    return op.emitError() << "dlgraph-lower-to-dlexec: matmul supports f32 "
+                             "(and f64 with a 1-D or 2-D rhs), not "
+                          << et;
+  // Promote 1-D operands: [K] is [1, K] on the left, [K, 1] on the right.
+  SmallVector<int64_t> as(at.getShape()), bs(bt.getShape());
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  auto view = [&](Value buf, ArrayRef<int64_t> shape) -> Value {
+    auto mt = MemRefType::get(shape, et);
+    if (cast<MemRefType>(buf.getType()) == mt)
+      return buf;
+    return x::ReshapeOp::create(b, loc, mt, buf).getResult();
+  };
+  Value aBuf = getBuffer(op.getLhs(), loc), bBuf = getBuffer(op.getRhs(), loc);
+  int64_t batchA = 1;
+  for (size_t i = 0; i + 2 < as.size(); ++i)
+    batchA *= as[i];
+  auto define = [&](Value y) {
+    buffers[op.getResult()] = view(y, rt.getShape());
+  };
+  if (bs.size() == 2) {
+    // Rows of every lhs matrix stack into one [batch*M, K] operand.
+    Value y = alloc(RankedTensorType::get({batchA * m, n}, et), loc);
+    auto call = x::LibraryCallOp::create(
+        b, loc, b.getStringAttr("gemm"),
+        ValueRange{view(aBuf, {batchA * m, k}), bBuf}, ValueRange{y});
+    call->setAttr("trans_a", b.getBoolAttr(false));
+    call->setAttr("trans_b", b.getBoolAttr(false));
+    call->setAttr("alpha", b.getF32FloatAttr(1.0f));
+    call->setAttr("beta", b.getF32FloatAttr(0.0f));
+    define(y);
+    return success();
+  }
+  // Batch dims of the result, with each operand's stride (elements) per
+  // batch dim: 0 where the operand is broadcast. Adjacent dims whose
+  // strides chain (stride[i] = stride[i+1] * dim[i+1] for A, B and Y) merge
+  // into one, so the usual cases need a single batch dim.
+  size_t batchRank = std::max(as.size(), bs.size()) - 2;
+  SmallVector<int64_t> dims, sa, sb;
+  {
+    SmallVector<int64_t> rd(batchRank), ra(batchRank), rb(batchRank);
+    int64_t strideA = m * k, strideB = k * n;
+    size_t offA = batchRank - (as.size() - 2);
+    size_t offB = batchRank - (bs.size() - 2);
+    for (size_t i = batchRank; i-- > 0;) {
+      int64_t da = i < offA ? 1 : as[i - offA];
+      int64_t db = i < offB ? 1 : bs[i - offB];
+      rd[i] = std::max(da, db);
+      ra[i] = da == 1 ? 0 : strideA;
+      rb[i] = db == 1 ? 0 : strideB;
+      strideA *= da;
+      strideB *= db;
+    }
+    for (size_t i = 0; i < batchRank; ++i) {
+      if (rd[i] == 1)
+        continue;
+      if (!dims.empty() && sa.back() == ra[i] * rd[i] &&
+          sb.back() == rb[i] * rd[i]) {
+        // Y is contiguous, so its strides always chain.
+        dims.back() *= rd[i];
+        sa.back() = ra[i];
+        sb.back() = rb[i];
+        continue;
+      }
+      dims.push_back(rd[i]);
+      sa.push_back(ra[i]);
+      sb.push_back(rb[i]);
+    }
+  }
+  int64_t batch = 1;
+  for (int64_t d : dims)
+    batch *= d;
+  Value y = alloc(RankedTensorType::get({batch * m, n}, et), loc);
+  auto call = x::LibraryCallOp::create(
+      b, loc, b.getStringAttr("batched_gemm"),
+      ValueRange{view(aBuf, {at.getNumElements()}),
+                 view(bBuf, {bt.getNumElements()})},
+      ValueRange{y});
+  call->setAttr("m", b.getI64IntegerAttr(m));
+  call->setAttr("n", b.getI64IntegerAttr(n));
+  call->setAttr("k", b.getI64IntegerAttr(k));
+  call->setAttr("batch", b.getDenseI64ArrayAttr(dims));
+  call->setAttr("stride_a", b.getDenseI64ArrayAttr(sa));
+  call->setAttr("stride_b", b.getDenseI64ArrayAttr(sb));
+  define(y);
+  return success();
+}
+
 enum class ElemKind { Float, Int, Bool, Other };
 ElemKind kindOf(Type t) {
   if (isa<FloatType>(t))
@@ -375,6 +478,8 @@ Value binaryScalar(OpBuilder &b, Location loc, StringRef op, Value l, Value r) {
       return arith::MinimumFOp::create(b, loc, l, r);
     if (op == "pow")
       return math::PowFOp::create(b, loc, l, r);
+    if (op == "fmod")
+      return arith::RemFOp::create(b, loc, l, r);
   }
   if (k == ElemKind::Int) {
     if (op == "add")
@@ -397,6 +502,25 @@ Value binaryScalar(OpBuilder &b, Location loc, StringRef op, Value l, Value r) {
           math::PowFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f64, l),
                                arith::SIToFPOp::create(b, loc, f64, r));
       return arith::FPToSIOp::create(b, loc, l.getType(), p);
+    }
+    if (op == "fmod")
+      return arith::RemSIOp::create(b, loc, l, r);
+    if (op == "mod") {
+      // Floored remainder (sign of the divisor): the truncated one, plus the
+      // divisor when it is nonzero and the signs differ.
+      Value rem = arith::RemSIOp::create(b, loc, l, r);
+      Value zero = arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(l.getType(), 0));
+      auto lt = [&](Value v) {
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v,
+                                     zero);
+      };
+      Value nonzero =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, rem, zero);
+      Value differ = arith::XOrIOp::create(b, loc, lt(rem), lt(r));
+      Value fix = arith::AndIOp::create(b, loc, nonzero, differ);
+      Value fixed = arith::AddIOp::create(b, loc, rem, r);
+      return arith::SelectOp::create(b, loc, fix, fixed, rem);
     }
   }
   return Value();
@@ -541,6 +665,34 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
     buffers[op->getResult(0)] = out;
     return success();
   };
+  // (i_0, ...) -> (starts[d] + steps[d] * i_d, ...) into a buffer of shape
+  // |big| from loops of shape |small|. Codegen takes a loop's size from any
+  // operand indexed by that loop alone, so a dim that covers only part of
+  // |big| with start 0 and step 1 is written `i mod big[d]` (equal to i, as
+  // i < small[d] <= big[d]) rather than as the plain dim.
+  auto stridedMap = [&](ArrayRef<int64_t> starts, ArrayRef<int64_t> steps,
+                        ArrayRef<int64_t> big, ArrayRef<int64_t> small) {
+    SmallVector<AffineExpr> exprs;
+    for (size_t d = 0; d < starts.size(); ++d) {
+      AffineExpr e = b.getAffineDimExpr(d) * steps[d] + starts[d];
+      if (isa<AffineDimExpr>(e) && big[d] != small[d])
+        e = e % big[d];
+      exprs.push_back(e);
+    }
+    return AffineMap::get(starts.size(), 0, exprs, b.getContext());
+  };
+  // The buffer of |v| for a copy kernel whose output map |outMap| is not
+  // plain in every loop: then only this identity-mapped input gives codegen
+  // the loop sizes, so it is read through a same-shape dlexec.reshape view,
+  // which keeps the elementwise fusion from replacing it with the reads of
+  // its producer (whose maps may not give them either).
+  auto sizeSource = [&](Value v, AffineMap outMap) -> Value {
+    Value buf = getBuffer(v, loc);
+    if (llvm::all_of(outMap.getResults(),
+                     [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
+      return buf;
+    return x::ReshapeOp::create(b, loc, buf.getType(), buf).getResult();
+  };
   static const StringRef poolAttrs[] = {"kernel_shape", "strides",
                                         "pads",         "dilations",
                                         "ceil_mode",    "count_include_pad"};
@@ -667,9 +819,79 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
           return (Value)math::ErfOp::create(kb, l, v);
         });
       })
+      .Case([&](g::SinOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::SinOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::CosOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::CosOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::TanOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::TanOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AsinOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AsinOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AcosOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AcosOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AtanOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AtanOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::SinhOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::SinhOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::CoshOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::CoshOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AsinhOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AsinhOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AcoshOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AcoshOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::AtanhOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::AtanhOp::create(kb, l, v);
+        });
+      })
       .Case([&](g::AbsOp o) -> LogicalResult {
         return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
           return (Value)math::AbsFOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::CeilOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::CeilOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::FloorOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::FloorOp::create(kb, l, v);
+        });
+      })
+      .Case([&](g::RoundOp o) -> LogicalResult {
+        return unary(o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+          return (Value)math::RoundEvenOp::create(kb, l, v);
         });
       })
       .Case([&](g::ClipOp o) -> LogicalResult {
@@ -702,6 +924,15 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
         return binary(o.getLhs(), o.getRhs());
       })
       .Case([&](g::PowOp o) -> LogicalResult {
+        return binary(o.getLhs(), o.getRhs());
+      })
+      .Case([&](g::FmodOp o) -> LogicalResult {
+        return binary(o.getLhs(), o.getRhs());
+      })
+      .Case([&](g::ModOp o) -> LogicalResult {
+        if (isa<FloatType>(tensorType(o.getLhs()).getElementType()))
+          return unsupported("floored mod supports integers; use fmod for "
+                             "floats");
         return binary(o.getLhs(), o.getRhs());
       })
       .Case([&](g::SelectOp s) -> LogicalResult {
@@ -792,23 +1023,23 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
             op, gm.getA(), gm.getB(), gm.getC(), gm.getAlpha().convertToFloat(),
             gm.getBeta().convertToFloat(), gm.getTransA(), gm.getTransB());
       })
-      .Case([&](g::MatMulOp mm) -> LogicalResult {
-        if (tensorType(mm.getLhs()).getRank() != 2 ||
-            tensorType(mm.getRhs()).getRank() != 2)
-          return unsupported("only 2-D matmul is supported");
-        return gemm(op, mm.getLhs(), mm.getRhs(), Value(), 1.0f, 0.0f, false,
-                    false);
-      })
+      .Case([&](g::MatMulOp mm) -> LogicalResult { return matmul(mm); })
       .Case([&](g::ConvOp c) -> LogicalResult {
-        return library("conv2d_forward",
+        return library(tensorType(c.getInput()).getRank() == 5
+                           ? "conv3d_forward"
+                           : "conv2d_forward",
                        {c.getInput(), c.getFilter(), c.getBias()});
       })
       .Case([&](g::ConvBackwardDataOp c) -> LogicalResult {
-        return library("conv2d_backward_data",
+        return library(tensorType(c.getFilter()).getRank() == 5
+                           ? "conv3d_backward_data"
+                           : "conv2d_backward_data",
                        {c.getResultGrad(), c.getFilter()});
       })
       .Case([&](g::ConvBackwardFilterOp c) -> LogicalResult {
-        return library("conv2d_backward_filter",
+        return library(tensorType(c.getInput()).getRank() == 5
+                           ? "conv3d_backward_filter"
+                           : "conv2d_backward_filter",
                        {c.getInput(), c.getResultGrad()});
       })
       .Case([&](g::MaxPoolOp p) -> LogicalResult {
@@ -865,12 +1096,202 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
       .Case([&](g::ReduceMaxOp r) -> LogicalResult {
         return reduce(op, r.getInput(), r.getAxes(), r.getKeepdims(), "max");
       })
+      .Case([&](g::ReduceProdOp r) -> LogicalResult {
+        return reduce(op, r.getInput(), r.getAxes(), r.getKeepdims(), "prod");
+      })
+      .Case<g::ArgMaxOp, g::ArgMinOp>([&](auto a) -> LogicalResult {
+        // A reduction over `axis` carrying (best value, its index); the
+        // value output is a scratch buffer.
+        if (failed(checkFloat(a.getInput())))
+          return failure();
+        auto in = tensorType(a.getInput());
+        auto ft = cast<FloatType>(in.getElementType());
+        bool isMax = isa<g::ArgMaxOp>(op), last = a.getSelectLastIndex();
+        int64_t axis = a.getAxis();
+        unsigned rank = in.getRank();
+        MLIRContext *ctx = b.getContext();
+        SmallVector<StringRef> iters;
+        SmallVector<AffineExpr> outExprs;
+        for (unsigned i = 0; i < rank; ++i) {
+          iters.push_back((int64_t)i == axis ? "reduction" : "parallel");
+          if ((int64_t)i != axis)
+            outExprs.push_back(getAffineDimExpr(i, ctx));
+          else if (a.getKeepdims())
+            outExprs.push_back(getAffineConstantExpr(0, ctx));
+        }
+        auto outMap = AffineMap::get(rank, 0, outExprs, ctx);
+        auto rt = a.getType();
+        Value best = alloc(RankedTensorType::get(rt.getShape(), ft), loc);
+        Value idx = alloc(rt, loc);
+        Attribute initBest = b.getFloatAttr(
+            ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/isMax));
+        Attribute initIdx = b.getI64IntegerAttr(0);
+        KIn kin{getBuffer(a.getInput(), loc), TypedAttr(),
+                b.getMultiDimIdentityMap(rank)};
+        arith::CmpFPredicate pred =
+            isMax ? (last ? arith::CmpFPredicate::OGE
+                          : arith::CmpFPredicate::OGT)
+                  : (last ? arith::CmpFPredicate::OLE
+                          : arith::CmpFPredicate::OLT);
+        buildKernel(loc, op->getName().stripDialect(), rank, {kin},
+                    {best, idx}, {outMap, outMap}, iters,
+                    b.getArrayAttr({initBest, initIdx}),
+                    [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+                        ArrayRef<Value> outs) -> SmallVector<Value> {
+                      Value i = x::IndexOp::create(kb, l, kb.getIndexType(),
+                                                   kb.getI64IntegerAttr(axis));
+                      Value i64 = arith::IndexCastOp::create(
+                          kb, l, kb.getI64Type(), i);
+                      Value better =
+                          arith::CmpFOp::create(kb, l, pred, ins[0], outs[0]);
+                      return {arith::SelectOp::create(kb, l, better, ins[0],
+                                                      outs[0]),
+                              arith::SelectOp::create(kb, l, better, i64,
+                                                      outs[1])};
+                    });
+        buffers[op->getResult(0)] = idx;
+        return success();
+      })
+      .Case<g::ResizeOp, g::ResizeGradOp>([&](auto r) -> LogicalResult {
+        if (failed(checkFloat(op->getOperand(0))))
+          return failure();
+        builtin(isa<g::ResizeOp>(op) ? "resize" : "resize_grad",
+                {op->getOperand(0)},
+                {"mode", "coordinate_transformation_mode", "nearest_mode",
+                 "scales"});
+        return success();
+      })
+      .Case([&](g::DropoutOp d) -> LogicalResult {
+        if (failed(checkFloat(d.getInput())))
+          return failure();
+        SmallVector<Value> bufs{getBuffer(d.getInput(), loc),
+                                getBuffer(d.getStep(), loc)};
+        Value y = alloc(d.getResult().getType(), loc);
+        Value mask = alloc(d.getMask().getType(), loc);
+        auto k = x::BuiltinKernelOp::create(
+            b, loc, b.getStringAttr(nextKernelName("dropout")),
+            b.getStringAttr("dropout"), bufs, ValueRange{y, mask});
+        k->setAttr("ratio", d.getRatioAttr());
+        k->setAttr("seed", d.getSeedAttr());
+        buffers[d.getResult()] = y;
+        buffers[d.getMask()] = mask;
+        return success();
+      })
       .Case([&](g::GlobalAveragePoolOp p) -> LogicalResult {
         int64_t rank = tensorType(p.getInput()).getRank();
         SmallVector<int64_t> axes;
         for (int64_t i = 2; i < rank; ++i)
           axes.push_back(i);
         return reduce(op, p.getInput(), axes, /*keepdims=*/true, "mean");
+      })
+      .Case([&](g::SliceOp s) -> LogicalResult {
+        // One copy kernel over the result reading input[starts + steps * i].
+        auto rt = s.getType();
+        if (splats.count(s.getInput()) && !buffers.count(s.getInput())) {
+          splats[s.getResult()] = splats[s.getInput()];
+          return success();
+        }
+        Value out = alloc(rt, loc);
+        // Consumers read the slice through a same-shape view, so that the
+        // elementwise fusion does not move the strided read into a consumer
+        // whose other maps may leave a loop without a plain dim (codegen
+        // needs one to size each loop; e.g. a reduction over a broadcast).
+        buffers[s.getResult()] =
+            x::ReshapeOp::create(b, loc, out.getType(), out).getResult();
+        if (rt.getNumElements() == 0 || rt.getRank() == 0) {
+          if (rt.getRank() == 0)
+            return unsupported("rank-0 slice");
+          return success();
+        }
+        buildKernel(
+            loc, "slice", rt.getRank(),
+            {{getBuffer(s.getInput(), loc), TypedAttr(),
+              stridedMap(s.getStarts(), s.getSteps(),
+                         tensorType(s.getInput()).getShape(), rt.getShape())}},
+            {out}, {b.getMultiDimIdentityMap(rt.getRank())}, {}, ArrayAttr(),
+            [](OpBuilder &, Location, ArrayRef<Value> v,
+               ArrayRef<Value>) -> SmallVector<Value> { return {v[0]}; });
+        return success();
+      })
+      .Case([&](g::PadOp p) -> LogicalResult {
+        // A fill kernel over the result, then a copy kernel over the input
+        // writing result[starts + steps * i].
+        auto rt = p.getType();
+        auto it = tensorType(p.getInput());
+        unsigned rank = rt.getRank();
+        Type et = rt.getElementType();
+        if (rank == 0)
+          return unsupported("rank-0 pad");
+        if (kindOf(et) == ElemKind::Other)
+          return unsupported("unsupported element type");
+        double value = p.getValue().convertToDouble();
+        Value out = alloc(rt, loc);
+        buffers[p.getResult()] = out;
+        if (rt.getNumElements() == 0)
+          return success();
+        AffineMap id = b.getMultiDimIdentityMap(rank);
+        buildKernel(loc, "pad_fill", rank, {}, {out}, {id}, {}, ArrayAttr(),
+                    [&](OpBuilder &kb, Location l, ArrayRef<Value>,
+                        ArrayRef<Value>) -> SmallVector<Value> {
+                      if (isa<FloatType>(et))
+                        return {constF(kb, l, et, value)};
+                      return {arith::ConstantOp::create(
+                          kb, l, kb.getIntegerAttr(et, (int64_t)value))};
+                    });
+        if (it.getNumElements() == 0)
+          return success();
+        AffineMap outMap = stridedMap(p.getStarts(), p.getSteps(),
+                                      rt.getShape(), it.getShape());
+        buildKernel(
+            loc, "pad", rank,
+            {{sizeSource(p.getInput(), outMap), TypedAttr(), id}}, {out},
+            {outMap}, {}, ArrayAttr(),
+            [](OpBuilder &, Location, ArrayRef<Value> v,
+               ArrayRef<Value>) -> SmallVector<Value> { return {v[0]}; });
+        return success();
+      })
+      .Case([&](g::ConcatOp c) -> LogicalResult {
+        // One copy kernel per input writing its part of the result.
+        auto rt = c.getType();
+        unsigned rank = rt.getRank();
+        int64_t axis = c.getAxis(), offset = 0;
+        Value out = alloc(rt, loc);
+        buffers[c.getResult()] = out;
+        AffineMap id = b.getMultiDimIdentityMap(rank);
+        SmallVector<int64_t> steps(rank, 1);
+        for (Value v : c.getInputs()) {
+          auto t = tensorType(v);
+          if (t.getNumElements() != 0) {
+            SmallVector<int64_t> starts(rank, 0);
+            starts[axis] = offset;
+            AffineMap outMap =
+                stridedMap(starts, steps, rt.getShape(), t.getShape());
+            buildKernel(
+                loc, "concat", rank, {{sizeSource(v, outMap), TypedAttr(), id}},
+                {out}, {outMap}, {}, ArrayAttr(),
+                [](OpBuilder &, Location, ArrayRef<Value> v,
+                   ArrayRef<Value>) -> SmallVector<Value> { return {v[0]}; });
+          }
+          offset += t.getDimSize(axis);
+        }
+        return success();
+      })
+      .Case([&](g::GatherOp o) -> LogicalResult {
+        builtin("gather", {o.getData(), o.getIndices()}, {"axis"});
+        return success();
+      })
+      .Case([&](g::GatherGradOp o) -> LogicalResult {
+        builtin("gather_grad", {o.getIndices(), o.getResultGrad()}, {"axis"});
+        return success();
+      })
+      .Case([&](g::GatherElementsOp o) -> LogicalResult {
+        builtin("gather_elements", {o.getData(), o.getIndices()}, {"axis"});
+        return success();
+      })
+      .Case([&](g::GatherElementsGradOp o) -> LogicalResult {
+        builtin("gather_elements_grad", {o.getIndices(), o.getResultGrad()},
+                {"axis"});
+        return success();
       })
       .Case([&](g::SGDUpdateOp s) -> LogicalResult {
         if (failed(checkFloat(s.getParam())))

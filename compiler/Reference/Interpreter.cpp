@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "compiler/Reference/ResizeCoordinates.h"
 
 #include <cmath>
 #include <limits>
@@ -68,6 +69,27 @@ Tensor mapN(const std::vector<int64_t> &outShape,
     out.data[i] = f(vals);
   }
   return out;
+}
+
+/// dlgraph.dropout's uniform draw for element |i|: Philox-4x32-10 (Salmon
+/// et al. 2011) with key (seed low, seed high) and counter (i low, i high,
+/// step, 0); the top 24 bits of output word 0 over 2^24. Must match the
+/// `dropout` kernel template in codegen/BuiltinKernels.cpp.
+float philoxUniform24(uint64_t seed, uint64_t i, uint32_t step) {
+  uint32_t c0 = (uint32_t)i, c1 = (uint32_t)(i >> 32), c2 = step, c3 = 0;
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    uint64_t p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (uint32_t)p1;
+    c3 = (uint32_t)p0;
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return (float)(c0 >> 8) * 5.9604644775390625e-08f;
 }
 
 /// Reduction over |axes| producing |outShape| (keepdims or not).
@@ -143,29 +165,46 @@ int64_t at4(const std::vector<int64_t> &s, int64_t a, int64_t b, int64_t c,
 }
 
 /// Convolution visitor: calls f(xIndex, wIndex, yIndex) for every product
-/// term of y = conv(x, w).
+/// term of y = conv(x, w), for 2-D (rank-4) and 3-D (rank-5) operands; a 2-D
+/// convolution is visited as a 3-D one over a depth of 1 (same flat indices).
 template <typename F>
-void forEachConvTerm(const std::vector<int64_t> &xs,
-                     const std::vector<int64_t> &ws,
-                     const std::vector<int64_t> &ys, ArrayRef<int64_t> strides,
-                     ArrayRef<int64_t> pads, ArrayRef<int64_t> dil,
+void forEachConvTerm(std::vector<int64_t> xs, std::vector<int64_t> ws,
+                     std::vector<int64_t> ys, ArrayRef<int64_t> stridesIn,
+                     ArrayRef<int64_t> padsIn, ArrayRef<int64_t> dilIn,
                      int64_t group, F f) {
+  std::vector<int64_t> st(stridesIn.begin(), stridesIn.end()),
+      pd(padsIn.begin(), padsIn.end()), dl(dilIn.begin(), dilIn.end());
+  if (xs.size() == 4) {
+    for (auto *s : {&xs, &ws, &ys})
+      s->insert(s->begin() + 2, 1);
+    st.insert(st.begin(), 1);
+    dl.insert(dl.begin(), 1);
+    pd = {0, pd[0], pd[1], 0, pd[2], pd[3]};
+  }
+  auto at5 = [](const std::vector<int64_t> &s, int64_t a, int64_t b, int64_t c,
+                int64_t d, int64_t e) {
+    return (((a * s[1] + b) * s[2] + c) * s[3] + d) * s[4] + e;
+  };
   int64_t cPerG = ws[1], oPerG = ws[0] / group;
   for (int64_t n = 0; n < ys[0]; ++n)
     for (int64_t o = 0; o < ys[1]; ++o) {
       int64_t g = o / oPerG;
-      for (int64_t oh = 0; oh < ys[2]; ++oh)
-        for (int64_t ow = 0; ow < ys[3]; ++ow)
-          for (int64_t c = 0; c < cPerG; ++c)
-            for (int64_t i = 0; i < ws[2]; ++i)
-              for (int64_t j = 0; j < ws[3]; ++j) {
-                int64_t ih = oh * strides[0] - pads[0] + i * dil[0];
-                int64_t iw = ow * strides[1] - pads[1] + j * dil[1];
-                if (ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3])
-                  continue;
-                f(at4(xs, n, g * cPerG + c, ih, iw), at4(ws, o, c, i, j),
-                  at4(ys, n, o, oh, ow));
-              }
+      for (int64_t od = 0; od < ys[2]; ++od)
+        for (int64_t oh = 0; oh < ys[3]; ++oh)
+          for (int64_t ow = 0; ow < ys[4]; ++ow)
+            for (int64_t c = 0; c < cPerG; ++c)
+              for (int64_t k = 0; k < ws[2]; ++k)
+                for (int64_t i = 0; i < ws[3]; ++i)
+                  for (int64_t j = 0; j < ws[4]; ++j) {
+                    int64_t id = od * st[0] - pd[0] + k * dl[0];
+                    int64_t ih = oh * st[1] - pd[1] + i * dl[1];
+                    int64_t iw = ow * st[2] - pd[2] + j * dl[2];
+                    if (id < 0 || id >= xs[2] || ih < 0 || ih >= xs[3] ||
+                        iw < 0 || iw >= xs[4])
+                      continue;
+                    f(at5(xs, n, g * cPerG + c, id, ih, iw),
+                      at5(ws, o, c, k, i, j), at5(ys, n, o, od, oh, ow));
+                  }
     }
 }
 
@@ -297,7 +336,21 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
         })
         .Case<TanhOp>([&](auto) { return unary([](double x) { return std::tanh(x); }); })
         .Case<ErfOp>([&](auto) { return unary([](double x) { return std::erf(x); }); })
+        .Case<SinOp>([&](auto) { return unary([](double x) { return std::sin(x); }); })
+        .Case<CosOp>([&](auto) { return unary([](double x) { return std::cos(x); }); })
+        .Case<TanOp>([&](auto) { return unary([](double x) { return std::tan(x); }); })
+        .Case<AsinOp>([&](auto) { return unary([](double x) { return std::asin(x); }); })
+        .Case<AcosOp>([&](auto) { return unary([](double x) { return std::acos(x); }); })
+        .Case<AtanOp>([&](auto) { return unary([](double x) { return std::atan(x); }); })
+        .Case<SinhOp>([&](auto) { return unary([](double x) { return std::sinh(x); }); })
+        .Case<CoshOp>([&](auto) { return unary([](double x) { return std::cosh(x); }); })
+        .Case<AsinhOp>([&](auto) { return unary([](double x) { return std::asinh(x); }); })
+        .Case<AcoshOp>([&](auto) { return unary([](double x) { return std::acosh(x); }); })
+        .Case<AtanhOp>([&](auto) { return unary([](double x) { return std::atanh(x); }); })
         .Case<AbsOp>([&](auto) { return unary([](double x) { return std::fabs(x); }); })
+        .Case<CeilOp>([&](auto) { return unary([](double x) { return std::ceil(x); }); })
+        .Case<FloorOp>([&](auto) { return unary([](double x) { return std::floor(x); }); })
+        .Case<RoundOp>([&](auto) { return unary([](double x) { return std::nearbyint(x); }); })
         .Case<SigmoidOp>([&](auto) {
           return unary([](double x) { return 1.0 / (1.0 + std::exp(-x)); });
         })
@@ -313,6 +366,13 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
         .Case<MaxOp>([&](auto) { return binary([](double a, double b) { return std::max(a, b); }); })
         .Case<MinOp>([&](auto) { return binary([](double a, double b) { return std::min(a, b); }); })
         .Case<PowOp>([&](auto) { return binary([](double a, double b) { return std::pow(a, b); }); })
+        .Case<FmodOp>([&](auto) { return binary([](double a, double b) { return std::fmod(a, b); }); })
+        .Case<ModOp>([&](auto) {
+          return binary([](double a, double b) {
+            double r = std::fmod(a, b);
+            return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+          });
+        })
         .Case([&](CompareOp o) {
           StringRef p = o.getPredicate();
           return binary([&](double a, double b) {
@@ -357,17 +417,45 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           return y;
         })
         .Case([&](MatMulOp o) {
+          // numpy.matmul: promote 1-D operands, broadcast the batch dims.
           const Tensor &a = get(o.getLhs()), &b = get(o.getRhs());
-          if (a.shape.size() != 2 || b.shape.size() != 2) {
-            ok = false;
-            return Tensor();
+          std::vector<int64_t> as = a.shape, bs = b.shape;
+          if (as.size() == 1)
+            as.insert(as.begin(), 1);
+          if (bs.size() == 1)
+            bs.push_back(1);
+          int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+          size_t batchRank = std::max(as.size(), bs.size()) - 2;
+          std::vector<int64_t> batch(batchRank), sa(batchRank), sb(batchRank);
+          int64_t strideA = m * k, strideB = k * n, count = 1;
+          for (size_t i = batchRank; i-- > 0;) {
+            size_t offA = batchRank - (as.size() - 2),
+                   offB = batchRank - (bs.size() - 2);
+            int64_t da = i < offA ? 1 : as[i - offA];
+            int64_t db = i < offB ? 1 : bs[i - offB];
+            batch[i] = std::max(da, db);
+            sa[i] = da == 1 ? 0 : strideA;
+            sb[i] = db == 1 ? 0 : strideB;
+            strideA *= da;
+            strideB *= db;
+            count *= batch[i];
           }
           Tensor y(shapeOf(o.getResult()));
-          int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j)
-              for (int64_t l = 0; l < k; ++l)
-                y.data[i * n + j] += a.data[i * k + l] * b.data[l * n + j];
+          for (int64_t p = 0; p < count; ++p) {
+            int64_t oa = 0, ob = 0, rest = p;
+            for (size_t i = batchRank; i-- > 0;) {
+              int64_t idx = rest % batch[i];
+              rest /= batch[i];
+              oa += idx * sa[i];
+              ob += idx * sb[i];
+            }
+            double *yp = y.data.data() + p * m * n;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j)
+                for (int64_t l = 0; l < k; ++l)
+                  yp[i * n + j] +=
+                      a.data[oa + i * k + l] * b.data[ob + l * n + j];
+          }
           return y;
         })
         .Case([&](ConvOp o) {
@@ -380,7 +468,7 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
                           });
           if (o.getBias()) {
             const Tensor &b = get(o.getBias());
-            int64_t hw = y.shape[2] * y.shape[3];
+            int64_t hw = y.numElements() / (y.shape[0] * y.shape[1]);
             for (int64_t i = 0; i < y.numElements(); ++i)
               y.data[i] += b.data[(i / hw) % y.shape[1]];
           }
@@ -498,6 +586,97 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
               [&](double a, double v) { return isMax ? std::max(a, v) : a + v; },
               [&](double a, int64_t n) { return isMean ? a / n : a; });
         })
+        .Case([&](ReduceProdOp o) {
+          return reduce(
+              get(o.getInput()), o.getAxes(), shapeOf(o.getResult()),
+              [] { return 1.0; }, [](double a, double v) { return a * v; },
+              [](double a, int64_t) { return a; });
+        })
+        .Case<ArgMaxOp, ArgMinOp>([&](auto o) {
+          const Tensor &x = get(o.getInput());
+          int64_t axis = o.getAxis(), rank = x.shape.size();
+          int64_t len = x.shape[axis], inner = 1;
+          for (int64_t d = axis + 1; d < rank; ++d)
+            inner *= x.shape[d];
+          bool isMax = isa<ArgMaxOp>(op), last = o.getSelectLastIndex();
+          Tensor y(shapeOf(o.getResult()));
+          for (int64_t outer = 0; outer < x.numElements() / (len * inner);
+               ++outer)
+            for (int64_t in = 0; in < inner; ++in) {
+              int64_t best = 0;
+              for (int64_t k = 1; k < len; ++k) {
+                double v = x.data[(outer * len + k) * inner + in];
+                double b = x.data[(outer * len + best) * inner + in];
+                bool better = isMax ? (last ? v >= b : v > b)
+                                    : (last ? v <= b : v < b);
+                if (better)
+                  best = k;
+              }
+              y.data[outer * inner + in] = (double)best;
+            }
+          return y;
+        })
+        .Case<ResizeOp, ResizeGradOp>([&](auto o) {
+          // Forward: y[o] = sum over corners of prod_d w_d * x[i]; the
+          // gradient scatters dy[o] * prod_d w_d into dx[i].
+          bool isGrad = isa<ResizeGradOp>(op);
+          const Tensor &src = get(op->getOperand(0));
+          std::vector<int64_t> in = shapeOf(isGrad ? op->getResult(0)
+                                                   : op->getOperand(0));
+          std::vector<int64_t> out = shapeOf(isGrad ? op->getOperand(0)
+                                                    : op->getResult(0));
+          ArrayRef<double> scales = o.getScales();
+          int64_t rank = in.size();
+          Tensor r(shapeOf(op->getResult(0)));
+          auto inStrides = stridesOf(in);
+          std::vector<int64_t> idx;
+          std::vector<ResizeTap> taps(rank);
+          int64_t corners = o.getMode() == "linear" ? (int64_t)1 << rank : 1;
+          int64_t outCount = 1;
+          for (int64_t d : out)
+            outCount *= d;
+          for (int64_t e = 0; e < outCount; ++e) {
+            unravel(e, out, idx);
+            for (int64_t d = 0; d < rank; ++d)
+              taps[d] = resizeTap(o.getMode(), o.getCoordinateTransformationMode(),
+                                  o.getNearestMode(), idx[d], in[d], out[d],
+                                  scales[d]);
+            double acc = 0;
+            for (int64_t c = 0; c < corners; ++c) {
+              double w = 1;
+              int64_t off = 0;
+              for (int64_t d = 0; d < rank; ++d) {
+                bool hi = (c >> d) & 1;
+                w *= hi ? taps[d].w1 : taps[d].w0;
+                off += (hi ? taps[d].i1 : taps[d].i0) * inStrides[d];
+              }
+              if (w == 0)
+                continue;
+              if (isGrad)
+                r.data[off] += w * src.data[e];
+              else
+                acc += w * src.data[off];
+            }
+            if (!isGrad)
+              r.data[e] = acc;
+          }
+          return r;
+        })
+        .Case([&](DropoutOp o) {
+          const Tensor &x = get(o.getInput());
+          auto step = (uint32_t)get(o.getStep()).data[0];
+          auto seed = (uint64_t)o.getSeed();
+          float ratio = o.getRatio().convertToFloat();
+          double scale = 1.0 / (1.0 - (double)ratio);
+          Tensor y(x.shape), mask(x.shape);
+          for (int64_t i = 0; i < x.numElements(); ++i) {
+            bool keep = philoxUniform24(seed, (uint64_t)i, step) >= ratio;
+            mask.data[i] = keep;
+            y.data[i] = keep ? x.data[i] * scale : 0.0;
+          }
+          env[o.getMask()] = mask;
+          return y;
+        })
         .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) {
           const Tensor &x = get(o.getInput());
           int64_t rank = x.shape.size();
@@ -592,6 +771,107 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           env[o.getNewExpAvg()] = nm;
           env[o.getNewExpAvgSq()] = nv;
           return np;
+        })
+        .Case<SliceOp, PadOp>([&](auto o) {
+          // small[i] = big[starts + steps * i]; slice reads big, pad writes it.
+          bool isPad = isa<PadOp>(op);
+          const Tensor &x = get(o.getInput());
+          Tensor y(shapeOf(o.getResult()));
+          if constexpr (std::is_same_v<decltype(o), PadOp>)
+            y = Tensor(y.shape, o.getValue().convertToDouble());
+          const Tensor &small = isPad ? x : y;
+          const std::vector<int64_t> &bigShape = isPad ? y.shape : x.shape;
+          auto bs = stridesOf(bigShape);
+          std::vector<int64_t> idx;
+          for (int64_t i = 0; i < small.numElements(); ++i) {
+            unravel(i, small.shape, idx);
+            int64_t off = 0;
+            for (size_t d = 0; d < idx.size(); ++d)
+              off += (o.getStarts()[d] + o.getSteps()[d] * idx[d]) * bs[d];
+            if (isPad)
+              y.data[off] = x.data[i];
+            else
+              y.data[i] = x.data[off];
+          }
+          return y;
+        })
+        .Case([&](ConcatOp o) {
+          Tensor y(shapeOf(o.getResult()));
+          int64_t axis = o.getAxis(), offset = 0;
+          std::vector<int64_t> idx;
+          auto ys = stridesOf(y.shape);
+          for (Value v : o.getInputs()) {
+            const Tensor &x = get(v);
+            for (int64_t i = 0; i < x.numElements(); ++i) {
+              unravel(i, x.shape, idx);
+              idx[axis] += offset;
+              int64_t off = 0;
+              for (size_t d = 0; d < idx.size(); ++d)
+                off += idx[d] * ys[d];
+              y.data[off] = x.data[i];
+            }
+            offset += x.shape[axis];
+          }
+          return y;
+        })
+        .Case<GatherOp, GatherGradOp>([&](auto o) {
+          // data [outer, n, inner], indices [m] flattened: result [outer, m,
+          // inner]. Out-of-range indices read 0 / add nothing.
+          bool isGrad = isa<GatherGradOp>(op);
+          const Tensor &idx = get(op->getOperand(isGrad ? 0 : 1));
+          const Tensor &src = get(op->getOperand(isGrad ? 1 : 0));
+          std::vector<int64_t> dataShape =
+              isGrad ? shapeOf(op->getResult(0)) : src.shape;
+          int64_t axis = o.getAxis(), outer = 1, inner = 1,
+                  n = dataShape[axis], m = idx.numElements();
+          for (int64_t d = 0; d < axis; ++d)
+            outer *= dataShape[d];
+          for (size_t d = axis + 1; d < dataShape.size(); ++d)
+            inner *= dataShape[d];
+          Tensor y(shapeOf(op->getResult(0)));
+          for (int64_t a = 0; a < outer; ++a)
+            for (int64_t j = 0; j < m; ++j) {
+              int64_t k = (int64_t)idx.data[j];
+              if (k < 0)
+                k += n;
+              if (k < 0 || k >= n)
+                continue;
+              for (int64_t c = 0; c < inner; ++c) {
+                int64_t g = (a * m + j) * inner + c, dpos = (a * n + k) * inner + c;
+                if (isGrad)
+                  y.data[dpos] += src.data[g];
+                else
+                  y.data[g] = src.data[dpos];
+              }
+            }
+          return y;
+        })
+        .Case<GatherElementsOp, GatherElementsGradOp>([&](auto o) {
+          bool isGrad = isa<GatherElementsGradOp>(op);
+          const Tensor &idx = get(op->getOperand(isGrad ? 0 : 1));
+          const Tensor &src = get(op->getOperand(isGrad ? 1 : 0));
+          Tensor y(shapeOf(op->getResult(0)));
+          const std::vector<int64_t> &dataShape = isGrad ? y.shape : src.shape;
+          int64_t axis = o.getAxis();
+          auto ds = stridesOf(dataShape);
+          std::vector<int64_t> p;
+          for (int64_t i = 0; i < idx.numElements(); ++i) {
+            unravel(i, idx.shape, p);
+            int64_t k = (int64_t)idx.data[i];
+            if (k < 0)
+              k += dataShape[axis];
+            if (k < 0 || k >= dataShape[axis])
+              continue;
+            p[axis] = k;
+            int64_t off = 0;
+            for (size_t d = 0; d < p.size(); ++d)
+              off += p[d] * ds[d];
+            if (isGrad)
+              y.data[off] += src.data[i];
+            else
+              y.data[i] = src.data[off];
+          }
+          return y;
         })
         .Default([&](Operation *) {
           ok = false;

@@ -215,6 +215,47 @@ static LogicalResult erfGrad(OpBuilder &b, Operation *op, RGrads dy,
   return success();
 }
 
+/// Gradients of the trigonometric and hyperbolic functions and their inverses
+/// (d/dx of each, e.g. Abramowitz & Stegun 4.3.105, 4.4.52-54, 4.5.77, 4.6.40).
+static LogicalResult trigGrad(OpBuilder &b, Operation *op, RGrads dy,
+                              Grads dx) {
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0), y = op->getResult(0);
+  auto t = tensorType(x);
+  auto one = [&] { return splat(b, loc, t, 1.0); };
+  auto square = [&](Value v) { return binary<MulOp>(b, loc, t, v, v); };
+  Value d;
+  if (isa<SinOp>(op)) {
+    d = CosOp::create(b, loc, t, x);
+  } else if (isa<CosOp>(op)) {
+    d = NegOp::create(b, loc, t, SinOp::create(b, loc, t, x));
+  } else if (isa<TanOp>(op)) { // 1 + tan^2
+    d = binary<AddOp>(b, loc, t, one(), square(y));
+  } else if (isa<AsinOp>(op)) { // 1 / sqrt(1 - x^2)
+    d = RsqrtOp::create(b, loc, t, binary<SubOp>(b, loc, t, one(), square(x)));
+  } else if (isa<AcosOp>(op)) {
+    d = NegOp::create(
+        b, loc, t,
+        RsqrtOp::create(b, loc, t, binary<SubOp>(b, loc, t, one(), square(x))));
+  } else if (isa<AtanOp>(op)) { // 1 / (1 + x^2)
+    d = binary<DivOp>(b, loc, t, one(),
+                      binary<AddOp>(b, loc, t, one(), square(x)));
+  } else if (isa<SinhOp>(op)) {
+    d = CoshOp::create(b, loc, t, x);
+  } else if (isa<CoshOp>(op)) {
+    d = SinhOp::create(b, loc, t, x);
+  } else if (isa<AsinhOp>(op)) { // 1 / sqrt(x^2 + 1)
+    d = RsqrtOp::create(b, loc, t, binary<AddOp>(b, loc, t, square(x), one()));
+  } else if (isa<AcoshOp>(op)) { // 1 / sqrt(x^2 - 1)
+    d = RsqrtOp::create(b, loc, t, binary<SubOp>(b, loc, t, square(x), one()));
+  } else { // atanh: 1 / (1 - x^2)
+    d = binary<DivOp>(b, loc, t, one(),
+                      binary<SubOp>(b, loc, t, one(), square(x)));
+  }
+  dx[0] = binary<MulOp>(b, loc, t, dy[0], d);
+  return success();
+}
+
 static LogicalResult absGrad(OpBuilder &b, Operation *op, RGrads dy,
                              Grads dx) {
   // grad * sgn(x), with sgn(0) = 0 (torch's abs backward).
@@ -385,21 +426,87 @@ static LogicalResult gemmGrad(OpBuilder &b, Operation *op, RGrads dy,
   return success();
 }
 
+/// |v| with its last two dims swapped.
+static Value transposeLast2(OpBuilder &b, Location loc, Value v) {
+  auto t = tensorType(v);
+  int64_t r = t.getRank();
+  SmallVector<int64_t> perm, shape(t.getShape());
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i);
+  std::swap(perm[r - 2], perm[r - 1]);
+  std::swap(shape[r - 2], shape[r - 1]);
+  return TransposeOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), v, perm);
+}
+
+static Value reshapeTo(OpBuilder &b, Location loc, Value v,
+                       ArrayRef<int64_t> shape) {
+  auto t = tensorType(v);
+  if (t.getShape() == shape)
+    return v;
+  return ReshapeOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), v);
+}
+
 static LogicalResult matmulGrad(OpBuilder &b, Operation *op, RGrads dy,
                                 Grads dx) {
+  // numpy.matmul: Y[..., M, N] = A[..., M, K] B[..., K, N] with broadcast
+  // batch dims. dA = dY B^T and dB = A^T dY, each summed over the batch dims
+  // along which its operand was broadcast (reduceTo).
   auto mm = cast<MatMulOp>(op);
-  Value a = mm.getLhs(), bm = mm.getRhs();
-  if (tensorType(a).getRank() != 2 || tensorType(bm).getRank() != 2)
-    return op->emitError()
-           << "gradient of dlgraph.matmul supports 2-D operands only, got "
-              "ranks "
-           << tensorType(a).getRank() << " and " << tensorType(bm).getRank();
   Location loc = op->getLoc();
+  Value a = mm.getLhs(), bm = mm.getRhs();
+  auto at = tensorType(a), bt = tensorType(bm);
+  Type et = at.getElementType();
+  // Promote 1-D operands ([K] -> [1, K] on the left, [K, 1] on the right)
+  // and give dY the promoted result shape.
+  SmallVector<int64_t> as(at.getShape()), bs(bt.getShape());
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  Value a2 = reshapeTo(b, loc, a, as), b2 = reshapeTo(b, loc, bm, bs);
+  SmallVector<int64_t> ys(tensorType(op->getResult(0)).getShape());
+  if (at.getRank() == 1)
+    ys.insert(ys.end() - (bt.getRank() == 1 ? 0 : 1), 1);
+  if (bt.getRank() == 1)
+    ys.push_back(1);
+  Value g = reshapeTo(b, loc, dy[0], ys);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
   APFloat one(1.0f);
-  dx[0] = GemmOp::create(b, loc, a.getType(), dy[0], bm, Value(), one, one,
-                         false, true);
-  dx[1] = GemmOp::create(b, loc, bm.getType(), a, dy[0], Value(), one, one,
-                         true, false);
+  auto gemm = [&](ArrayRef<int64_t> shape, Value x, Value y, bool tx,
+                  bool ty) -> Value {
+    return GemmOp::create(b, loc, RankedTensorType::get(shape, et), x, y,
+                          Value(), one, one, tx, ty);
+  };
+  Value da, db;
+  if (as.size() == 2 && bs.size() == 2) {
+    da = gemm({m, k}, g, b2, false, true);
+    db = gemm({k, n}, a2, g, true, false);
+  } else if (bs.size() == 2) {
+    // B is shared by every batch (a linear layer on [..., M, K]): flatten
+    // the batch into the rows and use single GEMMs.
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < ys.size(); ++i)
+      rows *= ys[i];
+    Value g2 = reshapeTo(b, loc, g, {rows, n});
+    Value af = reshapeTo(b, loc, a2, {rows, k});
+    da = reshapeTo(b, loc, gemm({rows, k}, g2, b2, false, true), as);
+    db = gemm({k, n}, af, g2, true, false);
+  } else {
+    SmallVector<int64_t> batch(ys.begin(), ys.end() - 2);
+    SmallVector<int64_t> daShape(batch), dbShape(batch);
+    daShape.append({m, k});
+    dbShape.append({k, n});
+    da = MatMulOp::create(b, loc, RankedTensorType::get(daShape, et), g,
+                          transposeLast2(b, loc, b2));
+    db = MatMulOp::create(b, loc, RankedTensorType::get(dbShape, et),
+                          transposeLast2(b, loc, a2), g);
+    da = reduceTo(b, loc, da, RankedTensorType::get(as, et));
+    db = reduceTo(b, loc, db, RankedTensorType::get(bs, et));
+  }
+  dx[0] = reshapeTo(b, loc, da, at.getShape());
+  dx[1] = reshapeTo(b, loc, db, bt.getShape());
   return success();
 }
 
@@ -415,10 +522,34 @@ static LogicalResult convGrad(OpBuilder &b, Operation *op, RGrads dy,
       b, loc, conv.getFilter().getType(), conv.getInput(), dy[0],
       conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
       conv.getGroupAttr());
-  if (Value bias = conv.getBias())
-    dx[2] = ReduceSumOp::create(b, loc, bias.getType(), dy[0],
-                                ArrayRef<int64_t>{0, 2, 3},
+  if (Value bias = conv.getBias()) {
+    // Sum over the batch and every spatial axis (2-D or 3-D).
+    SmallVector<int64_t> axes = {0};
+    for (int64_t i = 2; i < cast<RankedTensorType>(dy[0].getType()).getRank();
+         ++i)
+      axes.push_back(i);
+    dx[2] = ReduceSumOp::create(b, loc, bias.getType(), dy[0], axes,
                                 /*keepdims=*/false);
+  }
+  return success();
+}
+
+// conv_backward_data (ONNX ConvTranspose) is linear in both operands:
+// z = conv^T(a, W), so dA = conv(dZ, W) and dW = conv_backward_filter with dZ
+// in the role of the convolution's input and a in the role of its output
+// gradient.
+static LogicalResult convBackwardDataGrad(OpBuilder &b, Operation *op,
+                                          RGrads dy, Grads dx) {
+  auto cbd = cast<ConvBackwardDataOp>(op);
+  Location loc = op->getLoc();
+  dx[0] = ConvOp::create(b, loc, cbd.getResultGrad().getType(), dy[0],
+                         cbd.getFilter(), Value(), cbd.getStridesAttr(),
+                         cbd.getPadsAttr(), cbd.getDilationsAttr(),
+                         cbd.getGroupAttr());
+  dx[1] = ConvBackwardFilterOp::create(
+      b, loc, cbd.getFilter().getType(), dy[0], cbd.getResultGrad(),
+      cbd.getStridesAttr(), cbd.getPadsAttr(), cbd.getDilationsAttr(),
+      cbd.getGroupAttr());
   return success();
 }
 
@@ -579,6 +710,134 @@ static LogicalResult reduceMaxGrad(OpBuilder &b, Operation *op, RGrads dy,
   return success();
 }
 
+static LogicalResult reduceProdGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                    Grads dx) {
+  // The product of the other elements of each reduced group, exact with
+  // zeros (torch's prod_backward): no zero in the group: g * prod / x; one
+  // zero: g * (product of the non-zeros) at the zero, 0 elsewhere; two or
+  // more zeros: 0.
+  auto red = cast<ReduceProdOp>(op);
+  Location loc = op->getLoc();
+  Value x = red.getInput();
+  auto xt = tensorType(x);
+  ArrayRef<int64_t> axes = red.getAxes();
+  auto kt = keepDimsType(xt, axes);
+  Value zero = splat(b, loc, xt, 0.0), one = splat(b, loc, xt, 1.0);
+  Value isZero = CompareOp::create(b, loc, maskType(xt), "eq", x, zero);
+  Value zeros = ReduceSumOp::create(b, loc, kt, CastOp::create(b, loc, xt, isZero),
+                                    axes, /*keepdims=*/true);
+  Value nonZero = SelectOp::create(b, loc, xt, isZero, one, x);
+  Value prodNonZero = ReduceProdOp::create(b, loc, kt, nonZero, axes,
+                                           /*keepdims=*/true);
+  Value gp = binary<MulOp>(b, loc, kt, keepDims(b, loc, dy[0], xt, axes),
+                           prodNonZero);
+  Value g = broadcastTo(b, loc, gp, xt);
+  Value count = broadcastTo(b, loc, zeros, xt);
+  Value none = CompareOp::create(b, loc, maskType(xt), "eq", count, zero);
+  Value single = CompareOp::create(b, loc, maskType(xt), "eq", count, one);
+  Value atZero = SelectOp::create(b, loc, xt, single, g, zero);
+  atZero = SelectOp::create(b, loc, xt, isZero, atZero, zero);
+  dx[0] = SelectOp::create(b, loc, xt, none, binary<DivOp>(b, loc, xt, g, nonZero),
+                           atZero);
+  return success();
+}
+
+static LogicalResult resizeGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                Grads dx) {
+  // The adjoint (upsample_nearest/bilinear backward): a weighted
+  // scatter-add of dy into the elements each output read.
+  auto r = cast<ResizeOp>(op);
+  dx[0] = ResizeGradOp::create(b, op->getLoc(), tensorType(r.getInput()),
+                               dy[0], r.getModeAttr(),
+                               r.getCoordinateTransformationModeAttr(),
+                               r.getNearestModeAttr(), r.getScalesAttr());
+  return success();
+}
+
+static LogicalResult dropoutGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                 Grads dx) {
+  // torch's native_dropout_backward: dy * mask * 1 / (1 - ratio).
+  auto d = cast<DropoutOp>(op);
+  Location loc = op->getLoc();
+  auto xt = tensorType(d.getInput());
+  double scale = 1.0 / (1.0 - (double)d.getRatio().convertToFloat());
+  Value scaled = binary<MulOp>(b, loc, xt, dy[0], splat(b, loc, xt, scale));
+  dx[0] = SelectOp::create(b, loc, xt, d.getMask(), scaled,
+                           splat(b, loc, xt, 0.0));
+  return success();
+}
+
+// Data movement: slice <-> pad are each other's gradients, concat splits
+// the gradient into slices, gather scatter-adds it.
+
+static LogicalResult sliceGrad(OpBuilder &b, Operation *op, RGrads dy,
+                               Grads dx) {
+  auto s = cast<SliceOp>(op);
+  dx[0] = PadOp::create(b, op->getLoc(), s.getInput().getType(), dy[0],
+                        s.getStartsAttr(), s.getStepsAttr(),
+                        b.getF64FloatAttr(0.0));
+  return success();
+}
+
+static LogicalResult padGrad(OpBuilder &b, Operation *op, RGrads dy,
+                             Grads dx) {
+  auto p = cast<PadOp>(op);
+  dx[0] = SliceOp::create(b, op->getLoc(), p.getInput().getType(), dy[0],
+                          p.getStartsAttr(), p.getStepsAttr());
+  return success();
+}
+
+static LogicalResult concatGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                Grads dx) {
+  auto c = cast<ConcatOp>(op);
+  int64_t axis = c.getAxis(), offset = 0;
+  int64_t rank = tensorType(dy[0]).getRank();
+  for (auto [i, v] : llvm::enumerate(c.getInputs())) {
+    auto t = tensorType(v);
+    int64_t n = t.getDimSize(axis);
+    if (isa<FloatType>(t.getElementType())) {
+      SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+      starts[axis] = n ? offset : 0;
+      dx[i] = SliceOp::create(b, op->getLoc(), t, dy[0],
+                              b.getDenseI64ArrayAttr(starts),
+                              b.getDenseI64ArrayAttr(steps));
+    }
+    offset += n;
+  }
+  return success();
+}
+
+template <typename GradOp>
+static LogicalResult gatherGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                Grads dx) {
+  dx[0] = GradOp::create(b, op->getLoc(), op->getOperand(0).getType(),
+                         op->getOperand(1), dy[0],
+                         op->getAttrOfType<IntegerAttr>("axis"));
+  return success();
+}
+
+/// Piecewise-constant ops (ceil, floor, round): zero gradient almost
+/// everywhere, as in torch.
+/// torch.fmod: d/dl = grad; d/dr = -grad * trunc(l / r), where
+/// trunc(l / r) = (l - y) / r exactly for y = fmod(l, r).
+static LogicalResult fmodGrad(OpBuilder &b, Operation *op, RGrads dy,
+                              Grads dx) {
+  Location loc = op->getLoc();
+  Value l = op->getOperand(0), r = op->getOperand(1), y = op->getResult(0);
+  auto t = tensorType(y);
+  dx[0] = reduceTo(b, loc, dy[0], tensorType(l));
+  Value q = binary<DivOp>(b, loc, t, binary<SubOp>(b, loc, t, l, y), r);
+  Value g = NegOp::create(b, loc, t, binary<MulOp>(b, loc, t, dy[0], q));
+  dx[1] = reduceTo(b, loc, g, tensorType(r));
+  return success();
+}
+
+static LogicalResult zeroGrad(OpBuilder &b, Operation *op, RGrads dy,
+                              Grads dx) {
+  dx[0] = splat(b, op->getLoc(), tensorType(op->getOperand(0)), 0.0);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // The rule table
 //===----------------------------------------------------------------------===//
@@ -597,6 +856,17 @@ static llvm::StringMap<GradientRule> &ruleTable() {
     add(TanhOp::getOperationName(), tanhGrad);
     add(SigmoidOp::getOperationName(), sigmoidGrad);
     add(ErfOp::getOperationName(), erfGrad);
+    add(SinOp::getOperationName(), trigGrad);
+    add(CosOp::getOperationName(), trigGrad);
+    add(TanOp::getOperationName(), trigGrad);
+    add(AsinOp::getOperationName(), trigGrad);
+    add(AcosOp::getOperationName(), trigGrad);
+    add(AtanOp::getOperationName(), trigGrad);
+    add(SinhOp::getOperationName(), trigGrad);
+    add(CoshOp::getOperationName(), trigGrad);
+    add(AsinhOp::getOperationName(), trigGrad);
+    add(AcoshOp::getOperationName(), trigGrad);
+    add(AtanhOp::getOperationName(), trigGrad);
     add(AbsOp::getOperationName(), absGrad);
     add(IdentityOp::getOperationName(), identityGrad);
     add(CastOp::getOperationName(), castGrad);
@@ -610,7 +880,12 @@ static llvm::StringMap<GradientRule> &ruleTable() {
     add(SelectOp::getOperationName(), selectGrad);
     add(GemmOp::getOperationName(), gemmGrad);
     add(MatMulOp::getOperationName(), matmulGrad);
+    add(CeilOp::getOperationName(), zeroGrad);
+    add(FloorOp::getOperationName(), zeroGrad);
+    add(RoundOp::getOperationName(), zeroGrad);
+    add(FmodOp::getOperationName(), fmodGrad);
     add(ConvOp::getOperationName(), convGrad);
+    add(ConvBackwardDataOp::getOperationName(), convBackwardDataGrad);
     add(MaxPoolOp::getOperationName(), poolGrad<MaxPoolOp, MaxPoolGradOp>);
     add(AveragePoolOp::getOperationName(),
         poolGrad<AveragePoolOp, AveragePoolGradOp>);
@@ -624,6 +899,15 @@ static llvm::StringMap<GradientRule> &ruleTable() {
     add(ReduceSumOp::getOperationName(), reduceSumGrad);
     add(ReduceMeanOp::getOperationName(), reduceMeanGrad);
     add(ReduceMaxOp::getOperationName(), reduceMaxGrad);
+    add(SliceOp::getOperationName(), sliceGrad);
+    add(PadOp::getOperationName(), padGrad);
+    add(ConcatOp::getOperationName(), concatGrad);
+    add(GatherOp::getOperationName(), gatherGrad<GatherGradOp>);
+    add(GatherElementsOp::getOperationName(),
+        gatherGrad<GatherElementsGradOp>);
+    add(ReduceProdOp::getOperationName(), reduceProdGrad);
+    add(DropoutOp::getOperationName(), dropoutGrad);
+    add(ResizeOp::getOperationName(), resizeGrad);
     return t;
   }();
   return table;
@@ -692,6 +976,16 @@ dlc::computeGradients(OpBuilder &b, ArrayRef<Operation *> ops,
     for (Value r : op->getResults()) {
       Value g = grads.lookup(r);
       if (!g) {
+        auto rt = dyn_cast<RankedTensorType>(r.getType());
+        if (rt && isa<IntegerType>(rt.getElementType())) {
+          // An integer result (dropout's i1 mask) of an op with a float
+          // result: rules ignore its (zero) gradient.
+          auto zero = DenseElementsAttr::get(
+              rt, b.getIntegerAttr(rt.getElementType(), 0));
+          dys.push_back(ConstantOp::create(b, op->getLoc(), rt,
+                                           cast<ElementsAttr>(zero)));
+          continue;
+        }
         if (!isFloatTensor(r))
           return op->emitError() << "no gradient for non-float result of '"
                                  << op->getName() << "'";

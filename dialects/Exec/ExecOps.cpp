@@ -77,10 +77,13 @@ LogicalResult KernelOp::verify() {
 LogicalResult LibraryCallOp::verify() {
   StringRef c = getCallee();
   if (c != "gemm" && c != "conv2d_forward" && c != "conv2d_backward_data" &&
-      c != "conv2d_backward_filter")
+      c != "conv2d_backward_filter" && c != "batched_gemm" &&
+      c != "conv3d_forward" && c != "conv3d_backward_data" &&
+      c != "conv3d_backward_filter")
     return emitOpError() << "unknown library call '" << c
-                         << "'; expected gemm, conv2d_forward, "
-                            "conv2d_backward_data or conv2d_backward_filter";
+                         << "'; expected gemm, batched_gemm, conv2d_forward, "
+                            "conv2d_backward_data, conv2d_backward_filter or "
+                            "their conv3d_ forms";
   if (getOutputs().size() != 1)
     return emitOpError() << "expects exactly one output";
   return success();

@@ -153,9 +153,17 @@ def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
     - `gemm`: ins(A, B[, C]) outs(Y); attributes `trans_a`, `trans_b`,
       `alpha`, `beta`; Y = alpha op(A) op(B) + beta C (C broadcast from [N]
       or [M, N]; when C is absent and beta != 0, Y is accumulated into).
+    - `batched_gemm`: ins(A, B) outs(Y), f32, row-major, no transposes:
+      Y[p] = A[p] B[p] for every index p of the batch dims `batch`
+      (DenseI64Array), where matrix A[p] is [m, k] at element offset
+      sum_i p_i * stride_a[i] of A, B[p] is [k, n] at sum_i p_i * stride_b[i]
+      of B (stride 0: broadcast along that dim), and Y is contiguous
+      [prod(batch) * m, n]; `m`, `n`, `k` (i64) give the matrix sizes.
     - `conv2d_forward`: ins(X, W[, B]) outs(Y)
     - `conv2d_backward_data`: ins(dY, W) outs(dX)
     - `conv2d_backward_filter`: ins(X, dY) outs(dW)
+    - `conv3d_forward`, `conv3d_backward_data`, `conv3d_backward_filter`:
+      the same over rank-5 NCDHW operands (3 strides and dilations, 6 pads)
       with `strides`, `pads` [top, left, bottom, right], `dilations`, `group`.
     ```mlir
     dlexec.library_call "gemm" ins(%a, %b : memref<64x784xf32>, memref<128x784xf32>)
@@ -187,6 +195,17 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
       outs(loss, rank 0): mean cross-entropy (dlgraph.softmax_cross_entropy).
     - `softmax_cross_entropy_grad`: ins(logits, labels, loss_grad rank 0)
       outs(dlogits) (dlgraph.softmax_cross_entropy_grad).
+    - `gather`: ins(data, indices i32/i64) outs(Y); `gather_grad`:
+      ins(indices, dY) outs(dData); `gather_elements`, `gather_elements_grad`
+      likewise; all with `axis` (i64, >= 0). Out-of-range indices read 0 and
+      add nothing; the gradients zero dData and accumulate in index order
+      (deterministic, no atomics).
+    - `dropout`: ins(X, step rank-0 f32) outs(Y, mask i1), `ratio` (f32),
+      `seed` (i64): Philox-4x32-10 with counter (element, step) and key seed;
+      kept elements scaled by 1 / (1 - ratio).
+    - `resize`: ins(X) outs(Y); `resize_grad`: ins(dY) outs(dX) (a
+      deterministic scatter-add); attributes of dlgraph.resize (`mode`,
+      `coordinate_transformation_mode`, `nearest_mode`, `scales`).
     ```mlir
     dlexec.builtin_kernel @k7 "max_pool2d" ins(%x : memref<8x16x8x8xf32>) outs(%y : memref<8x16x4x4xf32>)
         {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}

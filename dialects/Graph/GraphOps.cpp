@@ -182,27 +182,43 @@ LogicalResult MatMulOp::verify() {
   auto a = rankedType(getLhs()), b = rankedType(getRhs());
   if (a.getRank() < 1 || b.getRank() < 1)
     return emitOpError() << "operands must have rank >= 1";
-  int64_t ka = a.getDimSize(a.getRank() - 1);
-  int64_t kb = b.getRank() == 1 ? b.getDimSize(0) : b.getDimSize(b.getRank() - 2);
+  // numpy.matmul: a 1-D lhs is a row [1, K], a 1-D rhs a column [K, 1];
+  // the added dim is removed from the result; batch dims broadcast.
+  ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
+  int64_t ka = as.back();
+  int64_t kb = bs.size() == 1 ? bs[0] : bs[bs.size() - 2];
   if (ka != kb)
     return emitOpError() << "contracting dimensions differ: " << ka << " vs "
                          << kb;
+  ArrayRef<int64_t> aBatch = as.drop_back(std::min<size_t>(as.size(), 2));
+  ArrayRef<int64_t> bBatch = bs.drop_back(std::min<size_t>(bs.size(), 2));
+  SmallVector<int64_t> expected;
+  if (!OpTrait::util::getBroadcastedShape(aBatch, bBatch, expected))
+    return emitOpError() << "batch dimensions " << shapeStr(aBatch) << " and "
+                         << shapeStr(bBatch) << " do not broadcast";
+  if (as.size() >= 2)
+    expected.push_back(as[as.size() - 2]);
+  if (bs.size() >= 2)
+    expected.push_back(bs.back());
   auto y = rankedType(getResult());
-  if (a.getRank() == 2 && b.getRank() == 2 &&
-      y.getShape() != ArrayRef<int64_t>{a.getDimSize(0), b.getDimSize(1)})
+  if (y.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "result is " << shapeStr(y.getShape())
-                         << ", expected [" << a.getDimSize(0) << ", "
-                         << b.getDimSize(1) << "]";
+                         << ", expected " << shapeStr(expected);
   return success();
 }
 
-/// Checks the spatial attributes shared by conv and pooling ops.
+/// Checks the spatial attributes shared by conv and pooling ops over
+/// |spatial| spatial axes.
 static LogicalResult verifyWindowAttrs(Operation *op, ArrayRef<int64_t> strides,
                                        ArrayRef<int64_t> pads,
-                                       ArrayRef<int64_t> dilations) {
-  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+                                       ArrayRef<int64_t> dilations,
+                                       int64_t spatial = 2) {
+  if ((int64_t)strides.size() != spatial ||
+      (int64_t)dilations.size() != spatial ||
+      (int64_t)pads.size() != 2 * spatial)
     return op->emitOpError()
-           << "expects 2 strides, 2 dilations and 4 pads, got "
+           << "expects " << spatial << " strides, " << spatial
+           << " dilations and " << 2 * spatial << " pads, got "
            << strides.size() << ", " << dilations.size() << " and "
            << pads.size();
   for (int64_t s : strides)
@@ -220,11 +236,13 @@ static LogicalResult verifyWindowAttrs(Operation *op, ArrayRef<int64_t> strides,
 LogicalResult ConvOp::verify() {
   auto x = rankedType(getInput()), w = rankedType(getFilter()),
        y = rankedType(getResult());
-  if (x.getRank() != 4 || w.getRank() != 4 || y.getRank() != 4)
-    return emitOpError() << "supports 2-D convolution only (rank-4 NCHW "
-                            "input, OIHW filter), got input rank "
+  int64_t rank = x.getRank(), sp = rank - 2;
+  if ((rank != 4 && rank != 5) || w.getRank() != rank || y.getRank() != rank)
+    return emitOpError() << "supports 2-D and 3-D convolution only (rank-4/5 "
+                            "NC[D]HW input, OI[D]HW filter), got input rank "
                          << x.getRank();
-  if (failed(verifyWindowAttrs(*this, getStrides(), getPads(), getDilations())))
+  if (failed(verifyWindowAttrs(*this, getStrides(), getPads(), getDilations(),
+                               sp)))
     return failure();
   int64_t g = getGroup();
   if (g < 1 || x.getDimSize(1) % g || w.getDimSize(0) % g)
@@ -236,10 +254,10 @@ LogicalResult ConvOp::verify() {
                          << " input channels per group, expected "
                          << x.getDimSize(1) / g;
   auto strides = getStrides(), pads = getPads(), dil = getDilations();
-  for (int i = 0; i < 2; ++i) {
+  for (int64_t i = 0; i < sp; ++i) {
     int64_t eff = dil[i] * (w.getDimSize(2 + i) - 1) + 1;
     int64_t out =
-        (x.getDimSize(2 + i) + pads[i] + pads[i + 2] - eff) / strides[i] + 1;
+        (x.getDimSize(2 + i) + pads[i] + pads[i + sp] - eff) / strides[i] + 1;
     if (y.getDimSize(2 + i) != out)
       return emitOpError() << "result spatial dim " << i << " is "
                            << y.getDimSize(2 + i) << ", expected " << out;
@@ -365,6 +383,91 @@ template <typename ReduceOp> static LogicalResult verifyReduce(ReduceOp op) {
 LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceProdOp::verify() { return verifyReduce(*this); }
+
+template <typename ArgOp> static LogicalResult verifyArgReduce(ArgOp op) {
+  auto x = rankedType(op.getInput()), y = rankedType(op.getResult());
+  int64_t axis = op.getAxis();
+  if (axis < 0 || axis >= x.getRank())
+    return op.emitOpError() << "axis must be in [0, " << x.getRank()
+                            << "), got " << axis;
+  if (!y.getElementType().isInteger(64))
+    return op.emitOpError() << "result must have element type i64, got "
+                            << y.getElementType();
+  llvm::SmallVector<int64_t> expected;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (i != axis)
+      expected.push_back(x.getDimSize(i));
+    else if (op.getKeepdims())
+      expected.push_back(1);
+  }
+  if (y.getShape() != ArrayRef<int64_t>(expected))
+    return op.emitOpError() << "result shape is " << shapeStr(y.getShape())
+                            << ", expected " << shapeStr(expected);
+  return success();
+}
+
+LogicalResult ArgMaxOp::verify() { return verifyArgReduce(*this); }
+LogicalResult ArgMinOp::verify() { return verifyArgReduce(*this); }
+
+static LogicalResult verifyResize(Operation *op, RankedTensorType in,
+                                  RankedTensorType out, StringRef mode,
+                                  StringRef coord, StringRef nearest,
+                                  ArrayRef<double> scales) {
+  if (in.getRank() != out.getRank() ||
+      in.getElementType() != out.getElementType())
+    return op->emitOpError() << "input " << in << " and output " << out
+                             << " must have one rank and element type";
+  if ((int64_t)scales.size() != in.getRank())
+    return op->emitOpError() << "has " << scales.size()
+                             << " scales, expected " << in.getRank();
+  for (double s : scales)
+    if (!(s > 0))
+      return op->emitOpError() << "scales must be > 0, got " << s;
+  if (mode != "nearest" && mode != "linear")
+    return op->emitOpError() << "mode must be nearest or linear, got '"
+                             << mode << "'";
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
+                           "asymmetric", "tf_half_pixel_for_nn"},
+                          coord))
+    return op->emitOpError() << "unknown coordinate_transformation_mode '"
+                             << coord << "'";
+  if (!llvm::is_contained(
+          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+          nearest))
+    return op->emitOpError() << "unknown nearest_mode '" << nearest << "'";
+  return success();
+}
+
+LogicalResult ResizeOp::verify() {
+  return verifyResize(*this, rankedType(getInput()), rankedType(getResult()),
+                      getMode(), getCoordinateTransformationMode(),
+                      getNearestMode(), getScales());
+}
+
+LogicalResult ResizeGradOp::verify() {
+  return verifyResize(*this, rankedType(getInputGrad()),
+                      rankedType(getResultGrad()), getMode(),
+                      getCoordinateTransformationMode(), getNearestMode(),
+                      getScales());
+}
+
+LogicalResult DropoutOp::verify() {
+  auto x = rankedType(getInput()), step = rankedType(getStep()),
+       y = rankedType(getResult()), m = rankedType(getMask());
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError() << "ratio must be in [0, 1), got " << ratio;
+  if (step.getRank() != 0 || !step.getElementType().isF32())
+    return emitOpError() << "step must be a rank-0 f32 tensor, got " << step;
+  if (y != x)
+    return emitOpError() << "result type " << y << " differs from input type "
+                         << x;
+  if (m.getShape() != x.getShape() || !m.getElementType().isInteger(1))
+    return emitOpError() << "mask must be i1 of shape "
+                         << shapeStr(x.getShape()) << ", got " << m;
+  return success();
+}
 
 LogicalResult SoftmaxCrossEntropyOp::verify() {
   auto x = rankedType(getLogits()), t = rankedType(getLabels());
@@ -379,6 +482,128 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
                          << " (the logits' shape without the class axis)";
   if (rankedType(getLoss()).getRank() != 0)
     return emitOpError() << "loss must be a rank-0 tensor";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Checks that |small|[i] = |big|[starts + steps * i] stays in range of |big|
+/// in every dimension (slice reads, pad writes).
+static LogicalResult verifyStrided(Operation *op, RankedTensorType big,
+                                   RankedTensorType small,
+                                   ArrayRef<int64_t> starts,
+                                   ArrayRef<int64_t> steps) {
+  int64_t rank = big.getRank();
+  if (small.getRank() != rank || (int64_t)starts.size() != rank ||
+      (int64_t)steps.size() != rank)
+    return op->emitOpError() << "expects starts and steps with one entry per "
+                                "dimension of rank "
+                             << rank << ", got " << starts.size() << " and "
+                             << steps.size() << " for ranks " << big.getRank()
+                             << " and " << small.getRank();
+  if (big.getElementType() != small.getElementType())
+    return op->emitOpError() << "element types differ: " << big << " and "
+                             << small;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = small.getDimSize(d), size = big.getDimSize(d);
+    if (steps[d] == 0)
+      return op->emitOpError() << "step of dimension " << d << " is 0";
+    if (n == 0)
+      continue;
+    int64_t last = starts[d] + steps[d] * (n - 1);
+    if (starts[d] < 0 || starts[d] >= size || last < 0 || last >= size)
+      return op->emitOpError()
+             << "dimension " << d << ": indices " << starts[d] << " + "
+             << steps[d] << " * i for i < " << n << " leave [0, " << size
+             << ")";
+  }
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  return verifyStrided(*this, rankedType(getInput()), rankedType(getResult()),
+                       getStarts(), getSteps());
+}
+
+LogicalResult PadOp::verify() {
+  return verifyStrided(*this, rankedType(getResult()), rankedType(getInput()),
+                       getStarts(), getSteps());
+}
+
+LogicalResult ConcatOp::verify() {
+  auto y = rankedType(getResult());
+  int64_t axis = getAxis(), rank = y.getRank();
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  if (axis < 0 || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+  int64_t total = 0;
+  for (Value v : getInputs()) {
+    auto t = rankedType(v);
+    bool ok = t.getRank() == rank && t.getElementType() == y.getElementType();
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == axis || t.getDimSize(d) == y.getDimSize(d);
+    if (!ok)
+      return emitOpError() << "input of type " << t
+                           << " does not match result " << y
+                           << " outside axis " << axis;
+    total += t.getDimSize(axis);
+  }
+  if (total != y.getDimSize(axis))
+    return emitOpError() << "inputs add up to " << total << " along axis "
+                         << axis << ", result has " << y.getDimSize(axis);
+  return success();
+}
+
+static LogicalResult verifyIndices(Operation *op, RankedTensorType idx) {
+  if (!idx.getElementType().isInteger(64) &&
+      !idx.getElementType().isInteger(32))
+    return op->emitOpError() << "indices must be i32 or i64, got "
+                             << idx.getElementType();
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  auto x = rankedType(getData()), i = rankedType(getIndices()),
+       y = rankedType(getResult());
+  int64_t axis = getAxis();
+  if (failed(verifyIndices(*this, i)))
+    return failure();
+  if (axis < 0 || axis >= x.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << x.getRank();
+  SmallVector<int64_t> expected(x.getShape().take_front(axis));
+  llvm::append_range(expected, i.getShape());
+  llvm::append_range(expected, x.getShape().drop_front(axis + 1));
+  if (y.getShape() != ArrayRef<int64_t>(expected) ||
+      y.getElementType() != x.getElementType())
+    return emitOpError() << "result shape is " << shapeStr(y.getShape())
+                         << ", expected " << shapeStr(expected)
+                         << " of the data's element type";
+  return success();
+}
+
+LogicalResult GatherElementsOp::verify() {
+  auto x = rankedType(getData()), i = rankedType(getIndices()),
+       y = rankedType(getResult());
+  int64_t axis = getAxis();
+  if (failed(verifyIndices(*this, i)))
+    return failure();
+  if (axis < 0 || axis >= x.getRank() || i.getRank() != x.getRank())
+    return emitOpError() << "axis " << axis << " and indices rank "
+                         << i.getRank() << " must fit data rank "
+                         << x.getRank();
+  for (int64_t d = 0; d < x.getRank(); ++d)
+    if (d != axis && i.getDimSize(d) > x.getDimSize(d))
+      return emitOpError() << "indices shape " << shapeStr(i.getShape())
+                           << " exceeds data shape " << shapeStr(x.getShape())
+                           << " outside axis " << axis;
+  if (y.getShape() != i.getShape() || y.getElementType() != x.getElementType())
+    return emitOpError() << "result must have the indices' shape and the "
+                            "data's element type";
   return success();
 }
 

@@ -150,7 +150,23 @@ def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "1/Sqrt">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "Sigmoid">;
 def Graph_ErfOp : Graph_UnaryOp<"erf", "Erf">;
+// Trigonometric and hyperbolic functions and their inverses (float).
+def Graph_SinOp : Graph_UnaryOp<"sin", "Sin">;
+def Graph_CosOp : Graph_UnaryOp<"cos", "Cos">;
+def Graph_TanOp : Graph_UnaryOp<"tan", "Tan">;
+def Graph_AsinOp : Graph_UnaryOp<"asin", "Asin">;
+def Graph_AcosOp : Graph_UnaryOp<"acos", "Acos">;
+def Graph_AtanOp : Graph_UnaryOp<"atan", "Atan">;
+def Graph_SinhOp : Graph_UnaryOp<"sinh", "Sinh">;
+def Graph_CoshOp : Graph_UnaryOp<"cosh", "Cosh">;
+def Graph_AsinhOp : Graph_UnaryOp<"asinh", "Asinh">;
+def Graph_AcoshOp : Graph_UnaryOp<"acosh", "Acosh">;
+def Graph_AtanhOp : Graph_UnaryOp<"atanh", "Atanh">;
 def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs">;
+def Graph_CeilOp : Graph_UnaryOp<"ceil", "Ceil">;
+def Graph_FloorOp : Graph_UnaryOp<"floor", "Floor">;
+/// Rounds half to even (ONNX Round, numpy.round).
+def Graph_RoundOp : Graph_UnaryOp<"round", "Round">;
 
 def Graph_ClipOp : Graph_Op<"clip", [Pure, SameOperandsAndResultType]> {
   let summary = "Clamps to [min, max] (ONNX Clip with constant bounds)";
@@ -186,6 +202,10 @@ def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
 def Graph_MaxOp : Graph_BinaryOp<"max", "Max">;
 def Graph_MinOp : Graph_BinaryOp<"min", "Min">;
 def Graph_PowOp : Graph_BinaryOp<"pow", "Pow">;
+/// Remainder with the sign of the dividend, C fmod (ONNX Mod, fmod = 1).
+def Graph_FmodOp : Graph_BinaryOp<"fmod", "Mod with fmod = 1">;
+/// Remainder with the sign of the divisor, Python % (ONNX Mod, fmod = 0).
+def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0">;
 
 def Graph_SelectOp : Graph_Op<"select", [Pure]> {
   let summary = "Picks `on_true` where `condition` holds, else `on_false` (ONNX Where)";
@@ -250,8 +270,13 @@ def Graph_GemmOp : Graph_Op<"gemm", [Pure]> {
 def Graph_MatMulOp : Graph_Op<"matmul", [Pure]> {
   let summary = "Matrix product with NumPy semantics (ONNX MatMul)";
   let description = [{
+    numpy.matmul: the last two dims are the matrices ([..., M, K] x
+    [..., K, N] -> [..., M, N]) and the leading (batch) dims broadcast; a
+    1-D lhs [K] is a row and a 1-D rhs [K] a column, whose added dim is
+    removed from the result.
     ```mlir
     %y = dlgraph.matmul %a, %b : (tensor<64x32xf32>, tensor<32x10xf32>) -> tensor<64x10xf32>
+    %s = dlgraph.matmul %q, %k : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
@@ -397,5 +422,176 @@ class Graph_ReduceOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> 
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "ReduceSum">;
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "ReduceMean">;
 def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "ReduceMax">;
+def Graph_ReduceProdOp : Graph_ReduceOp<"reduce_prod", "ReduceProd">;
+
+class Graph_ArgReduceOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "Index of the " # !if(!eq(onnx, "ArgMax"), "largest", "smallest")
+                # " element along `axis` (ONNX " # onnx # ")";
+  let description = [{
+    The result holds i64 indices into `axis` (normalized, >= 0); with
+    `keepdims` the axis stays as size 1. Ties pick the first index, or the
+    last with `select_last_index`. NaN inputs are not treated specially
+    (a NaN never compares greater or smaller).
+    ```mlir
+    %i = dlgraph.}] # mnemonic # [{ %x {axis = 1 : i64, keepdims} : tensor<8x10xf32> -> tensor<8x1xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       UnitAttr:$keepdims, UnitAttr:$select_last_index);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ArgMaxOp : Graph_ArgReduceOp<"arg_max", "ArgMax">;
+def Graph_ArgMinOp : Graph_ArgReduceOp<"arg_min", "ArgMin">;
+
+def Graph_ResizeOp : Graph_Op<"resize", [Pure]> {
+  let summary = "Nearest or (multi)linear resampling (ONNX Resize, Upsample)";
+  let description = [{
+    The result shape is the result type; `scales` (one per axis, > 0) are
+    ONNX's (output size / input size, or the given scales) and enter the
+    coordinate transform. For output index o on an axis with input length
+    L and scale s (R = s L, the real-valued resized length, as in ONNX's
+    reference), the input coordinate x is, by
+    `coordinate_transformation_mode`: half_pixel (o + 0.5) / s - 0.5;
+    pytorch_half_pixel the same, or 0 when R <= 1; align_corners
+    o (L - 1) / (R - 1), or 0 when R = 1; asymmetric o / s;
+    tf_half_pixel_for_nn (o + 0.5) / s. `mode` "nearest" rounds x by
+    `nearest_mode` (round_prefer_floor, round_prefer_ceil, floor, ceil) and
+    clamps it to [0, L - 1]; "linear" interpolates between floor(x) and
+    floor(x) + 1, each clamped to [0, L - 1], on every axis (bilinear on
+    two axes, trilinear on three). Coordinates are computed in double.
+    ```mlir
+    %y = dlgraph.resize %x {mode = "linear", coordinate_transformation_mode = "pytorch_half_pixel",
+           nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 2.0, 2.0>}
+         : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$mode,
+                       StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode, DenseF64ArrayAttr:$scales);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_DropoutOp : Graph_Op<"dropout", [Pure]> {
+  let summary = "Training-mode dropout with a counter-based RNG (ONNX Dropout, training_mode = 1)";
+  let description = [{
+    Keeps each element with probability 1 - `ratio` and scales kept ones by
+    1 / (1 - `ratio`); `mask` is true where the element was kept. The
+    random stream is a pure function of (`seed`, `step`, flat element
+    index): element i keeps when u < 1 - ratio, with u uniform in [0, 1)
+    from the top 24 bits of Philox-4x32-10 (Salmon et al. 2011) with key
+    (seed low, seed high) and counter (i low, i high, step, 0). `step` is a
+    rank-0 f32 counter (the importer passes a persistent variable that
+    every call advances), so each step draws a new mask; the same seed and
+    step give the same mask on every device.
+    ```mlir
+    %y, %m = dlgraph.dropout %x, %step {ratio = 5.0e-01 : f32, seed = 7 : i64}
+         : (tensor<8x16xf32>, tensor<f32>) -> (tensor<8x16xf32>, tensor<8x16xi1>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$step,
+                       F32Attr:$ratio, I64Attr:$seed);
+  let results = (outs AnyRankedTensor:$result, AnyRankedTensor:$mask);
+  let assemblyFormat = "$input `,` $step attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement: slice, pad, concat, gather.
+//===----------------------------------------------------------------------===//
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+  let summary = "Strided slice: result[i] = input[starts + steps * i] (ONNX Slice, Split)";
+  let description = [{
+    One `starts`/`steps` entry per input dimension; `starts` are
+    normalized indices and `steps` are non-zero (negative steps walk
+    backwards). The result type gives the element count per dimension;
+    every index read is in range.
+    ```mlir
+    %y = dlgraph.slice %x {starts = array<i64: 0, 3>, steps = array<i64: 1, -1>}
+         : tensor<4x8xf32> -> tensor<4x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_PadOp : Graph_Op<"pad", [Pure]> {
+  let summary = "Places the input at starts + steps * i in a tensor filled with `value` (ONNX Pad, constant mode; the gradient of slice)";
+  let description = [{
+    result = splat(value); result[starts + steps * i] = input[i]. With
+    unit steps this is ONNX Pad (constant mode) with `starts` the leading
+    pads; with the starts/steps of a `dlgraph.slice` and value 0 it is that
+    slice's gradient. Every written index is in range of the result.
+    ```mlir
+    %y = dlgraph.pad %x {starts = array<i64: 1, 0>, steps = array<i64: 1, 1>, value = 0.0 : f64}
+         : tensor<2x3xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+  let summary = "Joins tensors along `axis` (ONNX Concat on non-constant data)";
+  let description = [{
+    All inputs have the result's element type and rank and equal sizes
+    except along `axis` (normalized, >= 0).
+    ```mlir
+    %y = dlgraph.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
+  let summary = "Picks slices of `data` along `axis` by `indices` (ONNX Gather, embedding lookup)";
+  let description = [{
+    result.shape = data.shape[:axis] + indices.shape + data.shape[axis+1:];
+    `axis` is normalized (>= 0); indices are i32 or i64 and may be
+    negative (counted from the end). An index outside [-n, n) reads
+    nothing: its result elements are 0 (the kernels never read out of
+    bounds).
+    ```mlir
+    %e = dlgraph.gather %w, %ids {axis = 0 : i64} : (tensor<100x16xf32>, tensor<4x8xi64>) -> tensor<4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure]> {
+  let summary = "result[p] = data[p with p[axis] = indices[p]] (ONNX GatherElements)";
+  let description = [{
+    The result has the shape of `indices` (same rank as `data`, each
+    dimension no larger than data's except along `axis`). Indices are
+    i32/i64, may be negative; out-of-range indices give 0.
+    ```mlir
+    %y = dlgraph.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
 
 #endif // DLC_DIALECT_GRAPH_OPS_TD

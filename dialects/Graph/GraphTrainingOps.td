@@ -96,6 +96,27 @@ class Graph_PoolGradOp<string mnemonic, string fwd> : Graph_Op<mnemonic, [Pure]>
 def Graph_MaxPoolGradOp : Graph_PoolGradOp<"max_pool_grad", "max_pool">;
 def Graph_AveragePoolGradOp : Graph_PoolGradOp<"average_pool_grad", "average_pool">;
 
+def Graph_ResizeGradOp : Graph_Op<"resize_grad", [Pure]> {
+  let summary = "Gradient of dlgraph.resize with respect to its input";
+  let description = [{
+    The adjoint of the resize with the same attributes: every output
+    element's gradient is added to the input elements it read, with the
+    weights it read them with (nearest: weight 1). The result type is the
+    forward input's type.
+    ```mlir
+    %dx = dlgraph.resize_grad %dy {mode = "nearest", coordinate_transformation_mode = "asymmetric",
+            nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 2.0, 2.0>}
+          : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$result_grad, StrAttr:$mode,
+                       StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode, DenseF64ArrayAttr:$scales);
+  let results = (outs AnyRankedTensor:$input_grad);
+  let assemblyFormat = "$result_grad attr-dict `:` type($result_grad) `->` type($input_grad)";
+  let hasVerifier = 1;
+}
+
 def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
   let summary = "One torch.optim.SGD step for one parameter";
   let description = [{
@@ -138,5 +159,24 @@ def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure]> {
                       AnyRankedTensor:$new_exp_avg_sq);
   let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` functional-type(operands, results)";
 }
+
+class Graph_GatherGradBase<string mnemonic, string fwd> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "Gradient of dlgraph." # fwd # " with respect to data (a scatter-add into zeros)";
+  let description = [{
+    `input_grad` has the forward data's type; each result_grad element is
+    added at the position the forward op read it from (repeated indices
+    accumulate; out-of-range indices contribute nothing).
+    ```mlir
+    %dw = dlgraph.}] # mnemonic # [{ %ids, %dy {axis = 0 : i64} : (tensor<4x8xi64>, tensor<4x8x16xf32>) -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$indices, AnyRankedTensor:$result_grad,
+                       I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$input_grad);
+  let assemblyFormat = "$indices `,` $result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_GatherGradOp : Graph_GatherGradBase<"gather_grad", "gather">;
+def Graph_GatherElementsGradOp : Graph_GatherGradBase<"gather_elements_grad", "gather_elements">;
 
 #endif // DLC_DIALECT_GRAPH_TRAINING_OPS_TD

@@ -67,6 +67,7 @@ namespace dlrt::cuda {
   X(cublasLtMatmulDescSetAttribute)                                            \
   X(cublasLtMatrixLayoutCreate)                                                \
   X(cublasLtMatrixLayoutDestroy)                                               \
+  X(cublasLtMatrixLayoutSetAttribute)                                          \
   X(cublasLtMatmulPreferenceCreate)                                            \
   X(cublasLtMatmulPreferenceDestroy)                                           \
   X(cublasLtMatmulPreferenceSetAttribute)                                      \
@@ -100,7 +101,11 @@ namespace dlrt::cuda {
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                             \
   X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                            \
   X(cudnnConvolutionBackwardFilter)                                            \
-  X(cudnnAddTensor)
+  X(cudnnAddTensor)                                                            \
+  X(cudnnSetTensorNdDescriptor)                                                \
+  X(cudnnSetFilterNdDescriptor)                                                \
+  X(cudnnSetConvolutionNdDescriptor)                                           \
+  X(cudnnGetConvolutionNdForwardOutputDim)
 
 #define DLRT_CUDA_DECLARE_MEMBER(name) decltype(&::name) name = nullptr;
 

@@ -9,6 +9,7 @@
 #include "KernelCompiler.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -117,6 +118,10 @@ struct Matmul {
   float *d = nullptr;
   float alpha = 1.0f, beta = 0.0f;
   const float *bias = nullptr;
+  /// Strided batch: |batch| matmuls, operand i at a + i * strideA elements
+  /// (likewise B, and C/D with strideD); stride 0 repeats one matrix.
+  int32_t batch = 1;
+  int64_t strideA = 0, strideB = 0, strideD = 0;
 };
 
 /// Which cuDNN convolution a chosen algorithm belongs to.
@@ -168,6 +173,8 @@ public:
   Status launch(DeviceKernel &kernel, const std::vector<void *> &args) override;
   Status gemm(const GemmParams &p, const float *a, const float *b,
               const float *c, float *y) override;
+  Status batchedGemm(const BatchedGemmParams &p, const float *a,
+                     const float *b, float *y) override;
   Status convForward(const ConvParams &p, const float *x, const float *w,
                      const float *bias, float *y) override;
   Status convBackwardData(const ConvParams &p, const float *dy, const float *w,
@@ -196,6 +203,10 @@ private:
   Status matmul(const Matmul &mm);
   Status describeConv(const ConvParams &p, const char *what,
                       ConvDescriptors *d);
+  /// The N-D (NCDHW) descriptors of a conv3d_* call (spatial == 3);
+  /// describeConv has created them and checked the 2-D part.
+  Status describeConv3d(const ConvParams &p, const std::string &prefix,
+                        ConvDescriptors *d);
   Status chooseConvAlgo(ConvKind kind, const ConvParams &p,
                         const ConvDescriptors &d, int *algo, size_t *workspace);
   Status loadModule(const std::string &name, const std::vector<uint8_t> &image,
@@ -617,6 +628,20 @@ Status CudaDevice::matmul(const Matmul &mm) {
   DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutC, CUDA_R_32F, mm.m,
                                                  mm.n, int64_t(mm.m)),
                    "cublasLtMatrixLayoutCreate"));
+  if (mm.batch > 1) {
+    const std::pair<cublasLtMatrixLayout_t, int64_t> batched[] = {
+        {layoutA, mm.strideA}, {layoutB, mm.strideB}, {layoutC, mm.strideD}};
+    for (const auto &[layout, stride] : batched) {
+      DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutSetAttribute(
+                           layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                           &mm.batch, sizeof mm.batch),
+                       "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)"));
+      DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutSetAttribute(
+                           layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                           &stride, sizeof stride),
+                       "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)"));
+    }
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   DLRT_TRY(checkLt(lt.cublasLtMatmulPreferenceCreate(&pref),
@@ -649,6 +674,8 @@ Status CudaDevice::matmul(const Matmul &mm) {
   for (const auto &entry : alignments)
     key.push_back(alignmentOf(entry.second));
   key.push_back(alignmentOf(mm.bias)); // the heuristic looks at it too
+  if (mm.batch > 1)
+    key.insert(key.end(), {mm.batch, mm.strideA, mm.strideB, mm.strideD});
   cublasLtMatmulHeuristicResult_t heuristic;
   std::memset(&heuristic, 0, sizeof heuristic);
   {
@@ -760,11 +787,62 @@ Status CudaDevice::gemm(const GemmParams &p, const float *a, const float *b,
   return matmul(mm);
 }
 
+Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const float *a,
+                               const float *b, float *y) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    return Status::error(DLRT_INTERNAL, "batched_gemm: non-positive size");
+  DLRT_TRY(makeCurrent());
+  // The innermost batch dim runs as one strided-batch cuBLASLt call; outer
+  // dims (left when broadcasting keeps dims from merging) loop here.
+  size_t r = p.batch.size();
+  int64_t inner = r ? p.batch[r - 1] : 1, outer = 1;
+  for (size_t d = 0; d + 1 < r; ++d)
+    outer *= p.batch[d];
+  if (inner > INT32_MAX)
+    return Status::error(DLRT_INTERNAL, "batched_gemm: batch too large");
+  const uint64_t M = uint64_t(p.m), N = uint64_t(p.n), K = uint64_t(p.k);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t offA = 0, offB = 0, rest = o;
+    for (size_t d = r ? r - 1 : 0; d-- > 0;) {
+      offA += (rest % p.batch[d]) * p.stride_a[d];
+      offB += (rest % p.batch[d]) * p.stride_b[d];
+      rest /= p.batch[d];
+    }
+    // Row-major Y = A B is column-major Y^T = B^T A^T (as in gemm()).
+    Matmul mm;
+    mm.m = N;
+    mm.n = M;
+    mm.k = K;
+    mm.a = b + offB;
+    mm.rowsA = N;
+    mm.colsA = K;
+    mm.b = a + offA;
+    mm.rowsB = K;
+    mm.colsB = M;
+    mm.d = y + o * inner * p.m * p.n;
+    mm.c = mm.d;
+    mm.batch = int32_t(inner);
+    mm.strideA = r ? p.stride_b[r - 1] : 0;
+    mm.strideB = r ? p.stride_a[r - 1] : 0;
+    mm.strideD = p.m * p.n;
+    DLRT_TRY(matmul(mm));
+  }
+  return Status::OK();
+}
+
 Status CudaDevice::describeConv(const ConvParams &p, const char *what,
                                 ConvDescriptors *d) {
   const CudnnApi &dnn = *ctx_->dnn;
   d->dnn = &dnn;
   std::string prefix = std::string(what) + ": ";
+  if (p.spatial == 3 && p.pad_front != p.pad_back)
+    return Status::error(
+        DLRT_INTERNAL,
+        prefix + "asymmetric depth padding (front " +
+            std::to_string(p.pad_front) + ", back " +
+            std::to_string(p.pad_back) +
+            ") is not supported by the cuDNN convolution; pad the input "
+            "explicitly instead");
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
     return Status::error(
         DLRT_INTERNAL,
@@ -797,6 +875,8 @@ Status CudaDevice::describeConv(const ConvParams &p, const char *what,
                     "cudnnCreateFilterDescriptor"));
   DLRT_TRY(checkDnn(dnn.cudnnCreateConvolutionDescriptor(&d->conv),
                     "cudnnCreateConvolutionDescriptor"));
+  if (p.spatial == 3)
+    return describeConv3d(p, prefix, d);
   DLRT_TRY(checkDnn(
       dnn.cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
                                      int(p.n), int(p.c), int(p.h), int(p.w)),
@@ -836,6 +916,67 @@ Status CudaDevice::describeConv(const ConvParams &p, const char *what,
   return Status::OK();
 }
 
+Status CudaDevice::describeConv3d(const ConvParams &p, const std::string &prefix,
+                                  ConvDescriptors *d) {
+  const CudnnApi &dnn = *ctx_->dnn;
+  for (int64_t v : {p.d, p.t, p.o, p.stride_d, p.dilation_d})
+    if (v <= 0 || v > INT_MAX)
+      return Status::error(DLRT_INTERNAL,
+                           prefix + "depth sizes, stride and dilation must be "
+                                    "positive 32-bit integers");
+  if (p.pad_front < 0 || p.pad_front > INT_MAX)
+    return Status::error(DLRT_INTERNAL, prefix + "bad depth padding");
+  // Packed NCDHW tensors: strides are suffix products of the dims.
+  auto setTensor = [&](cudnnTensorDescriptor_t t, std::array<int, 5> dims,
+                       const char *which) {
+    std::array<int, 5> strides;
+    int s = 1;
+    for (int i = 4; i >= 0; --i) {
+      strides[i] = s;
+      s *= dims[i];
+    }
+    std::string call = std::string("cudnnSetTensorNdDescriptor(") + which + ")";
+    return checkDnn(dnn.cudnnSetTensorNdDescriptor(t, CUDNN_DATA_FLOAT, 5,
+                                                   dims.data(), strides.data()),
+                    call.c_str());
+  };
+  DLRT_TRY(setTensor(d->x, {int(p.n), int(p.c), int(p.d), int(p.h), int(p.w)},
+                     "x"));
+  DLRT_TRY(setTensor(d->y, {int(p.n), int(p.k), int(p.o), int(p.p), int(p.q)},
+                     "y"));
+  int wDims[5] = {int(p.k), int(p.c / p.group), int(p.t), int(p.r), int(p.s)};
+  DLRT_TRY(checkDnn(dnn.cudnnSetFilterNdDescriptor(d->w, CUDNN_DATA_FLOAT,
+                                                   CUDNN_TENSOR_NCHW, 5, wDims),
+                    "cudnnSetFilterNdDescriptor"));
+  int pads[3] = {int(p.pad_front), int(p.pad_top), int(p.pad_left)};
+  int strides[3] = {int(p.stride_d), int(p.stride_h), int(p.stride_w)};
+  int dil[3] = {int(p.dilation_d), int(p.dilation_h), int(p.dilation_w)};
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionNdDescriptor(
+                        d->conv, 3, pads, strides, dil,
+                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                    "cudnnSetConvolutionNdDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionGroupCount(d->conv, int(p.group)),
+                    "cudnnSetConvolutionGroupCount"));
+  // FMA only, as for 2-D.
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH),
+                    "cudnnSetConvolutionMathType"));
+  int out[5] = {0, 0, 0, 0, 0};
+  DLRT_TRY(checkDnn(dnn.cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x,
+                                                              d->w, 5, out),
+                    "cudnnGetConvolutionNdForwardOutputDim"));
+  if (out[0] != p.n || out[1] != p.k || out[2] != p.o || out[3] != p.p ||
+      out[4] != p.q)
+    return Status::error(
+        DLRT_INTERNAL,
+        prefix + "output shape [" + std::to_string(p.n) + "," +
+            std::to_string(p.k) + "," + std::to_string(p.o) + "," +
+            std::to_string(p.p) + "," + std::to_string(p.q) +
+            "] differs from cuDNN's [" + std::to_string(out[0]) + "," +
+            std::to_string(out[1]) + "," + std::to_string(out[2]) + "," +
+            std::to_string(out[3]) + "," + std::to_string(out[4]) + "]");
+  return Status::OK();
+}
+
 /// Picks the first algorithm of |perf| (sorted fastest first by cuDNN) that
 /// ran successfully, does not use tensor cores and, in the first pass when
 /// |preferDeterministic|, is deterministic; |workspaceOf| returns false for
@@ -869,7 +1010,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
       int64_t(kind), p.n,        p.c,       p.h,        p.w,
       p.k,           p.r,        p.s,       p.p,        p.q,
       p.stride_h,    p.stride_w, p.pad_top, p.pad_left, p.dilation_h,
-      p.dilation_w,  p.group};
+      p.dilation_w,  p.group,    p.spatial, p.d,        p.t,
+      p.o,           p.stride_d, p.pad_front, p.dilation_d};
   std::lock_guard<std::mutex> lock(algoMutex_);
   if (auto it = convAlgos_.find(key); it != convAlgos_.end()) {
     *algo = it->second.first;
@@ -969,10 +1111,18 @@ Status CudaDevice::convForward(const ConvParams &p, const float *x,
   if (p.has_bias && bias) {
     DLRT_TRY(checkDnn(ctx_->dnn->cudnnCreateTensorDescriptor(&d.bias),
                       "cudnnCreateTensorDescriptor"));
-    DLRT_TRY(checkDnn(
-        ctx_->dnn->cudnnSetTensor4dDescriptor(
-            d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(p.k), 1, 1),
-        "cudnnSetTensor4dDescriptor(bias)"));
+    if (p.spatial == 3) {
+      // [1, K, 1, 1, 1]: cudnnAddTensor wants the rank of y.
+      int dims[5] = {1, int(p.k), 1, 1, 1}, strides[5] = {int(p.k), 1, 1, 1, 1};
+      DLRT_TRY(checkDnn(ctx_->dnn->cudnnSetTensorNdDescriptor(
+                            d.bias, CUDNN_DATA_FLOAT, 5, dims, strides),
+                        "cudnnSetTensorNdDescriptor(bias)"));
+    } else {
+      DLRT_TRY(checkDnn(
+          ctx_->dnn->cudnnSetTensor4dDescriptor(
+              d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(p.k), 1, 1),
+          "cudnnSetTensor4dDescriptor(bias)"));
+    }
     DLRT_TRY(checkDnn(ctx_->dnn->cudnnAddTensor(ctx_->dnnHandle, &one, d.bias,
                                                 bias, &one, d.y, y),
                       "cudnnAddTensor"));

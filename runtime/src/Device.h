@@ -49,14 +49,29 @@ struct GemmParams {
   float alpha = 1.0f, beta = 0.0f;
 };
 
+/// Parameters of a `batched_gemm` library call (row-major f32, no
+/// transposes): Y[p] = A[p] * B[p] for every index p of the batch dims
+/// `batch`, where A[p] is [m,k] at element offset sum_i p_i * stride_a[i]
+/// of A, B[p] is [k,n] at sum_i p_i * stride_b[i] of B (stride 0 broadcasts
+/// an operand along that dim) and Y is contiguous [prod(batch), m, n].
+struct BatchedGemmParams {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int64_t> batch, stride_a, stride_b;
+};
+
 /// Parameters of 2-D convolution calls (NCHW input, KCRS filter, f32):
-/// input [N,C,H,W], filter [K,C/group,R,S], output [N,K,P,Q].
+/// input [N,C,H,W], filter [K,C/group,R,S], output [N,K,P,Q]. With
+/// spatial = 3 (conv3d_* calls) the operands are [N,C,D,H,W],
+/// [K,C/group,T,R,S] and [N,K,O,P,Q]; the depth fields are 1/0 otherwise.
 struct ConvParams {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1, group = 1;
   bool has_bias = false;
+  int spatial = 2;
+  int64_t d = 1, t = 1, o = 1, stride_d = 1, pad_front = 0, pad_back = 0,
+          dilation_d = 1;
 };
 
 /// A compute device. All calls are issued in order on one stream; the
@@ -96,6 +111,30 @@ public:
   /// Library calls; pointers are device pointers.
   virtual Status gemm(const GemmParams &p, const float *a, const float *b,
                       const float *c, float *y) = 0;
+  /// The default runs one gemm() per batch index; devices with a strided
+  /// batched GEMM override it.
+  virtual Status batchedGemm(const BatchedGemmParams &p, const float *a,
+                             const float *b, float *y) {
+    GemmParams g;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    int64_t count = 1;
+    for (int64_t d : p.batch)
+      count *= d;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t offA = 0, offB = 0, rest = i;
+      for (size_t d = p.batch.size(); d-- > 0;) {
+        offA += (rest % p.batch[d]) * p.stride_a[d];
+        offB += (rest % p.batch[d]) * p.stride_b[d];
+        rest /= p.batch[d];
+      }
+      Status st = gemm(g, a + offA, b + offB, nullptr, y + i * p.m * p.n);
+      if (!st.ok())
+        return st;
+    }
+    return Status::OK();
+  }
   virtual Status convForward(const ConvParams &p, const float *x,
                              const float *w, const float *bias, float *y) = 0;
   virtual Status convBackwardData(const ConvParams &p, const float *dy,

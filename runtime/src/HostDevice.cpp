@@ -42,6 +42,23 @@ struct ConvMemory {
 ConvMemory convMemory(const ConvParams &p, bool withBias) {
   ConvMemory m;
   auto f32 = memory::data_type::f32;
+  if (p.spatial == 3) {
+    m.src = memory::desc({p.n, p.c, p.d, p.h, p.w}, f32, Tag::ncdhw);
+    m.dst = memory::desc({p.n, p.k, p.o, p.p, p.q}, f32, Tag::ncdhw);
+    if (p.group == 1)
+      m.weights = memory::desc({p.k, p.c, p.t, p.r, p.s}, f32, Tag::oidhw);
+    else
+      m.weights = memory::desc(
+          {p.group, p.k / p.group, p.c / p.group, p.t, p.r, p.s}, f32,
+          Tag::goidhw);
+    if (withBias)
+      m.bias = memory::desc({p.k}, f32, Tag::a);
+    m.strides = {p.stride_d, p.stride_h, p.stride_w};
+    m.dilates = {p.dilation_d - 1, p.dilation_h - 1, p.dilation_w - 1};
+    m.padL = {p.pad_front, p.pad_top, p.pad_left};
+    m.padR = {p.pad_back, p.pad_bottom, p.pad_right};
+    return m;
+  }
   m.src = memory::desc({p.n, p.c, p.h, p.w}, f32, Tag::nchw);
   m.dst = memory::desc({p.n, p.k, p.p, p.q}, f32, Tag::nchw);
   if (p.group == 1)
@@ -63,7 +80,9 @@ std::vector<int64_t> convKey(int kind, const ConvParams &p) {
   return {kind,        p.n,          p.c,          p.h,        p.w,
           p.k,         p.r,          p.s,          p.p,        p.q,
           p.stride_h,  p.stride_w,   p.pad_top,    p.pad_left, p.pad_bottom,
-          p.pad_right, p.dilation_h, p.dilation_w, p.group,    p.has_bias};
+          p.pad_right, p.dilation_h, p.dilation_w, p.group,    p.has_bias,
+          p.spatial,   p.d,          p.t,          p.o,        p.stride_d,
+          p.pad_front, p.pad_back,   p.dilation_d};
 }
 
 class HostDevice : public Device {

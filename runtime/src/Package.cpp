@@ -333,15 +333,96 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
     return checkF32(pkg, args.back(), product({g.m, g.n}), where, "Y", c);
   }
 
+  if (callee == "batched_gemm") {
+    // int_attrs = [M, N, K, R, batch[R], stride_a[R], stride_b[R]].
+    step->callee = LibraryCallee::BatchedGemm;
+    BatchedGemmParams &g = step->batched;
+    if (ia.size() < 4 || ia[3] < 0 || ia.size() != 4 + 3 * size_t(ia[3]))
+      return c.fail(where + ": batched_gemm needs 4 + 3 * R int_attrs");
+    g.m = ia[0];
+    g.n = ia[1];
+    g.k = ia[2];
+    size_t r = size_t(ia[3]);
+    if (r > 64)
+      return c.fail(where + ": batched_gemm has more than 64 batch dims");
+    g.batch.assign(ia.begin() + 4, ia.begin() + 4 + r);
+    g.stride_a.assign(ia.begin() + 4 + r, ia.begin() + 4 + 2 * r);
+    g.stride_b.assign(ia.begin() + 4 + 2 * r, ia.end());
+    const int64_t kLimit = int64_t(1) << 40;
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.m >= kLimit || g.n >= kLimit ||
+        g.k >= kLimit)
+      return c.fail(where + ": batched_gemm has non-positive or huge M, N or K");
+    int64_t count = 1, lastA = 0, lastB = 0;
+    for (size_t i = 0; i < r; ++i) {
+      if (g.batch[i] <= 0 || g.batch[i] >= kLimit || g.stride_a[i] < 0 ||
+          g.stride_a[i] >= kLimit || g.stride_b[i] < 0 ||
+          g.stride_b[i] >= kLimit)
+        return c.fail(where + ": batched_gemm has an invalid batch dim or "
+                              "stride");
+      count = product({count, g.batch[i]});
+      int64_t spanA = product({g.batch[i] - 1, g.stride_a[i]});
+      int64_t spanB = product({g.batch[i] - 1, g.stride_b[i]});
+      if (count < 0 || spanA < 0 || spanB < 0 || spanA >= kLimit ||
+          spanB >= kLimit)
+        return c.fail(where + ": batched_gemm batch is too large");
+      lastA += spanA; // at most 64 terms below 2^40 each: no overflow
+      lastB += spanB;
+    }
+    int64_t matA = product({g.m, g.k}), matB = product({g.k, g.n});
+    if (matA < 0 || matB < 0)
+      return c.fail(where + ": batched_gemm is too large");
+    return wantArgs(3) &&
+           checkF32(pkg, args[0], lastA + matA, where, "A", c) &&
+           checkF32(pkg, args[1], lastB + matB, where, "B", c) &&
+           checkF32(pkg, args[2], product({count, g.m, g.n}), where, "Y", c);
+  }
+
   ConvParams &cv = step->conv;
-  if (callee == "conv2d_forward")
+  if (callee == "conv2d_forward" || callee == "conv3d_forward")
     step->callee = LibraryCallee::ConvForward;
-  else if (callee == "conv2d_backward_data")
+  else if (callee == "conv2d_backward_data" ||
+           callee == "conv3d_backward_data")
     step->callee = LibraryCallee::ConvBackwardData;
-  else if (callee == "conv2d_backward_filter")
+  else if (callee == "conv2d_backward_filter" ||
+           callee == "conv3d_backward_filter")
     step->callee = LibraryCallee::ConvBackwardFilter;
   else
     return c.fail(where + ": unknown library call '" + callee + "'");
+  if (callee.rfind("conv3d_", 0) == 0) {
+    // The 3-D layout (package.fbs); the 2-D checks below then see the
+    // H/W part, and the depth part is checked here.
+    if (ia.size() != 26)
+      return c.fail(where + ": '" + callee + "' needs 26 int_attrs, got " +
+                    std::to_string(ia.size()));
+    cv.spatial = 3;
+    cv.d = ia[2];
+    cv.t = ia[6];
+    cv.o = ia[9];
+    cv.stride_d = ia[12];
+    cv.pad_front = ia[15];
+    cv.pad_back = ia[18];
+    cv.dilation_d = ia[21];
+    const int64_t kLimit3 = int64_t(1) << 31;
+    for (int64_t v : {cv.d, cv.t, cv.o, cv.stride_d, cv.dilation_d})
+      if (v <= 0 || v >= kLimit3)
+        return c.fail(where + ": '" + callee +
+                      "' has a non-positive or huge depth, stride or "
+                      "dilation");
+    if (cv.pad_front < 0 || cv.pad_back < 0 || cv.pad_front >= kLimit3 ||
+        cv.pad_back >= kLimit3)
+      return c.fail(where + ": '" + callee + "' has an invalid padding");
+    if ((cv.d + cv.pad_front + cv.pad_back - cv.dilation_d * (cv.t - 1) - 1) /
+                cv.stride_d +
+            1 !=
+        cv.o)
+      return c.fail(where + ": output depth " + std::to_string(cv.o) +
+                    " does not match the input depth, kernel, stride, pads "
+                    "and dilation");
+    // Re-pack the rest in the 2-D order.
+    ia = {ia[0],  ia[1],  ia[3],  ia[4],  ia[5],  ia[7],  ia[8],
+          ia[10], ia[11], ia[13], ia[14], ia[16], ia[17], ia[19],
+          ia[20], ia[22], ia[23], ia[24], ia[25]};
+  }
   if (ia.size() != 19)
     return c.fail(where + ": '" + callee + "' needs 19 int_attrs, got " +
                   std::to_string(ia.size()));
@@ -393,9 +474,10 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
                   " does not match the input size, "
                   "kernel, strides, pads and dilations (" +
                   std::to_string(p) + "x" + std::to_string(q) + ")");
-  int64_t xN = product({cv.n, cv.c, cv.h, cv.w});
-  int64_t wN = product({cv.k, cv.c / cv.group, cv.r, cv.s});
-  int64_t yN = product({cv.n, cv.k, cv.p, cv.q});
+  // The depth factors are 1 for 2-D calls.
+  int64_t xN = product({cv.n, cv.c, cv.d, cv.h, cv.w});
+  int64_t wN = product({cv.k, cv.c / cv.group, cv.t, cv.r, cv.s});
+  int64_t yN = product({cv.n, cv.k, cv.o, cv.p, cv.q});
   switch (step->callee) {
   case LibraryCallee::ConvForward:
     return wantArgs(cv.has_bias ? 4 : 3) &&
@@ -412,6 +494,7 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
            checkF32(pkg, args[1], yN, where, "dY", c) &&
            checkF32(pkg, args[2], wN, where, "dW", c);
   case LibraryCallee::Gemm:
+  case LibraryCallee::BatchedGemm:
     break;
   }
   return true;

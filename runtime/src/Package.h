@@ -54,7 +54,8 @@ enum class LibraryCallee {
   Gemm,
   ConvForward,
   ConvBackwardData,
-  ConvBackwardFilter
+  ConvBackwardFilter,
+  BatchedGemm
 };
 
 struct StepInfo {
@@ -64,6 +65,7 @@ struct StepInfo {
   std::vector<uint32_t> args; // buffer indices, inputs then outputs
   GemmParams gemm;            // callee == Gemm
   ConvParams conv;            // callee == Conv*
+  BatchedGemmParams batched;  // callee == BatchedGemm
 };
 
 struct NamedBufferInfo {

@@ -217,6 +217,9 @@ Status Session::run(const std::string &function) {
       case LibraryCallee::ConvBackwardFilter:
         st = device_.convBackwardFilter(step.conv, f(0), f(1), f(2));
         break;
+      case LibraryCallee::BatchedGemm:
+        st = device_.batchedGemm(step.batched, f(0), f(1), f(2));
+        break;
       }
     }
     if (!st.ok())

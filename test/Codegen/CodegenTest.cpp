@@ -606,7 +606,7 @@ dlexec.func @f {
       attributes {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
                   iterator_types = ["parallel"]} {
   ^bb0(%x: f32, %out: f32):
-    %r = math.atan %x : f32
+    %r = math.atan2 %x, %x : f32
     dlexec.yield %r : f32
   }
 }
@@ -616,7 +616,7 @@ dlexec.func @f {
     EXPECT_TRUE(failed(emitCudaKernels(*module)));
     EXPECT_TRUE(failed(emitHostSource(*module)));
   });
-  EXPECT_NE(errors.find("'math.atan' op is not supported"), std::string::npos)
+  EXPECT_NE(errors.find("'math.atan2' op is not supported"), std::string::npos)
       << errors;
 }
 

@@ -8,10 +8,10 @@ func.func @bn_training(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<3x
 
 // -----
 
-func.func @batched_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> {
-  // expected-error @+1 {{cannot lower 'dlgraph.matmul': only 2-D matmul is supported}}
-  %y = dlgraph.matmul %a, %b : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
-  return %y : tensor<2x3x5xf32>
+func.func @batched_matmul_f64(%a: tensor<2x3x4xf64>, %b: tensor<2x4x5xf64>) -> tensor<2x3x5xf64> {
+  // expected-error @+1 {{matmul supports f32 (and f64 with a 1-D or 2-D rhs), not 'f64'}}
+  %y = dlgraph.matmul %a, %b : (tensor<2x3x4xf64>, tensor<2x4x5xf64>) -> tensor<2x3x5xf64>
+  return %y : tensor<2x3x5xf64>
 }
 
 // -----

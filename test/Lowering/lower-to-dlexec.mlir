@@ -373,3 +373,42 @@ module {
 // CHECK: dlexec.kernel @elementwise_types_k3_select
 // CHECK: arith.constant false
 // CHECK: arith.select %{{.+}} : i1
+
+// -----
+
+// numpy.matmul: a 2-D rhs folds the lhs batch into gemm rows; attention
+// shapes give one batch dim; broadcasting that cannot merge keeps two batch
+// dims with stride 0 on the broadcast operand; 1-D operands are views.
+
+module {
+  func.func @matmuls(%x: tensor<2x3x4xf32>, %w: tensor<4x5xf32>, %q: tensor<2x3x6x4xf32>, %k: tensor<2x3x4x6xf32>, %a: tensor<2x1x6x4xf32>, %b: tensor<3x4x5xf32>, %v: tensor<4xf32>) -> (tensor<2x3x5xf32>, tensor<2x3x6x6xf32>, tensor<2x3x6x5xf32>, tensor<5xf32>) {
+    %y = dlgraph.matmul %x, %w : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+    %s = dlgraph.matmul %q, %k : (tensor<2x3x6x4xf32>, tensor<2x3x4x6xf32>) -> tensor<2x3x6x6xf32>
+    %c = dlgraph.matmul %a, %b : (tensor<2x1x6x4xf32>, tensor<3x4x5xf32>) -> tensor<2x3x6x5xf32>
+    %d = dlgraph.matmul %v, %w : (tensor<4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
+    return %y, %s, %c, %d : tensor<2x3x5xf32>, tensor<2x3x6x6xf32>, tensor<2x3x6x5xf32>, tensor<5xf32>
+  }
+}
+
+// CHECK-LABEL: dlexec.func @matmuls {
+// CHECK-DAG: %[[X:.+]] = dlexec.input "arg0" : memref<2x3x4xf32>
+// CHECK-DAG: %[[W:.+]] = dlexec.input "arg1" : memref<4x5xf32>
+// CHECK-DAG: %[[Q:.+]] = dlexec.input "arg2" : memref<2x3x6x4xf32>
+// CHECK-DAG: %[[K:.+]] = dlexec.input "arg3" : memref<2x3x4x6xf32>
+// CHECK-DAG: %[[V:.+]] = dlexec.input "arg6" : memref<4xf32>
+// CHECK: %[[Y:.+]] = dlexec.alloc : memref<6x5xf32>
+// CHECK: %[[XV:.+]] = dlexec.reshape %[[X]] : memref<2x3x4xf32> to memref<6x4xf32>
+// CHECK: dlexec.library_call "gemm" ins(%[[XV]], %[[W]] : memref<6x4xf32>, memref<4x5xf32>) outs(%[[Y]] : memref<6x5xf32>) {alpha = 1.000000e+00 : f32, beta = 0.000000e+00 : f32, trans_a = false, trans_b = false}
+// CHECK: %[[Y3:.+]] = dlexec.reshape %[[Y]] : memref<6x5xf32> to memref<2x3x5xf32>
+// CHECK: %[[S:.+]] = dlexec.alloc : memref<36x6xf32>
+// CHECK: %[[QV:.+]] = dlexec.reshape %[[Q]] : memref<2x3x6x4xf32> to memref<144xf32>
+// CHECK: %[[KV:.+]] = dlexec.reshape %[[K]] : memref<2x3x4x6xf32> to memref<144xf32>
+// CHECK: dlexec.library_call "batched_gemm" ins(%[[QV]], %[[KV]] : memref<144xf32>, memref<144xf32>) outs(%[[S]] : memref<36x6xf32>) {batch = array<i64: 6>, k = 4 : i64, m = 6 : i64, n = 6 : i64, stride_a = array<i64: 24>, stride_b = array<i64: 24>}
+// CHECK: %[[C:.+]] = dlexec.alloc : memref<36x5xf32>
+// CHECK: dlexec.library_call "batched_gemm" ins(%{{.+}}, %{{.+}} : memref<48xf32>, memref<60xf32>) outs(%[[C]] : memref<36x5xf32>) {batch = array<i64: 2, 3>, k = 4 : i64, m = 6 : i64, n = 5 : i64, stride_a = array<i64: 24, 0>, stride_b = array<i64: 0, 20>}
+// CHECK: %[[D:.+]] = dlexec.alloc : memref<1x5xf32>
+// CHECK: %[[VV:.+]] = dlexec.reshape %[[V]] : memref<4xf32> to memref<1x4xf32>
+// CHECK: dlexec.library_call "gemm" ins(%[[VV]], %[[W]] : memref<1x4xf32>, memref<4x5xf32>) outs(%[[D]] : memref<1x5xf32>)
+// CHECK: %[[D1:.+]] = dlexec.reshape %[[D]] : memref<1x5xf32> to memref<5xf32>
+// CHECK: dlexec.output "result0", %[[Y3]] : memref<2x3x5xf32>
+// CHECK: dlexec.output "result3", %[[D1]] : memref<5xf32>

@@ -259,6 +259,88 @@ TEST_F(GradientCheck, BatchNormRunningStatistics) {
   EXPECT_EQ(stepped.variables["__step"].data[0], 1.0);
 }
 
+TEST_F(GradientCheck, BatchedMatMulWithBroadcasting) {
+  // numpy.matmul in every form the gradient rule distinguishes: batch dims
+  // broadcast on both sides (dA and dB summed back), a 2-D rhs (batch folded
+  // into rows), a 1-D rhs, and a 1-D lhs; @a is broadcast against %x too.
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @a : tensor<1x3x4xf32>
+    dlgraph.variable @w : tensor<2x4x5xf32>
+    dlgraph.variable @p : tensor<5x4xf32>
+    dlgraph.variable @v : tensor<4xf32>
+    dlgraph.variable @u : tensor<2xf32>
+    func.func @main(%x: tensor<2x1x3x4xf32>) -> tensor<2x3xf32> {
+      %a = dlgraph.read_variable @a : tensor<1x3x4xf32>
+      %w = dlgraph.read_variable @w : tensor<2x4x5xf32>
+      %p = dlgraph.read_variable @p : tensor<5x4xf32>
+      %v = dlgraph.read_variable @v : tensor<4xf32>
+      %u = dlgraph.read_variable @u : tensor<2xf32>
+      %xa = dlgraph.add %x, %a : (tensor<2x1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<2x1x3x4xf32>
+      %y = dlgraph.matmul %xa, %w : (tensor<2x1x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x2x3x5xf32>
+      %l = dlgraph.matmul %y, %p : (tensor<2x2x3x5xf32>, tensor<5x4xf32>) -> tensor<2x2x3x4xf32>
+      %t = dlgraph.tanh %l : tensor<2x2x3x4xf32>
+      %r = dlgraph.matmul %t, %v : (tensor<2x2x3x4xf32>, tensor<4xf32>) -> tensor<2x2x3xf32>
+      %z = dlgraph.matmul %u, %r : (tensor<2xf32>, tensor<2x2x3xf32>) -> tensor<2x3xf32>
+      return %z : tensor<2x3xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["a"] = random({1, 3, 4});
+  interp->variables["w"] = random({2, 4, 5}, -0.5, 0.5);
+  interp->variables["p"] = random({5, 4}, -0.5, 0.5);
+  interp->variables["v"] = random({4});
+  interp->variables["u"] = random({2});
+  Tensor labels({2});
+  labels.data = {0, 2};
+  check(p, *interp, {random({2, 1, 3, 4}), labels}, 5);
+}
+
+TEST_F(GradientCheck, FmodAndRounding) {
+  // fmod's divisor gradient is -grad * trunc(l / r) (broadcast @r summed
+  // back); floor, ceil and round are piecewise constant: zero gradient (the
+  // random points are almost surely away from the jumps, h = 1e-5).
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @w : tensor<2x3xf32>
+    dlgraph.variable @r : tensor<3xf32>
+    dlgraph.variable @c : tensor<2x3xf32>
+    func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+      %w = dlgraph.read_variable @w : tensor<2x3xf32>
+      %r = dlgraph.read_variable @r : tensor<3xf32>
+      %c = dlgraph.read_variable @c : tensor<2x3xf32>
+      %h = dlgraph.mul %x, %w : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %m = dlgraph.fmod %h, %r : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      %f = dlgraph.floor %c : tensor<2x3xf32>
+      %cl = dlgraph.ceil %c : tensor<2x3xf32>
+      %rd = dlgraph.round %c : tensor<2x3xf32>
+      %s1 = dlgraph.add %m, %f : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %s2 = dlgraph.mul %s1, %cl : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %y = dlgraph.sub %s2, %rd : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      return %y : tensor<2x3xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["w"] = random({2, 3}, 1.0, 3.0);
+  interp->variables["r"] = random({3}, 0.6, 1.4);
+  interp->variables["c"] = random({2, 3}, 0.6, 2.4);
+  Tensor x = random({2, 3}, -3.0, 3.0);
+  Tensor labels({2});
+  labels.data = {1, 2};
+  check(p, *interp, {x, labels}, 3);
+  // Floor, ceil and round pass no gradient to @c, the others do.
+  Interpreter stepped = *interp;
+  ASSERT_TRUE(succeeded(stepped.run(p.trainStep, {x, labels})));
+  EXPECT_EQ(stepped.variables["c"].data, interp->variables["c"].data);
+  EXPECT_NE(stepped.variables["r"].data, interp->variables["r"].data);
+}
+
 TEST_F(GradientCheck, ElementwiseBroadcastingAndReductions) {
   const char *text = R"mlir(
   module {
@@ -324,6 +406,161 @@ TEST_F(GradientCheck, ElementwiseBroadcastingAndReductions) {
   check(p, *interp, {random({2, 3}), labels}, 5);
 }
 
+// ReduceProd's gradient is the product of the other elements of each
+// group; rows of the reduced operand hold no zero, one zero and two zeros
+// (and the columns mix them). The product is multilinear, so the central
+// difference is exact at a zero too.
+TEST_F(GradientCheck, ReduceProdWithZeros) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @w : tensor<3x4xf32>
+    func.func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+      %w = dlgraph.read_variable @w : tensor<3x4xf32>
+      %d = dlgraph.sub %w, %x : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+      %p = dlgraph.reduce_prod %d {axes = array<i64: 1>, keepdims} : tensor<3x4xf32> -> tensor<3x1xf32>
+      %q = dlgraph.reduce_prod %d {axes = array<i64: 0>} : tensor<3x4xf32> -> tensor<4xf32>
+      %y = dlgraph.mul %d, %p : (tensor<3x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+      %z = dlgraph.add %y, %q : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+      return %z : tensor<3x4xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  Tensor w = random({3, 4}, 0.5, 1.5);
+  interp->variables["w"] = w;
+  // x = w - d with d in +-[0.5, 1.5], and x = w exactly where d must be 0.
+  Tensor x = random({3, 4}, 0.5, 1.5);
+  for (int64_t i = 0; i < 12; ++i)
+    x.data[i] = w.data[i] - (i % 2 ? x.data[i] : -x.data[i]);
+  for (int64_t i : {6, 8, 11})
+    x.data[i] = w.data[i];
+  Tensor labels({3});
+  labels.data = {1, 3, 0};
+  check(p, *interp, {x, labels}, 1);
+  // The zeros' gradients are not all zero (the one-zero row's is not).
+  Interpreter stepped = *interp;
+  ASSERT_TRUE(succeeded(stepped.run(p.trainStep, {x, labels})));
+  EXPECT_NE(stepped.variables["w"].data[6], w.data[6]);
+}
+
+// Training-mode dropout: the gradient is dy * mask / (1 - ratio) for the
+// mask the forward drew; the mask keeps about 1 - ratio of the elements,
+// is the same for the same (seed, step) and changes with the step.
+TEST_F(GradientCheck, DropoutMaskAndGradient) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @w : tensor<4x6xf32>
+    dlgraph.variable @step : tensor<f32>
+    func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+      %w = dlgraph.read_variable @w : tensor<4x6xf32>
+      %s = dlgraph.read_variable @step : tensor<f32>
+      %h = dlgraph.mul %w, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+      %y, %m = dlgraph.dropout %h, %s {ratio = 0.4 : f32, seed = 1234 : i64}
+          : (tensor<4x6xf32>, tensor<f32>) -> (tensor<4x6xf32>, tensor<4x6xi1>)
+      %t = dlgraph.tanh %y : tensor<4x6xf32>
+      return %t : tensor<4x6xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["w"] = random({4, 6});
+  interp->variables["step"].data = {3};
+  Tensor labels({4});
+  labels.data = {1, 5, 0, 2};
+  check(p, *interp, {random({4, 6}), labels}, 1);
+  // Some gradients are exactly zero (dropped), some are not.
+  Interpreter stepped = *interp;
+  Tensor x = random({4, 6});
+  ASSERT_TRUE(succeeded(stepped.run(p.trainStep, {x, labels})));
+  int dropped = 0;
+  for (int64_t i = 0; i < 24; ++i)
+    dropped += stepped.variables["w"].data[i] == interp->variables["w"].data[i];
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, 24);
+
+  // The mask statistics on a larger tensor, through the forward function.
+  const char *big = R"mlir(
+  module {
+    func.func @main(%x: tensor<100x100xf32>, %s: tensor<f32>) -> (tensor<100x100xf32>, tensor<100x100xi1>) {
+      %y, %m = dlgraph.dropout %x, %s {ratio = 0.3 : f32, seed = 42 : i64}
+          : (tensor<100x100xf32>, tensor<f32>) -> (tensor<100x100xf32>, tensor<100x100xi1>)
+      return %y, %m : tensor<100x100xf32>, tensor<100x100xi1>
+    }
+  })mlir";
+  auto module = parseSourceString<ModuleOp>(big, &context);
+  ASSERT_TRUE(module);
+  auto fn = module->lookupSymbol<func::FuncOp>("main");
+  auto bi = Interpreter::create(*module);
+  ASSERT_TRUE(succeeded(bi));
+  Tensor ones({100, 100}, 1.0), s0({}, 0.0), s1({}, 1.0);
+  auto r0 = bi->run(fn, {ones, s0}), r0b = bi->run(fn, {ones, s0}),
+       r1 = bi->run(fn, {ones, s1});
+  ASSERT_TRUE(succeeded(r0) && succeeded(r0b) && succeeded(r1));
+  double kept = 0;
+  int64_t differ = 0;
+  for (int64_t i = 0; i < 10000; ++i) {
+    kept += (*r0)[1].data[i];
+    // Kept elements are scaled by 1 / (1 - ratio) (ratio is the f32 0.3),
+    // dropped ones are 0.
+    EXPECT_DOUBLE_EQ((*r0)[0].data[i], (*r0)[1].data[i] / (1.0 - (double)0.3f));
+    differ += (*r0)[1].data[i] != (*r1)[1].data[i];
+  }
+  // Binomial(10000, 0.7): sd 0.0046 of the fraction; 0.02 is 4.4 sd.
+  EXPECT_NEAR(kept / 10000, 0.7, 0.02);
+  EXPECT_EQ((*r0)[1].data, (*r0b)[1].data);
+  // Independent masks differ in 2 * 0.7 * 0.3 = 42% of the elements.
+  EXPECT_GT(differ, 3000);
+}
+
+// Resize's gradient (a weighted scatter-add) for bilinear upsampling with
+// pytorch_half_pixel and align_corners coordinates and nearest downsampling
+// and upsampling with half_pixel / round_prefer_ceil and asymmetric / floor.
+TEST_F(GradientCheck, ResizeNearestAndLinear) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @w : tensor<1x2x3x4xf32>
+    func.func @main(%x: tensor<1x2x3x4xf32>) -> tensor<2x35xf32> {
+      %w = dlgraph.read_variable @w : tensor<1x2x3x4xf32>
+      %h = dlgraph.mul %w, %x : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+      %a = dlgraph.resize %h {mode = "linear", coordinate_transformation_mode = "pytorch_half_pixel",
+             nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 1.6666666666666667, 1.75>}
+           : tensor<1x2x3x4xf32> -> tensor<1x2x5x7xf32>
+      %b = dlgraph.resize %h {mode = "linear", coordinate_transformation_mode = "align_corners",
+             nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 1.3333333333333333, 1.5>}
+           : tensor<1x2x3x4xf32> -> tensor<1x2x4x6xf32>
+      %c = dlgraph.resize %h {mode = "nearest", coordinate_transformation_mode = "half_pixel",
+             nearest_mode = "round_prefer_ceil", scales = array<f64: 1.0, 1.0, 0.6, 0.6>}
+           : tensor<1x2x3x4xf32> -> tensor<1x2x1x2xf32>
+      %d = dlgraph.resize %h {mode = "nearest", coordinate_transformation_mode = "asymmetric",
+             nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 2.0, 1.5>}
+           : tensor<1x2x3x4xf32> -> tensor<1x2x6x6xf32>
+      %a2 = dlgraph.reshape %a : tensor<1x2x5x7xf32> to tensor<2x35xf32>
+      %b2 = dlgraph.reshape %b : tensor<1x2x4x6xf32> to tensor<2x24xf32>
+      %c2 = dlgraph.reshape %c : tensor<1x2x1x2xf32> to tensor<2x2xf32>
+      %d2 = dlgraph.reshape %d : tensor<1x2x6x6xf32> to tensor<2x36xf32>
+      %bs = dlgraph.reduce_sum %b2 {axes = array<i64: 1>, keepdims} : tensor<2x24xf32> -> tensor<2x1xf32>
+      %cs = dlgraph.reduce_max %c2 {axes = array<i64: 1>, keepdims} : tensor<2x2xf32> -> tensor<2x1xf32>
+      %ds = dlgraph.reduce_sum %d2 {axes = array<i64: 1>, keepdims} : tensor<2x36xf32> -> tensor<2x1xf32>
+      %bc = dlgraph.mul %bs, %cs : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+      %m = dlgraph.mul %a2, %ds : (tensor<2x35xf32>, tensor<2x1xf32>) -> tensor<2x35xf32>
+      %y = dlgraph.add %m, %bc : (tensor<2x35xf32>, tensor<2x1xf32>) -> tensor<2x35xf32>
+      return %y : tensor<2x35xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["w"] = random({1, 2, 3, 4});
+  Tensor labels({2});
+  labels.data = {4, 30};
+  check(p, *interp, {random({1, 2, 3, 4}, 0.2, 0.6), labels}, 1);
+}
+
 TEST_F(GradientCheck, GroupedStridedConvAveragePools) {
   const char *text = R"mlir(
   module {
@@ -354,6 +591,82 @@ TEST_F(GradientCheck, GroupedStridedConvAveragePools) {
   Tensor labels({2});
   labels.data = {2, 1};
   check(p, *interp, {random({2, 2, 5, 5}), labels}, 3);
+}
+
+// ConvTranspose as imported: conv_backward_data of a parameter-dependent
+// input, grouped, strided, dilated, asymmetric pads, and one row of
+// output_padding (H = 2*(3-1) + 1 + 3 - 1 = 7, W = 2 + 5 - 1 = 6), plus a
+// broadcast bias. Every output position feeds the loss through its own gemm
+// weight, so a wrong spatial mapping in either gradient would show.
+TEST_F(GradientCheck, ConvTransposeGroupedStridedDilated) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @p : tensor<2x2x3x3xf32>
+    dlgraph.variable @tw : tensor<2x2x3x3xf32>
+    dlgraph.variable @tb : tensor<4x1x1xf32>
+    dlgraph.variable @fw : tensor<3x168xf32>
+    func.func @main(%x: tensor<2x2x3x3xf32>) -> tensor<2x3xf32> {
+      %p = dlgraph.read_variable @p : tensor<2x2x3x3xf32>
+      %w = dlgraph.read_variable @tw : tensor<2x2x3x3xf32>
+      %b = dlgraph.read_variable @tb : tensor<4x1x1xf32>
+      %fw = dlgraph.read_variable @fw : tensor<3x168xf32>
+      %h = dlgraph.add %x, %p : (tensor<2x2x3x3xf32>, tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+      %t = dlgraph.conv_backward_data %h, %w {strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 0, 1>, dilations = array<i64: 1, 2>, group = 2 : i64} : (tensor<2x2x3x3xf32>, tensor<2x2x3x3xf32>) -> tensor<2x4x7x6xf32>
+      %c = dlgraph.add %t, %b : (tensor<2x4x7x6xf32>, tensor<4x1x1xf32>) -> tensor<2x4x7x6xf32>
+      %s = dlgraph.tanh %c : tensor<2x4x7x6xf32>
+      %f = dlgraph.reshape %s : tensor<2x4x7x6xf32> to tensor<2x168xf32>
+      %y = dlgraph.gemm %f, %fw {trans_b = true} : (tensor<2x168xf32>, tensor<3x168xf32>) -> tensor<2x3xf32>
+      return %y : tensor<2x3xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["p"] = random({2, 2, 3, 3});
+  interp->variables["tw"] = random({2, 2, 3, 3});
+  interp->variables["tb"] = random({4, 1, 1});
+  interp->variables["fw"] = random({3, 168});
+  Tensor labels({2});
+  labels.data = {0, 2};
+  check(p, *interp, {random({2, 2, 3, 3}), labels}, 4);
+}
+
+// 3-D convolution (rank-5 NCDHW): grouped, strided in depth, dilated in
+// height, asymmetric pads, with bias; a parameter added to the input makes
+// the input gradient (3-D conv_backward_data) part of the check. Output
+// D = (4+1-2)/2+1 = 2, H = (5+1-3)+1 = 4, W = (3+1-2)+1 = 3.
+TEST_F(GradientCheck, Conv3DGroupedStridedDilated) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @p : tensor<2x2x4x5x3xf32>
+    dlgraph.variable @cw : tensor<4x1x2x2x2xf32>
+    dlgraph.variable @cb : tensor<4xf32>
+    dlgraph.variable @fw : tensor<3x96xf32>
+    func.func @main(%x: tensor<2x2x4x5x3xf32>) -> tensor<2x3xf32> {
+      %p = dlgraph.read_variable @p : tensor<2x2x4x5x3xf32>
+      %w = dlgraph.read_variable @cw : tensor<4x1x2x2x2xf32>
+      %b = dlgraph.read_variable @cb : tensor<4xf32>
+      %fw = dlgraph.read_variable @fw : tensor<3x96xf32>
+      %h = dlgraph.add %x, %p : (tensor<2x2x4x5x3xf32>, tensor<2x2x4x5x3xf32>) -> tensor<2x2x4x5x3xf32>
+      %c = dlgraph.conv %h, %w, %b {strides = array<i64: 2, 1, 1>, pads = array<i64: 1, 0, 0, 0, 1, 1>, dilations = array<i64: 1, 2, 1>, group = 2 : i64} : (tensor<2x2x4x5x3xf32>, tensor<4x1x2x2x2xf32>, tensor<4xf32>) -> tensor<2x4x2x4x3xf32>
+      %s = dlgraph.tanh %c : tensor<2x4x2x4x3xf32>
+      %f = dlgraph.reshape %s : tensor<2x4x2x4x3xf32> to tensor<2x96xf32>
+      %y = dlgraph.gemm %f, %fw {trans_b = true} : (tensor<2x96xf32>, tensor<3x96xf32>) -> tensor<2x3xf32>
+      return %y : tensor<2x3xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["p"] = random({2, 2, 4, 5, 3});
+  interp->variables["cw"] = random({4, 1, 2, 2, 2});
+  interp->variables["cb"] = random({4});
+  interp->variables["fw"] = random({3, 96});
+  Tensor labels({2});
+  labels.data = {1, 0};
+  check(p, *interp, {random({2, 2, 4, 5, 3}), labels}, 4);
 }
 
 TEST_F(GradientCheck, ModelComputedLossTransposedGemm) {
@@ -720,11 +1033,37 @@ protected:
     std::string h = graph.node("Add", {"x", "w"});
     run(graph, graph.node(op, {h}, attrs), 1, lo, hi);
   }
+
+  /// y = Op(x / 4 + w), for ops defined on a narrow domain.
+  void narrowUnaryOp(const std::string &op, double lo, double hi) {
+    OnnxGraph graph;
+    graph.input("x", {2, 3});
+    graph.param("w", {2, 3});
+    std::string h =
+        graph.node("Add", {graph.node("Mul", {"x", graph.scalar(0.25f)}), "w"});
+    run(graph, graph.node(op, {h}), 1, lo, hi);
+  }
 };
 
 TEST_F(OnnxGradientCheck, Erf) { unaryOp("Erf"); }
 TEST_F(OnnxGradientCheck, Tanh) { unaryOp("Tanh"); }
 TEST_F(OnnxGradientCheck, Sigmoid) { unaryOp("Sigmoid"); }
+// Trigonometric and hyperbolic functions.
+TEST_F(OnnxGradientCheck, Sin) { unaryOp("Sin"); }
+TEST_F(OnnxGradientCheck, Cos) { unaryOp("Cos"); }
+TEST_F(OnnxGradientCheck, Atan) { unaryOp("Atan"); }
+TEST_F(OnnxGradientCheck, Shrink) {
+  unaryOp("Shrink", {{"lambd", 0.3f}, {"bias", 0.1f}});
+}
+TEST_F(OnnxGradientCheck, Sinh) { unaryOp("Sinh"); }
+TEST_F(OnnxGradientCheck, Cosh) { unaryOp("Cosh"); }
+TEST_F(OnnxGradientCheck, Asinh) { unaryOp("Asinh"); }
+// Inside their domains: Op(x / 4 + w), x in [-1, 1], w in [lo, hi].
+TEST_F(OnnxGradientCheck, Tan) { narrowUnaryOp("Tan", -0.7, 0.7); }
+TEST_F(OnnxGradientCheck, Asin) { narrowUnaryOp("Asin", -0.4, 0.4); }
+TEST_F(OnnxGradientCheck, Acos) { narrowUnaryOp("Acos", -0.4, 0.4); }
+TEST_F(OnnxGradientCheck, Acosh) { narrowUnaryOp("Acosh", 1.5, 2.5); }
+TEST_F(OnnxGradientCheck, Atanh) { narrowUnaryOp("Atanh", -0.4, 0.4); }
 TEST_F(OnnxGradientCheck, Exp) { unaryOp("Exp"); }
 TEST_F(OnnxGradientCheck, Neg) { unaryOp("Neg"); }
 TEST_F(OnnxGradientCheck, Abs) { unaryOp("Abs"); }
@@ -825,6 +1164,236 @@ TEST_F(OnnxGradientCheck, SoftmaxAndLogSoftmaxOnAxis0) {
   std::string s = graph.node("Softmax", {h}, {}, {{"axis", 0}});
   std::string l = graph.node("LogSoftmax", {h}, {}, {{"axis", -2}});
   run(graph, graph.node("Add", {s, l}), 1);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Data movement on parameters: Slice (negative steps, clamped and INT64
+// bounds), Concat, Split, Pad (constant with negative pads, reflect, edge),
+// Gather (negative and repeated indices, axis 0 and 1) and GatherElements.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A Constant node holding an int64 tensor of |shape|; returns its output.
+std::string int64Constant(OnnxGraph &graph, std::vector<int64_t> values,
+                          std::vector<int64_t> shape = {}) {
+  std::string name = "i" + std::to_string(graph.counter++);
+  auto *n = graph.g->add_node();
+  n->set_op_type("Constant");
+  n->add_output(name);
+  auto *a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto_DataType_INT64);
+  if (shape.empty())
+    shape = {(int64_t)values.size()};
+  for (int64_t d : shape)
+    a->mutable_t()->add_dims(d);
+  for (int64_t v : values)
+    a->mutable_t()->add_int64_data(v);
+  return name;
+}
+
+/// The node added last (to set more attributes or outputs).
+onnx::NodeProto *lastNode(OnnxGraph &graph) {
+  return graph.g->mutable_node(graph.g->node_size() - 1);
+}
+
+void setString(onnx::NodeProto *n, const std::string &key,
+               const std::string &value) {
+  auto *a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto_AttributeType_STRING);
+  a->set_s(value);
+}
+
+std::string slice(OnnxGraph &graph, const std::string &x,
+                  std::vector<int64_t> starts, std::vector<int64_t> ends,
+                  std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  return graph.node("Slice", {x, int64Constant(graph, starts),
+                              int64Constant(graph, ends),
+                              int64Constant(graph, axes),
+                              int64Constant(graph, steps)});
+}
+
+TEST_F(OnnxGradientCheck, SliceAndConcat) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 6});
+  graph.param("r", {1, 3});
+  // Columns 5, 3, 1 (negative step, INT64_MIN end) and 0, 2, 4 (start
+  // clamped from -100, INT64_MAX end).
+  std::string a = slice(graph, "w", {5}, {INT64_MIN}, {1}, {-2});
+  std::string b = slice(graph, "w", {-100}, {INT64_MAX}, {-1}, {2});
+  // [a | x] along axis 1, then columns 1..3 mix both.
+  std::string c = graph.node("Concat", {a, "x"}, {}, {{"axis", 1}});
+  std::string d = slice(graph, c, {1}, {4}, {1}, {1});
+  // [x ; r] along axis 0, rows 1..2 (x's second row and r).
+  std::string e = graph.node("Concat", {"x", "r"}, {}, {{"axis", 0}});
+  std::string f = slice(graph, e, {1}, {3}, {0}, {1});
+  std::string y = graph.node("Mul", {graph.node("Add", {d, f}), b});
+  run(graph, y, 2);
+}
+
+TEST_F(OnnxGradientCheck, SplitSizesAndEqualParts) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 6});
+  graph.param("v", {4, 3});
+  // w -> [2,1], [2,2], [2,3] (split input); v -> two [2,3] halves.
+  std::string o1 = graph.node("Split", {"w", int64Constant(graph, {1, 2, 3})},
+                              {}, {{"axis", 1}});
+  lastNode(graph)->add_output("s_2cols");
+  lastNode(graph)->add_output("s_3cols");
+  std::string h1 = graph.node("Split", {"v"}, {}, {{"axis", 0}});
+  lastNode(graph)->add_output("s_second");
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {"s_3cols", o1}),
+              graph.node("Mul", {h1, graph.node("Add", {"s_second", "x"})})});
+  run(graph, y, 2);
+}
+
+TEST_F(OnnxGradientCheck, PadConstantReflectEdge) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 2});
+  graph.param("u", {3, 4});
+  graph.param("e", {1, 2});
+  // Constant 0.5 on the left; reflect on the right; negative pads crop u;
+  // edge repeats e's row and its last column.
+  std::string p1 = graph.node("Pad", {"w", int64Constant(graph, {0, 1, 0, 0}),
+                                      graph.scalar(0.5f)});
+  std::string p2 =
+      graph.node("Pad", {"w", int64Constant(graph, {0, 0, 0, 1})});
+  setString(lastNode(graph), "mode", "reflect");
+  std::string p3 =
+      graph.node("Pad", {"u", int64Constant(graph, {-1, 0, 0, -1})});
+  std::string p4 =
+      graph.node("Pad", {"e", int64Constant(graph, {0, 0, 1, 1})});
+  setString(lastNode(graph), "mode", "edge");
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {p1, p2}),
+              graph.node("Mul", {p3, graph.node("Add", {p4, "x"})})});
+  run(graph, y, 3);
+}
+
+TEST_F(OnnxGradientCheck, GatherAxis0And1RepeatedNegativeIndices) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("table", {5, 3});
+  graph.param("w", {2, 4});
+  // Rows 3 and -2 (= 3): a repeated index accumulates; columns 0, 3, -4.
+  std::string g1 = graph.node("Gather", {"table", int64Constant(graph, {3, -2})},
+                              {}, {{"axis", 0}});
+  std::string g2 = graph.node(
+      "Gather", {"table", int64Constant(graph, {1, 4, 1, 0}, {2, 2})}, {},
+      {{"axis", 0}});
+  std::string g2r = graph.node("Reshape", {g2, int64Constant(graph, {4, 3})});
+  std::string g2s = slice(graph, g2r, {0}, {2}, {0}, {1});
+  std::string g3 = graph.node(
+      "Gather", {"w", int64Constant(graph, {0, 3, -4})}, {}, {{"axis", 1}});
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {g1, g2s}), graph.node("Mul", {g3, "x"})});
+  run(graph, y, 2);
+}
+
+TEST_F(OnnxGradientCheck, GatherElementsNegativeRepeated) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 4});
+  graph.param("v", {3, 3});
+  std::string g1 = graph.node(
+      "GatherElements",
+      {"w", int64Constant(graph, {0, 3, 3, -1, 1, 2}, {2, 3})}, {},
+      {{"axis", 1}});
+  std::string g2 = graph.node(
+      "GatherElements",
+      {"v", int64Constant(graph, {2, 0, -3, 2, 2, 1}, {2, 3})}, {},
+      {{"axis", 0}});
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {g1, g2}), "x"});
+  run(graph, y, 2);
+}
+
+
+/// Sets an INTS attribute on the node added last.
+void setInts(OnnxGraph &graph, const std::string &name,
+             std::vector<int64_t> values) {
+  auto *a = lastNode(graph)->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t v : values)
+    a->add_ints(v);
+}
+
+// The importer's decompositions, checked as ONNX ops: LayerNormalization
+// over the last axis, and InstanceNormalization over [1, 2, 3] (2 channels).
+TEST_F(OnnxGradientCheck, LayerAndInstanceNormalization) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("scale", {3});
+  graph.param("bias", {3});
+  graph.param("iscale", {2});
+  graph.param("ibias", {2});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string ln = graph.node("LayerNormalization", {h, "scale", "bias"}, {},
+                              {{"axis", -1}});
+  std::string r = graph.node("Reshape", {h, int64Constant(graph, {1, 2, 3})});
+  std::string in =
+      graph.node("InstanceNormalization", {r, "iscale", "ibias"});
+  std::string back = graph.node("Reshape", {in, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {ln, graph.node("Mul", {back, h})}), 5);
+}
+
+// Expand and Tile of [1, 3] parameters to [2, 3], Trilu (upper and lower).
+TEST_F(OnnxGradientCheck, ExpandTileTrilu) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("e", {1, 3});
+  graph.param("t", {1, 3});
+  graph.param("u", {2, 3});
+  std::string ex = graph.node("Expand", {"e", int64Constant(graph, {2, 3})});
+  std::string ti = graph.node("Tile", {"t", int64Constant(graph, {2, 1})});
+  std::string up = graph.node("Trilu", {"u"}, {}, {{"upper", 1}});
+  std::string lo =
+      graph.node("Trilu", {"u", int64Constant(graph, {-1}, {1})}, {},
+                 {{"upper", 0}});
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {graph.node("Add", {ex, "x"}), ti}),
+              graph.node("Mul", {up, graph.node("Add", {lo, "x"})})});
+  run(graph, y, 3);
+}
+
+// Reductions over axis 1 with keepdims (axes as attribute, and as input for
+// ReduceSum), multiplied back onto [2, 3]; Unsqueeze then Squeeze.
+TEST_F(OnnxGradientCheck, ReductionsSqueezeUnsqueeze) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string e = graph.node("Exp", {h});
+  std::vector<std::string> reduced;
+  for (const char *op : {"ReduceL2", "ReduceL1", "ReduceMin", "ReduceMax",
+                         "ReduceMean", "ReduceSumSquare", "ReduceLogSumExp"}) {
+    reduced.push_back(graph.node(op, {h}, {}, {{"keepdims", 1}}));
+    setInts(graph, "axes", {1});
+  }
+  reduced.push_back(graph.node("ReduceLogSum", {e}, {}, {{"keepdims", 1}}));
+  setInts(graph, "axes", {1});
+  reduced.push_back(
+      graph.node("ReduceSum", {h, int64Constant(graph, {1})}, {},
+                 {{"keepdims", 1}}));
+  std::string sum = reduced[0];
+  for (size_t i = 1; i < reduced.size(); ++i)
+    sum = graph.node("Add", {sum, graph.node("Mul", {reduced[i],
+                                                     graph.scalar(0.1f * i)})});
+  std::string u =
+      graph.node("Unsqueeze", {h, int64Constant(graph, {0})});
+  std::string sq = graph.node("Squeeze", {u, int64Constant(graph, {0})});
+  run(graph, graph.node("Mul", {sq, sum}), 1);
 }
 
 } // namespace

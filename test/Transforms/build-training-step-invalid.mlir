@@ -69,18 +69,6 @@ module {
 // -----
 
 module {
-  dlgraph.variable @w : tensor<2x3x4xf32> = dense<0.5> : tensor<2x3x4xf32>
-  func.func @main(%x: tensor<2x5x3xf32>) -> tensor<2x5x4xf32> {
-    %w = dlgraph.read_variable @w : tensor<2x3x4xf32>
-    // expected-error @+1 {{gradient of dlgraph.matmul supports 2-D operands only, got ranks 3 and 3}}
-    %y = dlgraph.matmul %x, %w : (tensor<2x5x3xf32>, tensor<2x3x4xf32>) -> tensor<2x5x4xf32>
-    return %y : tensor<2x5x4xf32>
-  }
-}
-
-// -----
-
-module {
   dlgraph.variable @w : tensor<4xf32> = dense<0.5> : tensor<4xf32>
   // expected-error @+1 {{@main already has an input named 'labels'}}
   func.func @main(%x: tensor<2x4xf32> {dlgraph.name = "labels"}) -> tensor<2x4xf32> {

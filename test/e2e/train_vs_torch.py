@@ -48,7 +48,10 @@ def torch_losses(model, x, y, optimizer, lr, momentum, steps):
     losses = []
     for _ in range(steps):
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        out = model(x)
+        # Classes on the last axis; [batch, seq, classes] logits are averaged
+        # over batch and seq, as dlc's softmax-cross-entropy loss does.
+        loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
         loss.backward()
         opt.step()
         losses.append(loss.item())

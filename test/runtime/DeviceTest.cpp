@@ -102,6 +102,35 @@ TEST_P(DeviceTest, Gemm) {
   }
 }
 
+TEST_P(DeviceTest, BatchedGemmBroadcasts) {
+  // Batch dims [2, 3]: A holds 2 matrices repeated along dim 1 (stride 0),
+  // B holds 3 repeated along dim 0, Y is contiguous [6, M, N].
+  const int64_t M = 4, N = 5, K = 3;
+  BatchedGemmParams p;
+  p.m = M;
+  p.n = N;
+  p.k = K;
+  p.batch = {2, 3};
+  p.stride_a = {M * K, 0};
+  p.stride_b = {0, K * N};
+  auto a = randomVector(2 * M * K, 5, 1), b = randomVector(3 * K * N, 6, 1);
+  std::vector<double> ref(6 * M * N);
+  for (int64_t i0 = 0; i0 < 2; ++i0)
+    for (int64_t i1 = 0; i1 < 3; ++i1)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += double(a[i0 * M * K + i * K + k]) *
+                   b[i1 * K * N + k * N + j];
+          ref[((i0 * 3 + i1) * M + i) * N + j] = acc;
+        }
+  float *y = upload(randomVector(6 * M * N, 7, 1));
+  Status s = device->batchedGemm(p, upload(a), upload(b), y);
+  ASSERT_TRUE(s.ok()) << s.message;
+  expectClose(download(y, 6 * M * N), ref, "Y");
+}
+
 /// Naive convolution: forward (y), backward data (dx), backward filter (dw).
 struct ConvRef {
   std::vector<double> y, dx, dw;

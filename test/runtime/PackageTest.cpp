@@ -250,6 +250,31 @@ TEST(Package, InvalidPlansAreCorrupt) {
              {}};
        },
        "not divisible by group 2"},
+      {"conv3d attrs",
+       // The 2-D attribute layout under a 3-D callee.
+       [](PkgSpec &s) {
+         s.functions[0].steps[0] = {
+             false,
+             0,
+             "conv3d_forward",
+             {0, 1, 2},
+             {1, 1, 2, 3, 1, 2, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},
+             {}};
+       },
+       "'conv3d_forward' needs 26 int_attrs, got 19"},
+      {"conv3d output depth",
+       // x [1,1,1,2,3] * w [1,1,1,2,3] -> y [1,1,1,1,1], but claims depth 2.
+       [](PkgSpec &s) {
+         s.functions[0].steps[0] = {
+             false,
+             0,
+             "conv3d_forward",
+             {0, 1, 2},
+             {1, 1, 1, 2, 3, 1, 1, 2, 3, 2, 1, 1, 1, 1, 1,
+              0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0},
+             {}};
+       },
+       "output depth 2 does not match"},
   };
   for (const Corruption &c : cases) {
     SCOPED_TRACE(c.name);
@@ -269,6 +294,20 @@ TEST(Package, ValidLibraryCallsParse) {
   // size check allows (buffers may be larger than a call needs).
   spec.functions[0].steps[0] = {
       false, 0, "gemm", {0, 1, 2}, {2, 3, 2, 0, 0, 0, 0}, {1, 0}};
+  Status s = parse(spec);
+  EXPECT_TRUE(s.ok()) << s.message;
+}
+
+TEST(Package, Conv3dCallParses) {
+  PkgSpec spec = validSpec();
+  // x [1,1,1,2,3] * w [1,1,1,2,3] -> y [1,1,1,1,1] (the 26-value layout).
+  spec.functions[0].steps[0] = {false,
+                                0,
+                                "conv3d_backward_filter",
+                                {0, 2, 1},
+                                {1, 1, 1, 2, 3, 1, 1, 2, 3, 1, 1, 1, 1,
+                                 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0},
+                                {}};
   Status s = parse(spec);
   EXPECT_TRUE(s.ok()) << s.message;
 }

@@ -103,6 +103,12 @@ static cl::opt<std::string>
                  cl::init("c++"), cl::cat(dlcCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Print no progress"),
                            cl::cat(dlcCategory));
+static cl::opt<bool>
+    checkOnly("check",
+              cl::desc("List every op of the ONNX model with its support "
+                       "status, then try importing it; compiles nothing. "
+                       "Exit status 0 when everything is supported"),
+              cl::cat(dlcCategory));
 
 namespace {
 /// Prints stage progress with elapsed time to stderr.
@@ -192,6 +198,51 @@ static std::string trainingPipeline() {
   return "dlgraph-build-training-step{" + opts + "}";
 }
 
+/// `dlc --check`: prints the op table of |check| for |path| to stdout;
+/// returns the exit status (0 when every op type is supported and the model
+/// imports, 1 otherwise).
+static int printCheck(llvm::StringRef path, const dlc::ONNXModelCheck &check) {
+  llvm::raw_ostream &os = llvm::outs();
+  os << path << ": ONNX opset " << check.opset << ", " << check.numNodes
+     << (check.numNodes == 1 ? " node, " : " nodes, ") << check.ops.size()
+     << (check.ops.size() == 1 ? " op type\n" : " op types\n");
+  size_t width = 2;
+  for (const dlc::ONNXOpStatus &op : check.ops)
+    width = std::max(width, op.domain.size() + op.opType.size() +
+                                (op.domain.empty() ? 0 : 1));
+  size_t supported = 0;
+  for (const dlc::ONNXOpStatus &op : check.ops) {
+    std::string name =
+        op.domain.empty() ? op.opType : op.domain + "." + op.opType;
+    os << "  " << llvm::left_justify(name, width) << "  "
+       << llvm::format("%5zu", op.nodes.size())
+       << (op.nodes.size() == 1 ? " node   " : " nodes  ");
+    if (op.unsupportedReason.empty()) {
+      ++supported;
+      os << "supported\n";
+      continue;
+    }
+    os << "unsupported: " << op.unsupportedReason << " (node '"
+       << op.nodes.front() << "'"
+       << (op.nodes.size() > 1
+               ? " and " + std::to_string(op.nodes.size() - 1) + " more"
+               : std::string())
+       << ")";
+    if (!op.alternative.empty())
+      os << "; nearest supported alternative: " << op.alternative;
+    os << "\n";
+  }
+  os << supported << " of " << check.ops.size() << " op types supported\n";
+  if (check.importError.empty())
+    os << "import: ok (lowering and code generation are checked when "
+          "compiling)\n";
+  else // The full list of supported ops adds nothing to the table above.
+    os << "import: error: "
+       << llvm::StringRef(check.importError).split("; supported ops: ").first
+       << "\n";
+  return supported == check.ops.size() && check.importError.empty() ? 0 : 1;
+}
+
 static int fail(llvm::Twine message) {
   llvm::errs() << "dlc: error: " << message << "\n";
   return 1;
@@ -241,7 +292,8 @@ int main(int argc, char **argv) {
       "a package for dlrt.\n\n"
       "  dlc model.onnx --batch-size 64 -o model.dlcp            (inference)\n"
       "  dlc model.onnx --train --optimizer adam --lr 1e-3 --batch-size 64 "
-      "-o model.dlcp\n",
+      "-o model.dlcp\n"
+      "  dlc model.onnx --check        (list the ops and their support)\n",
       &cliErrorStream);
   if (!parsed) {
     // One line: LLVM's parser adds suggestions on further lines.
@@ -288,6 +340,17 @@ int main(int argc, char **argv) {
 
   Progress progress;
   llvm::StringRef ext = llvm::sys::path::extension(inputPath);
+  if (checkOnly) {
+    if (ext == ".mlir")
+      return fail("--check takes an ONNX model, not '" + inputPath + "'");
+    dlc::ImportOptions importOptions;
+    importOptions.batchSize = batchSize;
+    FailureOr<dlc::ONNXModelCheck> check =
+        dlc::checkONNXModel(context, inputPath, importOptions);
+    if (failed(check))
+      return 1;
+    return printCheck(inputPath, *check);
+  }
   OwningOpRef<ModuleOp> module;
   if (ext == ".mlir") {
     progress.stage("parsing " + inputPath);

@@ -37,3 +37,19 @@ func.func @xent_labels(%x: tensor<4x10xf32>, %t: tensor<4xi32>) -> tensor<f32> {
   %l = dlgraph.softmax_cross_entropy %x, %t : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x5xf32>) -> tensor<2x3x5xf32> {
+  // expected-error @+1 {{batch dimensions [2] and [3] do not broadcast}}
+  %y = dlgraph.matmul %a, %b : (tensor<2x3x4xf32>, tensor<3x4x5xf32>) -> tensor<2x3x5xf32>
+  return %y : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @matmul_vector_result(%a: tensor<4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x1x5xf32> {
+  // expected-error @+1 {{result is [2, 1, 5], expected [2, 5]}}
+  %y = dlgraph.matmul %a, %b : (tensor<4xf32>, tensor<2x4x5xf32>) -> tensor<2x1x5xf32>
+  return %y : tensor<2x1x5xf32>
+}

@@ -155,7 +155,7 @@ def build():
     # Errors.
     models["bad_op"] = model(
         "bad_op", [helper.make_node("Relu", ["x"], ["r"], name="r"),
-                   helper.make_node("Hardmax", ["r"], ["y"], name="hardmax1")],
+                   helper.make_node("Celu", ["r"], ["y"], name="celu1")],
         [vi("x", [2, 3])], [vi("y", [2, 3])])
     models["bad_opset"] = model(
         "bad_opset", [helper.make_node("Relu", ["x"], ["y"])],
@@ -165,8 +165,9 @@ def build():
         [vi("x", [2, 3], TensorProto.FLOAT16)], [vi("y", [2, 3], TensorProto.FLOAT16)])
     models["bad_attr"] = model(
         "bad_attr",
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_same", auto_pad="SAME_UPPER")],
-        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 4, 4])], [f32("w", (1, 1, 3, 3))])
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool_colmajor", kernel_shape=[2, 2],
+                          storage_order=1)],
+        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 3, 3])])
     models["symbolic_hw"] = model(
         "symbolic_hw", [helper.make_node("Relu", ["x"], ["y"])],
         [vi("x", [2, "H"])], [vi("y", [2, "H"])])
@@ -175,8 +176,9 @@ def build():
         [vi("x", [2, 3]), vi("y", [4])], [vi("z", [2, 3])])
     models["bad_conv"] = model(
         "bad_conv",
-        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
-        [vi("x", [1, 1, 4, 4, 4])], [vi("y", [1, 1, 2, 2, 2])], [f32("w", (1, 1, 3, 3, 3))])
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv4d")],
+        [vi("x", [1, 1, 4, 4, 4, 4])], [vi("y", [1, 1, 2, 2, 2, 2])],
+        [f32("w", (1, 1, 3, 3, 3, 3))])
     models["undefined_input"] = model(
         "undefined_input", [helper.make_node("Relu", ["nope"], ["y"], name="r")],
         [vi("x", [2])], [vi("y", [2])])
@@ -232,7 +234,7 @@ def build():
         [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 3, 3]), vi("idx", [1, 1, 3, 3], TensorProto.INT64)])
     models["matmul_batched"] = model(
         "matmul_batched", [helper.make_node("MatMul", ["x", "w"], ["y"], name="bmm")],
-        [vi("x", [2, 3, 4])], [vi("y", [2, 3, 5])], [f32("w", (4, 5))])
+        [vi("x", [2, 3, 4])], [vi("y", [2, 3, 5])], [f32("w", (3, 4, 5))])
     models["fp16_init"] = model(
         "fp16_init", [helper.make_node("Add", ["x", "h"], ["y"], name="add")],
         [vi("x", [2])], [vi("y", [2])],
@@ -245,13 +247,12 @@ def build():
     models["huge_init"] = model(
         "huge_init", [helper.make_node("Add", ["x", "w"], ["y"])],
         [vi("x", [3])], [vi("y", [3])], [huge])
+    # training_mode as a runtime flag (a graph input) cannot be compiled.
     models["dropout_train"] = model(
         "dropout_train",
         [helper.make_node("Constant", [], ["ratio"], value_float=0.5),
-         helper.make_node("Constant", [], ["on"],
-                          value=helper.make_tensor("on", TensorProto.BOOL, [], [True])),
          helper.make_node("Dropout", ["x", "ratio", "on"], ["y"], name="drop")],
-        [vi("x", [2, 3])], [vi("y", [2, 3])])
+        [vi("x", [2, 3]), vi("on", [], TensorProto.BOOL)], [vi("y", [2, 3])])
     models["dropout_eval"] = model(
         "dropout_eval",
         [helper.make_node("Constant", [], ["off"],

@@ -1,4 +1,5 @@
-"""Writes ONNX models that dlc must reject: an unsupported op and a bad opset."""
+"""Writes ONNX models that dlc must reject (an unsupported op, a bad opset)
+and models for `dlc --check`."""
 import os
 import sys
 
@@ -9,7 +10,7 @@ out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
 y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-g = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], "g", [x], [y])
+g = helper.make_graph([helper.make_node("Celu", ["x"], ["y"], name="celu1")], "g", [x], [y])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           os.path.join(out, "unsupported.onnx"))
 # HardSwish exists only from opset 14, so no opset-9 definition is mapped
@@ -17,3 +18,25 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
 g = helper.make_graph([helper.make_node("HardSwish", ["x"], ["y"], name="r")], "g", [x], [y])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]),
           os.path.join(out, "opset9.onnx"))
+
+# For --check: supported ops, an op with a listed alternative (Celu), an op
+# of another domain, an op with data-dependent output shape (NonZero), and a
+# supported op with an unsupported attribute value (Gemm with broadcast).
+z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
+nodes = [
+    helper.make_node("Relu", ["x"], ["r1"], name="relu1"),
+    helper.make_node("Relu", ["r1"], ["r2"]),
+    helper.make_node("Celu", ["r2"], ["c"], name="celu1"),
+    helper.make_node("FusedGelu", ["c"], ["f"], name="fg", domain="com.example"),
+    helper.make_node("NonZero", ["f"], ["nz"], name="nz1"),
+    helper.make_node("Add", ["r2", "r2"], ["z"], name="add1"),
+]
+g = helper.make_graph(nodes, "g", [x], [z])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                              helper.make_opsetid("com.example", 1)]),
+          os.path.join(out, "check_mixed.onnx"))
+# Every op supported, but an attribute value is not: the import reports it.
+g = helper.make_graph([helper.make_node("Softmax", ["x"], ["z"], name="sm", axis=5)],
+                      "g", [x], [z])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+          os.path.join(out, "check_attr.onnx"))

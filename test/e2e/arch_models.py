@@ -1,0 +1,129 @@
+"""Architectures for the end-to-end tests (issue 3 item 4): ResNet-18, a tiny
+GPT-style decoder and a TransformerEncoderLayer with a linear head, each with
+a seeded example batch, so PyTorch and dlc start from the same weights and data.
+
+Each factory returns (model, x, y): x is the batch fed to the model's single
+input, y the integer labels of the softmax cross-entropy over the last axis of
+the model's output (shape = output shape without the last axis).
+"""
+import math
+
+import torch
+import torchvision
+from torch import nn
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention written with MatMul/Softmax and a
+    lower-triangular mask (as in GPT-2), no dropout."""
+
+    def __init__(self, embed: int, heads: int, seq: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(embed, 3 * embed)
+        self.proj = nn.Linear(embed, embed)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
+        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        return self.proj(y)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LayerNorm transformer decoder block with a GELU MLP."""
+
+    def __init__(self, embed: int, heads: int, seq: int):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(embed)
+        self.attn = CausalSelfAttention(embed, heads, seq)
+        self.ln2 = nn.LayerNorm(embed)
+        self.fc = nn.Linear(embed, 4 * embed)
+        self.fc_out = nn.Linear(4 * embed, embed)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc_out(nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+class TinyGPT(nn.Module):
+    """Token + position embeddings, decoder blocks, final LayerNorm and an
+    untied linear head: [batch, seq] i64 tokens -> [batch, seq, vocab] logits."""
+
+    def __init__(self, vocab=50, seq=8, embed=32, heads=2, layers=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, embed)
+        self.pos = nn.Embedding(seq, embed)
+        self.blocks = nn.ModuleList([DecoderBlock(embed, heads, seq) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(embed)
+        self.head = nn.Linear(embed, vocab, bias=False)
+
+    def forward(self, idx):
+        _, t = idx.shape
+        pos = torch.arange(0, t, dtype=torch.long)
+        x = self.tok(idx) + self.pos(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+class EncoderClassifier(nn.Module):
+    """torch.nn.TransformerEncoderLayer + a per-token linear head:
+    [batch, seq, 32] -> [batch, seq, 10]."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64,
+                                              dropout=0.0, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.enc(x))
+
+
+def make_resnet18(batch):
+    torch.manual_seed(10)
+    model = torchvision.models.resnet18(num_classes=10)
+    gen = torch.Generator().manual_seed(11)
+    # Non-trivial running statistics, so that the eval-mode comparison
+    # exercises them (the defaults are 0/1). The affine parameters keep their
+    # defaults: random ones make 5 steps of training on 2 samples so
+    # ill-conditioned that PyTorch's own fp32 and fp64 losses differ by >1e-3.
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2, generator=gen)
+                m.running_var.uniform_(0.5, 1.5, generator=gen)
+    # 64x64 keeps 2x2 pixels per channel in layer4, so training-mode batch
+    # norm statistics there are over 8 values, not 2.
+    x = torch.rand(batch, 3, 64, 64, generator=gen)
+    y = torch.randint(0, 10, (batch,), generator=gen)
+    return model, x, y
+
+
+def make_gpt(batch):
+    torch.manual_seed(20)
+    model = TinyGPT()
+    gen = torch.Generator().manual_seed(21)
+    x = torch.randint(0, 50, (batch, 8), generator=gen)
+    y = torch.randint(0, 50, (batch, 8), generator=gen)
+    return model, x, y
+
+
+def make_transformer(batch):
+    torch.manual_seed(30)
+    model = EncoderClassifier()
+    gen = torch.Generator().manual_seed(31)
+    x = torch.randn(batch, 8, 32, generator=gen)
+    y = torch.randint(0, 10, (batch, 8), generator=gen)
+    return model, x, y
+
+
+ARCHITECTURES = {"resnet18": make_resnet18, "gpt": make_gpt, "transformer": make_transformer}
