@@ -18,7 +18,6 @@ of PyTorch (fp32 on both sides, differing in summation order only; outputs
 relative to the largest reference magnitude). --break changes the learning
 rate given to dlc so that the check must fail (a self-test).
 """
-import json
 import os
 import subprocess
 import sys
@@ -27,6 +26,9 @@ import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sgd_check import compare_sgd, export_training  # noqa: E402
 
 STEPS, LR, MOMENTUM, BATCH = 5, 0.05, 0.9, 4
 
@@ -83,10 +85,7 @@ def main():
     torch.manual_seed(1)
     model = make()
     base = os.path.join(out, name)
-    torch.onnx.export(model, (x,), base + ".onnx", opset_version=17,
-                      input_names=["x"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_training(model, (x,), base + ".onnx", 17, ["x"])
     failed = False
 
     # Inference from the exported weights.
@@ -104,38 +103,10 @@ def main():
     print(f"{'ok' if ok else 'MISMATCH'} {name} inference: rel {err:.2e}")
     failed |= not ok
 
-    lr = LR * (1.5 if broken else 1.0)
-    subprocess.run(["dlc", base + ".onnx", "--train", "--loss",
-                    "softmax-cross-entropy", "--optimizer", "sgd", "--lr",
-                    repr(lr), "--momentum", repr(MOMENTUM),
-                    "--batch-size", str(BATCH), "--quiet", "-o",
-                    base + ".dlcp"], check=True)
-    log = base + ".jsonl"
-    if os.path.exists(log):
-        os.remove(log)
-    subprocess.run(["dlrt", "train", base + ".dlcp", "--data",
-                    os.path.join(out, "batch.npz"), "--steps", str(STEPS),
-                    "--no-shuffle", "--log-jsonl", log, "--device", "host"],
-                   check=True, stdout=subprocess.DEVNULL)
-    with open(log) as f:
-        ours = [json.loads(line)["loss"] for line in f if line.strip()]
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    ref = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        ref.append(loss.item())
-    if len(ours) != len(ref):
-        print(f"MISMATCH {name}: {len(ours)} steps logged")
-        sys.exit(1)
-    for i, (a, b) in enumerate(zip(ours, ref), 1):
-        rel = abs(a - b) / abs(b)
-        ok = rel <= 1e-4
-        print(f"{'ok' if ok else 'MISMATCH'} {name} step {i}: "
-              f"dlrt {a:.8f} torch {b:.8f} rel {rel:.2e}")
-        failed |= not ok
+    failed |= compare_sgd(name, base, model, (x,), y,
+                          os.path.join(out, "batch.npz"), lr=LR,
+                          momentum=MOMENTUM, steps=STEPS, batch=BATCH,
+                          broken=broken)
     sys.exit(1 if failed else 0)
 
 

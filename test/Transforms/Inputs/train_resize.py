@@ -11,9 +11,7 @@ momentum 0.9, lr 0.05, 5 steps, exported at opset 13 and 17. Prints one line
 per step; "ok" when within 1e-4 relative of PyTorch (fp32 on both sides).
 --break changes the learning rate given to dlc so the check must fail.
 """
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +19,9 @@ import onnx
 import torch
 from torch import nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sgd_check import compare_sgd, export_training  # noqa: E402
 
 STEPS, LR, MOMENTUM, BATCH = 5, 0.05, 0.9, 4
 
@@ -58,10 +59,7 @@ def main():
         torch.manual_seed(1)
         model = Net()
         base = os.path.join(out, f"net_{opset}")
-        torch.onnx.export(model, (x,), base + ".onnx", opset_version=opset,
-                          input_names=["x"], output_names=["logits"],
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
+        export_training(model, (x,), base + ".onnx", opset, ["x"])
         modes = sorted(
             "%s/%s" % (onnx.helper.get_attribute_value(a).decode(),
                        [onnx.helper.get_attribute_value(b).decode()
@@ -70,39 +68,10 @@ def main():
             for n in onnx.load(base + ".onnx").graph.node
             if n.op_type == "Resize" for a in n.attribute if a.name == "mode")
         print(f"opset {opset} Resize nodes: {' '.join(modes)}")
-        lr = LR * (1.5 if broken else 1.0)
-        subprocess.run(["dlc", base + ".onnx", "--train", "--loss",
-                        "softmax-cross-entropy", "--optimizer", "sgd", "--lr",
-                        repr(lr), "--momentum", repr(MOMENTUM),
-                        "--batch-size", str(BATCH), "--quiet", "-o",
-                        base + ".dlcp"], check=True)
-        log = base + ".jsonl"
-        if os.path.exists(log):
-            os.remove(log)
-        subprocess.run(["dlrt", "train", base + ".dlcp", "--data",
-                        os.path.join(out, "batch.npz"), "--steps", str(STEPS),
-                        "--no-shuffle", "--log-jsonl", log, "--device", "host"],
-                       check=True, stdout=subprocess.DEVNULL)
-        with open(log) as f:
-            ours = [json.loads(line)["loss"] for line in f if line.strip()]
-        opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-        ref = []
-        for _ in range(STEPS):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            ref.append(loss.item())
-        if len(ours) != len(ref):
-            print(f"MISMATCH opset {opset}: {len(ours)} steps logged")
-            failed = True
-            continue
-        for i, (a, b) in enumerate(zip(ours, ref), 1):
-            rel = abs(a - b) / abs(b)
-            ok = rel <= 1e-4
-            print(f"{'ok' if ok else 'MISMATCH'} opset {opset} step {i}: "
-                  f"dlrt {a:.8f} torch {b:.8f} rel {rel:.2e}")
-            failed |= not ok
+        failed |= compare_sgd(f"opset {opset}", base, model, (x,), y,
+                              os.path.join(out, "batch.npz"), lr=LR,
+                              momentum=MOMENTUM, steps=STEPS, batch=BATCH,
+                              broken=broken)
     sys.exit(1 if failed else 0)
 
 
