@@ -1396,4 +1396,57 @@ TEST_F(OnnxGradientCheck, ReductionsSqueezeUnsqueeze) {
   run(graph, graph.node("Mul", {sq, sum}), 1);
 }
 
+
+// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss as model-computed
+// losses (--loss-output): class weights and ignore_index, over [N, C, D].
+TEST_F(OnnxGradientCheck, ModelComputedOnnxLosses) {
+  for (const char *op : {"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"}) {
+    SCOPED_TRACE(op);
+    OnnxGraph graph;
+    graph.input("x", {2, 3, 2});
+    graph.param("w", {2, 3, 2});
+    std::string h = graph.node("Add", {"x", "w"});
+    if (std::string(op) == "NegativeLogLikelihoodLoss")
+      h = graph.node("LogSoftmax", {h}, {}, {{"axis", 1}});
+    // Class weights are a constant (not trained); target 1 at [1, 0] is
+    // ignored.
+    auto *wc = graph.g->add_initializer();
+    wc->set_name("class_w");
+    wc->set_data_type(onnx::TensorProto_DataType_DOUBLE);
+    wc->add_dims(3);
+    for (double v : {0.5, 1.0, 2.0})
+      wc->add_double_data(v);
+    std::string cast = graph.node("Cast", {"class_w"}, {},
+                                  {{"to", onnx::TensorProto_DataType_FLOAT}});
+    std::string labels =
+        int64Constant(graph, {0, 2, 1, 1}, {2, 2});
+    std::string loss = graph.node(op, {h, labels, cast}, {},
+                                  {{"ignore_index", 1}});
+    auto *attr = lastNode(graph)->add_attribute();
+    attr->set_name("reduction");
+    attr->set_type(onnx::AttributeProto_AttributeType_STRING);
+    attr->set_s("mean");
+    auto *out = graph.g->add_output();
+    out->set_name(loss);
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto_DataType_FLOAT);
+    out->mutable_type()->mutable_tensor_type()->mutable_shape();
+    std::string path = ::testing::TempDir() + "gradcheck_loss_" +
+                       std::to_string(::getpid()) + ".onnx";
+    {
+      std::ofstream f(path, std::ios::binary);
+      ASSERT_TRUE(graph.model.SerializeToOstream(&f));
+    }
+    auto module = dlc::importONNXModel(context, path, dlc::ImportOptions());
+    std::remove(path.c_str());
+    ASSERT_TRUE(module);
+    Prepared p = prepareModule(std::move(module), loss);
+    ASSERT_TRUE(p.trainStep);
+    auto interp = Interpreter::create(*p.module);
+    ASSERT_TRUE(succeeded(interp));
+    interp->variables["w"] = random({2, 3, 2});
+    check(p, *interp, {random({2, 3, 2})}, 1);
+  }
+}
+
 } // namespace
