@@ -325,6 +325,11 @@ private:
   template <typename OpTy>
   Value reduceOver(Value x, ArrayRef<int64_t> axes, bool keepdims);
 
+  FailureOr<size_t> convSpatialAxes(StringRef what, RankedTensorType xt,
+                                    RankedTensorType wt,
+                                    SmallVectorImpl<int64_t> &strides,
+                                    SmallVectorImpl<int64_t> &dilations,
+                                    SmallVectorImpl<int64_t> &pads);
   static const llvm::StringMap<Handler> &handlers();
 
   MLIRContext *ctx;
@@ -1710,6 +1715,34 @@ static SmallVector<int64_t> samePads(ArrayRef<int64_t> in,
   return pads;
 }
 
+/// For Conv and ConvTranspose after a 1-D input was lifted to 2-D: checks
+/// that input and weight are both rank 4 or both rank 5, and for rank 5
+/// widens the 2-D defaults of the attributes the node does not set to three
+/// spatial axes. Returns the number of spatial axes (2 or 3).
+FailureOr<size_t> Importer::convSpatialAxes(StringRef what,
+                                            RankedTensorType xt,
+                                            RankedTensorType wt,
+                                            SmallVectorImpl<int64_t> &strides,
+                                            SmallVectorImpl<int64_t> &dilations,
+                                            SmallVectorImpl<int64_t> &pads) {
+  bool is3D = xt.getRank() == 5 && wt.getRank() == 5;
+  if ((xt.getRank() != 4 || wt.getRank() != 4) && !is3D)
+    return nodeError() << "only 1-D, 2-D and 3-D " << what
+                       << " (rank-3/4/5 input and weight) is supported, got "
+                          "input "
+                       << shapeStr(xt.getShape()) << " and weight "
+                       << shapeStr(wt.getShape());
+  if (!is3D)
+    return 2;
+  if (!findAttr("strides"))
+    strides.assign({1, 1, 1});
+  if (!findAttr("dilations"))
+    dilations.assign({1, 1, 1});
+  if (!findAttr("pads"))
+    pads.assign({0, 0, 0, 0, 0, 0});
+  return 3;
+}
+
 LogicalResult Importer::conv() {
   std::string autoPad = attrString("auto_pad", "NOTSET");
   SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
@@ -1737,22 +1770,11 @@ LogicalResult Importer::conv() {
     xt = cast<RankedTensorType>(x.getType());
     wt = cast<RankedTensorType>(w.getType());
   }
-  bool is3D = xt.getRank() == 5 && wt.getRank() == 5;
-  if ((xt.getRank() != 4 || wt.getRank() != 4) && !is3D)
-    return nodeError() << "only 1-D, 2-D and 3-D convolution (rank-3/4/5 "
-                          "input and weight) is supported, got input "
-                       << shapeStr(xt.getShape()) << " and weight "
-                       << shapeStr(wt.getShape());
-  // Number of spatial axes (the 2-D defaults above are widened for 3-D).
-  size_t sp = is3D ? 3 : 2;
-  if (is3D) {
-    if (!findAttr("strides"))
-      strides = {1, 1, 1};
-    if (!findAttr("dilations"))
-      dilations = {1, 1, 1};
-    if (!findAttr("pads"))
-      pads = {0, 0, 0, 0, 0, 0};
-  }
+  FailureOr<size_t> spatial =
+      convSpatialAxes("convolution", xt, wt, strides, dilations, pads);
+  if (failed(spatial))
+    return failure();
+  size_t sp = *spatial;
   if (autoPad == "VALID")
     pads.assign(2 * sp, 0);
   else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
@@ -1860,24 +1882,13 @@ LogicalResult Importer::convTranspose() {
     xt = cast<RankedTensorType>(x.getType());
     wt = cast<RankedTensorType>(w.getType());
   }
-  bool is3D = xt.getRank() == 5 && wt.getRank() == 5;
-  if ((xt.getRank() != 4 || wt.getRank() != 4) && !is3D)
-    return nodeError() << "only 1-D, 2-D and 3-D ConvTranspose (rank-3/4/5 "
-                          "input and weight) is supported, got input "
-                       << shapeStr(xt.getShape()) << " and weight "
-                       << shapeStr(wt.getShape());
-  // Number of spatial axes (the 2-D defaults above are widened for 3-D).
-  size_t sp = is3D ? 3 : 2;
-  if (is3D) {
-    if (!findAttr("strides"))
-      strides = {1, 1, 1};
-    if (!findAttr("dilations"))
-      dilations = {1, 1, 1};
-    if (!findAttr("pads"))
-      pads = {0, 0, 0, 0, 0, 0};
-    if (!findAttr("output_padding"))
-      outPad = {0, 0, 0};
-  }
+  FailureOr<size_t> spatial =
+      convSpatialAxes("ConvTranspose", xt, wt, strides, dilations, pads);
+  if (failed(spatial))
+    return failure();
+  size_t sp = *spatial;
+  if (sp == 3 && !findAttr("output_padding"))
+    outPad = {0, 0, 0};
   if (outShape.size() == sp + 2)
     outShape.erase(outShape.begin(), outShape.begin() + 2);
   if (strides.size() != sp || dilations.size() != sp ||
