@@ -136,6 +136,21 @@ LogicalResult tryFuse(x::KernelOp p) {
     pInputSlot[i] = addInput(p.getInputs()[i], mapOf(p, i));
   for (unsigned j = 0; j < c.getOutputs().size(); ++j)
     maps.push_back(mapOf(c, cIns + j));
+  // Codegen sizes each loop from a map that uses it as a plain dimension;
+  // P's output (an identity map) may have been the only one, e.g. a
+  // broadcast feeding a reduction over the broadcast axis. Keep it unfused
+  // then.
+  unsigned numLoops = mapOf(c, 0).getNumDims();
+  for (unsigned d = 0; d < numLoops; ++d) {
+    bool covered = llvm::any_of(maps, [&](AffineMap m) {
+      return llvm::any_of(m.getResults(), [&](AffineExpr e) {
+        auto dim = dyn_cast<AffineDimExpr>(e);
+        return dim && dim.getPosition() == d;
+      });
+    });
+    if (!covered)
+      return failure();
+  }
 
   OpBuilder b(c);
   auto fused = x::KernelOp::create(

@@ -168,3 +168,34 @@ module {
 // CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[ACC]], %[[SEL]] : f32
 // CHECK-NEXT: dlexec.yield %[[SUM]] : f32
 // CHECK-COUNT-5: dlexec.output
+
+// -----
+
+// A broadcast [4, 1] -> [4, 5] feeding a sum over the broadcast axis stays
+// unfused: after fusion no map would use loop 1 as a plain dimension, and
+// codegen could not size it.
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+module {
+  dlexec.func @broadcast_then_reduce {
+    %x = dlexec.input "x" : memref<4x1xf32>
+    %e = dlexec.alloc : memref<4x5xf32>
+    dlexec.kernel @k_bcast ins(%x : memref<4x1xf32>) outs(%e : memref<4x5xf32>) attributes {indexing_maps = [#bcast, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: f32):
+      dlexec.yield %a : f32
+    }
+    %s = dlexec.alloc : memref<4xf32>
+    dlexec.kernel @k_sum ins(%e : memref<4x5xf32>) outs(%s : memref<4xf32>) attributes {indexing_maps = [#id2, #rows], init = [0.0 : f32], iterator_types = ["parallel", "reduction"]} {
+    ^bb0(%a: f32, %acc: f32):
+      %r = arith.addf %acc, %a : f32
+      dlexec.yield %r : f32
+    }
+    dlexec.output "y", %s : memref<4xf32>
+  }
+}
+
+// BEFORE-LABEL: dlexec.func @broadcast_then_reduce
+// CHECK-LABEL: dlexec.func @broadcast_then_reduce
+// CHECK: dlexec.kernel @k_bcast
+// CHECK: dlexec.kernel @k_sum ins(%{{.+}} : memref<4x5xf32>)
