@@ -325,6 +325,21 @@ private:
   template <typename OpTy>
   Value reduceOver(Value x, ArrayRef<int64_t> axes, bool keepdims);
 
+  /// What Conv and ConvTranspose read alike: attributes, operands (X, W,
+  /// optional B), with a 1-D node lifted to 2-D (is1D) and the number of
+  /// spatial axes (2 or 3).
+  struct ConvNode {
+    std::string autoPad;
+    SmallVector<int64_t> kernel, strides, pads, dilations;
+    int64_t group = 1;
+    Value x, w, bias;
+    RankedTensorType xt, wt;
+    bool is1D = false;
+    size_t spatial = 2;
+  };
+  /// Fills |c| for the current Conv or ConvTranspose node (|what| names it
+  /// in errors).
+  LogicalResult readConvNode(StringRef what, ConvNode &c);
   FailureOr<size_t> convSpatialAxes(StringRef what, RankedTensorType xt,
                                     RankedTensorType wt,
                                     SmallVectorImpl<int64_t> &strides,
@@ -1743,38 +1758,53 @@ FailureOr<size_t> Importer::convSpatialAxes(StringRef what,
   return 3;
 }
 
-LogicalResult Importer::conv() {
-  std::string autoPad = attrString("auto_pad", "NOTSET");
-  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
-  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
-  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
-  SmallVector<int64_t> dilations = attrInts("dilations", {1, 1});
-  int64_t group = attrInt("group", 1);
+LogicalResult Importer::readConvNode(StringRef what, ConvNode &c) {
+  c.autoPad = attrString("auto_pad", "NOTSET");
+  c.kernel = attrInts("kernel_shape", {});
+  c.strides = attrInts("strides", {1, 1});
+  c.pads = attrInts("pads", {0, 0, 0, 0});
+  c.dilations = attrInts("dilations", {1, 1});
+  c.group = attrInt("group", 1);
   if (attrFailed)
     return failure();
-  Value x = operand(0), w = x ? operand(1) : Value();
-  if (!w)
+  c.x = operand(0);
+  c.w = c.x ? operand(1) : Value();
+  if (!c.w)
     return failure();
-  Value bias;
-  if (hasInput(2) && !(bias = operand(2)))
+  if (hasInput(2) && !(c.bias = operand(2)))
     return failure();
-  auto xt = cast<RankedTensorType>(x.getType()),
-       wt = cast<RankedTensorType>(w.getType());
+  c.xt = cast<RankedTensorType>(c.x.getType());
+  c.wt = cast<RankedTensorType>(c.w.getType());
   // A 1-D convolution is a 2-D one over an inserted H axis of size 1.
-  bool is1D = xt.getRank() == 3 && wt.getRank() == 3;
-  if (is1D) {
-    if (failed(liftTo2D(kernel, strides, pads, dilations)))
+  c.is1D = c.xt.getRank() == 3 && c.wt.getRank() == 3;
+  if (c.is1D) {
+    if (failed(liftTo2D(c.kernel, c.strides, c.pads, c.dilations)))
       return failure();
-    x = insertUnitH(x);
-    w = insertUnitH(w);
-    xt = cast<RankedTensorType>(x.getType());
-    wt = cast<RankedTensorType>(w.getType());
+    c.x = insertUnitH(c.x);
+    c.w = insertUnitH(c.w);
+    c.xt = cast<RankedTensorType>(c.x.getType());
+    c.wt = cast<RankedTensorType>(c.w.getType());
   }
   FailureOr<size_t> spatial =
-      convSpatialAxes("convolution", xt, wt, strides, dilations, pads);
+      convSpatialAxes(what, c.xt, c.wt, c.strides, c.dilations, c.pads);
   if (failed(spatial))
     return failure();
-  size_t sp = *spatial;
+  c.spatial = *spatial;
+  return success();
+}
+
+LogicalResult Importer::conv() {
+  ConvNode cn;
+  if (failed(readConvNode("convolution", cn)))
+    return failure();
+  std::string &autoPad = cn.autoPad;
+  SmallVector<int64_t> &kernel = cn.kernel, &strides = cn.strides,
+                       &pads = cn.pads, &dilations = cn.dilations;
+  int64_t group = cn.group;
+  Value x = cn.x, w = cn.w, bias = cn.bias;
+  RankedTensorType xt = cn.xt, wt = cn.wt;
+  bool is1D = cn.is1D;
+  size_t sp = cn.spatial;
   if (autoPad == "VALID")
     pads.assign(2 * sp, 0);
   else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
@@ -1842,28 +1872,22 @@ LogicalResult Importer::conv() {
 // stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads, and the
 // extra output_padding rows at the end get no contribution (only the bias).
 LogicalResult Importer::convTranspose() {
-  std::string autoPad = attrString("auto_pad", "NOTSET");
-  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
-  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
-  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
-  SmallVector<int64_t> dilations = attrInts("dilations", {1, 1});
   SmallVector<int64_t> outPad = attrInts("output_padding", {0, 0});
   SmallVector<int64_t> outShape = attrInts("output_shape", {});
-  int64_t group = attrInt("group", 1);
   if (attrFailed)
     return failure();
-  Value x = operand(0), w = x ? operand(1) : Value();
-  if (!w)
+  ConvNode cn;
+  if (failed(readConvNode("ConvTranspose", cn)))
     return failure();
-  Value bias;
-  if (hasInput(2) && !(bias = operand(2)))
-    return failure();
-  auto xt = cast<RankedTensorType>(x.getType()),
-       wt = cast<RankedTensorType>(w.getType());
-  bool is1D = xt.getRank() == 3 && wt.getRank() == 3;
+  std::string &autoPad = cn.autoPad;
+  SmallVector<int64_t> &kernel = cn.kernel, &strides = cn.strides,
+                       &pads = cn.pads, &dilations = cn.dilations;
+  int64_t group = cn.group;
+  Value x = cn.x, w = cn.w, bias = cn.bias;
+  RankedTensorType xt = cn.xt, wt = cn.wt;
+  bool is1D = cn.is1D;
+  size_t sp = cn.spatial;
   if (is1D) {
-    if (failed(liftTo2D(kernel, strides, pads, dilations)))
-      return failure();
     if (findAttr("output_padding")) {
       if (outPad.size() != 1)
         return nodeError() << "a 1-D ConvTranspose needs 1 output_padding";
@@ -1877,16 +1901,7 @@ LogicalResult Importer::convTranspose() {
         return nodeError() << "a 1-D ConvTranspose needs 1 output_shape value";
       outShape = {1, outShape[0]};
     }
-    x = insertUnitH(x);
-    w = insertUnitH(w);
-    xt = cast<RankedTensorType>(x.getType());
-    wt = cast<RankedTensorType>(w.getType());
   }
-  FailureOr<size_t> spatial =
-      convSpatialAxes("ConvTranspose", xt, wt, strides, dilations, pads);
-  if (failed(spatial))
-    return failure();
-  size_t sp = *spatial;
   if (sp == 3 && !findAttr("output_padding"))
     outPad = {0, 0, 0};
   if (outShape.size() == sp + 2)
