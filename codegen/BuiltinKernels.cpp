@@ -514,6 +514,38 @@ static SmallVector<int64_t> stridesOfShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// The operands of the gather templates: forward ins(data, indices)
+/// outs(rows), gradient ins(indices, rows = dy) outs(data = dx); indices i32
+/// or i64, and the `axis` attribute (range checked by each template).
+struct GatherOperands {
+  Value idx, data, rows;
+  MemRefType dt, it, rt;
+  int64_t axis;
+};
+
+static FailureOr<GatherOperands> gatherOperands(exec::BuiltinKernelOp op,
+                                                bool grad) {
+  if (failed(expectOperands(op, 2, 1,
+                            grad ? "indices, dy -> dx" : "data, indices -> y")))
+    return failure();
+  GatherOperands g;
+  g.idx = op.getInputs()[grad ? 0 : 1];
+  g.data = grad ? op.getOutputs()[0] : op.getInputs()[0];
+  g.rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  g.dt = cast<MemRefType>(g.data.getType());
+  g.it = cast<MemRefType>(g.idx.getType());
+  g.rt = cast<MemRefType>(g.rows.getType());
+  if (!g.it.getElementType().isInteger(64) &&
+      !g.it.getElementType().isInteger(32))
+    return op.emitOpError() << "indices must be i32 or i64, got "
+                            << g.it.getElementType();
+  auto axisOr = getInt(op, "axis", 0);
+  if (failed(axisOr))
+    return failure();
+  g.axis = *axisOr;
+  return g;
+}
+
 /// gather: ins(data [.., n, ..], indices) outs(y); gather_grad: ins(indices,
 /// dy) outs(dx of data's shape). `axis` >= 0. Negative indices count from
 /// the end; an index outside [-n, n) reads nothing (y = 0) and adds nothing
@@ -521,21 +553,12 @@ static SmallVector<int64_t> stridesOfShape(ArrayRef<int64_t> shape) {
 /// zeroes its column and then adds dy rows in index order: deterministic on
 /// both targets, no atomics (repeated indices accumulate in a fixed order).
 static FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
-  if (failed(expectOperands(op, 2, 1,
-                            grad ? "indices, dy -> dx" : "data, indices -> y")))
+  FailureOr<GatherOperands> g = gatherOperands(op, grad);
+  if (failed(g))
     return failure();
-  Value idx = op.getInputs()[grad ? 0 : 1];
-  Value data = grad ? op.getOutputs()[0] : op.getInputs()[0];
-  Value rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
-  auto dt = cast<MemRefType>(data.getType()), it = cast<MemRefType>(idx.getType()),
-       rt = cast<MemRefType>(rows.getType());
-  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    return op.emitOpError() << "indices must be i32 or i64, got "
-                            << it.getElementType();
-  auto axisOr = getInt(op, "axis", 0);
-  if (failed(axisOr))
-    return failure();
-  int64_t axis = *axisOr, rank = dt.getRank();
+  Value idx = g->idx, data = g->data, rows = g->rows;
+  MemRefType dt = g->dt, it = g->it, rt = g->rt;
+  int64_t axis = g->axis, rank = dt.getRank();
   if (axis < 0 || axis >= rank)
     return op.emitOpError() << "axis " << axis << " is out of range for "
                             << dt;
@@ -596,21 +619,12 @@ static FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
 /// along `axis` (zero, then add in index order): deterministic.
 static FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op,
                                                  bool grad) {
-  if (failed(expectOperands(op, 2, 1,
-                            grad ? "indices, dy -> dx" : "data, indices -> y")))
+  FailureOr<GatherOperands> g = gatherOperands(op, grad);
+  if (failed(g))
     return failure();
-  Value idx = op.getInputs()[grad ? 0 : 1];
-  Value data = grad ? op.getOutputs()[0] : op.getInputs()[0];
-  Value rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
-  auto dt = cast<MemRefType>(data.getType()), it = cast<MemRefType>(idx.getType()),
-       rt = cast<MemRefType>(rows.getType());
-  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    return op.emitOpError() << "indices must be i32 or i64, got "
-                            << it.getElementType();
-  auto axisOr = getInt(op, "axis", 0);
-  if (failed(axisOr))
-    return failure();
-  int64_t axis = *axisOr, rank = dt.getRank();
+  Value idx = g->idx, data = g->data, rows = g->rows;
+  MemRefType dt = g->dt, it = g->it, rt = g->rt;
+  int64_t axis = g->axis, rank = dt.getRank();
   bool ok = axis >= 0 && axis < rank && it.getRank() == rank &&
             rt.getShape() == it.getShape() &&
             rt.getElementType() == dt.getElementType();
