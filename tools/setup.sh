@@ -10,7 +10,7 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   libflatbuffers-dev flatbuffers-compiler
-  libdnnl-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
+  libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-torchvision python3-onnx python3-numpy
   dataset-fashion-mnist
