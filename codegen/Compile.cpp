@@ -11,6 +11,10 @@
 
 #include <nvrtc.h>
 
+#include "cuda/NvrtcBuiltins.h"
+
+#include <dlfcn.h>
+
 #ifndef DLC_CUDA_INCLUDE_DIR
 #define DLC_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
@@ -106,8 +110,28 @@ compileHostLibrary(Location loc, const std::string &source,
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
+/// Loads NVRTC's builtins library once per process (see NvrtcBuiltins.h);
+/// returns why it could not, or "" when NVRTC will find it.
+static const std::string &nvrtcBuiltinsProblem() {
+  static const std::string problem = [] {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+      return std::string("nvrtcVersion failed");
+    // The definition inside libnvrtc, not a PLT stub of this binary.
+    const void *symbol = dlsym(RTLD_DEFAULT, "nvrtcVersion");
+    if (!symbol)
+      symbol = reinterpret_cast<const void *>(&nvrtcVersion);
+    std::string error;
+    if (!dlrt::cuda::preloadNvrtcBuiltins(symbol, major, minor, &error))
+      return error;
+    return std::string();
+  }();
+  return problem;
+}
+
 bool detail::nvrtcCompile(const KernelSource &kernel, StringRef arch,
                           std::vector<uint8_t> *cubin, std::string *error) {
+  const std::string &builtinsProblem = nvrtcBuiltinsProblem();
   nvrtcProgram prog;
   std::string file = kernel.name + ".cu";
   nvrtcResult res = nvrtcCreateProgram(&prog, kernel.cudaSource.c_str(),
@@ -131,7 +155,9 @@ bool detail::nvrtcCompile(const KernelSource &kernel, StringRef arch,
   if (res != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
     *error = "NVRTC failed to compile kernel '" + kernel.name + "' for " +
-             arch.str() + ": " + nvrtcGetErrorString(res) + "\n" + log;
+             arch.str() + ": " + nvrtcGetErrorString(res) +
+             (builtinsProblem.empty() ? "" : " (" + builtinsProblem + ")") +
+             "\n" + log;
     return false;
   }
   size_t size = 0;

@@ -1,5 +1,6 @@
 //===- CudaApi.cpp - opening the CUDA libraries with dlopen ---------------===//
 #include "CudaApi.h"
+#include "NvrtcBuiltins.h"
 
 #include <dlfcn.h>
 
@@ -176,6 +177,13 @@ Status loadNvrtc(const NvrtcApi **out) {
       return Status::error(DLRT_UNAVAILABLE,
                            std::string("nvrtcVersion failed: ") +
                                api.nvrtcGetErrorString(r));
+    // NVRTC opens its builtins by bare name; a toolkit outside the loader's
+    // search path needs them loaded from libnvrtc's folder first.
+    std::string builtinsError;
+    if (!preloadNvrtcBuiltins(reinterpret_cast<const void *>(api.nvrtcVersion),
+                              api.major, api.minor, &builtinsError))
+      return Status::error(DLRT_UNAVAILABLE,
+                           "NVRTC cannot compile: " + builtinsError);
     return Status::OK();
   });
 }
