@@ -12,7 +12,9 @@ BUILD_DIR=${DLC_BUILD_DIR:-build}
 OUT=.device-carry
 rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/e2e"
 cp "$BUILD_DIR"/bin/{dlrt,dlrt-cuda-tests,dlrt-runtime-tests} "$OUT/bin/"
-cp "$BUILD_DIR/lib/libdlrt.so" "$OUT/lib/"
+# The binaries need libdlrt under its soname (libdlrt.so.<major>).
+soname=$(objdump -p "$BUILD_DIR/lib/libdlrt.so" | awk '$1 == "SONAME" { print $2 }')
+cp -L "$BUILD_DIR/lib/$soname" "$OUT/lib/"
 for lib in libdnnl.so.2 libOpenCL.so.1 libgomp.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$lib" "$OUT/lib/"
 done
