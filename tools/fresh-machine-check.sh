@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --skip-tests) RUN_TESTS=0; shift ;;
     --skip-deb) RUN_DEB=0; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
