@@ -245,8 +245,9 @@ void saveGradients(dlrt_session_t session, const std::string &dir,
   for (const GradientOutput &g : grads) {
     safetensors::Tensor t;
     t.name = g.parameter;
-    for (const char *c = dtypeName(g.info.dtype); *c; ++c)
-      t.dtype += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    for (const char *c = dtypeName(g.info.dtype); *c; ++c) // "f32" -> "F32"
+      t.dtype +=
+          static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
     t.shape.assign(g.info.shape, g.info.shape + g.info.rank);
     t.data.resize(byteSize(g.info));
     check(dlrt_session_get_output(session, "train_step", g.info.name,
