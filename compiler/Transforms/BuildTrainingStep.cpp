@@ -335,12 +335,22 @@ LogicalResult BuildTrainingStepPass::run() {
     WriteVariableOp::create(b, ploc, v->getSymName(), upd.getNewExpAvgSq());
   }
 
-  // Return the loss only.
-  ret.getOperandsMutable().assign(lossValue);
-  SmallVector<Type> argTypes(train.getArgumentTypes());
-  train.setFunctionType(FunctionType::get(ctx, argTypes, {f32Scalar}));
+  // Return the loss, and with expose-gradients each parameter's gradient
+  // (the value its optimizer update reads) as "<parameter>.grad".
+  SmallVector<Value> results = {lossValue};
   SmallVector<DictionaryAttr> resultAttrs = {b.getDictionaryAttr(
       b.getNamedAttr(kNameAttr, b.getStringAttr("loss")))};
+  if (exposeGradients) {
+    for (VariableOp var : params) {
+      results.push_back(paramGrads[var.getSymName()]);
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          kNameAttr, b.getStringAttr(var.getSymName() + ".grad"))));
+    }
+  }
+  ret.getOperandsMutable().assign(results);
+  SmallVector<Type> argTypes(train.getArgumentTypes());
+  train.setFunctionType(
+      FunctionType::get(ctx, argTypes, ValueRange(results).getTypes()));
   train.setAllResultAttrs(resultAttrs);
 
   // Drop what the step does not need (other outputs, unused gradients).

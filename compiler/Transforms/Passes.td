@@ -23,6 +23,10 @@ def BuildTrainingStepPass : Pass<"dlgraph-build-training-step", "mlir::ModuleOp"
       gradients (reverse-mode autodiff, one rule per op, see Autodiff.h);
       and one `dlgraph.sgd_update` / `dlgraph.adam_update` per trainable
       parameter with `dlgraph.write_variable` of every new value.
+    * with `expose-gradients`, `@train_step` also returns the gradient of
+      every trainable parameter (the value its optimizer update reads), in
+      variable order, named `"<parameter>.grad"`; without it the gradients
+      stay internal (and may be fused into the updates).
     * every f32 variable the loss depends on differentiably gets the
       `trainable` attribute; optimizer state (`@"<p>.momentum_buffer"`,
       `@"<p>.exp_avg"`, `@"<p>.exp_avg_sq"`) and the step counter
@@ -71,6 +75,9 @@ def BuildTrainingStepPass : Pass<"dlgraph-build-training-step", "mlir::ModuleOp"
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
     Option<"epsilon", "epsilon", "double", /*default=*/"1.0e-8", "Adam epsilon">,
+    Option<"exposeGradients", "expose-gradients", "bool", /*default=*/"false",
+           "Also return each trainable parameter's gradient from @train_step, "
+           "named \"<parameter>.grad\"">,
   ];
   let dependentDialects = ["::dlc::graph::GraphDialect", "::mlir::func::FuncDialect"];
 }

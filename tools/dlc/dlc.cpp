@@ -87,6 +87,13 @@ static cl::opt<double> beta2("beta2", cl::desc("Adam beta2 (default 0.999)"),
 static cl::opt<double> adamEps("adam-epsilon",
                                cl::desc("Adam epsilon (default 1e-8)"),
                                cl::init(1e-8), cl::cat(dlcCategory));
+static cl::opt<bool> exposeGradients(
+    "expose-gradients",
+    cl::desc("With --train: train_step also returns each trainable "
+             "parameter's gradient as output '<parameter>.grad' (for dlrt "
+             "train --save-gradients; costs their memory and a copy per "
+             "step)"),
+    cl::cat(dlcCategory));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Batch size; fixes dim 0 of every model input"),
@@ -195,6 +202,8 @@ static std::string trainingPipeline() {
     opts += " weight-decay=" + optionValue(weightDecay);
   opts += " beta1=" + optionValue(beta1) + " beta2=" + optionValue(beta2) +
           " epsilon=" + optionValue(adamEps);
+  if (exposeGradients)
+    opts += " expose-gradients=true";
   return "dlgraph-build-training-step{" + opts + "}";
 }
 
@@ -311,6 +320,8 @@ int main(int argc, char **argv) {
                 "'; supported: softmax-cross-entropy");
   if (batchSize < 0)
     return fail("--batch-size must be positive");
+  if (exposeGradients && !train)
+    return fail("--expose-gradients needs --train");
   for (const std::string &t : targets)
     if (!llvm::StringRef(t).starts_with("sm_") ||
         !llvm::all_of(llvm::StringRef(t).drop_front(3), llvm::isDigit) ||

@@ -22,6 +22,7 @@ struct TrainOptions {
   std::string logJsonl;
   std::string save;
   std::string resume;
+  std::string saveGradients; ///< --save-gradients DIR
   std::string device = "auto";
   int64_t logEvery = 100;
 };

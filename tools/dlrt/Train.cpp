@@ -9,13 +9,17 @@
 #include "data/FashionMnist.h"
 #include "data/Npy.h"
 #include "data/Shuffle.h"
+#include "Safetensors.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
+#include <set>
 
 namespace dlrt::cli {
 
@@ -202,6 +206,62 @@ void saveCheckpoint(dlrt_session_t session, const TrainOptions &o,
                                      meta.dump().c_str()));
 }
 
+/// A train_step output holding the gradient of a parameter.
+struct GradientOutput {
+  dlrt_tensor_info_t info;
+  std::string parameter;
+};
+
+/// The outputs "<p>.grad" of train_step for which <p> is a persistent tensor
+/// of |session| (what dlc --train --expose-gradients adds).
+std::vector<GradientOutput>
+gradientOutputs(dlrt_session_t session,
+                const std::vector<dlrt_tensor_info_t> &outputs) {
+  std::set<std::string> state;
+  for (int32_t i = 0; i < dlrt_session_state_count(session); ++i) {
+    dlrt_tensor_info_t info;
+    check(dlrt_session_state_info(session, i, &info));
+    state.insert(info.name);
+  }
+  const std::string suffix = ".grad";
+  std::vector<GradientOutput> grads;
+  for (const dlrt_tensor_info_t &info : outputs) {
+    std::string name = info.name;
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    std::string parameter = name.substr(0, name.size() - suffix.size());
+    if (state.count(parameter))
+      grads.push_back({info, parameter});
+  }
+  return grads;
+}
+
+/// Writes the gradient outputs |grads| of the last train_step run to
+/// |dir|/step-<step>.safetensors, one tensor per parameter named by it.
+void saveGradients(dlrt_session_t session, const std::string &dir,
+                   int64_t step, const std::vector<GradientOutput> &grads) {
+  std::vector<safetensors::Tensor> tensors;
+  for (const GradientOutput &g : grads) {
+    safetensors::Tensor t;
+    t.name = g.parameter;
+    for (const char *c = dtypeName(g.info.dtype); *c; ++c) // "f32" -> "F32"
+      t.dtype +=
+          static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    t.shape.assign(g.info.shape, g.info.shape + g.info.rank);
+    t.data.resize(byteSize(g.info));
+    check(dlrt_session_get_output(session, "train_step", g.info.name,
+                                  t.data.data(), t.data.size()));
+    tensors.push_back(std::move(t));
+  }
+  std::vector<uint8_t> bytes =
+      safetensors::serialize(tensors, {{"step", std::to_string(step)}});
+  std::string path = dir + "/step-" + std::to_string(step) + ".safetensors";
+  std::string error;
+  if (!safetensors::writeFileAtomic(path, bytes.data(), bytes.size(), &error))
+    fail("cannot save gradients: " + error);
+}
+
 /// Parses the unsigned decimal metadata value |key| of checkpoint |path|.
 bool metaNumber(const nlohmann::json &meta, const char *key,
                 const std::string &path, uint64_t &out) {
@@ -257,6 +317,18 @@ int runTrain(const TrainOptions &o) {
   const dlrt_tensor_info_t lossInfo = outputs[lossIndex];
 
   SessionPtr session = createSession(model.get());
+  std::vector<GradientOutput> grads;
+  if (!o.saveGradients.empty()) {
+    grads = gradientOutputs(session.get(), outputs);
+    if (grads.empty())
+      fail("--save-gradients: '" + o.package + "' has no gradient outputs "
+           "(compile it with dlc --train --expose-gradients)");
+    std::error_code ec;
+    std::filesystem::create_directories(o.saveGradients, ec);
+    if (ec)
+      fail("--save-gradients: cannot create '" + o.saveGradients +
+           "': " + ec.message());
+  }
   int64_t step = 0;
   uint64_t seed = o.seed;
   if (!o.resume.empty()) {
@@ -344,6 +416,8 @@ int runTrain(const TrainOptions &o) {
       if (!lossValues.empty())
         loss /= static_cast<double>(lossValues.size());
       ++step;
+      if (!grads.empty())
+        saveGradients(session.get(), o.saveGradients, step, grads);
       if (!std::isfinite(loss) && !warnedNonFinite) {
         std::fprintf(stderr, "dlrt: note: loss is %g at step %lld\n", loss,
                      static_cast<long long>(step));

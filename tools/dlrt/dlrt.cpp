@@ -103,6 +103,11 @@ int main(int argc, char **argv) {
   trainCmd->add_option("--resume", train.resume,
                        "Restore a checkpoint written by --save and continue "
                        "from its step with the same data order");
+  trainCmd->add_option(
+      "--save-gradients", train.saveGradients,
+      "Write each step's gradients to DIR/step-<N>.safetensors (N: the "
+      "global step, from 1), one tensor per parameter named by it; needs a "
+      "package compiled with dlc --train --expose-gradients");
   trainCmd->add_option("--device", train.device, deviceHelp)
       ->check(deviceCheck);
   trainCmd
