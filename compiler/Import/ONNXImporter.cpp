@@ -4210,19 +4210,13 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   return owned;
 }
 
-/// Reads and parses the ONNX model at |path| into |model|, emitting an error
-/// at |fileLoc| on failure.
-static LogicalResult loadModel(StringRef path, Location fileLoc,
-                               onnx::ModelProto &model) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (std::error_code ec = buffer.getError())
-    return emitError(fileLoc) << "cannot open '" << path
-                              << "': " << ec.message();
-  StringRef bytes = (*buffer)->getBuffer();
+/// Parses the ONNX model bytes |bytes| (named |name| in messages) into
+/// |model|, emitting an error at |fileLoc| on failure.
+static LogicalResult parseModel(StringRef bytes, StringRef name,
+                                Location fileLoc, onnx::ModelProto &model) {
   auto parseError = [&]() {
     return emitError(fileLoc)
-           << "cannot parse '" << path << "' as an ONNX model: ";
+           << "cannot parse '" << name << "' as an ONNX model: ";
   };
   if (bytes.size() > (size_t)INT_MAX)
     return parseError() << "files over 2 GiB are not supported";
@@ -4239,6 +4233,18 @@ static LogicalResult loadModel(StringRef path, Location fileLoc,
   return success();
 }
 
+/// Reads and parses the ONNX model at |path| into |model|, emitting an error
+/// at |fileLoc| on failure.
+static LogicalResult loadModel(StringRef path, Location fileLoc,
+                               onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (std::error_code ec = buffer.getError())
+    return emitError(fileLoc) << "cannot open '" << path
+                              << "': " << ec.message();
+  return parseModel((*buffer)->getBuffer(), path, fileLoc, model);
+}
+
 OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
                                            const ImportOptions &options) {
   context.loadDialect<graph::GraphDialect, func::FuncDialect>();
@@ -4247,6 +4253,18 @@ OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
   if (failed(loadModel(path, fileLoc, model)))
     return nullptr;
   Importer importer(context, path, options);
+  return importer.run(model);
+}
+
+OwningOpRef<ModuleOp> dlc::importONNXModelFromBytes(
+    MLIRContext &context, StringRef bytes, StringRef name,
+    const ImportOptions &options) {
+  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, name, 0, 0);
+  onnx::ModelProto model;
+  if (failed(parseModel(bytes, name, fileLoc, model)))
+    return nullptr;
+  Importer importer(context, name, options);
   return importer.run(model);
 }
 

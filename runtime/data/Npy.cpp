@@ -435,10 +435,14 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
   std::vector<uint8_t> file;
   if (!readFileBytes(path, file, error))
     return false;
-  const uint8_t *d = file.data();
-  size_t size = file.size();
+  return parseNpz(file.data(), file.size(), path, out, error);
+}
+
+bool parseNpz(const uint8_t *d, size_t size, const std::string &what,
+              std::vector<NamedArray> &out, std::string &error) {
+  out.clear();
   auto corrupt = [&](const std::string &m) {
-    error = path + ": not a valid .npz (zip) file: " + m;
+    error = what + ": not a valid .npz (zip) file: " + m;
     return false;
   };
   if (size < 22)
@@ -509,7 +513,7 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
     }
     p += 46 + nameLen + extraLen + commentLen;
 
-    std::string entry = path + ": entry '" + name + "'";
+    std::string entry = what + ": entry '" + name + "'";
     if (flags & 1) {
       error = entry + " is encrypted";
       return false;
@@ -561,7 +565,7 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
       arrayName.resize(arrayName.size() - 4);
     NamedArray na;
     na.name = arrayName;
-    if (!parseNpy(raw.data(), raw.size(), path + ": " + name, na.array, error))
+    if (!parseNpy(raw.data(), raw.size(), what + ": " + name, na.array, error))
       return false;
     out.push_back(std::move(na));
   }
