@@ -44,6 +44,27 @@ namespace {
 
 constexpr int64_t kMinOpset = 13;
 constexpr int64_t kMaxOpset = 17;
+/// Tensors the importer accepts have at most 2^40 elements: far beyond any
+/// model, and small enough that products of a few such element counts or
+/// dims never overflow int64.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// Constants the importer builds element by element (folded shape
+/// computations, masks, EyeLike) have at most 2^26 elements.
+constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+
+/// The element count of |shape|, or -1 when a dim is negative or the count
+/// exceeds |limit|.
+int64_t boundedNumElements(llvm::ArrayRef<int64_t> shape,
+                           int64_t limit = kMaxElements) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > limit / d))
+      return -1;
+    n *= d;
+  }
+  return n <= limit ? n : -1;
+}
+
 /// The tensor element types the importer accepts, for diagnostics.
 constexpr const char *kSupportedTypes =
     "float (f32), double (f64), int32, int64, bool";
@@ -141,7 +162,11 @@ struct Slot {
   }
   /// True when the contents are known and may be folded (f32 initializers
   /// are variables: their contents change during training).
-  bool isFoldable() const { return constant && variable.empty(); }
+  /// Constants above kMaxFoldElements are materialized, never folded.
+  bool isFoldable() const {
+    return constant && variable.empty() &&
+           constant.getNumElements() <= kMaxFoldElements;
+  }
 };
 
 class Importer {
@@ -731,6 +756,10 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
              << sym << " at axis " << i
              << "; only dim 0 (the batch) may be symbolic";
     }
+    if (boundedNumElements(shape) < 0)
+      return emitError(loc) << "graph input '" << in.name() << "' of shape "
+                            << shapeStr(shape)
+                            << " is too large (at most 2^40 elements)";
     types.push_back(RankedTensorType::get(shape, elemType));
     names.push_back(in.name());
   }
@@ -859,6 +888,12 @@ FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
 }
 
 LogicalResult Importer::defineSlot(int out, const Slot &s) {
+  // Every result type passes here: keep element counts (and the arithmetic
+  // of later nodes on them) bounded.
+  if (boundedNumElements(s.type().getShape()) < 0)
+    return nodeError() << "result " << out << " of shape "
+                       << shapeStr(s.type().getShape())
+                       << " is too large (at most 2^40 elements)";
   if (out >= node->output_size() || node->output(out).empty())
     return success();
   const std::string &name = node->output(out);
@@ -1662,6 +1697,9 @@ LogicalResult Importer::hardmax() {
   Value idx = gr::ArgMaxOp::create(
       builder, nodeLoc, RankedTensorType::get(idxShape, i64), x,
       builder.getI64IntegerAttr(axis), builder.getUnitAttr(), UnitAttr());
+  if (t.getDimSize(axis) > kMaxFoldElements)
+    return nodeError() << "axis " << axis << " of size " << t.getDimSize(axis)
+                       << " is too large (at most 2^26)";
   SmallVector<APInt> iota;
   for (int64_t i = 0; i < t.getDimSize(axis); ++i)
     iota.push_back(APInt(64, i));
@@ -3640,6 +3678,9 @@ LogicalResult Importer::lossOp() {
   auto ctype = RankedTensorType::get(cshape, et);
   Value weff;
   if (ignoreInRange) {
+    if (c > kMaxFoldElements)
+      return nodeError() << "ignore_index over " << c
+                         << " classes is not supported (at most 2^26)";
     SmallVector<APFloat> keepv;
     for (int64_t i = 0; i < c; ++i) {
       double v = i == ignoreIndex ? 0.0 : 1.0;
@@ -3763,6 +3804,9 @@ LogicalResult Importer::trilu() {
     return nodeError() << "input of rank " << t.getRank()
                        << " is not supported; expected rank >= 2";
   int64_t n = t.getDimSize(t.getRank() - 2), m = t.getDimSize(t.getRank() - 1);
+  if (boundedNumElements({n, m}, kMaxFoldElements) < 0)
+    return nodeError() << "a Trilu mask of " << n << "x" << m
+                       << " is too large (at most 2^26 elements)";
   // Keep (i, j) where j - i >= k (upper) or j - i <= k (lower).
   SmallVector<bool> keep;
   for (int64_t i = 0; i < n; ++i)
@@ -3832,6 +3876,10 @@ LogicalResult Importer::eyeLike() {
       return nodeError() << "dtype " << onnxTypeName(dtype)
                          << " is not supported; supported: " << kSupportedTypes;
   }
+  if (boundedNumElements(in.getShape(), kMaxFoldElements) < 0)
+    return nodeError() << "an EyeLike constant of shape "
+                       << shapeStr(in.getShape())
+                       << " is too large (at most 2^26 elements)";
   auto type = RankedTensorType::get(in.getShape(), et);
   int64_t rows = in.getDimSize(0), cols = in.getDimSize(1);
   SmallVector<Attribute> values;
