@@ -1022,16 +1022,19 @@ LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
   StringRef op = node->op_type();
   for (int64_t i = 0; i < n; ++i) {
     int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+    // Two's complement wrap-around, as int64 arithmetic runs on every
+    // target (and without undefined behavior here).
+    uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
     if (op == "Add")
-      out[i] = x + y;
+      out[i] = static_cast<int64_t>(ux + uy);
     else if (op == "Sub")
-      out[i] = x - y;
+      out[i] = static_cast<int64_t>(ux - uy);
     else if (op == "Mul")
-      out[i] = x * y;
+      out[i] = static_cast<int64_t>(ux * uy);
     else {
       if (y == 0)
         return nodeError() << "integer division by zero";
-      out[i] = x / y;
+      out[i] = y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
     }
   }
   auto type = RankedTensorType::get(*shape, lt.getElementType());
@@ -2791,9 +2794,15 @@ LogicalResult Importer::range() {
     return defineConstant(0, DenseElementsAttr::get(type, vals));
   }
   SmallVector<int64_t> vals;
-  int64_t s0 = (int64_t)start, d = (int64_t)delta;
-  for (int64_t i = 0; i < n; ++i)
-    vals.push_back(s0 + i * d);
+  // The exact int64 operands (a double may not round-trip them).
+  auto intScalar = [&](int i) {
+    return (*in[i]->constant.getValues<APInt>().begin()).getSExtValue();
+  };
+  int64_t s0 = intScalar(0), d = intScalar(2);
+  for (int64_t i = 0; i < n; ++i) // wraps like int64 arithmetic on targets
+    vals.push_back(static_cast<int64_t>(static_cast<uint64_t>(s0) +
+                                        static_cast<uint64_t>(i) *
+                                            static_cast<uint64_t>(d)));
   return defineConstant(0, intConstant(type, vals));
 }
 
@@ -3235,7 +3244,9 @@ LogicalResult Importer::split() {
     if (v < 0)
       return nodeError() << "split sizes " << shapeStr(sizes)
                          << " must not be negative";
-    total += v;
+    if (__builtin_add_overflow(total, v, &total))
+      return nodeError() << "split sizes " << shapeStr(sizes)
+                         << " overflow int64";
   }
   if ((int64_t)sizes.size() != outs || total != dim)
     return nodeError() << "split sizes " << shapeStr(sizes) << " must have "
@@ -3631,6 +3642,9 @@ LogicalResult Importer::lossOp() {
                        << ", expected " << shapeStr(expectT)
                        << " for an input of shape " << shapeStr(xt.getShape());
   int64_t c = xt.getDimSize(1);
+  // The loss builds a constant of the class ids (and of the kept classes).
+  if (c > kMaxFoldElements)
+    return nodeError() << c << " classes are too many (at most 2^26)";
   Value w;
   if (hasInput(2)) {
     // Class weights held by an initializer are constants, not parameters:
@@ -3678,9 +3692,6 @@ LogicalResult Importer::lossOp() {
   auto ctype = RankedTensorType::get(cshape, et);
   Value weff;
   if (ignoreInRange) {
-    if (c > kMaxFoldElements)
-      return nodeError() << "ignore_index over " << c
-                         << " classes is not supported (at most 2^26)";
     SmallVector<APFloat> keepv;
     for (int64_t i = 0; i < c; ++i) {
       double v = i == ignoreIndex ? 0.0 : 1.0;
