@@ -151,9 +151,11 @@ public:
 /// Whether the elements of |v| (null is fine) are aligned for T. The
 /// FlatBuffers 2.0 verifier checks only the 4-byte alignment of a vector's
 /// length, so a damaged file can misalign the elements of a [long] vector,
-/// and reading those as int64 is undefined behavior.
+/// and reading those as int64 is undefined behavior. (An empty vector may
+/// be misaligned: nothing is read.)
 template <typename T> bool elementsAligned(const flatbuffers::Vector<T> *v) {
-  return !v || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+  return !v || v->size() == 0 ||
+         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
 std::string str(const flatbuffers::String *s) {
