@@ -38,6 +38,14 @@ if(DLC_SANITIZE)
   message(STATUS "dlc: building with -fsanitize=${_dlc_sanitize_flag}")
 endif()
 
+# Debian's gcc links with --as-needed by default and clang does not; without
+# it, CUDA::nvrtc's interface drags libcuda.so.1 into dlc's NEEDED entries,
+# and dlc no longer starts on machines without the driver (the runtime
+# dlopens it). Clang builds (sanitized and fuzzing ones) link as gcc does.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  add_link_options(LINKER:--as-needed)
+endif()
+
 if(DLC_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "DLC_FUZZ needs clang (libFuzzer), e.g. "

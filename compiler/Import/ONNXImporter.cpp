@@ -65,6 +65,28 @@ int64_t boundedNumElements(llvm::ArrayRef<int64_t> shape,
   return n <= limit ? n : -1;
 }
 
+/// Checked int64 arithmetic for shape formulas over attribute values that a
+/// file may set to anything: |overflowed| records an overflow where plain
+/// arithmetic would be undefined behavior.
+struct CheckedMath {
+  bool overflowed = false;
+  int64_t add(int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflowed |= __builtin_add_overflow(a, b, &r);
+    return r;
+  }
+  int64_t sub(int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflowed |= __builtin_sub_overflow(a, b, &r);
+    return r;
+  }
+  int64_t mul(int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflowed |= __builtin_mul_overflow(a, b, &r);
+    return r;
+  }
+};
+
 /// The tensor element types the importer accepts, for diagnostics.
 constexpr const char *kSupportedTypes =
     "float (f32), double (f64), int32, int64, bool";
@@ -1883,8 +1905,14 @@ LogicalResult Importer::conv() {
   }
   SmallVector<int64_t> shape = {xt.getDimSize(0), o};
   for (size_t i = 0; i < sp; ++i) {
-    int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-    int64_t span = xt.getDimSize(2 + i) + pads[i] + pads[i + sp] - eff;
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], wt.getDimSize(2 + i) - 1), 1);
+    int64_t span = m.sub(
+        m.add(m.add(xt.getDimSize(2 + i), pads[i]), pads[i + sp]), eff);
+    if (m.overflowed)
+      return nodeError() << "dilations or pads overflow int64 along spatial "
+                            "axis "
+                         << i;
     if (span < 0)
       return nodeError() << "the kernel (" << eff
                          << " with dilation) is larger than the padded input "
@@ -1989,26 +2017,31 @@ LogicalResult Importer::convTranspose() {
   SmallVector<int64_t> shape = {xt.getDimSize(0), cOut};
   for (size_t i = 0; i < sp; ++i) {
     int64_t in = xt.getDimSize(2 + i), s = strides[i];
-    int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-    int64_t full = s * (in - 1) + outPad[i] + eff;
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], wt.getDimSize(2 + i) - 1), 1);
+    int64_t full = m.add(m.add(m.mul(s, in - 1), outPad[i]), eff);
     int64_t out;
     if (!outShape.empty() || autoPad == "SAME_UPPER" ||
         autoPad == "SAME_LOWER") {
       // ONNX: the pads come from the requested output size; an odd total
       // puts the extra element at the end for SAME_UPPER, at the beginning
       // otherwise. A negative total leaves extra rows at the end.
-      out = outShape.empty() ? in * s : outShape[i];
-      int64_t total = std::max<int64_t>(0, full - out);
+      out = outShape.empty() ? m.mul(in, s) : outShape[i];
+      int64_t total = std::max<int64_t>(0, m.sub(full, out));
       pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[i + sp] = total - pads[i];
     } else {
       if (autoPad == "VALID")
         pads[i] = pads[i + sp] = 0;
-      out = full - pads[i] - pads[i + sp];
+      out = m.sub(m.sub(full, pads[i]), pads[i + sp]);
     }
     // The convolution that y's shape maps back to x's must give exactly
     // |in| outputs (rows past its last window only take the bias).
-    int64_t span = out + pads[i] + pads[i + sp] - eff;
+    int64_t span = m.sub(m.add(m.add(out, pads[i]), pads[i + sp]), eff);
+    if (m.overflowed)
+      return nodeError() << "strides, dilations, pads or output sizes "
+                            "overflow int64 along spatial axis "
+                         << i;
     if (out < 1 || span < 0 || span / s + 1 != in)
       return nodeError() << "output size " << out << " along spatial axis "
                          << i << " is not reachable from input size " << in
@@ -2192,9 +2225,18 @@ template <typename OpTy> LogicalResult Importer::pool() {
   SmallVector<int64_t> shape = {xt.getDimSize(0), xt.getDimSize(1)};
   for (size_t i = 0; i < sp; ++i) {
     int64_t in = xt.getDimSize(2 + i);
-    int64_t eff = dilations[i] * (kernel[i] - 1) + 1;
-    int64_t span = in + pads[i] + pads[i + sp] - eff;
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], kernel[i] - 1), 1);
+    int64_t span = m.sub(m.add(m.add(in, pads[i]), pads[i + sp]), eff);
     int64_t s = strides[i];
+    // Also the ceil-mode terms below: span + s - 1, (out - 1) * s.
+    m.add(span, s - 1);
+    m.mul(span / s + 1, s);
+    m.add(in, pads[i]);
+    if (m.overflowed)
+      return nodeError() << "kernel_shape, dilations, strides or pads "
+                            "overflow int64 along spatial axis "
+                         << i;
     if (span < 0)
       return nodeError() << "the kernel (" << eff
                          << ") is larger than the padded input along spatial "
@@ -2298,9 +2340,9 @@ LogicalResult Importer::depthSpace() {
   if (xt.getRank() != 4)
     return nodeError() << "input must have rank 4 (N, C, H, W), got "
                        << shapeStr(xt.getShape());
-  if (b < 1)
+  if (b < 1 || b > (int64_t(1) << 20))
     return nodeError() << "attribute blocksize = " << b
-                       << " is not supported; it must be >= 1";
+                       << " is not supported; it must be in 1..2^20";
   if (mode != "DCR" && mode != "CRD")
     return nodeError() << "attribute mode = '" << mode
                        << "' is not supported; supported: DCR, CRD";
@@ -2732,6 +2774,9 @@ LogicalResult Importer::resize() {
         return nodeError() << "scale " << scales[d] << " on axis " << d
                            << " is not supported (the output would be empty "
                               "or the scale is not positive)";
+      if (!(n <= (double)kMaxElements))
+        return nodeError() << "scale " << scales[d] << " on axis " << d
+                           << " gives a dimension over 2^40";
       shape.push_back((int64_t)n);
     }
   } else {
@@ -3309,6 +3354,11 @@ LogicalResult Importer::pad() {
   if ((int64_t)pads.size() != 2 * rank)
     return nodeError() << "pads " << shapeStr(pads) << " must have " << 2 * rank
                        << " values (begin and end per axis) for rank " << rank;
+  if (llvm::any_of(pads, [](int64_t p) {
+        return p < -kMaxElements || p > kMaxElements;
+      }))
+    return nodeError() << "pads " << shapeStr(pads)
+                       << " are too large (at most 2^40 in magnitude)";
   // Negative pads crop: a slice first.
   SmallVector<int64_t> starts(rank, 0), steps(rank, 1), shape(in.getShape());
   for (int64_t d = 0; d < rank; ++d) {
@@ -3777,6 +3827,9 @@ LogicalResult Importer::tile() {
     if (r < 0)
       return nodeError() << "repeats " << shapeStr(*repeats)
                          << " must not be negative";
+    if (r > 0 && d > kMaxElements / r)
+      return nodeError() << "repeats " << shapeStr(*repeats)
+                         << " make a dimension over 2^40";
     split.append({1, d});
     wide.append({r, d});
     out.push_back(r * d);
