@@ -44,6 +44,49 @@ namespace {
 
 constexpr int64_t kMinOpset = 13;
 constexpr int64_t kMaxOpset = 17;
+/// Tensors the importer accepts have at most 2^40 elements: far beyond any
+/// model, and small enough that products of a few such element counts or
+/// dims never overflow int64.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// Constants the importer builds element by element (folded shape
+/// computations, masks, EyeLike) have at most 2^26 elements.
+constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+
+/// The element count of |shape|, or -1 when a dim is negative or the count
+/// exceeds |limit|.
+int64_t boundedNumElements(llvm::ArrayRef<int64_t> shape,
+                           int64_t limit = kMaxElements) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > limit / d))
+      return -1;
+    n *= d;
+  }
+  return n <= limit ? n : -1;
+}
+
+/// Checked int64 arithmetic for shape formulas over attribute values that a
+/// file may set to anything: |overflowed| records an overflow where plain
+/// arithmetic would be undefined behavior.
+struct CheckedMath {
+  bool overflowed = false;
+  int64_t add(int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflowed |= __builtin_add_overflow(a, b, &r);
+    return r;
+  }
+  int64_t sub(int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflowed |= __builtin_sub_overflow(a, b, &r);
+    return r;
+  }
+  int64_t mul(int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflowed |= __builtin_mul_overflow(a, b, &r);
+    return r;
+  }
+};
+
 /// The tensor element types the importer accepts, for diagnostics.
 constexpr const char *kSupportedTypes =
     "float (f32), double (f64), int32, int64, bool";
@@ -141,7 +184,11 @@ struct Slot {
   }
   /// True when the contents are known and may be folded (f32 initializers
   /// are variables: their contents change during training).
-  bool isFoldable() const { return constant && variable.empty(); }
+  /// Constants above kMaxFoldElements are materialized, never folded.
+  bool isFoldable() const {
+    return constant && variable.empty() &&
+           constant.getNumElements() <= kMaxFoldElements;
+  }
 };
 
 class Importer {
@@ -731,6 +778,10 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
              << sym << " at axis " << i
              << "; only dim 0 (the batch) may be symbolic";
     }
+    if (boundedNumElements(shape) < 0)
+      return emitError(loc) << "graph input '" << in.name() << "' of shape "
+                            << shapeStr(shape)
+                            << " is too large (at most 2^40 elements)";
     types.push_back(RankedTensorType::get(shape, elemType));
     names.push_back(in.name());
   }
@@ -859,6 +910,12 @@ FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
 }
 
 LogicalResult Importer::defineSlot(int out, const Slot &s) {
+  // Every result type passes here: keep element counts (and the arithmetic
+  // of later nodes on them) bounded.
+  if (boundedNumElements(s.type().getShape()) < 0)
+    return nodeError() << "result " << out << " of shape "
+                       << shapeStr(s.type().getShape())
+                       << " is too large (at most 2^40 elements)";
   if (out >= node->output_size() || node->output(out).empty())
     return success();
   const std::string &name = node->output(out);
@@ -987,16 +1044,19 @@ LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
   StringRef op = node->op_type();
   for (int64_t i = 0; i < n; ++i) {
     int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+    // Two's complement wrap-around, as int64 arithmetic runs on every
+    // target (and without undefined behavior here).
+    uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
     if (op == "Add")
-      out[i] = x + y;
+      out[i] = static_cast<int64_t>(ux + uy);
     else if (op == "Sub")
-      out[i] = x - y;
+      out[i] = static_cast<int64_t>(ux - uy);
     else if (op == "Mul")
-      out[i] = x * y;
+      out[i] = static_cast<int64_t>(ux * uy);
     else {
       if (y == 0)
         return nodeError() << "integer division by zero";
-      out[i] = x / y;
+      out[i] = y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
     }
   }
   auto type = RankedTensorType::get(*shape, lt.getElementType());
@@ -1662,6 +1722,9 @@ LogicalResult Importer::hardmax() {
   Value idx = gr::ArgMaxOp::create(
       builder, nodeLoc, RankedTensorType::get(idxShape, i64), x,
       builder.getI64IntegerAttr(axis), builder.getUnitAttr(), UnitAttr());
+  if (t.getDimSize(axis) > kMaxFoldElements)
+    return nodeError() << "axis " << axis << " of size " << t.getDimSize(axis)
+                       << " is too large (at most 2^26)";
   SmallVector<APInt> iota;
   for (int64_t i = 0; i < t.getDimSize(axis); ++i)
     iota.push_back(APInt(64, i));
@@ -1842,8 +1905,14 @@ LogicalResult Importer::conv() {
   }
   SmallVector<int64_t> shape = {xt.getDimSize(0), o};
   for (size_t i = 0; i < sp; ++i) {
-    int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-    int64_t span = xt.getDimSize(2 + i) + pads[i] + pads[i + sp] - eff;
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], wt.getDimSize(2 + i) - 1), 1);
+    int64_t span = m.sub(
+        m.add(m.add(xt.getDimSize(2 + i), pads[i]), pads[i + sp]), eff);
+    if (m.overflowed)
+      return nodeError() << "dilations or pads overflow int64 along spatial "
+                            "axis "
+                         << i;
     if (span < 0)
       return nodeError() << "the kernel (" << eff
                          << " with dilation) is larger than the padded input "
@@ -1948,26 +2017,31 @@ LogicalResult Importer::convTranspose() {
   SmallVector<int64_t> shape = {xt.getDimSize(0), cOut};
   for (size_t i = 0; i < sp; ++i) {
     int64_t in = xt.getDimSize(2 + i), s = strides[i];
-    int64_t eff = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-    int64_t full = s * (in - 1) + outPad[i] + eff;
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], wt.getDimSize(2 + i) - 1), 1);
+    int64_t full = m.add(m.add(m.mul(s, in - 1), outPad[i]), eff);
     int64_t out;
     if (!outShape.empty() || autoPad == "SAME_UPPER" ||
         autoPad == "SAME_LOWER") {
       // ONNX: the pads come from the requested output size; an odd total
       // puts the extra element at the end for SAME_UPPER, at the beginning
       // otherwise. A negative total leaves extra rows at the end.
-      out = outShape.empty() ? in * s : outShape[i];
-      int64_t total = std::max<int64_t>(0, full - out);
+      out = outShape.empty() ? m.mul(in, s) : outShape[i];
+      int64_t total = std::max<int64_t>(0, m.sub(full, out));
       pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[i + sp] = total - pads[i];
     } else {
       if (autoPad == "VALID")
         pads[i] = pads[i + sp] = 0;
-      out = full - pads[i] - pads[i + sp];
+      out = m.sub(m.sub(full, pads[i]), pads[i + sp]);
     }
     // The convolution that y's shape maps back to x's must give exactly
     // |in| outputs (rows past its last window only take the bias).
-    int64_t span = out + pads[i] + pads[i + sp] - eff;
+    int64_t span = m.sub(m.add(m.add(out, pads[i]), pads[i + sp]), eff);
+    if (m.overflowed)
+      return nodeError() << "strides, dilations, pads or output sizes "
+                            "overflow int64 along spatial axis "
+                         << i;
     if (out < 1 || span < 0 || span / s + 1 != in)
       return nodeError() << "output size " << out << " along spatial axis "
                          << i << " is not reachable from input size " << in
@@ -2151,9 +2225,18 @@ template <typename OpTy> LogicalResult Importer::pool() {
   SmallVector<int64_t> shape = {xt.getDimSize(0), xt.getDimSize(1)};
   for (size_t i = 0; i < sp; ++i) {
     int64_t in = xt.getDimSize(2 + i);
-    int64_t eff = dilations[i] * (kernel[i] - 1) + 1;
-    int64_t span = in + pads[i] + pads[i + sp] - eff;
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], kernel[i] - 1), 1);
+    int64_t span = m.sub(m.add(m.add(in, pads[i]), pads[i + sp]), eff);
     int64_t s = strides[i];
+    // Also the ceil-mode terms below: span + s - 1, (out - 1) * s.
+    m.add(span, s - 1);
+    m.mul(span / s + 1, s);
+    m.add(in, pads[i]);
+    if (m.overflowed)
+      return nodeError() << "kernel_shape, dilations, strides or pads "
+                            "overflow int64 along spatial axis "
+                         << i;
     if (span < 0)
       return nodeError() << "the kernel (" << eff
                          << ") is larger than the padded input along spatial "
@@ -2257,9 +2340,9 @@ LogicalResult Importer::depthSpace() {
   if (xt.getRank() != 4)
     return nodeError() << "input must have rank 4 (N, C, H, W), got "
                        << shapeStr(xt.getShape());
-  if (b < 1)
+  if (b < 1 || b > (int64_t(1) << 20))
     return nodeError() << "attribute blocksize = " << b
-                       << " is not supported; it must be >= 1";
+                       << " is not supported; it must be in 1..2^20";
   if (mode != "DCR" && mode != "CRD")
     return nodeError() << "attribute mode = '" << mode
                        << "' is not supported; supported: DCR, CRD";
@@ -2691,6 +2774,9 @@ LogicalResult Importer::resize() {
         return nodeError() << "scale " << scales[d] << " on axis " << d
                            << " is not supported (the output would be empty "
                               "or the scale is not positive)";
+      if (!(n <= (double)kMaxElements))
+        return nodeError() << "scale " << scales[d] << " on axis " << d
+                           << " gives a dimension over 2^40";
       shape.push_back((int64_t)n);
     }
   } else {
@@ -2753,9 +2839,15 @@ LogicalResult Importer::range() {
     return defineConstant(0, DenseElementsAttr::get(type, vals));
   }
   SmallVector<int64_t> vals;
-  int64_t s0 = (int64_t)start, d = (int64_t)delta;
-  for (int64_t i = 0; i < n; ++i)
-    vals.push_back(s0 + i * d);
+  // The exact int64 operands (a double may not round-trip them).
+  auto intScalar = [&](int i) {
+    return (*in[i]->constant.getValues<APInt>().begin()).getSExtValue();
+  };
+  int64_t s0 = intScalar(0), d = intScalar(2);
+  for (int64_t i = 0; i < n; ++i) // wraps like int64 arithmetic on targets
+    vals.push_back(static_cast<int64_t>(static_cast<uint64_t>(s0) +
+                                        static_cast<uint64_t>(i) *
+                                            static_cast<uint64_t>(d)));
   return defineConstant(0, intConstant(type, vals));
 }
 
@@ -3197,7 +3289,9 @@ LogicalResult Importer::split() {
     if (v < 0)
       return nodeError() << "split sizes " << shapeStr(sizes)
                          << " must not be negative";
-    total += v;
+    if (__builtin_add_overflow(total, v, &total))
+      return nodeError() << "split sizes " << shapeStr(sizes)
+                         << " overflow int64";
   }
   if ((int64_t)sizes.size() != outs || total != dim)
     return nodeError() << "split sizes " << shapeStr(sizes) << " must have "
@@ -3260,6 +3354,11 @@ LogicalResult Importer::pad() {
   if ((int64_t)pads.size() != 2 * rank)
     return nodeError() << "pads " << shapeStr(pads) << " must have " << 2 * rank
                        << " values (begin and end per axis) for rank " << rank;
+  if (llvm::any_of(pads, [](int64_t p) {
+        return p < -kMaxElements || p > kMaxElements;
+      }))
+    return nodeError() << "pads " << shapeStr(pads)
+                       << " are too large (at most 2^40 in magnitude)";
   // Negative pads crop: a slice first.
   SmallVector<int64_t> starts(rank, 0), steps(rank, 1), shape(in.getShape());
   for (int64_t d = 0; d < rank; ++d) {
@@ -3593,6 +3692,9 @@ LogicalResult Importer::lossOp() {
                        << ", expected " << shapeStr(expectT)
                        << " for an input of shape " << shapeStr(xt.getShape());
   int64_t c = xt.getDimSize(1);
+  // The loss builds a constant of the class ids (and of the kept classes).
+  if (c > kMaxFoldElements)
+    return nodeError() << c << " classes are too many (at most 2^26)";
   Value w;
   if (hasInput(2)) {
     // Class weights held by an initializer are constants, not parameters:
@@ -3725,6 +3827,9 @@ LogicalResult Importer::tile() {
     if (r < 0)
       return nodeError() << "repeats " << shapeStr(*repeats)
                          << " must not be negative";
+    if (r > 0 && d > kMaxElements / r)
+      return nodeError() << "repeats " << shapeStr(*repeats)
+                         << " make a dimension over 2^40";
     split.append({1, d});
     wide.append({r, d});
     out.push_back(r * d);
@@ -3763,6 +3868,9 @@ LogicalResult Importer::trilu() {
     return nodeError() << "input of rank " << t.getRank()
                        << " is not supported; expected rank >= 2";
   int64_t n = t.getDimSize(t.getRank() - 2), m = t.getDimSize(t.getRank() - 1);
+  if (boundedNumElements({n, m}, kMaxFoldElements) < 0)
+    return nodeError() << "a Trilu mask of " << n << "x" << m
+                       << " is too large (at most 2^26 elements)";
   // Keep (i, j) where j - i >= k (upper) or j - i <= k (lower).
   SmallVector<bool> keep;
   for (int64_t i = 0; i < n; ++i)
@@ -3832,6 +3940,10 @@ LogicalResult Importer::eyeLike() {
       return nodeError() << "dtype " << onnxTypeName(dtype)
                          << " is not supported; supported: " << kSupportedTypes;
   }
+  if (boundedNumElements(in.getShape(), kMaxFoldElements) < 0)
+    return nodeError() << "an EyeLike constant of shape "
+                       << shapeStr(in.getShape())
+                       << " is too large (at most 2^26 elements)";
   auto type = RankedTensorType::get(in.getShape(), et);
   int64_t rows = in.getDimSize(0), cols = in.getDimSize(1);
   SmallVector<Attribute> values;
@@ -4210,19 +4322,13 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   return owned;
 }
 
-/// Reads and parses the ONNX model at |path| into |model|, emitting an error
-/// at |fileLoc| on failure.
-static LogicalResult loadModel(StringRef path, Location fileLoc,
-                               onnx::ModelProto &model) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (std::error_code ec = buffer.getError())
-    return emitError(fileLoc) << "cannot open '" << path
-                              << "': " << ec.message();
-  StringRef bytes = (*buffer)->getBuffer();
+/// Parses the ONNX model bytes |bytes| (named |name| in messages) into
+/// |model|, emitting an error at |fileLoc| on failure.
+static LogicalResult parseModel(StringRef bytes, StringRef name,
+                                Location fileLoc, onnx::ModelProto &model) {
   auto parseError = [&]() {
     return emitError(fileLoc)
-           << "cannot parse '" << path << "' as an ONNX model: ";
+           << "cannot parse '" << name << "' as an ONNX model: ";
   };
   if (bytes.size() > (size_t)INT_MAX)
     return parseError() << "files over 2 GiB are not supported";
@@ -4239,6 +4345,18 @@ static LogicalResult loadModel(StringRef path, Location fileLoc,
   return success();
 }
 
+/// Reads and parses the ONNX model at |path| into |model|, emitting an error
+/// at |fileLoc| on failure.
+static LogicalResult loadModel(StringRef path, Location fileLoc,
+                               onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (std::error_code ec = buffer.getError())
+    return emitError(fileLoc) << "cannot open '" << path
+                              << "': " << ec.message();
+  return parseModel((*buffer)->getBuffer(), path, fileLoc, model);
+}
+
 OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
                                            const ImportOptions &options) {
   context.loadDialect<graph::GraphDialect, func::FuncDialect>();
@@ -4247,6 +4365,18 @@ OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
   if (failed(loadModel(path, fileLoc, model)))
     return nullptr;
   Importer importer(context, path, options);
+  return importer.run(model);
+}
+
+OwningOpRef<ModuleOp> dlc::importONNXModelFromBytes(
+    MLIRContext &context, StringRef bytes, StringRef name,
+    const ImportOptions &options) {
+  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(&context, name, 0, 0);
+  onnx::ModelProto model;
+  if (failed(parseModel(bytes, name, fileLoc, model)))
+    return nullptr;
+  Importer importer(context, name, options);
   return importer.run(model);
 }
 

@@ -56,6 +56,13 @@ mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(mlir::MLIRContext &context,
                                                   llvm::StringRef path,
                                                   const ImportOptions &options);
 
+/// Imports the ONNX model bytes |bytes| as importONNXModel imports a file;
+/// |name| stands for the file in locations and messages. For callers that
+/// hold the model in memory (and the importer's fuzz target).
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNXModelFromBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
+                         llvm::StringRef name, const ImportOptions &options);
+
 /// Support status of one ONNX op type in a model (see checkONNXModel).
 struct ONNXOpStatus {
   /// Domain as written in the model; empty for the default ai.onnx domain.

@@ -18,6 +18,13 @@ namespace dlrt::data {
 /// data, trailing bytes, a file that cannot be opened.
 bool readIdx(const std::string &path, Array &out, std::string &error);
 
+/// Parses the IDX bytes |data| of |size| bytes, gzip-compressed (one or more
+/// gzip members, as gzread reads them) or plain, as readIdx does; errors
+/// start with |what| (the file name). Memory use is bounded by the data the
+/// bytes actually hold, whatever sizes the header claims.
+bool parseIdx(const uint8_t *data, size_t size, const std::string &what,
+              Array &out, std::string &error);
+
 /// Writes |array| (U8, I32, F32 or F64; rank 1 to 4) as IDX to |path|,
 /// gzip-compressed when |gzip| is set. Used by tests and tools.
 bool writeIdx(const std::string &path, const Array &array, bool gzip,

@@ -373,9 +373,12 @@ constexpr uint32_t kEndSig = 0x06054b50;
 constexpr uint32_t kZip64EndSig = 0x06064b50;
 constexpr uint32_t kZip64LocatorSig = 0x07064b50;
 
-/// Inflates raw deflate data |in| into exactly |outSize| bytes.
-bool inflateRaw(const uint8_t *in, size_t inSize, uint8_t *out,
-                size_t outSize, std::string &why) {
+/// Inflates raw deflate data |in| of |inSize| bytes, which its zip entry
+/// says holds |rawSize| bytes, into |out|. The buffer grows with the output,
+/// so an entry that claims more than its data inflates to costs no more
+/// memory than the real output (at most ~1032 times the input).
+bool inflateRaw(const uint8_t *in, size_t inSize, uint64_t rawSize,
+                std::vector<uint8_t> &out, std::string &why) {
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
@@ -384,8 +387,10 @@ bool inflateRaw(const uint8_t *in, size_t inSize, uint8_t *out,
   }
   // zlib counts in uInt; feed large buffers in pieces.
   const size_t kChunk = size_t(1) << 30;
-  size_t inDone = 0, outDone = 0;
-  int rc;
+  size_t inDone = 0;
+  uint64_t produced = 0;
+  uint8_t spare; // catches output beyond rawSize
+  out.clear();
   while (true) {
     if (zs.avail_in == 0 && inDone < inSize) {
       size_t n = std::min(kChunk, inSize - inDone);
@@ -393,38 +398,48 @@ bool inflateRaw(const uint8_t *in, size_t inSize, uint8_t *out,
       zs.avail_in = static_cast<uInt>(n);
       inDone += n;
     }
-    if (zs.avail_out == 0 && outDone < outSize) {
-      size_t n = std::min(kChunk, outSize - outDone);
-      zs.next_out = out + outDone;
-      zs.avail_out = static_cast<uInt>(n);
-      outDone += n;
-    }
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc == Z_STREAM_END)
-      break;
-    if (rc == Z_OK)
-      continue;
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && inDone >= inSize) {
-      why = "deflate data is truncated";
-    } else if (rc == Z_BUF_ERROR && zs.avail_out == 0 && outDone >= outSize) {
-      why = "deflate data larger than its recorded size";
-    } else if (rc == Z_BUF_ERROR &&
-               ((zs.avail_in == 0 && inDone < inSize) ||
-                (zs.avail_out == 0 && outDone < outSize))) {
-      continue;
+    bool intoSpare = produced >= rawSize;
+    if (intoSpare) {
+      zs.next_out = &spare;
+      zs.avail_out = 1;
     } else {
-      why = std::string("corrupt deflate data") +
-            (zs.msg ? std::string(": ") + zs.msg : std::string());
+      if (produced == out.size())
+        out.resize(out.size() +
+                   static_cast<size_t>(std::min<uint64_t>(
+                       rawSize - produced,
+                       std::max<size_t>(size_t(1) << 16, out.size()))));
+      zs.next_out = out.data() + produced;
+      zs.avail_out = static_cast<uInt>(std::min<size_t>(
+          kChunk, out.size() - static_cast<size_t>(produced)));
+    }
+    uInt room = zs.avail_out;
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    size_t got = room - zs.avail_out;
+    if (intoSpare && got > 0) {
+      why = "deflate data larger than its recorded size";
+    } else {
+      produced += got;
+      if (rc == Z_STREAM_END)
+        break;
+      if (rc == Z_OK)
+        continue;
+      if (rc == Z_BUF_ERROR && zs.avail_in == 0 && inDone >= inSize)
+        why = "deflate data is truncated";
+      else if (rc == Z_BUF_ERROR && (zs.avail_in == 0 || zs.avail_out == 0))
+        continue; // more input or room comes next round
+      else
+        why = std::string("corrupt deflate data") +
+              (zs.msg ? std::string(": ") + zs.msg : std::string());
     }
     inflateEnd(&zs);
     return false;
   }
-  size_t produced = outDone - zs.avail_out;
   inflateEnd(&zs);
-  if (produced != outSize) {
+  if (produced != rawSize) {
     why = "deflate data smaller than its recorded size";
     return false;
   }
+  out.resize(static_cast<size_t>(produced));
   return true;
 }
 } // namespace
@@ -435,10 +450,14 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
   std::vector<uint8_t> file;
   if (!readFileBytes(path, file, error))
     return false;
-  const uint8_t *d = file.data();
-  size_t size = file.size();
+  return parseNpz(file.data(), file.size(), path, out, error);
+}
+
+bool parseNpz(const uint8_t *d, size_t size, const std::string &what,
+              std::vector<NamedArray> &out, std::string &error) {
+  out.clear();
   auto corrupt = [&](const std::string &m) {
-    error = path + ": not a valid .npz (zip) file: " + m;
+    error = what + ": not a valid .npz (zip) file: " + m;
     return false;
   };
   if (size < 22)
@@ -509,7 +528,7 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
     }
     p += 46 + nameLen + extraLen + commentLen;
 
-    std::string entry = path + ": entry '" + name + "'";
+    std::string entry = what + ": entry '" + name + "'";
     if (flags & 1) {
       error = entry + " is encrypted";
       return false;
@@ -533,9 +552,8 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
         return corrupt("stored entry '" + name + "' has inconsistent sizes");
       raw.assign(d + dataStart, d + dataStart + compSize);
     } else if (method == 8) {
-      raw.resize(rawSize);
       std::string why;
-      if (!inflateRaw(d + dataStart, compSize, raw.data(), rawSize, why)) {
+      if (!inflateRaw(d + dataStart, compSize, rawSize, raw, why)) {
         error = entry + ": " + why;
         return false;
       }
@@ -561,7 +579,7 @@ bool readNpz(const std::string &path, std::vector<NamedArray> &out,
       arrayName.resize(arrayName.size() - 4);
     NamedArray na;
     na.name = arrayName;
-    if (!parseNpy(raw.data(), raw.size(), path + ": " + name, na.array, error))
+    if (!parseNpy(raw.data(), raw.size(), what + ": " + name, na.array, error))
       return false;
     out.push_back(std::move(na));
   }

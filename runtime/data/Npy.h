@@ -37,6 +37,13 @@ bool writeNpyFile(const std::string &path, const Array &array,
 bool readNpz(const std::string &path, std::vector<NamedArray> &out,
              std::string &error);
 
+/// Parses the .npz (zip) bytes |data| of |size| bytes as readNpz does;
+/// errors start with |what| (the file name). Memory use is bounded by the
+/// data the archive actually holds: a deflate entry's buffer grows as it
+/// inflates, whatever size its header claims.
+bool parseNpz(const uint8_t *data, size_t size, const std::string &what,
+              std::vector<NamedArray> &out, std::string &error);
+
 /// Writes |arrays| to |path| as an uncompressed .npz (zip of stored
 /// "<name>.npy" entries), readable by numpy.load.
 bool writeNpz(const std::string &path, const std::vector<NamedArray> &arrays,

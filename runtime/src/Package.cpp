@@ -148,6 +148,16 @@ public:
   const std::string &path;
 };
 
+/// Whether the elements of |v| (null is fine) are aligned for T. The
+/// FlatBuffers 2.0 verifier checks only the 4-byte alignment of a vector's
+/// length, so a damaged file can misalign the elements of a [long] vector,
+/// and reading those as int64 is undefined behavior. (An empty vector may
+/// be misaligned: nothing is read.)
+template <typename T> bool elementsAligned(const flatbuffers::Vector<T> *v) {
+  return !v || v->size() == 0 ||
+         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
 std::string str(const flatbuffers::String *s) {
   return s ? std::string(s->c_str(), s->size()) : std::string();
 }
@@ -169,6 +179,8 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
     info.kind = static_cast<BufferKind>(kind);
     info.dtype = static_cast<dlrt_dtype_t>(dtype);
     int64_t numel = 1;
+    if (!elementsAligned(b->shape()))
+      return c.fail(where + " has a misaligned shape vector");
     if (b->shape()) {
       if (b->shape()->size() > 8)
         return c.fail(where + " has rank " +
@@ -288,6 +300,8 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
                         StepInfo *step, const std::string &where, Checker &c) {
   std::string callee = str(call->callee());
   std::vector<int64_t> ia;
+  if (!elementsAligned(call->int_attrs()))
+    return c.fail(where + ": '" + callee + "' has a misaligned int_attrs vector");
   if (call->int_attrs())
     ia.assign(call->int_attrs()->begin(), call->int_attrs()->end());
   std::vector<float> fa;
@@ -603,6 +617,15 @@ bool convertFunctions(const fb::Package *p, Package *out, Checker &c) {
 Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
                     Package *out) {
   *out = Package();
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
+    // FlatBuffers aligns relative to the buffer start: give it an 8-byte
+    // aligned copy (nothing in |out| points into the bytes).
+    std::vector<uint64_t> aligned((size + 7) / 8);
+    if (size)
+      std::memcpy(aligned.data(), data, size);
+    return parsePackage(reinterpret_cast<const uint8_t *>(aligned.data()), size,
+                        path, out);
+  }
   if (size < 8)
     return Status::error(DLRT_CORRUPT, "'" + path +
                                            "' is not a dlc package (only " +

@@ -50,6 +50,13 @@ Status Context::create(const dlrt_context_options_t &options,
   return Status::OK();
 }
 
+std::unique_ptr<Context> Context::withDevice(std::unique_ptr<Device> device) {
+  auto ctx = std::unique_ptr<Context>(new Context());
+  ctx->device_ = std::move(device);
+  ctx->name_ = ctx->device_->name();
+  return ctx;
+}
+
 Status Model::kernels(std::vector<std::unique_ptr<DeviceKernel>> **out) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!kernelsLoaded_) {
@@ -342,13 +349,19 @@ Status Session::loadCheckpoint(const std::string &path,
   Status st = readFile(path, "checkpoint", &bytes);
   if (!st.ok())
     return st;
+  return loadCheckpointBytes(bytes.data(), bytes.size(), path, metadataJson);
+}
+
+Status Session::loadCheckpointBytes(const uint8_t *data, size_t size,
+                                    const std::string &what,
+                                    std::string *metadataJson) {
+  Status st;
   std::vector<safetensors::Tensor> tensors;
   std::map<std::string, std::string> metadata;
   std::string error;
-  if (!safetensors::parse(bytes.data(), bytes.size(), &tensors, &metadata,
-                          &error))
+  if (!safetensors::parse(data, size, &tensors, &metadata, &error))
     return Status::error(DLRT_CORRUPT,
-                         "'" + path + "' is not a valid checkpoint: " + error);
+                         "'" + what + "' is not a valid checkpoint: " + error);
   // Check everything before writing anything, so a mismatched checkpoint
   // leaves the session as it was.
   const Package &pkg = model_->package();
@@ -356,7 +369,7 @@ Status Session::loadCheckpoint(const std::string &path,
   for (const safetensors::Tensor &t : tensors) {
     if (findState(t.name) < 0)
       return Status::error(DLRT_INVALID_ARGUMENT,
-                           "checkpoint '" + path + "' has tensor '" + t.name +
+                           "checkpoint '" + what + "' has tensor '" + t.name +
                                "', which this model does not have");
     byName[t.name] = &t;
   }
@@ -370,7 +383,7 @@ Status Session::loadCheckpoint(const std::string &path,
     const BufferInfo &b = pkg.buffers[i];
     auto it = byName.find(b.name);
     if (it == byName.end())
-      return Status::error(DLRT_INVALID_ARGUMENT, "checkpoint '" + path +
+      return Status::error(DLRT_INVALID_ARGUMENT, "checkpoint '" + what +
                                                       "' lacks tensor '" +
                                                       b.name + "'");
     const safetensors::Tensor &t = *it->second;

@@ -28,6 +28,9 @@ public:
   /// DLRT_INVALID_ARGUMENT (unknown device kind).
   static Status create(const dlrt_context_options_t &options,
                        std::unique_ptr<Context> *out);
+  /// A context on |device| (not null), for tests and fuzz targets that bring
+  /// a device of their own.
+  static std::unique_ptr<Context> withDevice(std::unique_ptr<Device> device);
   Device &device() { return *device_; }
   const std::string &deviceName() const { return name_; }
 
@@ -77,6 +80,14 @@ public:
   /// |metadata| is a JSON object of strings or empty.
   Status saveCheckpoint(const std::string &path, const std::string &metadata);
   Status loadCheckpoint(const std::string &path, std::string *metadataJson);
+  /// Restores the safetensors checkpoint |data| of |size| bytes, named
+  /// |what| in messages. Checks every tensor (names, dtypes, shapes) before
+  /// writing any, so a mismatched checkpoint leaves the session as it was.
+  /// Errors: DLRT_CORRUPT (not valid safetensors), DLRT_INVALID_ARGUMENT
+  /// (does not match the model), those of the device.
+  Status loadCheckpointBytes(const uint8_t *data, size_t size,
+                             const std::string &what,
+                             std::string *metadataJson);
 
   const Model &model() const { return *model_; }
 

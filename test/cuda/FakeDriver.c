@@ -4,10 +4,17 @@
  * point the device needs is served through cuGetProcAddress_v2 (which
  * insists on base names and a CUDA 12+ API version), and cuDeviceGetCount
  * reports zero devices. */
+#include <stdint.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long cuuint64_t;
+/* cuda.h's own type names, so that the runtime's calls through pointers of
+ * cuda.h's function types match these definitions (UBSan's
+ * -fsanitize=function checks that in sanitized builds). */
+typedef enum cudaError_enum { FAKE_CUDA_SUCCESS = 0 } CUresult;
+typedef enum CUdriverProcAddressQueryResult_enum {
+  FAKE_PROC_ADDRESS_SUCCESS = 0
+} CUdriverProcAddressQueryResult;
+typedef uint64_t cuuint64_t; /* as cuda.h has it */
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
   *name = error == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_NOT_FOUND";
@@ -66,7 +73,8 @@ static const char *const kServed[] = {"cuDeviceGet",
                                       "cuLaunchKernel"};
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-                             cuuint64_t flags, int *symbolStatus) {
+                             cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus) {
   *pfn = 0;
   if (cudaVersion < 12000 || flags != 0) {
     *symbolStatus = 2; /* CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT */

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <unistd.h>
+#include <zlib.h>
 
 using namespace dlrt::data;
 
@@ -280,6 +281,95 @@ TEST_F(DataTest, NpzDeflateFromNumPy) {
                       "assert d['y'].shape == (2, 3); "
                       "assert d['y'][1, 2] == 0.5 * 5 - 3.25\"";
   EXPECT_EQ(std::system(check.c_str()), 0);
+}
+
+/// A one-entry .npz whose deflate entry "x.npy" holds |npy| but whose
+/// headers claim |claimedRawSize| uncompressed bytes.
+std::vector<uint8_t> deflateNpz(const std::vector<uint8_t> &npy,
+                                uint32_t claimedRawSize) {
+  z_stream zs;
+  std::memset(&zs, 0, sizeof(zs));
+  EXPECT_EQ(deflateInit2(&zs, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::vector<uint8_t> comp(deflateBound(&zs, npy.size()));
+  zs.next_in = const_cast<Bytef *>(npy.data());
+  zs.avail_in = npy.size();
+  zs.next_out = comp.data();
+  zs.avail_out = comp.size();
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  comp.resize(zs.total_out);
+  deflateEnd(&zs);
+  uint32_t crc = crc32(0, npy.data(), npy.size());
+  std::vector<uint8_t> z;
+  auto w16 = [&](uint32_t v) {
+    z.push_back(v & 0xff);
+    z.push_back(v >> 8 & 0xff);
+  };
+  auto w32 = [&](uint32_t v) {
+    w16(v & 0xffff);
+    w16(v >> 16);
+  };
+  const std::string name = "x.npy";
+  auto header = [&](bool central) {
+    w32(central ? 0x02014b50 : 0x04034b50);
+    if (central)
+      w16(20);
+    w16(20); // version needed
+    w16(0);  // flags
+    w16(8);  // deflate
+    w32(0);  // time, date
+    w32(crc);
+    w32(comp.size());
+    w32(claimedRawSize);
+    w16(name.size());
+    w16(0); // extra
+    if (central) {
+      w32(0); // comment, disk
+      w16(0); // internal attributes
+      w32(0); // external attributes
+      w32(0); // local header offset
+    }
+    z.insert(z.end(), name.begin(), name.end());
+  };
+  header(false);
+  z.insert(z.end(), comp.begin(), comp.end());
+  uint32_t cd = z.size();
+  header(true);
+  uint32_t cdSize = z.size() - cd;
+  w32(0x06054b50);
+  w32(0);
+  w16(1);
+  w16(1);
+  w32(cdSize);
+  w32(cd);
+  w16(0);
+  return z;
+}
+
+// A deflate entry's recorded size is only a claim: reading allocates what
+// the data inflates to, and a mismatch either way is an error (fuzz
+// regression: a 100-byte file once made the reader allocate 2.5 GiB).
+TEST_F(DataTest, NpzDeflateSizeMismatch) {
+  Array a = makeF32({4, 8});
+  std::vector<uint8_t> npy = serializeNpy(a);
+  std::vector<NamedArray> back;
+  std::string err;
+  std::vector<uint8_t> good = deflateNpz(npy, npy.size());
+  ASSERT_TRUE(parseNpz(good.data(), good.size(), "g.npz", back, err)) << err;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].array.data, a.data);
+
+  std::vector<uint8_t> huge = deflateNpz(npy, 0xFFFFFFF0u);
+  EXPECT_FALSE(parseNpz(huge.data(), huge.size(), "h.npz", back, err));
+  EXPECT_NE(err.find("h.npz: entry 'x.npy': deflate data smaller than its "
+                     "recorded size"),
+            std::string::npos)
+      << err;
+  std::vector<uint8_t> small = deflateNpz(npy, npy.size() - 1);
+  EXPECT_FALSE(parseNpz(small.data(), small.size(), "s.npz", back, err));
+  EXPECT_NE(err.find("deflate data larger than its recorded size"),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(DataTest, IdxRoundTripGzipAndPlain) {
