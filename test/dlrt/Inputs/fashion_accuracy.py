@@ -2,11 +2,14 @@
 # a dlrt checkpoint (safetensors: w [784, 10], b [10]) with NumPy, reading
 # the IDX files independently of dlrt, and prints it as dlrt does.
 import gzip
-import json
+import os
 import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
+from safetensors_np import read_safetensors  # noqa: E402
 
 
 def idx(path):
@@ -17,22 +20,7 @@ def idx(path):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        assert t["dtype"] == "F32", t
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + e], np.float32).reshape(t["shape"])
-    return out, header.get("__metadata__", {})
-
-
-ckpt, meta = safetensors(sys.argv[1])
+ckpt, meta = read_safetensors(sys.argv[1])
 d = sys.argv[2]
 x = idx(d + "/t10k-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255
 y = idx(d + "/t10k-labels-idx1-ubyte.gz")
