@@ -156,8 +156,10 @@ if step "README: bash tools/main-job.sh" "$BUILD_ROOT" "cd /work/dlc && bash too
 fi
 if [ "$RUN_TESTS" -eq 1 ]; then
   if step "README: bash tools/run-tests.sh" "$BUILD_ROOT" "cd /work/dlc && bash tools/run-tests.sh"; then
-    totals=$(grep -E 'tests passed|tests failed' "$LAST_LOG" | tail -n 1 || true)
-    SUMMARY+=("  ctest: ${totals:-no ctest totals line}")
+    # One totals line per ctest run (the main build, then the fuzz build).
+    while IFS= read -r totals; do
+      SUMMARY+=("  ctest: $totals")
+    done < <(grep -E 'tests passed, [0-9]+ tests failed' "$LAST_LOG" || echo "no ctest totals line")
   fi
 fi
 
