@@ -137,8 +137,9 @@ int64_t dlrt_model_batch_size(dlrt_model_t model);
 
 /* Creates a session: device memory for persistent buffers (initialized from
  * the package's weights), the activation arena and inputs. The caller owns
- * |*out_session| and releases it with dlrt_session_release (the model must
- * outlive it). Errors: DLRT_OUT_OF_MEMORY, DLRT_INTERNAL (kernel
+ * |*out_session| and releases it with dlrt_session_release. The session
+ * keeps its model (and the model its context) alive, so the handles may be
+ * released in any order. Errors: DLRT_OUT_OF_MEMORY, DLRT_INTERNAL (kernel
  * compilation or loading failed). */
 dlrt_status_t dlrt_session_create(dlrt_model_t model,
                                   dlrt_session_t *out_session);
