@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/xxhash.h"
 
@@ -65,25 +66,20 @@ int64_t boundedNumElements(llvm::ArrayRef<int64_t> shape,
   return n <= limit ? n : -1;
 }
 
-/// Checked int64 arithmetic for shape formulas over attribute values that a
-/// file may set to anything: |overflowed| records an overflow where plain
-/// arithmetic would be undefined behavior.
+/// Checked int64 arithmetic (llvm/Support/CheckedArithmetic.h) for shape
+/// formulas over attribute values that a file may set to anything:
+/// |overflowed| records an overflow where plain arithmetic would be
+/// undefined behavior (the result is then 0).
 struct CheckedMath {
   bool overflowed = false;
-  int64_t add(int64_t a, int64_t b) {
-    int64_t r = 0;
-    overflowed |= __builtin_add_overflow(a, b, &r);
-    return r;
-  }
-  int64_t sub(int64_t a, int64_t b) {
-    int64_t r = 0;
-    overflowed |= __builtin_sub_overflow(a, b, &r);
-    return r;
-  }
-  int64_t mul(int64_t a, int64_t b) {
-    int64_t r = 0;
-    overflowed |= __builtin_mul_overflow(a, b, &r);
-    return r;
+  int64_t add(int64_t a, int64_t b) { return take(llvm::checkedAdd(a, b)); }
+  int64_t sub(int64_t a, int64_t b) { return take(llvm::checkedSub(a, b)); }
+  int64_t mul(int64_t a, int64_t b) { return take(llvm::checkedMul(a, b)); }
+
+private:
+  int64_t take(std::optional<int64_t> r) {
+    overflowed |= !r;
+    return r.value_or(0);
   }
 };
 
