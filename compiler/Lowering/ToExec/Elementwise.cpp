@@ -1,0 +1,278 @@
+//===- Elementwise.cpp - elementwise dlgraph ops to dlexec kernels -------===//
+// Unary math, binary arithmetic, comparisons, select and casts: each one
+// all-parallel dlexec.kernel over the result, operands read with broadcasting.
+#include "compiler/Lowering/ToExec/FuncLowering.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace dlc;
+using namespace dlc::lowering;
+namespace g = dlc::graph;
+
+namespace {
+
+/// The scalar body of a binary dlgraph op, or null when |t| is unsupported.
+Value binaryScalar(OpBuilder &b, Location loc, StringRef op, Value l, Value r) {
+  ElemKind k = kindOf(l.getType());
+  if (k == ElemKind::Float) {
+    if (op == "add")
+      return arith::AddFOp::create(b, loc, l, r);
+    if (op == "sub")
+      return arith::SubFOp::create(b, loc, l, r);
+    if (op == "mul")
+      return arith::MulFOp::create(b, loc, l, r);
+    if (op == "div")
+      return arith::DivFOp::create(b, loc, l, r);
+    if (op == "max")
+      return arith::MaximumFOp::create(b, loc, l, r);
+    if (op == "min")
+      return arith::MinimumFOp::create(b, loc, l, r);
+    if (op == "pow")
+      return math::PowFOp::create(b, loc, l, r);
+    if (op == "fmod")
+      return arith::RemFOp::create(b, loc, l, r);
+  }
+  if (k == ElemKind::Int) {
+    if (op == "add")
+      return arith::AddIOp::create(b, loc, l, r);
+    if (op == "sub")
+      return arith::SubIOp::create(b, loc, l, r);
+    if (op == "mul")
+      return arith::MulIOp::create(b, loc, l, r);
+    if (op == "div")
+      return arith::DivSIOp::create(b, loc, l, r);
+    if (op == "max")
+      return arith::MaxSIOp::create(b, loc, l, r);
+    if (op == "min")
+      return arith::MinSIOp::create(b, loc, l, r);
+    if (op == "pow") {
+      // Integer pow (ONNX Pow on int32/int64): computed in double, then
+      // truncated toward zero, as ONNX Runtime does.
+      Type f64 = b.getF64Type();
+      Value p =
+          math::PowFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f64, l),
+                               arith::SIToFPOp::create(b, loc, f64, r));
+      return arith::FPToSIOp::create(b, loc, l.getType(), p);
+    }
+    if (op == "fmod")
+      return arith::RemSIOp::create(b, loc, l, r);
+    if (op == "mod") {
+      // Floored remainder (sign of the divisor): the truncated one, plus the
+      // divisor when it is nonzero and the signs differ.
+      Value rem = arith::RemSIOp::create(b, loc, l, r);
+      Value zero =
+          arith::ConstantOp::create(b, loc, b.getIntegerAttr(l.getType(), 0));
+      auto lt = [&](Value v) {
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v,
+                                     zero);
+      };
+      Value nonzero =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, rem, zero);
+      Value differ = arith::XOrIOp::create(b, loc, lt(rem), lt(r));
+      Value fix = arith::AndIOp::create(b, loc, nonzero, differ);
+      Value fixed = arith::AddIOp::create(b, loc, rem, r);
+      return arith::SelectOp::create(b, loc, fix, fixed, rem);
+    }
+  }
+  return Value();
+}
+
+bool binarySupported(StringRef op, Type t) {
+  ElemKind k = kindOf(t);
+  if (k == ElemKind::Float)
+    return true;
+  return k == ElemKind::Int;
+}
+
+bool castSupported(Type from, Type to) {
+  return kindOf(from) != ElemKind::Other && kindOf(to) != ElemKind::Other;
+}
+
+/// An elementwise kernel computing fn(kb, loc, x) from float operand |in|.
+template <typename Fn>
+LogicalResult unary(FuncLowering &fl, Operation *op, Value in, Fn fn) {
+  if (failed(fl.checkFloat(op, in)))
+    return failure();
+  fl.elementwise(
+      op, {in},
+      [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+          ArrayRef<Value>) -> SmallVector<Value> { return {fn(kb, l, v[0])}; });
+  return success();
+}
+
+/// An elementwise kernel applying the binary op named like |op| (add, sub,
+/// ...; see binaryScalar) to |lhs| and |rhs|, float or integer.
+LogicalResult binary(FuncLowering &fl, Operation *op, Value lhs, Value rhs) {
+  StringRef name = op->getName().stripDialect();
+  if (!binarySupported(name, tensorType(lhs).getElementType()))
+    return op->emitError() << "dlgraph-lower-to-dlexec: cannot lower '"
+                           << op->getName() << "': element type "
+                           << tensorType(lhs).getElementType()
+                           << " is not supported (float or integer)";
+  fl.elementwise(op, {lhs, rhs},
+                 [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                     ArrayRef<Value>) -> SmallVector<Value> {
+                   return {binaryScalar(kb, l, name, v[0], v[1])};
+                 });
+  return success();
+}
+
+/// Registers GraphOp (one float input) as the single scalar op ScalarOp.
+template <typename GraphOp, typename ScalarOp>
+void addOneToOne(LoweringTable &table) {
+  table.add<GraphOp>([](FuncLowering &fl, GraphOp o) -> LogicalResult {
+    return unary(fl, o, o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+      return (Value)ScalarOp::create(kb, l, v);
+    });
+  });
+}
+
+} // namespace
+
+Value dlc::lowering::castScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  ElemKind fk = kindOf(from), tk = kindOf(to);
+  if (fk == ElemKind::Float && tk == ElemKind::Float)
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? (Value)arith::ExtFOp::create(b, loc, to, v)
+               : (Value)arith::TruncFOp::create(b, loc, to, v);
+  if (fk == ElemKind::Int && tk == ElemKind::Float)
+    return arith::SIToFPOp::create(b, loc, to, v);
+  if (fk == ElemKind::Bool && tk == ElemKind::Float)
+    return arith::UIToFPOp::create(b, loc, to, v);
+  if (fk == ElemKind::Float && tk == ElemKind::Int)
+    return arith::FPToSIOp::create(b, loc, to, v);
+  if (fk == ElemKind::Float && tk == ElemKind::Bool)
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                 constF(b, loc, from, 0.0));
+  if (fk == ElemKind::Int && tk == ElemKind::Int)
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? (Value)arith::ExtSIOp::create(b, loc, to, v)
+               : (Value)arith::TruncIOp::create(b, loc, to, v);
+  if (fk == ElemKind::Bool && tk == ElemKind::Int)
+    return arith::ExtUIOp::create(b, loc, to, v);
+  if (fk == ElemKind::Int && tk == ElemKind::Bool) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(from, 0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero);
+  }
+  return Value();
+}
+
+void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
+  // Unary float ops that are one math/arith op.
+  addOneToOne<g::ExpOp, math::ExpOp>(table);
+  addOneToOne<g::LogOp, math::LogOp>(table);
+  addOneToOne<g::NegOp, arith::NegFOp>(table);
+  addOneToOne<g::SqrtOp, math::SqrtOp>(table);
+  addOneToOne<g::RsqrtOp, math::RsqrtOp>(table);
+  addOneToOne<g::TanhOp, math::TanhOp>(table);
+  addOneToOne<g::ErfOp, math::ErfOp>(table);
+  addOneToOne<g::SinOp, math::SinOp>(table);
+  addOneToOne<g::CosOp, math::CosOp>(table);
+  addOneToOne<g::TanOp, math::TanOp>(table);
+  addOneToOne<g::AsinOp, math::AsinOp>(table);
+  addOneToOne<g::AcosOp, math::AcosOp>(table);
+  addOneToOne<g::AtanOp, math::AtanOp>(table);
+  addOneToOne<g::SinhOp, math::SinhOp>(table);
+  addOneToOne<g::CoshOp, math::CoshOp>(table);
+  addOneToOne<g::AsinhOp, math::AsinhOp>(table);
+  addOneToOne<g::AcoshOp, math::AcoshOp>(table);
+  addOneToOne<g::AtanhOp, math::AtanhOp>(table);
+  addOneToOne<g::AbsOp, math::AbsFOp>(table);
+  addOneToOne<g::CeilOp, math::CeilOp>(table);
+  addOneToOne<g::FloorOp, math::FloorOp>(table);
+  addOneToOne<g::RoundOp, math::RoundEvenOp>(table);
+
+  table.add<g::ReluOp>([](FuncLowering &fl, g::ReluOp o) -> LogicalResult {
+    return unary(fl, o, o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+      return (Value)arith::MaximumFOp::create(kb, l, v,
+                                              constF(kb, l, v.getType(), 0.0));
+    });
+  });
+  table.add<g::SigmoidOp>([](FuncLowering &fl,
+                             g::SigmoidOp o) -> LogicalResult {
+    return unary(fl, o, o.getInput(), [](OpBuilder &kb, Location l, Value v) {
+      // 1 / (1 + exp(-x))
+      Value one = constF(kb, l, v.getType(), 1.0);
+      Value e = math::ExpOp::create(kb, l, arith::NegFOp::create(kb, l, v));
+      return (Value)arith::DivFOp::create(kb, l, one,
+                                          arith::AddFOp::create(kb, l, one, e));
+    });
+  });
+  table.add<g::ClipOp>([](FuncLowering &fl, g::ClipOp o) -> LogicalResult {
+    double lo = decimalValue(o.getMinAttr()), hi = decimalValue(o.getMaxAttr());
+    return unary(fl, o, o.getInput(), [&](OpBuilder &kb, Location l, Value v) {
+      // torch.clamp: min(max(x, lo), hi)
+      Value m =
+          arith::MaximumFOp::create(kb, l, v, constF(kb, l, v.getType(), lo));
+      return (Value)arith::MinimumFOp::create(kb, l, m,
+                                              constF(kb, l, v.getType(), hi));
+    });
+  });
+
+  // Binary ops, float or integer: the scalar op follows the op's name.
+  table.add<g::AddOp, g::SubOp, g::MulOp, g::DivOp, g::MaxOp, g::MinOp,
+            g::PowOp, g::FmodOp>([](FuncLowering &fl, auto o) -> LogicalResult {
+    return binary(fl, o, o.getLhs(), o.getRhs());
+  });
+  table.add<g::ModOp>([](FuncLowering &fl, g::ModOp o) -> LogicalResult {
+    if (isa<FloatType>(tensorType(o.getLhs()).getElementType()))
+      return fl.unsupported(o, "floored mod supports integers; use fmod for "
+                               "floats");
+    return binary(fl, o, o.getLhs(), o.getRhs());
+  });
+
+  table.add<g::SelectOp>([](FuncLowering &fl, g::SelectOp s) -> LogicalResult {
+    fl.elementwise(s, {s.getCondition(), s.getOnTrue(), s.getOnFalse()},
+                   [](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                      ArrayRef<Value>) -> SmallVector<Value> {
+                     return {arith::SelectOp::create(kb, l, v[0], v[1], v[2])};
+                   });
+    return success();
+  });
+  table.add<g::CompareOp>([](FuncLowering &fl,
+                             g::CompareOp c) -> LogicalResult {
+    Type et = tensorType(c.getLhs()).getElementType();
+    ElemKind k = kindOf(et);
+    if (k == ElemKind::Other)
+      return fl.unsupported(c, "unsupported element type");
+    StringRef p = c.getPredicate();
+    auto fp = llvm::StringSwitch<arith::CmpFPredicate>(p)
+                  .Case("eq", arith::CmpFPredicate::OEQ)
+                  .Case("ne", arith::CmpFPredicate::UNE)
+                  .Case("lt", arith::CmpFPredicate::OLT)
+                  .Case("le", arith::CmpFPredicate::OLE)
+                  .Case("gt", arith::CmpFPredicate::OGT)
+                  .Default(arith::CmpFPredicate::OGE);
+    auto ip = llvm::StringSwitch<arith::CmpIPredicate>(p)
+                  .Case("eq", arith::CmpIPredicate::eq)
+                  .Case("ne", arith::CmpIPredicate::ne)
+                  .Case("lt", arith::CmpIPredicate::slt)
+                  .Case("le", arith::CmpIPredicate::sle)
+                  .Case("gt", arith::CmpIPredicate::sgt)
+                  .Default(arith::CmpIPredicate::sge);
+    fl.elementwise(c, {c.getLhs(), c.getRhs()},
+                   [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                       ArrayRef<Value>) -> SmallVector<Value> {
+                     if (k == ElemKind::Float)
+                       return {arith::CmpFOp::create(kb, l, fp, v[0], v[1])};
+                     return {arith::CmpIOp::create(kb, l, ip, v[0], v[1])};
+                   });
+    return success();
+  });
+  table.add<g::CastOp>([](FuncLowering &fl, g::CastOp c) -> LogicalResult {
+    Type from = tensorType(c.getInput()).getElementType();
+    Type to = c.getType().getElementType();
+    if (!castSupported(from, to))
+      return fl.unsupported(c, "cannot cast between these element types");
+    fl.elementwise(c, {c.getInput()},
+                   [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                       ArrayRef<Value>) -> SmallVector<Value> {
+                     return {castScalar(kb, l, v[0], to)};
+                   });
+    return success();
+  });
+}

@@ -1,0 +1,139 @@
+//===- Reductions.cpp - reductions to dlexec reduction kernels -----------===//
+// ReduceSum/Mean/Max/Prod and ArgMax/ArgMin as dlexec.kernel ops whose
+// reduced loops are "reduction" iterators with an initial accumulator.
+#include "compiler/Lowering/ToExec/FuncLowering.h"
+
+using namespace mlir;
+using namespace dlc;
+using namespace dlc::lowering;
+namespace g = dlc::graph;
+namespace x = dlc::exec;
+
+LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
+                                            Value input, ArrayRef<int64_t> axes,
+                                            bool keepdims, StringRef kind) {
+  OpBuilder &b = fl.b;
+  Location loc = op->getLoc();
+  auto in = tensorType(input);
+  Type et = in.getElementType();
+  if (!isa<FloatType>(et))
+    return op->emitError() << "dlgraph-lower-to-dlexec: '" << op->getName()
+                           << "' supports float tensors, not " << et;
+  unsigned rank = in.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<StringRef> iters;
+  SmallVector<AffineExpr> outExprs;
+  int64_t count = 1;
+  for (unsigned i = 0; i < rank; ++i) {
+    bool reduced = llvm::is_contained(axes, (int64_t)i);
+    iters.push_back(reduced ? "reduction" : "parallel");
+    if (reduced) {
+      count *= in.getDimSize(i);
+      if (keepdims)
+        outExprs.push_back(getAffineConstantExpr(0, ctx));
+    } else {
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+  }
+  auto outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  auto ft = cast<FloatType>(et);
+  Attribute initAttr =
+      kind == "max"
+          ? (Attribute)b.getFloatAttr(
+                ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true))
+          : (Attribute)b.getFloatAttr(ft, kind == "prod" ? 1.0 : 0.0);
+  Value out = fl.alloc(op->getResult(0).getType(), loc);
+  KIn kin{fl.getBuffer(input, loc), TypedAttr(),
+          b.getMultiDimIdentityMap(rank)};
+  double scale = 1.0 / (double)count;
+  fl.buildKernel(loc, op->getName().stripDialect(), rank, {kin}, {out},
+                 {outMap}, iters, b.getArrayAttr({initAttr}),
+                 [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+                     ArrayRef<Value> outs) -> SmallVector<Value> {
+                   Value v = ins[0];
+                   if (kind == "max")
+                     return {arith::MaximumFOp::create(kb, l, outs[0], v)};
+                   if (kind == "prod")
+                     return {arith::MulFOp::create(kb, l, outs[0], v)};
+                   if (kind == "mean")
+                     v = arith::MulFOp::create(kb, l, v,
+                                               constF(kb, l, et, scale));
+                   return {arith::AddFOp::create(kb, l, outs[0], v)};
+                 });
+  fl.buffers[op->getResult(0)] = out;
+  return success();
+}
+
+void dlc::lowering::populateLowerToExecReductions(LoweringTable &table) {
+  table.add<g::ReduceSumOp>(
+      [](FuncLowering &fl, g::ReduceSumOp r) -> LogicalResult {
+        return lowerReduction(fl, r, r.getInput(), r.getAxes(), r.getKeepdims(),
+                              "sum");
+      });
+  table.add<g::ReduceMeanOp>(
+      [](FuncLowering &fl, g::ReduceMeanOp r) -> LogicalResult {
+        return lowerReduction(fl, r, r.getInput(), r.getAxes(), r.getKeepdims(),
+                              "mean");
+      });
+  table.add<g::ReduceMaxOp>(
+      [](FuncLowering &fl, g::ReduceMaxOp r) -> LogicalResult {
+        return lowerReduction(fl, r, r.getInput(), r.getAxes(), r.getKeepdims(),
+                              "max");
+      });
+  table.add<g::ReduceProdOp>(
+      [](FuncLowering &fl, g::ReduceProdOp r) -> LogicalResult {
+        return lowerReduction(fl, r, r.getInput(), r.getAxes(), r.getKeepdims(),
+                              "prod");
+      });
+  table.add<g::ArgMaxOp, g::ArgMinOp>([](FuncLowering &fl,
+                                         auto a) -> LogicalResult {
+    // A reduction over `axis` carrying (best value, its index); the
+    // value output is a scratch buffer.
+    OpBuilder &b = fl.b;
+    Operation *op = a.getOperation();
+    Location loc = op->getLoc();
+    if (failed(fl.checkFloat(op, a.getInput())))
+      return failure();
+    auto in = tensorType(a.getInput());
+    auto ft = cast<FloatType>(in.getElementType());
+    bool isMax = isa<g::ArgMaxOp>(op), last = a.getSelectLastIndex();
+    int64_t axis = a.getAxis();
+    unsigned rank = in.getRank();
+    MLIRContext *ctx = b.getContext();
+    SmallVector<StringRef> iters;
+    SmallVector<AffineExpr> outExprs;
+    for (unsigned i = 0; i < rank; ++i) {
+      iters.push_back((int64_t)i == axis ? "reduction" : "parallel");
+      if ((int64_t)i != axis)
+        outExprs.push_back(getAffineDimExpr(i, ctx));
+      else if (a.getKeepdims())
+        outExprs.push_back(getAffineConstantExpr(0, ctx));
+    }
+    auto outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    auto rt = a.getType();
+    Value best = fl.alloc(RankedTensorType::get(rt.getShape(), ft), loc);
+    Value idx = fl.alloc(rt, loc);
+    Attribute initBest = b.getFloatAttr(
+        ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/isMax));
+    Attribute initIdx = b.getI64IntegerAttr(0);
+    KIn kin{fl.getBuffer(a.getInput(), loc), TypedAttr(),
+            b.getMultiDimIdentityMap(rank)};
+    arith::CmpFPredicate pred =
+        isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+              : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT);
+    fl.buildKernel(
+        loc, op->getName().stripDialect(), rank, {kin}, {best, idx},
+        {outMap, outMap}, iters, b.getArrayAttr({initBest, initIdx}),
+        [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+            ArrayRef<Value> outs) -> SmallVector<Value> {
+          Value i = x::IndexOp::create(kb, l, kb.getIndexType(),
+                                       kb.getI64IntegerAttr(axis));
+          Value i64 = arith::IndexCastOp::create(kb, l, kb.getI64Type(), i);
+          Value better = arith::CmpFOp::create(kb, l, pred, ins[0], outs[0]);
+          return {arith::SelectOp::create(kb, l, better, ins[0], outs[0]),
+                  arith::SelectOp::create(kb, l, better, i64, outs[1])};
+        });
+    fl.buffers[op->getResult(0)] = idx;
+    return success();
+  });
+}
