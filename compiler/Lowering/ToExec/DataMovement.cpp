@@ -54,7 +54,9 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
   table.add<g::ReshapeOp>(
       [](FuncLowering &fl, g::ReshapeOp r) -> LogicalResult {
         if (fl.splats.count(r.getInput()) && !fl.buffers.count(r.getInput())) {
-          fl.splats[r.getResult()] = fl.splats[r.getInput()];
+          // Copy before inserting: the insert may grow the map.
+          TypedAttr splat = fl.splats.lookup(r.getInput());
+          fl.splats[r.getResult()] = splat;
           return success();
         }
         Location loc = r.getLoc();
@@ -93,7 +95,8 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
     Location loc = s.getLoc();
     auto rt = s.getType();
     if (fl.splats.count(s.getInput()) && !fl.buffers.count(s.getInput())) {
-      fl.splats[s.getResult()] = fl.splats[s.getInput()];
+      TypedAttr splat = fl.splats.lookup(s.getInput());
+      fl.splats[s.getResult()] = splat;
       return success();
     }
     Value out = fl.alloc(rt, loc);
