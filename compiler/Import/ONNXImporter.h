@@ -1,5 +1,4 @@
-//===- ONNXImporter.h - ONNX model -> dlgraph module --------------*- C++
-//-*-===//
+//===- ONNXImporter.h - ONNX model -> dlgraph module ------------*- C++ -*-===//
 #ifndef DLC_COMPILER_IMPORT_ONNXIMPORTER_H
 #define DLC_COMPILER_IMPORT_ONNXIMPORTER_H
 
@@ -26,7 +25,7 @@ struct ImportOptions {
 /// opset only when every node's op has, at that opset, a definition the
 /// importer maps exactly: unchanged since then, or read in its old form, e.g.
 /// Add's legacy broadcast from 6, Softmax's 2-D coercion before 13; see
-/// `mappedSince` in ONNXImporter.cpp) at |path| and
+/// supportedONNXOps) at |path| and
 /// returns a dlgraph module: every f32 initializer becomes a module-level
 /// `dlgraph.variable @"<initializer name>"` (not trainable) read with
 /// `dlgraph.read_variable`; one `func.func @main` takes the graph inputs that
@@ -100,6 +99,20 @@ struct ONNXModelCheck {
 mlir::FailureOr<ONNXModelCheck> checkONNXModel(mlir::MLIRContext &context,
                                                llvm::StringRef path,
                                                const ImportOptions &options);
+
+/// One ONNX op type (ai.onnx domain) that the importer maps.
+struct SupportedONNXOp {
+  std::string opType;
+  /// The first opset whose definition of the op is mapped exactly; a model
+  /// of an older opset (down to 1) imports only when every node's op is
+  /// mapped at that opset. Opsets 13..17 are mapped for every op.
+  int64_t mappedSince = 0;
+};
+
+/// Every op type the importer maps, sorted by op type: the importer's
+/// registration table, which also drives import, the opset check and
+/// checkONNXModel. `dlc --check` and the docs list these ops.
+std::vector<SupportedONNXOp> supportedONNXOps();
 
 } // namespace dlc
 

@@ -1,6 +1,7 @@
 //===- OpAlternatives.cpp - What to use instead of an unsupported ONNX op -===//
 
 #include "compiler/Import/OpAlternatives.h"
+#include "compiler/Import/Importer.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -102,8 +103,9 @@ const StringRef kQuantized[] = {
 } // namespace
 
 std::string dlc::nearestSupportedAlternative(StringRef domain,
-                                             StringRef opType,
-                                             const StringSet<> &supported) {
+                                             StringRef opType) {
+  const dlc::onnx_import::OpRegistry &registry =
+      dlc::onnx_import::OpRegistry::get();
   if (!domain.empty() && domain != "ai.onnx")
     return "none: ops of domain '" + domain.str() +
            "' are not supported; export with the default ai.onnx domain "
@@ -111,7 +113,8 @@ std::string dlc::nearestSupportedAlternative(StringRef domain,
   for (const Alternative &a : kAlternatives) {
     if (a.op != opType)
       continue;
-    if (llvm::all_of(a.uses, [&](StringRef u) { return supported.contains(u); }))
+    if (llvm::all_of(a.uses,
+                     [&](StringRef u) { return registry.lookup(u) != nullptr; }))
       return a.phrase.str();
   }
   if (llvm::is_contained(kDataDependent, opType))

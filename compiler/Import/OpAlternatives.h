@@ -3,7 +3,6 @@
 #define DLC_COMPILER_IMPORT_OPALTERNATIVES_H
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <string>
 
@@ -14,12 +13,12 @@ namespace dlc {
 /// "Resize" for Upsample or "MatMul with Transpose/Reshape" for Einsum.
 /// Alternatives come from a hand-written table of ops that compute the same
 /// function (or the function a model exporter can emit instead); an entry is
-/// offered only when every op it names is in |supported|. Returns a phrase
-/// that says there is none (and why, for ops with data-dependent output
-/// shapes or control flow) when no entry applies; never empty.
+/// offered only when the importer's registration table (OpRegistry) maps
+/// every op it names. Returns a phrase that says there is none (and why, for
+/// ops with data-dependent output shapes or control flow) when no entry
+/// applies; never empty.
 std::string nearestSupportedAlternative(llvm::StringRef domain,
-                                        llvm::StringRef opType,
-                                        const llvm::StringSet<> &supported);
+                                        llvm::StringRef opType);
 
 } // namespace dlc
 

@@ -3,12 +3,15 @@
 //
 //   dlc-import-check model.onnx input.bin expected.bin [--batch-size N]
 //                    [--tolerance T]
+//   dlc-import-check --supported-ops
 //
 // Imports the model, runs @main on the raw little-endian f32 input (the shape
 // of the first argument) with the double-precision reference interpreter and
 // compares the first result with the raw f32 expected output elementwise:
 // |got - want| <= T * (1 + |want|). Prints the maximum error; exits 1 on a
-// mismatch or any failure.
+// mismatch or any failure. With --supported-ops, prints the ONNX ops the
+// importer maps instead, one per line as "<op type> <first mapped opset>",
+// sorted (used by test/tools/docs-ops.test).
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/Reference/Interpreter.h"
@@ -46,13 +49,26 @@ static bool readFloats(llvm::StringRef path, std::vector<double> &out) {
 }
 
 int main(int argc, char **argv) {
-  cl::opt<std::string> model(cl::Positional, cl::Required, cl::desc("<model>"));
-  cl::opt<std::string> input(cl::Positional, cl::Required, cl::desc("<input>"));
-  cl::opt<std::string> expected(cl::Positional, cl::Required,
-                                cl::desc("<expected>"));
+  cl::opt<std::string> model(cl::Positional, cl::desc("<model>"));
+  cl::opt<std::string> input(cl::Positional, cl::desc("<input>"));
+  cl::opt<std::string> expected(cl::Positional, cl::desc("<expected>"));
   cl::opt<int64_t> batchSize("batch-size", cl::init(0));
   cl::opt<double> tolerance("tolerance", cl::init(1e-4));
+  cl::opt<bool> supportedOps(
+      "supported-ops",
+      cl::desc("print the ONNX ops the importer maps and exit"));
   cl::ParseCommandLineOptions(argc, argv, "imported model vs expected\n");
+
+  if (supportedOps) {
+    for (const dlc::SupportedONNXOp &op : dlc::supportedONNXOps())
+      llvm::outs() << op.opType << " " << op.mappedSince << "\n";
+    return 0;
+  }
+  if (model.empty() || input.empty() || expected.empty()) {
+    llvm::errs() << "usage: dlc-import-check model.onnx input.bin "
+                    "expected.bin [--batch-size N] [--tolerance T]\n";
+    return 1;
+  }
 
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;

@@ -1,0 +1,327 @@
+//===- Importer.cpp - Node-level helpers of the ONNX importer -------------===//
+//
+// What every op family's handlers use: attribute readers, operand and
+// constant access, result definition, splat constants, and the shape and
+// type helpers declared in Importer.h.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/Importer.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace dlc::onnx_import;
+namespace gr = dlc::graph;
+
+namespace dlc::onnx_import {
+
+int64_t boundedNumElements(llvm::ArrayRef<int64_t> shape, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > limit / d))
+      return -1;
+    n *= d;
+  }
+  return n <= limit ? n : -1;
+}
+
+Type elementTypeFor(Builder &b, int32_t t) {
+  switch (t) {
+  case onnx::TensorProto_DataType_FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto_DataType_DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto_DataType_INT32:
+    return b.getI32Type();
+  case onnx::TensorProto_DataType_INT64:
+    return b.getI64Type();
+  case onnx::TensorProto_DataType_BOOL:
+    return b.getI1Type();
+  default:
+    return Type();
+  }
+}
+
+SmallVector<int64_t> intValues(DenseElementsAttr c) {
+  SmallVector<int64_t> v;
+  for (const APInt &x : c.getValues<APInt>())
+    v.push_back(x.getSExtValue());
+  return v;
+}
+
+DenseElementsAttr intConstant(RankedTensorType type, ArrayRef<int64_t> v) {
+  unsigned w = type.getElementType().getIntOrFloatBitWidth();
+  SmallVector<APInt> vals;
+  for (int64_t x : v)
+    vals.push_back(
+        APInt(w, (uint64_t)x, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, vals);
+}
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string onnxTypeName(int32_t t) {
+  switch (t) {
+  case onnx::TensorProto_DataType_UNDEFINED:
+    return "undefined";
+  case onnx::TensorProto_DataType_FLOAT:
+    return "float (f32)";
+  case onnx::TensorProto_DataType_FLOAT16:
+    return "float16";
+  case onnx::TensorProto_DataType_BFLOAT16:
+    return "bfloat16";
+  case onnx::TensorProto_DataType_DOUBLE:
+    return "double";
+  default:
+    if (onnx::TensorProto_DataType_IsValid(t))
+      return onnx::TensorProto_DataType_Name(
+          static_cast<onnx::TensorProto_DataType>(t));
+    return "unknown type " + std::to_string(t);
+  }
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+} // namespace dlc::onnx_import
+
+//===----------------------------------------------------------------------===//
+// Attributes, inputs and outputs
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *Importer::findAttr(StringRef name) {
+  for (const auto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t Importer::attrInt(StringRef name, int64_t def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return def;
+  if (a->type() != onnx::AttributeProto_AttributeType_INT) {
+    nodeError() << "attribute '" << name << "' must be an int";
+    attrFailed = true;
+    return def;
+  }
+  return a->i();
+}
+
+float Importer::attrFloat(StringRef name, float def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return def;
+  if (a->type() != onnx::AttributeProto_AttributeType_FLOAT) {
+    nodeError() << "attribute '" << name << "' must be a float";
+    attrFailed = true;
+    return def;
+  }
+  return a->f();
+}
+
+SmallVector<int64_t> Importer::attrInts(StringRef name, ArrayRef<int64_t> def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return SmallVector<int64_t>(def);
+  if (a->type() != onnx::AttributeProto_AttributeType_INTS) {
+    nodeError() << "attribute '" << name << "' must be a list of ints";
+    attrFailed = true;
+    return SmallVector<int64_t>(def);
+  }
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::string Importer::attrString(StringRef name, StringRef def) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a)
+    return def.str();
+  if (a->type() != onnx::AttributeProto_AttributeType_STRING) {
+    nodeError() << "attribute '" << name << "' must be a string";
+    attrFailed = true;
+    return def.str();
+  }
+  return a->s();
+}
+
+Slot *Importer::input(int i) {
+  if (!hasInput(i)) {
+    nodeError() << "required input " << i << " is missing";
+    return nullptr;
+  }
+  auto it = slots.find(node->input(i));
+  if (it == slots.end()) {
+    nodeError() << "input '" << node->input(i)
+                << "' is not a graph input, an initializer or an output of "
+                   "an earlier node";
+    return nullptr;
+  }
+  return &it->second;
+}
+
+Value Importer::materialize(Slot &s) {
+  if (s.value)
+    return s.value;
+  if (!s.variable.empty()) {
+    Value &read = variableReads[s.variable];
+    if (!read) {
+      auto type = cast<RankedTensorType>(s.constant.getType());
+      OpBuilder::InsertPoint ip = builder.saveInsertionPoint();
+      builder.setInsertionPoint(func);
+      gr::VariableOp::create(builder, s.loc, s.variable, type, s.constant,
+                             /*trainable=*/false);
+      builder.restoreInsertionPoint(ip);
+      read = gr::ReadVariableOp::create(builder, s.loc, type, s.variable);
+    }
+    s.value = read;
+    return read;
+  }
+  s.value = gr::ConstantOp::create(builder, s.loc, s.constant);
+  return s.value;
+}
+
+Value Importer::operand(int i, bool requireF32) {
+  Slot *s = input(i);
+  if (!s)
+    return {};
+  if (requireF32 && !s->type().getElementType().isF32()) {
+    nodeError() << "input " << i << " ('" << node->input(i)
+                << "') has element type " << s->type().getElementType()
+                << ", which is not supported here; supported: f32";
+    return {};
+  }
+  return materialize(*s);
+}
+
+FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
+  Slot *s = input(i);
+  if (!s)
+    return failure();
+  Type et = s->type().getElementType();
+  if (!s->isFoldable() || !et.isInteger() || et.isInteger(1))
+    return nodeError() << what << " (input '" << node->input(i)
+                       << "') must be a constant int64 tensor (an "
+                          "initializer, a Constant or a foldable shape "
+                          "computation)";
+  return intValues(s->constant);
+}
+
+LogicalResult Importer::defineSlot(int out, const Slot &s) {
+  // Every result type passes here: keep element counts (and the arithmetic
+  // of later nodes on them) bounded.
+  if (boundedNumElements(s.type().getShape()) < 0)
+    return nodeError() << "result " << out << " of shape "
+                       << shapeStr(s.type().getShape())
+                       << " is too large (at most 2^40 elements)";
+  if (out >= node->output_size() || node->output(out).empty())
+    return success();
+  const std::string &name = node->output(out);
+  if (slots.count(name))
+    return nodeError() << "output '" << name << "' is already defined";
+  slots[name] = s;
+  return success();
+}
+
+LogicalResult Importer::define(int out, Value v) {
+  Slot s;
+  s.value = v;
+  s.loc = nodeLoc;
+  return defineSlot(out, s);
+}
+
+LogicalResult Importer::defineConstant(int out, DenseElementsAttr c) {
+  Slot s;
+  s.constant = c;
+  s.loc = nodeLoc;
+  return defineSlot(out, s);
+}
+
+LogicalResult Importer::requireOnlyLeadingOutputs(int first) {
+  for (int i = first; i < node->output_size(); ++i) {
+    const std::string &name = node->output(i);
+    if (!name.empty() && consumed.contains(name))
+      return nodeError() << "output " << i << " ('" << name
+                         << "') is used, which is not supported; only "
+                         << (first == 1 ? "output 0 is"
+                                        : "the first outputs are")
+                         << " supported";
+  }
+  return success();
+}
+
+LogicalResult Importer::reshapeTo(ArrayRef<int64_t> shape) {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  RankedTensorType in = s->type();
+  if (product(shape) != in.getNumElements())
+    return nodeError() << "cannot reshape " << shapeStr(in.getShape()) << " ("
+                       << in.getNumElements() << " elements) to "
+                       << shapeStr(shape) << " (" << product(shape)
+                       << " elements)";
+  auto type = RankedTensorType::get(shape, in.getElementType());
+  if (s->isFoldable())
+    return defineConstant(0, s->constant.reshape(type));
+  Value x = materialize(*s);
+  return define(0, gr::ReshapeOp::create(builder, nodeLoc, type, x));
+}
+
+//===----------------------------------------------------------------------===//
+// Operands and constants of elementwise decompositions
+//===----------------------------------------------------------------------===//
+
+Value Importer::floatOperand(int i) {
+  Slot *s = input(i);
+  if (!s)
+    return {};
+  if (!isa<FloatType>(s->type().getElementType())) {
+    nodeError() << "input " << i << " ('" << node->input(i)
+                << "') has element type " << s->type().getElementType()
+                << ", which is not supported here; supported: float (f32), "
+                   "double (f64)";
+    return {};
+  }
+  return materialize(*s);
+}
+
+Value Importer::splatOf(RankedTensorType t, double v) {
+  Type et = t.getElementType();
+  Attribute a;
+  if (isa<FloatType>(et))
+    a = DenseElementsAttr::get(t, builder.getFloatAttr(et, v));
+  else if (et.isInteger(1))
+    a = DenseElementsAttr::get(t, builder.getBoolAttr(v != 0));
+  else
+    a = DenseElementsAttr::get(t, builder.getIntegerAttr(et, (int64_t)v));
+  return gr::ConstantOp::create(builder, nodeLoc, cast<ElementsAttr>(a));
+}
+
+Value Importer::splatLike(Value like, double v) {
+  return splatOf(cast<RankedTensorType>(like.getType()), v);
+}

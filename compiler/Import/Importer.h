@@ -1,0 +1,455 @@
+//===- Importer.h - The ONNX importer's internals -------------*- C++ -*-===//
+//
+// Shared by the importer's files and not installed: the Importer class,
+// what a value name stands for while importing (Slot), the registration
+// table of op handlers (OpMapping, OpRegistry) and the helpers every op
+// family uses. ONNXImporter.cpp holds the model-level steps and the public
+// entry points; each op family has its file (Elementwise.cpp, Linear.cpp,
+// Conv.cpp, Normalization.cpp, Pool.cpp, DataMovement.cpp, Indexing.cpp,
+// Reductions.cpp, Losses.cpp, Constants.cpp) with its handlers and its
+// registration entries.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_COMPILER_IMPORT_IMPORTER_H
+#define DLC_COMPILER_IMPORT_IMPORTER_H
+
+#include "compiler/Import/ONNXImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlc::onnx_import {
+
+/// The ai.onnx opsets the importer supports in full; older opsets are
+/// accepted per op (OpMapping::mappedSince).
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+/// Tensors the importer accepts have at most 2^40 elements: far beyond any
+/// model, and small enough that products of a few such element counts or
+/// dims never overflow int64.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// Constants the importer builds element by element (folded shape
+/// computations, masks, EyeLike) have at most 2^26 elements.
+constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+
+/// The element count of |shape|, or -1 when a dim is negative or the count
+/// exceeds |limit|.
+int64_t boundedNumElements(llvm::ArrayRef<int64_t> shape,
+                           int64_t limit = kMaxElements);
+
+/// Checked int64 arithmetic (llvm/Support/CheckedArithmetic.h) for shape
+/// formulas over attribute values that a file may set to anything:
+/// |overflowed| records an overflow where plain arithmetic would be
+/// undefined behavior (the result is then 0).
+struct CheckedMath {
+  bool overflowed = false;
+  int64_t add(int64_t a, int64_t b) { return take(llvm::checkedAdd(a, b)); }
+  int64_t sub(int64_t a, int64_t b) { return take(llvm::checkedSub(a, b)); }
+  int64_t mul(int64_t a, int64_t b) { return take(llvm::checkedMul(a, b)); }
+
+private:
+  int64_t take(std::optional<int64_t> r) {
+    overflowed |= !r;
+    return r.value_or(0);
+  }
+};
+
+/// The tensor element types the importer accepts, for diagnostics.
+constexpr const char *kSupportedTypes =
+    "float (f32), double (f64), int32, int64, bool";
+
+/// The dlgraph element type of an ONNX TensorProto element type, or null
+/// when it is not one of kSupportedTypes.
+mlir::Type elementTypeFor(mlir::Builder &b, int32_t t);
+
+/// The values of an integer constant, sign-extended to int64.
+llvm::SmallVector<int64_t> intValues(mlir::DenseElementsAttr c);
+
+/// An integer constant of |type| (any integer element type) from int64s.
+mlir::DenseElementsAttr intConstant(mlir::RankedTensorType type,
+                                    llvm::ArrayRef<int64_t> v);
+
+/// Renders a shape as "[2, 3, 4]" for diagnostics.
+std::string shapeStr(llvm::ArrayRef<int64_t> shape);
+
+/// The ONNX spelling of a TensorProto element type, for diagnostics.
+std::string onnxTypeName(int32_t t);
+
+/// The product of |dims| (unchecked: callers pass bounded shapes).
+int64_t product(llvm::ArrayRef<int64_t> dims);
+
+/// NumPy broadcast of two shapes; fails when a pair of dims is incompatible.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Pads [begin..., end...] for ONNX auto_pad SAME_UPPER/SAME_LOWER over the
+/// spatial sizes |in|: the output size is ceil(in / stride), the total padding
+/// max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in), and an odd
+/// total puts the extra element at the end (UPPER) or the beginning (LOWER).
+/// |kernel|, |strides| and |dilations| have in.size() entries.
+llvm::SmallVector<int64_t> samePads(llvm::ArrayRef<int64_t> in,
+                                    llvm::ArrayRef<int64_t> kernel,
+                                    llvm::ArrayRef<int64_t> strides,
+                                    llvm::ArrayRef<int64_t> dilations,
+                                    bool lower);
+
+class Importer;
+
+/// One entry of the importer's registration table: an ONNX op type of the
+/// ai.onnx domain and how it is imported. The table (OpRegistry) drives node
+/// import, the opset check, `dlc --check` (checkONNXModel), the supported-op
+/// list (supportedONNXOps) and the nearest supported alternative
+/// (OpAlternatives.cpp).
+struct OpMapping {
+  /// The ONNX op type, e.g. "Conv".
+  llvm::StringLiteral opType;
+  /// The first opset whose definition of the op the handler maps exactly.
+  /// An older opset is accepted when every node's op has, at that opset, a
+  /// definition this importer maps exactly: either the op has had its
+  /// opset-13 definition since then (later versions only added element types
+  /// such as bfloat16 or int8), or its handler reads the old definition
+  /// (legacy `broadcast`/`axis` of Add/Sub/Mul/Div/Pow before 7, Softmax and
+  /// LogSoftmax's 2-D coercion before 13, Clip's attributes before 11,
+  /// Squeeze/Unsqueeze/ReduceSum `axes` attributes before 13, Dropout and
+  /// BatchNormalization's `is_test` before 7, `spatial` before 9, PRelu's
+  /// per-channel slope before 7). kMinOpset for ops mapped from opset 13
+  /// only.
+  int64_t mappedSince;
+  /// Imports the current node (see Importer).
+  mlir::LogicalResult (Importer::*handler)();
+};
+
+/// What an ONNX value name stands for while importing. A name can have known
+/// contents (`constant`: initializers, Constant nodes, folded shape
+/// computations), be an f32 initializer read through a variable (`variable`),
+/// and/or have an SSA value (`value`, created on first use for the former two).
+struct Slot {
+  mlir::Value value;
+  mlir::DenseElementsAttr constant;
+  std::string variable;
+  mlir::LocationAttr loc;
+
+  mlir::RankedTensorType type() const {
+    if (value)
+      return mlir::cast<mlir::RankedTensorType>(value.getType());
+    return mlir::cast<mlir::RankedTensorType>(constant.getType());
+  }
+  /// True when the contents are known and may be folded (f32 initializers
+  /// are variables: their contents change during training).
+  /// Constants above kMaxFoldElements are materialized, never folded.
+  bool isFoldable() const {
+    return constant && variable.empty() &&
+           constant.getNumElements() <= kMaxFoldElements;
+  }
+};
+
+/// Imports one ONNX model into a dlgraph module: the model-level steps
+/// (ONNXImporter.cpp), the node-level helpers every op family uses
+/// (Importer.cpp) and one handler per op family member (the family files).
+/// A handler imports the current node (`node`): it reads attributes and
+/// operands, builds dlgraph ops at `nodeLoc` (or folds constants) and
+/// defines the node's outputs; on an unsupported attribute, element type or
+/// shape it emits an error at the node and fails.
+class Importer {
+public:
+  /// An importer of the model file |path| (named so in locations and
+  /// messages). |forCheck| is true for checkONNXModel: its unsupported-op
+  /// error then does not point to `dlc --check`, which is running.
+  Importer(mlir::MLIRContext &ctx, llvm::StringRef path,
+           const dlc::ImportOptions &options, bool forCheck = false)
+      : ctx(&ctx), path(path.str()), options(options), forCheck(forCheck),
+        builder(&ctx), fileLoc(mlir::FileLineColLoc::get(&ctx, path, 0, 0)) {}
+
+  /// Imports |model| (see importONNXModel); null after an error.
+  mlir::OwningOpRef<mlir::ModuleOp> run(const onnx::ModelProto &model);
+
+  /// Support of op |opType| (default domain when |defaultDomain|) at
+  /// |opset|: empty when the importer has a handler whose definition at that
+  /// opset is mapped, else why not (one sentence, no alternative).
+  static std::string unsupportedReason(llvm::StringRef opType,
+                                       bool defaultDomain, int64_t opset);
+
+  // The registration entries of each op family, one function per family
+  // file (named after it); OpRegistry concatenates them into the one table.
+  static llvm::ArrayRef<OpMapping> elementwiseOps();
+  static llvm::ArrayRef<OpMapping> linearOps();
+  static llvm::ArrayRef<OpMapping> convOps();
+  static llvm::ArrayRef<OpMapping> normalizationOps();
+  static llvm::ArrayRef<OpMapping> poolOps();
+  static llvm::ArrayRef<OpMapping> dataMovementOps();
+  static llvm::ArrayRef<OpMapping> indexingOps();
+  static llvm::ArrayRef<OpMapping> reductionOps();
+  static llvm::ArrayRef<OpMapping> lossOps();
+  static llvm::ArrayRef<OpMapping> constantOps();
+
+private:
+  // Diagnostics.
+  mlir::InFlightDiagnostic modelError() { return mlir::emitError(fileLoc); }
+  /// An error at the current node, prefixed with "<OpType> node '<name>': ".
+  mlir::InFlightDiagnostic nodeError() {
+    return mlir::emitError(nodeLoc)
+           << node->op_type() << " node '" << nodeName << "': ";
+  }
+  mlir::Location namedLoc(llvm::StringRef name) {
+    return mlir::NameLoc::get(mlir::StringAttr::get(ctx, name), fileLoc);
+  }
+
+  // Model-level steps.
+  mlir::LogicalResult checkOpset(const onnx::ModelProto &model);
+  mlir::FailureOr<mlir::DenseElementsAttr>
+  convertTensor(const onnx::TensorProto &t, mlir::Location loc,
+                llvm::StringRef what);
+  mlir::LogicalResult importInitializers(const onnx::GraphProto &graph);
+  mlir::LogicalResult importInputs(const onnx::GraphProto &graph,
+                                   llvm::SmallVectorImpl<mlir::Type> &types,
+                                   llvm::SmallVectorImpl<std::string> &names);
+  mlir::LogicalResult importNode(const onnx::NodeProto &n, int index);
+
+  // Attributes of the current node. A wrong attribute type emits an error and
+  // sets |attrFailed|; callers check it once after reading all attributes.
+  const onnx::AttributeProto *findAttr(llvm::StringRef name);
+  int64_t attrInt(llvm::StringRef name, int64_t def);
+  float attrFloat(llvm::StringRef name, float def);
+  llvm::SmallVector<int64_t> attrInts(llvm::StringRef name,
+                                      llvm::ArrayRef<int64_t> def);
+  std::string attrString(llvm::StringRef name, llvm::StringRef def);
+
+  // Inputs and outputs of the current node.
+  bool hasInput(int i) {
+    return i < node->input_size() && !node->input(i).empty();
+  }
+  Slot *input(int i);
+  mlir::Value operand(int i, bool requireF32 = true);
+  /// Reads input |i| as a constant int64 tensor (shape-like operands).
+  mlir::FailureOr<llvm::SmallVector<int64_t>> constInts(int i,
+                                                        llvm::StringRef what);
+  mlir::LogicalResult define(int out, mlir::Value v);
+  mlir::LogicalResult defineConstant(int out, mlir::DenseElementsAttr c);
+  mlir::LogicalResult defineSlot(int out, const Slot &s);
+  /// Fails unless outputs |first|.. of the node are absent or unused.
+  mlir::LogicalResult requireOnlyLeadingOutputs(int first);
+  mlir::Value materialize(Slot &s);
+  /// Reshapes input 0 to |shape| (folds constants) and defines output 0.
+  mlir::LogicalResult reshapeTo(llvm::ArrayRef<int64_t> shape);
+
+  // Op handlers.
+  template <typename OpTy> mlir::LogicalResult unary();
+  template <typename OpTy> mlir::LogicalResult binary();
+  /// Max/Min over any number of broadcasting inputs.
+  template <typename OpTy> mlir::LogicalResult variadic();
+  mlir::LogicalResult compare();
+  /// Not, And, Or, Xor on bool tensors.
+  mlir::LogicalResult logical();
+  mlir::LogicalResult where();
+  mlir::LogicalResult reciprocal();
+  mlir::LogicalResult absOp();
+  /// Elu, Selu, LeakyRelu, Softplus, HardSigmoid, HardSwish, decomposed
+  /// into elementwise dlgraph ops.
+  mlir::LogicalResult activation();
+  mlir::LogicalResult prelu();
+  /// Input |i|, which must have a float element type (f32 or f64).
+  mlir::Value floatOperand(int i);
+  /// A splat dlgraph.constant of |t| (float, integer or bool) holding |v|.
+  mlir::Value splatOf(mlir::RankedTensorType t, double v);
+  mlir::Value splatLike(mlir::Value like, double v);
+  mlir::LogicalResult foldIntBinary(Slot &l, Slot &r);
+  mlir::LogicalResult gemm();
+  mlir::LogicalResult matmul();
+  /// IsNaN and IsInf as comparisons (x != x; x == +-inf).
+  mlir::LogicalResult isNanOrInf();
+  /// Mod: dlgraph.fmod (fmod = 1) or dlgraph.mod (fmod = 0, integers).
+  mlir::LogicalResult modOp();
+  /// Hardmax (opset 13, any axis): one-hot of the first maximum, as
+  /// arg_max == iota along the axis.
+  mlir::LogicalResult hardmax();
+  mlir::LogicalResult conv();
+  /// For a 1-D Conv/pool (rank-3 input): rewrites the given 1-D attributes
+  /// (kernel_shape, strides, dilations: 1 value; pads: 2) as 2-D ones over
+  /// an inserted H axis of size 1.
+  mlir::LogicalResult liftTo2D(llvm::SmallVectorImpl<int64_t> &kernel,
+                               llvm::SmallVectorImpl<int64_t> &strides,
+                               llvm::SmallVectorImpl<int64_t> &pads,
+                               llvm::SmallVectorImpl<int64_t> &dilations);
+  /// |v| ([N, C, L]) reshaped to [N, C, 1, L].
+  mlir::Value insertUnitH(mlir::Value v);
+  /// ConvTranspose (1-D/2-D/3-D) as dlgraph.conv_backward_data (+ bias add).
+  mlir::LogicalResult convTranspose();
+  mlir::LogicalResult batchNorm();
+  mlir::LogicalResult clip();
+  template <typename OpTy> mlir::LogicalResult pool();
+  mlir::LogicalResult globalAveragePool();
+  mlir::LogicalResult globalMaxPool();
+  mlir::LogicalResult eyeLike();
+  mlir::LogicalResult depthSpace();
+  mlir::LogicalResult flatten();
+  mlir::LogicalResult reshape();
+  template <typename OpTy> mlir::LogicalResult softmax();
+  mlir::LogicalResult constant();
+  mlir::LogicalResult identity();
+  mlir::LogicalResult dropout();
+  mlir::LogicalResult transpose();
+  mlir::LogicalResult shape();
+  mlir::LogicalResult gather();
+  mlir::LogicalResult unsqueeze();
+  mlir::LogicalResult squeeze();
+  mlir::LogicalResult concat();
+  /// Slice (opset 10+: constant starts/ends/axes/steps inputs; opset 1-9:
+  /// attributes), folded on constants, else dlgraph.slice.
+  mlir::LogicalResult slice();
+  /// Split (opset 13+: constant `split` input; 2-12: attribute; equal parts
+  /// when absent) as slices.
+  mlir::LogicalResult split();
+  /// Pad (opset 11+: constant pads/constant_value inputs; 2-10: attributes)
+  /// in constant, edge and reflect mode: negative pads crop with a slice;
+  /// constant mode is dlgraph.pad, edge/reflect are concats of slices.
+  mlir::LogicalResult pad();
+  /// GatherElements as dlgraph.gather_elements.
+  mlir::LogicalResult gatherElements();
+  /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
+  /// folded when |s| is foldable, |s| itself when the slice is the whole.
+  Slot stridedSlice(Slot &s, llvm::ArrayRef<int64_t> starts,
+                    llvm::ArrayRef<int64_t> steps,
+                    llvm::ArrayRef<int64_t> shape);
+  mlir::LogicalResult castOp();
+  /// ReduceSum/Mean/Max/Min/L1/L2/SumSquare/LogSum/LogSumExp (opsets
+  /// 13..17: constant axes), decomposed into dlgraph reductions.
+  mlir::LogicalResult reduce();
+  /// ArgMax/ArgMin (opsets 11..17) on float inputs, as dlgraph.arg_max/min.
+  mlir::LogicalResult argReduce();
+  /// Range with constant start/limit/delta, folded to a constant.
+  mlir::LogicalResult range();
+  /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
+  /// sizes, modes nearest and linear, as dlgraph.resize.
+  mlir::LogicalResult resize();
+  /// The rank-0 f32 counter that training-mode Dropout seeds its stream
+  /// with: variable @__dropout_step, advanced by 1 each time the function
+  /// runs (created on first use).
+  mlir::Value dropoutStep();
+  mlir::Value dropoutStepValue;
+  /// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opsets 13..17),
+  /// decomposed into a one-hot select over axis 1 and reductions.
+  mlir::LogicalResult lossOp();
+  /// Expand (constant shape, ONNX bidirectional broadcast) as broadcast_to.
+  mlir::LogicalResult expand();
+  /// Tile (constant repeats) as reshape + broadcast_to + reshape.
+  mlir::LogicalResult tile();
+  /// Trilu (constant k) as a select with a constant [N, M] mask.
+  mlir::LogicalResult trilu();
+  /// Size, folded to an int64 scalar constant.
+  mlir::LogicalResult sizeOp();
+  /// ConstantOfShape (constant shape), folded to a splat constant.
+  mlir::LogicalResult constantOfShape();
+  /// LayerNormalization (opset 17) and InstanceNormalization, decomposed
+  /// into reduce_mean, sub, mul, rsqrt and add.
+  mlir::LogicalResult normalization();
+  /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
+  /// reduction OpTy.
+  template <typename OpTy>
+  mlir::Value reduceOver(mlir::Value x, llvm::ArrayRef<int64_t> axes,
+                         bool keepdims);
+
+  /// What Conv and ConvTranspose read alike: attributes, operands (X, W,
+  /// optional B), with a 1-D node lifted to 2-D (is1D) and the number of
+  /// spatial axes (2 or 3).
+  struct ConvNode {
+    std::string autoPad;
+    llvm::SmallVector<int64_t> kernel, strides, pads, dilations;
+    int64_t group = 1;
+    mlir::Value x, w, bias;
+    mlir::RankedTensorType xt, wt;
+    bool is1D = false;
+    size_t spatial = 2;
+  };
+  /// Fills |c| for the current Conv or ConvTranspose node (|what| names it
+  /// in errors).
+  mlir::LogicalResult readConvNode(llvm::StringRef what, ConvNode &c);
+  mlir::FailureOr<size_t>
+  convSpatialAxes(llvm::StringRef what, mlir::RankedTensorType xt,
+                  mlir::RankedTensorType wt,
+                  llvm::SmallVectorImpl<int64_t> &strides,
+                  llvm::SmallVectorImpl<int64_t> &dilations,
+                  llvm::SmallVectorImpl<int64_t> &pads);
+
+  mlir::MLIRContext *ctx;
+  std::string path;
+  dlc::ImportOptions options;
+  bool forCheck;
+  mlir::OpBuilder builder;
+  mlir::Location fileLoc;
+  mlir::ModuleOp module;
+  mlir::func::FuncOp func;
+  int64_t opset = 0;
+  /// The static dim 0 the model was exported with, when --batch-size replaced
+  /// it with a different value; -1 otherwise.
+  int64_t exportedBatch = -1;
+
+  llvm::StringMap<Slot> slots;
+  llvm::StringMap<const onnx::TensorProto *> f32Initializers;
+  llvm::StringMap<mlir::Value> variableReads;
+  llvm::StringSet<> consumed;
+  /// How many inputs of non-Identity nodes name each value, looking through
+  /// Identity nodes (a node using a value twice counts twice).
+  llvm::StringMap<int> useCount;
+
+  const onnx::NodeProto *node = nullptr;
+  std::string nodeName;
+  mlir::Location nodeLoc = mlir::UnknownLoc::get(ctx);
+  bool attrFailed = false;
+};
+
+/// The importer's one registration table: the OpMapping entries of every op
+/// family, each op type once.
+class OpRegistry {
+public:
+  /// The table, built from the family tables on first use.
+  static const OpRegistry &get();
+  /// The entry of ONNX op |opType| (ai.onnx domain), or null when the
+  /// importer does not map it.
+  const OpMapping *lookup(llvm::StringRef opType) const;
+  /// Every entry, sorted by op type.
+  llvm::ArrayRef<const OpMapping *> entries() const { return sorted; }
+
+private:
+  OpRegistry();
+  llvm::StringMap<const OpMapping *> byType;
+  std::vector<const OpMapping *> sorted;
+};
+
+// Used by several families (pools, reductions, losses, normalizations).
+template <typename OpTy>
+mlir::Value Importer::reduceOver(mlir::Value x, llvm::ArrayRef<int64_t> axes,
+                                 bool keepdims) {
+  auto t = mlir::cast<mlir::RankedTensorType>(x.getType());
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    if (!llvm::is_contained(axes, i))
+      shape.push_back(t.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  return OpTy::create(builder, nodeLoc,
+                      mlir::RankedTensorType::get(shape, t.getElementType()), x,
+                      builder.getDenseI64ArrayAttr(axes),
+                      keepdims ? builder.getUnitAttr() : mlir::UnitAttr());
+}
+
+} // namespace dlc::onnx_import
+
+#endif // DLC_COMPILER_IMPORT_IMPORTER_H

@@ -1,0 +1,436 @@
+//===- Indexing.cpp - ONNX indexing ops -> dlgraph ------------------------===//
+//
+// Ops that select index ranges or elements: Gather, GatherElements, Slice,
+// Split, and Pad (which crops with slices). Constant operands are folded.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/Importer.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace dlc::onnx_import;
+namespace gr = dlc::graph;
+
+LogicalResult Importer::gather() {
+  int64_t axis = attrInt("axis", 0);
+  if (attrFailed)
+    return failure();
+  Slot *data = input(0);
+  if (!data)
+    return failure();
+  Slot *idxSlot = input(1);
+  if (!idxSlot)
+    return failure();
+  if (!data->isFoldable() || !idxSlot->isFoldable()) {
+    // Data (an embedding table, activations): dlgraph.gather.
+    RankedTensorType dt = data->type(), it = idxSlot->type();
+    int64_t rank = dt.getRank();
+    if (!it.getElementType().isInteger(64) &&
+        !it.getElementType().isInteger(32))
+      return nodeError() << "indices (input '" << node->input(1)
+                         << "') have element type " << it.getElementType()
+                         << "; supported: int32, int64";
+    if (rank == 0 || axis < -rank || axis >= rank)
+      return nodeError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> shape(dt.getShape().take_front(axis));
+    llvm::append_range(shape, it.getShape());
+    llvm::append_range(shape, dt.getShape().drop_front(axis + 1));
+    Value x = materialize(*data), idx = materialize(*idxSlot);
+    auto type = RankedTensorType::get(shape, dt.getElementType());
+    return define(0, gr::GatherOp::create(builder, nodeLoc, type, x, idx,
+                                          builder.getI64IntegerAttr(axis)));
+  }
+  auto indices = constInts(1, "indices");
+  if (failed(indices))
+    return failure();
+  RankedTensorType dt = data->type();
+  int64_t rank = dt.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  ArrayRef<int64_t> ds = dt.getShape();
+  int64_t outer = product(ds.take_front(axis)), dim = ds[axis],
+          inner = product(ds.drop_front(axis + 1));
+  SmallVector<Attribute> in(data->constant.getValues<Attribute>());
+  SmallVector<Attribute> out;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t idx : *indices) {
+      int64_t i = idx < 0 ? idx + dim : idx;
+      if (i < 0 || i >= dim)
+        return nodeError() << "index " << idx << " is out of range for axis "
+                           << axis << " of size " << dim;
+      for (int64_t k = 0; k < inner; ++k)
+        out.push_back(in[(o * dim + i) * inner + k]);
+    }
+  }
+  SmallVector<int64_t> shape(ds.take_front(axis));
+  llvm::append_range(shape, input(1)->type().getShape());
+  llvm::append_range(shape, ds.drop_front(axis + 1));
+  auto type = RankedTensorType::get(shape, dt.getElementType());
+  return defineConstant(0, DenseElementsAttr::get(type, out));
+}
+
+LogicalResult Importer::gatherElements() {
+  int64_t axis = attrInt("axis", 0);
+  if (attrFailed)
+    return failure();
+  Slot *data = input(0), *idx = data ? input(1) : nullptr;
+  if (!data || !idx)
+    return failure();
+  RankedTensorType dt = data->type(), it = idx->type();
+  int64_t rank = dt.getRank();
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return nodeError() << "indices have element type " << it.getElementType()
+                       << "; supported: int32, int64";
+  if (rank == 0 || axis < -rank || axis >= rank || it.getRank() != rank)
+    return nodeError() << "axis " << axis << " and indices "
+                       << shapeStr(it.getShape()) << " do not fit data "
+                       << shapeStr(dt.getShape());
+  if (axis < 0)
+    axis += rank;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && it.getDimSize(d) > dt.getDimSize(d))
+      return nodeError() << "indices " << shapeStr(it.getShape())
+                         << " exceed data " << shapeStr(dt.getShape())
+                         << " outside axis " << axis;
+  auto type = RankedTensorType::get(it.getShape(), dt.getElementType());
+  return define(0, gr::GatherElementsOp::create(
+                       builder, nodeLoc, type, materialize(*data),
+                       materialize(*idx), builder.getI64IntegerAttr(axis)));
+}
+
+Slot Importer::stridedSlice(Slot &s, ArrayRef<int64_t> starts,
+                            ArrayRef<int64_t> steps, ArrayRef<int64_t> shape) {
+  RankedTensorType in = s.type();
+  auto type = RankedTensorType::get(shape, in.getElementType());
+  bool whole = in.getShape() == shape;
+  for (size_t d = 0; whole && d < starts.size(); ++d)
+    whole = shape[d] <= 1 || (starts[d] == 0 && steps[d] == 1);
+  if (whole)
+    return s;
+  Slot out;
+  out.loc = nodeLoc;
+  if (s.isFoldable()) {
+    SmallVector<Attribute> vals(s.constant.getValues<Attribute>());
+    SmallVector<Attribute> res;
+    int64_t n = product(shape), rank = shape.size();
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t lin = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        lin = lin * in.getDimSize(d) + starts[d] + steps[d] * idx[d];
+      res.push_back(vals[lin]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    out.constant = DenseElementsAttr::get(type, res);
+    return out;
+  }
+  SmallVector<int64_t> st(starts);
+  for (size_t d = 0; d < st.size(); ++d)
+    if (shape[d] == 0)
+      st[d] = 0;
+  out.value = gr::SliceOp::create(builder, nodeLoc, type, materialize(s), st,
+                                  steps);
+  return out;
+}
+
+LogicalResult Importer::slice() {
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (opset < 10) {
+    if (!findAttr("starts") || !findAttr("ends"))
+      return nodeError() << "attributes 'starts' and 'ends' are required "
+                            "(opset "
+                         << opset << ")";
+    starts = attrInts("starts", {});
+    ends = attrInts("ends", {});
+    axes = attrInts("axes", {});
+    if (attrFailed)
+      return failure();
+  } else {
+    auto st = constInts(1, "starts");
+    if (failed(st))
+      return failure();
+    auto en = constInts(2, "ends");
+    if (failed(en))
+      return failure();
+    starts = *st;
+    ends = *en;
+    if (hasInput(3)) {
+      auto ax = constInts(3, "axes");
+      if (failed(ax))
+        return failure();
+      axes = *ax;
+    }
+    if (hasInput(4)) {
+      auto sp = constInts(4, "steps");
+      if (failed(sp))
+        return failure();
+      steps = *sp;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return nodeError() << "starts, ends, axes and steps have "
+                       << starts.size() << ", " << ends.size() << ", "
+                       << axes.size() << " and " << steps.size()
+                       << " values; they must have the same count";
+  SmallVector<int64_t> outStart(rank, 0), outStep(rank, 1),
+      shape(in.getShape());
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t a = axes[k];
+    if (a < -rank || a >= rank || seen[a < 0 ? a + rank : a])
+      return nodeError() << "axes " << shapeStr(axes)
+                         << " are out of range or repeated for rank " << rank;
+    if (a < 0)
+      a += rank;
+    seen[a] = true;
+    int64_t dim = in.getDimSize(a), step = steps[k];
+    if (step == 0)
+      return nodeError() << "step of axis " << a << " is 0";
+    // ONNX Slice: negative starts/ends count from the end, then clamp to
+    // [0, dim] ([0, dim - 1] and [-1, dim - 1] for negative steps).
+    int64_t b = starts[k], e = ends[k];
+    if (b < 0)
+      b = b < -dim ? 0 : b + dim;
+    if (e < 0)
+      e = e < -dim ? -1 : e + dim;
+    int64_t n;
+    if (step > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      n = e > b ? (e - b + step - 1) / step : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      n = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+    }
+    outStart[a] = n ? b : 0;
+    outStep[a] = step;
+    shape[a] = n;
+  }
+  return defineSlot(0, stridedSlice(*s, outStart, outStep, shape));
+}
+
+LogicalResult Importer::split() {
+  int64_t axis = attrInt("axis", 0);
+  SmallVector<int64_t> sizes;
+  bool haveSizes = false;
+  if (opset < 13 && findAttr("split")) {
+    sizes = attrInts("split", {});
+    haveSizes = true;
+  }
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  if (opset >= 13 && hasInput(1)) {
+    auto sp = constInts(1, "split");
+    if (failed(sp))
+      return failure();
+    sizes = *sp;
+    haveSizes = true;
+  }
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  int64_t dim = in.getDimSize(axis), outs = node->output_size();
+  if (!haveSizes) {
+    if (outs == 0 || dim % outs)
+      return nodeError() << "cannot split axis " << axis << " of size " << dim
+                         << " into " << outs << " equal parts";
+    sizes.assign(outs, dim / outs);
+  }
+  int64_t total = 0;
+  for (int64_t v : sizes) {
+    if (v < 0)
+      return nodeError() << "split sizes " << shapeStr(sizes)
+                         << " must not be negative";
+    if (__builtin_add_overflow(total, v, &total))
+      return nodeError() << "split sizes " << shapeStr(sizes)
+                         << " overflow int64";
+  }
+  if ((int64_t)sizes.size() != outs || total != dim)
+    return nodeError() << "split sizes " << shapeStr(sizes) << " must have "
+                       << outs << " entries (one per output) adding up to "
+                       << dim;
+  int64_t offset = 0;
+  for (int64_t o = 0; o < outs; ++o) {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1),
+        shape(in.getShape());
+    starts[axis] = sizes[o] ? offset : 0;
+    shape[axis] = sizes[o];
+    if (failed(defineSlot(o, stridedSlice(*s, starts, steps, shape))))
+      return failure();
+    offset += sizes[o];
+  }
+  return success();
+}
+
+LogicalResult Importer::pad() {
+  std::string mode = attrString("mode", "constant");
+  SmallVector<int64_t> pads;
+  double value = 0;
+  if (opset < 11) {
+    if (!findAttr("pads"))
+      return nodeError() << "attribute 'pads' is required (opset " << opset
+                         << ")";
+    pads = attrInts("pads", {});
+    value = attrFloat("value", 0.0f);
+  }
+  if (attrFailed)
+    return failure();
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return nodeError() << "mode '" << mode
+                       << "' is not supported; supported: constant, edge, "
+                          "reflect";
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  if (opset >= 11) {
+    auto p = constInts(1, "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (hasInput(2)) {
+      Slot *c = input(2);
+      if (!c)
+        return failure();
+      if (!c->isFoldable() || c->type().getNumElements() != 1)
+        return nodeError() << "constant_value (input '" << node->input(2)
+                           << "') must be a constant scalar";
+      if (isa<FloatType>(c->type().getElementType()))
+        value = (*c->constant.getValues<APFloat>().begin()).convertToDouble();
+      else
+        value = (double)(*c->constant.getValues<APInt>().begin())
+                    .getSExtValue();
+    }
+  }
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return nodeError() << "pads " << shapeStr(pads) << " must have " << 2 * rank
+                       << " values (begin and end per axis) for rank " << rank;
+  if (llvm::any_of(pads, [](int64_t p) {
+        return p < -kMaxElements || p > kMaxElements;
+      }))
+    return nodeError() << "pads " << shapeStr(pads)
+                       << " are too large (at most 2^40 in magnitude)";
+  // Negative pads crop: a slice first.
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1), shape(in.getShape());
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t b = std::min<int64_t>(pads[d], 0),
+            e = std::min<int64_t>(pads[d + rank], 0);
+    shape[d] = in.getDimSize(d) + b + e;
+    if (shape[d] < 0)
+      return nodeError() << "pads " << shapeStr(pads)
+                         << " remove more than the " << in.getDimSize(d)
+                         << " elements of axis " << d;
+    starts[d] = shape[d] ? -b : 0;
+  }
+  Slot cropped = stridedSlice(*s, starts, steps, shape);
+  bool anyPad = llvm::any_of(pads, [](int64_t p) { return p > 0; });
+  if (!anyPad)
+    return defineSlot(0, cropped);
+  Value x = materialize(cropped);
+  Type et = in.getElementType();
+  if (mode == "constant") {
+    SmallVector<int64_t> at(rank), outShape(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      at[d] = std::max<int64_t>(pads[d], 0);
+      outShape[d] = shape[d] + at[d] + std::max<int64_t>(pads[d + rank], 0);
+    }
+    auto type = RankedTensorType::get(outShape, et);
+    if (llvm::any_of(shape, [](int64_t n) { return n == 0; }))
+      return define(0, splatOf(type, value));
+    return define(0, gr::PadOp::create(
+                         builder, nodeLoc, type, x,
+                         builder.getDenseI64ArrayAttr(at),
+                         builder.getDenseI64ArrayAttr(steps),
+                         builder.getF64FloatAttr(value)));
+  }
+  // edge / reflect: per axis, concat [head, x, tail] of slices of x.
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t b = std::max<int64_t>(pads[d], 0),
+            e = std::max<int64_t>(pads[d + rank], 0);
+    if (!b && !e)
+      continue;
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t n = xt.getDimSize(d);
+    if (mode == "edge" ? n < 1 : (n < 2 || b > n - 1 || e > n - 1))
+      return nodeError() << "axis " << d << " of size " << n
+                         << " cannot be padded by " << b << " and " << e
+                         << " in " << mode << " mode"
+                         << (mode == "reflect" ? " (pads must be < size)" : "");
+    auto part = [&](int64_t start, int64_t step, int64_t count) -> Value {
+      SmallVector<int64_t> st(rank, 0), sp(rank, 1), sh(xt.getShape());
+      if (mode == "edge") {
+        st[d] = start;
+        sh[d] = 1;
+      } else {
+        st[d] = start;
+        sp[d] = step;
+        sh[d] = count;
+      }
+      Value v = gr::SliceOp::create(builder, nodeLoc,
+                                    RankedTensorType::get(sh, et), x, st, sp);
+      if (mode == "edge" && count != 1) {
+        sh[d] = count;
+        v = gr::BroadcastToOp::create(builder, nodeLoc,
+                                      RankedTensorType::get(sh, et), v);
+      }
+      return v;
+    };
+    SmallVector<Value> parts;
+    if (b)
+      parts.push_back(mode == "edge" ? part(0, 1, b) : part(b, -1, b));
+    parts.push_back(x);
+    if (e)
+      parts.push_back(mode == "edge" ? part(n - 1, 1, e) : part(n - 2, -1, e));
+    SmallVector<int64_t> sh(xt.getShape());
+    sh[d] = n + b + e;
+    x = gr::ConcatOp::create(builder, nodeLoc, RankedTensorType::get(sh, et),
+                             parts, builder.getI64IntegerAttr(d));
+  }
+  return define(0, x);
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+ArrayRef<OpMapping> Importer::indexingOps() {
+  static const OpMapping ops[] = {
+      {"Gather", 1, &Importer::gather},
+      {"GatherElements", 11, &Importer::gatherElements},
+      {"Pad", 2, &Importer::pad},
+      {"Slice", 1, &Importer::slice},
+      {"Split", 2, &Importer::split},
+  };
+  return ops;
+}

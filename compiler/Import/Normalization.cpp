@@ -1,0 +1,186 @@
+//===- Normalization.cpp - ONNX normalizations -> dlgraph -----------------===//
+//
+// BatchNormalization (inference; running statistics as variables),
+// LayerNormalization and InstanceNormalization (decomposed into reductions
+// and elementwise ops).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/Importer.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace dlc::onnx_import;
+namespace gr = dlc::graph;
+
+LogicalResult Importer::batchNorm() {
+  float epsilon = attrFloat("epsilon", 1e-5f);
+  float momentum = attrFloat("momentum", 0.9f);
+  int64_t trainingMode = attrInt("training_mode", 0);
+  // Before opset 7, is_test = 0 asks for batch statistics, as
+  // training_mode = 1 does from opset 14.
+  if (opset < 7)
+    trainingMode = attrInt("is_test", 0) ? 0 : 1;
+  // Before opset 9, spatial = 0 (per-activation statistics) existed.
+  int64_t spatial = opset < 9 ? attrInt("spatial", 1) : 1;
+  if (attrFailed)
+    return failure();
+  if (spatial != 1)
+    return nodeError() << "attribute spatial = " << spatial
+                       << " is not supported; supported: 1 (opset " << opset
+                       << ")";
+  if (trainingMode != 0 && trainingMode != 1)
+    return nodeError() << "attribute training_mode = " << trainingMode
+                       << " is not supported; supported: 0, 1";
+  // training_mode=1 still maps to batch_norm (the training pass switches it
+  // to batch statistics); the running-statistics outputs must be unused.
+  if (failed(requireOnlyLeadingOutputs(1)))
+    return failure();
+  SmallVector<Value> ops;
+  for (int i = 0; i < 5; ++i) {
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    // Running statistics are state that training overwrites, so they must
+    // not share a variable with anything else. Exporters deduplicate
+    // initializers by value (PyTorch in eval mode turns a fresh BatchNorm's
+    // running_mean/running_var into its bias/weight: all zeros/ones), so a
+    // shared statistic gets a private copy, named like PyTorch's buffers.
+    if (i >= 3 && !s->variable.empty() && useCount[s->variable] > 1) {
+      Slot copy;
+      copy.constant = s->constant;
+      copy.loc = nodeLoc;
+      std::string base = nodeName + (i == 3 ? ".running_mean" : ".running_var");
+      copy.variable = base;
+      for (int k = 1;
+           slots.count(copy.variable) || variableReads.count(copy.variable) ||
+           copy.variable == "main";
+           ++k)
+        copy.variable = base + "_" + std::to_string(k);
+      ops.push_back(materialize(copy));
+      continue;
+    }
+    Value v = operand(i);
+    if (!v)
+      return failure();
+    ops.push_back(v);
+  }
+  auto xt = cast<RankedTensorType>(ops[0].getType());
+  if (xt.getRank() < 2)
+    return nodeError() << "input must have rank >= 2 (N, C, ...), got "
+                       << shapeStr(xt.getShape());
+  for (int i = 1; i < 5; ++i) {
+    auto t = cast<RankedTensorType>(ops[i].getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != xt.getDimSize(1))
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has shape " << shapeStr(t.getShape())
+                         << ", expected [" << xt.getDimSize(1) << "]";
+  }
+  auto op = gr::BatchNormOp::create(
+      builder, nodeLoc, xt, ops[0], ops[1], ops[2], ops[3], ops[4],
+      builder.getF32FloatAttr(epsilon), builder.getF32FloatAttr(momentum));
+  return define(0, op);
+}
+
+LogicalResult Importer::normalization() {
+  bool layer = node->op_type() == "LayerNormalization";
+  int64_t axis = layer ? attrInt("axis", -1) : 2;
+  float eps = attrFloat("epsilon", 1e-5f);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  Value scale = x ? floatOperand(1) : Value();
+  if (!scale)
+    return failure();
+  Value bias;
+  if (hasInput(2) && !(bias = floatOperand(2)))
+    return failure();
+  if (!layer && !bias) {
+    (void)input(2); // reports the missing B
+    return failure();
+  }
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (!layer && rank < 3)
+    return nodeError() << "input of rank " << rank
+                       << " is not supported; expected [N, C, D1, ...]";
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i)
+    axes.push_back(i);
+  // Per-channel scale and bias of InstanceNormalization: [C] -> [C, 1, ...].
+  auto perChannel = [&](Value v) -> FailureOr<Value> {
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getRank() != 1 || vt.getDimSize(0) != t.getDimSize(1) ||
+        vt.getElementType() != t.getElementType())
+      return nodeError() << "scale and B must be [" << t.getDimSize(1)
+                         << "] of " << t.getElementType() << ", got " << vt;
+    SmallVector<int64_t> shape(rank - 1, 1);
+    shape[0] = t.getDimSize(1);
+    return Value(gr::ReshapeOp::create(
+        builder, nodeLoc, RankedTensorType::get(shape, t.getElementType()),
+        v));
+  };
+  auto fitsX = [&](Value v) -> LogicalResult {
+    auto vt = cast<RankedTensorType>(v.getType());
+    auto b = broadcastShapes(t.getShape(), vt.getShape());
+    if (vt.getElementType() != t.getElementType() || failed(b) ||
+        ArrayRef<int64_t>(*b) != t.getShape())
+      return nodeError() << "scale/B of type " << vt
+                         << " does not broadcast to X of type " << t;
+    return success();
+  };
+  if (layer) {
+    if (failed(fitsX(scale)) || (bias && failed(fitsX(bias))))
+      return failure();
+    if (failed(requireOnlyLeadingOutputs(3)))
+      return failure();
+  } else {
+    auto s = perChannel(scale);
+    if (failed(s))
+      return failure();
+    auto b = perChannel(bias);
+    if (failed(b))
+      return failure();
+    scale = *s;
+    bias = *b;
+    if (failed(requireOnlyLeadingOutputs(1)))
+      return failure();
+  }
+  // mean = E[x], d = x - mean, var = E[d^2], y = d * rsqrt(var + eps).
+  Value mean = reduceOver<gr::ReduceMeanOp>(x, axes, /*keepdims=*/true);
+  Value d = gr::SubOp::create(builder, nodeLoc, t, x, mean);
+  Value sq = gr::MulOp::create(builder, nodeLoc, t, d, d);
+  Value var = reduceOver<gr::ReduceMeanOp>(sq, axes, /*keepdims=*/true);
+  Value ve = gr::AddOp::create(builder, nodeLoc, var.getType(), var,
+                               splatLike(var, eps));
+  Value inv = gr::RsqrtOp::create(builder, nodeLoc, ve.getType(), ve);
+  Value y = gr::MulOp::create(builder, nodeLoc, t, d, inv);
+  y = gr::MulOp::create(builder, nodeLoc, t, y, scale);
+  if (bias)
+    y = gr::AddOp::create(builder, nodeLoc, t, y, bias);
+  if (failed(define(0, y)))
+    return failure();
+  if (layer) {
+    if (failed(define(1, mean)) || failed(define(2, inv)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+ArrayRef<OpMapping> Importer::normalizationOps() {
+  static const OpMapping ops[] = {
+      {"BatchNormalization", 6, &Importer::batchNorm},
+      {"InstanceNormalization", 6, &Importer::normalization},
+      {"LayerNormalization", kMinOpset, &Importer::normalization},
+  };
+  return ops;
+}

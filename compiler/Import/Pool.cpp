@@ -1,0 +1,206 @@
+//===- Pool.cpp - ONNX pooling ops -> dlgraph -----------------------------===//
+//
+// MaxPool and AveragePool (1-D, 2-D, 3-D), GlobalAveragePool and
+// GlobalMaxPool.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/Importer.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace dlc::onnx_import;
+namespace gr = dlc::graph;
+
+template <typename OpTy> LogicalResult Importer::pool() {
+  bool isMax = std::is_same<OpTy, gr::MaxPoolOp>::value;
+  std::string autoPad = attrString("auto_pad", "NOTSET");
+  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
+  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
+  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
+  SmallVector<int64_t> dilations = {1, 1};
+  int64_t ceilMode = attrInt("ceil_mode", 0);
+  int64_t countIncludePad = 0;
+  if (isMax) {
+    dilations = attrInts("dilations", {1, 1});
+    if (int64_t order = attrInt("storage_order", 0))
+      return nodeError() << "attribute storage_order = " << order
+                         << " is not supported; supported: 0 (row major)";
+    if (failed(requireOnlyLeadingOutputs(1)))
+      return failure();
+  } else {
+    countIncludePad = attrInt("count_include_pad", 0);
+  }
+  if (attrFailed)
+    return failure();
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  // 1-D pooling is 2-D pooling over an inserted H axis of size 1.
+  bool is1D = xt.getRank() == 3;
+  if (is1D) {
+    if (failed(liftTo2D(kernel, strides, pads, dilations)))
+      return failure();
+    x = insertUnitH(x);
+    xt = cast<RankedTensorType>(x.getType());
+  }
+  bool is3D = xt.getRank() == 5;
+  if (xt.getRank() != 4 && !is3D)
+    return nodeError() << "only 1-D, 2-D and 3-D pooling over NCL/NCHW/NCDHW "
+                          "input is supported, got "
+                       << shapeStr(xt.getShape());
+  // Number of spatial axes (the 2-D defaults above are widened for 3-D).
+  size_t sp = is3D ? 3 : 2;
+  if (is3D) {
+    if (!findAttr("strides"))
+      strides = {1, 1, 1};
+    if (!findAttr("pads"))
+      pads = {0, 0, 0, 0, 0, 0};
+    if (!isMax || !findAttr("dilations"))
+      dilations = {1, 1, 1};
+  }
+  if (autoPad == "VALID")
+    pads.assign(2 * sp, 0);
+  else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
+           kernel.size() == sp && strides.size() == sp &&
+           dilations.size() == sp)
+    pads = samePads(xt.getShape().drop_front(2), kernel, strides, dilations,
+                    autoPad == "SAME_LOWER");
+  else if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
+           autoPad != "SAME_LOWER")
+    return nodeError() << "attribute auto_pad = '" << autoPad
+                       << "' is not supported; supported: NOTSET (explicit "
+                          "pads), VALID, SAME_UPPER, SAME_LOWER";
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp ||
+      dilations.size() != sp)
+    return nodeError() << "expects " << sp << " kernel dims, " << sp
+                       << " strides, " << sp << " dilations and " << 2 * sp
+                       << " pads, got " << kernel.size() << ", "
+                       << strides.size() << ", " << dilations.size() << " and "
+                       << pads.size();
+  if (llvm::any_of(kernel, [](int64_t k) { return k < 1; }) ||
+      llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d < 1; }) ||
+      llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return nodeError() << "kernel_shape, strides and dilations must be >= 1 "
+                          "and pads >= 0";
+  if (ceilMode != 0 && ceilMode != 1)
+    return nodeError() << "attribute ceil_mode = " << ceilMode
+                       << " is not supported; supported: 0, 1";
+  SmallVector<int64_t> shape = {xt.getDimSize(0), xt.getDimSize(1)};
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t in = xt.getDimSize(2 + i);
+    CheckedMath m;
+    int64_t eff = m.add(m.mul(dilations[i], kernel[i] - 1), 1);
+    int64_t span = m.sub(m.add(m.add(in, pads[i]), pads[i + sp]), eff);
+    int64_t s = strides[i];
+    // Also the ceil-mode terms below: span + s - 1, (out - 1) * s.
+    m.add(span, s - 1);
+    m.mul(span / s + 1, s);
+    m.add(in, pads[i]);
+    if (m.overflowed)
+      return nodeError() << "kernel_shape, dilations, strides or pads "
+                            "overflow int64 along spatial axis "
+                         << i;
+    if (span < 0)
+      return nodeError() << "the kernel (" << eff
+                         << ") is larger than the padded input along spatial "
+                            "axis "
+                         << i;
+    int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+    // With ceil_mode, the last window must start inside the input or the
+    // left padding (PyTorch and ONNX Runtime drop it otherwise).
+    if (ceilMode && (out - 1) * s >= in + pads[i])
+      --out;
+    shape.push_back(out);
+  }
+  auto f32 = builder.getF32Type();
+  auto pool2D = [&](Value in, ArrayRef<int64_t> outShape,
+                    ArrayRef<int64_t> k, ArrayRef<int64_t> st,
+                    ArrayRef<int64_t> pd, ArrayRef<int64_t> dl) -> Value {
+    return OpTy::create(
+        builder, nodeLoc, RankedTensorType::get(outShape, f32), in,
+        builder.getDenseI64ArrayAttr(k), builder.getDenseI64ArrayAttr(st),
+        builder.getDenseI64ArrayAttr(pd), builder.getDenseI64ArrayAttr(dl),
+        ceilMode ? builder.getUnitAttr() : UnitAttr(),
+        countIncludePad ? builder.getUnitAttr() : UnitAttr());
+  };
+  if (is3D) {
+    // 3-D pooling is separable: the window is a box and the per-axis output
+    // sizes are independent, so max (first maximum in D, H, W scan order)
+    // and average (the divisor, clipped to the padded or the real input, is
+    // a product of per-axis counts) are a 2-D pool over (H, W) of
+    // [N, C*D, H, W] followed by one over (D, 1) of [N*C, 1, D, OH*OW].
+    // Gradients follow from the 2-D pools'.
+    int64_t n = shape[0], c = shape[1], d = xt.getDimSize(2);
+    int64_t od = shape[2], oh = shape[3], ow = shape[4];
+    Value hw = gr::ReshapeOp::create(
+        builder, nodeLoc,
+        RankedTensorType::get({n, c * d, xt.getDimSize(3), xt.getDimSize(4)},
+                              f32),
+        x);
+    hw = pool2D(hw, {n, c * d, oh, ow}, {kernel[1], kernel[2]},
+                {strides[1], strides[2]}, {pads[1], pads[2], pads[4], pads[5]},
+                {dilations[1], dilations[2]});
+    Value dv = gr::ReshapeOp::create(
+        builder, nodeLoc, RankedTensorType::get({n * c, 1, d, oh * ow}, f32),
+        hw);
+    dv = pool2D(dv, {n * c, 1, od, oh * ow}, {kernel[0], 1}, {strides[0], 1},
+                {pads[0], 0, pads[3], 0}, {dilations[0], 1});
+    return define(0, gr::ReshapeOp::create(
+                         builder, nodeLoc, RankedTensorType::get(shape, f32),
+                         dv));
+  }
+  Value op = pool2D(x, shape, kernel, strides, pads, dilations);
+  if (is1D)
+    return define(0, gr::ReshapeOp::create(
+                         builder, nodeLoc,
+                         RankedTensorType::get({shape[0], shape[1], shape[3]},
+                                               f32),
+                         op));
+  return define(0, op);
+}
+
+LogicalResult Importer::globalAveragePool() {
+  Value x = operand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 3)
+    return nodeError() << "input must have rank >= 3 (N, C, spatial...), got "
+                       << shapeStr(xt.getShape());
+  SmallVector<int64_t> shape(xt.getShape());
+  for (int64_t i = 2; i < xt.getRank(); ++i)
+    shape[i] = 1;
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  return define(0, gr::GlobalAveragePoolOp::create(builder, nodeLoc, type, x));
+}
+
+LogicalResult Importer::globalMaxPool() {
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 3)
+    return nodeError() << "input must have rank >= 3 (N, C, spatial...), got "
+                       << shapeStr(xt.getShape());
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < xt.getRank(); ++i)
+    axes.push_back(i);
+  return define(0, reduceOver<gr::ReduceMaxOp>(x, axes, /*keepdims=*/true));
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+ArrayRef<OpMapping> Importer::poolOps() {
+  static const OpMapping ops[] = {
+      {"AveragePool", 1, &Importer::pool<gr::AveragePoolOp>},
+      {"GlobalAveragePool", 1, &Importer::globalAveragePool},
+      {"GlobalMaxPool", 1, &Importer::globalMaxPool},
+      {"MaxPool", 1, &Importer::pool<gr::MaxPoolOp>},
+  };
+  return ops;
+}

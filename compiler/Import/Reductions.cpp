@@ -1,0 +1,250 @@
+//===- Reductions.cpp - ONNX reductions and softmaxes -> dlgraph ----------===//
+//
+// ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp, ArgMax and
+// ArgMin, Softmax, LogSoftmax and Hardmax.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/Importer.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace dlc::onnx_import;
+namespace gr = dlc::graph;
+
+LogicalResult Importer::reduce() {
+  StringRef op = node->op_type();
+  int64_t keepdims = attrInt("keepdims", 1);
+  int64_t noop = 0;
+  SmallVector<int64_t> axes;
+  if (op == "ReduceSum" && opset >= 13) {
+    // ReduceSum-13 takes the axes as an optional input.
+    noop = attrInt("noop_with_empty_axes", 0);
+    if (findAttr("axes"))
+      return nodeError() << "attribute 'axes' is not part of ReduceSum since "
+                            "opset 13; pass the axes as input 1";
+    if (hasInput(1)) {
+      auto a = constInts(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    // The other reductions take axes as an input only from opset 18.
+    if (hasInput(1))
+      return nodeError() << "axes given as an input (opset 18) are not "
+                            "supported; supported opsets are "
+                         << kMinOpset << " to " << kMaxOpset
+                         << " (the 'axes' attribute)";
+    axes = attrInts("axes", {});
+  }
+  if (attrFailed)
+    return failure();
+  if (keepdims != 0 && keepdims != 1)
+    return nodeError() << "attribute keepdims = " << keepdims
+                       << " is not supported; supported: 0, 1";
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (axes.empty()) {
+    if (noop)
+      return define(0, gr::IdentityOp::create(builder, nodeLoc, x));
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  SmallVector<bool> seen(rank, false);
+  for (int64_t &a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank || seen[n])
+      return nodeError() << "axes " << shapeStr(axes)
+                         << " are out of range or repeated for rank " << rank;
+    seen[n] = true;
+    a = n;
+  }
+  llvm::sort(axes);
+  bool keep = keepdims != 0;
+  auto elementwise = [&](auto tag, Value a) -> Value {
+    using Op = decltype(tag);
+    return Op::create(builder, nodeLoc, a.getType(), a);
+  };
+  auto square = [&](Value a) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, a.getType(), a, a);
+  };
+  Value y;
+  if (op == "ReduceSum") {
+    y = reduceOver<gr::ReduceSumOp>(x, axes, keep);
+  } else if (op == "ReduceMean") {
+    y = reduceOver<gr::ReduceMeanOp>(x, axes, keep);
+  } else if (op == "ReduceMax") {
+    y = reduceOver<gr::ReduceMaxOp>(x, axes, keep);
+  } else if (op == "ReduceProd") {
+    y = reduceOver<gr::ReduceProdOp>(x, axes, keep);
+  } else if (op == "ReduceMin") {
+    // min(x) = -max(-x), exact in floating point.
+    Value m = reduceOver<gr::ReduceMaxOp>(elementwise(gr::NegOp(), x), axes,
+                                          keep);
+    y = elementwise(gr::NegOp(), m);
+  } else if (op == "ReduceL1") {
+    y = reduceOver<gr::ReduceSumOp>(elementwise(gr::AbsOp(), x), axes, keep);
+  } else if (op == "ReduceL2") {
+    y = elementwise(gr::SqrtOp(),
+                    reduceOver<gr::ReduceSumOp>(square(x), axes, keep));
+  } else if (op == "ReduceSumSquare") {
+    y = reduceOver<gr::ReduceSumOp>(square(x), axes, keep);
+  } else if (op == "ReduceLogSum") {
+    y = elementwise(gr::LogOp(), reduceOver<gr::ReduceSumOp>(x, axes, keep));
+  } else if (op == "ReduceLogSumExp") {
+    // Stable: m + log(sum(exp(x - m))) with m = max(x) over the axes.
+    Value m = reduceOver<gr::ReduceMaxOp>(x, axes, /*keepdims=*/true);
+    Value d = gr::SubOp::create(builder, nodeLoc, t, x, m);
+    Value s = reduceOver<gr::ReduceSumOp>(elementwise(gr::ExpOp(), d), axes,
+                                          /*keepdims=*/true);
+    y = gr::AddOp::create(builder, nodeLoc, m.getType(),
+                          elementwise(gr::LogOp(), s), m);
+    if (!keep) {
+      SmallVector<int64_t> shape;
+      for (int64_t i = 0; i < rank; ++i)
+        if (!seen[i])
+          shape.push_back(t.getDimSize(i));
+      y = gr::ReshapeOp::create(
+          builder, nodeLoc, RankedTensorType::get(shape, t.getElementType()),
+          y);
+    }
+  } else {
+    return nodeError() << "internal error: no decomposition";
+  }
+  return define(0, y);
+}
+
+LogicalResult Importer::argReduce() {
+  int64_t axis = attrInt("axis", 0);
+  int64_t keepdims = attrInt("keepdims", 1);
+  int64_t last = attrInt("select_last_index", 0);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (axis < -rank || axis >= rank || rank == 0)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  if ((keepdims != 0 && keepdims != 1) || (last != 0 && last != 1))
+    return nodeError() << "keepdims and select_last_index must be 0 or 1";
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis)
+      shape.push_back(t.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  auto rt = RankedTensorType::get(shape, builder.getI64Type());
+  UnitAttr keep = keepdims ? builder.getUnitAttr() : UnitAttr();
+  UnitAttr sel = last ? builder.getUnitAttr() : UnitAttr();
+  Value y;
+  if (node->op_type() == "ArgMax")
+    y = gr::ArgMaxOp::create(builder, nodeLoc, rt, x,
+                             builder.getI64IntegerAttr(axis), keep, sel);
+  else
+    y = gr::ArgMinOp::create(builder, nodeLoc, rt, x,
+                             builder.getI64IntegerAttr(axis), keep, sel);
+  return define(0, y);
+}
+
+template <typename OpTy> LogicalResult Importer::softmax() {
+  bool coerce2D = opset < 13;
+  int64_t axis = attrInt("axis", coerce2D ? 1 : -1);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  if (coerce2D && axis != rank - 1) {
+    // Before opset 13 the input is coerced to 2-D [prod(dims[:axis]),
+    // prod(dims[axis:])] and normalized over its second dim.
+    ArrayRef<int64_t> shape = xt.getShape();
+    auto flat = RankedTensorType::get(
+        {product(shape.take_front(axis)), product(shape.drop_front(axis))},
+        xt.getElementType());
+    Value f = gr::ReshapeOp::create(builder, nodeLoc, flat, x);
+    Value y = OpTy::create(builder, nodeLoc, flat, f,
+                           builder.getI64IntegerAttr(1));
+    return define(0, gr::ReshapeOp::create(builder, nodeLoc, xt, y));
+  }
+  return define(0, OpTy::create(builder, nodeLoc, x.getType(), x,
+                                builder.getI64IntegerAttr(axis)));
+}
+
+LogicalResult Importer::hardmax() {
+  int64_t axis = attrInt("axis", -1);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (rank == 0 || axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> idxShape(t.getShape()), iotaShape(rank, 1);
+  idxShape[axis] = 1;
+  iotaShape[axis] = t.getDimSize(axis);
+  auto i64 = builder.getI64Type();
+  Value idx = gr::ArgMaxOp::create(
+      builder, nodeLoc, RankedTensorType::get(idxShape, i64), x,
+      builder.getI64IntegerAttr(axis), builder.getUnitAttr(), UnitAttr());
+  if (t.getDimSize(axis) > kMaxFoldElements)
+    return nodeError() << "axis " << axis << " of size " << t.getDimSize(axis)
+                       << " is too large (at most 2^26)";
+  SmallVector<APInt> iota;
+  for (int64_t i = 0; i < t.getDimSize(axis); ++i)
+    iota.push_back(APInt(64, i));
+  auto iotaType = RankedTensorType::get(iotaShape, i64);
+  Value positions = gr::ConstantOp::create(
+      builder, nodeLoc,
+      cast<ElementsAttr>(DenseElementsAttr::get(iotaType, iota)));
+  auto maskType = RankedTensorType::get(t.getShape(), builder.getI1Type());
+  Value hit = gr::CompareOp::create(builder, nodeLoc, maskType, "eq", idx,
+                                    positions);
+  return define(0, gr::CastOp::create(builder, nodeLoc, t, hit));
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+ArrayRef<OpMapping> Importer::reductionOps() {
+  static const OpMapping ops[] = {
+      {"ArgMax", 11, &Importer::argReduce},
+      {"ArgMin", 11, &Importer::argReduce},
+      {"Hardmax", 13, &Importer::hardmax},
+      {"LogSoftmax", 1, &Importer::softmax<gr::LogSoftmaxOp>},
+      {"ReduceL1", 1, &Importer::reduce},
+      {"ReduceL2", 1, &Importer::reduce},
+      {"ReduceLogSum", 1, &Importer::reduce},
+      {"ReduceLogSumExp", 1, &Importer::reduce},
+      {"ReduceMax", 1, &Importer::reduce},
+      {"ReduceMean", 1, &Importer::reduce},
+      {"ReduceMin", 1, &Importer::reduce},
+      {"ReduceProd", 1, &Importer::reduce},
+      {"ReduceSum", 1, &Importer::reduce},
+      {"ReduceSumSquare", 1, &Importer::reduce},
+      {"Softmax", 1, &Importer::softmax<gr::SoftmaxOp>},
+  };
+  return ops;
+}
