@@ -2,6 +2,7 @@
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/Passes.h"
+#include "compiler/Transforms/Gradients/Gradients.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Exec/ExecDialect.h"
 #include "dialects/Graph/GraphDialect.h"
@@ -15,6 +16,7 @@ void dlc::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<dlc::graph::GraphDialect, dlc::exec::ExecDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect>();
+  dlc::registerGradientInterfaceExternalModels(registry);
 }
 
 void dlc::registerAllPasses() {

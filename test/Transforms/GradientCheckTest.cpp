@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/Reference/Interpreter.h"
+#include "compiler/Transforms/Gradients/Gradients.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Graph/GraphOps.h"
 
@@ -48,6 +49,7 @@ protected:
   GradientCheck() {
     DialectRegistry registry;
     registry.insert<dlc::graph::GraphDialect, func::FuncDialect>();
+    dlc::registerGradientInterfaceExternalModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }
