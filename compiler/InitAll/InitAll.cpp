@@ -1,4 +1,4 @@
-//===- InitAll.cpp - dialect and pass registration --------------------------===//
+//===- InitAll.cpp - dialect registration (passes: InitAllPasses.cpp) ------===//
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/Passes.h"
@@ -15,14 +15,4 @@ void dlc::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<dlc::graph::GraphDialect, dlc::exec::ExecDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect>();
-}
-
-void dlc::registerAllPasses() {
-  static bool done = false;
-  if (done)
-    return;
-  done = true;
-  mlir::registerTransformsPasses();
-  dlc::registerLoweringPasses();
-  dlc::registerDLCTransformsPasses();
 }

@@ -68,7 +68,7 @@ TEST_F(LoweringTest, PipelinePlansMlpTrainingStep) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kMlp, &ctx);
   ASSERT_TRUE(module);
   PassManager pm(&ctx);
-  dlc::buildLowerToExecPipeline(pm);
+  dlc::buildLoweringPipeline(pm);
   ASSERT_TRUE(succeeded(pm.run(*module)));
 
   dlc::PlanStats s = dlc::computePlanStats(*module);
@@ -105,7 +105,7 @@ func.func @f(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>) -> t
     return success();
   });
   PassManager pm(&ctx);
-  dlc::buildLowerToExecPipeline(pm);
+  dlc::buildLoweringPipeline(pm);
   EXPECT_TRUE(failed(pm.run(*module)));
   EXPECT_NE(messages.find("cannot lower 'dlgraph.batch_norm_training'"),
             std::string::npos)
