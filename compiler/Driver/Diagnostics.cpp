@@ -1,4 +1,4 @@
-//===- Diagnostics.cpp - one-line diagnostics for command-line tools -------===//
+//===- Diagnostics.cpp - one-line diagnostics for command-line tools ------===//
 #include "compiler/Driver/Diagnostics.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -58,11 +58,10 @@ dlc::ToolDiagnosticHandler::ToolDiagnosticHandler(MLIRContext *ctx,
     : ScopedDiagnosticHandler(ctx, [tool = tool.str(), &os](Diagnostic &diag) {
         if (diag.getSeverity() == DiagnosticSeverity::Remark)
           return success();
-        const char *kind = diag.getSeverity() == DiagnosticSeverity::Error
-                               ? "error"
-                           : diag.getSeverity() == DiagnosticSeverity::Warning
-                               ? "warning"
-                               : "note";
+        const char *kind =
+            diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+            : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                : "note";
         std::string message = diag.str();
         std::string where = describeLocation(diag.getLocation(), message);
         os << tool << ": " << kind << ": " << where

@@ -1,4 +1,4 @@
-//===- Diagnostics.h - one-line diagnostics for command-line tools -*- C++ -*-===//
+//===- Diagnostics.h - one-line diagnostics for tools -----------*- C++ -*-===//
 #ifndef DLC_COMPILER_DRIVER_DIAGNOSTICS_H
 #define DLC_COMPILER_DRIVER_DIAGNOSTICS_H
 

@@ -1,4 +1,4 @@
-//===- Driver.cpp - the compiler library behind `dlc` ----------------------===//
+//===- Driver.cpp - the compiler library behind `dlc` ---------------------===//
 #include "compiler/Driver/Driver.h"
 
 #include "codegen/Codegen.h"
@@ -65,8 +65,7 @@ LogicalResult writeText(const dlc::CompileOptions &options,
   return success();
 }
 
-LogicalResult writeModule(const dlc::CompileOptions &options,
-                          ModuleOp module) {
+LogicalResult writeModule(const dlc::CompileOptions &options, ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
   module.print(os);
@@ -166,18 +165,18 @@ LogicalResult runPipeline(ModuleOp module,
 std::string dlc::checkCompileOptions(const CompileOptions &options) {
   const PipelineOptions &p = options.pipeline;
   if (!llvm::is_contained(supportedOptimizers(), p.optimizer))
-    return "unknown --optimizer '" + p.optimizer + "'; supported: " +
-           llvm::join(supportedOptimizers(), ", ");
+    return "unknown --optimizer '" + p.optimizer +
+           "'; supported: " + llvm::join(supportedOptimizers(), ", ");
   if (!llvm::is_contained(supportedLosses(), p.loss))
-    return "unknown --loss '" + p.loss + "'; supported: " +
-           llvm::join(supportedLosses(), ", ");
+    return "unknown --loss '" + p.loss +
+           "'; supported: " + llvm::join(supportedLosses(), ", ");
   if (options.batchSize < 0)
     return "--batch-size must be positive";
   if (p.exposeGradients && !p.train)
     return "--expose-gradients needs --train";
   for (llvm::StringRef t : options.cudaArchs)
-    if (!t.starts_with("sm_") || !llvm::all_of(t.drop_front(3), llvm::isDigit) ||
-        t.size() < 5)
+    if (!t.starts_with("sm_") ||
+        !llvm::all_of(t.drop_front(3), llvm::isDigit) || t.size() < 5)
       return ("unknown --target '" + t +
               "'; expected CUDA architectures like sm_80,sm_90")
           .str();
@@ -190,8 +189,7 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
     return fail(problem);
   DriverContext dc;
   if (llvm::sys::path::extension(options.inputPath) == ".mlir")
-    return fail("--check takes an ONNX model, not '" + options.inputPath +
-                "'");
+    return fail("--check takes an ONNX model, not '" + options.inputPath + "'");
   ImportOptions importOptions;
   importOptions.batchSize = options.batchSize;
   FailureOr<ONNXModelCheck> check =

@@ -1,4 +1,4 @@
-//===- Driver.h - the compiler library behind `dlc` ---------------*- C++ -*-===//
+//===- Driver.h - the compiler library behind `dlc` -------------*- C++ -*-===//
 //
 // Imports a model (ONNX or dlgraph MLIR), runs the pipeline
 // (compiler/Pipeline) and emits what was asked for: a stage's IR, kernel

@@ -1,4 +1,4 @@
-//===- InitAll.cpp - dialect registration (passes: InitAllPasses.cpp) ------===//
+//===- InitAll.cpp - dialect registration ---------------------------------===//
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/Passes.h"

@@ -1,4 +1,4 @@
-//===- InitAll.h - the one place dialects and passes are registered -*- C++ -*-===//
+//===- InitAll.h - dialect and pass registration ----------------*- C++ -*-===//
 #ifndef DLC_COMPILER_INITALL_INITALL_H
 #define DLC_COMPILER_INITALL_INITALL_H
 

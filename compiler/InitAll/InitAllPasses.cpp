@@ -1,4 +1,4 @@
-//===- InitAllPasses.cpp - pass and pipeline registration ------------------===//
+//===- InitAllPasses.cpp - pass and pipeline registration -----------------===//
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/Passes.h"

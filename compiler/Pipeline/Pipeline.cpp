@@ -1,4 +1,4 @@
-//===- Pipeline.cpp - dlc's import-independent pass pipeline ---------------===//
+//===- Pipeline.cpp - dlc's import-independent pass pipeline --------------===//
 #include "compiler/Pipeline/Pipeline.h"
 
 #include "compiler/Lowering/Pipelines.h"

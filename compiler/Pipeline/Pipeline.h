@@ -1,4 +1,4 @@
-//===- Pipeline.h - dlc's import-independent pass pipeline -------*- C++ -*-===//
+//===- Pipeline.h - dlc's import-independent pass pipeline ------*- C++ -*-===//
 //
 // The one pipeline that `dlc`, `dlc-opt --dlc-pipeline` and the tests run on
 // an imported dlgraph module: the graph stage (training, then the slots of

@@ -1,4 +1,4 @@
-//===- AppendLoss.cpp - @train_step from @main, returning the loss ---------===//
+//===- AppendLoss.cpp - @train_step from @main, returning the loss --------===//
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TrainingStepUtils.h"
 
@@ -78,9 +78,9 @@ LogicalResult AppendLossPass::run() {
              << "the first output has rank 0; softmax-cross-entropy needs "
                 "logits of rank >= 1 with the classes on the last axis";
     if (!isa<FloatType>(logits.getElementType()))
-      return main.emitError() << "the first output has element type "
-                              << logits.getElementType()
-                              << "; softmax-cross-entropy needs floats";
+      return main.emitError()
+             << "the first output has element type " << logits.getElementType()
+             << "; softmax-cross-entropy needs floats";
     for (unsigned i = 0; i < main.getNumArguments(); ++i)
       if (auto name = main.getArgAttrOfType<StringAttr>(i, kNameAttr))
         if (name.getValue() == "labels")

@@ -1,4 +1,4 @@
-//===- ApplyOptimizer.cpp - optimizer updates at the end of @train_step ----===//
+//===- ApplyOptimizer.cpp - optimizer updates at the end of @train_step ---===//
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TrainingStepUtils.h"
 
@@ -42,8 +42,8 @@ LogicalResult ApplyOptimizerPass::validateOptions(ModuleOp module) {
     return module.emitError() << "beta1 and beta2 must be in [0, 1), got "
                               << beta1 << " and " << beta2;
   if (adamEpsilon < 0)
-    return module.emitError() << "adam-epsilon must be >= 0, got "
-                              << adamEpsilon;
+    return module.emitError()
+           << "adam-epsilon must be >= 0, got " << adamEpsilon;
   return success();
 }
 
@@ -97,8 +97,7 @@ LogicalResult ApplyOptimizerPass::run() {
     }
     if (!p.value)
       return train.emitError() << "@train_step returns a gradient for @\""
-                               << p.var.getSymName()
-                               << "\" but never reads it";
+                               << p.var.getSymName() << "\" but never reads it";
   }
 
   // New zero-initialized optimizer-state variables, each after |after|.
@@ -137,11 +136,10 @@ LogicalResult ApplyOptimizerPass::run() {
       auto buf = newVariable(p.var, (name + ".momentum_buffer").str(), type);
       if (failed(buf))
         return failure();
-      Value bufValue =
-          ReadVariableOp::create(b, ploc, type, buf->getSymName());
-      auto upd = SGDUpdateOp::create(b, ploc, type, type, p.value, p.grad,
-                                     bufValue, step, f32(lr), f32(momentum),
-                                     f32(wd));
+      Value bufValue = ReadVariableOp::create(b, ploc, type, buf->getSymName());
+      auto upd =
+          SGDUpdateOp::create(b, ploc, type, type, p.value, p.grad, bufValue,
+                              step, f32(lr), f32(momentum), f32(wd));
       WriteVariableOp::create(b, ploc, name, upd.getNewParam());
       WriteVariableOp::create(b, ploc, buf->getSymName(),
                               upd.getNewMomentumBuffer());

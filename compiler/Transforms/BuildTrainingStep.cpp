@@ -1,4 +1,4 @@
-//===- BuildTrainingStep.cpp - the training passes as one pipeline ---------===//
+//===- BuildTrainingStep.cpp - the training passes as one pipeline --------===//
 #include "compiler/Transforms/BuildTrainingStep.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -7,8 +7,7 @@
 using namespace mlir;
 
 llvm::ArrayRef<llvm::StringLiteral> dlc::supportedOptimizers() {
-  static constexpr llvm::StringLiteral kOptimizers[] = {"sgd", "adam",
-                                                        "adamw"};
+  static constexpr llvm::StringLiteral kOptimizers[] = {"sgd", "adam", "adamw"};
   return kOptimizers;
 }
 

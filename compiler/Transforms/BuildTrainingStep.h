@@ -1,4 +1,4 @@
-//===- BuildTrainingStep.h - the training-step pipeline and its options -*- C++ -*-===//
+//===- BuildTrainingStep.h - the training-step pipeline ---------*- C++ -*-===//
 //
 // The options of compiled training (loss, optimizer and its hyper-parameters)
 // with their one set of defaults, and the pipeline that turns an imported

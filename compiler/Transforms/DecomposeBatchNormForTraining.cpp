@@ -1,4 +1,4 @@
-//===- DecomposeBatchNormForTraining.cpp - batch statistics in @train_step -===//
+//===- DecomposeBatchNormForTraining.cpp - batch stats in @train_step -----===//
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TrainingStepUtils.h"
 
@@ -59,8 +59,8 @@ LogicalResult decomposeBatchNorm(OpBuilder &b, BatchNormOp bn) {
   Value xhat = MulOp::create(b, loc, xt, xc, inv);
   Value scale = ReshapeOp::create(b, loc, kt, bn.getScale());
   Value bias = ReshapeOp::create(b, loc, kt, bn.getBias());
-  Value y = AddOp::create(b, loc, xt, MulOp::create(b, loc, xt, xhat, scale),
-                          bias);
+  Value y =
+      AddOp::create(b, loc, xt, MulOp::create(b, loc, xt, xhat, scale), bias);
 
   double m = APFloat(bn.getMomentum()).convertToDouble();
   Value batchMean = ReshapeOp::create(b, loc, ct, mean);

@@ -1,4 +1,4 @@
-//===- Differentiate.cpp - gradients of @train_step's loss -----------------===//
+//===- Differentiate.cpp - gradients of @train_step's loss ----------------===//
 #include "compiler/Transforms/Autodiff.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TrainingStepUtils.h"

@@ -1,4 +1,4 @@
-//===- Passes.h - dlgraph graph transforms ------------------------*- C++ -*-===//
+//===- Passes.h - dlgraph graph transforms ----------------------*- C++ -*-===//
 #ifndef DLC_COMPILER_TRANSFORMS_PASSES_H
 #define DLC_COMPILER_TRANSFORMS_PASSES_H
 

@@ -1,4 +1,4 @@
-//===- RenameMainToForward.cpp - the inference entry point is @forward -----===//
+//===- RenameMainToForward.cpp - the inference entry point is @forward ----===//
 #include "compiler/Transforms/Passes.h"
 
 namespace dlc {

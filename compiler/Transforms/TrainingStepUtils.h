@@ -1,4 +1,4 @@
-//===- TrainingStepUtils.h - helpers shared by the training passes -*- C++ -*-===//
+//===- TrainingStepUtils.h - shared by the training passes ------*- C++ -*-===//
 #ifndef DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H
 #define DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H
 
@@ -35,8 +35,7 @@ inline mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc,
 
 /// `{dlgraph.name = |name|}`.
 inline mlir::DictionaryAttr nameAttr(mlir::Builder &b, llvm::StringRef name) {
-  return b.getDictionaryAttr(
-      b.getNamedAttr(kNameAttr, b.getStringAttr(name)));
+  return b.getDictionaryAttr(b.getNamedAttr(kNameAttr, b.getStringAttr(name)));
 }
 
 /// Finds @train_step with a body of one block ending in func.return, or

@@ -1,4 +1,4 @@
-//===- dlc.cpp - the dlc compiler driver ------------------------------------===//
+//===- dlc.cpp - the dlc compiler driver ----------------------------------===//
 // Parses dlc's flags into dlc::CompileOptions and runs the compiler library
 // (compiler/Driver): import, the pipeline, codegen, the package. Every
 // default comes from CompileOptions or TrainingOptions.
@@ -46,21 +46,21 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                       cl::desc("<model.onnx | model.mlir>"),
                                       cl::cat(dlcCategory));
 static cl::opt<std::string>
-    outputPath("o", cl::desc("Output file (default: <model>.dlcp for packages, "
-                             "stdout for --emit other than package)"),
+    outputPath("o",
+               cl::desc("Output file (default: <model>.dlcp for packages, "
+                        "stdout for --emit other than package)"),
                cl::value_desc("path"), cl::cat(dlcCategory));
 static cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to produce (default: package)"),
-    cl::values(clEnumValN(EmitKind::DLGraph, "dlgraph",
-                          "the dlgraph module after import (and --train)"),
-               clEnumValN(EmitKind::DLExec, "dlexec",
-                          "the planned dlexec module"),
-               clEnumValN(EmitKind::Cuda, "cuda", "CUDA C++ of every kernel"),
-               clEnumValN(EmitKind::Host, "host", "host C++ of every kernel"),
-               clEnumValN(EmitKind::Plan, "plan",
-                          "the execution plan: steps, buffers, offsets"),
-               clEnumValN(EmitKind::Package, "package",
-                          "a .dlcp package for dlrt")),
+    cl::values(
+        clEnumValN(EmitKind::DLGraph, "dlgraph",
+                   "the dlgraph module after import (and --train)"),
+        clEnumValN(EmitKind::DLExec, "dlexec", "the planned dlexec module"),
+        clEnumValN(EmitKind::Cuda, "cuda", "CUDA C++ of every kernel"),
+        clEnumValN(EmitKind::Host, "host", "host C++ of every kernel"),
+        clEnumValN(EmitKind::Plan, "plan",
+                   "the execution plan: steps, buffers, offsets"),
+        clEnumValN(EmitKind::Package, "package", "a .dlcp package for dlrt")),
     cl::init(defaults.emit), cl::cat(dlcCategory));
 
 static cl::opt<bool> train("train",
@@ -69,9 +69,10 @@ static cl::opt<bool> train("train",
                            cl::init(defaults.pipeline.train),
                            cl::cat(dlcCategory));
 static cl::opt<std::string>
-    loss("loss", cl::desc("Loss added by --train: softmax-cross-entropy (over "
-                          "the last axis of the first output, against int64 "
-                          "class ids in a new input 'labels')"),
+    loss("loss",
+         cl::desc("Loss added by --train: softmax-cross-entropy (over "
+                  "the last axis of the first output, against int64 "
+                  "class ids in a new input 'labels')"),
          cl::init(TrainingOptions::kDefaultLoss), cl::cat(dlcCategory));
 static cl::opt<std::string>
     lossOutput("loss-output",
@@ -95,13 +96,14 @@ static cl::opt<double>
              cl::init(TrainingOptions::kDefaultMomentum), cl::cat(dlcCategory));
 static cl::opt<double> weightDecay(
     "weight-decay",
-    cl::desc(keep("Weight decay (default " +
-                  num(dlc::resolveWeightDecay(
-                      "sgd", TrainingOptions::kDefaultWeightDecay)) +
-                  "; adamw: " +
-                  num(dlc::resolveWeightDecay(
-                      "adamw", TrainingOptions::kDefaultWeightDecay)) +
-                  ")")),
+    cl::desc(keep(
+        "Weight decay (default " +
+        num(dlc::resolveWeightDecay("sgd",
+                                    TrainingOptions::kDefaultWeightDecay)) +
+        "; adamw: " +
+        num(dlc::resolveWeightDecay("adamw",
+                                    TrainingOptions::kDefaultWeightDecay)) +
+        ")")),
     cl::init(TrainingOptions::kDefaultWeightDecay), cl::cat(dlcCategory));
 static cl::opt<double>
     beta1("beta1",
@@ -113,11 +115,12 @@ static cl::opt<double>
           cl::desc(keep("Adam beta2 (default " +
                         num(TrainingOptions::kDefaultBeta2) + ")")),
           cl::init(TrainingOptions::kDefaultBeta2), cl::cat(dlcCategory));
-static cl::opt<double> adamEpsilon(
-    "adam-epsilon",
-    cl::desc(keep("Adam epsilon (default " +
-                  num(TrainingOptions::kDefaultAdamEpsilon) + ")")),
-    cl::init(TrainingOptions::kDefaultAdamEpsilon), cl::cat(dlcCategory));
+static cl::opt<double>
+    adamEpsilon("adam-epsilon",
+                cl::desc(keep("Adam epsilon (default " +
+                              num(TrainingOptions::kDefaultAdamEpsilon) + ")")),
+                cl::init(TrainingOptions::kDefaultAdamEpsilon),
+                cl::cat(dlcCategory));
 static cl::opt<bool> exposeGradients(
     "expose-gradients",
     cl::desc("With --train: train_step also returns each trainable "
@@ -135,11 +138,11 @@ static cl::list<std::string>
                      "and embed (e.g. sm_80,sm_90); without it the runtime "
                      "compiles them on first use"),
             cl::CommaSeparated, cl::cat(dlcCategory));
-static cl::opt<std::string> hostCompiler(
-    "host-compiler",
-    cl::desc(keep("C++ compiler for the host kernels (default " +
-                  defaults.hostCompiler + ")")),
-    cl::init(defaults.hostCompiler), cl::cat(dlcCategory));
+static cl::opt<std::string>
+    hostCompiler("host-compiler",
+                 cl::desc(keep("C++ compiler for the host kernels (default " +
+                               defaults.hostCompiler + ")")),
+                 cl::init(defaults.hostCompiler), cl::cat(dlcCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Print no progress"),
                            cl::cat(dlcCategory));
 static cl::opt<bool>
