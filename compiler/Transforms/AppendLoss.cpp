@@ -3,6 +3,7 @@
 #include "compiler/Transforms/TrainingStepUtils.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_APPENDLOSSPASS
@@ -31,9 +32,10 @@ LogicalResult AppendLossPass::run() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
   if (lossOutput.empty() && !llvm::is_contained(supportedLosses(), loss))
-    return module.emitError() << "unknown loss '" << loss
-                              << "'; expected softmax-cross-entropy (or set "
-                                 "loss-output to a scalar model output)";
+    return module.emitError()
+           << "unknown loss '" << loss << "'; expected "
+           << llvm::join(supportedLosses(), ", ")
+           << " (or set loss-output to a scalar model output)";
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main || main.isExternal())
     return module.emitError()

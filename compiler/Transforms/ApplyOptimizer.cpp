@@ -4,6 +4,7 @@
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_APPLYOPTIMIZERPASS
@@ -31,9 +32,11 @@ struct ApplyOptimizerPass
 };
 
 LogicalResult ApplyOptimizerPass::validateOptions(ModuleOp module) {
-  if (!llvm::is_contained(supportedOptimizers(), optimizer))
-    return module.emitError() << "unknown optimizer '" << optimizer
-                              << "'; expected sgd, adam or adamw";
+  ArrayRef<StringLiteral> known = supportedOptimizers();
+  if (!llvm::is_contained(known, optimizer))
+    return module.emitError()
+           << "unknown optimizer '" << optimizer << "'; expected "
+           << llvm::join(known.drop_back(), ", ") << " or " << known.back();
   if (lr < 0)
     return module.emitError() << "lr must be >= 0, got " << lr;
   if (momentum < 0)

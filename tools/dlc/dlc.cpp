@@ -127,7 +127,7 @@ static cl::opt<bool> exposeGradients(
              "parameter's gradient as output '<parameter>.grad' (for dlrt "
              "train --save-gradients; costs their memory and a copy per "
              "step)"),
-    cl::cat(dlcCategory));
+    cl::init(defaults.pipeline.exposeGradients), cl::cat(dlcCategory));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Batch size; fixes dim 0 of every model input"),
@@ -144,7 +144,7 @@ static cl::opt<std::string>
                                defaults.hostCompiler + ")")),
                  cl::init(defaults.hostCompiler), cl::cat(dlcCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Print no progress"),
-                           cl::cat(dlcCategory));
+                           cl::init(defaults.quiet), cl::cat(dlcCategory));
 static cl::opt<bool>
     checkOnly("check",
               cl::desc("List every op of the ONNX model with its support "
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
   cl::opt<bool> stats("stats",
                       cl::desc("Print kernels, library calls and the "
                                "planned peak memory in bytes"),
-                      cl::cat(dlcCategory));
+                      cl::init(defaults.stats), cl::cat(dlcCategory));
   cl::HideUnrelatedOptions(dlcCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "dlc 0.1 (package format 1, MLIR " << LLVM_VERSION_STRING << ")\n";
