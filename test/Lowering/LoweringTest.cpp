@@ -68,7 +68,7 @@ TEST_F(LoweringTest, PipelinePlansMlpTrainingStep) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kMlp, &ctx);
   ASSERT_TRUE(module);
   PassManager pm(&ctx);
-  dlc::buildLowerToExecPipeline(pm);
+  dlc::buildLoweringPipeline(pm);
   ASSERT_TRUE(succeeded(pm.run(*module)));
 
   dlc::PlanStats s = dlc::computePlanStats(*module);
@@ -108,7 +108,7 @@ func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
     return success();
   });
   PassManager pm(&ctx);
-  dlc::buildLowerToExecPipeline(pm);
+  dlc::buildLoweringPipeline(pm);
   EXPECT_TRUE(failed(pm.run(*module)));
   EXPECT_NE(messages.find("cannot lower 'func.call'"),
             std::string::npos)
