@@ -124,7 +124,8 @@ def DifferentiatePass : Pass<"dlgraph-differentiate", "mlir::ModuleOp"> {
     Assumes `func.func @train_step` (from `--dlgraph-append-loss`) of one
     block that returns only the loss, a `tensor<f32>`. Every f32
     `dlgraph.read_variable` is a source; reverse-mode differentiation over
-    the body (the rules of Autodiff.h, one per op) gives the gradient of the
+    the body (each op's `DifferentiableOpInterface` rule, attached per op
+    family in compiler/Transforms/Gradients/) gives the gradient of the
     loss with respect to each read, and the gradients of the reads of one
     variable are summed with `dlgraph.add`. Guarantees: every f32 variable
     the loss depends on differentiably gets the `trainable` attribute, and
