@@ -1,7 +1,8 @@
 //===- Reductions.cpp - ONNX reductions and softmaxes -> dlgraph ----------===//
 //
 // ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp, ArgMax and
-// ArgMin, Softmax, LogSoftmax and Hardmax.
+// ArgMin, Softmax, LogSoftmax and Hardmax; CumSum (a running sum along an
+// axis).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -225,6 +226,48 @@ LogicalResult Importer::hardmax() {
 }
 
 //===----------------------------------------------------------------------===//
+// CumSum
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::cumSum() {
+  int64_t exclusive = attrInt("exclusive", 0);
+  int64_t reverse = attrInt("reverse", 0);
+  if (attrFailed)
+    return failure();
+  if ((exclusive != 0 && exclusive != 1) || (reverse != 0 && reverse != 1))
+    return nodeError() << "exclusive = " << exclusive << " and reverse = "
+                       << reverse << " must each be 0 or 1";
+  Slot *xs = input(0);
+  if (!xs)
+    return failure();
+  RankedTensorType xt = xs->type();
+  Type et = xt.getElementType();
+  if (!et.isF32() && !et.isF64() && !et.isInteger(32) && !et.isInteger(64))
+    return nodeError() << "input 0 ('" << node->input(0)
+                       << "') has element type " << et
+                       << ", which is not supported here; supported: float "
+                          "(f32), double (f64), int32, int64";
+  auto axisValues = constInts(1, "axis");
+  if (failed(axisValues))
+    return failure();
+  if (axisValues->size() != 1 || input(1)->type().getRank() > 1)
+    return nodeError() << "axis (input '" << node->input(1)
+                       << "') must be a scalar, got shape "
+                       << shapeStr(input(1)->type().getShape());
+  int64_t rank = xt.getRank(), axis = (*axisValues)[0];
+  if (rank == 0 || axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  return define(0, gr::CumSumOp::create(
+                       builder, nodeLoc, materialize(*xs),
+                       builder.getI64IntegerAttr(axis),
+                       exclusive ? builder.getUnitAttr() : UnitAttr(),
+                       reverse ? builder.getUnitAttr() : UnitAttr()));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -232,6 +275,7 @@ ArrayRef<OpMapping> Importer::reductionOps() {
   static const OpMapping ops[] = {
       {"ArgMax", 11, &Importer::argReduce},
       {"ArgMin", 11, &Importer::argReduce},
+      {"CumSum", 11, &Importer::cumSum},
       {"Hardmax", 13, &Importer::hardmax},
       {"LogSoftmax", 1, &Importer::softmax<gr::LogSoftmaxOp>},
       {"ReduceL1", 1, &Importer::reduce},
