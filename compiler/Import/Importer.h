@@ -338,7 +338,8 @@ private:
   /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
   /// sizes, modes nearest and linear, as dlgraph.resize.
   mlir::LogicalResult resize();
-  /// CumSum (opsets 11..17: constant axis input) as dlgraph.cumsum.
+  /// CumSum (opsets 11..17) as dlgraph.cumsum; an axis input known only at
+  /// run time selects among the scans along every axis.
   mlir::LogicalResult cumSum();
   /// OneHot (opsets 11..17: constant depth and values inputs) as
   /// dlgraph.one_hot.

@@ -247,24 +247,55 @@ LogicalResult Importer::cumSum() {
                        << "') has element type " << et
                        << ", which is not supported here; supported: float "
                           "(f32), double (f64), int32, int64";
-  auto axisValues = constInts(1, "axis");
-  if (failed(axisValues))
+  Slot *as = input(1);
+  if (!as)
     return failure();
-  if (axisValues->size() != 1 || input(1)->type().getRank() > 1)
+  RankedTensorType at = as->type();
+  Type it = at.getElementType();
+  if ((!it.isInteger(32) && !it.isInteger(64)) || at.getRank() > 1 ||
+      at.getNumElements() != 1)
     return nodeError() << "axis (input '" << node->input(1)
-                       << "') must be a scalar, got shape "
-                       << shapeStr(input(1)->type().getShape());
-  int64_t rank = xt.getRank(), axis = (*axisValues)[0];
-  if (rank == 0 || axis < -rank || axis >= rank)
-    return nodeError() << "axis " << axis << " is out of range for rank "
-                       << rank;
-  if (axis < 0)
-    axis += rank;
-  return define(0, gr::CumSumOp::create(
-                       builder, nodeLoc, materialize(*xs),
-                       builder.getI64IntegerAttr(axis),
-                       exclusive ? builder.getUnitAttr() : UnitAttr(),
-                       reverse ? builder.getUnitAttr() : UnitAttr()));
+                       << "') must be an int32 or int64 scalar; it has "
+                          "shape "
+                       << shapeStr(at.getShape()) << " and element type "
+                       << it;
+  int64_t rank = xt.getRank();
+  if (rank == 0)
+    return nodeError() << "input 0 ('" << node->input(0)
+                       << "') is a scalar; CumSum needs rank >= 1";
+  UnitAttr excl = exclusive ? builder.getUnitAttr() : UnitAttr();
+  UnitAttr rev = reverse ? builder.getUnitAttr() : UnitAttr();
+  Value x = materialize(*xs);
+  auto scan = [&](int64_t axis) -> Value {
+    return gr::CumSumOp::create(builder, nodeLoc, x,
+                                builder.getI64IntegerAttr(axis), excl, rev);
+  };
+  if (as->isFoldable()) {
+    int64_t axis = intValues(as->constant)[0];
+    if (axis < -rank || axis >= rank)
+      return nodeError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+    return define(0, scan(axis < 0 ? axis + rank : axis));
+  }
+  // An axis known only at run time (shapes stay static: the result has x's
+  // shape whatever the axis): the scan along every axis, the one whose
+  // index (or index - rank) equals the axis selected; an axis out of range
+  // gives zeros. rank times the work of one scan.
+  auto scalarType = RankedTensorType::get({}, it);
+  Value axisValue = materialize(*as);
+  if (at.getRank() == 1)
+    axisValue = gr::ReshapeOp::create(builder, nodeLoc, scalarType, axisValue);
+  auto hitType = RankedTensorType::get({}, builder.getI1Type());
+  Value y = splatOf(xt, 0.0);
+  for (int64_t d = 0; d < rank; ++d) {
+    Value s = scan(d);
+    for (int64_t a : {d, d - rank}) {
+      Value hit = gr::CompareOp::create(builder, nodeLoc, hitType, "eq",
+                                        axisValue, splatOf(scalarType, a));
+      y = gr::SelectOp::create(builder, nodeLoc, xt, hit, s, y);
+    }
+  }
+  return define(0, y);
 }
 
 //===----------------------------------------------------------------------===//

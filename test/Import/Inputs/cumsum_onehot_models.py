@@ -1,7 +1,7 @@
 """Writes the ONNX CumSum and OneHot models of import-cumsum-onehot.test into
 OUT_DIR: small models whose imported IR and errors the test checks, and with
---run, one model with every CumSum variant (axes 0, 1, -1; exclusive and
-reverse; f32, f64 and int64) and OneHot variant (negative and out-of-range
+--run, one model with every CumSum variant (axes 0, 1, -1 and one given at
+run time; exclusive and reverse; f32, f64 and int64) and OneHot variant (negative and out-of-range
 indices, axes 0, 1, -1, float indices, int32 values) that dlc compiles and
 `dlrt run --device host` runs, compared with NumPy.
 
@@ -56,6 +56,9 @@ def write_models(out):
     save(out, "cumsum_runtime_axis", [
         helper.make_node("CumSum", ["x", "a"], ["y"])],
         [x, vi("a", I64, [])], [y([2, 3, 4])])
+    save(out, "cumsum_float_axis", [
+        helper.make_node("CumSum", ["x", "a"], ["y"])],
+        [x, vi("a", F, [])], [y([2, 3, 4])])
     save(out, "cumsum_axis_range", [
         const("a", I64, [], [3]),
         helper.make_node("CumSum", ["x", "a"], ["y"])], [x], [y([2, 3, 4])])
@@ -147,6 +150,10 @@ def run_numerics(out, broken):
                                    exclusive=excl, reverse=rev)]
         output(f"cs{k}", F, [3, 4, 5])
         wants.append(ref_cumsum(x, axis, excl, rev))
+    # An axis given at run time (-2 here).
+    nodes.append(helper.make_node("CumSum", ["x", "ax"], ["csr"], reverse=1))
+    output("csr", F, [3, 4, 5])
+    wants.append(ref_cumsum(x, -2, 0, 1))
     nodes += [const("a_d", I64, [], [0]),
               helper.make_node("CumSum", ["xd", "a_d"], ["csd"], reverse=1),
               const("a_i", I64, [], [1]),
@@ -173,10 +180,11 @@ def run_numerics(out, broken):
     g = helper.make_graph(nodes, "cumsum_onehot",
                           [vi("x", F, [3, 4, 5]), vi("xd", D, [6]),
                            vi("xi", I64, [2, 5]), vi("idx", I64, [3, 3]),
-                           vi("fidx", F, [4])], outs)
+                           vi("fidx", F, [4]), vi("ax", I32, [])], outs)
     onnx.save(helper.make_model(
         g, opset_imports=[helper.make_opsetid("", 14)]), base + ".onnx")
-    np.savez(base + ".in.npz", x=x, xd=xd, xi=xi, idx=idx, fidx=fidx)
+    np.savez(base + ".in.npz", x=x, xd=xd, xi=xi, idx=idx, fidx=fidx,
+             ax=np.array(-2, np.int32))
     subprocess.run(["dlc", base + ".onnx", "--quiet", "-o", base + ".dlcp"],
                    check=True)
     if broken:
