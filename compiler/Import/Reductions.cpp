@@ -235,8 +235,9 @@ LogicalResult Importer::cumSum() {
   if (attrFailed)
     return failure();
   if ((exclusive != 0 && exclusive != 1) || (reverse != 0 && reverse != 1))
-    return nodeError() << "exclusive = " << exclusive << " and reverse = "
-                       << reverse << " must each be 0 or 1";
+    return nodeError() << "exclusive = " << exclusive
+                       << " and reverse = " << reverse
+                       << " must each be 0 or 1";
   Slot *xs = input(0);
   if (!xs)
     return failure();
@@ -255,10 +256,8 @@ LogicalResult Importer::cumSum() {
   if ((!it.isInteger(32) && !it.isInteger(64)) || at.getRank() > 1 ||
       at.getNumElements() != 1)
     return nodeError() << "axis (input '" << node->input(1)
-                       << "') must be an int32 or int64 scalar; it has "
-                          "shape "
-                       << shapeStr(at.getShape()) << " and element type "
-                       << it;
+                       << "') must be an int32 or int64 scalar; it has shape "
+                       << shapeStr(at.getShape()) << " and element type " << it;
   int64_t rank = xt.getRank();
   if (rank == 0)
     return nodeError() << "input 0 ('" << node->input(0)

@@ -25,10 +25,11 @@ LogicalResult opError(std::optional<Location> loc, Args &&...args) {
 // CumSum
 //===----------------------------------------------------------------------===//
 
-LogicalResult CumSumOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           ValueRange operands, DictionaryAttr attributes,
+                           OpaqueProperties properties, RegionRange regions,
+                           SmallVectorImpl<Type> &inferred) {
   Adaptor adaptor(operands, attributes, properties, regions);
   auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
   if (!in)
@@ -51,10 +52,11 @@ LogicalResult CumSumOp::verify() {
 // OneHot
 //===----------------------------------------------------------------------===//
 
-LogicalResult OneHotOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+OneHotOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           ValueRange operands, DictionaryAttr attributes,
+                           OpaqueProperties properties, RegionRange regions,
+                           SmallVectorImpl<Type> &inferred) {
   Adaptor adaptor(operands, attributes, properties, regions);
   auto in = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
   if (!in)

@@ -65,8 +65,7 @@ static LogicalResult lowerOneHot(FuncLowering &fl, g::OneHotOp op) {
   for (unsigned i = 0; i < rank; ++i)
     if ((int64_t)i != axis)
       exprs.push_back(b.getAffineDimExpr(i));
-  KIn kin{Value(), TypedAttr(),
-          AffineMap::get(rank, 0, exprs, b.getContext())};
+  KIn kin{Value(), TypedAttr(), AffineMap::get(rank, 0, exprs, b.getContext())};
   if (TypedAttr splat = fl.splats.lookup(op.getIndices());
       splat && !fl.buffers.count(op.getIndices()))
     kin.scalar = splat;
@@ -91,11 +90,11 @@ static LogicalResult lowerOneHot(FuncLowering &fl, g::OneHotOp op) {
             kb, l, i64,
             x::IndexOp::create(kb, l, kb.getIndexType(),
                                kb.getI64IntegerAttr(axis)));
-        Value hit = arith::CmpIOp::create(kb, l, arith::CmpIPredicate::eq,
-                                          wrapped, k);
-        return {arith::SelectOp::create(
-            kb, l, hit, arith::ConstantOp::create(kb, l, on),
-            arith::ConstantOp::create(kb, l, off))};
+        Value hit =
+            arith::CmpIOp::create(kb, l, arith::CmpIPredicate::eq, wrapped, k);
+        return {arith::SelectOp::create(kb, l, hit,
+                                        arith::ConstantOp::create(kb, l, on),
+                                        arith::ConstantOp::create(kb, l, off))};
       });
   fl.buffers[op.getResult()] = out;
   return success();

@@ -99,28 +99,26 @@ static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
   TypedAttr zero = isFloat ? (TypedAttr)b.getFloatAttr(et, 0.0)
                            : (TypedAttr)b.getIntegerAttr(et, 0);
   arith::CmpIPredicate pred =
-      op.getReverse()
-          ? (op.getExclusive() ? arith::CmpIPredicate::ugt
-                               : arith::CmpIPredicate::uge)
-          : (op.getExclusive() ? arith::CmpIPredicate::ult
-                               : arith::CmpIPredicate::ule);
+      op.getReverse() ? (op.getExclusive() ? arith::CmpIPredicate::ugt
+                                           : arith::CmpIPredicate::uge)
+                      : (op.getExclusive() ? arith::CmpIPredicate::ult
+                                           : arith::CmpIPredicate::ule);
   Value out = fl.alloc(op.getType(), loc);
-  fl.buildKernel(
-      loc, "cumsum", rank + 1, {kin}, {out}, {outMap}, iters,
-      b.getArrayAttr({zero}),
-      [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
-          ArrayRef<Value> outs) -> SmallVector<Value> {
-        Value p = x::IndexOp::create(kb, l, kb.getIndexType(),
-                                     kb.getI64IntegerAttr(axis));
-        Value j = x::IndexOp::create(kb, l, kb.getIndexType(),
-                                     kb.getI64IntegerAttr(rank));
-        Value take = arith::CmpIOp::create(kb, l, pred, j, p);
-        Value z = arith::ConstantOp::create(kb, l, zero);
-        Value term = arith::SelectOp::create(kb, l, take, ins[0], z);
-        if (isFloat)
-          return {arith::AddFOp::create(kb, l, outs[0], term)};
-        return {arith::AddIOp::create(kb, l, outs[0], term)};
-      });
+  fl.buildKernel(loc, "cumsum", rank + 1, {kin}, {out}, {outMap}, iters,
+                 b.getArrayAttr({zero}),
+                 [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+                     ArrayRef<Value> outs) -> SmallVector<Value> {
+                   Value p = x::IndexOp::create(kb, l, kb.getIndexType(),
+                                                kb.getI64IntegerAttr(axis));
+                   Value j = x::IndexOp::create(kb, l, kb.getIndexType(),
+                                                kb.getI64IntegerAttr(rank));
+                   Value take = arith::CmpIOp::create(kb, l, pred, j, p);
+                   Value z = arith::ConstantOp::create(kb, l, zero);
+                   Value term = arith::SelectOp::create(kb, l, take, ins[0], z);
+                   if (isFloat)
+                     return {arith::AddFOp::create(kb, l, outs[0], term)};
+                   return {arith::AddIOp::create(kb, l, outs[0], term)};
+                 });
   fl.buffers[op.getResult()] = out;
   return success();
 }
