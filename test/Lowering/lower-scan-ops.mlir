@@ -80,3 +80,37 @@ func.func @one_hot_float_indices(%i: tensor<5xf64>) -> tensor<5x3xi32> {
   %y = dlgraph.one_hot %i {axis = 1 : i64, depth = 3 : i64, off_value = 0 : i32, on_value = 1 : i32} : tensor<5xf64> -> tensor<5x3xi32>
   return %y : tensor<5x3xi32>
 }
+
+// -----
+
+// A splat input is read from a constant buffer, not inlined: its map is the
+// only one that sizes the loop along the axis.
+// CHECK-LABEL: dlexec.func @cumsum_splat
+// CHECK: %[[C:.+]] = dlexec.variable_ref @{{.+}} : memref<2x3xf32>
+// CHECK: dlexec.kernel @{{.*}}cumsum ins(%[[C]] : memref<2x3xf32>)
+func.func @cumsum_splat() -> tensor<2x3xf32> {
+  %s = dlgraph.constant dense<2.0> : tensor<2x3xf32>
+  %y = dlgraph.cumsum %s {axis = 1 : i64, reverse} : tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// A splat index is inlined into the one-hot kernel (the output sizes every
+// loop); a rank-0 index gives a rank-1 one-hot.
+// CHECK-DAG: #[[NONE:.+]] = affine_map<(d0) -> ()>
+// CHECK-DAG: #[[ONE:.+]] = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: dlexec.func @one_hot_splat
+// CHECK: dlexec.kernel @{{.*}}one_hot outs(%{{.+}} : memref<3x4xf32>)
+// CHECK: arith.constant -1 : i64
+// CHECK-LABEL: dlexec.func @one_hot_scalar
+// CHECK: dlexec.kernel @{{.*}}one_hot ins(%{{.+}} : memref<i64>) outs(%{{.+}} : memref<5xf32>) attributes {indexing_maps = [#[[NONE]], #[[ONE]]]
+func.func @one_hot_splat() -> tensor<3x4xf32> {
+  %c = dlgraph.constant dense<-1> : tensor<3xi64>
+  %y = dlgraph.one_hot %c {axis = 1 : i64, depth = 4 : i64, off_value = 0.0 : f32, on_value = 1.0 : f32} : tensor<3xi64> -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
+func.func @one_hot_scalar(%i: tensor<i64>) -> tensor<5xf32> {
+  %y = dlgraph.one_hot %i {axis = 0 : i64, depth = 5 : i64, off_value = 0.0 : f32, on_value = 1.0 : f32} : tensor<i64> -> tensor<5xf32>
+  return %y : tensor<5xf32>
+}

@@ -89,12 +89,9 @@ static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
   iters.push_back("reduction");
   auto inMap = AffineMap::get(rank + 1, 0, inExprs, ctx);
   auto outMap = AffineMap::get(rank + 1, 0, outExprs, ctx);
-  KIn kin{Value(), TypedAttr(), inMap};
-  if (TypedAttr splat = fl.splats.lookup(op.getInput());
-      splat && !fl.buffers.count(op.getInput()))
-    kin.scalar = splat;
-  else
-    kin.buffer = fl.getBuffer(op.getInput(), loc);
+  // Always a buffer, a splat input included: its map is the only one that
+  // gives codegen the size of loop j.
+  KIn kin{fl.getBuffer(op.getInput(), loc), TypedAttr(), inMap};
   bool isFloat = isa<FloatType>(et);
   TypedAttr zero = isFloat ? (TypedAttr)b.getFloatAttr(et, 0.0)
                            : (TypedAttr)b.getIntegerAttr(et, 0);
