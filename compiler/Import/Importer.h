@@ -338,6 +338,12 @@ private:
   /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
   /// sizes, modes nearest and linear, as dlgraph.resize.
   mlir::LogicalResult resize();
+  /// CumSum (opsets 11..17) as dlgraph.cumsum; an axis input known only at
+  /// run time selects among the scans along every axis.
+  mlir::LogicalResult cumSum();
+  /// OneHot (opsets 11..17: constant depth and values inputs) as
+  /// dlgraph.one_hot.
+  mlir::LogicalResult oneHot();
   /// The rank-0 f32 counter that training-mode Dropout seeds its stream
   /// with: variable @__dropout_step, advanced by 1 each time the function
   /// runs (created on first use).

@@ -2,6 +2,7 @@
 //
 // Ops that select index ranges or elements: Gather, GatherElements, Slice,
 // Split, and Pad (which crops with slices). Constant operands are folded.
+// OneHot, which selects by index too.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -421,6 +422,71 @@ LogicalResult Importer::pad() {
 }
 
 //===----------------------------------------------------------------------===//
+// OneHot
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::oneHot() {
+  int64_t axis = attrInt("axis", -1);
+  if (attrFailed)
+    return failure();
+  Slot *idx = input(0);
+  if (!idx)
+    return failure();
+  Type it = idx->type().getElementType();
+  if (it.isInteger(1))
+    return nodeError() << "indices (input '" << node->input(0)
+                       << "') are bool; supported: int32, int64, float, "
+                          "double";
+  // depth: a scalar or one-element tensor of any numeric type (a float depth
+  // is truncated to an integer, as ONNX casts it to int64).
+  Slot *ds = input(1);
+  if (!ds)
+    return failure();
+  if (!ds->constant || ds->type().getNumElements() != 1 ||
+      ds->type().getRank() > 1 || ds->type().getElementType().isInteger(1))
+    return nodeError() << "depth (input '" << node->input(1)
+                       << "') must be a constant numeric scalar or "
+                          "one-element 1-D tensor";
+  int64_t depth;
+  if (isa<FloatType>(ds->type().getElementType())) {
+    double d = (*ds->constant.getValues<APFloat>().begin()).convertToDouble();
+    if (!(d >= 1 && d < (double)kMaxElements))
+      return nodeError() << "depth " << d << " is not in [1, 2^40)";
+    depth = (int64_t)d;
+  } else {
+    depth = intValues(ds->constant)[0];
+  }
+  if (depth < 1 || depth >= kMaxElements)
+    return nodeError() << "depth " << depth << " is not in [1, 2^40)";
+  // values: [off_value, on_value], whose element type is the result's.
+  Slot *vs = input(2);
+  if (!vs)
+    return failure();
+  if (!vs->constant)
+    return nodeError() << "values (input '" << node->input(2)
+                       << "') must be a constant (an initializer or a "
+                          "Constant)";
+  if (vs->type().getRank() != 1 || vs->type().getNumElements() != 2)
+    return nodeError() << "values (input '" << node->input(2)
+                       << "') must be [off_value, on_value], 2 elements, "
+                          "got shape "
+                       << shapeStr(vs->type().getShape());
+  auto values = llvm::to_vector(vs->constant.getValues<Attribute>());
+  int64_t rank = idx->type().getRank();
+  if (axis < -rank - 1 || axis > rank)
+    return nodeError() << "axis " << axis << " is out of range [" << -rank - 1
+                       << ", " << rank << "] for indices of rank " << rank;
+  if (axis < 0)
+    axis += rank + 1;
+  Value indices = materialize(*idx);
+  return define(0, gr::OneHotOp::create(builder, nodeLoc, indices,
+                                        builder.getI64IntegerAttr(depth),
+                                        builder.getI64IntegerAttr(axis),
+                                        cast<TypedAttr>(values[0]),
+                                        cast<TypedAttr>(values[1])));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -428,6 +494,7 @@ ArrayRef<OpMapping> Importer::indexingOps() {
   static const OpMapping ops[] = {
       {"Gather", 1, &Importer::gather},
       {"GatherElements", 11, &Importer::gatherElements},
+      {"OneHot", 11, &Importer::oneHot},
       {"Pad", 2, &Importer::pad},
       {"Slice", 1, &Importer::slice},
       {"Split", 2, &Importer::split},

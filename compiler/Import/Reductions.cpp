@@ -1,7 +1,8 @@
 //===- Reductions.cpp - ONNX reductions and softmaxes -> dlgraph ----------===//
 //
 // ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp, ArgMax and
-// ArgMin, Softmax, LogSoftmax and Hardmax.
+// ArgMin, Softmax, LogSoftmax and Hardmax; CumSum (a running sum along an
+// axis).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -225,6 +226,78 @@ LogicalResult Importer::hardmax() {
 }
 
 //===----------------------------------------------------------------------===//
+// CumSum
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::cumSum() {
+  int64_t exclusive = attrInt("exclusive", 0);
+  int64_t reverse = attrInt("reverse", 0);
+  if (attrFailed)
+    return failure();
+  if ((exclusive != 0 && exclusive != 1) || (reverse != 0 && reverse != 1))
+    return nodeError() << "exclusive = " << exclusive
+                       << " and reverse = " << reverse
+                       << " must each be 0 or 1";
+  Slot *xs = input(0);
+  if (!xs)
+    return failure();
+  RankedTensorType xt = xs->type();
+  Type et = xt.getElementType();
+  if (!et.isF32() && !et.isF64() && !et.isInteger(32) && !et.isInteger(64))
+    return nodeError() << "input 0 ('" << node->input(0)
+                       << "') has element type " << et
+                       << ", which is not supported here; supported: float "
+                          "(f32), double (f64), int32, int64";
+  Slot *as = input(1);
+  if (!as)
+    return failure();
+  RankedTensorType at = as->type();
+  Type it = at.getElementType();
+  if ((!it.isInteger(32) && !it.isInteger(64)) || at.getRank() > 1 ||
+      at.getNumElements() != 1)
+    return nodeError() << "axis (input '" << node->input(1)
+                       << "') must be an int32 or int64 scalar; it has shape "
+                       << shapeStr(at.getShape()) << " and element type " << it;
+  int64_t rank = xt.getRank();
+  if (rank == 0)
+    return nodeError() << "input 0 ('" << node->input(0)
+                       << "') is a scalar; CumSum needs rank >= 1";
+  UnitAttr excl = exclusive ? builder.getUnitAttr() : UnitAttr();
+  UnitAttr rev = reverse ? builder.getUnitAttr() : UnitAttr();
+  Value x = materialize(*xs);
+  auto scan = [&](int64_t axis) -> Value {
+    return gr::CumSumOp::create(builder, nodeLoc, x,
+                                builder.getI64IntegerAttr(axis), excl, rev);
+  };
+  if (as->isFoldable()) {
+    int64_t axis = intValues(as->constant)[0];
+    if (axis < -rank || axis >= rank)
+      return nodeError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+    return define(0, scan(axis < 0 ? axis + rank : axis));
+  }
+  // An axis known only at run time (shapes stay static: the result has x's
+  // shape whatever the axis): the scan along every axis, the one whose
+  // index (or index - rank) equals the axis selected; an axis out of range
+  // gives zeros. rank times the work of one scan.
+  auto scalarType = RankedTensorType::get({}, it);
+  Value axisValue = materialize(*as);
+  if (at.getRank() == 1)
+    axisValue = gr::ReshapeOp::create(builder, nodeLoc, scalarType, axisValue);
+  auto hitType = RankedTensorType::get({}, builder.getI1Type());
+  Value y = splatOf(xt, 0.0);
+  for (int64_t d = 0; d < rank; ++d) {
+    Value s = scan(d);
+    for (int64_t a : {d, d - rank}) {
+      Value hit = gr::CompareOp::create(builder, nodeLoc, hitType, "eq",
+                                        axisValue, splatOf(scalarType, a));
+      y = gr::SelectOp::create(builder, nodeLoc, xt, hit, s, y);
+    }
+  }
+  return define(0, y);
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -232,6 +305,7 @@ ArrayRef<OpMapping> Importer::reductionOps() {
   static const OpMapping ops[] = {
       {"ArgMax", 11, &Importer::argReduce},
       {"ArgMin", 11, &Importer::argReduce},
+      {"CumSum", 11, &Importer::cumSum},
       {"Hardmax", 13, &Importer::hardmax},
       {"LogSoftmax", 1, &Importer::softmax<gr::LogSoftmaxOp>},
       {"ReduceL1", 1, &Importer::reduce},

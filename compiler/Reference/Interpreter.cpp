@@ -202,6 +202,65 @@ void forEachConvTerm(std::vector<int64_t> xs, std::vector<int64_t> ws,
     }
 }
 
+//===----------------------------------------------------------------------===//
+// Scans and one-hot encoding (dlgraph.cumsum, dlgraph.one_hot)
+//===----------------------------------------------------------------------===//
+
+/// dlgraph.cumsum of |x|: a running sum along the axis, in scan order.
+Tensor evalCumSum(CumSumOp op, const Tensor &x) {
+  Tensor y(x.shape);
+  int64_t axis = op.getAxis(), n = x.shape[axis], inner = 1;
+  for (size_t d = axis + 1; d < x.shape.size(); ++d)
+    inner *= x.shape[d];
+  int64_t outer = x.numElements() / std::max<int64_t>(n * inner, 1);
+  bool reverse = op.getReverse(), exclusive = op.getExclusive();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < inner; ++c) {
+      double acc = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t k = reverse ? n - 1 - s : s;
+        int64_t at = (o * n + k) * inner + c;
+        if (exclusive) {
+          y.data[at] = acc;
+          acc += x.data[at];
+        } else {
+          acc += x.data[at];
+          y.data[at] = acc;
+        }
+      }
+    }
+  return y;
+}
+
+/// The value of an on_value/off_value attribute (an i1 true is 1).
+double scalarValue(TypedAttr a) {
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
+  APInt v = cast<IntegerAttr>(a).getValue();
+  return v.getBitWidth() == 1 ? (double)v.getZExtValue()
+                              : (double)v.getSExtValue();
+}
+
+/// dlgraph.one_hot of |indices| (float indices truncate toward zero).
+Tensor evalOneHot(OneHotOp op, const Tensor &indices) {
+  std::vector<int64_t> shape = shapeOf(op.getResult());
+  int64_t axis = op.getAxis(), depth = op.getDepth(), inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  Tensor y(shape, scalarValue(op.getOffValueAttr()));
+  double on = scalarValue(op.getOnValueAttr());
+  for (int64_t i = 0; i < indices.numElements(); ++i) {
+    double t = std::trunc(indices.data[i]);
+    if (t < 0)
+      t += depth;
+    if (!(t >= 0 && t < depth))
+      continue;
+    int64_t o = i / inner, c = i % inner;
+    y.data[(o * depth + (int64_t)t) * inner + c] = on;
+  }
+  return y;
+}
+
 } // namespace
 
 FailureOr<Interpreter> Interpreter::create(ModuleOp module) {
@@ -867,6 +926,8 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           }
           return y;
         })
+        .Case([&](CumSumOp o) { return evalCumSum(o, get(o.getInput())); })
+        .Case([&](OneHotOp o) { return evalOneHot(o, get(o.getIndices())); })
         .Default([&](Operation *) {
           ok = false;
           return Tensor();

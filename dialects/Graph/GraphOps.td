@@ -633,4 +633,57 @@ def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure,
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Scans and one-hot encoding (ONNX CumSum, OneHot). Their result types are
+// inferred (ScanOps.cpp).
+//===----------------------------------------------------------------------===//
+
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Graph_CumSumOp : Graph_Op<"cumsum", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_KeepsF32,
+    Graph_RecomputeModerate]> {
+  let summary = "Cumulative sum along `axis` (ONNX CumSum)";
+  let description = [{
+    For an index p along `axis` (normalized, >= 0) of length n,
+    result[p] = sum of input[j] over j <= p; with `exclusive`, over j < p
+    (so result[0] = 0); with `reverse`, over j >= p (or j > p with both).
+    The result has the input's type; element types f32, f64, i32, i64.
+    ```mlir
+    %y = dlgraph.cumsum %x {axis = 1 : i64, reverse} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$input,
+                       I64Attr:$axis, UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Graph_OneHotOp : Graph_Op<"one_hot", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_FollowsOperands,
+    Graph_RecomputeCheap]> {
+  let summary = "One-hot encoding of integer indices (ONNX OneHot)";
+  let description = [{
+    Inserts a new dimension of size `depth` at `axis` (normalized, in
+    [0, rank of indices]): result[..., k, ...] is `on_value` where the
+    index at the other positions equals k, else `off_value`. A negative
+    index i counts from the end (i + depth); an index outside [-depth,
+    depth) gives a row of `off_value`. Float indices are truncated toward
+    zero first, as ONNX specifies. `on_value` and `off_value` have the
+    result's element type.
+    ```mlir
+    %y = dlgraph.one_hot %i {axis = 1 : i64, depth = 10 : i64, off_value = 0.0 : f32, on_value = 1.0 : f32}
+         : tensor<4xi64> -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger, AnyFloat]>:$indices,
+                       I64Attr:$depth, I64Attr:$axis, TypedAttrInterface:$off_value,
+                       TypedAttrInterface:$on_value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // DLC_DIALECT_GRAPH_OPS_TD

@@ -447,6 +447,48 @@ TEST_F(GradientCheck, ReduceProdWithZeros) {
   EXPECT_NE(stepped.variables["w"].data[6], w.data[6]);
 }
 
+// CumSum's gradient is the scan of dy in the other direction with the same
+// exclusivity: all four (exclusive, reverse) forms, on both axes, with
+// tanh between them so that each gradient reaches the parameter shaped by
+// the others. A one_hot of constant indices (negative and out-of-range
+// ones included) scales the result: its indices get no gradient, and
+// differentiation passes it by.
+TEST_F(GradientCheck, CumSumAllFormsAndOneHot) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @w : tensor<3x5xf32>
+    func.func @main(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
+      %w = dlgraph.read_variable @w : tensor<3x5xf32>
+      %a = dlgraph.mul %w, %x : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+      %c1 = dlgraph.cumsum %a {axis = 1 : i64} : tensor<3x5xf32>
+      %t1 = dlgraph.tanh %c1 : tensor<3x5xf32>
+      %c2 = dlgraph.cumsum %t1 {axis = 0 : i64, exclusive, reverse} : tensor<3x5xf32>
+      %s2 = dlgraph.add %c2, %t1 : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+      %t2 = dlgraph.tanh %s2 : tensor<3x5xf32>
+      %c3 = dlgraph.cumsum %t2 {axis = 1 : i64, reverse} : tensor<3x5xf32>
+      %t3 = dlgraph.tanh %c3 : tensor<3x5xf32>
+      %c4 = dlgraph.cumsum %t3 {axis = 0 : i64, exclusive} : tensor<3x5xf32>
+      %s4 = dlgraph.add %c4, %t3 : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+      %ids = dlgraph.constant dense<[[0, -1, 7, 2, 3], [1, 1, -4, -5, 0], [3, 2, 1, 0, -2]]> : tensor<3x5xi64>
+      %oh = dlgraph.one_hot %ids {axis = 2 : i64, depth = 4 : i64, off_value = 2.500000e-01 : f32, on_value = 1.500000e+00 : f32} : tensor<3x5xi64> -> tensor<3x5x4xf32>
+      %pos = dlgraph.constant dense<[[[1.0], [2.0], [3.0], [4.0]]]> : tensor<1x4x1xf32>
+      %ohs = dlgraph.reshape %oh : tensor<3x5x4xf32> to tensor<15x1x4xf32>
+      %wsum = dlgraph.matmul %ohs, %pos : (tensor<15x1x4xf32>, tensor<1x4x1xf32>) -> tensor<15x1x1xf32>
+      %r = dlgraph.reshape %wsum : tensor<15x1x1xf32> to tensor<3x5xf32>
+      %y = dlgraph.mul %s4, %r : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+      return %y : tensor<3x5xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["w"] = random({3, 5});
+  Tensor labels({3});
+  labels.data = {4, 0, 2};
+  check(p, *interp, {random({3, 5}), labels}, 1);
+}
+
 // Training-mode dropout: the gradient is dy * mask / (1 - ratio) for the
 // mask the forward drew; the mask keeps about 1 - ratio of the elements,
 // is the same for the same (seed, step) and changes with the step.

@@ -1,6 +1,7 @@
 //===- DataMovement.cpp - data movement ops to dlexec copies -------------===//
 // Reshape as a view; identity, broadcast, transpose, slice, pad and concat as
-// copy kernels with strided maps; gather and resize as builtin kernels.
+// copy kernels with strided maps; gather and resize as builtin kernels;
+// one_hot as an elementwise kernel that compares the index with a loop index.
 #include "compiler/Lowering/ToExec/FuncLowering.h"
 
 using namespace mlir;
@@ -50,7 +51,57 @@ Value sizeSource(FuncLowering &fl, Value v, AffineMap outMap, Location loc) {
 
 } // namespace
 
+/// dlgraph.one_hot as an elementwise kernel over the result: the index read
+/// at the other loops (converted to i64, truncating a float index, and
+/// wrapped when negative) is compared with the loop index along `axis`;
+/// out-of-range indices match no position and give `off_value` everywhere.
+static LogicalResult lowerOneHot(FuncLowering &fl, g::OneHotOp op) {
+  OpBuilder &b = fl.b;
+  Location loc = op.getLoc();
+  auto rt = op.getType();
+  unsigned rank = rt.getRank();
+  int64_t axis = op.getAxis(), depth = op.getDepth();
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i < rank; ++i)
+    if ((int64_t)i != axis)
+      exprs.push_back(b.getAffineDimExpr(i));
+  KIn kin{Value(), TypedAttr(), AffineMap::get(rank, 0, exprs, b.getContext())};
+  if (TypedAttr splat = fl.splats.lookup(op.getIndices());
+      splat && !fl.buffers.count(op.getIndices()))
+    kin.scalar = splat;
+  else
+    kin.buffer = fl.getBuffer(op.getIndices(), loc);
+  Value out = fl.alloc(rt, loc);
+  TypedAttr on = op.getOnValueAttr(), off = op.getOffValueAttr();
+  fl.buildKernel(
+      loc, "one_hot", rank, {kin}, {out}, {b.getMultiDimIdentityMap(rank)}, {},
+      ArrayAttr(),
+      [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+          ArrayRef<Value>) -> SmallVector<Value> {
+        Type i64 = kb.getI64Type();
+        Value idx = castScalar(kb, l, ins[0], i64);
+        Value zero = arith::ConstantOp::create(kb, l, kb.getI64IntegerAttr(0));
+        Value n = arith::ConstantOp::create(kb, l, kb.getI64IntegerAttr(depth));
+        Value neg =
+            arith::CmpIOp::create(kb, l, arith::CmpIPredicate::slt, idx, zero);
+        Value wrapped = arith::SelectOp::create(
+            kb, l, neg, arith::AddIOp::create(kb, l, idx, n), idx);
+        Value k = arith::IndexCastOp::create(
+            kb, l, i64,
+            x::IndexOp::create(kb, l, kb.getIndexType(),
+                               kb.getI64IntegerAttr(axis)));
+        Value hit =
+            arith::CmpIOp::create(kb, l, arith::CmpIPredicate::eq, wrapped, k);
+        return {arith::SelectOp::create(kb, l, hit,
+                                        arith::ConstantOp::create(kb, l, on),
+                                        arith::ConstantOp::create(kb, l, off))};
+      });
+  fl.buffers[op.getResult()] = out;
+  return success();
+}
+
 void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
+  table.add<g::OneHotOp>(lowerOneHot);
   table.add<g::ReshapeOp>(
       [](FuncLowering &fl, g::ReshapeOp r) -> LogicalResult {
         if (fl.splats.count(r.getInput()) && !fl.buffers.count(r.getInput())) {

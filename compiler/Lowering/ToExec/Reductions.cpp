@@ -1,6 +1,6 @@
 //===- Reductions.cpp - reductions to dlexec reduction kernels -----------===//
-// ReduceSum/Mean/Max/Prod and ArgMax/ArgMin as dlexec.kernel ops whose
-// reduced loops are "reduction" iterators with an initial accumulator.
+// ReduceSum/Mean/Max/Prod, ArgMax/ArgMin and CumSum as dlexec.kernel ops
+// whose reduced loops are "reduction" iterators with an initial accumulator.
 #include "compiler/Lowering/ToExec/FuncLowering.h"
 
 using namespace mlir;
@@ -64,7 +64,64 @@ LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
   return success();
 }
 
+/// dlgraph.cumsum as one reduction kernel over loops [d_0, ..., d_{r-1}, j]:
+/// the d loops run over the result and j over the summed axis, and each
+/// result element accumulates input[d with d_axis = j] where j <= d_axis
+/// (j < d_axis with `exclusive`; >= and > with `reverse`). That is O(n^2)
+/// additions along an axis of length n instead of a scan's O(n), which is
+/// fine for the short axes CumSum sees in models (positions, masks); a
+/// builtin scan kernel would replace it if a long axis shows up. Any element
+/// type of the op (f32, f64, i32, i64); the sum runs in increasing j.
+static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
+  OpBuilder &b = fl.b;
+  Location loc = op.getLoc();
+  auto in = tensorType(op.getInput());
+  Type et = in.getElementType();
+  unsigned rank = in.getRank();
+  int64_t axis = op.getAxis();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> inExprs, outExprs;
+  for (unsigned i = 0; i < rank; ++i) {
+    outExprs.push_back(getAffineDimExpr(i, ctx));
+    inExprs.push_back(getAffineDimExpr((int64_t)i == axis ? rank : i, ctx));
+  }
+  SmallVector<StringRef> iters(rank, "parallel");
+  iters.push_back("reduction");
+  auto inMap = AffineMap::get(rank + 1, 0, inExprs, ctx);
+  auto outMap = AffineMap::get(rank + 1, 0, outExprs, ctx);
+  // Always a buffer, a splat input included: its map is the only one that
+  // gives codegen the size of loop j.
+  KIn kin{fl.getBuffer(op.getInput(), loc), TypedAttr(), inMap};
+  bool isFloat = isa<FloatType>(et);
+  TypedAttr zero = isFloat ? (TypedAttr)b.getFloatAttr(et, 0.0)
+                           : (TypedAttr)b.getIntegerAttr(et, 0);
+  arith::CmpIPredicate pred =
+      op.getReverse() ? (op.getExclusive() ? arith::CmpIPredicate::ugt
+                                           : arith::CmpIPredicate::uge)
+                      : (op.getExclusive() ? arith::CmpIPredicate::ult
+                                           : arith::CmpIPredicate::ule);
+  Value out = fl.alloc(op.getType(), loc);
+  fl.buildKernel(loc, "cumsum", rank + 1, {kin}, {out}, {outMap}, iters,
+                 b.getArrayAttr({zero}),
+                 [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+                     ArrayRef<Value> outs) -> SmallVector<Value> {
+                   Value p = x::IndexOp::create(kb, l, kb.getIndexType(),
+                                                kb.getI64IntegerAttr(axis));
+                   Value j = x::IndexOp::create(kb, l, kb.getIndexType(),
+                                                kb.getI64IntegerAttr(rank));
+                   Value take = arith::CmpIOp::create(kb, l, pred, j, p);
+                   Value z = arith::ConstantOp::create(kb, l, zero);
+                   Value term = arith::SelectOp::create(kb, l, take, ins[0], z);
+                   if (isFloat)
+                     return {arith::AddFOp::create(kb, l, outs[0], term)};
+                   return {arith::AddIOp::create(kb, l, outs[0], term)};
+                 });
+  fl.buffers[op.getResult()] = out;
+  return success();
+}
+
 void dlc::lowering::populateLowerToExecReductions(LoweringTable &table) {
+  table.add<g::CumSumOp>(lowerCumSum);
   table.add<g::ReduceSumOp>(
       [](FuncLowering &fl, g::ReduceSumOp r) -> LogicalResult {
         return lowerReduction(fl, r, r.getInput(), r.getAxes(), r.getKeepdims(),

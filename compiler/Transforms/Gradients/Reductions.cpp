@@ -1,7 +1,9 @@
 //===- Reductions.cpp - gradients of reductions and softmax ---------------===//
 //
 // reduce_sum/mean/max/prod and softmax/log_softmax: the gradient at the
-// keepdims shape, broadcast back to the input.
+// keepdims shape, broadcast back to the input; cumsum: the reversed scan.
+// dlgraph.one_hot has no rule: its only operand is the (integer) indices,
+// which get no gradient, and nothing else flows through it.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Transforms/Gradients/GradientUtils.h"
@@ -141,6 +143,22 @@ static LogicalResult reduceProdGrad(OpBuilder &b, Operation *op, RGrads dy,
   return success();
 }
 
+// CumSum: each input element x[j] enters the results at positions p with
+// j <= p (inclusive forward scan), so its gradient is the sum of dy[p] over
+// those p: the same scan of dy in the other direction (j >= p), with the
+// same exclusivity. An integer cumsum has no gradient.
+
+static LogicalResult cumSumGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                Grads dx) {
+  auto cs = cast<CumSumOp>(op);
+  if (!isa<FloatType>(cs.getType().getElementType()))
+    return success();
+  dx[0] = CumSumOp::create(b, op->getLoc(), dy[0], cs.getAxisAttr(),
+                           cs.getExclusiveAttr(),
+                           cs.getReverse() ? UnitAttr() : b.getUnitAttr());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -153,5 +171,6 @@ void dlc::gradients::registerReductionGradients(DialectRegistry &registry) {
     attachGradient<ReduceMeanOp, reduceMeanGrad>(ctx);
     attachGradient<ReduceMaxOp, reduceMaxGrad>(ctx);
     attachGradient<ReduceProdOp, reduceProdGrad>(ctx);
+    attachGradient<CumSumOp, cumSumGrad>(ctx);
   });
 }
