@@ -24,51 +24,6 @@ using namespace mlir;
 
 namespace dlc::codegen::detail {
 
-/// Reads an integer list attribute given as array<i64: ...>, [1, 2] or
-/// dense<...>; |fallback| when absent.
-FailureOr<SmallVector<int64_t>> getIntList(Operation *op, StringRef name,
-                                           ArrayRef<int64_t> fallback,
-                                           size_t expectedSize) {
-  Attribute attr = op->getAttr(name);
-  SmallVector<int64_t> out;
-  if (!attr) {
-    out.assign(fallback.begin(), fallback.end());
-  } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
-    out.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-  } else if (auto a = dyn_cast<ArrayAttr>(attr)) {
-    for (Attribute e : a) {
-      auto i = dyn_cast<IntegerAttr>(e);
-      if (!i)
-        return op->emitOpError()
-               << "attribute '" << name << "' must be a list of integers";
-      out.push_back(i.getInt());
-    }
-  } else if (auto a = dyn_cast<DenseIntElementsAttr>(attr)) {
-    for (const APInt &v : a.getValues<APInt>())
-      out.push_back(v.getSExtValue());
-  } else {
-    return op->emitOpError()
-           << "attribute '" << name << "' must be a list of integers";
-  }
-  if (out.size() != expectedSize)
-    return op->emitOpError() << "attribute '" << name << "' has " << out.size()
-                             << " values, expected " << expectedSize;
-  return out;
-}
-
-/// Reads an integer or boolean attribute; |fallback| when absent.
-FailureOr<int64_t> getInt(Operation *op, StringRef name, int64_t fallback) {
-  Attribute attr = op->getAttr(name);
-  if (!attr)
-    return fallback;
-  if (auto b = dyn_cast<BoolAttr>(attr))
-    return (int64_t)b.getValue();
-  if (auto i = dyn_cast<IntegerAttr>(attr))
-    return i.getInt();
-  return op->emitOpError() << "attribute '" << name
-                           << "' must be an integer or a boolean";
-}
-
 namespace {
 struct Pool2dParams {
   int64_t n, c, h, w, oh, ow;
@@ -878,30 +833,39 @@ static FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
 }
 
 FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
-  StringRef tmpl = op.getTemplateName();
+  // The verifier has checked the op against its template's row and family;
+  // the builders below keep their checks as a defence only.
+  const exec::BuiltinTemplateInfo *info = op.getTemplateInfo();
+  if (!info)
+    return op.emitOpError() << "unknown kernel template '"
+                            << op.getTemplateName() << "'; expected one of "
+                            << exec::builtinTemplateNames();
+  StringRef tmpl = info->name;
+  bool grad = info->isGradient;
   FailureOr<KernelCode> code = failure();
-  if (tmpl == "max_pool2d" || tmpl == "max_pool2d_grad" ||
-      tmpl == "average_pool2d" || tmpl == "average_pool2d_grad")
+  switch (info->family) {
+  case exec::BuiltinFamily::Pool:
     code = buildPool(op, tmpl);
-  else if (tmpl == "softmax" || tmpl == "log_softmax")
+    break;
+  case exec::BuiltinFamily::Softmax:
     code = buildSoftmax(op, tmpl == "log_softmax");
-  else if (tmpl == "softmax_cross_entropy" ||
-           tmpl == "softmax_cross_entropy_grad")
-    code = buildCrossEntropy(op, tmpl == "softmax_cross_entropy_grad");
-  else if (tmpl == "dropout")
+    break;
+  case exec::BuiltinFamily::CrossEntropy:
+    code = buildCrossEntropy(op, grad);
+    break;
+  case exec::BuiltinFamily::Dropout:
     code = buildDropout(op);
-  else if (tmpl == "resize" || tmpl == "resize_grad")
-    code = buildResize(op, tmpl == "resize_grad");
-  else if (tmpl == "gather" || tmpl == "gather_grad")
-    code = buildGather(op, tmpl == "gather_grad");
-  else if (tmpl == "gather_elements" || tmpl == "gather_elements_grad")
-    code = buildGatherElements(op, tmpl == "gather_elements_grad");
-  else
-    return op.emitOpError()
-           << "unknown kernel template '" << tmpl
-           << "'; expected max_pool2d, max_pool2d_grad, average_pool2d, "
-              "average_pool2d_grad, softmax, log_softmax, "
-              "softmax_cross_entropy or softmax_cross_entropy_grad";
+    break;
+  case exec::BuiltinFamily::Resize:
+    code = buildResize(op, grad);
+    break;
+  case exec::BuiltinFamily::Gather:
+    code = buildGather(op, grad);
+    break;
+  case exec::BuiltinFamily::GatherElements:
+    code = buildGatherElements(op, grad);
+    break;
+  }
   if (failed(code))
     return failure();
   code->name = sanitizeName(op.getSymName());

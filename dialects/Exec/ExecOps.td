@@ -176,6 +176,14 @@ def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
     $callee `ins` `(` $inputs `:` type($inputs) `)`
     `outs` `(` $outputs `:` type($outputs) `)` attr-dict
   }];
+  let extraClassDeclaration = [{
+    /// The callee's row in the library-call table (LibraryCalls.def), or
+    /// null for an unknown callee.
+    const ::dlc::exec::LibraryCallInfo *getCallInfo();
+    /// The call's parameters, as the package stores them. Emits the
+    /// verifier's error and fails when the op breaks a rule of its row.
+    ::mlir::FailureOr<::dlc::exec::LibraryCallParams> getParams();
+  }];
   let hasVerifier = 1;
 }
 
@@ -217,6 +225,12 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
     $sym_name $template_name `ins` `(` $inputs `:` type($inputs) `)`
     `outs` `(` $outputs `:` type($outputs) `)` attr-dict
   }];
+  let extraClassDeclaration = [{
+    /// The template's row (BuiltinTemplates.def), or null for an unknown
+    /// template.
+    const ::dlc::exec::BuiltinTemplateInfo *getTemplateInfo();
+  }];
+  let hasVerifier = 1;
 }
 
 #endif
