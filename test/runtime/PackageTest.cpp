@@ -429,6 +429,55 @@ TEST(Package, InvalidTypedLibraryCallsAreCorrupt) {
   }
 }
 
+TEST(Package, FormatVersionsDecodeToTheSameCalls) {
+  // The fuzz seeds hold each tiny model compiled by the dlc of format
+  // version 1 (positional int_attrs) and of version 2 (typed tables): both
+  // load, and every library call decodes to the same parameters, so the
+  // devices receive identical arguments.
+  for (const char *seed : {"cnn_sgd", "mlp_adam", "mlp_infer"}) {
+    SCOPED_TRACE(seed);
+    Package p[2];
+    for (int v = 0; v < 2; ++v) {
+      std::string path = std::string(DLRT_TEST_PACKAGE_SEEDS) + "/" + seed +
+                         (v == 0 ? "-v1" : "") + ".dlcp";
+      Status s = loadPackage(path, &p[v]);
+      ASSERT_TRUE(s.ok()) << s.message;
+      EXPECT_EQ(p[v].formatVersion, v == 0 ? 1u : 2u);
+    }
+    ASSERT_EQ(p[0].functions.size(), p[1].functions.size());
+    size_t calls = 0;
+    for (size_t f = 0; f < p[0].functions.size(); ++f) {
+      const auto &s0 = p[0].functions[f].steps, &s1 = p[1].functions[f].steps;
+      ASSERT_EQ(s0.size(), s1.size());
+      for (size_t i = 0; i < s0.size(); ++i) {
+        ASSERT_EQ(s0[i].isLaunch, s1[i].isLaunch);
+        EXPECT_EQ(s0[i].args, s1[i].args);
+        if (s0[i].isLaunch)
+          continue;
+        ++calls;
+        const dlc::exec::LibraryCallParams &a = s0[i].call, &b = s1[i].call;
+        ASSERT_EQ(a.call, b.call);
+        const GemmParams &g = a.gemm, &h = b.gemm;
+        EXPECT_EQ(std::make_tuple(g.m, g.n, g.k, g.trans_a, g.trans_b, g.has_c,
+                                  g.c_is_row_vector, g.alpha, g.beta),
+                  std::make_tuple(h.m, h.n, h.k, h.trans_a, h.trans_b, h.has_c,
+                                  h.c_is_row_vector, h.alpha, h.beta));
+        const ConvParams &c = a.conv, &d = b.conv;
+        EXPECT_EQ(std::make_tuple(c.n, c.c, c.h, c.w, c.k, c.r, c.s, c.p, c.q,
+                                  c.stride_h, c.stride_w, c.pad_top, c.pad_left,
+                                  c.pad_bottom, c.pad_right, c.dilation_h,
+                                  c.dilation_w, c.group, c.has_bias, c.spatial),
+                  std::make_tuple(d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q,
+                                  d.stride_h, d.stride_w, d.pad_top, d.pad_left,
+                                  d.pad_bottom, d.pad_right, d.dilation_h,
+                                  d.dilation_w, d.group, d.has_bias,
+                                  d.spatial));
+      }
+    }
+    EXPECT_GT(calls, 0u);
+  }
+}
+
 TEST(Package, HostileBytesNeverCrash) {
   // Every truncation and many single-byte corruptions of a valid package
   // must give OK or an error status.
