@@ -49,8 +49,8 @@ LogicalResult verifyPool(BuiltinKernelOp op, bool grad, bool isMax) {
   auto cip = getInt(op, "count_include_pad", 0);
   if (failed(strides) || failed(pads) || failed(dil) || failed(cip))
     return failure();
-  for (int64_t v : {(*ks)[0], (*ks)[1], (*strides)[0], (*strides)[1],
-                    (*dil)[0], (*dil)[1]})
+  for (int64_t v :
+       {(*ks)[0], (*ks)[1], (*strides)[0], (*strides)[1], (*dil)[0], (*dil)[1]})
     if (v <= 0)
       return op.emitOpError() << "pooling needs positive kernel_shape, "
                                  "strides and dilations and non-negative pads";
@@ -80,8 +80,8 @@ LogicalResult verifySoftmax(BuiltinKernelOp op) {
     return failure();
   int64_t rank = typeOf(x).getRank(), a = *axis < 0 ? *axis + rank : *axis;
   if (a < 0 || a >= rank)
-    return op.emitOpError() << "axis " << *axis << " is out of range for "
-                            << x.getType();
+    return op.emitOpError()
+           << "axis " << *axis << " is out of range for " << x.getType();
   return success();
 }
 
@@ -104,8 +104,7 @@ LogicalResult verifyCrossEntropy(BuiltinKernelOp op, bool grad) {
       return op.emitOpError() << "loss_grad must be a rank-0 "
                               << lt.getElementType() << " memref, got " << gt;
     if (out.getType() != logits.getType())
-      return op.emitOpError() << "dlogits must have the type of logits, "
-                              << lt;
+      return op.emitOpError() << "dlogits must have the type of logits, " << lt;
     return success();
   }
   MemRefType ot = typeOf(out);
@@ -127,7 +126,8 @@ LogicalResult verifyDropout(BuiltinKernelOp op) {
                                "and an i1 mask of X's shape";
   auto ratio = op->getAttrOfType<FloatAttr>("ratio");
   if (!ratio || !op->getAttrOfType<IntegerAttr>("seed"))
-    return op.emitOpError() << "needs attributes 'ratio' (f32) and 'seed' (i64)";
+    return op.emitOpError()
+           << "needs attributes 'ratio' (f32) and 'seed' (i64)";
   float r = (float)ratio.getValueAsDouble();
   if (!(r >= 0.0f && r < 1.0f))
     return op.emitOpError() << "ratio must be in [0, 1), got " << r;
@@ -140,8 +140,8 @@ LogicalResult verifyGather(BuiltinKernelOp op, bool grad, bool elements) {
   Value rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
   MemRefType dt = typeOf(data), it = typeOf(idx), rt = typeOf(rows);
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    return op.emitOpError() << "indices must be i32 or i64, got "
-                            << it.getElementType();
+    return op.emitOpError()
+           << "indices must be i32 or i64, got " << it.getElementType();
   auto axisOr = getInt(op, "axis", 0);
   if (failed(axisOr))
     return failure();
@@ -166,11 +166,11 @@ LogicalResult verifyGather(BuiltinKernelOp op, bool grad, bool elements) {
     llvm::append_range(expected, dt.getShape().drop_front(axis + 1));
     if (rt.getShape() != ArrayRef<int64_t>(expected) ||
         rt.getElementType() != dt.getElementType())
-      return op.emitOpError() << "expects " << (grad ? "dy" : "y")
-                              << " of shape data[:axis] + indices + "
-                                 "data[axis+1:], got "
-                              << rt << " for data " << dt << " and indices "
-                              << it;
+      return op.emitOpError()
+             << "expects " << (grad ? "dy" : "y")
+             << " of shape data[:axis] + indices + "
+                "data[axis+1:], got "
+             << rt << " for data " << dt << " and indices " << it;
   }
   return success();
 }

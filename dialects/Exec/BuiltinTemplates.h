@@ -1,4 +1,4 @@
-//===- BuiltinTemplates.h - the table of builtin kernel templates -*- C++ -*-===//
+//===- BuiltinTemplates.h - builtin kernel templates ------------*- C++ -*-===//
 //
 // The one list of dlexec.builtin_kernel templates: the verifier checks an
 // op against its row and family, codegen dispatches on the family, and the
@@ -40,7 +40,7 @@ struct BuiltinTemplateInfo {
 
 /// Every template.
 inline constexpr BuiltinTemplateInfo kBuiltinTemplates[] = {
-#define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs)  \
+#define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs)   \
   {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs},
 #include "dialects/Exec/BuiltinTemplates.def"
 };

@@ -74,8 +74,8 @@ FailureOr<BatchedGemmParams> batchedGemmParams(LibraryCallOp op) {
   if (failed(sa) || failed(sb) || failed(m) || failed(n) || failed(k))
     return failure();
   if (*m <= 0 || *n <= 0 || *k <= 0)
-    return op.emitOpError() << "batched_gemm needs positive m, n, k, got "
-                            << *m << ", " << *n << ", " << *k;
+    return op.emitOpError() << "batched_gemm needs positive m, n, k, got " << *m
+                            << ", " << *n << ", " << *k;
   auto numel = [](Value v) {
     return cast<MemRefType>(v.getType()).getNumElements();
   };
@@ -90,11 +90,10 @@ FailureOr<BatchedGemmParams> batchedGemmParams(LibraryCallOp op) {
   }
   if (lastA + *m * *k > numel(ins[0]) || lastB + *k * *n > numel(ins[1]) ||
       count * *m * *n != numel(out))
-    return op.emitOpError()
-           << "batched_gemm operands do not hold " << count << " batches of "
-           << *m << "x" << *k << " * " << *k << "x" << *n << ": A "
-           << ins[0].getType() << ", B " << ins[1].getType() << ", Y "
-           << out.getType();
+    return op.emitOpError() << "batched_gemm operands do not hold " << count
+                            << " batches of " << *m << "x" << *k << " * " << *k
+                            << "x" << *n << ": A " << ins[0].getType() << ", B "
+                            << ins[1].getType() << ", Y " << out.getType();
   BatchedGemmParams g;
   g.m = *m, g.n = *n, g.k = *k;
   g.batch.assign(batch.begin(), batch.end());
@@ -103,7 +102,8 @@ FailureOr<BatchedGemmParams> batchedGemmParams(LibraryCallOp op) {
   return g;
 }
 
-FailureOr<ConvParams> convParams(LibraryCallOp op, const LibraryCallInfo &info) {
+FailureOr<ConvParams> convParams(LibraryCallOp op,
+                                 const LibraryCallInfo &info) {
   StringRef callee = info.name;
   auto ins = op.getInputs();
   Value out = op.getOutputs()[0];
@@ -155,14 +155,14 @@ FailureOr<ConvParams> convParams(LibraryCallOp op, const LibraryCallInfo &info) 
     if (size != dim(y, 2 + i))
       return op.emitOpError()
              << callee << " output dim " << 2 + i << " is " << dim(y, 2 + i)
-             << ", but input " << dim(x, 2 + i) << ", kernel "
-             << dim(w, 2 + i) << ", stride " << (*strides)[i] << ", pads "
-             << (*pads)[i] << "/" << (*pads)[sp + i] << " and dilation "
-             << (*dil)[i] << " give " << size;
+             << ", but input " << dim(x, 2 + i) << ", kernel " << dim(w, 2 + i)
+             << ", stride " << (*strides)[i] << ", pads " << (*pads)[i] << "/"
+             << (*pads)[sp + i] << " and dilation " << (*dil)[i] << " give "
+             << size;
   }
   bool hasBias = info.direction == ConvDirection::Forward && ins.size() == 3;
-  if (hasBias && cast<MemRefType>(ins[2].getType()).getNumElements() !=
-                     dim(w, 0))
+  if (hasBias &&
+      cast<MemRefType>(ins[2].getType()).getNumElements() != dim(w, 0))
     return op.emitOpError() << callee << " bias must hold K = " << dim(w, 0)
                             << " values, got " << ins[2].getType();
   ConvParams cv;
@@ -190,8 +190,8 @@ FailureOr<ConvParams> convParams(LibraryCallOp op, const LibraryCallInfo &info) 
 } // namespace
 
 const LibraryCallInfo *LibraryCallOp::getCallInfo() {
-  return lookupLibraryCall(std::string_view(getCallee().data(),
-                                            getCallee().size()));
+  return lookupLibraryCall(
+      std::string_view(getCallee().data(), getCallee().size()));
 }
 
 FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
@@ -200,8 +200,9 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
     return emitOpError() << "unknown library call '" << getCallee()
                          << "'; expected one of " << libraryCallNames();
   if (getOutputs().size() != 1)
-    return emitOpError() << "'" << info->name << "' expects exactly one output ("
-                         << info->outputs << "), got " << getOutputs().size();
+    return emitOpError() << "'" << info->name
+                         << "' expects exactly one output (" << info->outputs
+                         << "), got " << getOutputs().size();
   unsigned numIns = getInputs().size();
   if (numIns < info->minInputs || numIns > info->maxInputs)
     return emitOpError() << "'" << info->name << "' expects ins("
@@ -224,8 +225,8 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
   for (auto [i, v] : llvm::enumerate(getOperands()))
     if (elementType(v) != elem)
       return emitOpError() << "operand #" << i << " has element type "
-                           << elementType(v) << ", but operand #0 has "
-                           << elem << "; all operands share one";
+                           << elementType(v) << ", but operand #0 has " << elem
+                           << "; all operands share one";
   LibraryCallParams params;
   params.call = info->call;
   switch (info->family) {
@@ -254,4 +255,6 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
   return params;
 }
 
-LogicalResult LibraryCallOp::verify() { return success(succeeded(getParams())); }
+LogicalResult LibraryCallOp::verify() {
+  return success(succeeded(getParams()));
+}

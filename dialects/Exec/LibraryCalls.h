@@ -1,4 +1,4 @@
-//===- LibraryCalls.h - the typed table of dlexec library calls -*- C++ -*-===//
+//===- LibraryCalls.h - the table of library calls --------------*- C++ -*-===//
 //
 // The one list of library calls (cuBLASLt / cuDNN on CUDA, oneDNN on the
 // host): the dlexec.library_call verifier, the package writer, the package
@@ -29,7 +29,12 @@ enum class LibraryCall : uint8_t {
 enum class LibraryCallFamily : uint8_t { Gemm, BatchedGemm, Conv };
 
 /// Which convolution a Conv-family call computes; None for the others.
-enum class ConvDirection : uint8_t { None, Forward, BackwardData, BackwardFilter };
+enum class ConvDirection : uint8_t {
+  None,
+  Forward,
+  BackwardData,
+  BackwardFilter
+};
 
 /// One row of the table (LibraryCalls.def).
 struct LibraryCallInfo {
@@ -52,8 +57,16 @@ struct LibraryCallInfo {
 inline constexpr LibraryCallInfo kLibraryCalls[] = {
 #define DLC_LIBRARY_CALL(Enum, Name, Family, Direction, Spatial, MinIn, MaxIn, \
                          Ins, Outs, Attrs)                                     \
-  {LibraryCall::Enum, Name,  LibraryCallFamily::Family,                        \
-   ConvDirection::Direction, Spatial, MinIn, MaxIn, Ins, Outs, Attrs},
+  {LibraryCall::Enum,                                                          \
+   Name,                                                                       \
+   LibraryCallFamily::Family,                                                  \
+   ConvDirection::Direction,                                                   \
+   Spatial,                                                                    \
+   MinIn,                                                                      \
+   MaxIn,                                                                      \
+   Ins,                                                                        \
+   Outs,                                                                       \
+   Attrs},
 #include "dialects/Exec/LibraryCalls.def"
 };
 

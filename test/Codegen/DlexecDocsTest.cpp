@@ -54,8 +54,8 @@ TEST(DlexecDocs, EveryLibraryCallHasARow) {
   for (const dlc::exec::LibraryCallInfo &info : dlc::exec::kLibraryCalls) {
     SCOPED_TRACE(info.name);
     std::string row = rowOf(doc, info.name);
-    ASSERT_FALSE(row.empty()) << "docs/dlexec.md has no row for library call `"
-                              << info.name << "`";
+    ASSERT_FALSE(row.empty())
+        << "docs/dlexec.md has no row for library call `" << info.name << "`";
     std::string operands =
         std::string(info.inputs) + " -> " + std::string(info.outputs);
     EXPECT_NE(row.find("| " + operands + " |"), std::string::npos)
@@ -75,8 +75,8 @@ TEST(DlexecDocs, EveryBuiltinTemplateHasARow) {
        dlc::exec::kBuiltinTemplates) {
     SCOPED_TRACE(info.name);
     std::string row = rowOf(doc, info.name);
-    ASSERT_FALSE(row.empty()) << "docs/dlexec.md has no row for template `"
-                              << info.name << "`";
+    ASSERT_FALSE(row.empty())
+        << "docs/dlexec.md has no row for template `" << info.name << "`";
     EXPECT_NE(row.find(std::string("| ") + info.operands + " |"),
               std::string::npos)
         << "the row of `" << info.name << "` should give its operands as '"
