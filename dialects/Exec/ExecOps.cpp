@@ -2,7 +2,10 @@
 #include "dialects/Exec/ExecOps.h"
 #include "dialects/Exec/KernelBodyOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -19,6 +22,89 @@ VariableRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (var.getType() != getType())
     return emitOpError() << "type " << getType() << " does not match variable '"
                          << getVariable() << "' of type " << var.getType();
+  return success();
+}
+
+/// Whether a package can store buffers of element type |t| (f32, f64, i64,
+/// i32, i1: package.fbs DType).
+static bool isBufferElementType(Type t) {
+  return t.isF32() || t.isF64() || t.isInteger(64) || t.isInteger(32) ||
+         t.isInteger(1);
+}
+
+/// A buffer the package writer can lay out: a static shape, the identity
+/// layout and a package dtype.
+static LogicalResult verifyBufferType(Operation *op, MemRefType type) {
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+    return op->emitOpError() << "buffer of type " << type
+                             << " needs a static shape and the identity "
+                                "layout";
+  if (!isBufferElementType(type.getElementType()))
+    return op->emitOpError() << "element type " << type.getElementType()
+                             << " cannot be stored in a package (expected "
+                                "f32, f64, i64, i32 or i1)";
+  return success();
+}
+
+/// Bytes of a buffer of |type| (i1 takes one byte).
+static int64_t bufferBytes(MemRefType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+LogicalResult VariableOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "parameter" && kind != "optimizer_state" && kind != "state" &&
+      kind != "constant")
+    return emitOpError() << "kind '" << kind
+                         << "' is not parameter, optimizer_state, state or "
+                            "constant";
+  auto type = cast<MemRefType>(getType());
+  if (failed(verifyBufferType(*this, type)))
+    return failure();
+  if (std::optional<ElementsAttr> init = getInitialValue()) {
+    if (!isa<DenseElementsAttr, DenseResourceElementsAttr>(*init))
+      return emitOpError() << "initial value must be dense<...> or "
+                              "dense_resource<...>";
+    auto initType = cast<ShapedType>(init->getType());
+    if (initType.getShape() != type.getShape() ||
+        initType.getElementType() != type.getElementType())
+      return emitOpError() << "initial value of type " << initType
+                           << " does not match the buffer type " << type;
+  }
+  return success();
+}
+
+LogicalResult InputOp::verify() {
+  return verifyBufferType(*this, cast<MemRefType>(getType()));
+}
+
+LogicalResult AllocOp::verify() {
+  return verifyBufferType(*this, cast<MemRefType>(getType()));
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto from = cast<MemRefType>(getSource().getType());
+  auto to = cast<MemRefType>(getType());
+  if (failed(verifyBufferType(*this, to)))
+    return failure();
+  if (from.hasStaticShape() && bufferBytes(from) != bufferBytes(to))
+    return emitOpError() << "changes the size of the buffer ("
+                         << bufferBytes(from) << " -> " << bufferBytes(to)
+                         << " bytes)";
+  return success();
+}
+
+LogicalResult FuncOp::verify() {
+  // The step is a straight-line schedule the package stores op by op;
+  // arith.constant holds scalars that kernel bodies capture.
+  for (Operation &op : getBody().front())
+    if (!isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, KernelOp,
+             BuiltinKernelOp, LibraryCallOp, arith::ConstantOp>(op))
+      return op.emitOpError()
+             << "cannot be in a dlexec.func; a step holds dlexec.input, "
+                "output, variable_ref, alloc, reshape, kernel, "
+                "builtin_kernel and library_call (and arith.constant)";
   return success();
 }
 
