@@ -15,7 +15,7 @@ namespace dlc::codegen {
 
 /// The package format version this writer produces
 /// (runtime/schema/package.fbs).
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 
 /// One generated CUDA kernel: a translation unit with a single
 /// `extern "C" __global__ void <name>(T0* a0, T1* a1, ...)` (one pointer per
@@ -69,7 +69,7 @@ struct PackageOptions {
   std::string hostCompiler = "c++";
 };
 
-/// Writes the package (runtime/schema/package.fbs, format version 1) for a
+/// Writes the package (runtime/schema/package.fbs, format version 2) for a
 /// planned dlexec module (every dlexec.alloc has an `offset`, every dlexec.func
 /// an `arena_bytes`) to |path|, atomically (temp file + rename). Errors are
 /// emitted on the offending op (or the module) and return failure.

@@ -3,6 +3,7 @@
 #define DLC_CODEGEN_KERNELCODE_H
 
 #include "codegen/Codegen.h"
+#include "dialects/Exec/AttrReaders.h"
 #include "dialects/Exec/ExecOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -64,15 +65,10 @@ std::string sanitizeName(llvm::StringRef name);
 /// Which operands of |op| (inputs then outputs) may alias another operand.
 std::vector<bool> restrictFlags(mlir::Operation *op, mlir::ValueRange operands);
 
-/// Reads an integer list attribute given as array<i64: ...>, [1, 2] or
-/// dense<...>; |fallback| when absent. Errors at |op| when malformed or not
-/// |expectedSize| long.
-mlir::FailureOr<llvm::SmallVector<int64_t>>
-getIntList(mlir::Operation *op, llvm::StringRef name,
-           llvm::ArrayRef<int64_t> fallback, size_t expectedSize);
-/// Reads an integer or boolean attribute; |fallback| when absent.
-mlir::FailureOr<int64_t> getInt(mlir::Operation *op, llvm::StringRef name,
-                                int64_t fallback);
+// The attribute readers the verifiers use (dialects/Exec/AttrReaders.h), so
+// codegen accepts exactly the attribute forms the verifiers accept.
+using exec::getInt;
+using exec::getIntList;
 
 /// Compiles |kernel| with NVRTC for |arch| into |cubin|; on failure returns
 /// false with the NVRTC log in |error|. Thread-safe.

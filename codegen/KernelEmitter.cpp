@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCode.h"
+#include "dialects/Exec/KernelBodyOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -304,51 +305,20 @@ static std::string unsignedOf(const std::string &cType) {
 }
 
 static const char *mathName(Operation *op, bool isF32) {
+#define DLC_CASE(Op, F32, F64)                                                 \
+  .Case<Op>([&](auto) { return isF32 ? F32 : F64; })
   return llvm::TypeSwitch<Operation *, const char *>(op)
-      .Case<math::ExpOp>([&](auto) { return isF32 ? "expf" : "exp"; })
-      .Case<math::Exp2Op>([&](auto) { return isF32 ? "exp2f" : "exp2"; })
-      .Case<math::LogOp>([&](auto) { return isF32 ? "logf" : "log"; })
-      .Case<math::Log2Op>([&](auto) { return isF32 ? "log2f" : "log2"; })
-      .Case<math::SqrtOp>([&](auto) { return isF32 ? "sqrtf" : "sqrt"; })
-      .Case<math::TanhOp>([&](auto) { return isF32 ? "tanhf" : "tanh"; })
-      .Case<math::AbsFOp>([&](auto) { return isF32 ? "fabsf" : "fabs"; })
-      .Case<math::ErfOp>([&](auto) { return isF32 ? "erff" : "erf"; })
-      .Case<math::Log1pOp>([&](auto) { return isF32 ? "log1pf" : "log1p"; })
-      .Case<math::ExpM1Op>([&](auto) { return isF32 ? "expm1f" : "expm1"; })
-      .Case<math::FloorOp>([&](auto) { return isF32 ? "floorf" : "floor"; })
-      .Case<math::CeilOp>([&](auto) { return isF32 ? "ceilf" : "ceil"; })
-      // rint rounds half to even in the default rounding mode.
-      .Case<math::RoundEvenOp>([&](auto) { return isF32 ? "rintf" : "rint"; })
-      .Case<math::SinOp>([&](auto) { return isF32 ? "sinf" : "sin"; })
-      .Case<math::CosOp>([&](auto) { return isF32 ? "cosf" : "cos"; })
-      .Case<math::TanOp>([&](auto) { return isF32 ? "tanf" : "tan"; })
-      .Case<math::AsinOp>([&](auto) { return isF32 ? "asinf" : "asin"; })
-      .Case<math::AcosOp>([&](auto) { return isF32 ? "acosf" : "acos"; })
-      .Case<math::AtanOp>([&](auto) { return isF32 ? "atanf" : "atan"; })
-      .Case<math::SinhOp>([&](auto) { return isF32 ? "sinhf" : "sinh"; })
-      .Case<math::CoshOp>([&](auto) { return isF32 ? "coshf" : "cosh"; })
-      .Case<math::AsinhOp>([&](auto) { return isF32 ? "asinhf" : "asinh"; })
-      .Case<math::AcoshOp>([&](auto) { return isF32 ? "acoshf" : "acosh"; })
-      .Case<math::AtanhOp>([&](auto) { return isF32 ? "atanhf" : "atanh"; })
-      .Case<math::PowFOp>([&](auto) { return isF32 ? "powf" : "pow"; })
-      .Case<math::FmaOp>([&](auto) { return isF32 ? "fmaf" : "fma"; })
-      .Case<arith::MaxNumFOp>([&](auto) { return isF32 ? "fmaxf" : "fmax"; })
-      .Case<arith::MinNumFOp>([&](auto) { return isF32 ? "fminf" : "fmin"; })
-      .Case<arith::RemFOp>([&](auto) { return isF32 ? "fmodf" : "fmod"; })
+      DLC_KERNEL_MATH_CALLS(DLC_CASE)
       .Default([](Operation *) { return nullptr; });
+#undef DLC_CASE
 }
 
 static const char *binaryOperator(Operation *op) {
+#define DLC_CASE(Op, Operator) .Case<Op>([](auto) { return Operator; })
   return llvm::TypeSwitch<Operation *, const char *>(op)
-      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return "+"; })
-      .Case<arith::SubFOp, arith::SubIOp>([](auto) { return "-"; })
-      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return "*"; })
-      .Case<arith::DivFOp, arith::DivSIOp>([](auto) { return "/"; })
-      .Case<arith::RemSIOp>([](auto) { return "%"; })
-      .Case<arith::AndIOp>([](auto) { return "&"; })
-      .Case<arith::OrIOp>([](auto) { return "|"; })
-      .Case<arith::XOrIOp>([](auto) { return "^"; })
+      DLC_KERNEL_BINARY_OPERATORS(DLC_CASE)
       .Default([](Operation *) { return nullptr; });
+#undef DLC_CASE
 }
 
 static std::string cmpfExpr(arith::CmpFPredicate p, const std::string &a,

@@ -19,6 +19,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -48,8 +49,8 @@ struct PlanStep {
   unsigned kernel = 0;
   unsigned numInputs = 0;
   std::vector<uint32_t> args;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
+  /// Library calls: the call and its parameters (LibraryCallOp::getParams).
+  exec::LibraryCallParams call;
 };
 
 struct PlanFunction {
@@ -196,180 +197,13 @@ unsigned PlanBuilder::kernelIndex(StringRef symName) {
   return it->second;
 }
 
-static int64_t dim(Value v, unsigned i) {
-  return cast<MemRefType>(v.getType()).getDimSize(i);
-}
-static int64_t rank(Value v) { return cast<MemRefType>(v.getType()).getRank(); }
-
-static FailureOr<float> getFloat(Operation *op, StringRef name,
-                                 float fallback) {
-  Attribute attr = op->getAttr(name);
-  if (!attr)
-    return fallback;
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return (float)f.getValueAsDouble();
-  if (auto i = dyn_cast<IntegerAttr>(attr))
-    return (float)i.getInt();
-  return op->emitOpError() << "attribute '" << name << "' must be a number";
-}
-
-/// batched_gemm: int_attrs = [M, N, K, R, batch[R], stride_a[R],
-/// stride_b[R]] (see dlexec.library_call); checks that every batch's
-/// matrices lie inside the operands.
-static LogicalResult addBatchedGemm(exec::LibraryCallOp op, PlanStep &step) {
-  auto ins = op.getInputs();
-  Value out = op.getOutputs()[0];
-  if (ins.size() != 2)
-    return op.emitOpError() << "batched_gemm expects ins(A, B)";
-  auto batchAttr = op->getAttrOfType<DenseI64ArrayAttr>("batch");
-  if (!batchAttr)
-    return op.emitOpError() << "batched_gemm needs a 'batch' array<i64>";
-  ArrayRef<int64_t> batch = batchAttr.asArrayRef();
-  auto sa = detail::getIntList(op, "stride_a", {}, batch.size());
-  auto sb = detail::getIntList(op, "stride_b", {}, batch.size());
-  auto m = detail::getInt(op, "m", 0), n = detail::getInt(op, "n", 0),
-       k = detail::getInt(op, "k", 0);
-  if (failed(sa) || failed(sb) || failed(m) || failed(n) || failed(k))
-    return failure();
-  auto numel = [](Value v) {
-    return cast<MemRefType>(v.getType()).getNumElements();
-  };
-  if (*m <= 0 || *n <= 0 || *k <= 0)
-    return op.emitOpError() << "batched_gemm needs positive m, n, k";
-  int64_t count = 1, lastA = 0, lastB = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i] <= 0 || (*sa)[i] < 0 || (*sb)[i] < 0)
-      return op.emitOpError() << "batched_gemm batch dims must be positive "
-                                 "and strides non-negative";
-    count *= batch[i];
-    lastA += (batch[i] - 1) * (*sa)[i];
-    lastB += (batch[i] - 1) * (*sb)[i];
-  }
-  if (lastA + *m * *k > numel(ins[0]) || lastB + *k * *n > numel(ins[1]) ||
-      count * *m * *n != numel(out))
-    return op.emitOpError()
-           << "batched_gemm operands do not hold " << count << " batches of "
-           << *m << "x" << *k << " * " << *k << "x" << *n << ": A "
-           << ins[0].getType() << ", B " << ins[1].getType() << ", Y "
-           << out.getType();
-  step.ints = {*m, *n, *k, (int64_t)batch.size()};
-  step.ints.insert(step.ints.end(), batch.begin(), batch.end());
-  step.ints.insert(step.ints.end(), sa->begin(), sa->end());
-  step.ints.insert(step.ints.end(), sb->begin(), sb->end());
-  return success();
-}
-
 LogicalResult PlanBuilder::addLibraryCall(exec::LibraryCallOp op,
                                           PlanStep &step) {
-  StringRef callee = op.getCallee();
-  auto ins = op.getInputs();
-  Value out = op.getOutputs()[0];
-  if (callee == "gemm") {
-    if (ins.size() < 2 || ins.size() > 3 || rank(ins[0]) != 2 ||
-        rank(ins[1]) != 2 || rank(out) != 2)
-      return op.emitOpError() << "gemm expects ins(A, B[, C]) of rank 2 and "
-                                 "a rank-2 output";
-    auto ta = detail::getInt(op, "trans_a", 0);
-    auto tb = detail::getInt(op, "trans_b", 0);
-    bool hasC = ins.size() == 3;
-    auto alpha = getFloat(op, "alpha", 1.0f);
-    auto beta = getFloat(op, "beta", hasC ? 1.0f : 0.0f);
-    if (failed(ta) || failed(tb) || failed(alpha) || failed(beta))
-      return failure();
-    int64_t m = dim(out, 0), n = dim(out, 1);
-    int64_t am = dim(ins[0], *ta ? 1 : 0), k = dim(ins[0], *ta ? 0 : 1);
-    int64_t bk = dim(ins[1], *tb ? 1 : 0), bn = dim(ins[1], *tb ? 0 : 1);
-    if (am != m || bn != n || bk != k)
-      return op.emitOpError()
-             << "gemm shapes do not agree: op(A) is " << am << "x" << k
-             << ", op(B) is " << bk << "x" << bn << ", Y is " << m << "x" << n;
-    int64_t rowVector = 0;
-    if (hasC) {
-      Value c = ins[2];
-      if (rank(c) == 1 && dim(c, 0) == n)
-        rowVector = 1;
-      else if (rank(c) == 2 && dim(c, 0) == 1 && dim(c, 1) == n)
-        rowVector = 1;
-      else if (!(rank(c) == 2 && dim(c, 0) == m && dim(c, 1) == n))
-        return op.emitOpError()
-               << "gemm C must be [N], [1, N] or [M, N] with "
-                  "M = "
-               << m << ", N = " << n << ", got " << c.getType();
-    }
-    step.ints = {m, n, k, *ta != 0, *tb != 0, hasC, rowVector};
-    step.floats = {*alpha, *beta};
-    return success();
-  }
-  if (callee == "batched_gemm")
-    return addBatchedGemm(op, step);
-  // conv{2,3}d_forward: X, W[, B] -> Y; backward_data: dY, W -> dX;
-  // backward_filter: X, dY -> dW.
-  Value x, w, y;
-  bool hasBias = false;
-  bool is3D = callee.starts_with("conv3d_");
-  if (callee == "conv2d_forward" || callee == "conv3d_forward") {
-    if (ins.size() < 2 || ins.size() > 3)
-      return op.emitOpError() << "conv2d_forward expects ins(X, W[, B])";
-    x = ins[0], w = ins[1], y = out, hasBias = ins.size() == 3;
-  } else if (callee == "conv2d_backward_data" ||
-             callee == "conv3d_backward_data") {
-    if (ins.size() != 2)
-      return op.emitOpError() << "conv2d_backward_data expects ins(dY, W)";
-    y = ins[0], w = ins[1], x = out;
-  } else {
-    if (ins.size() != 2)
-      return op.emitOpError() << "conv2d_backward_filter expects ins(X, dY)";
-    x = ins[0], y = ins[1], w = out;
-  }
-  if (is3D) {
-    // conv3d_*: [N, C, D, H, W, K, T, R, S, O, P, Q, stride_d, stride_h,
-    // stride_w, pad_front, pad_top, pad_left, pad_back, pad_bottom,
-    // pad_right, dilation_d, dilation_h, dilation_w, group, has_bias].
-    if (rank(x) != 5 || rank(w) != 5 || rank(y) != 5)
-      return op.emitOpError()
-             << callee
-             << " expects rank-5 X [N,C,D,H,W], W [K,C/group,T,R,S] and Y "
-                "[N,K,O,P,Q]";
-    auto strides = detail::getIntList(op, "strides", {1, 1, 1}, 3);
-    auto pads = detail::getIntList(op, "pads", {0, 0, 0, 0, 0, 0}, 6);
-    auto dil = detail::getIntList(op, "dilations", {1, 1, 1}, 3);
-    auto group = detail::getInt(op, "group", 1);
-    if (failed(strides) || failed(pads) || failed(dil) || failed(group))
-      return failure();
-    if (*group <= 0 || dim(x, 1) != dim(w, 1) * *group ||
-        dim(w, 0) != dim(y, 1) || dim(x, 0) != dim(y, 0))
-      return op.emitOpError()
-             << callee << " shapes do not agree: X " << x.getType() << ", W "
-             << w.getType() << ", Y " << y.getType() << ", group " << *group;
-    step.ints = {dim(x, 0), dim(x, 1), dim(x, 2), dim(x, 3), dim(x, 4),
-                 dim(w, 0), dim(w, 2), dim(w, 3), dim(w, 4), dim(y, 2),
-                 dim(y, 3), dim(y, 4)};
-    step.ints.insert(step.ints.end(), strides->begin(), strides->end());
-    step.ints.insert(step.ints.end(), pads->begin(), pads->end());
-    step.ints.insert(step.ints.end(), dil->begin(), dil->end());
-    step.ints.push_back(*group);
-    step.ints.push_back(hasBias);
-    return success();
-  }
-  if (rank(x) != 4 || rank(w) != 4 || rank(y) != 4)
-    return op.emitOpError() << callee
-                            << " expects rank-4 X [N,C,H,W], W [K,C/group,R,S] "
-                               "and Y [N,K,P,Q]";
-  auto strides = detail::getIntList(op, "strides", {1, 1}, 2);
-  auto pads = detail::getIntList(op, "pads", {0, 0, 0, 0}, 4);
-  auto dil = detail::getIntList(op, "dilations", {1, 1}, 2);
-  auto group = detail::getInt(op, "group", 1);
-  if (failed(strides) || failed(pads) || failed(dil) || failed(group))
+  // The verifier's rules; a verified op always has parameters.
+  FailureOr<exec::LibraryCallParams> params = op.getParams();
+  if (failed(params))
     return failure();
-  if (*group <= 0 || dim(x, 1) != dim(w, 1) * *group ||
-      dim(w, 0) != dim(y, 1) || dim(x, 0) != dim(y, 0))
-    return op.emitOpError()
-           << callee << " shapes do not agree: X " << x.getType() << ", W "
-           << w.getType() << ", Y " << y.getType() << ", group " << *group;
-  step.ints = {dim(x, 0),     dim(x, 1),  dim(x, 2),  dim(x, 3),  dim(w, 0),
-               dim(w, 2),     dim(w, 3),  dim(y, 2),  dim(y, 3),  (*strides)[0],
-               (*strides)[1], (*pads)[0], (*pads)[1], (*pads)[2], (*pads)[3],
-               (*dil)[0],     (*dil)[1],  *group,     hasBias};
+  step.call = std::move(*params);
   return success();
 }
 
@@ -541,6 +375,101 @@ FailureOr<std::vector<uint8_t>> initialBytes(exec::VariableOp var,
   return out;
 }
 
+/// The typed attribute table (package.fbs LibraryCallAttrs) of |call|.
+std::pair<pkg::LibraryCallAttrs, flatbuffers::Offset<void>>
+libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
+                 const exec::LibraryCallParams &call) {
+  switch (exec::libraryCallInfo(call.call).family) {
+  case exec::LibraryCallFamily::Gemm: {
+    const exec::GemmParams &g = call.gemm;
+    return {pkg::LibraryCallAttrs::GemmAttrs,
+            pkg::CreateGemmAttrs(fbb, g.m, g.n, g.k, g.trans_a, g.trans_b,
+                                 g.has_c, g.c_is_row_vector, g.alpha, g.beta)
+                .Union()};
+  }
+  case exec::LibraryCallFamily::BatchedGemm: {
+    const exec::BatchedGemmParams &g = call.batched;
+    return {pkg::LibraryCallAttrs::BatchedGemmAttrs,
+            pkg::CreateBatchedGemmAttrsDirect(fbb, g.m, g.n, g.k, &g.batch,
+                                              &g.stride_a, &g.stride_b)
+                .Union()};
+  }
+  case exec::LibraryCallFamily::Conv:
+    break;
+  }
+  const exec::ConvParams &c = call.conv;
+  std::vector<int64_t> in{c.h, c.w}, filter{c.r, c.s}, out{c.p, c.q},
+      strides{c.stride_h, c.stride_w},
+      pads{c.pad_top, c.pad_left, c.pad_bottom, c.pad_right},
+      dil{c.dilation_h, c.dilation_w};
+  if (c.spatial == 3) {
+    in.insert(in.begin(), c.d);
+    filter.insert(filter.begin(), c.t);
+    out.insert(out.begin(), c.o);
+    strides.insert(strides.begin(), c.stride_d);
+    pads = {c.pad_front, c.pad_top,    c.pad_left,
+            c.pad_back,  c.pad_bottom, c.pad_right};
+    dil.insert(dil.begin(), c.dilation_d);
+  }
+  return {pkg::LibraryCallAttrs::ConvAttrs,
+          pkg::CreateConvAttrsDirect(fbb, c.spatial, c.n, c.c, c.k, c.group,
+                                     c.has_bias, &in, &filter, &out, &strides,
+                                     &pads, &dil)
+              .Union()};
+}
+
+/// The parameters of a library call for `--emit=plan`, named as in
+/// package.fbs.
+std::string describeLibraryCall(const exec::LibraryCallParams &call) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  auto list = [&](const char *name, llvm::ArrayRef<int64_t> v) {
+    os << " " << name << "=[";
+    llvm::interleave(v, os, ",");
+    os << "]";
+  };
+  switch (exec::libraryCallInfo(call.call).family) {
+  case exec::LibraryCallFamily::Gemm: {
+    const exec::GemmParams &g = call.gemm;
+    os << " m=" << g.m << " n=" << g.n << " k=" << g.k
+       << " trans_a=" << g.trans_a << " trans_b=" << g.trans_b
+       << " has_c=" << g.has_c << " c_is_row_vector=" << g.c_is_row_vector
+       << " alpha=" << llvm::format("%.9g", (double)g.alpha)
+       << " beta=" << llvm::format("%.9g", (double)g.beta);
+    break;
+  }
+  case exec::LibraryCallFamily::BatchedGemm: {
+    const exec::BatchedGemmParams &g = call.batched;
+    os << " m=" << g.m << " n=" << g.n << " k=" << g.k;
+    list("batch", g.batch);
+    list("stride_a", g.stride_a);
+    list("stride_b", g.stride_b);
+    break;
+  }
+  case exec::LibraryCallFamily::Conv: {
+    const exec::ConvParams &c = call.conv;
+    bool is3 = c.spatial == 3;
+    auto sp = [&](int64_t depth, int64_t h, int64_t w) {
+      return is3 ? std::vector<int64_t>{depth, h, w}
+                 : std::vector<int64_t>{h, w};
+    };
+    os << " n=" << c.n << " c=" << c.c << " k=" << c.k << " group=" << c.group
+       << " has_bias=" << c.has_bias;
+    list("input_size", sp(c.d, c.h, c.w));
+    list("filter_size", sp(c.t, c.r, c.s));
+    list("output_size", sp(c.o, c.p, c.q));
+    list("strides", sp(c.stride_d, c.stride_h, c.stride_w));
+    std::vector<int64_t> pads = sp(c.pad_front, c.pad_top, c.pad_left),
+                         end = sp(c.pad_back, c.pad_bottom, c.pad_right);
+    pads.insert(pads.end(), end.begin(), end.end());
+    list("pads", pads);
+    list("dilations", sp(c.dilation_d, c.dilation_h, c.dilation_w));
+    break;
+  }
+  }
+  return out;
+}
+
 } // namespace
 
 LogicalResult writePackage(ModuleOp planned, StringRef path,
@@ -644,8 +573,10 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
         steps.push_back(
             pkg::CreateStep(fbb, pkg::Op::LaunchKernel, launch.Union()));
       } else {
-        auto call = pkg::CreateLibraryCallDirect(fbb, s.name.c_str(), &s.args,
-                                                 &s.ints, &s.floats);
+        auto [attrsType, attrs] = libraryCallAttrs(fbb, s.call);
+        auto call = pkg::CreateLibraryCallDirect(
+            fbb, s.name.c_str(), &s.args, /*int_attrs=*/nullptr,
+            /*float_attrs=*/nullptr, attrsType, attrs);
         steps.push_back(
             pkg::CreateStep(fbb, pkg::Op::LibraryCall, call.Union()));
       }
@@ -729,18 +660,8 @@ std::string describePlan(ModuleOp planned) {
       if (s.numInputs == s.args.size())
         os << ") outs(";
       os << ")";
-      if (!s.ints.empty()) {
-        os << " ints[";
-        for (size_t k = 0; k < s.ints.size(); ++k)
-          os << (k ? "," : "") << s.ints[k];
-        os << "]";
-      }
-      if (!s.floats.empty()) {
-        os << " floats[";
-        for (size_t k = 0; k < s.floats.size(); ++k)
-          os << (k ? "," : "") << s.floats[k];
-        os << "]";
-      }
+      if (!s.isLaunch)
+        os << describeLibraryCall(s.call);
       os << "\n";
     }
   }

@@ -1,7 +1,11 @@
 //===- ExecOps.cpp - dlexec op verifiers ------------------------------------===//
 #include "dialects/Exec/ExecOps.h"
+#include "dialects/Exec/KernelBodyOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -21,6 +25,104 @@ VariableRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+/// Whether a package can store buffers of element type |t| (f32, f64, i64,
+/// i32, i1: package.fbs DType).
+static bool isBufferElementType(Type t) {
+  return t.isF32() || t.isF64() || t.isInteger(64) || t.isInteger(32) ||
+         t.isInteger(1);
+}
+
+/// A buffer the package writer can lay out: a static shape, the identity
+/// layout and a package dtype.
+static LogicalResult verifyBufferType(Operation *op, MemRefType type) {
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+    return op->emitOpError() << "buffer of type " << type
+                             << " needs a static shape and the identity "
+                                "layout";
+  if (!isBufferElementType(type.getElementType()))
+    return op->emitOpError() << "element type " << type.getElementType()
+                             << " cannot be stored in a package (expected "
+                                "f32, f64, i64, i32 or i1)";
+  return success();
+}
+
+/// Bytes of a buffer of |type| (i1 takes one byte).
+static int64_t bufferBytes(MemRefType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+LogicalResult VariableOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "parameter" && kind != "optimizer_state" && kind != "state" &&
+      kind != "constant")
+    return emitOpError() << "kind '" << kind
+                         << "' is not parameter, optimizer_state, state or "
+                            "constant";
+  auto type = cast<MemRefType>(getType());
+  if (failed(verifyBufferType(*this, type)))
+    return failure();
+  if (std::optional<ElementsAttr> init = getInitialValue()) {
+    if (!isa<DenseElementsAttr, DenseResourceElementsAttr>(*init))
+      return emitOpError() << "initial value must be dense<...> or "
+                              "dense_resource<...>";
+    auto initType = cast<ShapedType>(init->getType());
+    if (initType.getShape() != type.getShape() ||
+        initType.getElementType() != type.getElementType())
+      return emitOpError() << "initial value of type " << initType
+                           << " does not match the buffer type " << type;
+  }
+  return success();
+}
+
+LogicalResult InputOp::verify() {
+  return verifyBufferType(*this, cast<MemRefType>(getType()));
+}
+
+LogicalResult AllocOp::verify() {
+  return verifyBufferType(*this, cast<MemRefType>(getType()));
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto from = cast<MemRefType>(getSource().getType());
+  auto to = cast<MemRefType>(getType());
+  if (failed(verifyBufferType(*this, to)))
+    return failure();
+  if (from.hasStaticShape() && bufferBytes(from) != bufferBytes(to))
+    return emitOpError() << "changes the size of the buffer ("
+                         << bufferBytes(from) << " -> " << bufferBytes(to)
+                         << " bytes)";
+  return success();
+}
+
+LogicalResult FuncOp::verify() {
+  // The step is a straight-line schedule the package stores op by op;
+  // arith.constant holds scalars that kernel bodies capture.
+  for (Operation &op : getBody().front())
+    if (!isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, KernelOp,
+             BuiltinKernelOp, LibraryCallOp, arith::ConstantOp>(op))
+      return op.emitOpError()
+             << "cannot be in a dlexec.func; a step holds dlexec.input, "
+                "output, variable_ref, alloc, reshape, kernel, "
+                "builtin_kernel and library_call (and arith.constant)";
+  return success();
+}
+
+/// The scalar types codegen stores and computes in (f32, f64, i64 and index,
+/// i32, i1).
+static bool isKernelScalarType(Type t) {
+  return t.isF32() || t.isF64() || t.isIndex() || t.isInteger(64) ||
+         t.isInteger(32) || t.isInteger(1);
+}
+
+/// Whether |attr| can initialize an output of element type |elem| (a float
+/// for a float output; an integer or boolean for any output).
+static bool isScalarInit(Attribute attr, Type elem) {
+  if (isa<FloatAttr>(attr))
+    return elem.isF32() || elem.isF64();
+  return isa<IntegerAttr, BoolAttr>(attr) && isKernelScalarType(elem);
+}
+
 LogicalResult KernelOp::verify() {
   size_t numOperands = getInputs().size() + getOutputs().size();
   auto maps = getIndexingMaps().getAsValueRange<AffineMapAttr>();
@@ -28,11 +130,19 @@ LogicalResult KernelOp::verify() {
     return emitOpError() << "has " << getIndexingMaps().size()
                          << " indexing maps for " << numOperands << " operands";
   unsigned numLoops = getIteratorTypes().size();
+  for (Attribute it : getIteratorTypes()) {
+    StringRef s = cast<StringAttr>(it).getValue();
+    if (s != "parallel" && s != "reduction")
+      return emitOpError() << "iterator type '" << s
+                           << "' is not 'parallel' or 'reduction'";
+  }
+  // Codegen sizes each loop from the operands whose maps use it as a plain
+  // dimension: there must be one, and they must agree.
+  SmallVector<int64_t> loopSizes(numLoops, -1);
+  SmallVector<unsigned> sizedBy(numLoops, 0);
   size_t i = 0;
   for (AffineMap map : maps) {
-    Value operand = i < getInputs().size()
-                        ? getInputs()[i]
-                        : getOutputs()[i - getInputs().size()];
+    Value operand = getOperand(i);
     auto type = cast<MemRefType>(operand.getType());
     if (map.getNumDims() != numLoops)
       return emitOpError() << "indexing map #" << i << " has "
@@ -43,14 +153,51 @@ LogicalResult KernelOp::verify() {
                            << map.getNumResults()
                            << " results for an operand of rank "
                            << type.getRank();
+    if (map.getNumSymbols() != 0)
+      return emitOpError() << "indexing map #" << i
+                           << " has symbols; only dims and constants are "
+                              "supported";
+    if (!type.hasStaticShape())
+      return emitOpError() << "operand #" << i << " of type " << type
+                           << " has a dynamic shape; codegen needs static "
+                              "shapes";
+    if (!type.getLayout().isIdentity())
+      return emitOpError() << "operand #" << i << " of type " << type
+                           << " has a non-identity layout";
+    if (!isKernelScalarType(type.getElementType()))
+      return emitOpError() << "operand #" << i << " has element type "
+                           << type.getElementType()
+                           << ", which codegen does not support (expected "
+                              "f32, f64, i64, i32 or i1)";
+    for (unsigned r = 0; r < map.getNumResults(); ++r) {
+      auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
+      if (!d)
+        continue;
+      int64_t size = type.getDimSize(r);
+      unsigned loop = d.getPosition();
+      if (loopSizes[loop] >= 0 && loopSizes[loop] != size)
+        return emitOpError() << "loop " << loop << " has size "
+                             << loopSizes[loop] << " from operand #"
+                             << sizedBy[loop] << " and " << size
+                             << " from operand #" << i;
+      loopSizes[loop] = size;
+      sizedBy[loop] = i;
+    }
     ++i;
   }
-  for (Attribute it : getIteratorTypes()) {
-    StringRef s = cast<StringAttr>(it).getValue();
-    if (s != "parallel" && s != "reduction")
-      return emitOpError() << "iterator type '" << s
-                           << "' is not 'parallel' or 'reduction'";
-  }
+  for (unsigned l = 0; l < numLoops; ++l)
+    if (loopSizes[l] < 0)
+      return emitOpError() << "cannot infer the size of loop " << l
+                           << ": no indexing map uses it as a plain dimension";
+  // Outputs live in per-thread accumulators while reduction loops run.
+  SmallVector<AffineMap> mapList(maps);
+  for (unsigned o = 0; o < getOutputs().size(); ++o)
+    for (auto [l, it] : llvm::enumerate(getIteratorTypes()))
+      if (cast<StringAttr>(it).getValue() == "reduction" &&
+          mapList[getInputs().size() + o].isFunctionOfDim(l))
+        return emitOpError() << "output #" << o << " is indexed by reduction "
+                             << "loop " << l << "; outputs may be indexed by "
+                             << "parallel loops only";
   Block &body = getBody().front();
   if (body.getNumArguments() != numOperands)
     return emitOpError() << "body has " << body.getNumArguments()
@@ -67,25 +214,47 @@ LogicalResult KernelOp::verify() {
     return emitOpError() << "body yields " << yield.getValues().size()
                          << " values for " << getOutputs().size()
                          << " outputs";
-  if (auto init = getInit())
+  for (auto [o, v] : llvm::enumerate(yield.getValues())) {
+    Type elem = cast<MemRefType>(getOutputs()[o].getType()).getElementType();
+    if (v.getType() != elem)
+      return emitOpError() << "body yields a " << v.getType()
+                           << " for output #" << o << " of element type "
+                           << elem;
+  }
+  if (auto init = getInit()) {
     if (init->size() != getOutputs().size())
       return emitOpError() << "init has " << init->size() << " values for "
                            << getOutputs().size() << " outputs";
-  return success();
-}
-
-LogicalResult LibraryCallOp::verify() {
-  StringRef c = getCallee();
-  if (c != "gemm" && c != "conv2d_forward" && c != "conv2d_backward_data" &&
-      c != "conv2d_backward_filter" && c != "batched_gemm" &&
-      c != "conv3d_forward" && c != "conv3d_backward_data" &&
-      c != "conv3d_backward_filter")
-    return emitOpError() << "unknown library call '" << c
-                         << "'; expected gemm, batched_gemm, conv2d_forward, "
-                            "conv2d_backward_data, conv2d_backward_filter or "
-                            "their conv3d_ forms";
-  if (getOutputs().size() != 1)
-    return emitOpError() << "expects exactly one output";
+    for (auto [o, attr] : llvm::enumerate(*init)) {
+      Type elem = cast<MemRefType>(getOutputs()[o].getType()).getElementType();
+      if (!isScalarInit(attr, elem))
+        return emitOpError() << "init value " << attr << " for output #" << o
+                             << " is not a scalar of element type " << elem;
+    }
+  }
+  // Body ops become one C expression each: the ops of KernelBodyOps.h and
+  // dlexec.index, with one scalar result.
+  for (Operation &op : body.without_terminator()) {
+    if (auto index = dyn_cast<IndexOp>(op)) {
+      if (index.getDim() < 0 || index.getDim() >= (int64_t)numLoops)
+        return index.emitOpError() << "loop " << index.getDim()
+                                   << " does not exist; the kernel has "
+                                   << numLoops << " loops";
+      continue;
+    }
+    if (!isKernelBodyOp(&op) || op.getNumResults() != 1)
+      return op.emitOpError()
+             << "is not supported in a dlexec.kernel body by codegen (see "
+                "dialects/Exec/KernelBodyOps.h)";
+    Type result = op.getResult(0).getType();
+    if (!isKernelScalarType(result))
+      return op.emitOpError() << "result type " << result
+                              << " is not supported by codegen (expected "
+                                 "f32, f64, i64, i32, i1 or index)";
+    if (isKernelMathCall(&op) && !result.isF32() && !result.isF64())
+      return op.emitOpError()
+             << "on " << result << " is not supported by codegen";
+  }
   return success();
 }
 

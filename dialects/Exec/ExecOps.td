@@ -22,6 +22,7 @@ def Exec_VariableOp : Exec_Op<"variable", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyMemRef>:$type,
                        StrAttr:$kind, OptionalAttr<ElementsAttr>:$initial_value);
   let assemblyFormat = "$sym_name `:` $type attr-dict (`=` $initial_value^)?";
+  let hasVerifier = 1;
 }
 
 def Exec_FuncOp : Exec_Op<"func", [Symbol, SingleBlock, NoTerminator,
@@ -41,6 +42,7 @@ def Exec_FuncOp : Exec_Op<"func", [Symbol, SingleBlock, NoTerminator,
   let arguments = (ins SymbolNameAttr:$sym_name, OptionalAttr<I64Attr>:$arena_bytes);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
 }
 
 def Exec_InputOp : Exec_Op<"input", [Pure]> {
@@ -49,6 +51,7 @@ def Exec_InputOp : Exec_Op<"input", [Pure]> {
   let arguments = (ins StrAttr:$name);
   let results = (outs AnyMemRef:$buffer);
   let assemblyFormat = "$name attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
 }
 
 def Exec_OutputOp : Exec_Op<"output"> {
@@ -79,6 +82,7 @@ def Exec_AllocOp : Exec_Op<"alloc"> {
   let arguments = (ins OptionalAttr<I64Attr>:$offset);
   let results = (outs AnyMemRef:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
 }
 
 def Exec_ReshapeOp : Exec_Op<"reshape", [Pure]> {
@@ -87,6 +91,7 @@ def Exec_ReshapeOp : Exec_Op<"reshape", [Pure]> {
   let arguments = (ins AnyMemRef:$source);
   let results = (outs AnyMemRef:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
 }
 
 def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments, IsolatedFromAbove,
@@ -149,7 +154,9 @@ def Exec_YieldOp : Exec_Op<"yield", [Pure, Terminator, ReturnLike,
 def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
   let summary = "A call into cuBLASLt / cuDNN (CUDA) or oneDNN (host)";
   let description = [{
-    `callee` is one of:
+    `callee` is a row of `dialects/Exec/LibraryCalls.def`; the verifier
+    checks the operand count, shapes, dtypes and attributes and derives the
+    parameters the package stores (`getParams`). The calls:
     - `gemm`: ins(A, B[, C]) outs(Y); attributes `trans_a`, `trans_b`,
       `alpha`, `beta`; Y = alpha op(A) op(B) + beta C (C broadcast from [N]
       or [M, N]; when C is absent and beta != 0, Y is accumulated into).
@@ -176,14 +183,24 @@ def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
     $callee `ins` `(` $inputs `:` type($inputs) `)`
     `outs` `(` $outputs `:` type($outputs) `)` attr-dict
   }];
+  let extraClassDeclaration = [{
+    /// The callee's row in the library-call table (LibraryCalls.def), or
+    /// null for an unknown callee.
+    const ::dlc::exec::LibraryCallInfo *getCallInfo();
+    /// The call's parameters, as the package stores them. Emits the
+    /// verifier's error and fails when the op breaks a rule of its row.
+    ::mlir::FailureOr<::dlc::exec::LibraryCallParams> getParams();
+  }];
   let hasVerifier = 1;
 }
 
 def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]> {
   let summary = "An instance of a hand-written kernel template (pooling and the like)";
   let description = [{
-    `template` names a kernel template that codegen instantiates for both
-    targets with this op's shapes and attributes baked in:
+    `template` names a row of `dialects/Exec/BuiltinTemplates.def`, a kernel
+    template that codegen instantiates for both targets with this op's shapes
+    and attributes baked in; the verifier checks the row's operand counts and
+    the family's shapes, dtypes and attributes:
     - `max_pool2d`: ins(X) outs(Y); `average_pool2d`: ins(X) outs(Y)
     - `max_pool2d_grad`: ins(X, dY) outs(dX) (X is the forward input);
       `average_pool2d_grad`: ins(X, dY) outs(dX)
@@ -217,6 +234,12 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
     $sym_name $template_name `ins` `(` $inputs `:` type($inputs) `)`
     `outs` `(` $outputs `:` type($outputs) `)` attr-dict
   }];
+  let extraClassDeclaration = [{
+    /// The template's row (BuiltinTemplates.def), or null for an unknown
+    /// template.
+    const ::dlc::exec::BuiltinTemplateInfo *getTemplateInfo();
+  }];
+  let hasVerifier = 1;
 }
 
 #endif

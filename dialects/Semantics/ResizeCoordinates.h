@@ -75,12 +75,4 @@ inline ResizeTap resizeTap(std::string_view mode, std::string_view coord,
 
 } // namespace dlc::semantics
 
-namespace dlc::reference {
-// The names the reference interpreter and codegen used while this header
-// lived in compiler/Reference; new code uses dlc::semantics.
-using semantics::resizeSourceCoordinate;
-using semantics::ResizeTap;
-using semantics::resizeTap;
-} // namespace dlc::reference
-
 #endif // DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dialects/Exec/LibraryCalls.h"
 #include "dlrt/dlrt.h"
 
 namespace dlrt {
@@ -38,41 +39,12 @@ public:
   virtual ~DeviceKernel() = default;
 };
 
-/// Parameters of a `gemm` library call (row-major, f32):
-/// Y[M,N] = alpha * op(A) * op(B) + beta * C, where op(A) is [M,K] (A is
-/// [K,M] when trans_a), op(B) is [K,N] (B is [N,K] when trans_b). C is a
-/// row vector [N] broadcast over rows (c_is_row_vector), a full [M,N], or
-/// absent: then beta scales the previous contents of Y (accumulation).
-struct GemmParams {
-  int64_t m = 0, n = 0, k = 0;
-  bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;
-  float alpha = 1.0f, beta = 0.0f;
-};
-
-/// Parameters of a `batched_gemm` library call (row-major f32, no
-/// transposes): Y[p] = A[p] * B[p] for every index p of the batch dims
-/// `batch`, where A[p] is [m,k] at element offset sum_i p_i * stride_a[i]
-/// of A, B[p] is [k,n] at sum_i p_i * stride_b[i] of B (stride 0 broadcasts
-/// an operand along that dim) and Y is contiguous [prod(batch), m, n].
-struct BatchedGemmParams {
-  int64_t m = 0, n = 0, k = 0;
-  std::vector<int64_t> batch, stride_a, stride_b;
-};
-
-/// Parameters of 2-D convolution calls (NCHW input, KCRS filter, f32):
-/// input [N,C,H,W], filter [K,C/group,R,S], output [N,K,P,Q]. With
-/// spatial = 3 (conv3d_* calls) the operands are [N,C,D,H,W],
-/// [K,C/group,T,R,S] and [N,K,O,P,Q]; the depth fields are 1/0 otherwise.
-struct ConvParams {
-  int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int64_t dilation_h = 1, dilation_w = 1, group = 1;
-  bool has_bias = false;
-  int spatial = 2;
-  int64_t d = 1, t = 1, o = 1, stride_d = 1, pad_front = 0, pad_back = 0,
-          dilation_d = 1;
-};
+/// The parameters of the library calls (gemm, batched_gemm, conv*): the
+/// structs of the shared library-call table (dialects/Exec/LibraryCalls.h),
+/// which the compiler fills and the package stores.
+using GemmParams = dlc::exec::GemmParams;
+using BatchedGemmParams = dlc::exec::BatchedGemmParams;
+using ConvParams = dlc::exec::ConvParams;
 
 /// A compute device. All calls are issued in order on one stream; the
 /// device may run them asynchronously until synchronize().

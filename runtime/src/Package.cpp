@@ -107,6 +107,12 @@ bool peekFormatVersion(const uint8_t *data, size_t size, uint32_t *out) {
   return true;
 }
 
+/// Whether this runtime reads packages of format |version|.
+bool readsVersion(uint32_t version) {
+  return version >= kOldestPackageFormatVersion &&
+         version <= kPackageFormatVersion;
+}
+
 bool mulOk(int64_t a, int64_t b, int64_t *out) {
   return !__builtin_mul_overflow(a, b, out);
 }
@@ -296,9 +302,14 @@ bool checkF32(const Package &p, uint32_t index, int64_t elements,
   return true;
 }
 
-bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
-                        StepInfo *step, const std::string &where, Checker &c) {
-  std::string callee = str(call->callee());
+using dlc::exec::LibraryCallFamily;
+using dlc::exec::LibraryCallInfo;
+
+/// Reads the parameters of a format-version-1 call: positional int_attrs
+/// and float_attrs (package.fbs).
+bool decodePositional(const fb::LibraryCall *call, const LibraryCallInfo &info,
+                      StepInfo *step, const std::string &where, Checker &c) {
+  const std::string callee = info.name;
   std::vector<int64_t> ia;
   if (!elementsAligned(call->int_attrs()))
     return c.fail(where + ": '" + callee + "' has a misaligned int_attrs vector");
@@ -307,23 +318,11 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
   std::vector<float> fa;
   if (call->float_attrs())
     fa.assign(call->float_attrs()->begin(), call->float_attrs()->end());
-  if (call->args())
-    step->args.assign(call->args()->begin(), call->args()->end());
-  if (!checkArgs(step->args, pkg.buffers.size(), where, c))
-    return false;
-  const std::vector<uint32_t> &args = step->args;
-  auto wantArgs = [&](size_t count) {
-    if (args.size() == count)
-      return true;
-    return c.fail(where + ": '" + callee + "' takes " + std::to_string(count) +
-                  " buffers, got " + std::to_string(args.size()));
-  };
-
-  if (callee == "gemm") {
-    step->callee = LibraryCallee::Gemm;
+  switch (info.family) {
+  case LibraryCallFamily::Gemm: {
     if (ia.size() != 7 || fa.size() != 2)
       return c.fail(where + ": gemm needs 7 int_attrs and 2 float_attrs");
-    GemmParams &g = step->gemm;
+    GemmParams &g = step->call.gemm;
     g.m = ia[0];
     g.n = ia[1];
     g.k = ia[2];
@@ -333,78 +332,27 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
     g.c_is_row_vector = ia[6] != 0;
     g.alpha = fa[0];
     g.beta = fa[1];
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0)
-      return c.fail(where + ": gemm has non-positive M, N or K");
-    if (!wantArgs(g.has_c ? 4 : 3))
-      return false;
-    if (!checkF32(pkg, args[0], product({g.m, g.k}), where, "A", c) ||
-        !checkF32(pkg, args[1], product({g.k, g.n}), where, "B", c))
-      return false;
-    if (g.has_c &&
-        !checkF32(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
-                  where, "C", c))
-      return false;
-    return checkF32(pkg, args.back(), product({g.m, g.n}), where, "Y", c);
+    return true;
   }
-
-  if (callee == "batched_gemm") {
+  case LibraryCallFamily::BatchedGemm: {
     // int_attrs = [M, N, K, R, batch[R], stride_a[R], stride_b[R]].
-    step->callee = LibraryCallee::BatchedGemm;
-    BatchedGemmParams &g = step->batched;
+    BatchedGemmParams &g = step->call.batched;
     if (ia.size() < 4 || ia[3] < 0 || ia.size() != 4 + 3 * size_t(ia[3]))
       return c.fail(where + ": batched_gemm needs 4 + 3 * R int_attrs");
     g.m = ia[0];
     g.n = ia[1];
     g.k = ia[2];
     size_t r = size_t(ia[3]);
-    if (r > 64)
-      return c.fail(where + ": batched_gemm has more than 64 batch dims");
     g.batch.assign(ia.begin() + 4, ia.begin() + 4 + r);
     g.stride_a.assign(ia.begin() + 4 + r, ia.begin() + 4 + 2 * r);
     g.stride_b.assign(ia.begin() + 4 + 2 * r, ia.end());
-    const int64_t kLimit = int64_t(1) << 40;
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.m >= kLimit || g.n >= kLimit ||
-        g.k >= kLimit)
-      return c.fail(where + ": batched_gemm has non-positive or huge M, N or K");
-    int64_t count = 1, lastA = 0, lastB = 0;
-    for (size_t i = 0; i < r; ++i) {
-      if (g.batch[i] <= 0 || g.batch[i] >= kLimit || g.stride_a[i] < 0 ||
-          g.stride_a[i] >= kLimit || g.stride_b[i] < 0 ||
-          g.stride_b[i] >= kLimit)
-        return c.fail(where + ": batched_gemm has an invalid batch dim or "
-                              "stride");
-      count = product({count, g.batch[i]});
-      int64_t spanA = product({g.batch[i] - 1, g.stride_a[i]});
-      int64_t spanB = product({g.batch[i] - 1, g.stride_b[i]});
-      if (count < 0 || spanA < 0 || spanB < 0 || spanA >= kLimit ||
-          spanB >= kLimit)
-        return c.fail(where + ": batched_gemm batch is too large");
-      lastA += spanA; // at most 64 terms below 2^40 each: no overflow
-      lastB += spanB;
-    }
-    int64_t matA = product({g.m, g.k}), matB = product({g.k, g.n});
-    if (matA < 0 || matB < 0)
-      return c.fail(where + ": batched_gemm is too large");
-    return wantArgs(3) &&
-           checkF32(pkg, args[0], lastA + matA, where, "A", c) &&
-           checkF32(pkg, args[1], lastB + matB, where, "B", c) &&
-           checkF32(pkg, args[2], product({count, g.m, g.n}), where, "Y", c);
+    return true;
   }
-
-  ConvParams &cv = step->conv;
-  if (callee == "conv2d_forward" || callee == "conv3d_forward")
-    step->callee = LibraryCallee::ConvForward;
-  else if (callee == "conv2d_backward_data" ||
-           callee == "conv3d_backward_data")
-    step->callee = LibraryCallee::ConvBackwardData;
-  else if (callee == "conv2d_backward_filter" ||
-           callee == "conv3d_backward_filter")
-    step->callee = LibraryCallee::ConvBackwardFilter;
-  else
-    return c.fail(where + ": unknown library call '" + callee + "'");
-  if (callee.rfind("conv3d_", 0) == 0) {
-    // The 3-D layout (package.fbs); the 2-D checks below then see the
-    // H/W part, and the depth part is checked here.
+  case LibraryCallFamily::Conv:
+    break;
+  }
+  ConvParams &cv = step->call.conv;
+  if (info.spatialDims == 3) {
     if (ia.size() != 26)
       return c.fail(where + ": '" + callee + "' needs 26 int_attrs, got " +
                     std::to_string(ia.size()));
@@ -416,23 +364,7 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
     cv.pad_front = ia[15];
     cv.pad_back = ia[18];
     cv.dilation_d = ia[21];
-    const int64_t kLimit3 = int64_t(1) << 31;
-    for (int64_t v : {cv.d, cv.t, cv.o, cv.stride_d, cv.dilation_d})
-      if (v <= 0 || v >= kLimit3)
-        return c.fail(where + ": '" + callee +
-                      "' has a non-positive or huge depth, stride or "
-                      "dilation");
-    if (cv.pad_front < 0 || cv.pad_back < 0 || cv.pad_front >= kLimit3 ||
-        cv.pad_back >= kLimit3)
-      return c.fail(where + ": '" + callee + "' has an invalid padding");
-    if ((cv.d + cv.pad_front + cv.pad_back - cv.dilation_d * (cv.t - 1) - 1) /
-                cv.stride_d +
-            1 !=
-        cv.o)
-      return c.fail(where + ": output depth " + std::to_string(cv.o) +
-                    " does not match the input depth, kernel, stride, pads "
-                    "and dilation");
-    // Re-pack the rest in the 2-D order.
+    // The rest in the 2-D order.
     ia = {ia[0],  ia[1],  ia[3],  ia[4],  ia[5],  ia[7],  ia[8],
           ia[10], ia[11], ia[13], ia[14], ia[16], ia[17], ia[19],
           ia[20], ia[22], ia[23], ia[24], ia[25]};
@@ -459,6 +391,210 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
   cv.dilation_w = ia[16];
   cv.group = ia[17];
   cv.has_bias = ia[18] != 0;
+  return true;
+}
+
+/// Copies the long vector |v| (absent = empty) into |out|; fails on a
+/// misaligned vector.
+bool longs(const flatbuffers::Vector<int64_t> *v, std::vector<int64_t> *out) {
+  if (!elementsAligned(v))
+    return false;
+  out->clear();
+  if (v)
+    out->assign(v->begin(), v->end());
+  return true;
+}
+
+/// Reads the parameters of a format-version-2 call: the typed table of its
+/// family (package.fbs LibraryCallAttrs).
+bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
+                 StepInfo *step, const std::string &where, Checker &c) {
+  const std::string callee = info.name;
+  static const char *const kTableOf[] = {"GemmAttrs", "BatchedGemmAttrs",
+                                         "ConvAttrs"};
+  const char *expected = kTableOf[static_cast<int>(info.family)];
+  auto wrongTable = [&] {
+    return c.fail(where + ": '" + callee + "' needs its parameters in a " +
+                  expected + " table (LibraryCall.attrs)");
+  };
+  switch (info.family) {
+  case LibraryCallFamily::Gemm: {
+    const fb::GemmAttrs *a = call->attrs_as_GemmAttrs();
+    if (!a)
+      return wrongTable();
+    GemmParams &g = step->call.gemm;
+    g.m = a->m();
+    g.n = a->n();
+    g.k = a->k();
+    g.trans_a = a->trans_a();
+    g.trans_b = a->trans_b();
+    g.has_c = a->has_c();
+    g.c_is_row_vector = a->c_is_row_vector();
+    g.alpha = a->alpha();
+    g.beta = a->beta();
+    return true;
+  }
+  case LibraryCallFamily::BatchedGemm: {
+    const fb::BatchedGemmAttrs *a = call->attrs_as_BatchedGemmAttrs();
+    if (!a)
+      return wrongTable();
+    BatchedGemmParams &g = step->call.batched;
+    g.m = a->m();
+    g.n = a->n();
+    g.k = a->k();
+    if (!longs(a->batch(), &g.batch) || !longs(a->stride_a(), &g.stride_a) ||
+        !longs(a->stride_b(), &g.stride_b))
+      return c.fail(where + ": batched_gemm has a misaligned vector");
+    if (g.stride_a.size() != g.batch.size() ||
+        g.stride_b.size() != g.batch.size())
+      return c.fail(where + ": batched_gemm has " +
+                    std::to_string(g.batch.size()) + " batch dims but " +
+                    std::to_string(g.stride_a.size()) + " stride_a and " +
+                    std::to_string(g.stride_b.size()) + " stride_b values");
+    return true;
+  }
+  case LibraryCallFamily::Conv:
+    break;
+  }
+  const fb::ConvAttrs *a = call->attrs_as_ConvAttrs();
+  if (!a)
+    return wrongTable();
+  const int sp = info.spatialDims;
+  if (a->spatial_dims() != sp)
+    return c.fail(where + ": '" + callee + "' has spatial_dims " +
+                  std::to_string(a->spatial_dims()) + ", expected " +
+                  std::to_string(sp));
+  std::vector<int64_t> in, filter, out, strides, pads, dil;
+  if (!longs(a->input_size(), &in) || !longs(a->filter_size(), &filter) ||
+      !longs(a->output_size(), &out) || !longs(a->strides(), &strides) ||
+      !longs(a->pads(), &pads) || !longs(a->dilations(), &dil))
+    return c.fail(where + ": '" + callee + "' has a misaligned vector");
+  const struct {
+    const char *name;
+    const std::vector<int64_t> &v;
+    size_t size;
+  } lists[] = {{"input_size", in, size_t(sp)},  {"filter_size", filter, size_t(sp)},
+               {"output_size", out, size_t(sp)}, {"strides", strides, size_t(sp)},
+               {"pads", pads, size_t(2 * sp)},   {"dilations", dil, size_t(sp)}};
+  for (const auto &l : lists)
+    if (l.v.size() != l.size)
+      return c.fail(where + ": '" + callee + "' needs " +
+                    std::to_string(l.size) + " " + l.name + " values, got " +
+                    std::to_string(l.v.size()));
+  ConvParams &cv = step->call.conv;
+  cv.spatial = sp;
+  cv.n = a->n();
+  cv.c = a->c();
+  cv.k = a->k();
+  cv.group = a->group();
+  cv.has_bias = a->has_bias();
+  // H and W are the last two spatial dims; a 3-D call has the depth first.
+  const int hw = sp - 2;
+  cv.h = in[hw];
+  cv.w = in[hw + 1];
+  cv.r = filter[hw];
+  cv.s = filter[hw + 1];
+  cv.p = out[hw];
+  cv.q = out[hw + 1];
+  cv.stride_h = strides[hw];
+  cv.stride_w = strides[hw + 1];
+  cv.pad_top = pads[hw];
+  cv.pad_left = pads[hw + 1];
+  cv.pad_bottom = pads[sp + hw];
+  cv.pad_right = pads[sp + hw + 1];
+  cv.dilation_h = dil[hw];
+  cv.dilation_w = dil[hw + 1];
+  if (sp == 3) {
+    cv.d = in[0];
+    cv.t = filter[0];
+    cv.o = out[0];
+    cv.stride_d = strides[0];
+    cv.pad_front = pads[0];
+    cv.pad_back = pads[3];
+    cv.dilation_d = dil[0];
+  }
+  return true;
+}
+
+/// Checks decoded gemm parameters against the call's buffers.
+bool checkGemm(const GemmParams &g, const Package &pkg,
+               const std::vector<uint32_t> &args, const std::string &where,
+               Checker &c) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+    return c.fail(where + ": gemm has non-positive M, N or K");
+  size_t want = g.has_c ? 4 : 3;
+  if (args.size() != want)
+    return c.fail(where + ": 'gemm' takes " + std::to_string(want) +
+                  " buffers, got " + std::to_string(args.size()));
+  if (!checkF32(pkg, args[0], product({g.m, g.k}), where, "A", c) ||
+      !checkF32(pkg, args[1], product({g.k, g.n}), where, "B", c))
+    return false;
+  if (g.has_c &&
+      !checkF32(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
+                where, "C", c))
+    return false;
+  return checkF32(pkg, args.back(), product({g.m, g.n}), where, "Y", c);
+}
+
+/// Checks decoded batched_gemm parameters against the call's buffers.
+bool checkBatchedGemm(const BatchedGemmParams &g, const Package &pkg,
+                      const std::vector<uint32_t> &args,
+                      const std::string &where, Checker &c) {
+  size_t r = g.batch.size();
+  if (r > 64)
+    return c.fail(where + ": batched_gemm has more than 64 batch dims");
+  const int64_t kLimit = int64_t(1) << 40;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.m >= kLimit || g.n >= kLimit ||
+      g.k >= kLimit)
+    return c.fail(where + ": batched_gemm has non-positive or huge M, N or K");
+  int64_t count = 1, lastA = 0, lastB = 0;
+  for (size_t i = 0; i < r; ++i) {
+    if (g.batch[i] <= 0 || g.batch[i] >= kLimit || g.stride_a[i] < 0 ||
+        g.stride_a[i] >= kLimit || g.stride_b[i] < 0 ||
+        g.stride_b[i] >= kLimit)
+      return c.fail(where + ": batched_gemm has an invalid batch dim or "
+                            "stride");
+    count = product({count, g.batch[i]});
+    int64_t spanA = product({g.batch[i] - 1, g.stride_a[i]});
+    int64_t spanB = product({g.batch[i] - 1, g.stride_b[i]});
+    if (count < 0 || spanA < 0 || spanB < 0 || spanA >= kLimit ||
+        spanB >= kLimit)
+      return c.fail(where + ": batched_gemm batch is too large");
+    lastA += spanA; // at most 64 terms below 2^40 each: no overflow
+    lastB += spanB;
+  }
+  int64_t matA = product({g.m, g.k}), matB = product({g.k, g.n});
+  if (matA < 0 || matB < 0)
+    return c.fail(where + ": batched_gemm is too large");
+  if (args.size() != 3)
+    return c.fail(where + ": 'batched_gemm' takes 3 buffers, got " +
+                  std::to_string(args.size()));
+  return checkF32(pkg, args[0], lastA + matA, where, "A", c) &&
+         checkF32(pkg, args[1], lastB + matB, where, "B", c) &&
+         checkF32(pkg, args[2], product({count, g.m, g.n}), where, "Y", c);
+}
+
+/// Checks decoded convolution parameters against the call's buffers.
+bool checkConv(const ConvParams &cv, const LibraryCallInfo &info,
+               const Package &pkg, const std::vector<uint32_t> &args,
+               const std::string &where, Checker &c) {
+  const std::string callee = info.name;
+  if (cv.spatial == 3) {
+    const int64_t kLimit3 = int64_t(1) << 31;
+    for (int64_t v : {cv.d, cv.t, cv.o, cv.stride_d, cv.dilation_d})
+      if (v <= 0 || v >= kLimit3)
+        return c.fail(where + ": '" + callee +
+                      "' has a non-positive or huge depth, stride or "
+                      "dilation");
+    if (cv.pad_front < 0 || cv.pad_back < 0 || cv.pad_front >= kLimit3 ||
+        cv.pad_back >= kLimit3)
+      return c.fail(where + ": '" + callee + "' has an invalid padding");
+    if (dlc::exec::convOutputSize(cv.d, cv.t, cv.stride_d, cv.pad_front,
+                                  cv.pad_back, cv.dilation_d) != cv.o)
+      return c.fail(where + ": output depth " + std::to_string(cv.o) +
+                    " does not match the input depth, kernel, stride, pads "
+                    "and dilation");
+  }
   const int64_t kLimit = int64_t(1) << 31;
   for (int64_t v :
        {cv.n, cv.c, cv.h, cv.w, cv.k, cv.r, cv.s, cv.p, cv.q, cv.stride_h,
@@ -474,42 +610,74 @@ bool convertLibraryCall(const fb::LibraryCall *call, const Package &pkg,
     return c.fail(where + ": channels " + std::to_string(cv.c) + " -> " +
                   std::to_string(cv.k) + " are not divisible by group " +
                   std::to_string(cv.group));
-  int64_t p =
-      (cv.h + cv.pad_top + cv.pad_bottom - cv.dilation_h * (cv.r - 1) - 1) /
-          cv.stride_h +
-      1;
-  int64_t q =
-      (cv.w + cv.pad_left + cv.pad_right - cv.dilation_w * (cv.s - 1) - 1) /
-          cv.stride_w +
-      1;
+  int64_t p = dlc::exec::convOutputSize(cv.h, cv.r, cv.stride_h, cv.pad_top,
+                                        cv.pad_bottom, cv.dilation_h);
+  int64_t q = dlc::exec::convOutputSize(cv.w, cv.s, cv.stride_w, cv.pad_left,
+                                        cv.pad_right, cv.dilation_w);
   if (p != cv.p || q != cv.q)
     return c.fail(where + ": output size " + std::to_string(cv.p) + "x" +
                   std::to_string(cv.q) +
                   " does not match the input size, "
                   "kernel, strides, pads and dilations (" +
                   std::to_string(p) + "x" + std::to_string(q) + ")");
+  auto wantArgs = [&](size_t count) {
+    if (args.size() == count)
+      return true;
+    return c.fail(where + ": '" + callee + "' takes " + std::to_string(count) +
+                  " buffers, got " + std::to_string(args.size()));
+  };
   // The depth factors are 1 for 2-D calls.
   int64_t xN = product({cv.n, cv.c, cv.d, cv.h, cv.w});
   int64_t wN = product({cv.k, cv.c / cv.group, cv.t, cv.r, cv.s});
   int64_t yN = product({cv.n, cv.k, cv.o, cv.p, cv.q});
-  switch (step->callee) {
-  case LibraryCallee::ConvForward:
+  switch (info.direction) {
+  case dlc::exec::ConvDirection::Forward:
+  case dlc::exec::ConvDirection::None:
     return wantArgs(cv.has_bias ? 4 : 3) &&
            checkF32(pkg, args[0], xN, where, "X", c) &&
            checkF32(pkg, args[1], wN, where, "W", c) &&
            (!cv.has_bias || checkF32(pkg, args[2], cv.k, where, "bias", c)) &&
            checkF32(pkg, args.back(), yN, where, "Y", c);
-  case LibraryCallee::ConvBackwardData:
+  case dlc::exec::ConvDirection::BackwardData:
     return wantArgs(3) && checkF32(pkg, args[0], yN, where, "dY", c) &&
            checkF32(pkg, args[1], wN, where, "W", c) &&
            checkF32(pkg, args[2], xN, where, "dX", c);
-  case LibraryCallee::ConvBackwardFilter:
+  case dlc::exec::ConvDirection::BackwardFilter:
     return wantArgs(3) && checkF32(pkg, args[0], xN, where, "X", c) &&
            checkF32(pkg, args[1], yN, where, "dY", c) &&
            checkF32(pkg, args[2], wN, where, "dW", c);
-  case LibraryCallee::Gemm:
-  case LibraryCallee::BatchedGemm:
-    break;
+  }
+  return true;
+}
+
+/// Reads library call |call| of a package of format |version| into |step|:
+/// the callee against the shared table, then its parameters (positional in
+/// version 1, typed in version 2), then the parameters against the buffers.
+bool convertLibraryCall(const fb::LibraryCall *call, uint32_t version,
+                        const Package &pkg, StepInfo *step,
+                        const std::string &where, Checker &c) {
+  std::string callee = str(call->callee());
+  if (call->args())
+    step->args.assign(call->args()->begin(), call->args()->end());
+  if (!checkArgs(step->args, pkg.buffers.size(), where, c))
+    return false;
+  const LibraryCallInfo *info = dlc::exec::lookupLibraryCall(callee);
+  if (!info)
+    return c.fail(where + ": unknown library call '" + callee +
+                  "' (this runtime knows " + dlc::exec::libraryCallNames() +
+                  ")");
+  step->call.call = info->call;
+  bool decoded = version == 1 ? decodePositional(call, *info, step, where, c)
+                              : decodeTyped(call, *info, step, where, c);
+  if (!decoded)
+    return false;
+  switch (info->family) {
+  case LibraryCallFamily::Gemm:
+    return checkGemm(step->call.gemm, pkg, step->args, where, c);
+  case LibraryCallFamily::BatchedGemm:
+    return checkBatchedGemm(step->call.batched, pkg, step->args, where, c);
+  case LibraryCallFamily::Conv:
+    return checkConv(step->call.conv, *info, pkg, step->args, where, c);
   }
   return true;
 }
@@ -597,7 +765,7 @@ bool convertFunctions(const fb::Package *p, Package *out, Checker &c) {
             return false;
         } else if (const fb::LibraryCall *lc = s->op_as_LibraryCall()) {
           step.isLaunch = false;
-          if (!convertLibraryCall(lc, *out, &step, where, c))
+          if (!convertLibraryCall(lc, out->formatVersion, *out, &step, where, c))
             return false;
         } else {
           return c.fail(where + " has no operation");
@@ -638,15 +806,15 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
     return Status::error(DLRT_INCOMPATIBLE,
                          "'" + path + "' has package format version " +
                              std::to_string(version) +
-                             "; this runtime reads version " +
-                             std::to_string(kPackageFormatVersion) +
+                             "; this runtime reads versions " +
+                             std::to_string(kOldestPackageFormatVersion) +
+                             " to " + std::to_string(kPackageFormatVersion) +
                              " — recompile it with a matching dlc");
   };
   flatbuffers::Verifier verifier(data, size);
   if (!fb::VerifyPackageBuffer(verifier)) {
     uint32_t version;
-    if (peekFormatVersion(data, size, &version) &&
-        version != kPackageFormatVersion)
+    if (peekFormatVersion(data, size, &version) && !readsVersion(version))
       return incompatible(version);
     return Status::error(DLRT_CORRUPT,
                          "'" + path +
@@ -654,7 +822,7 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
                              "failed (truncated or damaged file)");
   }
   const fb::Package *p = fb::GetPackage(data);
-  if (p->format_version() != kPackageFormatVersion)
+  if (!readsVersion(p->format_version()))
     return incompatible(p->format_version());
 
   Checker c(path);

@@ -15,8 +15,11 @@
 
 namespace dlrt {
 
-/// The package format version this runtime reads (package.fbs).
-constexpr uint32_t kPackageFormatVersion = 1;
+/// The package format version this runtime writes and reads (package.fbs).
+constexpr uint32_t kPackageFormatVersion = 2;
+/// The oldest format version this runtime still reads: version 1 stored
+/// library-call parameters positionally (LibraryCall.int_attrs).
+constexpr uint32_t kOldestPackageFormatVersion = 1;
 
 /// Mirrors dlc.package.BufferKind.
 enum class BufferKind : int8_t {
@@ -49,23 +52,13 @@ struct BufferInfo {
   std::string init;
 };
 
-/// The library calls of package.fbs.
-enum class LibraryCallee {
-  Gemm,
-  ConvForward,
-  ConvBackwardData,
-  ConvBackwardFilter,
-  BatchedGemm
-};
-
 struct StepInfo {
   bool isLaunch = true;
   uint32_t kernel = 0; // LaunchKernel: index into Package::kernels
-  LibraryCallee callee = LibraryCallee::Gemm;
   std::vector<uint32_t> args; // buffer indices, inputs then outputs
-  GemmParams gemm;            // callee == Gemm
-  ConvParams conv;            // callee == Conv*
-  BatchedGemmParams batched;  // callee == BatchedGemm
+  /// LibraryCall: the call (a row of dialects/Exec/LibraryCalls.def) and
+  /// the parameters of its family.
+  dlc::exec::LibraryCallParams call;
 };
 
 struct NamedBufferInfo {

@@ -208,24 +208,34 @@ Status Session::run(const std::string &function) {
     if (step.isLaunch) {
       st = device_.launch(*(*kernels_)[step.kernel], args);
     } else {
-      switch (step.callee) {
-      case LibraryCallee::Gemm:
-        st = device_.gemm(step.gemm, f(0), f(1),
-                          step.gemm.has_c ? f(2) : nullptr, f(args.size() - 1));
+      const dlc::exec::LibraryCallParams &call = step.call;
+      const dlc::exec::LibraryCallInfo &info =
+          dlc::exec::libraryCallInfo(call.call);
+      using dlc::exec::ConvDirection;
+      using dlc::exec::LibraryCallFamily;
+      switch (info.family) {
+      case LibraryCallFamily::Gemm:
+        st = device_.gemm(call.gemm, f(0), f(1),
+                          call.gemm.has_c ? f(2) : nullptr, f(args.size() - 1));
         break;
-      case LibraryCallee::ConvForward:
-        st = device_.convForward(step.conv, f(0), f(1),
-                                 step.conv.has_bias ? f(2) : nullptr,
-                                 f(args.size() - 1));
+      case LibraryCallFamily::BatchedGemm:
+        st = device_.batchedGemm(call.batched, f(0), f(1), f(2));
         break;
-      case LibraryCallee::ConvBackwardData:
-        st = device_.convBackwardData(step.conv, f(0), f(1), f(2));
-        break;
-      case LibraryCallee::ConvBackwardFilter:
-        st = device_.convBackwardFilter(step.conv, f(0), f(1), f(2));
-        break;
-      case LibraryCallee::BatchedGemm:
-        st = device_.batchedGemm(step.batched, f(0), f(1), f(2));
+      case LibraryCallFamily::Conv:
+        switch (info.direction) {
+        case ConvDirection::Forward:
+        case ConvDirection::None:
+          st = device_.convForward(call.conv, f(0), f(1),
+                                   call.conv.has_bias ? f(2) : nullptr,
+                                   f(args.size() - 1));
+          break;
+        case ConvDirection::BackwardData:
+          st = device_.convBackwardData(call.conv, f(0), f(1), f(2));
+          break;
+        case ConvDirection::BackwardFilter:
+          st = device_.convBackwardFilter(call.conv, f(0), f(1), f(2));
+          break;
+        }
         break;
       }
     }

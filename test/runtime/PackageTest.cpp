@@ -1,5 +1,6 @@
 //===- PackageTest.cpp - package loading: good, bad and hostile files ----===//
 #include <functional>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -141,7 +142,7 @@ TEST(Package, WrongVersion) {
   EXPECT_EQ(code, DLRT_INCOMPATIBLE);
   EXPECT_EQ(message, "'" + dir.file("v7.dlcp") +
                          "' has package format version 7; this runtime reads "
-                         "version 1 — recompile it with a matching dlc");
+                         "versions 1 to 2 — recompile it with a matching dlc");
 }
 
 TEST(Package, OutOfRangeBufferIndex) {
@@ -310,6 +311,171 @@ TEST(Package, Conv3dCallParses) {
                                 {}};
   Status s = parse(spec);
   EXPECT_TRUE(s.ok()) << s.message;
+}
+
+namespace {
+
+/// gemm Y[2,3] = A[2,2] * W[2,3] (the call of ValidLibraryCallsParse).
+dlc::exec::LibraryCallParams gemmParams() {
+  dlc::exec::LibraryCallParams p;
+  p.call = dlc::exec::LibraryCall::Gemm;
+  p.gemm.m = 2, p.gemm.n = 3, p.gemm.k = 2;
+  p.gemm.alpha = 1, p.gemm.beta = 0;
+  return p;
+}
+
+/// conv3d x [1,1,1,2,3] * w [1,1,1,2,3] -> y [1,1,1,1,1] (Conv3dCallParses).
+dlc::exec::LibraryCallParams conv3dParams(dlc::exec::LibraryCall call) {
+  dlc::exec::LibraryCallParams p;
+  p.call = call;
+  dlc::exec::ConvParams &c = p.conv;
+  c.spatial = 3;
+  c.n = 1, c.c = 1, c.k = 1, c.group = 1;
+  c.d = 1, c.h = 2, c.w = 3, c.t = 1, c.r = 2, c.s = 3, c.o = 1, c.p = 1,
+  c.q = 1;
+  return p;
+}
+
+/// The package with step 0 of |spec| replaced by |step|, parsed.
+Status parseWithStep(PkgSpec spec, const StepSpec &step, Package *out) {
+  spec.functions[0].steps[0] = step;
+  std::vector<uint8_t> bytes = buildPackage(spec);
+  return parsePackage(bytes.data(), bytes.size(), "t.dlcp", out);
+}
+
+} // namespace
+
+TEST(Package, TypedLibraryCallsParse) {
+  // Format version 2: the same calls as ValidLibraryCallsParse and
+  // Conv3dCallParses, with typed parameters; they decode to the parameters
+  // of the version-1 positional form.
+  PkgSpec v1 = validSpec(), v2 = validSpec();
+  v2.formatVersion = 2;
+  StepSpec gemm1{false, 0, "gemm", {0, 1, 2}, {2, 3, 2, 0, 0, 0, 0}, {1, 0}};
+  StepSpec gemm2{false, 0, "gemm", {0, 1, 2}, {}, {}, gemmParams()};
+  Package p1, p2;
+  ASSERT_TRUE(parseWithStep(v1, gemm1, &p1).ok());
+  Status s = parseWithStep(v2, gemm2, &p2);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const GemmParams &g1 = p1.functions[0].steps[0].call.gemm,
+                   &g2 = p2.functions[0].steps[0].call.gemm;
+  EXPECT_EQ(p2.functions[0].steps[0].call.call, dlc::exec::LibraryCall::Gemm);
+  EXPECT_EQ(std::make_tuple(g1.m, g1.n, g1.k, g1.trans_a, g1.trans_b, g1.has_c,
+                            g1.c_is_row_vector, g1.alpha, g1.beta),
+            std::make_tuple(g2.m, g2.n, g2.k, g2.trans_a, g2.trans_b, g2.has_c,
+                            g2.c_is_row_vector, g2.alpha, g2.beta));
+
+  auto call = dlc::exec::LibraryCall::Conv3dBackwardFilter;
+  StepSpec conv1{false,
+                 0,
+                 "conv3d_backward_filter",
+                 {0, 2, 1},
+                 {1, 1, 1, 2, 3, 1, 1, 2, 3, 1, 1, 1, 1,
+                  1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0},
+                 {}};
+  StepSpec conv2{
+      false, 0, "conv3d_backward_filter", {0, 2, 1}, {}, {}, conv3dParams(call)};
+  ASSERT_TRUE(parseWithStep(v1, conv1, &p1).ok());
+  s = parseWithStep(v2, conv2, &p2);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const ConvParams &c1 = p1.functions[0].steps[0].call.conv,
+                   &c2 = p2.functions[0].steps[0].call.conv;
+  EXPECT_EQ(p2.functions[0].steps[0].call.call, call);
+  EXPECT_EQ(std::make_tuple(c1.spatial, c1.n, c1.c, c1.d, c1.h, c1.w, c1.k,
+                            c1.t, c1.r, c1.s, c1.o, c1.p, c1.q),
+            std::make_tuple(c2.spatial, c2.n, c2.c, c2.d, c2.h, c2.w, c2.k,
+                            c2.t, c2.r, c2.s, c2.o, c2.p, c2.q));
+}
+
+TEST(Package, InvalidTypedLibraryCallsAreCorrupt) {
+  PkgSpec v2 = validSpec();
+  v2.formatVersion = 2;
+  auto conv = conv3dParams(dlc::exec::LibraryCall::Conv3dForward);
+  auto conv2d = conv;
+  conv2d.call = dlc::exec::LibraryCall::Conv2dForward;
+  conv2d.conv.spatial = 2;
+  auto deep = conv;
+  deep.conv.o = 2;
+  auto badGemm = gemmParams();
+  badGemm.gemm.k = 3; // W [2,3] holds 6 floats, not 9
+  const struct {
+    const char *name;
+    StepSpec step;
+    const char *expect;
+  } cases[] = {
+      {"no attrs table",
+       {false, 0, "gemm", {0, 1, 2}, {2, 3, 2, 0, 0, 0, 0}, {1, 0}},
+       "'gemm' needs its parameters in a GemmAttrs table"},
+      {"wrong table",
+       {false, 0, "gemm", {0, 1, 2}, {}, {}, conv},
+       "'gemm' needs its parameters in a GemmAttrs table"},
+      {"spatial dims",
+       {false, 0, "conv3d_forward", {0, 1, 2}, {}, {}, conv2d},
+       "'conv3d_forward' has spatial_dims 2, expected 3"},
+      {"output depth",
+       {false, 0, "conv3d_forward", {0, 1, 2}, {}, {}, deep},
+       "output depth 2 does not match"},
+      {"gemm too small",
+       {false, 0, "gemm", {0, 1, 2}, {}, {}, badGemm},
+       "B (buffer 1, 24 bytes) is smaller than 9 floats"},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.name);
+    Package p;
+    Status s = parseWithStep(v2, c.step, &p);
+    EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+    EXPECT_NE(s.message.find(c.expect), std::string::npos) << s.message;
+    expectOneLine(s.message);
+  }
+}
+
+TEST(Package, FormatVersionsDecodeToTheSameCalls) {
+  // The fuzz seeds hold each tiny model compiled by the dlc of format
+  // version 1 (positional int_attrs) and of version 2 (typed tables): both
+  // load, and every library call decodes to the same parameters, so the
+  // devices receive identical arguments.
+  for (const char *seed : {"cnn_sgd", "mlp_adam", "mlp_infer"}) {
+    SCOPED_TRACE(seed);
+    Package p[2];
+    for (int v = 0; v < 2; ++v) {
+      std::string path = std::string(DLRT_TEST_PACKAGE_SEEDS) + "/" + seed +
+                         (v == 0 ? "-v1" : "") + ".dlcp";
+      Status s = loadPackage(path, &p[v]);
+      ASSERT_TRUE(s.ok()) << s.message;
+      EXPECT_EQ(p[v].formatVersion, v == 0 ? 1u : 2u);
+    }
+    ASSERT_EQ(p[0].functions.size(), p[1].functions.size());
+    size_t calls = 0;
+    for (size_t f = 0; f < p[0].functions.size(); ++f) {
+      const auto &s0 = p[0].functions[f].steps, &s1 = p[1].functions[f].steps;
+      ASSERT_EQ(s0.size(), s1.size());
+      for (size_t i = 0; i < s0.size(); ++i) {
+        ASSERT_EQ(s0[i].isLaunch, s1[i].isLaunch);
+        EXPECT_EQ(s0[i].args, s1[i].args);
+        if (s0[i].isLaunch)
+          continue;
+        ++calls;
+        const dlc::exec::LibraryCallParams &a = s0[i].call, &b = s1[i].call;
+        ASSERT_EQ(a.call, b.call);
+        const GemmParams &g = a.gemm, &h = b.gemm;
+        EXPECT_EQ(std::make_tuple(g.m, g.n, g.k, g.trans_a, g.trans_b, g.has_c,
+                                  g.c_is_row_vector, g.alpha, g.beta),
+                  std::make_tuple(h.m, h.n, h.k, h.trans_a, h.trans_b, h.has_c,
+                                  h.c_is_row_vector, h.alpha, h.beta));
+        const ConvParams &c = a.conv, &d = b.conv;
+        EXPECT_EQ(std::make_tuple(c.n, c.c, c.h, c.w, c.k, c.r, c.s, c.p, c.q,
+                                  c.stride_h, c.stride_w, c.pad_top, c.pad_left,
+                                  c.pad_bottom, c.pad_right, c.dilation_h,
+                                  c.dilation_w, c.group, c.has_bias, c.spatial),
+                  std::make_tuple(d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q,
+                                  d.stride_h, d.stride_w, d.pad_top, d.pad_left,
+                                  d.pad_bottom, d.pad_right, d.dilation_h,
+                                  d.dilation_w, d.group, d.has_bias,
+                                  d.spatial));
+      }
+    }
+    EXPECT_GT(calls, 0u);
+  }
 }
 
 TEST(Package, HostileBytesNeverCrash) {

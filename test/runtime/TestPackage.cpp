@@ -15,6 +15,49 @@
 namespace dlrt::test {
 namespace fb = dlc::package;
 
+/// The typed attribute table of |call| (as codegen's package writer
+/// builds it).
+static std::pair<fb::LibraryCallAttrs, flatbuffers::Offset<void>>
+typedAttrs(flatbuffers::FlatBufferBuilder &b,
+           const dlc::exec::LibraryCallParams &call) {
+  using dlc::exec::LibraryCallFamily;
+  switch (dlc::exec::libraryCallInfo(call.call).family) {
+  case LibraryCallFamily::Gemm: {
+    const auto &g = call.gemm;
+    return {fb::LibraryCallAttrs::GemmAttrs,
+            fb::CreateGemmAttrs(b, g.m, g.n, g.k, g.trans_a, g.trans_b,
+                                g.has_c, g.c_is_row_vector, g.alpha, g.beta)
+                .Union()};
+  }
+  case LibraryCallFamily::BatchedGemm: {
+    const auto &g = call.batched;
+    return {fb::LibraryCallAttrs::BatchedGemmAttrs,
+            fb::CreateBatchedGemmAttrsDirect(b, g.m, g.n, g.k, &g.batch,
+                                             &g.stride_a, &g.stride_b)
+                .Union()};
+  }
+  case LibraryCallFamily::Conv:
+    break;
+  }
+  const auto &c = call.conv;
+  bool is3 = c.spatial == 3;
+  auto sp = [&](int64_t d, int64_t h, int64_t w) {
+    return is3 ? std::vector<int64_t>{d, h, w} : std::vector<int64_t>{h, w};
+  };
+  std::vector<int64_t> in = sp(c.d, c.h, c.w), filter = sp(c.t, c.r, c.s),
+                       out = sp(c.o, c.p, c.q),
+                       strides = sp(c.stride_d, c.stride_h, c.stride_w),
+                       pads = sp(c.pad_front, c.pad_top, c.pad_left),
+                       end = sp(c.pad_back, c.pad_bottom, c.pad_right),
+                       dil = sp(c.dilation_d, c.dilation_h, c.dilation_w);
+  pads.insert(pads.end(), end.begin(), end.end());
+  return {fb::LibraryCallAttrs::ConvAttrs,
+          fb::CreateConvAttrsDirect(b, c.spatial, c.n, c.c, c.k, c.group,
+                                    c.has_bias, &in, &filter, &out, &strides,
+                                    &pads, &dil)
+              .Union()};
+}
+
 std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
   flatbuffers::FlatBufferBuilder b;
   static const int kSizes[] = {4, 8, 8, 4, 1};
@@ -49,8 +92,14 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
         auto op = fb::CreateLaunchKernelDirect(b, s.kernel, &s.args);
         steps.push_back(fb::CreateStep(b, fb::Op::LaunchKernel, op.Union()));
       } else {
-        auto op = fb::CreateLibraryCallDirect(b, s.callee.c_str(), &s.args,
-                                              &s.intAttrs, &s.floatAttrs);
+        auto attrs = s.params ? typedAttrs(b, *s.params)
+                              : std::pair<fb::LibraryCallAttrs,
+                                          flatbuffers::Offset<void>>{};
+        auto op = fb::CreateLibraryCallDirect(
+            b, s.callee.c_str(), &s.args,
+            s.intAttrs.empty() ? nullptr : &s.intAttrs,
+            s.floatAttrs.empty() ? nullptr : &s.floatAttrs, attrs.first,
+            attrs.second);
         steps.push_back(fb::CreateStep(b, fb::Op::LibraryCall, op.Union()));
       }
     }

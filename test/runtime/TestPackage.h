@@ -3,9 +3,12 @@
 #define DLRT_TEST_RUNTIME_TESTPACKAGE_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "dialects/Exec/LibraryCalls.h"
 
 namespace dlrt::test {
 
@@ -26,8 +29,12 @@ struct StepSpec {
   uint32_t kernel = 0;
   std::string callee;
   std::vector<uint32_t> args;
+  /// Format version 1: the positional parameters.
   std::vector<int64_t> intAttrs;
   std::vector<float> floatAttrs;
+  /// Format version 2: the typed parameters (package.fbs LibraryCallAttrs);
+  /// absent = no attrs table.
+  std::optional<dlc::exec::LibraryCallParams> params;
 };
 
 struct FnSpec {
@@ -38,7 +45,7 @@ struct FnSpec {
 };
 
 struct PkgSpec {
-  uint32_t formatVersion = 1;
+  uint32_t formatVersion = 1;  // 2: library calls carry `params`
   std::vector<BufSpec> buffers;
   std::vector<std::string> kernels;
   std::vector<FnSpec> functions;

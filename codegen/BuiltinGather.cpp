@@ -1,0 +1,201 @@
+//===- BuiltinGather.cpp - gather kernel templates ------------------------===//
+//
+// gather, gather_elements and their gradients (BuiltinFamily::Gather,
+// BuiltinFamily::GatherElements): deterministic gradients, no atomics.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/BuiltinKernels.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+
+using namespace mlir;
+
+namespace dlc::codegen::detail {
+
+/// Row-major strides of |shape| (elements).
+static SmallVector<int64_t> stridesOfShape(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// The operands of the gather templates: forward ins(data, indices)
+/// outs(rows), gradient ins(indices, rows = dy) outs(data = dx); indices i32
+/// or i64, and the `axis` attribute (range checked by each template).
+struct GatherOperands {
+  Value idx, data, rows;
+  MemRefType dt, it, rt;
+  int64_t axis;
+};
+
+static FailureOr<GatherOperands> gatherOperands(exec::BuiltinKernelOp op,
+                                                bool grad) {
+  if (failed(expectOperands(op, 2, 1,
+                            grad ? "indices, dy -> dx" : "data, indices -> y")))
+    return failure();
+  GatherOperands g;
+  g.idx = op.getInputs()[grad ? 0 : 1];
+  g.data = grad ? op.getOutputs()[0] : op.getInputs()[0];
+  g.rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  g.dt = cast<MemRefType>(g.data.getType());
+  g.it = cast<MemRefType>(g.idx.getType());
+  g.rt = cast<MemRefType>(g.rows.getType());
+  if (!g.it.getElementType().isInteger(64) &&
+      !g.it.getElementType().isInteger(32))
+    return op.emitOpError()
+           << "indices must be i32 or i64, got " << g.it.getElementType();
+  auto axisOr = getInt(op, "axis", 0);
+  if (failed(axisOr))
+    return failure();
+  g.axis = *axisOr;
+  return g;
+}
+
+/// gather: ins(data [.., n, ..], indices) outs(y); gather_grad: ins(indices,
+/// dy) outs(dx of data's shape). `axis` >= 0. Negative indices count from
+/// the end; an index outside [-n, n) reads nothing (y = 0) and adds nothing
+/// to dx. The gradient runs one thread per (outer, inner) column of dx that
+/// zeroes its column and then adds dy rows in index order: deterministic on
+/// both targets, no atomics (repeated indices accumulate in a fixed order).
+FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
+  FailureOr<GatherOperands> g = gatherOperands(op, grad);
+  if (failed(g))
+    return failure();
+  Value idx = g->idx, data = g->data, rows = g->rows;
+  MemRefType dt = g->dt, it = g->it, rt = g->rt;
+  int64_t axis = g->axis, rank = dt.getRank();
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError() << "axis " << axis << " is out of range for " << dt;
+  SmallVector<int64_t> expected(dt.getShape().take_front(axis));
+  llvm::append_range(expected, it.getShape());
+  llvm::append_range(expected, dt.getShape().drop_front(axis + 1));
+  if (rt.getShape() != ArrayRef<int64_t>(expected) ||
+      rt.getElementType() != dt.getElementType())
+    return op.emitOpError()
+           << "expects " << (grad ? "dy" : "y")
+           << " of shape data[:axis] + indices + "
+              "data[axis+1:], got "
+           << rt << " for data " << dt << " and indices " << it;
+  auto t = cScalarType(dt.getElementType());
+  if (failed(t))
+    return op.emitOpError()
+           << "element type " << dt.getElementType() << " is not supported";
+  int64_t outer = 1, inner = 1, n = dt.getDimSize(axis),
+          m = it.getNumElements();
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= dt.getDimSize(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= dt.getDimSize(d);
+  KernelCode code;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  if (!grad) {
+    code.numThreads = outer * m * inner;
+    os << "  const long long c = tid % " << inner << "LL;\n"
+       << "  const long long j = (tid / " << inner << "LL) % " << m << "LL;\n"
+       << "  const long long o = tid / " << m * inner << "LL;\n"
+       << "  long long k = (long long)a1[j];\n"
+       << "  if (k < 0) k += " << n << "LL;\n"
+       << "  a2[tid] = (k >= 0 && k < " << n << "LL) ? a0[(o * " << n
+       << "LL + k) * " << inner << "LL + c] : (" << *t << ")0;\n";
+  } else {
+    code.numThreads = outer * inner;
+    os << "  const long long c = tid % " << inner << "LL;\n"
+       << "  const long long o = tid / " << inner << "LL;\n"
+       << "  " << *t << "* dx = a2 + o * " << n * inner << "LL + c;\n"
+       << "  const " << *t << "* dy = a1 + o * " << m * inner << "LL + c;\n"
+       << "  for (long long k = 0; k < " << n << "LL; ++k) dx[k * " << inner
+       << "LL] = (" << *t << ")0;\n"
+       << "  for (long long j = 0; j < " << m << "LL; ++j) {\n"
+       << "    long long k = (long long)a0[j];\n"
+       << "    if (k < 0) k += " << n << "LL;\n"
+       << "    if (k >= 0 && k < " << n << "LL) dx[k * " << inner
+       << "LL] += dy[j * " << inner << "LL];\n"
+       << "  }\n";
+  }
+  code.body = std::move(body);
+  return code;
+}
+
+/// gather_elements: ins(data, indices) outs(y of the indices' shape);
+/// gather_elements_grad: ins(indices, dy) outs(dx of data's shape). Same
+/// index rules as gather; the gradient runs one thread per data column
+/// along `axis` (zero, then add in index order): deterministic.
+FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op, bool grad) {
+  FailureOr<GatherOperands> g = gatherOperands(op, grad);
+  if (failed(g))
+    return failure();
+  Value idx = g->idx, data = g->data, rows = g->rows;
+  MemRefType dt = g->dt, it = g->it, rt = g->rt;
+  int64_t axis = g->axis, rank = dt.getRank();
+  bool ok = axis >= 0 && axis < rank && it.getRank() == rank &&
+            rt.getShape() == it.getShape() &&
+            rt.getElementType() == dt.getElementType();
+  for (int64_t d = 0; ok && d < rank; ++d)
+    ok = d == axis || it.getDimSize(d) <= dt.getDimSize(d);
+  if (!ok)
+    return op.emitOpError()
+           << "expects data, indices and " << (grad ? "dy" : "y")
+           << " of equal rank (indices within data outside "
+              "axis "
+           << axis << "), got " << dt << ", " << it << ", " << rt;
+  auto t = cScalarType(dt.getElementType());
+  if (failed(t))
+    return op.emitOpError()
+           << "element type " << dt.getElementType() << " is not supported";
+  SmallVector<int64_t> ds = stridesOfShape(dt.getShape()),
+                       is = stridesOfShape(it.getShape());
+  int64_t n = dt.getDimSize(axis);
+  KernelCode code;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  if (!grad) {
+    code.numThreads = it.getNumElements();
+    os << "  long long rem = tid, off = 0;\n";
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      os << "  { const long long i = rem % " << it.getDimSize(d)
+         << "LL; rem /= " << it.getDimSize(d) << "LL;";
+      if (d != axis)
+        os << " off += i * " << ds[d] << "LL;";
+      os << " }\n";
+    }
+    os << "  long long k = (long long)a1[tid];\n"
+       << "  if (k < 0) k += " << n << "LL;\n"
+       << "  a2[tid] = (k >= 0 && k < " << n << "LL) ? a0[off + k * "
+       << ds[axis] << "LL] : (" << *t << ")0;\n";
+  } else {
+    // One thread per data position with the axis coordinate dropped.
+    code.numThreads = dt.getNumElements() / std::max<int64_t>(n, 1);
+    os << "  long long rem = tid, doff = 0, ioff = 0;\n"
+       << "  bool inside = true;\n";
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (d == axis)
+        continue;
+      os << "  { const long long i = rem % " << dt.getDimSize(d)
+         << "LL; rem /= " << dt.getDimSize(d) << "LL; doff += i * " << ds[d]
+         << "LL; ioff += i * " << is[d] << "LL; inside = inside && i < "
+         << it.getDimSize(d) << "LL; }\n";
+    }
+    os << "  for (long long k = 0; k < " << n << "LL; ++k) a2[doff + k * "
+       << ds[axis] << "LL] = (" << *t << ")0;\n"
+       << "  if (inside) {\n"
+       << "    for (long long j = 0; j < " << it.getDimSize(axis)
+       << "LL; ++j) {\n"
+       << "      long long k = (long long)a0[ioff + j * " << is[axis]
+       << "LL];\n"
+       << "      if (k < 0) k += " << n << "LL;\n"
+       << "      if (k >= 0 && k < " << n << "LL) a2[doff + k * " << ds[axis]
+       << "LL] += a1[ioff + j * " << is[axis] << "LL];\n"
+       << "    }\n"
+       << "  }\n";
+  }
+  code.body = std::move(body);
+  return code;
+}
+
+} // namespace dlc::codegen::detail

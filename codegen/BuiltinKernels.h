@@ -1,0 +1,51 @@
+//===- BuiltinKernels.h - builtin kernel templates, per family -*- C++ -*-===//
+//
+// The codegen builders of the dlexec.builtin_kernel template families
+// (dialects/Exec/BuiltinTemplates.def), one file per family, and the helpers
+// they share. buildBuiltinKernel (BuiltinKernels.cpp) dispatches to them.
+// Each returns the template's KernelCode body and thread count; the caller
+// fills in the name, parameter types and restrict flags.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_CODEGEN_BUILTINKERNELS_H
+#define DLC_CODEGEN_BUILTINKERNELS_H
+
+#include "codegen/KernelCode.h"
+
+#include <string>
+
+namespace dlc::codegen::detail {
+
+/// Checks that |op| has |ins| inputs and |outs| outputs (|what| names the
+/// roles in the error, e.g. "x -> y") and that every operand has a static
+/// shape and the identity layout. The verifier checks the same; this is a
+/// defence for builders called on unverified IR.
+mlir::LogicalResult expectOperands(exec::BuiltinKernelOp op, size_t ins,
+                                   size_t outs, llvm::StringRef what);
+/// The C type ("float" or "double") of |v|'s f32/f64 elements; an error at
+/// |op| for any other element type.
+mlir::FailureOr<std::string> floatElementType(exec::BuiltinKernelOp op,
+                                              mlir::Value v);
+
+/// max_pool2d, average_pool2d and their `_grad` forms; |tmpl| is the
+/// template name (BuiltinPool.cpp).
+mlir::FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op,
+                                      llvm::StringRef tmpl);
+/// softmax, or log_softmax when |isLog| (BuiltinSoftmax.cpp).
+mlir::FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog);
+/// softmax_cross_entropy, or its gradient when |grad| (BuiltinSoftmax.cpp).
+mlir::FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op,
+                                              bool grad);
+/// dropout (BuiltinDropout.cpp).
+mlir::FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op);
+/// gather, or gather_grad when |grad| (BuiltinGather.cpp).
+mlir::FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad);
+/// gather_elements, or gather_elements_grad when |grad| (BuiltinGather.cpp).
+mlir::FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op,
+                                                bool grad);
+/// resize, or resize_grad when |grad| (BuiltinResize.cpp).
+mlir::FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad);
+
+} // namespace dlc::codegen::detail
+
+#endif

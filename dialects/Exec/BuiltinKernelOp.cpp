@@ -1,0 +1,246 @@
+//===- BuiltinKernelOp.cpp - dlexec.builtin_kernel against its template ---===//
+//
+// The template's row (BuiltinTemplates.def) gives the operand counts; the
+// family's check below gives the ranks, shapes, dtypes and attributes its
+// codegen builder (codegen/BuiltinKernels.cpp) relies on, so a verified op
+// always instantiates.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Exec/AttrReaders.h"
+#include "dialects/Exec/ExecOps.h"
+
+using namespace mlir;
+using namespace dlc::exec;
+
+namespace {
+
+MemRefType typeOf(Value v) { return cast<MemRefType>(v.getType()); }
+
+/// The element types codegen can store (f32, f64, i64 and index, i32, i1).
+bool isStorable(Type t) {
+  return t.isF32() || t.isF64() || t.isIndex() || t.isInteger(64) ||
+         t.isInteger(32) || t.isInteger(1);
+}
+
+LogicalResult floatElementType(BuiltinKernelOp op, Value v) {
+  Type elem = typeOf(v).getElementType();
+  if (elem.isF32() || elem.isF64())
+    return success();
+  return op.emitOpError() << "template '" << op.getTemplateName()
+                          << "' supports f32 and f64, got " << elem;
+}
+
+LogicalResult verifyPool(BuiltinKernelOp op, bool grad, bool isMax) {
+  Value x = op.getInputs()[0];
+  Value y = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  MemRefType xt = typeOf(x), yt = typeOf(y);
+  if (xt.getRank() != 4 || yt.getRank() != 4 ||
+      xt.getDimSize(0) != yt.getDimSize(0) ||
+      xt.getDimSize(1) != yt.getDimSize(1))
+    return op.emitOpError() << "pooling expects [N, C, H, W] operands with "
+                               "equal N and C, got "
+                            << xt << " and " << yt;
+  auto ks = getIntList(op, "kernel_shape", {}, 2);
+  if (failed(ks))
+    return failure();
+  auto strides = getIntList(op, "strides", {1, 1}, 2);
+  auto pads = getIntList(op, "pads", {0, 0, 0, 0}, 4);
+  auto dil = getIntList(op, "dilations", {1, 1}, 2);
+  auto cip = getInt(op, "count_include_pad", 0);
+  if (failed(strides) || failed(pads) || failed(dil) || failed(cip))
+    return failure();
+  for (int64_t v :
+       {(*ks)[0], (*ks)[1], (*strides)[0], (*strides)[1], (*dil)[0], (*dil)[1]})
+    if (v <= 0)
+      return op.emitOpError() << "pooling needs positive kernel_shape, "
+                                 "strides and dilations and non-negative pads";
+  for (int64_t v : *pads)
+    if (v < 0)
+      return op.emitOpError() << "pooling needs positive kernel_shape, "
+                                 "strides and dilations and non-negative pads";
+  if (failed(floatElementType(op, x)))
+    return failure();
+  if (!isMax && ((*dil)[0] != 1 || (*dil)[1] != 1))
+    return op.emitOpError() << "average pooling supports dilations 1 only";
+  if (grad && op.getOutputs()[0].getType() != x.getType())
+    return op.emitOpError() << "dx must have the type of x, " << x.getType();
+  if (yt.getElementType() != xt.getElementType())
+    return op.emitOpError() << "operands must share the element type";
+  return success();
+}
+
+LogicalResult verifySoftmax(BuiltinKernelOp op) {
+  Value x = op.getInputs()[0];
+  if (op.getOutputs()[0].getType() != x.getType())
+    return op.emitOpError() << "y must have the type of x, " << x.getType();
+  if (failed(floatElementType(op, x)))
+    return failure();
+  auto axis = getInt(op, "axis", -1);
+  if (failed(axis))
+    return failure();
+  int64_t rank = typeOf(x).getRank(), a = *axis < 0 ? *axis + rank : *axis;
+  if (a < 0 || a >= rank)
+    return op.emitOpError()
+           << "axis " << *axis << " is out of range for " << x.getType();
+  return success();
+}
+
+LogicalResult verifyCrossEntropy(BuiltinKernelOp op, bool grad) {
+  Value logits = op.getInputs()[0], labels = op.getInputs()[1];
+  if (failed(floatElementType(op, logits)))
+    return failure();
+  MemRefType lt = typeOf(logits), bt = typeOf(labels);
+  if (lt.getRank() < 1 || bt.getRank() != lt.getRank() - 1 ||
+      lt.getShape().drop_back() != bt.getShape())
+    return op.emitOpError() << "expects logits [..., C] and labels [...], got "
+                            << lt << " and " << bt;
+  if (!bt.getElementType().isInteger(64) && !bt.getElementType().isInteger(32))
+    return op.emitOpError()
+           << "labels must be i64 or i32, got " << bt.getElementType();
+  Value out = op.getOutputs()[0];
+  if (grad) {
+    MemRefType gt = typeOf(op.getInputs()[2]);
+    if (gt.getRank() != 0 || gt.getElementType() != lt.getElementType())
+      return op.emitOpError() << "loss_grad must be a rank-0 "
+                              << lt.getElementType() << " memref, got " << gt;
+    if (out.getType() != logits.getType())
+      return op.emitOpError() << "dlogits must have the type of logits, " << lt;
+    return success();
+  }
+  MemRefType ot = typeOf(out);
+  if (ot.getRank() != 0 || ot.getElementType() != lt.getElementType())
+    return op.emitOpError() << "loss must be a rank-0 " << lt.getElementType()
+                            << " memref, got " << ot;
+  return success();
+}
+
+LogicalResult verifyDropout(BuiltinKernelOp op) {
+  Value x = op.getInputs()[0];
+  if (failed(floatElementType(op, x)))
+    return failure();
+  MemRefType xt = typeOf(x), st = typeOf(op.getInputs()[1]),
+             yt = typeOf(op.getOutputs()[0]), mt = typeOf(op.getOutputs()[1]);
+  if (st.getRank() != 0 || !st.getElementType().isF32() || yt != xt ||
+      mt.getShape() != xt.getShape() || !mt.getElementType().isInteger(1))
+    return op.emitOpError() << "expects X, a rank-0 f32 step, Y of X's type "
+                               "and an i1 mask of X's shape";
+  auto ratio = op->getAttrOfType<FloatAttr>("ratio");
+  if (!ratio || !op->getAttrOfType<IntegerAttr>("seed"))
+    return op.emitOpError()
+           << "needs attributes 'ratio' (f32) and 'seed' (i64)";
+  float r = (float)ratio.getValueAsDouble();
+  if (!(r >= 0.0f && r < 1.0f))
+    return op.emitOpError() << "ratio must be in [0, 1), got " << r;
+  return success();
+}
+
+LogicalResult verifyGather(BuiltinKernelOp op, bool grad, bool elements) {
+  Value idx = op.getInputs()[grad ? 0 : 1];
+  Value data = grad ? op.getOutputs()[0] : op.getInputs()[0];
+  Value rows = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  MemRefType dt = typeOf(data), it = typeOf(idx), rt = typeOf(rows);
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return op.emitOpError()
+           << "indices must be i32 or i64, got " << it.getElementType();
+  auto axisOr = getInt(op, "axis", 0);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr, rank = dt.getRank();
+  if (elements) {
+    bool ok = axis >= 0 && axis < rank && it.getRank() == rank &&
+              rt.getShape() == it.getShape() &&
+              rt.getElementType() == dt.getElementType();
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == axis || it.getDimSize(d) <= dt.getDimSize(d);
+    if (!ok)
+      return op.emitOpError()
+             << "expects data, indices and " << (grad ? "dy" : "y")
+             << " of equal rank (indices within data outside axis " << axis
+             << "), got " << dt << ", " << it << ", " << rt;
+  } else {
+    if (axis < 0 || axis >= rank)
+      return op.emitOpError()
+             << "axis " << axis << " is out of range for " << dt;
+    SmallVector<int64_t> expected(dt.getShape().take_front(axis));
+    llvm::append_range(expected, it.getShape());
+    llvm::append_range(expected, dt.getShape().drop_front(axis + 1));
+    if (rt.getShape() != ArrayRef<int64_t>(expected) ||
+        rt.getElementType() != dt.getElementType())
+      return op.emitOpError()
+             << "expects " << (grad ? "dy" : "y")
+             << " of shape data[:axis] + indices + "
+                "data[axis+1:], got "
+             << rt << " for data " << dt << " and indices " << it;
+  }
+  return success();
+}
+
+LogicalResult verifyResize(BuiltinKernelOp op, bool grad) {
+  Value src = op.getInputs()[0], dst = op.getOutputs()[0];
+  if (failed(floatElementType(op, src)))
+    return failure();
+  MemRefType st = typeOf(src), dt = typeOf(dst);
+  MemRefType inT = grad ? dt : st, outT = grad ? st : dt;
+  auto scales = op->getAttrOfType<DenseF64ArrayAttr>("scales");
+  int64_t rank = inT.getRank();
+  if (!op->getAttrOfType<StringAttr>("mode") ||
+      !op->getAttrOfType<StringAttr>("coordinate_transformation_mode") ||
+      !op->getAttrOfType<StringAttr>("nearest_mode") || !scales ||
+      outT.getRank() != rank || (int64_t)scales.size() != rank ||
+      dt.getElementType() != st.getElementType())
+    return op.emitOpError() << "expects operands of one rank and element type "
+                               "and the string attributes mode, "
+                               "coordinate_transformation_mode, nearest_mode "
+                               "and one f64 scale per axis";
+  return success();
+}
+
+} // namespace
+
+const BuiltinTemplateInfo *BuiltinKernelOp::getTemplateInfo() {
+  StringRef name = getTemplateName();
+  return lookupBuiltinTemplate(std::string_view(name.data(), name.size()));
+}
+
+LogicalResult BuiltinKernelOp::verify() {
+  const BuiltinTemplateInfo *info = getTemplateInfo();
+  if (!info)
+    return emitOpError() << "unknown kernel template '" << getTemplateName()
+                         << "'; expected one of " << builtinTemplateNames();
+  if (getInputs().size() != info->numInputs ||
+      getOutputs().size() != info->numOutputs)
+    return emitOpError() << "template '" << info->name << "' expects "
+                         << info->numInputs << " inputs and "
+                         << info->numOutputs << " outputs (" << info->operands
+                         << "), got " << getInputs().size() << " and "
+                         << getOutputs().size();
+  for (Value v : getOperands()) {
+    MemRefType type = typeOf(v);
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return emitOpError() << "operand of type " << type
+                           << " must have a static shape and the identity "
+                              "layout";
+    if (!isStorable(type.getElementType()))
+      return emitOpError() << "element type " << type.getElementType()
+                           << " is not supported by codegen (expected f32, "
+                              "f64, i64, i32 or i1)";
+  }
+  StringRef name = info->name;
+  switch (info->family) {
+  case BuiltinFamily::Pool:
+    return verifyPool(*this, info->isGradient, name.starts_with("max"));
+  case BuiltinFamily::Softmax:
+    return verifySoftmax(*this);
+  case BuiltinFamily::CrossEntropy:
+    return verifyCrossEntropy(*this, info->isGradient);
+  case BuiltinFamily::Dropout:
+    return verifyDropout(*this);
+  case BuiltinFamily::Gather:
+    return verifyGather(*this, info->isGradient, /*elements=*/false);
+  case BuiltinFamily::GatherElements:
+    return verifyGather(*this, info->isGradient, /*elements=*/true);
+  case BuiltinFamily::Resize:
+    return verifyResize(*this, info->isGradient);
+  }
+  return success();
+}

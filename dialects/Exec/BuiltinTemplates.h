@@ -1,0 +1,66 @@
+//===- BuiltinTemplates.h - builtin kernel templates ------------*- C++ -*-===//
+//
+// The one list of dlexec.builtin_kernel templates: the verifier checks an
+// op against its row and family, codegen dispatches on the family, and the
+// docs test checks docs/dlexec.md against the names. MLIR-free.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_DIALECTS_EXEC_BUILTINTEMPLATES_H
+#define DLC_DIALECTS_EXEC_BUILTINTEMPLATES_H
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace dlc::exec {
+
+/// Templates that share a verifier and a codegen builder.
+enum class BuiltinFamily {
+  Pool,           // max/average pooling over [N, C, H, W] and its gradient
+  Softmax,        // softmax, log_softmax along `axis`
+  CrossEntropy,   // mean softmax cross-entropy and its gradient
+  Dropout,        // Philox dropout with a mask
+  Gather,         // ONNX Gather and its gradient
+  GatherElements, // ONNX GatherElements and its gradient
+  Resize          // ONNX Resize and its gradient
+};
+
+/// One row of BuiltinTemplates.def.
+struct BuiltinTemplateInfo {
+  const char *name;
+  BuiltinFamily family;
+  /// The gradient form of the family's forward template.
+  bool isGradient;
+  unsigned numInputs, numOutputs;
+  /// Operand roles, e.g. "x, dy -> dx".
+  const char *operands;
+  /// Attributes, comma-separated ("" for none).
+  const char *attributes;
+};
+
+/// Every template.
+inline constexpr BuiltinTemplateInfo kBuiltinTemplates[] = {
+#define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs)   \
+  {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs},
+#include "dialects/Exec/BuiltinTemplates.def"
+};
+
+/// The row named |name|, or null for an unknown template.
+inline const BuiltinTemplateInfo *lookupBuiltinTemplate(std::string_view name) {
+  for (const BuiltinTemplateInfo &info : kBuiltinTemplates)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+/// "max_pool2d, max_pool2d_grad, ..." for messages.
+inline std::string builtinTemplateNames() {
+  std::string out;
+  for (const BuiltinTemplateInfo &info : kBuiltinTemplates)
+    out += (out.empty() ? "" : ", ") + std::string(info.name);
+  return out;
+}
+
+} // namespace dlc::exec
+
+#endif

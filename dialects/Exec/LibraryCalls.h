@@ -1,0 +1,153 @@
+//===- LibraryCalls.h - the table of library calls --------------*- C++ -*-===//
+//
+// The one list of library calls (cuBLASLt / cuDNN on CUDA, oneDNN on the
+// host): the dlexec.library_call verifier, the package writer, the package
+// schema's typed attribute tables and the runtime's loader and executor all
+// read it. MLIR-free and header-only so the runtime, which never links
+// LLVM/MLIR, can include it (CMake target DLCLibraryCalls).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_DIALECTS_EXEC_LIBRARYCALLS_H
+#define DLC_DIALECTS_EXEC_LIBRARYCALLS_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlc::exec {
+
+/// A library call of dlexec.library_call and of package.fbs's LibraryCall.
+enum class LibraryCall : uint8_t {
+#define DLC_LIBRARY_CALL(Enum, ...) Enum,
+#include "dialects/Exec/LibraryCalls.def"
+};
+
+/// Calls that share a parameter set (package.fbs: GemmAttrs,
+/// BatchedGemmAttrs, ConvAttrs) and a device entry point.
+enum class LibraryCallFamily : uint8_t { Gemm, BatchedGemm, Conv };
+
+/// Which convolution a Conv-family call computes; None for the others.
+enum class ConvDirection : uint8_t {
+  None,
+  Forward,
+  BackwardData,
+  BackwardFilter
+};
+
+/// One row of the table (LibraryCalls.def).
+struct LibraryCallInfo {
+  LibraryCall call;
+  /// The callee string of dlexec.library_call and package.fbs.
+  const char *name;
+  LibraryCallFamily family;
+  ConvDirection direction;
+  /// Spatial dims of a convolution (2: NCHW, 3: NCDHW); 0 otherwise.
+  int spatialDims;
+  /// Number of inputs the call takes (the optional ones included in max).
+  unsigned minInputs, maxInputs;
+  /// Operand roles, e.g. "A, B[, C]" and "Y"; there is always one output.
+  const char *inputs, *outputs;
+  /// Attributes of the dlexec op, comma-separated.
+  const char *attributes;
+};
+
+/// Every library call, indexed by LibraryCall.
+inline constexpr LibraryCallInfo kLibraryCalls[] = {
+#define DLC_LIBRARY_CALL(Enum, Name, Family, Direction, Spatial, MinIn, MaxIn, \
+                         Ins, Outs, Attrs)                                     \
+  {LibraryCall::Enum,                                                          \
+   Name,                                                                       \
+   LibraryCallFamily::Family,                                                  \
+   ConvDirection::Direction,                                                   \
+   Spatial,                                                                    \
+   MinIn,                                                                      \
+   MaxIn,                                                                      \
+   Ins,                                                                        \
+   Outs,                                                                       \
+   Attrs},
+#include "dialects/Exec/LibraryCalls.def"
+};
+
+inline constexpr size_t kNumLibraryCalls =
+    sizeof(kLibraryCalls) / sizeof(kLibraryCalls[0]);
+
+/// The row of |call|.
+inline const LibraryCallInfo &libraryCallInfo(LibraryCall call) {
+  return kLibraryCalls[static_cast<size_t>(call)];
+}
+
+/// The row whose name is |name|, or null for an unknown callee.
+inline const LibraryCallInfo *lookupLibraryCall(std::string_view name) {
+  for (const LibraryCallInfo &info : kLibraryCalls)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+/// "gemm, batched_gemm, ..." for messages that list the known callees.
+inline std::string libraryCallNames() {
+  std::string out;
+  for (const LibraryCallInfo &info : kLibraryCalls)
+    out += (out.empty() ? "" : ", ") + std::string(info.name);
+  return out;
+}
+
+/// Parameters of a `gemm` call (row-major): Y[M,N] = alpha * op(A) * op(B)
+/// + beta * C, where op(A) is [M,K] (A is [K,M] when trans_a), op(B) is
+/// [K,N] (B is [N,K] when trans_b). C is a row vector [N] broadcast over rows
+/// (c_is_row_vector), a full [M,N], or absent: then beta scales the previous
+/// contents of Y (accumulation).
+struct GemmParams {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+/// Parameters of a `batched_gemm` call (row-major f32, no transposes):
+/// Y[p] = A[p] * B[p] for every index p of the batch dims `batch`, where A[p]
+/// is [m,k] at element offset sum_i p_i * stride_a[i] of A, B[p] is [k,n] at
+/// sum_i p_i * stride_b[i] of B (stride 0 broadcasts an operand along that
+/// dim) and Y is contiguous [prod(batch), m, n].
+struct BatchedGemmParams {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int64_t> batch, stride_a, stride_b;
+};
+
+/// Parameters of the convolution calls (NCHW input, KCRS filter): input
+/// [N,C,H,W], filter [K,C/group,R,S], output [N,K,P,Q]. With spatial = 3
+/// (conv3d_* calls) the operands are [N,C,D,H,W], [K,C/group,T,R,S] and
+/// [N,K,O,P,Q]; the depth fields are 1/0 otherwise.
+struct ConvParams {
+  int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1, group = 1;
+  bool has_bias = false;
+  int spatial = 2;
+  int64_t d = 1, t = 1, o = 1, stride_d = 1, pad_front = 0, pad_back = 0,
+          dilation_d = 1;
+};
+
+/// A library call with its parameters: the member of |call|'s family is set.
+struct LibraryCallParams {
+  LibraryCall call = LibraryCall::Gemm;
+  GemmParams gemm;           // family Gemm
+  BatchedGemmParams batched; // family BatchedGemm
+  ConvParams conv;           // family Conv
+};
+
+/// Output size of one spatial dim of a convolution (ONNX Conv, no ceil
+/// mode): (in + padBegin + padEnd - dilation * (kernel - 1) - 1) / stride + 1
+/// in C integer division, as cuDNN and oneDNN size it. The caller keeps the
+/// operands small enough not to overflow (the runtime bounds them by 2^31).
+inline int64_t convOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                              int64_t padBegin, int64_t padEnd,
+                              int64_t dilation) {
+  return (in + padBegin + padEnd - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+} // namespace dlc::exec
+
+#endif

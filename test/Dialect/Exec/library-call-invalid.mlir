@@ -1,0 +1,264 @@
+// dlexec.library_call verifier errors: the callee table
+// (dialects/Exec/LibraryCalls.def) and each call's operand count, shapes,
+// dtypes and attributes: everything the package writer needs of a call.
+// RUN: dlc-opt %s --split-input-file --verify-diagnostics
+
+dlexec.func @unknown_callee {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{unknown library call 'fft'; expected one of gemm, batched_gemm, conv2d_forward, conv2d_backward_data, conv2d_backward_filter, conv3d_forward, conv3d_backward_data, conv3d_backward_filter}}
+  dlexec.library_call "fft" ins(%a : memref<2x2xf32>) outs(%y : memref<2x2xf32>)
+}
+
+// -----
+
+dlexec.func @two_outputs {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{'gemm' expects exactly one output (Y), got 2}}
+  dlexec.library_call "gemm" ins(%a, %a : memref<2x2xf32>, memref<2x2xf32>) outs(%y, %y : memref<2x2xf32>, memref<2x2xf32>)
+}
+
+// -----
+
+dlexec.func @gemm_one_input {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{'gemm' expects ins(A, B[, C]), got 1 inputs}}
+  dlexec.library_call "gemm" ins(%a : memref<2x2xf32>) outs(%y : memref<2x2xf32>)
+}
+
+// -----
+
+// Buffers of a dlexec.func are static, dense and of package dtypes; a
+// kernel elsewhere (codegen emits every kernel of the module) is checked
+// itself.
+func.func @dynamic_operand(%a: memref<?x2xf32>, %y: memref<2x2xf32>) {
+  // expected-error @+1 {{operand #0 of type 'memref<?x2xf32>' must have a static shape and the identity layout}}
+  dlexec.library_call "gemm" ins(%a, %y : memref<?x2xf32>, memref<2x2xf32>) outs(%y : memref<2x2xf32>)
+  return
+}
+
+// -----
+
+dlexec.func @integer_gemm {
+  %a = dlexec.input "a" : memref<2x2xi32>
+  %y = dlexec.alloc : memref<2x2xi32>
+  // expected-error @+1 {{'gemm' supports f32 and f64, got 'i32'}}
+  dlexec.library_call "gemm" ins(%a, %a : memref<2x2xi32>, memref<2x2xi32>) outs(%y : memref<2x2xi32>)
+}
+
+// -----
+
+dlexec.func @mixed_types {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %b = dlexec.input "b" : memref<2x2xf64>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{operand #1 has element type 'f64', but operand #0 has 'f32'; all operands share one}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x2xf32>, memref<2x2xf64>) outs(%y : memref<2x2xf32>)
+}
+
+// -----
+
+dlexec.func @gemm_rank {
+  %a = dlexec.input "a" : memref<2x2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{gemm expects ins(A, B[, C]) of rank 2 and a rank-2 output}}
+  dlexec.library_call "gemm" ins(%a, %y : memref<2x2x2xf32>, memref<2x2xf32>) outs(%y : memref<2x2xf32>)
+}
+
+// -----
+
+dlexec.func @gemm_shapes {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<4x5xf32>
+  %y = dlexec.alloc : memref<2x5xf32>
+  // expected-error @+1 {{gemm shapes do not agree: op(A) is 2x3, op(B) is 4x5, Y is 2x5}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<4x5xf32>) outs(%y : memref<2x5xf32>)
+}
+
+// -----
+
+dlexec.func @gemm_c_shape {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x5xf32>
+  %c = dlexec.input "c" : memref<2xf32>
+  %y = dlexec.alloc : memref<2x5xf32>
+  // expected-error @+1 {{gemm C must be [N], [1, N] or [M, N] with M = 2, N = 5, got 'memref<2xf32>'}}
+  dlexec.library_call "gemm" ins(%a, %b, %c : memref<2x3xf32>, memref<3x5xf32>, memref<2xf32>) outs(%y : memref<2x5xf32>)
+}
+
+// -----
+
+dlexec.func @gemm_trans_attr {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{attribute 'trans_a' must be an integer or a boolean}}
+  dlexec.library_call "gemm" ins(%a, %a : memref<2x2xf32>, memref<2x2xf32>) outs(%y : memref<2x2xf32>) {trans_a = "yes"}
+}
+
+// -----
+
+dlexec.func @gemm_alpha_attr {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{attribute 'alpha' must be a number}}
+  dlexec.library_call "gemm" ins(%a, %a : memref<2x2xf32>, memref<2x2xf32>) outs(%y : memref<2x2xf32>) {alpha = "one"}
+}
+
+// -----
+
+dlexec.func @batched_gemm_f64 {
+  %a = dlexec.input "a" : memref<8xf64>
+  %y = dlexec.alloc : memref<8xf64>
+  // expected-error @+1 {{'batched_gemm' supports f32, got 'f64'}}
+  dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xf64>, memref<8xf64>) outs(%y : memref<8xf64>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4>}
+}
+
+// -----
+
+dlexec.func @batched_gemm_no_batch {
+  %a = dlexec.input "a" : memref<8xf32>
+  %y = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{batched_gemm needs a 'batch' array<i64>}}
+  dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>) {m = 2 : i64, n = 2 : i64, k = 2 : i64}
+}
+
+// -----
+
+dlexec.func @batched_gemm_strides {
+  %a = dlexec.input "a" : memref<8xf32>
+  %y = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{attribute 'stride_b' has 2 values, expected 1}}
+  dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4, 0>}
+}
+
+// -----
+
+dlexec.func @batched_gemm_sizes {
+  %a = dlexec.input "a" : memref<8xf32>
+  %y = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{batched_gemm needs positive m, n, k, got 0, 2, 2}}
+  dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>) {m = 0 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4>}
+}
+
+// -----
+
+dlexec.func @batched_gemm_negative_stride {
+  %a = dlexec.input "a" : memref<8xf32>
+  %y = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{batched_gemm batch dims must be positive and strides non-negative}}
+  dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: -4>, stride_b = array<i64: 4>}
+}
+
+// -----
+
+dlexec.func @batched_gemm_too_small {
+  %a = dlexec.input "a" : memref<6xf32>
+  %b = dlexec.input "b" : memref<8xf32>
+  %y = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{batched_gemm operands do not hold 2 batches of 2x2 * 2x2}}
+  dlexec.library_call "batched_gemm" ins(%a, %b : memref<6xf32>, memref<8xf32>) outs(%y : memref<8xf32>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4>}
+}
+
+// -----
+
+dlexec.func @conv2d_rank {
+  %x = dlexec.input "x" : memref<1x1x4x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x2x2x2xf32>
+  // expected-error @+1 {{conv2d_forward expects rank-4 X [N,C,H,W], W [K,C/group,R,S] and Y [N,K,P,Q]}}
+  dlexec.library_call "conv2d_forward" ins(%x, %w : memref<1x1x4x4x4xf32>, memref<1x1x3x3x3xf32>) outs(%y : memref<1x1x2x2x2xf32>)
+}
+
+// -----
+
+dlexec.func @conv2d_group {
+  %x = dlexec.input "x" : memref<1x4x4x4xf32>
+  %w = dlexec.input "w" : memref<2x4x3x3xf32>
+  %y = dlexec.alloc : memref<1x2x2x2xf32>
+  // expected-error @+1 {{conv2d_forward shapes do not agree}}
+  dlexec.library_call "conv2d_forward" ins(%x, %w : memref<1x4x4x4xf32>, memref<2x4x3x3xf32>) outs(%y : memref<1x2x2x2xf32>) {group = 2 : i64}
+}
+
+// -----
+
+dlexec.func @conv2d_strides_count {
+  %x = dlexec.input "x" : memref<1x1x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x2x2xf32>
+  // expected-error @+1 {{attribute 'strides' has 3 values, expected 2}}
+  dlexec.library_call "conv2d_forward" ins(%x, %w : memref<1x1x4x4xf32>, memref<1x1x3x3xf32>) outs(%y : memref<1x1x2x2xf32>) {strides = array<i64: 1, 1, 1>}
+}
+
+// -----
+
+dlexec.func @conv2d_negative_pad {
+  %x = dlexec.input "x" : memref<1x1x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x2x2xf32>
+  // expected-error @+1 {{conv2d_backward_filter needs positive strides and dilations and non-negative pads}}
+  dlexec.library_call "conv2d_backward_filter" ins(%x, %y : memref<1x1x4x4xf32>, memref<1x1x2x2xf32>) outs(%w : memref<1x1x3x3xf32>) {pads = array<i64: -1, 0, 0, 0>}
+}
+
+// -----
+
+dlexec.func @conv2d_output_size {
+  %x = dlexec.input "x" : memref<1x1x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x3x2xf32>
+  // expected-error @+1 {{conv2d_forward output dim 2 is 3, but input 4, kernel 3, stride 1, pads 0/0 and dilation 1 give 2}}
+  dlexec.library_call "conv2d_forward" ins(%x, %w : memref<1x1x4x4xf32>, memref<1x1x3x3xf32>) outs(%y : memref<1x1x3x2xf32>)
+}
+
+// -----
+
+dlexec.func @conv2d_backward_data_inputs {
+  %dy = dlexec.input "dy" : memref<1x1x2x2xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3xf32>
+  %b = dlexec.input "b" : memref<1xf32>
+  %dx = dlexec.alloc : memref<1x1x4x4xf32>
+  // expected-error @+1 {{'conv2d_backward_data' expects ins(dY, W), got 3 inputs}}
+  dlexec.library_call "conv2d_backward_data" ins(%dy, %w, %b : memref<1x1x2x2xf32>, memref<1x1x3x3xf32>, memref<1xf32>) outs(%dx : memref<1x1x4x4xf32>)
+}
+
+// -----
+
+dlexec.func @conv2d_bias {
+  %x = dlexec.input "x" : memref<1x1x4x4xf32>
+  %w = dlexec.input "w" : memref<2x1x3x3xf32>
+  %b = dlexec.input "b" : memref<3xf32>
+  %y = dlexec.alloc : memref<1x2x2x2xf32>
+  // expected-error @+1 {{conv2d_forward bias must hold K = 2 values, got 'memref<3xf32>'}}
+  dlexec.library_call "conv2d_forward" ins(%x, %w, %b : memref<1x1x4x4xf32>, memref<2x1x3x3xf32>, memref<3xf32>) outs(%y : memref<1x2x2x2xf32>)
+}
+
+// -----
+
+dlexec.func @conv3d_pads_count {
+  %x = dlexec.input "x" : memref<1x1x4x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x2x2x2xf32>
+  // expected-error @+1 {{attribute 'pads' has 4 values, expected 6}}
+  dlexec.library_call "conv3d_forward" ins(%x, %w : memref<1x1x4x4x4xf32>, memref<1x1x3x3x3xf32>) outs(%y : memref<1x1x2x2x2xf32>) {pads = array<i64: 0, 0, 0, 0>}
+}
+
+// -----
+
+dlexec.func @conv3d_output_depth {
+  %x = dlexec.input "x" : memref<1x1x4x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x3x2x2xf32>
+  // expected-error @+1 {{conv3d_forward output dim 2 is 3, but input 4, kernel 3, stride 1, pads 0/0 and dilation 1 give 2}}
+  dlexec.library_call "conv3d_forward" ins(%x, %w : memref<1x1x4x4x4xf32>, memref<1x1x3x3x3xf32>) outs(%y : memref<1x1x3x2x2xf32>)
+}
+
+// -----
+
+dlexec.func @conv3d_rank {
+  %x = dlexec.input "x" : memref<1x1x4x4xf32>
+  %w = dlexec.input "w" : memref<1x1x3x3xf32>
+  %y = dlexec.alloc : memref<1x1x2x2xf32>
+  // expected-error @+1 {{conv3d_backward_data expects rank-5 X [N,C,D,H,W], W [K,C/group,T,R,S] and Y [N,K,O,P,Q]}}
+  dlexec.library_call "conv3d_backward_data" ins(%y, %w : memref<1x1x2x2xf32>, memref<1x1x3x3xf32>) outs(%x : memref<1x1x4x4xf32>)
+}
