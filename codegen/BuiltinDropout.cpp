@@ -15,19 +15,11 @@ using namespace mlir;
 
 namespace dlc::codegen::detail {
 
-/// Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
-/// 3", SC 2011) as C statements: on entry c0..c3 (the counter) and k0, k1
-/// (the key) are `unsigned int` variables; on exit c0..c3 hold the output.
-/// compiler/Reference/Interpreter.cpp computes the same function (dropout).
-static const char *kPhilox4x32x10 =
-    "  for (int r = 0; r < 10; ++r) {\n"
-    "    const unsigned long long p0 = 0xD2511F53ull * c0;\n"
-    "    const unsigned long long p1 = 0xCD9E8D57ull * c2;\n"
-    "    const unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;\n"
-    "    const unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;\n"
-    "    c1 = (unsigned int)p1; c3 = (unsigned int)p0; c0 = n0; c2 = n2;\n"
-    "    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;\n"
-    "  }\n";
+/// dialects/Semantics/Philox.h (dlc_philox_uniform24), the text the
+/// reference interpreter compiles too.
+static const char *kPhiloxSource =
+#include "PhiloxSource.inc"
+    ;
 
 /// dropout: ins(X, step rank-0 f32) outs(Y, mask i1), attributes `ratio`
 /// (f32 in [0, 1)) and `seed` (i64). Element i draws Philox-4x32-10 with
@@ -71,19 +63,14 @@ FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
   code.numThreads = xt.getNumElements();
   std::string body;
   llvm::raw_string_ostream os(body);
-  os << "  unsigned int c0 = (unsigned int)tid;\n"
-     << "  unsigned int c1 = (unsigned int)((unsigned long long)tid >> 32);\n"
-     << "  unsigned int c2 = (unsigned int)a1[0];\n"
-     << "  unsigned int c3 = 0u;\n"
-     << "  unsigned int k0 = " << (uint32_t)seed << "u;\n"
-     << "  unsigned int k1 = " << (uint32_t)(seed >> 32) << "u;\n"
-     << kPhilox4x32x10
-     << "  const float u = (float)(c0 >> 8) * 5.9604644775390625e-08f;\n"
+  os << "  const float u = dlc_philox_uniform24(" << seed
+     << "ull, (unsigned long long)tid, (unsigned int)a1[0]);\n"
      << "  const bool keep = u >= " << ratioLit << ";\n"
      << "  a3[tid] = keep;\n"
      << "  a2[tid] = keep ? (" << *t << ")(a0[tid] * (" << *t << ")" << scaleLit
      << ") : (" << *t << ")0;\n";
   code.body = std::move(body);
+  code.helpers = kPhiloxSource;
   return code;
 }
 

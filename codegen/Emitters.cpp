@@ -54,7 +54,7 @@ static std::string paramDecl(const KernelCode &code, size_t i) {
 }
 
 std::string wrapCuda(const KernelCode &code) {
-  std::string out = cudaPrelude();
+  std::string out = cudaPrelude() + code.helpers;
   llvm::raw_string_ostream os(out);
   os << "\nextern \"C\" __global__ void " << code.name << "(";
   for (size_t i = 0; i < code.paramTypes.size(); ++i)
@@ -74,7 +74,7 @@ static constexpr long long kHostParallelThreshold = 16384;
 static constexpr int64_t kMinParallelTrips = 8;
 
 std::string wrapHost(const KernelCode &code) {
-  std::string out;
+  std::string out = code.helpers;
   llvm::raw_string_ostream os(out);
   os << "\nextern \"C\" void " << code.name << "(void **args) {\n";
   for (size_t i = 0; i < code.paramTypes.size(); ++i)

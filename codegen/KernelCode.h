@@ -36,6 +36,10 @@ struct KernelCode {
   std::vector<std::string> paramTypes; // C element type per operand
   std::vector<bool> restrictParam;     // false where operands may alias
   std::string body;
+  /// File-level C the body needs (helper functions), printed after the
+  /// target prelude and before the kernel; guarded against repetition,
+  /// since a host source holds every kernel.
+  std::string helpers;
   int64_t numThreads = 1;
   std::string invariant;
   /// True for generated kernels: the host prints `invariant`, then

@@ -3,6 +3,7 @@
 
 #include "dialects/Graph/GraphOps.h"
 #include "dialects/Semantics/Broadcast.h"
+#include "dialects/Semantics/Philox.h"
 #include "dialects/Semantics/ResizeCoordinates.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -63,27 +64,6 @@ Tensor mapN(const std::vector<int64_t> &outShape,
     out.data[i] = f(vals);
   }
   return out;
-}
-
-/// dlgraph.dropout's uniform draw for element |i|: Philox-4x32-10 (Salmon
-/// et al. 2011) with key (seed low, seed high) and counter (i low, i high,
-/// step, 0); the top 24 bits of output word 0 over 2^24. Must match the
-/// `dropout` kernel template in codegen/BuiltinKernels.cpp.
-float philoxUniform24(uint64_t seed, uint64_t i, uint32_t step) {
-  uint32_t c0 = (uint32_t)i, c1 = (uint32_t)(i >> 32), c2 = step, c3 = 0;
-  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-  for (int r = 0; r < 10; ++r) {
-    uint64_t p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
-    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-    c1 = (uint32_t)p1;
-    c3 = (uint32_t)p0;
-    c0 = n0;
-    c2 = n2;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return (float)(c0 >> 8) * 5.9604644775390625e-08f;
 }
 
 /// Reduction over |axes| producing |outShape| (keepdims or not).
@@ -723,7 +703,7 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           double scale = 1.0 / (1.0 - (double)ratio);
           Tensor y(x.shape), mask(x.shape);
           for (int64_t i = 0; i < x.numElements(); ++i) {
-            bool keep = philoxUniform24(seed, (uint64_t)i, step) >= ratio;
+            bool keep = dlc_philox_uniform24(seed, (uint64_t)i, step) >= ratio;
             mask.data[i] = keep;
             y.data[i] = keep ? x.data[i] * scale : 0.0;
           }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Exec/AttrReaders.h"
 #include "dialects/Exec/ExecOps.h"
+#include "dialects/Semantics/WindowShapes.h"
 
 using namespace mlir;
 using namespace dlc::exec;
@@ -150,15 +151,16 @@ FailureOr<ConvParams> convParams(LibraryCallOp op,
                               << " needs positive strides and dilations and "
                                  "non-negative pads";
   for (int i = 0; i < sp; ++i) {
-    int64_t size = convOutputSize(dim(x, 2 + i), dim(w, 2 + i), (*strides)[i],
-                                  (*pads)[i], (*pads)[sp + i], (*dil)[i]);
+    std::optional<int64_t> size = dlc::semantics::windowOutputSize(
+        dim(x, 2 + i), dim(w, 2 + i), (*strides)[i], (*pads)[i],
+        (*pads)[sp + i], (*dil)[i]);
     if (size != dim(y, 2 + i))
       return op.emitOpError()
              << callee << " output dim " << 2 + i << " is " << dim(y, 2 + i)
              << ", but input " << dim(x, 2 + i) << ", kernel " << dim(w, 2 + i)
              << ", stride " << (*strides)[i] << ", pads " << (*pads)[i] << "/"
              << (*pads)[sp + i] << " and dilation " << (*dil)[i] << " give "
-             << size;
+             << (size ? std::to_string(*size) : std::string("no valid size"));
   }
   bool hasBias = info.direction == ConvDirection::Forward && ins.size() == 3;
   if (hasBias &&

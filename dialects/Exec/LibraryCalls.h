@@ -138,16 +138,6 @@ struct LibraryCallParams {
   ConvParams conv;           // family Conv
 };
 
-/// Output size of one spatial dim of a convolution (ONNX Conv, no ceil
-/// mode): (in + padBegin + padEnd - dilation * (kernel - 1) - 1) / stride + 1
-/// in C integer division, as cuDNN and oneDNN size it. The caller keeps the
-/// operands small enough not to overflow (the runtime bounds them by 2^31).
-inline int64_t convOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                              int64_t padBegin, int64_t padEnd,
-                              int64_t dilation) {
-  return (in + padBegin + padEnd - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
 } // namespace dlc::exec
 
 #endif

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "Safetensors.h"
+#include "dialects/Semantics/WindowShapes.h"
 #include "dlc_schema/package_generated.h"
 
 namespace dlrt {
@@ -589,7 +590,7 @@ bool checkConv(const ConvParams &cv, const LibraryCallInfo &info,
     if (cv.pad_front < 0 || cv.pad_back < 0 || cv.pad_front >= kLimit3 ||
         cv.pad_back >= kLimit3)
       return c.fail(where + ": '" + callee + "' has an invalid padding");
-    if (dlc::exec::convOutputSize(cv.d, cv.t, cv.stride_d, cv.pad_front,
+    if (dlc::semantics::windowOutputSize(cv.d, cv.t, cv.stride_d, cv.pad_front,
                                   cv.pad_back, cv.dilation_d) != cv.o)
       return c.fail(where + ": output depth " + std::to_string(cv.o) +
                     " does not match the input depth, kernel, stride, pads "
@@ -610,16 +611,18 @@ bool checkConv(const ConvParams &cv, const LibraryCallInfo &info,
     return c.fail(where + ": channels " + std::to_string(cv.c) + " -> " +
                   std::to_string(cv.k) + " are not divisible by group " +
                   std::to_string(cv.group));
-  int64_t p = dlc::exec::convOutputSize(cv.h, cv.r, cv.stride_h, cv.pad_top,
+  std::optional<int64_t> p = dlc::semantics::windowOutputSize(cv.h, cv.r, cv.stride_h, cv.pad_top,
                                         cv.pad_bottom, cv.dilation_h);
-  int64_t q = dlc::exec::convOutputSize(cv.w, cv.s, cv.stride_w, cv.pad_left,
+  std::optional<int64_t> q = dlc::semantics::windowOutputSize(cv.w, cv.s, cv.stride_w, cv.pad_left,
                                         cv.pad_right, cv.dilation_w);
   if (p != cv.p || q != cv.q)
     return c.fail(where + ": output size " + std::to_string(cv.p) + "x" +
                   std::to_string(cv.q) +
                   " does not match the input size, "
                   "kernel, strides, pads and dilations (" +
-                  std::to_string(p) + "x" + std::to_string(q) + ")");
+                  (p && q ? std::to_string(*p) + "x" + std::to_string(*q)
+                          : std::string("no valid size")) +
+                  ")");
   auto wantArgs = [&](size_t count) {
     if (args.size() == count)
       return true;
