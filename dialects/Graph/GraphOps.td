@@ -113,6 +113,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure]> {
@@ -126,6 +127,7 @@ def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -144,7 +146,9 @@ class Graph_UnaryOp<string mnemonic, string onnx, list<Trait> traits = []>
 def Graph_ReluOp : Graph_UnaryOp<"relu", "Relu">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp">;
 def Graph_LogOp : Graph_UnaryOp<"log", "Log">;
-def Graph_NegOp : Graph_UnaryOp<"neg", "Neg">;
+def Graph_NegOp : Graph_UnaryOp<"neg", "Neg"> {
+  let hasFolder = 1;
+}
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt">;
 def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "1/Sqrt">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
@@ -195,17 +199,33 @@ class Graph_BinaryOp<string mnemonic, string onnx>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_AddOp : Graph_BinaryOp<"add", "Add">;
-def Graph_SubOp : Graph_BinaryOp<"sub", "Sub">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "Mul">;
-def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
-def Graph_MaxOp : Graph_BinaryOp<"max", "Max">;
-def Graph_MinOp : Graph_BinaryOp<"min", "Min">;
+def Graph_AddOp : Graph_BinaryOp<"add", "Add"> {
+  let hasFolder = 1;
+}
+def Graph_SubOp : Graph_BinaryOp<"sub", "Sub"> {
+  let hasFolder = 1;
+}
+def Graph_MulOp : Graph_BinaryOp<"mul", "Mul"> {
+  let hasFolder = 1;
+}
+def Graph_DivOp : Graph_BinaryOp<"div", "Div"> {
+  let hasFolder = 1;
+}
+def Graph_MaxOp : Graph_BinaryOp<"max", "Max"> {
+  let hasFolder = 1;
+}
+def Graph_MinOp : Graph_BinaryOp<"min", "Min"> {
+  let hasFolder = 1;
+}
 def Graph_PowOp : Graph_BinaryOp<"pow", "Pow">;
 /// Remainder with the sign of the dividend, C fmod (ONNX Mod, fmod = 1).
-def Graph_FmodOp : Graph_BinaryOp<"fmod", "Mod with fmod = 1">;
+def Graph_FmodOp : Graph_BinaryOp<"fmod", "Mod with fmod = 1"> {
+  let hasFolder = 1;
+}
 /// Remainder with the sign of the divisor, Python % (ONNX Mod, fmod = 0).
-def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0">;
+def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0"> {
+  let hasFolder = 1;
+}
 
 def Graph_SelectOp : Graph_Op<"select", [Pure]> {
   let summary = "Picks `on_true` where `condition` holds, else `on_false` (ONNX Where)";
@@ -219,6 +239,7 @@ def Graph_SelectOp : Graph_Op<"select", [Pure]> {
                        AnyRankedTensor:$on_false);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Graph_CompareOp : Graph_Op<"compare", [Pure]> {
@@ -233,6 +254,7 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_CastOp : Graph_Op<"cast", [Pure]> {
@@ -241,6 +263,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -521,6 +544,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_PadOp : Graph_Op<"pad", [Pure]> {
@@ -541,6 +565,7 @@ def Graph_PadOp : Graph_Op<"pad", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
@@ -556,6 +581,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
@@ -575,6 +601,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure]> {
