@@ -56,7 +56,7 @@ func.func @float_exact() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
 func.func @compare_select_cast() -> (tensor<2x2xf32>, tensor<3xi64>, tensor<3xi1>) {
   %ids = dlgraph.constant dense<[1.0, 2.0]> : tensor<2xf32>
   %col = dlgraph.reshape %ids : tensor<2xf32> to tensor<2x1xf32>
-  %ne = dlgraph.compare ne, %col, %ids : (tensor<2x1xf32>, tensor<2xf32>) -> tensor<2x2xi1>
+  %ne = dlgraph.compare "ne", %col, %ids : (tensor<2x1xf32>, tensor<2xf32>) -> tensor<2x2xi1>
   %m = dlgraph.constant dense<-100.0> : tensor<f32>
   %z = dlgraph.constant dense<0.0> : tensor<f32>
   %sel = dlgraph.select %ne, %m, %z : (tensor<2x2xi1>, tensor<f32>, tensor<f32>) -> tensor<2x2xf32>
