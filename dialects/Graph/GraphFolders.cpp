@@ -152,9 +152,8 @@ Attribute foldBinary(
     if (!floatFn)
       return {};
     return constFoldBinaryOpConditional<FloatAttr, APFloat, void>(
-        both, type, [&](const APFloat &a, const APFloat &b) {
-          return floatFn(a, b);
-        });
+        both, type,
+        [&](const APFloat &a, const APFloat &b) { return floatFn(a, b); });
   }
   if (!et.isSignlessInteger() || !intFn)
     return {};
@@ -164,10 +163,9 @@ Attribute foldBinary(
 
 /// |fn|'s float result when it is exact (no rounding, no overflow, no
 /// division by zero): then it equals any run-time evaluation.
-std::optional<APFloat>
-exactFloat(const APFloat &a, const APFloat &b,
-           APFloat::opStatus (APFloat::*fn)(const APFloat &,
-                                            APFloat::roundingMode)) {
+std::optional<APFloat> exactFloat(
+    const APFloat &a, const APFloat &b,
+    APFloat::opStatus (APFloat::*fn)(const APFloat &, APFloat::roundingMode)) {
   APFloat r = a;
   if ((r.*fn)(b, APFloat::rmNearestTiesToEven) != APFloat::opOK)
     return std::nullopt;
@@ -237,15 +235,15 @@ static std::optional<APInt> truncRem(const APInt &a, const APInt &b) {
 }
 
 OpFoldResult FmodOp::fold(FoldAdaptor adaptor) {
-  return foldBinary(adaptor.getOperands(), getResult(), truncRem,
-                    // IEEE fmod is exact.
-                    [](const APFloat &a, const APFloat &b)
-                        -> std::optional<APFloat> {
-                      APFloat r = a;
-                      if (r.mod(b) != APFloat::opOK)
-                        return std::nullopt;
-                      return r;
-                    });
+  return foldBinary(
+      adaptor.getOperands(), getResult(), truncRem,
+      // IEEE fmod is exact.
+      [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
+        APFloat r = a;
+        if (r.mod(b) != APFloat::opOK)
+          return std::nullopt;
+        return r;
+      });
 }
 
 OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
