@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCode.h"
-#include "compiler/Reference/ResizeCoordinates.h"
+#include "dialects/Semantics/ResizeCoordinates.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"

@@ -1,4 +1,4 @@
-//===- InitAll.cpp - dialect and pass registration --------------------------===//
+//===- InitAll.cpp - dialect registration ---------------------------------===//
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/Passes.h"
@@ -17,14 +17,4 @@ void dlc::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect>();
   dlc::registerGradientInterfaceExternalModels(registry);
-}
-
-void dlc::registerAllPasses() {
-  static bool done = false;
-  if (done)
-    return;
-  done = true;
-  mlir::registerTransformsPasses();
-  dlc::registerLoweringPasses();
-  dlc::registerDLCTransformsPasses();
 }

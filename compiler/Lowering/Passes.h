@@ -17,7 +17,7 @@ namespace dlc {
 #define GEN_PASS_REGISTRATION
 #include "compiler/Lowering/Passes.h.inc"
 
-/// Registers the lowering passes and the `dlc-lower-to-exec` pipeline.
+/// Registers the lowering passes (the pipeline: Pipelines.h).
 void registerLoweringPasses();
 
 /// Checks the memory plan of |func| (offsets of its `dlexec.alloc`s and its

@@ -9,8 +9,9 @@ include "mlir/Pass/PassBase.td"
 def LowerToExecPass : Pass<"dlgraph-lower-to-dlexec", "::mlir::ModuleOp"> {
   let summary = "Lower dlgraph variables and func.func graphs to dlexec";
   let description = [{
-    Assumes static shapes, straight-line `func.func` bodies and no
-    `dlgraph.batch_norm_training` (the training pass decomposes it).
+    Assumes static shapes and straight-line `func.func` bodies (training
+    batch norm is already decomposed by
+    `--dlgraph-decompose-batch-norm-for-training`).
     Guarantees: every `dlgraph.variable` becomes a `dlexec.variable` (kind
     `parameter` when `trainable`, `optimizer_state` when it carries the unit
     attribute `dlgraph.optimizer_state`, else `state`; same initial value);

@@ -1,5 +1,4 @@
-//===- Pipelines.cpp - the dlgraph -> planned dlexec pipeline
-//---------------===//
+//===- Pipelines.cpp - the dlgraph -> planned dlexec pipeline -------------===//
 #include "compiler/Lowering/Pipelines.h"
 
 #include "compiler/Lowering/Liveness.h"
@@ -9,7 +8,7 @@
 
 using namespace mlir;
 
-void dlc::buildLowerToExecPipeline(OpPassManager &pm) {
+void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerToExecPass());
   pm.addPass(createFuseElementwisePass());
@@ -35,11 +34,12 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
   return s;
 }
 
-void dlc::registerLoweringPasses() {
-  registerDLCLoweringPasses();
+void dlc::registerLoweringPasses() { registerDLCLoweringPasses(); }
+
+void dlc::registerLoweringPipeline() {
   PassPipelineRegistration<>(
-      "dlc-lower-to-exec",
+      "dlc-lowering-pipeline",
       "canonicalize, lower dlgraph to dlexec, fuse elementwise kernels, "
       "canonicalize, plan memory",
-      [](OpPassManager &pm) { buildLowerToExecPipeline(pm); });
+      [](OpPassManager &pm) { buildLoweringPipeline(pm); });
 }

@@ -1,5 +1,4 @@
-//===- Pipelines.h - the dlgraph -> planned dlexec pipeline --------*- C++
-//-*-===//
+//===- Pipelines.h - the dlgraph -> planned dlexec pipeline -----*- C++ -*-===//
 #ifndef DLC_COMPILER_LOWERING_PIPELINES_H
 #define DLC_COMPILER_LOWERING_PIPELINES_H
 
@@ -13,8 +12,13 @@ namespace dlc {
 /// Adds to |pm| (on a builtin.module): canonicalize; dlgraph-lower-to-dlexec;
 /// dlexec-fuse-elementwise; canonicalize; dlexec-plan-memory. The result is a
 /// module of dlexec variables and planned dlexec functions. Registered as the
-/// pipeline `dlc-lower-to-exec`.
-void buildLowerToExecPipeline(mlir::OpPassManager &pm);
+/// pipeline `dlc-lowering-pipeline`; the last stage of `dlc-pipeline`
+/// (compiler/Pipeline).
+void buildLoweringPipeline(mlir::OpPassManager &pm);
+
+/// Registers the `dlc-lowering-pipeline` pipeline with the global pass
+/// registry.
+void registerLoweringPipeline();
 
 /// Counts over a planned dlexec module.
 struct PlanStats {
@@ -26,7 +30,7 @@ struct PlanStats {
                                ///< kind, constants included), bytes
 };
 
-/// Computes PlanStats over |planned| (a module after buildLowerToExecPipeline;
+/// Computes PlanStats over |planned| (a module after buildLoweringPipeline;
 /// functions without `arena_bytes` count as 0).
 PlanStats computePlanStats(mlir::ModuleOp planned);
 

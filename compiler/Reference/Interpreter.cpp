@@ -2,10 +2,11 @@
 #include "compiler/Reference/Interpreter.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Semantics/Broadcast.h"
+#include "dialects/Semantics/ResizeCoordinates.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
-#include "compiler/Reference/ResizeCoordinates.h"
 
 #include <cmath>
 #include <limits>
@@ -14,6 +15,9 @@ using namespace mlir;
 using namespace dlc::graph;
 using dlc::reference::Interpreter;
 using dlc::reference::Tensor;
+using dlc::semantics::broadcastSourceOffset;
+using dlc::semantics::ResizeTap;
+using dlc::semantics::resizeTap;
 
 Tensor::Tensor(std::vector<int64_t> s, double fill) : shape(std::move(s)) {
   int64_t n = 1;
@@ -36,16 +40,6 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   return s;
 }
 
-/// Linear index into |in| (NumPy-broadcast to |outShape|) of the output
-/// element at multi-index |idx|.
-int64_t broadcastOffset(const std::vector<int64_t> &idx,
-                        const std::vector<int64_t> &inShape) {
-  int64_t off = idx.size() - inShape.size(), lin = 0;
-  for (size_t i = 0; i < inShape.size(); ++i)
-    lin = lin * inShape[i] + (inShape[i] == 1 ? 0 : idx[i + off]);
-  return lin;
-}
-
 void unravel(int64_t lin, const std::vector<int64_t> &shape,
              std::vector<int64_t> &idx) {
   idx.resize(shape.size());
@@ -65,7 +59,7 @@ Tensor mapN(const std::vector<int64_t> &outShape,
   for (int64_t i = 0; i < out.numElements(); ++i) {
     unravel(i, outShape, idx);
     for (size_t k = 0; k < ins.size(); ++k)
-      vals[k] = ins[k]->data[broadcastOffset(idx, ins[k]->shape)];
+      vals[k] = ins[k]->data[broadcastSourceOffset(idx, ins[k]->shape)];
     out.data[i] = f(vals);
   }
   return out;
@@ -638,9 +632,9 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           for (int64_t e = 0; e < outCount; ++e) {
             unravel(e, out, idx);
             for (int64_t d = 0; d < rank; ++d)
-              taps[d] = resizeTap(o.getMode(), o.getCoordinateTransformationMode(),
-                                  o.getNearestMode(), idx[d], in[d], out[d],
-                                  scales[d]);
+              taps[d] = resizeTap(
+                  o.getMode(), o.getCoordinateTransformationMode(),
+                  o.getNearestMode(), idx[d], in[d], out[d], scales[d]);
             double acc = 0;
             for (int64_t c = 0; c < corners; ++c) {
               double w = 1;

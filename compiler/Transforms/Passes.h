@@ -1,7 +1,8 @@
-//===- Passes.h - dlgraph graph transforms ------------------------*- C++ -*-===//
+//===- Passes.h - dlgraph graph transforms ----------------------*- C++ -*-===//
 #ifndef DLC_COMPILER_TRANSFORMS_PASSES_H
 #define DLC_COMPILER_TRANSFORMS_PASSES_H
 
+#include "compiler/Transforms/BuildTrainingStep.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -10,10 +11,10 @@
 #include <memory>
 
 namespace dlc {
-/// Declares `createBuildTrainingStepPass()` and
-/// `createBuildTrainingStepPass(const BuildTrainingStepPassOptions &)`
-/// (options: loss, lossOutput, optimizer, lr, momentum, weightDecay (< 0 =
-/// the optimizer's PyTorch default), beta1, beta2, epsilon).
+/// Declares `create<Name>Pass()` (and, for passes with options,
+/// `create<Name>Pass(const <Name>PassOptions &)`) for every pass of
+/// Passes.td: RenameMainToForward, AppendLoss, DecomposeBatchNormForTraining,
+/// Differentiate, ApplyOptimizer. The options' defaults are TrainingOptions'.
 #define GEN_PASS_DECL
 #include "compiler/Transforms/Passes.h.inc"
 

@@ -8,6 +8,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "dialects/Graph/GraphInterfaces.td"
 
 def Graph_Dialect : Dialect {
   let name = "dlgraph";
@@ -24,7 +25,14 @@ def Graph_Dialect : Dialect {
   let hasConstantMaterializer = 1;
 }
 
+// Every dlgraph op answers PrecisionClassOpInterface and
+// RecomputeCostOpInterface; its trait list must hold one precision trait
+// (Graph_LowPrecision, Graph_KeepsF32, Graph_FollowsOperands) and one
+// recompute-cost trait (Graph_Recompute*, Graph_NotRecomputable), or the op
+// does not compile.
 class Graph_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Graph_Dialect, mnemonic, traits>;
+    : Op<Graph_Dialect, mnemonic,
+         !listconcat(traits, [Graph_PrecisionClassOpInterface,
+                              Graph_RecomputeCostOpInterface])>;
 
 #endif // DLC_DIALECT_GRAPH_BASE_TD

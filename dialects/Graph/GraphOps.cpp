@@ -1,5 +1,11 @@
 //===- GraphOps.cpp - dlgraph op verifiers and folders ----------------------===//
+// Verifiers check what the result-type inference (GraphTypeInference.cpp)
+// needs and what ODS cannot say; the declared result types of ops with
+// inferred types are checked against the inferred ones by
+// InferTypeOpInterface after verify().
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Semantics/Broadcast.h"
+#include "dialects/Semantics/WindowShapes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -7,6 +13,7 @@
 
 using namespace mlir;
 using namespace dlc::graph;
+namespace semantics = dlc::semantics;
 
 static RankedTensorType rankedType(Value v) {
   return cast<RankedTensorType>(v.getType());
@@ -96,7 +103,7 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
 }
 
 LogicalResult TransposeOp::verify() {
-  auto in = rankedType(getInput()), out = rankedType(getResult());
+  auto in = rankedType(getInput());
   ArrayRef<int64_t> perm = getPerm();
   if ((int64_t)perm.size() != in.getRank())
     return emitOpError() << "perm has " << perm.size()
@@ -107,27 +114,13 @@ LogicalResult TransposeOp::verify() {
       return emitOpError() << "perm is not a permutation of 0.."
                            << in.getRank() - 1;
     seen[perm[i]] = true;
-    if (out.getDimSize(i) != in.getDimSize(perm[i]))
-      return emitOpError() << "result dim " << i << " is " << out.getDimSize(i)
-                           << ", expected " << in.getDimSize(perm[i]);
   }
   return success();
 }
 
-/// True when |from| broadcasts to |to| under NumPy rules.
-static bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
-  if (from.size() > to.size())
-    return false;
-  size_t off = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && from[i] != to[off + i])
-      return false;
-  return true;
-}
-
 LogicalResult BroadcastToOp::verify() {
   auto in = rankedType(getInput()), out = rankedType(getResult());
-  if (!broadcastsTo(in.getShape(), out.getShape()))
+  if (!semantics::broadcastsTo(in.getShape(), out.getShape()))
     return emitOpError() << "cannot broadcast " << shapeStr(in.getShape())
                          << " to " << shapeStr(out.getShape());
   return success();
@@ -154,12 +147,10 @@ LogicalResult CompareOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult GemmOp::verify() {
-  auto a = rankedType(getA()), b = rankedType(getB()),
-       y = rankedType(getResult());
-  if (a.getRank() != 2 || b.getRank() != 2 || y.getRank() != 2)
-    return emitOpError() << "expects 2-D A, B and result, got ranks "
-                         << a.getRank() << ", " << b.getRank() << ", "
-                         << y.getRank();
+  auto a = rankedType(getA()), b = rankedType(getB());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOpError() << "expects 2-D A and B, got ranks " << a.getRank()
+                         << " and " << b.getRank();
   int64_t m = getTransA() ? a.getDimSize(1) : a.getDimSize(0);
   int64_t ka = getTransA() ? a.getDimSize(0) : a.getDimSize(1);
   int64_t kb = getTransB() ? b.getDimSize(1) : b.getDimSize(0);
@@ -167,10 +158,8 @@ LogicalResult GemmOp::verify() {
   if (ka != kb)
     return emitOpError() << "inner dimensions differ: op(A) is [" << m << ", "
                          << ka << "], op(B) is [" << kb << ", " << n << "]";
-  if (y.getDimSize(0) != m || y.getDimSize(1) != n)
-    return emitOpError() << "result is " << shapeStr(y.getShape())
-                         << ", expected [" << m << ", " << n << "]";
-  if (getC() && !broadcastsTo(rankedType(getC()).getShape(), y.getShape()))
+  if (getC() && !semantics::broadcastsTo(rankedType(getC()).getShape(),
+                                         ArrayRef<int64_t>{m, n}))
     return emitOpError() << "C of shape "
                          << shapeStr(rankedType(getC()).getShape())
                          << " does not broadcast to [" << m << ", " << n
@@ -192,18 +181,9 @@ LogicalResult MatMulOp::verify() {
                          << kb;
   ArrayRef<int64_t> aBatch = as.drop_back(std::min<size_t>(as.size(), 2));
   ArrayRef<int64_t> bBatch = bs.drop_back(std::min<size_t>(bs.size(), 2));
-  SmallVector<int64_t> expected;
-  if (!OpTrait::util::getBroadcastedShape(aBatch, bBatch, expected))
+  if (!semantics::broadcastShapes(aBatch, bBatch))
     return emitOpError() << "batch dimensions " << shapeStr(aBatch) << " and "
                          << shapeStr(bBatch) << " do not broadcast";
-  if (as.size() >= 2)
-    expected.push_back(as[as.size() - 2]);
-  if (bs.size() >= 2)
-    expected.push_back(bs.back());
-  auto y = rankedType(getResult());
-  if (y.getShape() != ArrayRef<int64_t>(expected))
-    return emitOpError() << "result is " << shapeStr(y.getShape())
-                         << ", expected " << shapeStr(expected);
   return success();
 }
 
@@ -234,10 +214,9 @@ static LogicalResult verifyWindowAttrs(Operation *op, ArrayRef<int64_t> strides,
 }
 
 LogicalResult ConvOp::verify() {
-  auto x = rankedType(getInput()), w = rankedType(getFilter()),
-       y = rankedType(getResult());
+  auto x = rankedType(getInput()), w = rankedType(getFilter());
   int64_t rank = x.getRank(), sp = rank - 2;
-  if ((rank != 4 && rank != 5) || w.getRank() != rank || y.getRank() != rank)
+  if ((rank != 4 && rank != 5) || w.getRank() != rank)
     return emitOpError() << "supports 2-D and 3-D convolution only (rank-4/5 "
                             "NC[D]HW input, OI[D]HW filter), got input rank "
                          << x.getRank();
@@ -254,18 +233,14 @@ LogicalResult ConvOp::verify() {
                          << " input channels per group, expected "
                          << x.getDimSize(1) / g;
   auto strides = getStrides(), pads = getPads(), dil = getDilations();
-  for (int64_t i = 0; i < sp; ++i) {
-    int64_t eff = dil[i] * (w.getDimSize(2 + i) - 1) + 1;
-    int64_t out =
-        (x.getDimSize(2 + i) + pads[i] + pads[i + sp] - eff) / strides[i] + 1;
-    if (y.getDimSize(2 + i) != out)
-      return emitOpError() << "result spatial dim " << i << " is "
-                           << y.getDimSize(2 + i) << ", expected " << out;
-  }
-  if (y.getDimSize(0) != x.getDimSize(0) || y.getDimSize(1) != w.getDimSize(0))
-    return emitOpError() << "result is " << shapeStr(y.getShape())
-                         << ", expected batch " << x.getDimSize(0) << " and "
-                         << w.getDimSize(0) << " channels";
+  for (int64_t i = 0; i < sp; ++i)
+    if (!semantics::windowOutputSize(x.getDimSize(2 + i), w.getDimSize(2 + i),
+                                     strides[i], pads[i], pads[i + sp], dil[i]))
+      return emitOpError() << "the kernel (" << w.getDimSize(2 + i)
+                           << " with dilation " << dil[i]
+                           << ") does not fit the padded input "
+                           << x.getDimSize(2 + i) << " + " << pads[i] << " + "
+                           << pads[i + sp] << " along spatial axis " << i;
   if (getBias() && (rankedType(getBias()).getRank() != 1 ||
                     rankedType(getBias()).getDimSize(0) != w.getDimSize(0)))
     return emitOpError() << "bias must be [" << w.getDimSize(0) << "]";
@@ -297,33 +272,26 @@ LogicalResult BatchNormOp::verify() {
                              {getScale(), getBias(), getMean(), getVariance()});
 }
 
-LogicalResult BatchNormTrainingOp::verify() {
-  return verifyChannelParams(*this, getInput(),
-                             {getScale(), getBias(), getBatchMean(),
-                              getBatchVar()});
-}
-
 template <typename PoolOp> static LogicalResult verifyPool(PoolOp op) {
-  auto x = rankedType(op.getInput()), y = rankedType(op.getResult());
-  if (x.getRank() != 4 || y.getRank() != 4)
+  auto x = rankedType(op.getInput());
+  if (x.getRank() != 4)
     return op.emitOpError() << "supports 2-D pooling over NCHW only";
   if (op.getKernelShape().size() != 2)
     return op.emitOpError() << "expects 2 kernel dims";
   if (failed(verifyWindowAttrs(op, op.getStrides(), op.getPads(),
                                op.getDilations())))
     return failure();
-  for (int i = 0; i < 2; ++i) {
-    int64_t eff = op.getDilations()[i] * (op.getKernelShape()[i] - 1) + 1;
-    int64_t span = x.getDimSize(2 + i) + op.getPads()[i] +
-                   op.getPads()[i + 2] - eff;
-    int64_t s = op.getStrides()[i];
-    int64_t out = (op.getCeilMode() ? (span + s - 1) / s : span / s) + 1;
-    if (op.getCeilMode() && (out - 1) * s >= x.getDimSize(2 + i) + op.getPads()[i])
-      --out;
-    if (y.getDimSize(2 + i) != out)
-      return op.emitOpError() << "result spatial dim " << i << " is "
-                              << y.getDimSize(2 + i) << ", expected " << out;
-  }
+  for (int i = 0; i < 2; ++i)
+    if (!semantics::windowOutputSize(x.getDimSize(2 + i),
+                                     op.getKernelShape()[i],
+                                     op.getStrides()[i], op.getPads()[i],
+                                     op.getPads()[i + 2], op.getDilations()[i],
+                                     op.getCeilMode()))
+      return op.emitOpError()
+             << "the kernel (" << op.getKernelShape()[i] << " with dilation "
+             << op.getDilations()[i] << ") does not fit the padded input "
+             << x.getDimSize(2 + i) << " + " << op.getPads()[i] << " + "
+             << op.getPads()[i + 2] << " along spatial axis " << i;
   return success();
 }
 
@@ -331,16 +299,10 @@ LogicalResult MaxPoolOp::verify() { return verifyPool(*this); }
 LogicalResult AveragePoolOp::verify() { return verifyPool(*this); }
 
 LogicalResult GlobalAveragePoolOp::verify() {
-  auto x = rankedType(getInput()), y = rankedType(getResult());
+  auto x = rankedType(getInput());
   if (x.getRank() < 3)
     return emitOpError() << "input must have rank >= 3 (N, C, spatial...), got "
                          << shapeStr(x.getShape());
-  llvm::SmallVector<int64_t> expected(x.getShape());
-  for (int64_t i = 2; i < x.getRank(); ++i)
-    expected[i] = 1;
-  if (y.getShape() != ArrayRef<int64_t>(expected))
-    return emitOpError() << "result shape is " << shapeStr(y.getShape())
-                         << ", expected " << shapeStr(expected);
   return success();
 }
 
@@ -359,7 +321,7 @@ LogicalResult LogSoftmaxOp::verify() {
 }
 
 template <typename ReduceOp> static LogicalResult verifyReduce(ReduceOp op) {
-  auto x = rankedType(op.getInput()), y = rankedType(op.getResult());
+  auto x = rankedType(op.getInput());
   llvm::SmallVector<bool> reduced(x.getRank(), false);
   for (int64_t a : op.getAxes()) {
     if (a < 0 || a >= x.getRank() || reduced[a])
@@ -367,16 +329,6 @@ template <typename ReduceOp> static LogicalResult verifyReduce(ReduceOp op) {
                               << x.getRank() << "), got " << a;
     reduced[a] = true;
   }
-  llvm::SmallVector<int64_t> expected;
-  for (int64_t i = 0; i < x.getRank(); ++i) {
-    if (!reduced[i])
-      expected.push_back(x.getDimSize(i));
-    else if (op.getKeepdims())
-      expected.push_back(1);
-  }
-  if (y.getShape() != ArrayRef<int64_t>(expected))
-    return op.emitOpError() << "result shape is " << shapeStr(y.getShape())
-                            << ", expected " << shapeStr(expected);
   return success();
 }
 
@@ -386,24 +338,11 @@ LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceProdOp::verify() { return verifyReduce(*this); }
 
 template <typename ArgOp> static LogicalResult verifyArgReduce(ArgOp op) {
-  auto x = rankedType(op.getInput()), y = rankedType(op.getResult());
+  auto x = rankedType(op.getInput());
   int64_t axis = op.getAxis();
   if (axis < 0 || axis >= x.getRank())
     return op.emitOpError() << "axis must be in [0, " << x.getRank()
                             << "), got " << axis;
-  if (!y.getElementType().isInteger(64))
-    return op.emitOpError() << "result must have element type i64, got "
-                            << y.getElementType();
-  llvm::SmallVector<int64_t> expected;
-  for (int64_t i = 0; i < x.getRank(); ++i) {
-    if (i != axis)
-      expected.push_back(x.getDimSize(i));
-    else if (op.getKeepdims())
-      expected.push_back(1);
-  }
-  if (y.getShape() != ArrayRef<int64_t>(expected))
-    return op.emitOpError() << "result shape is " << shapeStr(y.getShape())
-                            << ", expected " << shapeStr(expected);
   return success();
 }
 
@@ -453,19 +392,12 @@ LogicalResult ResizeGradOp::verify() {
 }
 
 LogicalResult DropoutOp::verify() {
-  auto x = rankedType(getInput()), step = rankedType(getStep()),
-       y = rankedType(getResult()), m = rankedType(getMask());
+  auto step = rankedType(getStep());
   float ratio = getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))
     return emitOpError() << "ratio must be in [0, 1), got " << ratio;
   if (step.getRank() != 0 || !step.getElementType().isF32())
     return emitOpError() << "step must be a rank-0 f32 tensor, got " << step;
-  if (y != x)
-    return emitOpError() << "result type " << y << " differs from input type "
-                         << x;
-  if (m.getShape() != x.getShape() || !m.getElementType().isInteger(1))
-    return emitOpError() << "mask must be i1 of shape "
-                         << shapeStr(x.getShape()) << ", got " << m;
   return success();
 }
 
@@ -480,8 +412,6 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
     return emitOpError() << "labels have shape " << shapeStr(t.getShape())
                          << ", expected " << shapeStr(x.getShape().drop_back())
                          << " (the logits' shape without the class axis)";
-  if (rankedType(getLoss()).getRank() != 0)
-    return emitOpError() << "loss must be a rank-0 tensor";
   return success();
 }
 
@@ -533,28 +463,24 @@ LogicalResult PadOp::verify() {
 }
 
 LogicalResult ConcatOp::verify() {
-  auto y = rankedType(getResult());
-  int64_t axis = getAxis(), rank = y.getRank();
   if (getInputs().empty())
     return emitOpError() << "needs at least one input";
+  auto first = rankedType(getInputs()[0]);
+  int64_t axis = getAxis(), rank = first.getRank();
   if (axis < 0 || axis >= rank)
     return emitOpError() << "axis " << axis << " is out of range for rank "
                          << rank;
-  int64_t total = 0;
-  for (Value v : getInputs()) {
+  for (Value v : getInputs().drop_front()) {
     auto t = rankedType(v);
-    bool ok = t.getRank() == rank && t.getElementType() == y.getElementType();
+    bool ok =
+        t.getRank() == rank && t.getElementType() == first.getElementType();
     for (int64_t d = 0; ok && d < rank; ++d)
-      ok = d == axis || t.getDimSize(d) == y.getDimSize(d);
+      ok = d == axis || t.getDimSize(d) == first.getDimSize(d);
     if (!ok)
       return emitOpError() << "input of type " << t
-                           << " does not match result " << y
+                           << " does not match the first input " << first
                            << " outside axis " << axis;
-    total += t.getDimSize(axis);
   }
-  if (total != y.getDimSize(axis))
-    return emitOpError() << "inputs add up to " << total << " along axis "
-                         << axis << ", result has " << y.getDimSize(axis);
   return success();
 }
 
@@ -567,28 +493,18 @@ static LogicalResult verifyIndices(Operation *op, RankedTensorType idx) {
 }
 
 LogicalResult GatherOp::verify() {
-  auto x = rankedType(getData()), i = rankedType(getIndices()),
-       y = rankedType(getResult());
+  auto x = rankedType(getData()), i = rankedType(getIndices());
   int64_t axis = getAxis();
   if (failed(verifyIndices(*this, i)))
     return failure();
   if (axis < 0 || axis >= x.getRank())
     return emitOpError() << "axis " << axis << " is out of range for rank "
                          << x.getRank();
-  SmallVector<int64_t> expected(x.getShape().take_front(axis));
-  llvm::append_range(expected, i.getShape());
-  llvm::append_range(expected, x.getShape().drop_front(axis + 1));
-  if (y.getShape() != ArrayRef<int64_t>(expected) ||
-      y.getElementType() != x.getElementType())
-    return emitOpError() << "result shape is " << shapeStr(y.getShape())
-                         << ", expected " << shapeStr(expected)
-                         << " of the data's element type";
   return success();
 }
 
 LogicalResult GatherElementsOp::verify() {
-  auto x = rankedType(getData()), i = rankedType(getIndices()),
-       y = rankedType(getResult());
+  auto x = rankedType(getData()), i = rankedType(getIndices());
   int64_t axis = getAxis();
   if (failed(verifyIndices(*this, i)))
     return failure();
@@ -601,9 +517,6 @@ LogicalResult GatherElementsOp::verify() {
       return emitOpError() << "indices shape " << shapeStr(i.getShape())
                            << " exceeds data shape " << shapeStr(x.getShape())
                            << " outside axis " << axis;
-  if (y.getShape() != i.getShape() || y.getElementType() != x.getElementType())
-    return emitOpError() << "result must have the indices' shape and the "
-                            "data's element type";
   return success();
 }
 

@@ -3,6 +3,7 @@
 #define DLC_DIALECTS_GRAPH_GRAPHOPS_H
 
 #include "dialects/Graph/GraphDialect.h"
+#include "dialects/Graph/GraphInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -10,7 +10,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Variables: parameters, optimizer state, BatchNorm running statistics.
 //===----------------------------------------------------------------------===//
 
-def Graph_VariableOp : Graph_Op<"variable", [Symbol]> {
+def Graph_VariableOp : Graph_Op<"variable", [Symbol, Graph_FollowsOperands,
+    Graph_NotRecomputable]> {
   let summary = "A persistent tensor (parameter, optimizer state, running statistic)";
   let description = [{
     Declares a tensor that lives across steps. `initial_value` holds its
@@ -28,9 +29,10 @@ def Graph_VariableOp : Graph_Op<"variable", [Symbol]> {
   let hasVerifier = 1;
 }
 
+// The result type is the variable's (a symbol lookup), so it is not inferred.
 def Graph_ReadVariableOp : Graph_Op<"read_variable",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     MemoryEffects<[MemRead]>]> {
+     MemoryEffects<[MemRead]>, Graph_FollowsOperands, Graph_RecomputeFree]> {
   let summary = "Reads the current value of a variable";
   let description = [{
     ```mlir
@@ -44,7 +46,7 @@ def Graph_ReadVariableOp : Graph_Op<"read_variable",
 
 def Graph_WriteVariableOp : Graph_Op<"write_variable",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     MemoryEffects<[MemWrite]>]> {
+     MemoryEffects<[MemWrite]>, Graph_FollowsOperands, Graph_NotRecomputable]> {
   let summary = "Sets the value a variable has after the step";
   let description = [{
     All reads in a function see the value from before the step; writes take
@@ -63,8 +65,9 @@ def Graph_WriteVariableOp : Graph_Op<"write_variable",
 // Constants and shape ops.
 //===----------------------------------------------------------------------===//
 
+// The result type is the value attribute's (inferred).
 def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure,
-    AllTypesMatch<["value", "result"]>]> {
+    Graph_InferType, Graph_FollowsOperands, Graph_RecomputeFree]> {
   let summary = "A constant tensor (ONNX Constant)";
   let description = [{
     ```mlir
@@ -77,7 +80,9 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure,
   let hasFolder = 1;
 }
 
-def Graph_IdentityOp : Graph_Op<"identity", [Pure, SameOperandsAndResultType]> {
+def Graph_IdentityOp : Graph_Op<"identity", [Pure, SameOperandsAndResultType,
+    InferTypeOpInterface, Graph_Elementwise, Graph_FollowsOperands,
+    Graph_RecomputeFree]> {
   let summary = "Returns its input (ONNX Identity, Dropout in inference)";
   let description = "`%y = dlgraph.identity %x : tensor<4xf32>`";
   let arguments = (ins AnyRankedTensor:$input);
@@ -86,7 +91,9 @@ def Graph_IdentityOp : Graph_Op<"identity", [Pure, SameOperandsAndResultType]> {
   let hasFolder = 1;
 }
 
-def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+// The target shape is the result type, so it is not inferred.
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_FollowsOperands,
+    Graph_RecomputeFree]> {
   let summary = "Reshape to the static result type (ONNX Reshape, Flatten)";
   let description = [{
     The target shape is the result type; element counts must match.
@@ -101,7 +108,8 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, Graph_InferType,
+    Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Permutes dimensions (ONNX Transpose)";
   let description = [{
     `result.shape[i] = input.shape[perm[i]]`.
@@ -116,7 +124,9 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure]> {
+// The target shape is the result type, so it is not inferred.
+def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure,
+    Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Broadcasts to the result shape with NumPy rules (ONNX Expand)";
   let description = [{
     ```mlir
@@ -134,8 +144,14 @@ def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure]> {
 // Elementwise ops.
 //===----------------------------------------------------------------------===//
 
-class Graph_UnaryOp<string mnemonic, string onnx, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+// |precision|: Graph_KeepsF32 for the functions PyTorch autocast runs in
+// float32 (exp, log, rsqrt, tan, asin, acos, sinh, cosh), else
+// Graph_FollowsOperands.
+class Graph_UnaryOp<string mnemonic, string onnx,
+                    Trait precision = Graph_FollowsOperands>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                          InferTypeOpInterface, Graph_Elementwise, precision,
+                          Graph_RecomputeCheap]> {
   let summary = "Elementwise " # mnemonic # " (ONNX " # onnx # ")";
   let description = "`%y = dlgraph." # mnemonic # " %x : tensor<8xf32>`";
   let arguments = (ins AnyRankedTensor:$input);
@@ -144,25 +160,25 @@ class Graph_UnaryOp<string mnemonic, string onnx, list<Trait> traits = []>
 }
 
 def Graph_ReluOp : Graph_UnaryOp<"relu", "Relu">;
-def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp">;
-def Graph_LogOp : Graph_UnaryOp<"log", "Log">;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp", Graph_KeepsF32>;
+def Graph_LogOp : Graph_UnaryOp<"log", "Log", Graph_KeepsF32>;
 def Graph_NegOp : Graph_UnaryOp<"neg", "Neg"> {
   let hasFolder = 1;
 }
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt">;
-def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "1/Sqrt">;
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "1/Sqrt", Graph_KeepsF32>;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "Sigmoid">;
 def Graph_ErfOp : Graph_UnaryOp<"erf", "Erf">;
 // Trigonometric and hyperbolic functions and their inverses (float).
 def Graph_SinOp : Graph_UnaryOp<"sin", "Sin">;
 def Graph_CosOp : Graph_UnaryOp<"cos", "Cos">;
-def Graph_TanOp : Graph_UnaryOp<"tan", "Tan">;
-def Graph_AsinOp : Graph_UnaryOp<"asin", "Asin">;
-def Graph_AcosOp : Graph_UnaryOp<"acos", "Acos">;
+def Graph_TanOp : Graph_UnaryOp<"tan", "Tan", Graph_KeepsF32>;
+def Graph_AsinOp : Graph_UnaryOp<"asin", "Asin", Graph_KeepsF32>;
+def Graph_AcosOp : Graph_UnaryOp<"acos", "Acos", Graph_KeepsF32>;
 def Graph_AtanOp : Graph_UnaryOp<"atan", "Atan">;
-def Graph_SinhOp : Graph_UnaryOp<"sinh", "Sinh">;
-def Graph_CoshOp : Graph_UnaryOp<"cosh", "Cosh">;
+def Graph_SinhOp : Graph_UnaryOp<"sinh", "Sinh", Graph_KeepsF32>;
+def Graph_CoshOp : Graph_UnaryOp<"cosh", "Cosh", Graph_KeepsF32>;
 def Graph_AsinhOp : Graph_UnaryOp<"asinh", "Asinh">;
 def Graph_AcoshOp : Graph_UnaryOp<"acosh", "Acosh">;
 def Graph_AtanhOp : Graph_UnaryOp<"atanh", "Atanh">;
@@ -172,7 +188,9 @@ def Graph_FloorOp : Graph_UnaryOp<"floor", "Floor">;
 /// Rounds half to even (ONNX Round, numpy.round).
 def Graph_RoundOp : Graph_UnaryOp<"round", "Round">;
 
-def Graph_ClipOp : Graph_Op<"clip", [Pure, SameOperandsAndResultType]> {
+def Graph_ClipOp : Graph_Op<"clip", [Pure, SameOperandsAndResultType,
+    InferTypeOpInterface, Graph_Elementwise, Graph_FollowsOperands,
+    Graph_RecomputeCheap]> {
   let summary = "Clamps to [min, max] (ONNX Clip with constant bounds)";
   let description = [{
     ```mlir
@@ -185,9 +203,13 @@ def Graph_ClipOp : Graph_Op<"clip", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-class Graph_BinaryOp<string mnemonic, string onnx>
+// |precision|: Graph_KeepsF32 for pow (float32 in PyTorch autocast), else
+// Graph_FollowsOperands.
+class Graph_BinaryOp<string mnemonic, string onnx,
+                     Trait precision = Graph_FollowsOperands>
     : Graph_Op<mnemonic, [Pure, ResultsBroadcastableShape,
-                          SameOperandsAndResultElementType]> {
+                          SameOperandsAndResultElementType, Graph_InferType,
+                          Graph_Elementwise, precision, Graph_RecomputeCheap]> {
   let summary = "Elementwise " # mnemonic # " with NumPy broadcasting (ONNX " # onnx # ")";
   let description = [{
     ```mlir
@@ -217,7 +239,7 @@ def Graph_MaxOp : Graph_BinaryOp<"max", "Max"> {
 def Graph_MinOp : Graph_BinaryOp<"min", "Min"> {
   let hasFolder = 1;
 }
-def Graph_PowOp : Graph_BinaryOp<"pow", "Pow">;
+def Graph_PowOp : Graph_BinaryOp<"pow", "Pow", Graph_KeepsF32>;
 /// Remainder with the sign of the dividend, C fmod (ONNX Mod, fmod = 1).
 def Graph_FmodOp : Graph_BinaryOp<"fmod", "Mod with fmod = 1"> {
   let hasFolder = 1;
@@ -227,7 +249,8 @@ def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0"> {
   let hasFolder = 1;
 }
 
-def Graph_SelectOp : Graph_Op<"select", [Pure]> {
+def Graph_SelectOp : Graph_Op<"select", [Pure, Graph_InferType,
+    Graph_Elementwise, Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Picks `on_true` where `condition` holds, else `on_false` (ONNX Where)";
   let description = [{
     Operands broadcast with NumPy rules.
@@ -242,7 +265,8 @@ def Graph_SelectOp : Graph_Op<"select", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_CompareOp : Graph_Op<"compare", [Pure]> {
+def Graph_CompareOp : Graph_Op<"compare", [Pure, Graph_InferType,
+    Graph_Elementwise, Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Elementwise comparison with broadcasting (ONNX Equal/Less/Greater)";
   let description = [{
     `predicate` is one of `eq`, `ne`, `lt`, `le`, `gt`, `ge`.
@@ -257,7 +281,9 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure]> {
+// The target element type is the result type, so it is not inferred.
+def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_Elementwise,
+    Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Converts the element type (ONNX Cast)";
   let description = "`%y = dlgraph.cast %x : tensor<8xi64> to tensor<8xf32>`";
   let arguments = (ins AnyRankedTensor:$input);
@@ -270,7 +296,8 @@ def Graph_CastOp : Graph_Op<"cast", [Pure]> {
 // Linear algebra and convolution.
 //===----------------------------------------------------------------------===//
 
-def Graph_GemmOp : Graph_Op<"gemm", [Pure]> {
+def Graph_GemmOp : Graph_Op<"gemm", [Pure, Graph_InferType,
+    Graph_LowPrecision, Graph_RecomputeExpensive]> {
   let summary = "General matrix multiply Y = alpha*op(A)*op(B) + beta*C (ONNX Gemm)";
   let description = [{
     A and B are 2-D; op() transposes when `trans_a`/`trans_b` is set; C is
@@ -290,7 +317,8 @@ def Graph_GemmOp : Graph_Op<"gemm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_MatMulOp : Graph_Op<"matmul", [Pure]> {
+def Graph_MatMulOp : Graph_Op<"matmul", [Pure, Graph_InferType,
+    Graph_LowPrecision, Graph_RecomputeExpensive]> {
   let summary = "Matrix product with NumPy semantics (ONNX MatMul)";
   let description = [{
     numpy.matmul: the last two dims are the matrices ([..., M, K] x
@@ -308,7 +336,8 @@ def Graph_MatMulOp : Graph_Op<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_ConvOp : Graph_Op<"conv", [Pure]> {
+def Graph_ConvOp : Graph_Op<"conv", [Pure, Graph_InferType,
+    Graph_LowPrecision, Graph_RecomputeExpensive]> {
   let summary = "2-D convolution, NCHW input, OIHW filter (ONNX Conv)";
   let description = [{
     `pads` = [top, left, bottom, right]; `group` splits channels.
@@ -332,13 +361,17 @@ def Graph_ConvOp : Graph_Op<"conv", [Pure]> {
 // Normalization, pooling, softmax.
 //===----------------------------------------------------------------------===//
 
-def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
+def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure,
+    AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_KeepsF32,
+    Graph_RecomputeCheap]> {
   let summary = "Batch normalization with given statistics (ONNX BatchNormalization, inference)";
   let description = [{
     y = scale * (x - mean) / sqrt(var + epsilon) + bias over channel axis 1.
     `momentum` is ONNX's (running = running * momentum + batch * (1 -
     momentum); PyTorch's momentum 0.1 is 0.9 here); it only matters when
-    training turns this op into `batch_norm_training`.
+    training decomposes this op into batch statistics and running-statistic
+    updates.
     ```mlir
     %y = dlgraph.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
          : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x16x4x4xf32>
@@ -354,27 +387,9 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_BatchNormTrainingOp : Graph_Op<"batch_norm_training", [Pure]> {
-  let summary = "Batch normalization with batch statistics (ONNX BatchNormalization, training_mode=1)";
-  let description = [{
-    Normalizes with the mean and biased variance of the batch over all axes
-    but 1, and returns them (`batch_mean`, `batch_var`) so running statistics
-    can be updated.
-    ```mlir
-    %y, %m, %v = dlgraph.batch_norm_training %x, %s, %b {epsilon = 1.0e-05 : f32}
-         : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
-    ```
-  }];
-  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
-                       AnyRankedTensor:$bias,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
-  let results = (outs AnyRankedTensor:$result, AnyRankedTensor:$batch_mean,
-                      AnyRankedTensor:$batch_var);
-  let assemblyFormat = "$input `,` $scale `,` $bias attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
-}
-
-class Graph_PoolOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> {
+class Graph_PoolOp<string mnemonic, string onnx>
+    : Graph_Op<mnemonic, [Pure, Graph_InferType, Graph_FollowsOperands,
+                          Graph_RecomputeModerate]> {
   let summary = "2-D " # mnemonic # " over NCHW (ONNX " # onnx # ")";
   let description = [{
     `pads` = [top, left, bottom, right]; the output size uses floor, or ceil
@@ -396,7 +411,8 @@ class Graph_PoolOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> {
 def Graph_MaxPoolOp : Graph_PoolOp<"max_pool", "MaxPool">;
 def Graph_AveragePoolOp : Graph_PoolOp<"average_pool", "AveragePool">;
 
-def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool", [Pure]> {
+def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool", [Pure,
+    Graph_InferType, Graph_FollowsOperands, Graph_RecomputeModerate]> {
   let summary = "Mean over all spatial axes, keeping them as size 1 (ONNX GlobalAveragePool)";
   let description = "`%y = dlgraph.global_average_pool %x : tensor<8x16x4x4xf32> -> tensor<8x16x1x1xf32>`";
   let arguments = (ins AnyRankedTensor:$input);
@@ -405,7 +421,8 @@ def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType,
+    InferTypeOpInterface, Graph_KeepsF32, Graph_RecomputeModerate]> {
   let summary = "Softmax along `axis` (ONNX Softmax, opset 13 semantics)";
   let description = "`%y = dlgraph.softmax %x {axis = 1 : i64} : tensor<8x10xf32>`";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
@@ -414,7 +431,9 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure, SameOperandsAndResultType]> {
+def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure,
+    SameOperandsAndResultType, InferTypeOpInterface, Graph_KeepsF32,
+    Graph_RecomputeModerate]> {
   let summary = "Log of softmax along `axis` (ONNX LogSoftmax, opset 13 semantics)";
   let description = "`%y = dlgraph.log_softmax %x {axis = 1 : i64} : tensor<8x10xf32>`";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
@@ -427,7 +446,12 @@ def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure, SameOperandsAndResultTyp
 // Reductions.
 //===----------------------------------------------------------------------===//
 
-class Graph_ReduceOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> {
+// |precision|: sums, means and products of many elements keep f32 (sum and
+// prod are on PyTorch autocast's float32 list); max is exact in any type.
+class Graph_ReduceOp<string mnemonic, string onnx,
+                     Trait precision = Graph_KeepsF32>
+    : Graph_Op<mnemonic, [Pure, Graph_InferType, precision,
+                          Graph_RecomputeModerate]> {
   let summary = "Reduces over `axes` (ONNX " # onnx # ")";
   let description = [{
     With `keepdims` the reduced axes stay as size 1.
@@ -444,10 +468,13 @@ class Graph_ReduceOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> 
 
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "ReduceSum">;
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "ReduceMean">;
-def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "ReduceMax">;
+def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "ReduceMax",
+                                         Graph_FollowsOperands>;
 def Graph_ReduceProdOp : Graph_ReduceOp<"reduce_prod", "ReduceProd">;
 
-class Graph_ArgReduceOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure]> {
+class Graph_ArgReduceOp<string mnemonic, string onnx>
+    : Graph_Op<mnemonic, [Pure, Graph_InferType, Graph_FollowsOperands,
+                          Graph_RecomputeModerate]> {
   let summary = "Index of the " # !if(!eq(onnx, "ArgMax"), "largest", "smallest")
                 # " element along `axis` (ONNX " # onnx # ")";
   let description = [{
@@ -469,7 +496,10 @@ class Graph_ArgReduceOp<string mnemonic, string onnx> : Graph_Op<mnemonic, [Pure
 def Graph_ArgMaxOp : Graph_ArgReduceOp<"arg_max", "ArgMax">;
 def Graph_ArgMinOp : Graph_ArgReduceOp<"arg_min", "ArgMin">;
 
-def Graph_ResizeOp : Graph_Op<"resize", [Pure]> {
+// The result shape is the result type (scales do not determine it exactly
+// when the importer derived them from sizes), so it is not inferred.
+def Graph_ResizeOp : Graph_Op<"resize", [Pure, Graph_FollowsOperands,
+    Graph_RecomputeCheap]> {
   let summary = "Nearest or (multi)linear resampling (ONNX Resize, Upsample)";
   let description = [{
     The result shape is the result type; `scales` (one per axis, > 0) are
@@ -499,7 +529,8 @@ def Graph_ResizeOp : Graph_Op<"resize", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_DropoutOp : Graph_Op<"dropout", [Pure]> {
+def Graph_DropoutOp : Graph_Op<"dropout", [Pure, Graph_InferType,
+    Graph_Elementwise, Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Training-mode dropout with a counter-based RNG (ONNX Dropout, training_mode = 1)";
   let description = [{
     Keeps each element with probability 1 - `ratio` and scales kept ones by
@@ -527,7 +558,10 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure]> {
 // Data movement: slice, pad, concat, gather.
 //===----------------------------------------------------------------------===//
 
-def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+// The element counts are the result type (there is no `ends`), so the
+// result type is not inferred.
+def Graph_SliceOp : Graph_Op<"slice", [Pure, Graph_FollowsOperands,
+    Graph_RecomputeCheap]> {
   let summary = "Strided slice: result[i] = input[starts + steps * i] (ONNX Slice, Split)";
   let description = [{
     One `starts`/`steps` entry per input dimension; `starts` are
@@ -547,7 +581,9 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_PadOp : Graph_Op<"pad", [Pure]> {
+// The trailing padding is only in the result type, so it is not inferred.
+def Graph_PadOp : Graph_Op<"pad", [Pure, Graph_FollowsOperands,
+    Graph_RecomputeCheap]> {
   let summary = "Places the input at starts + steps * i in a tensor filled with `value` (ONNX Pad, constant mode; the gradient of slice)";
   let description = [{
     result = splat(value); result[starts + steps * i] = input[i]. With
@@ -568,7 +604,8 @@ def Graph_PadOp : Graph_Op<"pad", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, Graph_InferType,
+    Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Joins tensors along `axis` (ONNX Concat on non-constant data)";
   let description = [{
     All inputs have the result's element type and rank and equal sizes
@@ -584,7 +621,8 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
+def Graph_GatherOp : Graph_Op<"gather", [Pure, Graph_InferType,
+    Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Picks slices of `data` along `axis` by `indices` (ONNX Gather, embedding lookup)";
   let description = [{
     result.shape = data.shape[:axis] + indices.shape + data.shape[axis+1:];
@@ -604,7 +642,8 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure]> {
+def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure,
+    Graph_InferType, Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "result[p] = data[p with p[axis] = indices[p]] (ONNX GatherElements)";
   let description = [{
     The result has the shape of `indices` (same rank as `data`, each

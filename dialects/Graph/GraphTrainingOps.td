@@ -7,7 +7,8 @@
 include "dialects/Graph/GraphBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure]> {
+def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure,
+    Graph_InferType, Graph_KeepsF32, Graph_RecomputeModerate]> {
   let summary = "Mean softmax cross-entropy of logits against integer class ids";
   let description = [{
     Softmax over the last axis of `logits` [..., C]; `labels` has the shape
@@ -24,7 +25,10 @@ def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [Pure]> {
+def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
+    [Pure, AllTypesMatch<["logits", "result"]>,
+     DeclareOpInterfaceMethods<InferTypeOpInterface>,
+     Graph_KeepsF32, Graph_RecomputeModerate]> {
   let summary = "Gradient of softmax_cross_entropy with respect to the logits";
   let description = [{
     d_logits = (softmax(logits) - one_hot(labels)) * d_loss / count(labels).
@@ -38,7 +42,10 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [Pu
   let assemblyFormat = "$logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_ConvBackwardDataOp : Graph_Op<"conv_backward_data", [Pure]> {
+// With a stride above 1 several input sizes give one output size, so the
+// result type is not inferred.
+def Graph_ConvBackwardDataOp : Graph_Op<"conv_backward_data", [Pure,
+    Graph_LowPrecision, Graph_RecomputeExpensive]> {
   let summary = "Gradient of conv with respect to its input";
   let description = [{
     Same attributes as `dlgraph.conv`; the result type is the input's.
@@ -56,7 +63,10 @@ def Graph_ConvBackwardDataOp : Graph_Op<"conv_backward_data", [Pure]> {
   let assemblyFormat = "$result_grad `,` $filter attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_ConvBackwardFilterOp : Graph_Op<"conv_backward_filter", [Pure]> {
+// With a stride above 1 several kernel sizes give one output size, so the
+// result type is not inferred.
+def Graph_ConvBackwardFilterOp : Graph_Op<"conv_backward_filter", [Pure,
+    Graph_LowPrecision, Graph_RecomputeExpensive]> {
   let summary = "Gradient of conv with respect to its filter";
   let description = [{
     Same attributes as `dlgraph.conv`; the result type is the filter's.
@@ -74,7 +84,10 @@ def Graph_ConvBackwardFilterOp : Graph_Op<"conv_backward_filter", [Pure]> {
   let assemblyFormat = "$input `,` $result_grad attr-dict `:` functional-type(operands, results)";
 }
 
-class Graph_PoolGradOp<string mnemonic, string fwd> : Graph_Op<mnemonic, [Pure]> {
+class Graph_PoolGradOp<string mnemonic, string fwd>
+    : Graph_Op<mnemonic, [Pure, AllTypesMatch<["input", "input_grad"]>,
+                          DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_FollowsOperands,
+                          Graph_RecomputeModerate]> {
   let summary = "Gradient of " # fwd # " with respect to its input";
   let description = [{
     Same attributes as the forward op; `input` is the forward input (its
@@ -96,7 +109,10 @@ class Graph_PoolGradOp<string mnemonic, string fwd> : Graph_Op<mnemonic, [Pure]>
 def Graph_MaxPoolGradOp : Graph_PoolGradOp<"max_pool_grad", "max_pool">;
 def Graph_AveragePoolGradOp : Graph_PoolGradOp<"average_pool_grad", "average_pool">;
 
-def Graph_ResizeGradOp : Graph_Op<"resize_grad", [Pure]> {
+// The forward input's shape is only in the result type, so it is not
+// inferred.
+def Graph_ResizeGradOp : Graph_Op<"resize_grad", [Pure, Graph_FollowsOperands,
+    Graph_RecomputeModerate]> {
   let summary = "Gradient of dlgraph.resize with respect to its input";
   let description = [{
     The adjoint of the resize with the same attributes: every output
@@ -117,7 +133,12 @@ def Graph_ResizeGradOp : Graph_Op<"resize_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
+def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure,
+    AllTypesMatch<["param", "new_param"]>,
+    AllTypesMatch<["momentum_buffer", "new_momentum_buffer"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_Elementwise,
+    Graph_KeepsF32,
+    Graph_RecomputeCheap]> {
   let summary = "One torch.optim.SGD step for one parameter";
   let description = [{
     With g = grad + weight_decay * param: when momentum != 0,
@@ -136,7 +157,13 @@ def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
   let assemblyFormat = "$param `,` $grad `,` $momentum_buffer `,` $step attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure]> {
+def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure,
+    AllTypesMatch<["param", "new_param"]>,
+    AllTypesMatch<["exp_avg", "new_exp_avg"]>,
+    AllTypesMatch<["exp_avg_sq", "new_exp_avg_sq"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_Elementwise,
+    Graph_KeepsF32,
+    Graph_RecomputeCheap]> {
   let summary = "One torch.optim.Adam / AdamW step for one parameter";
   let description = [{
     Kingma & Ba 2015; AdamW (Loshchilov & Hutter 2019) when `decoupled`.
@@ -160,7 +187,10 @@ def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure]> {
   let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` functional-type(operands, results)";
 }
 
-class Graph_GatherGradBase<string mnemonic, string fwd> : Graph_Op<mnemonic, [Pure]> {
+// The forward data's shape is only in the result type, so it is not
+// inferred. Repeated indices accumulate: f32.
+class Graph_GatherGradBase<string mnemonic, string fwd>
+    : Graph_Op<mnemonic, [Pure, Graph_KeepsF32, Graph_RecomputeModerate]> {
   let summary = "Gradient of dlgraph." # fwd # " with respect to data (a scatter-add into zeros)";
   let description = [{
     `input_grad` has the forward data's type; each result_grad element is

@@ -18,7 +18,7 @@ func.func @gap_rank2(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @matmul_bad_result(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x4xf32> {
-  // expected-error @+1 {{'dlgraph.matmul' op result is [2, 4], expected [2, 5]}}
+  // expected-error @+1 {{'dlgraph.matmul' op result shape is [2, 4], expected [2, 5]}}
   %y = dlgraph.matmul %a, %b : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }

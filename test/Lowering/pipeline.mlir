@@ -1,4 +1,4 @@
-// RUN: dlc-opt %s --split-input-file --dlc-lower-to-exec --dlexec-verify-memory-plan | FileCheck %s
+// RUN: dlc-opt %s --split-input-file --dlc-lowering-pipeline --dlexec-verify-memory-plan | FileCheck %s
 
 // The whole pipeline (canonicalize, lower, fuse, canonicalize, plan) on an
 // MLP training step: gemm -> bias add -> relu becomes the gemm plus one

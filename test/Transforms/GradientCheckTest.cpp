@@ -70,13 +70,13 @@ protected:
     if (!p.module)
       return p;
     PassManager pm(&context);
-    dlc::BuildTrainingStepPassOptions options;
+    dlc::TrainingOptions options;
     options.optimizer = "sgd";
     options.lr = 1.0;
     options.momentum = 0.0;
     options.weightDecay = 0.0;
     options.lossOutput = lossOutput;
-    pm.addPass(dlc::createBuildTrainingStepPass(options));
+    dlc::buildTrainingStepPipeline(pm, options);
     EXPECT_TRUE(succeeded(pm.run(*p.module)));
     p.trainStep = p.module->lookupSymbol<func::FuncOp>("train_step");
     EXPECT_TRUE(p.trainStep);

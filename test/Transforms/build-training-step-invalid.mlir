@@ -60,8 +60,10 @@ module {
   func.func @main(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
     %s = dlgraph.read_variable @s : tensor<2xf32>
     %b = dlgraph.read_variable @b : tensor<2xf32>
-    // expected-error @+1 {{no gradient rule for 'dlgraph.batch_norm_training', which is on a path from a trainable parameter to the loss}}
-    %y, %m, %v = dlgraph.batch_norm_training %x, %s, %b : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %xs = dlgraph.mul %x, %s : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    %xb = dlgraph.add %xs, %b : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    // expected-error @+1 {{no gradient rule for 'dlgraph.resize_grad', which is on a path from a trainable parameter to the loss}}
+    %y = dlgraph.resize_grad %xb {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 1.0>} : tensor<4x2xf32> -> tensor<4x2xf32>
     return %y : tensor<4x2xf32>
   }
 }

@@ -13,7 +13,7 @@ func.func @conv3d_pads(%x: tensor<1x1x4x4x4xf32>, %w: tensor<1x1x3x3x3xf32>) -> 
 // -----
 
 func.func @conv3d_depth(%x: tensor<1x1x4x4x4xf32>, %w: tensor<1x1x3x3x3xf32>) -> tensor<1x1x3x2x2xf32> {
-  // expected-error @+1 {{result spatial dim 0 is 3, expected 2}}
+  // expected-error @+1 {{'dlgraph.conv' op result shape is [1, 1, 3, 2, 2], expected [1, 1, 2, 2, 2]}}
   %y = dlgraph.conv %x, %w {strides = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>, group = 1 : i64} : (tensor<1x1x4x4x4xf32>, tensor<1x1x3x3x3xf32>) -> tensor<1x1x3x2x2xf32>
   return %y : tensor<1x1x3x2x2xf32>
 }

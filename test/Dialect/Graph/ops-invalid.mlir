@@ -49,7 +49,7 @@ func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x5xf32>) -> tensor<
 // -----
 
 func.func @matmul_vector_result(%a: tensor<4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x1x5xf32> {
-  // expected-error @+1 {{result is [2, 1, 5], expected [2, 5]}}
+  // expected-error @+1 {{'dlgraph.matmul' op result shape is [2, 1, 5], expected [2, 5]}}
   %y = dlgraph.matmul %a, %b : (tensor<4xf32>, tensor<2x4x5xf32>) -> tensor<2x1x5xf32>
   return %y : tensor<2x1x5xf32>
 }

@@ -1,20 +1,21 @@
 //===- ResizeCoordinates.h - ONNX Resize source coordinates -*- C++ -*-===//
 //
-// The per-axis sampling rule of dlgraph.resize (see GraphOps.td), shared by
+// The per-axis sampling rule of dlgraph.resize (see GraphOps.td; ONNX
+// Resize-13, "coordinate_transformation_mode" and "nearest_mode"), shared by
 // the reference interpreter and the codegen of the resize templates (which
-// prints the same arithmetic as C; codegen/BuiltinKernels.cpp).
+// prints the same arithmetic as C; codegen/BuiltinKernels.cpp). MLIR-free,
+// plain C++17: mode strings are std::string_view (llvm::StringRef converts).
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_COMPILER_REFERENCE_RESIZECOORDINATES_H
-#define DLC_COMPILER_REFERENCE_RESIZECOORDINATES_H
-
-#include "llvm/ADT/StringRef.h"
+#ifndef DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H
+#define DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
-namespace dlc::reference {
+namespace dlc::semantics {
 
 /// The input elements an output index reads along one axis, with weights:
 /// nearest reads i0 with weight w0 = 1 (w1 = 0); linear reads i0 and i1 with
@@ -29,15 +30,14 @@ struct ResizeTap {
 /// ONNX's reference implementation, the resized length in align_corners and
 /// pytorch_half_pixel is the real-valued scale * inLen (equal to the output
 /// length when sizes are given).
-inline double resizeSourceCoordinate(llvm::StringRef coord, int64_t o,
+inline double resizeSourceCoordinate(std::string_view coord, int64_t o,
                                      int64_t inLen, double scale) {
   double resized = scale * (double)inLen;
   if (coord == "pytorch_half_pixel")
     return resized > 1.0 ? (o + 0.5) / scale - 0.5 : 0.0;
   if (coord == "align_corners")
-    return resized == 1.0
-               ? 0.0
-               : (double)o * (double)(inLen - 1) / (resized - 1.0);
+    return resized == 1.0 ? 0.0
+                          : (double)o * (double)(inLen - 1) / (resized - 1.0);
   if (coord == "asymmetric")
     return o / scale;
   if (coord == "tf_half_pixel_for_nn")
@@ -46,12 +46,14 @@ inline double resizeSourceCoordinate(llvm::StringRef coord, int64_t o,
 }
 
 /// The tap of output index |o| along one axis.
-inline ResizeTap resizeTap(llvm::StringRef mode, llvm::StringRef coord,
-                           llvm::StringRef nearest, int64_t o, int64_t inLen,
+inline ResizeTap resizeTap(std::string_view mode, std::string_view coord,
+                           std::string_view nearest, int64_t o, int64_t inLen,
                            int64_t outLen, double scale) {
   (void)outLen;
   double x = resizeSourceCoordinate(coord, o, inLen, scale);
-  auto clamp = [&](int64_t i) { return std::min(std::max(i, (int64_t)0), inLen - 1); };
+  auto clamp = [&](int64_t i) {
+    return std::min(std::max(i, (int64_t)0), inLen - 1);
+  };
   double f = std::floor(x);
   if (mode == "nearest") {
     double r;
@@ -71,6 +73,14 @@ inline ResizeTap resizeTap(llvm::StringRef mode, llvm::StringRef coord,
   return {clamp(i0), clamp(i0 + 1), 1.0 - w1, w1};
 }
 
+} // namespace dlc::semantics
+
+namespace dlc::reference {
+// The names the reference interpreter and codegen used while this header
+// lived in compiler/Reference; new code uses dlc::semantics.
+using semantics::resizeSourceCoordinate;
+using semantics::ResizeTap;
+using semantics::resizeTap;
 } // namespace dlc::reference
 
-#endif // DLC_COMPILER_REFERENCE_RESIZECOORDINATES_H
+#endif // DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H

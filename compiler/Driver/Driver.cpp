@@ -1,0 +1,314 @@
+//===- Driver.cpp - the compiler library behind `dlc` ---------------------===//
+#include "compiler/Driver/Driver.h"
+
+#include "codegen/Codegen.h"
+#include "compiler/Driver/Diagnostics.h"
+#include "compiler/Import/ONNXImporter.h"
+#include "compiler/InitAll/InitAll.h"
+#include "compiler/Lowering/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace {
+
+/// The name diagnostics and progress lines start with.
+constexpr llvm::StringLiteral kTool = "dlc";
+
+/// Prints stage progress with elapsed time to stderr.
+class Progress {
+public:
+  explicit Progress(bool quiet) : quiet(quiet) {}
+
+  void stage(const llvm::Twine &what) {
+    if (quiet)
+      return;
+    auto now = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(now - start).count();
+    llvm::errs() << kTool << llvm::format(": [%6.2fs] ", s) << what << "\n";
+  }
+
+private:
+  bool quiet;
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+};
+
+LogicalResult fail(const llvm::Twine &message) {
+  llvm::errs() << kTool << ": error: " << message << "\n";
+  return failure();
+}
+
+/// Writes |text| to the output path (stdout when empty or "-").
+LogicalResult writeText(const dlc::CompileOptions &options,
+                        llvm::StringRef text) {
+  if (options.outputPath.empty() || options.outputPath == "-") {
+    llvm::outs() << text;
+    return success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(options.outputPath, ec);
+  if (ec)
+    return fail("cannot write '" + options.outputPath + "': " + ec.message());
+  os << text;
+  return success();
+}
+
+LogicalResult writeModule(const dlc::CompileOptions &options, ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return writeText(options, text);
+}
+
+/// A context with every dlc dialect loaded whose diagnostics print as one
+/// line each.
+struct DriverContext {
+  DriverContext() : context(registry()), handler(&context, kTool) {
+    context.loadAllAvailableDialects();
+    context.printOpOnDiagnostic(false);
+  }
+
+  static DialectRegistry registry() {
+    DialectRegistry registry;
+    dlc::registerAllDialects(registry);
+    return registry;
+  }
+
+  MLIRContext context;
+  dlc::ToolDiagnosticHandler handler;
+};
+
+/// The batch size the package records: --batch-size, else dim 0 of the step
+/// function's first input (0 when unknown).
+int64_t packageBatchSize(const dlc::CompileOptions &options, ModuleOp module) {
+  if (options.batchSize)
+    return options.batchSize;
+  for (llvm::StringRef name : {"train_step", "forward"}) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (fn && fn.getNumArguments() > 0)
+      if (auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]))
+        if (t.getRank() > 0 && !t.isDynamicDim(0))
+          return t.getDimSize(0);
+  }
+  return 0;
+}
+
+/// Prints the op table of |check| for |path| to |os|; returns whether every
+/// op type is supported and the model imports.
+bool printCheck(llvm::raw_ostream &os, llvm::StringRef path,
+                const dlc::ONNXModelCheck &check) {
+  os << path << ": ONNX opset " << check.opset << ", " << check.numNodes
+     << (check.numNodes == 1 ? " node, " : " nodes, ") << check.ops.size()
+     << (check.ops.size() == 1 ? " op type\n" : " op types\n");
+  size_t width = 2;
+  for (const dlc::ONNXOpStatus &op : check.ops)
+    width = std::max(width, op.domain.size() + op.opType.size() +
+                                (op.domain.empty() ? 0 : 1));
+  size_t supported = 0;
+  for (const dlc::ONNXOpStatus &op : check.ops) {
+    std::string name =
+        op.domain.empty() ? op.opType : op.domain + "." + op.opType;
+    os << "  " << llvm::left_justify(name, width) << "  "
+       << llvm::format("%5zu", op.nodes.size())
+       << (op.nodes.size() == 1 ? " node   " : " nodes  ");
+    if (op.unsupportedReason.empty() && op.nodeIssues.empty()) {
+      ++supported;
+      os << "supported";
+      if (!op.uncheckedNodes.empty())
+        os << " (" << op.uncheckedNodes.size()
+           << " not checked: they depend on a node that does not import)";
+      os << "\n";
+      continue;
+    }
+    if (op.unsupportedReason.empty()) {
+      // Mapped, but some nodes do not import: name each and say why.
+      os << "unsupported at " << op.nodeIssues.size() << " of "
+         << op.nodes.size() << (op.nodes.size() == 1 ? " node:\n" : " nodes:\n");
+      for (const dlc::ONNXNodeIssue &issue : op.nodeIssues)
+        os << "      node '" << issue.node << "': " << issue.reason << "\n";
+      continue;
+    }
+    os << "unsupported: " << op.unsupportedReason << " (node '"
+       << op.nodes.front() << "'"
+       << (op.nodes.size() > 1
+               ? " and " + std::to_string(op.nodes.size() - 1) + " more"
+               : std::string())
+       << ")";
+    if (!op.alternative.empty())
+      os << "; nearest supported alternative: " << op.alternative;
+    os << "\n";
+  }
+  os << supported << " of " << check.ops.size() << " op types supported\n";
+  if (check.importError.empty())
+    os << "import: ok (lowering and code generation are checked when "
+          "compiling)\n";
+  else // The full list of supported ops adds nothing to the table above.
+    os << "import: error: "
+       << llvm::StringRef(check.importError).split("; supported ops: ").first
+       << "\n";
+  return supported == check.ops.size() && check.importError.empty();
+}
+
+/// Runs the pass pipeline that |build| adds to a pass manager that honours
+/// the MLIR command-line flags (--mlir-print-ir-after-all, ...).
+LogicalResult runPipeline(ModuleOp module,
+                          llvm::function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  build(pm);
+  return pm.run(module);
+}
+
+} // namespace
+
+std::string dlc::checkCompileOptions(const CompileOptions &options) {
+  const PipelineOptions &p = options.pipeline;
+  if (!llvm::is_contained(supportedOptimizers(), p.optimizer))
+    return "unknown --optimizer '" + p.optimizer +
+           "'; supported: " + llvm::join(supportedOptimizers(), ", ");
+  if (!llvm::is_contained(supportedLosses(), p.loss))
+    return "unknown --loss '" + p.loss +
+           "'; supported: " + llvm::join(supportedLosses(), ", ");
+  if (options.batchSize < 0)
+    return "--batch-size must be positive";
+  if (p.exposeGradients && !p.train)
+    return "--expose-gradients needs --train";
+  for (llvm::StringRef t : options.cudaArchs)
+    if (!t.starts_with("sm_") ||
+        !llvm::all_of(t.drop_front(3), llvm::isDigit) || t.size() < 5)
+      return ("unknown --target '" + t +
+              "'; expected CUDA architectures like sm_80,sm_90")
+          .str();
+  return "";
+}
+
+FailureOr<bool> dlc::checkModel(const CompileOptions &options,
+                                llvm::raw_ostream &os) {
+  if (std::string problem = checkCompileOptions(options); !problem.empty())
+    return fail(problem);
+  DriverContext dc;
+  if (llvm::sys::path::extension(options.inputPath) == ".mlir")
+    return fail("--check takes an ONNX model, not '" + options.inputPath + "'");
+  ImportOptions importOptions;
+  importOptions.batchSize = options.batchSize;
+  FailureOr<ONNXModelCheck> check =
+      checkONNXModel(dc.context, options.inputPath, importOptions);
+  if (failed(check))
+    return failure();
+  return printCheck(os, options.inputPath, *check);
+}
+
+LogicalResult dlc::compileModel(const CompileOptions &options) {
+  if (std::string problem = checkCompileOptions(options); !problem.empty())
+    return fail(problem);
+  DriverContext dc;
+  MLIRContext &context = dc.context;
+  const PipelineOptions &pipeline = options.pipeline;
+
+  Progress progress(options.quiet);
+  const std::string &input = options.inputPath;
+  OwningOpRef<ModuleOp> module;
+  if (llvm::sys::path::extension(input) == ".mlir") {
+    progress.stage("parsing " + input);
+    module = parseSourceFile<ModuleOp>(input, &context);
+  } else {
+    progress.stage("importing " + input);
+    ImportOptions importOptions;
+    importOptions.batchSize = options.batchSize;
+    module = importONNXModel(context, input, importOptions);
+  }
+  if (!module)
+    return failure();
+
+  if (pipeline.train)
+    progress.stage("building the training step (" + pipeline.optimizer + ")");
+  if (failed(runPipeline(*module, [&](OpPassManager &pm) {
+        buildGraphPipeline(pm, pipeline);
+      })))
+    return failure();
+  if (options.emit == EmitKind::DLGraph && !options.stats)
+    return writeModule(options, *module);
+
+  int64_t packageBatch = packageBatchSize(options, *module);
+  progress.stage("lowering to dlexec, fusing, planning memory");
+  if (failed(runPipeline(*module, buildLoweringPipeline)))
+    return failure();
+
+  if (options.stats) {
+    PlanStats s = computePlanStats(*module);
+    llvm::outs() << "kernels: " << s.kernels << "\n"
+                 << "builtin kernels: " << s.builtinKernels << "\n"
+                 << "library calls: " << s.libraryCalls << "\n"
+                 << "planned peak memory: " << s.arenaBytes
+                 << " bytes (activation arena)\n"
+                 << "persistent memory: " << s.persistentBytes
+                 << " bytes (parameters, optimizer state, constants)\n";
+  }
+
+  switch (options.emit) {
+  case EmitKind::DLGraph: // with --stats: the stats are the output
+    return success();
+  case EmitKind::DLExec:
+    return writeModule(options, *module);
+  case EmitKind::Cuda: {
+    auto kernels = codegen::emitCudaKernels(*module);
+    if (failed(kernels))
+      return failure();
+    std::string text;
+    for (const auto &k : *kernels)
+      text += "// kernel " + k.name + ": " + std::to_string(k.numThreads) +
+              " threads\n" + k.cudaSource + "\n";
+    return writeText(options, text);
+  }
+  case EmitKind::Host: {
+    auto source = codegen::emitHostSource(*module);
+    if (failed(source))
+      return failure();
+    return writeText(options, *source);
+  }
+  case EmitKind::Plan:
+    return writeText(options, codegen::describePlan(*module));
+  case EmitKind::Package:
+    break;
+  }
+
+  std::string out = options.outputPath;
+  if (out.empty()) {
+    llvm::SmallString<128> p(input);
+    llvm::sys::path::replace_extension(p, ".dlcp");
+    out = std::string(p);
+  }
+  codegen::PackageOptions packageOptions;
+  packageOptions.modelName = llvm::sys::path::stem(input).str();
+  packageOptions.cudaArchs = options.cudaArchs;
+  packageOptions.training = pipeline.train;
+  // The training pipeline names the step's loss result "loss" in every case.
+  packageOptions.lossOutput = "loss";
+  packageOptions.optimizer =
+      pipeline.train ? std::string(pipeline.optimizer) : std::string();
+  packageOptions.learningRate = static_cast<float>(pipeline.lr);
+  packageOptions.batchSize = packageBatch;
+  packageOptions.hostCompiler = options.hostCompiler;
+  progress.stage(options.cudaArchs.empty()
+                     ? "generating kernels, compiling host library"
+                     : "generating kernels, compiling host library and "
+                       "CUDA kernels (NVRTC) for " +
+                           llvm::join(options.cudaArchs, ","));
+  if (failed(codegen::writePackage(*module, out, packageOptions)))
+    return failure();
+  progress.stage("wrote " + out);
+  return success();
+}

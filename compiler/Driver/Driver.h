@@ -1,0 +1,80 @@
+//===- Driver.h - the compiler library behind `dlc` -------------*- C++ -*-===//
+//
+// Imports a model (ONNX or dlgraph MLIR), runs the pipeline
+// (compiler/Pipeline) and emits what was asked for: a stage's IR, kernel
+// sources, the plan or a package. `dlc` only parses its flags into
+// CompileOptions and calls compileModel or checkModel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_COMPILER_DRIVER_DRIVER_H
+#define DLC_COMPILER_DRIVER_DRIVER_H
+
+#include "compiler/Pipeline/Pipeline.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlc {
+
+/// What compileModel produces (`dlc --emit`).
+enum class EmitKind {
+  DLGraph, ///< the dlgraph module after import and the graph stage
+  DLExec,  ///< the planned dlexec module
+  Cuda,    ///< CUDA C++ of every kernel
+  Host,    ///< host C++ of every kernel
+  Plan,    ///< the execution plan: steps, buffers, offsets
+  Package, ///< a .dlcp package for dlrt
+};
+
+/// Everything `dlc` can be asked to do. The defaults here are dlc's; those
+/// of the training options are TrainingOptions' constants. Not copyable (the
+/// pipeline options are command-line option objects).
+struct CompileOptions {
+  /// The model: `.mlir` (dlgraph text) or anything else (ONNX).
+  std::string inputPath;
+  /// Where the output goes; empty: `<model>.dlcp` for packages, stdout for
+  /// the other kinds; "-" is stdout.
+  std::string outputPath;
+  EmitKind emit = EmitKind::Package;
+  /// Fixes dim 0 of every model input; 0 keeps the model's. Must be >= 0.
+  int64_t batchSize = 0;
+  /// CUDA architectures ("sm_80") to compile kernels for and embed.
+  std::vector<std::string> cudaArchs;
+  /// C++ compiler for the host kernels.
+  std::string hostCompiler = "c++";
+  /// Print kernels, library calls and planned memory (bytes) to stdout.
+  bool stats = false;
+  /// No progress lines on stderr.
+  bool quiet = false;
+  /// Training and its hyper-parameters.
+  PipelineOptions pipeline;
+};
+
+/// Checks the options that need no model (optimizer and loss names, batch
+/// size, --expose-gradients without --train, CUDA architecture names).
+/// Returns the first problem as one line naming the flag, or "" when there
+/// is none.
+std::string checkCompileOptions(const CompileOptions &options);
+
+/// Compiles `options.inputPath` as `dlc` does: checks the options, imports or
+/// parses the model, runs the pipeline (stopping after the graph stage for
+/// EmitKind::DLGraph), prints the stats, writes the output. Progress lines
+/// (unless quiet) and every diagnostic go to stderr, one line each, as
+/// `dlc: error: <where>: <message>`; reports (--stats, stdout outputs) go to
+/// stdout. Nothing is written when it fails.
+mlir::LogicalResult compileModel(const CompileOptions &options);
+
+/// `dlc --check`: prints to |os| every op type of the ONNX model
+/// `options.inputPath` with its node count and support status, then the
+/// result of importing it. Returns whether every op type is supported and
+/// the model imports; fails (with a diagnostic on stderr) when the options
+/// are wrong or the model cannot be read.
+mlir::FailureOr<bool> checkModel(const CompileOptions &options,
+                                 llvm::raw_ostream &os);
+
+} // namespace dlc
+
+#endif // DLC_COMPILER_DRIVER_DRIVER_H

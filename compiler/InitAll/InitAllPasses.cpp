@@ -1,0 +1,29 @@
+//===- InitAllPasses.cpp - pass and pipeline registration -----------------===//
+#include "compiler/InitAll/InitAll.h"
+
+#include "compiler/Lowering/Passes.h"
+#include "compiler/Lowering/Pipelines.h"
+#include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+void dlc::registerAllPasses() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  mlir::registerTransformsPasses();
+  dlc::registerLoweringPasses();
+  dlc::registerDLCTransformsPasses();
+  registerAllPipelines();
+}
+
+void dlc::registerAllPipelines() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  dlc::registerTrainingStepPipeline();
+  dlc::registerLoweringPipeline();
+  dlc::registerPipeline();
+}

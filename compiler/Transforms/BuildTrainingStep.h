@@ -1,0 +1,99 @@
+//===- BuildTrainingStep.h - the training-step pipeline ---------*- C++ -*-===//
+//
+// The options of compiled training (loss, optimizer and its hyper-parameters)
+// with their one set of defaults, and the pipeline that turns an imported
+// @main into @forward + @train_step out of the training passes declared in
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_COMPILER_TRANSFORMS_BUILDTRAININGSTEP_H
+#define DLC_COMPILER_TRANSFORMS_BUILDTRAININGSTEP_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace dlc {
+
+/// Options of the training step. The `kDefault*` constants are the only
+/// defaults of these options: the training passes' options (Passes.td), this
+/// struct's members and `dlc`'s flags all start from them.
+struct TrainingOptions : mlir::PassPipelineOptions<TrainingOptions> {
+  static constexpr const char *kDefaultLoss = "softmax-cross-entropy";
+  static constexpr const char *kDefaultOptimizer = "sgd";
+  /// What `dlc --train` has always used; `torch.optim.SGD` has no default.
+  static constexpr double kDefaultLearningRate = 0.01;
+  static constexpr double kDefaultMomentum = 0.0;
+  /// Negative: the optimizer's PyTorch default (0 for sgd and adam, 0.01 for
+  /// adamw), see `resolveWeightDecay`.
+  static constexpr double kDefaultWeightDecay = -1.0;
+  static constexpr double kDefaultBeta1 = 0.9;
+  static constexpr double kDefaultBeta2 = 0.999;
+  static constexpr double kDefaultAdamEpsilon = 1.0e-8;
+
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("Loss applied to the first output: softmax-cross-entropy"),
+      llvm::cl::init(kDefaultLoss)};
+  Option<std::string> lossOutput{
+      *this, "loss-output",
+      llvm::cl::desc("Name (dlgraph.name) of a scalar model output to use as "
+                     "the loss instead")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("sgd, adam or adamw (torch.optim semantics)"),
+      llvm::cl::init(kDefaultOptimizer)};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(kDefaultLearningRate)};
+  Option<double> momentum{
+      *this, "momentum",
+      llvm::cl::desc("SGD momentum (torch.optim.SGD, no dampening, no "
+                     "Nesterov)"),
+      llvm::cl::init(kDefaultMomentum)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay; negative means the optimizer's PyTorch "
+                     "default (0 for sgd and adam, 0.01 for adamw)"),
+      llvm::cl::init(kDefaultWeightDecay)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam beta1"),
+                       llvm::cl::init(kDefaultBeta1)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam beta2"),
+                       llvm::cl::init(kDefaultBeta2)};
+  Option<double> adamEpsilon{*this, "adam-epsilon",
+                             llvm::cl::desc("Adam epsilon"),
+                             llvm::cl::init(kDefaultAdamEpsilon)};
+  Option<bool> exposeGradients{
+      *this, "expose-gradients",
+      llvm::cl::desc("Also return each trainable parameter's gradient from "
+                     "@train_step, named \"<parameter>.grad\""),
+      llvm::cl::init(false)};
+};
+
+/// The optimizers the training step supports, in the order messages list
+/// them: "sgd", "adam", "adamw" (torch.optim semantics).
+llvm::ArrayRef<llvm::StringLiteral> supportedOptimizers();
+
+/// The losses `loss` may name: "softmax-cross-entropy".
+llvm::ArrayRef<llvm::StringLiteral> supportedLosses();
+
+/// The weight decay the update uses: |weightDecay| when >= 0, else the
+/// PyTorch default of |optimizer| (0.01 for adamw, 0 otherwise).
+double resolveWeightDecay(llvm::StringRef optimizer, double weightDecay);
+
+/// Adds the training passes to |pm| (on a builtin.module), in order:
+/// dlgraph-append-loss, dlgraph-decompose-batch-norm-for-training,
+/// dlgraph-differentiate, dlgraph-apply-optimizer, each with its part of
+/// |options|. Registered as the pipeline `dlgraph-build-training-step`.
+void buildTrainingStepPipeline(mlir::OpPassManager &pm,
+                               const TrainingOptions &options);
+
+/// Registers the `dlgraph-build-training-step` pipeline (with the options of
+/// TrainingOptions) with the global pass registry.
+void registerTrainingStepPipeline();
+
+} // namespace dlc
+
+#endif // DLC_COMPILER_TRANSFORMS_BUILDTRAININGSTEP_H

@@ -1,0 +1,72 @@
+//===- TrainingStepUtils.h - shared by the training passes ------*- C++ -*-===//
+#ifndef DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H
+#define DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H
+
+#include "dialects/Graph/GraphOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace dlc::training {
+
+/// The argument/result attribute that names graph inputs and outputs.
+constexpr llvm::StringLiteral kNameAttr = "dlgraph.name";
+/// Unit attribute on variables the optimizer creates (lowered to
+/// `optimizer_state` buffers).
+constexpr llvm::StringLiteral kOptimizerStateAttr = "dlgraph.optimizer_state";
+/// The function the training passes build and then extend.
+constexpr llvm::StringLiteral kTrainStep = "train_step";
+/// The name of @train_step's first result.
+constexpr llvm::StringLiteral kLossName = "loss";
+/// The suffix of the gradient results: "<parameter>.grad".
+constexpr llvm::StringLiteral kGradSuffix = ".grad";
+
+/// A `dlgraph.constant` of |type| (floating-point elements) with every
+/// element |v|.
+inline mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, double v) {
+  auto attr = mlir::DenseElementsAttr::get(
+      type, b.getFloatAttr(type.getElementType(), v));
+  return graph::ConstantOp::create(b, loc, type,
+                                   mlir::cast<mlir::ElementsAttr>(attr));
+}
+
+/// `{dlgraph.name = |name|}`.
+inline mlir::DictionaryAttr nameAttr(mlir::Builder &b, llvm::StringRef name) {
+  return b.getDictionaryAttr(b.getNamedAttr(kNameAttr, b.getStringAttr(name)));
+}
+
+/// Finds @train_step with a body of one block ending in func.return, or
+/// emits an error at |module| naming |pass| (the pass that needs it) and
+/// returns null.
+inline mlir::func::FuncOp lookupTrainStep(mlir::ModuleOp module,
+                                          llvm::StringRef pass) {
+  auto train = module.lookupSymbol<mlir::func::FuncOp>(kTrainStep);
+  if (!train || train.isExternal() || !train.getBody().hasOneBlock()) {
+    module.emitError() << pass
+                       << " expects a func.func @train_step with one block; "
+                          "run --dlgraph-append-loss first";
+    return nullptr;
+  }
+  return train;
+}
+
+/// Sets @train_step's results to |results| with the names |names| (same
+/// length), updating its function type.
+inline void setResults(mlir::func::FuncOp train,
+                       llvm::ArrayRef<mlir::Value> results,
+                       llvm::ArrayRef<mlir::DictionaryAttr> names) {
+  auto ret =
+      mlir::cast<mlir::func::ReturnOp>(train.getBody().front().getTerminator());
+  ret.getOperandsMutable().assign(results);
+  llvm::SmallVector<mlir::Type> argTypes(train.getArgumentTypes());
+  train.setFunctionType(mlir::FunctionType::get(
+      train.getContext(), argTypes, mlir::ValueRange(results).getTypes()));
+  train.setAllResultAttrs(names);
+}
+
+} // namespace dlc::training
+
+#endif // DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H

@@ -1,0 +1,150 @@
+//===- GraphInterfaces.td - dlgraph op traits and interfaces -*- tablegen -*-===//
+// What passes ask a dlgraph op instead of keeping lists of op names: whether
+// it is elementwise, which precision it runs in under mixed precision, what
+// recomputing it costs, and (for ops whose result types follow from their
+// operands and attributes) the shared type inference.
+#ifndef DLC_DIALECT_GRAPH_INTERFACES_TD
+#define DLC_DIALECT_GRAPH_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// Each result element at flat index i depends only on the operand elements
+// at i after NumPy broadcasting of the operands to the result shape (and, for
+// dropout's counter-based RNG, on i itself); all results have one shape.
+// Unlike MLIR's `Elementwise`, operands may broadcast.
+def Graph_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
+//===----------------------------------------------------------------------===//
+// Precision class
+//===----------------------------------------------------------------------===//
+
+// The three classes of automatic mixed precision, as PyTorch autocast
+// (torch.amp "Autocast Op Reference": ops that autocast to lower precision /
+// to float32 / that run in the widest input type) and NVIDIA's AMP lists
+// (allow / deny / infer lists of the TF-AMP and Apex O1 policies) divide ops.
+// Exactly one of these traits is on every dlgraph op; it provides
+// `kPrecisionClass`, which PrecisionClassOpInterface returns.
+def Graph_LowPrecision : NativeOpTrait<"LowPrecision"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+def Graph_KeepsF32 : NativeOpTrait<"KeepsF32"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+def Graph_FollowsOperands : NativeOpTrait<"FollowsOperands"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
+def Graph_PrecisionClassOpInterface : OpInterface<"PrecisionClassOpInterface"> {
+  let cppNamespace = "::dlc::graph";
+  let description = [{
+    The precision an op runs in under mixed precision (`--precision`):
+    LowPrecision ops (matmul, gemm, conv and their gradients) run in bf16 or
+    f16 with f32 accumulation; KeepsF32 ops (reductions that sum many
+    elements, softmax, losses, normalization statistics, exp/log/pow and the
+    other functions whose range or accuracy needs f32, optimizer updates on
+    f32 master weights) run in f32; FollowsOperands ops (data movement,
+    relu, add, comparisons, ...) run in the type their operands have.
+    Every dlgraph op implements it through exactly one of the traits
+    LowPrecision, KeepsF32, FollowsOperands (a compile error otherwise).
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the op's mixed-precision class.",
+      "::dlc::graph::PrecisionClass", "getPrecisionClass", (ins), [{}],
+      [{ return ConcreteOp::kPrecisionClass; }]>
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Recompute cost
+//===----------------------------------------------------------------------===//
+
+// A cheap estimate of the work per output element, for rematerialization
+// (activation checkpointing) to prefer recomputing cheap values over keeping
+// them: Free (no arithmetic: constants, views, reshapes, variable reads),
+// Cheap (O(1) per output element: elementwise ops, copies, casts, gathers),
+// Moderate (O(reduced extent) per output element: reductions, softmax,
+// pooling windows, losses, scatter-adds), Expensive (O(K) multiply-adds per
+// output element: gemm, matmul, conv and their gradients), Never (side
+// effects: duplicating the op changes what the program does). Exactly one of
+// these traits is on every dlgraph op; it provides `kRecomputeCost`.
+def Graph_RecomputeFree : NativeOpTrait<"RecomputeFree"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+def Graph_RecomputeCheap : NativeOpTrait<"RecomputeCheap"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+def Graph_RecomputeModerate : NativeOpTrait<"RecomputeModerate"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+def Graph_RecomputeExpensive : NativeOpTrait<"RecomputeExpensive"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+def Graph_NotRecomputable : NativeOpTrait<"NotRecomputable"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
+def Graph_RecomputeCostOpInterface : OpInterface<"RecomputeCostOpInterface"> {
+  let cppNamespace = "::dlc::graph";
+  let description = [{
+    A cheap, shape-independent estimate of what recomputing the op's results
+    costs per output element (see RecomputeCost), for rematerialization.
+    Every dlgraph op implements it through exactly one of the traits
+    RecomputeFree, RecomputeCheap, RecomputeModerate, RecomputeExpensive,
+    NotRecomputable (a compile error otherwise).
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the op's recompute-cost class.",
+      "::dlc::graph::RecomputeCost", "getRecomputeCost", (ins), [{}],
+      [{ return ConcreteOp::kRecomputeCost; }]>
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Type inference
+//===----------------------------------------------------------------------===//
+
+// InferTypeOpInterface with an adaptor-based `inferReturnTypes` (as MLIR's
+// InferTypeOpAdaptor), and the trait InferredResultTypes, which after the
+// op's verify() compares the declared result types with the inferred ones
+// and reports a mismatch by shape and element type ("result shape is
+// [2, 4], expected [2, 5]"). It runs before InferTypeOpInterface's own
+// check (trait order), which then always passes, so one mismatch is one
+// error. inferReturnTypes only sees, in verification, operands and
+// attributes that verify() accepted; called from a builder, it still fails
+// cleanly on bad input.
+def Graph_InferredResultTypes : NativeOpTrait<"InferredResultTypes", [],
+    [{
+      static ::llvm::LogicalResult
+      inferReturnTypes(::mlir::MLIRContext *context,
+                       std::optional<::mlir::Location> location,
+                       Adaptor adaptor,
+                       ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes);
+    }],
+    [{
+      ::llvm::LogicalResult
+      $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+                        std::optional<::mlir::Location> location,
+                        ::mlir::ValueRange operands, ::mlir::DictionaryAttr attributes,
+                        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+                        ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes) {
+        $cppClass::Adaptor adaptor(operands, attributes, properties, regions);
+        return $cppClass::inferReturnTypes(context, location, adaptor,
+                                           inferredReturnTypes);
+      }
+    }]> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
+def Graph_InferType : TraitList<[
+  Graph_InferredResultTypes,
+  DeclareOpInterfaceMethods<InferTypeOpInterface>
+]>;
+
+#endif // DLC_DIALECT_GRAPH_INTERFACES_TD
