@@ -123,9 +123,21 @@ bool printCheck(llvm::raw_ostream &os, llvm::StringRef path,
     os << "  " << llvm::left_justify(name, width) << "  "
        << llvm::format("%5zu", op.nodes.size())
        << (op.nodes.size() == 1 ? " node   " : " nodes  ");
-    if (op.unsupportedReason.empty()) {
+    if (op.unsupportedReason.empty() && op.nodeIssues.empty()) {
       ++supported;
-      os << "supported\n";
+      os << "supported";
+      if (!op.uncheckedNodes.empty())
+        os << " (" << op.uncheckedNodes.size()
+           << " not checked: they depend on a node that does not import)";
+      os << "\n";
+      continue;
+    }
+    if (op.unsupportedReason.empty()) {
+      // Mapped, but some nodes do not import: name each and say why.
+      os << "unsupported at " << op.nodeIssues.size() << " of "
+         << op.nodes.size() << (op.nodes.size() == 1 ? " node:\n" : " nodes:\n");
+      for (const dlc::ONNXNodeIssue &issue : op.nodeIssues)
+        os << "      node '" << issue.node << "': " << issue.reason << "\n";
       continue;
     }
     os << "unsupported: " << op.unsupportedReason << " (node '"

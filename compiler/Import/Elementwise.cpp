@@ -111,8 +111,12 @@ template <typename OpTy> LogicalResult Importer::binary() {
   StringRef opType = node->op_type();
   bool arith =
       opType == "Add" || opType == "Sub" || opType == "Mul" || opType == "Div";
+  // Other broadcasts of constants fold through the op's folder (foldNode).
+  bool foldShapes = l->type().getShape() == r->type().getShape() ||
+                    l->type().getNumElements() == 1 ||
+                    r->type().getNumElements() == 1;
   if (arith && le == re && le.isInteger() && !le.isInteger(1) &&
-      l->isFoldable() && r->isFoldable())
+      l->isFoldable() && r->isFoldable() && foldShapes)
     return foldIntBinary(*l, *r);
   auto numeric = [](Type t) {
     return t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64);

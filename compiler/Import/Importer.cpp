@@ -211,6 +211,12 @@ Value Importer::operand(int i, bool requireF32) {
   if (!s)
     return {};
   if (requireF32 && !s->type().getElementType().isF32()) {
+    // A constant of another type is fine when the whole node folds
+    // (checked after the handler, in foldNode).
+    if (s->isFoldable()) {
+      deferredInputs.push_back(i);
+      return materialize(*s);
+    }
     nodeError() << "input " << i << " ('" << node->input(i)
                 << "') has element type " << s->type().getElementType()
                 << ", which is not supported here; supported: f32";
@@ -324,4 +330,108 @@ Value Importer::splatOf(RankedTensorType t, double v) {
 
 Value Importer::splatLike(Value like, double v) {
   return splatOf(cast<RankedTensorType>(like.getType()), v);
+}
+
+//===----------------------------------------------------------------------===//
+// Constant folding of a node's ops
+//===----------------------------------------------------------------------===//
+
+/// The contents of |v| when it is a dlgraph.constant small enough to fold.
+static DenseElementsAttr foldableConstant(Value v) {
+  auto c = v.getDefiningOp<gr::ConstantOp>();
+  auto d = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  return d && d.getNumElements() <= kMaxFoldElements ? d : DenseElementsAttr();
+}
+
+LogicalResult Importer::foldNode(Block *block, Operation *before) {
+  SmallVector<Operation *> created;
+  for (auto it = before ? std::next(before->getIterator()) : block->begin();
+       it != block->end(); ++it)
+    created.push_back(&*it);
+  // Folded results, for the node's output slots.
+  llvm::DenseMap<Value, Value> replaced;
+  for (Operation *op : created) {
+    if (isa<gr::ConstantOp>(op) || op->getNumOperands() == 0 ||
+        op->getNumResults() == 0)
+      continue;
+    SmallVector<Attribute> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(foldableConstant(v));
+    if (llvm::is_contained(operands, Attribute()))
+      continue;
+    SmallVector<OpFoldResult> results;
+    if (failed(op->fold(operands, results)) ||
+        results.size() != op->getNumResults())
+      continue;
+    SmallVector<DenseElementsAttr> values;
+    for (auto [r, res] : llvm::zip(results, op->getResults())) {
+      // An attribute, or an operand (identity-like folds).
+      auto d = isa<Value>(r) ? foldableConstant(cast<Value>(r))
+                             : dyn_cast_or_null<DenseElementsAttr>(
+                                   dyn_cast_if_present<Attribute>(r));
+      if (!d || d.getType() != res.getType())
+        break;
+      values.push_back(d);
+    }
+    if (values.size() != op->getNumResults())
+      continue;
+    builder.setInsertionPoint(op);
+    for (auto [d, res] : llvm::zip(values, op->getResults())) {
+      Value c = gr::ConstantOp::create(builder, op->getLoc(), d);
+      res.replaceAllUsesWith(c);
+      replaced[res] = c;
+    }
+    op->erase();
+  }
+  builder.setInsertionPointToEnd(block);
+
+  // Outputs that are constants now become constant Slots; the constants
+  // this node left unused are erased (and forgotten by the slots that
+  // cached them).
+  SmallVector<Slot *> touched;
+  for (int i = 0; i < node->output_size(); ++i) {
+    auto it = slots.find(node->output(i));
+    if (node->output(i).empty() || it == slots.end())
+      continue;
+    Slot &s = it->second;
+    if (Value v = replaced.lookup(s.value))
+      s.value = v;
+    if (!s.constant && s.value)
+      if (DenseElementsAttr d = foldableConstant(s.value))
+        s.constant = d;
+    touched.push_back(&s);
+  }
+  for (int i = 0; i < node->input_size(); ++i) {
+    auto it = slots.find(node->input(i));
+    if (it != slots.end())
+      touched.push_back(&it->second);
+  }
+  for (auto it = before ? std::next(before->getIterator()) : block->begin();
+       it != block->end();) {
+    Operation *op = &*it++;
+    if (!isa<gr::ConstantOp>(op) || !op->use_empty())
+      continue;
+    for (Slot *s : touched)
+      if (s->value == op->getResult(0) && s->constant)
+        s->value = Value();
+    if (llvm::any_of(touched, [&](Slot *s) {
+          return s->value == op->getResult(0);
+        }))
+      continue;
+    op->erase();
+  }
+
+  if (deferredInputs.empty())
+    return success();
+  for (int i = 0; i < node->output_size(); ++i) {
+    auto it = slots.find(node->output(i));
+    if (node->output(i).empty() || it == slots.end() || it->second.constant)
+      continue;
+    int in = deferredInputs.front();
+    return nodeError() << "input " << in << " ('" << node->input(in)
+                       << "') has element type "
+                       << input(in)->type().getElementType()
+                       << ", which is not supported here; supported: f32";
+  }
+  return success();
 }

@@ -31,6 +31,7 @@
 #include "onnx/onnx_pb.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,6 +181,14 @@ public:
   /// Imports |model| (see importONNXModel); null after an error.
   mlir::OwningOpRef<mlir::ModuleOp> run(const onnx::ModelProto &model);
 
+  /// For checkONNXModel: when set, a node that does not import does not stop
+  /// the import. onNodeFailure(node index, dependent) is called after the
+  /// node's error was emitted (dependent = false) or, without an error, for
+  /// a node not imported because an input comes from a failed node
+  /// (dependent = true); the node's outputs count as failed, and run()
+  /// returns null at the end.
+  std::function<void(int, bool)> onNodeFailure;
+
   /// Support of op |opType| (default domain when |defaultDomain|) at
   /// |opset|: empty when the importer has a handler whose definition at that
   /// opset is mapped, else why not (one sentence, no alternative).
@@ -221,6 +230,14 @@ private:
                                    llvm::SmallVectorImpl<mlir::Type> &types,
                                    llvm::SmallVectorImpl<std::string> &names);
   mlir::LogicalResult importNode(const onnx::NodeProto &n, int index);
+  /// Folds, through the dlgraph ops' folders, every op the current node
+  /// created in |block| after |before| (null: from the block's start) whose
+  /// operands are all foldable constants (dlgraph.constant of at most
+  /// kMaxFoldElements elements; f32 initializers are variables and never
+  /// fold), and turns the node's outputs that became constants into constant
+  /// Slots. Fails when an input admitted only because it would fold
+  /// (deferredInputs) leaves an output unfolded.
+  mlir::LogicalResult foldNode(mlir::Block *block, mlir::Operation *before);
 
   // Attributes of the current node. A wrong attribute type emits an error and
   // sets |attrFailed|; callers check it once after reading all attributes.
@@ -320,6 +337,10 @@ private:
   /// in constant, edge and reflect mode: negative pads crop with a slice;
   /// constant mode is dlgraph.pad, edge/reflect are concats of slices.
   mlir::LogicalResult pad();
+  /// ScatterND (opsets 11..17; reduction none, add or mul) on compile-time
+  /// constant data, indices and updates, folded to a constant; indices are
+  /// bounds-checked. Run-time inputs are an error.
+  mlir::LogicalResult scatterND();
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
   /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
@@ -418,6 +439,10 @@ private:
   std::string nodeName;
   mlir::Location nodeLoc = mlir::UnknownLoc::get(ctx);
   bool attrFailed = false;
+  /// Inputs of the current node that operand() admitted although they are
+  /// not f32, because they are foldable constants: the node must then fold
+  /// to constants (checked by foldNode).
+  llvm::SmallVector<int> deferredInputs;
 };
 
 /// The importer's one registration table: the OpMapping entries of every op

@@ -1,8 +1,9 @@
 //===- Indexing.cpp - ONNX indexing ops -> dlgraph ------------------------===//
 //
 // Ops that select index ranges or elements: Gather, GatherElements, Slice,
-// Split, and Pad (which crops with slices). Constant operands are folded.
-// OneHot, which selects by index too.
+// Split, Pad (which crops with slices), ScatterND (on compile-time
+// constants only, folded) and OneHot, which selects by index too. Constant
+// operands are folded.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -421,6 +422,93 @@ LogicalResult Importer::pad() {
   return define(0, x);
 }
 
+LogicalResult Importer::scatterND() {
+  std::string reduction = attrString("reduction", "none");
+  if (attrFailed)
+    return failure();
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return nodeError() << "reduction '" << reduction
+                       << "' is not supported; supported: none, add, mul";
+  Slot *in[3];
+  for (int i = 0; i < 3; ++i)
+    if (!(in[i] = input(i)))
+      return failure();
+  static const char *const names[] = {"data", "indices", "updates"};
+  for (int i = 0; i < 3; ++i)
+    if (!in[i]->isFoldable())
+      return nodeError() << "ScatterND is supported only on compile-time "
+                            "constant inputs (Constant nodes, non-f32 "
+                            "initializers and computations on them); "
+                         << names[i] << " (input '" << node->input(i)
+                         << "') is "
+                         << (in[i]->variable.empty()
+                                 ? "computed at run time"
+                                 : "an f32 initializer, which is a variable");
+  RankedTensorType dt = in[0]->type(), it = in[1]->type(),
+                   ut = in[2]->type();
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return nodeError() << "indices have element type " << it.getElementType()
+                       << "; supported: int32, int64";
+  if (ut.getElementType() != dt.getElementType())
+    return nodeError() << "updates have element type " << ut.getElementType()
+                       << ", data " << dt.getElementType()
+                       << "; they must be equal";
+  ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
+  int64_t r = ds.size(), q = is.size(), k = q ? is.back() : 0;
+  if (q < 1 || k < 1 || k > r)
+    return nodeError() << "indices of shape " << shapeStr(is)
+                       << " must have rank >= 1 and a last dimension in 1.."
+                       << r << " (the rank of data)";
+  SmallVector<int64_t> expect(is.drop_back());
+  llvm::append_range(expect, ds.drop_front(k));
+  if (ut.getShape() != ArrayRef<int64_t>(expect))
+    return nodeError() << "updates have shape " << shapeStr(ut.getShape())
+                       << ", expected " << shapeStr(expect)
+                       << " (indices.shape[:-1] + data.shape[k:])";
+  int64_t slice = product(ds.drop_front(k)), updatesCount = product(is) / k;
+  SmallVector<int64_t> idx = intValues(in[1]->constant);
+  SmallVector<Attribute> out(in[0]->constant.getValues<Attribute>());
+  SmallVector<Attribute> upd(in[2]->constant.getValues<Attribute>());
+  Type et = dt.getElementType();
+  for (int64_t u = 0; u < updatesCount; ++u) {
+    int64_t base = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t v = idx[u * k + d];
+      if (v < -ds[d] || v >= ds[d])
+        return nodeError() << "index " << v << " (update " << u
+                           << ", axis " << d
+                           << ") is out of range for a dimension of size "
+                           << ds[d];
+      base = base * ds[d] + (v < 0 ? v + ds[d] : v);
+    }
+    for (int64_t j = 0; j < slice; ++j) {
+      Attribute &dst = out[base * slice + j];
+      Attribute src = upd[u * slice + j];
+      if (reduction == "none") {
+        dst = src;
+      } else if (isa<FloatType>(et)) {
+        APFloat a = cast<FloatAttr>(dst).getValue();
+        APFloat b = cast<FloatAttr>(src).getValue();
+        if (reduction == "add")
+          a.add(b, APFloat::rmNearestTiesToEven);
+        else
+          a.multiply(b, APFloat::rmNearestTiesToEven);
+        dst = FloatAttr::get(et, a);
+      } else {
+        APInt a = cast<IntegerAttr>(dst).getValue();
+        APInt b = cast<IntegerAttr>(src).getValue();
+        // Wraps, as integer arithmetic does at run time; bools: or / and.
+        if (et.isInteger(1))
+          a = reduction == "add" ? (a | b) : (a & b);
+        else
+          a = reduction == "add" ? a + b : a * b;
+        dst = IntegerAttr::get(et, a);
+      }
+    }
+  }
+  return defineConstant(0, DenseElementsAttr::get(dt, out));
+}
+
 //===----------------------------------------------------------------------===//
 // OneHot
 //===----------------------------------------------------------------------===//
@@ -496,6 +584,7 @@ ArrayRef<OpMapping> Importer::indexingOps() {
       {"GatherElements", 11, &Importer::gatherElements},
       {"OneHot", 11, &Importer::oneHot},
       {"Pad", 2, &Importer::pad},
+      {"ScatterND", 11, &Importer::scatterND},
       {"Slice", 1, &Importer::slice},
       {"Split", 2, &Importer::split},
   };

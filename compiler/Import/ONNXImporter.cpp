@@ -323,7 +323,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
            << "` for the list of supported ops";
     return diag;
   }
-  return (this->*(mapping->handler))();
+  Block *block = builder.getInsertionBlock();
+  Operation *before = block->empty() ? nullptr : &block->back();
+  deferredInputs.clear();
+  if (failed((this->*(mapping->handler))()))
+    return failure();
+  return foldNode(block, before);
 }
 
 std::string Importer::unsupportedReason(StringRef opType, bool defaultDomain,
@@ -395,9 +400,25 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   for (const auto &out : graph.output())
     consumed.insert(out.name());
 
-  for (auto [i, n] : llvm::enumerate(graph.node()))
-    if (failed(importNode(n, i)))
-      return nullptr;
+  llvm::StringSet<> failedValues;
+  for (auto [i, n] : llvm::enumerate(graph.node())) {
+    if (!onNodeFailure) {
+      if (failed(importNode(n, i)))
+        return nullptr;
+      continue;
+    }
+    bool dependent = llvm::any_of(n.input(), [&](const std::string &in) {
+      return failedValues.contains(in);
+    });
+    if (!dependent && succeeded(importNode(n, i)))
+      continue;
+    onNodeFailure(i, dependent);
+    for (const auto &out : n.output())
+      failedValues.insert(out);
+    builder.setInsertionPointToEnd(entry);
+  }
+  if (!failedValues.empty())
+    return nullptr;
 
   if (graph.output_size() == 0) {
     modelError() << "the graph has no outputs";
@@ -533,13 +554,39 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
         importOptions.batchSize = 1;
     }
   }
+  std::string lastError;
   ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error &&
-        check.importError.empty())
+    if (diag.getSeverity() != DiagnosticSeverity::Error)
+      return success();
+    if (check.importError.empty())
       check.importError = diag.str();
+    if (lastError.empty())
+      lastError = diag.str();
     return success();
   });
   Importer importer(context, path, importOptions, /*forCheck=*/true);
+  importer.onNodeFailure = [&](int i, bool dependent) {
+    const onnx::NodeProto &n = graph.node(i);
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    ONNXOpStatus &status = check.ops[index.lookup(
+        (defaultDomain ? "" : n.domain()) + "\n" + n.op_type())];
+    std::string name =
+        n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+    std::string reason = std::move(lastError);
+    lastError.clear();
+    if (dependent) {
+      status.uncheckedNodes.push_back(name);
+      return;
+    }
+    // An op type without an importer is reported once, for the type.
+    if (!status.unsupportedReason.empty())
+      return;
+    StringRef prefixed = reason;
+    prefixed.consume_front(n.op_type() + " node '" + name + "': ");
+    if (reason.empty())
+      prefixed = "the import failed without a message";
+    status.nodeIssues.push_back({name, prefixed.str()});
+  };
   OwningOpRef<ModuleOp> module = importer.run(model);
   if (!module && check.importError.empty())
     check.importError = "the import failed without a message";

@@ -62,6 +62,17 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importONNXModelFromBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
                          llvm::StringRef name, const ImportOptions &options);
 
+/// A node whose op type the importer maps but which does not import: an
+/// element type, attribute or shape it does not support, or an input that
+/// must be a compile-time constant and is computed at run time.
+struct ONNXNodeIssue {
+  /// The node's name (unnamed nodes: `<OpType>_<node index>`).
+  std::string node;
+  /// The import error at the node, without the "<OpType> node '<name>': "
+  /// prefix.
+  std::string reason;
+};
+
 /// Support status of one ONNX op type in a model (see checkONNXModel).
 struct ONNXOpStatus {
   /// Domain as written in the model; empty for the default ai.onnx domain.
@@ -76,6 +87,13 @@ struct ONNXOpStatus {
   /// For an unsupported op: the nearest supported alternative
   /// (nearestSupportedAlternative); empty otherwise.
   std::string alternative;
+  /// The nodes of this (mapped) op type that do not import, in graph order.
+  /// The op type is supported in this model only when this and
+  /// unsupportedReason are empty.
+  std::vector<ONNXNodeIssue> nodeIssues;
+  /// The nodes of this op type that were not checked because an input comes
+  /// from a node that does not import.
+  std::vector<std::string> uncheckedNodes;
 };
 
 /// The result of checking an ONNX model without compiling it.
@@ -91,9 +109,11 @@ struct ONNXModelCheck {
 };
 
 /// Loads the ONNX model at |path| and reports, per op type, whether the
-/// importer supports it, then imports the model to find attribute-, type-
-/// and shape-level problems (the first one is reported; nothing is lowered or
-/// compiled). A symbolic batch dimension is fixed to options.batchSize, or to
+/// importer supports it, then imports the model to find attribute-, type-,
+/// operand- and shape-level problems per node: a node that does not import
+/// is reported in its op type's nodeIssues and the import goes on with the
+/// nodes that do not depend on it (those that do are uncheckedNodes); the
+/// first error is also importError. Nothing is lowered or compiled. A symbolic batch dimension is fixed to options.batchSize, or to
 /// 1 when that is 0. Errors that prevent the check (a missing or unparsable
 /// file) are emitted through |context|'s diagnostic engine and fail.
 mlir::FailureOr<ONNXModelCheck> checkONNXModel(mlir::MLIRContext &context,

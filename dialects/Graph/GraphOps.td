@@ -121,6 +121,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 // The target shape is the result type, so it is not inferred.
@@ -136,6 +137,7 @@ def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -160,7 +162,9 @@ class Graph_UnaryOp<string mnemonic, string onnx,
 def Graph_ReluOp : Graph_UnaryOp<"relu", "Relu">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp", Graph_KeepsF32>;
 def Graph_LogOp : Graph_UnaryOp<"log", "Log", Graph_KeepsF32>;
-def Graph_NegOp : Graph_UnaryOp<"neg", "Neg">;
+def Graph_NegOp : Graph_UnaryOp<"neg", "Neg"> {
+  let hasFolder = 1;
+}
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt">;
 def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "1/Sqrt", Graph_KeepsF32>;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
@@ -217,17 +221,33 @@ class Graph_BinaryOp<string mnemonic, string onnx,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_AddOp : Graph_BinaryOp<"add", "Add">;
-def Graph_SubOp : Graph_BinaryOp<"sub", "Sub">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "Mul">;
-def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
-def Graph_MaxOp : Graph_BinaryOp<"max", "Max">;
-def Graph_MinOp : Graph_BinaryOp<"min", "Min">;
+def Graph_AddOp : Graph_BinaryOp<"add", "Add"> {
+  let hasFolder = 1;
+}
+def Graph_SubOp : Graph_BinaryOp<"sub", "Sub"> {
+  let hasFolder = 1;
+}
+def Graph_MulOp : Graph_BinaryOp<"mul", "Mul"> {
+  let hasFolder = 1;
+}
+def Graph_DivOp : Graph_BinaryOp<"div", "Div"> {
+  let hasFolder = 1;
+}
+def Graph_MaxOp : Graph_BinaryOp<"max", "Max"> {
+  let hasFolder = 1;
+}
+def Graph_MinOp : Graph_BinaryOp<"min", "Min"> {
+  let hasFolder = 1;
+}
 def Graph_PowOp : Graph_BinaryOp<"pow", "Pow", Graph_KeepsF32>;
 /// Remainder with the sign of the dividend, C fmod (ONNX Mod, fmod = 1).
-def Graph_FmodOp : Graph_BinaryOp<"fmod", "Mod with fmod = 1">;
+def Graph_FmodOp : Graph_BinaryOp<"fmod", "Mod with fmod = 1"> {
+  let hasFolder = 1;
+}
 /// Remainder with the sign of the divisor, Python % (ONNX Mod, fmod = 0).
-def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0">;
+def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0"> {
+  let hasFolder = 1;
+}
 
 def Graph_SelectOp : Graph_Op<"select", [Pure, Graph_InferType,
     Graph_Elementwise, Graph_FollowsOperands, Graph_RecomputeCheap]> {
@@ -242,6 +262,7 @@ def Graph_SelectOp : Graph_Op<"select", [Pure, Graph_InferType,
                        AnyRankedTensor:$on_false);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Graph_CompareOp : Graph_Op<"compare", [Pure, Graph_InferType,
@@ -257,6 +278,7 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 // The target element type is the result type, so it is not inferred.
@@ -267,6 +289,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_Elementwise,
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -556,6 +579,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, Graph_FollowsOperands,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 // The trailing padding is only in the result type, so it is not inferred.
@@ -578,6 +602,7 @@ def Graph_PadOp : Graph_Op<"pad", [Pure, Graph_FollowsOperands,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [Pure, Graph_InferType,
@@ -594,6 +619,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_GatherOp : Graph_Op<"gather", [Pure, Graph_InferType,
@@ -614,6 +640,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_GatherElementsOp : Graph_Op<"gather_elements", [Pure,

@@ -1,0 +1,111 @@
+// RUN: dlc-opt %s --canonicalize --split-input-file | FileCheck %s
+// Constant folding through the dlgraph op folders (GraphFolders.cpp): what
+// folds, with broadcasting, and what is left to run time because folding it
+// could differ from the kernels (inexact float results, division by zero).
+
+// CHECK-LABEL: func.func @int_arith
+// CHECK-DAG: %[[ADD:.+]] = dlgraph.constant dense<[11, 12, 13]> : tensor<3xi64>
+// CHECK-DAG: %[[MOD:.+]] = dlgraph.constant dense<[1, 2, -2, -1]> : tensor<4xi64>
+// CHECK-DAG: %[[FMOD:.+]] = dlgraph.constant dense<[1, -1, 1, -1]> : tensor<4xi64>
+// CHECK-DAG: %[[DIV:.+]] = dlgraph.constant dense<[2, -2, -2, 2]> : tensor<4xi64>
+// CHECK: %[[BYZERO:.+]] = dlgraph.div
+// CHECK: return %[[ADD]], %[[MOD]], %[[FMOD]], %[[DIV]], %[[BYZERO]]
+func.func @int_arith() -> (tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<2xi64>) {
+  %a = dlgraph.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %ten = dlgraph.constant dense<10> : tensor<i64>
+  %add = dlgraph.add %a, %ten : (tensor<3xi64>, tensor<i64>) -> tensor<3xi64>
+  // Python % takes the divisor's sign, C fmod the dividend's.
+  %x = dlgraph.constant dense<[7, -7, 7, -7]> : tensor<4xi64>
+  %y = dlgraph.constant dense<[3, 3, -3, -3]> : tensor<4xi64>
+  %mod = dlgraph.mod %x, %y : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %fmod = dlgraph.fmod %x, %y : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %div = dlgraph.div %x, %y : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %n = dlgraph.constant dense<[1, 2]> : tensor<2xi64>
+  %z = dlgraph.constant dense<[1, 0]> : tensor<2xi64>
+  %byzero = dlgraph.div %n, %z : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  return %add, %mod, %fmod, %div, %byzero : tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<2xi64>
+}
+
+// -----
+
+// Float arithmetic folds only when exact: 1.5 * 2 does, 1 / 3 does not.
+// CHECK-LABEL: func.func @float_exact
+// CHECK-DAG: %[[MUL:.+]] = dlgraph.constant dense<[3.000000e+00, -1.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[NEG:.+]] = dlgraph.constant dense<[-1.500000e+00, 5.000000e-01]> : tensor<2xf32>
+// CHECK: %[[DIV:.+]] = dlgraph.div
+// CHECK: return %[[MUL]], %[[DIV]], %[[NEG]]
+func.func @float_exact() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+  %a = dlgraph.constant dense<[1.5, -0.5]> : tensor<2xf32>
+  %two = dlgraph.constant dense<2.0> : tensor<f32>
+  %three = dlgraph.constant dense<3.0> : tensor<f32>
+  %mul = dlgraph.mul %a, %two : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %one = dlgraph.constant dense<1.0> : tensor<2xf32>
+  %div = dlgraph.div %one, %three : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %neg = dlgraph.neg %a : tensor<2xf32>
+  return %mul, %div, %neg : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// The Swin attention mask: compare, select, cast.
+// CHECK-LABEL: func.func @compare_select_cast
+// CHECK-DAG: %[[SEL:.+]] = dlgraph.constant dense<{{\[}}[0.000000e+00, -1.000000e+02], [-1.000000e+02, 0.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[CAST:.+]] = dlgraph.constant dense<[2, -2, 0]> : tensor<3xi64>
+// CHECK-DAG: %[[BOOL:.+]] = dlgraph.constant dense<[true, true, false]> : tensor<3xi1>
+// CHECK: return %[[SEL]], %[[CAST]], %[[BOOL]]
+func.func @compare_select_cast() -> (tensor<2x2xf32>, tensor<3xi64>, tensor<3xi1>) {
+  %ids = dlgraph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %col = dlgraph.reshape %ids : tensor<2xf32> to tensor<2x1xf32>
+  %ne = dlgraph.compare "ne", %col, %ids : (tensor<2x1xf32>, tensor<2xf32>) -> tensor<2x2xi1>
+  %m = dlgraph.constant dense<-100.0> : tensor<f32>
+  %z = dlgraph.constant dense<0.0> : tensor<f32>
+  %sel = dlgraph.select %ne, %m, %z : (tensor<2x2xi1>, tensor<f32>, tensor<f32>) -> tensor<2x2xf32>
+  // Float -> int truncates toward zero; anything -> bool is != 0.
+  %f = dlgraph.constant dense<[2.7, -2.7, 0.0]> : tensor<3xf32>
+  %cast = dlgraph.cast %f : tensor<3xf32> to tensor<3xi64>
+  %bool = dlgraph.cast %f : tensor<3xf32> to tensor<3xi1>
+  return %sel, %cast, %bool : tensor<2x2xf32>, tensor<3xi64>, tensor<3xi1>
+}
+
+// -----
+
+// A NaN (or out-of-range) float -> int cast is undefined at run time.
+// CHECK-LABEL: func.func @cast_nan
+// CHECK: dlgraph.cast
+func.func @cast_nan() -> tensor<1xi64> {
+  %f = dlgraph.constant dense<0x7FC00000> : tensor<1xf32>
+  %c = dlgraph.cast %f : tensor<1xf32> to tensor<1xi64>
+  return %c : tensor<1xi64>
+}
+
+// -----
+
+// Data movement on constants.
+// CHECK-LABEL: func.func @data_movement
+// CHECK-DAG: dlgraph.constant dense<{{\[}}[1, 4], [2, 5], [3, 6]]> : tensor<3x2xi64>
+// CHECK-DAG: dlgraph.constant dense<[3, 1]> : tensor<2xi64>
+// CHECK-DAG: dlgraph.constant dense<[-1, 1, 2, 3, -1]> : tensor<5xi64>
+// CHECK-DAG: dlgraph.constant dense<{{\[}}[1, 2, 3, 7], [4, 5, 6, 8]]> : tensor<2x4xi64>
+// CHECK-DAG: dlgraph.constant dense<{{\[}}[4, 5, 6], [0, 0, 0], [1, 2, 3]]> : tensor<3x3xi64>
+// CHECK-DAG: dlgraph.constant dense<{{\[}}[7, 8], [7, 8]]> : tensor<2x2xi64>
+// CHECK-NOT: dlgraph.transpose
+// CHECK-NOT: dlgraph.slice
+// CHECK-NOT: dlgraph.pad
+// CHECK-NOT: dlgraph.concat
+// CHECK-NOT: dlgraph.gather
+// CHECK-NOT: dlgraph.broadcast_to
+func.func @data_movement() -> (tensor<3x2xi64>, tensor<2xi64>, tensor<5xi64>, tensor<2x4xi64>, tensor<3x3xi64>, tensor<2x2xi64>) {
+  %m = dlgraph.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %t = dlgraph.transpose %m {perm = array<i64: 1, 0>} : tensor<2x3xi64> -> tensor<3x2xi64>
+  %v = dlgraph.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %s = dlgraph.slice %v {starts = array<i64: 2>, steps = array<i64: -2>} : tensor<3xi64> -> tensor<2xi64>
+  %p = dlgraph.pad %v {starts = array<i64: 1>, steps = array<i64: 1>, value = -1.0 : f64} : tensor<3xi64> -> tensor<5xi64>
+  %col = dlgraph.constant dense<[[7], [8]]> : tensor<2x1xi64>
+  %c = dlgraph.concat %m, %col {axis = 1 : i64} : (tensor<2x3xi64>, tensor<2x1xi64>) -> tensor<2x4xi64>
+  // Index 5 is out of range: a row of zeros, as the kernels give.
+  %i = dlgraph.constant dense<[1, 5, -2]> : tensor<3xi64>
+  %g = dlgraph.gather %m, %i {axis = 0 : i64} : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<3x3xi64>
+  %row = dlgraph.constant dense<[7, 8]> : tensor<2xi64>
+  %b = dlgraph.broadcast_to %row : tensor<2xi64> to tensor<2x2xi64>
+  return %t, %s, %p, %c, %g, %b : tensor<3x2xi64>, tensor<2xi64>, tensor<5xi64>, tensor<2x4xi64>, tensor<3x3xi64>, tensor<2x2xi64>
+}

@@ -1,0 +1,73 @@
+"""Writes the small ONNX models of import-fold-scatternd.test (ScatterND and
+the folding of nodes whose inputs are all compile-time constants) into
+OUT_DIR."""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def const(name, dtype, dims, vals):
+    return helper.make_node("Constant", [], [name],
+                            value=helper.make_tensor(name, dtype, dims, vals))
+
+
+def save(out, name, nodes, inputs, outputs, opset=17):
+    g = helper.make_graph(nodes, name, inputs, outputs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    vi = helper.make_tensor_value_info
+    # ScatterND on constants (reduction none): rows 0 and 2 of a 3x2 zero
+    # matrix replaced; then reduction add on the same indices.
+    scatter = [
+        const("d", F, [3, 2], [0] * 6),
+        const("i", I64, [2, 1], [2, 0]),
+        const("u", F, [2, 2], [1, 2, 3, 4]),
+    ]
+    save(out, "scatter_const", scatter + [
+        helper.make_node("ScatterND", ["d", "i", "u"], ["s"], name="sc"),
+        helper.make_node("Add", ["x", "s"], ["y"])],
+        [vi("x", F, [3, 2])], [vi("y", F, [3, 2])])
+    # Element-level indices (k = rank), a negative index, reduction mul.
+    save(out, "scatter_mul", [
+        const("d", I64, [2, 2], [1, 2, 3, 4]),
+        const("i", I64, [2, 2], [0, 1, -1, -1]),
+        const("u", I64, [2], [10, 100]),
+        helper.make_node("ScatterND", ["d", "i", "u"], ["y"], name="sc",
+                         reduction="mul")], [], [vi("y", I64, [2, 2])])
+    # Data computed at run time: an error that names the node and input.
+    save(out, "scatter_runtime", scatter[1:] + [
+        helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc")],
+        [vi("x", F, [3, 2])], [vi("y", F, [3, 2])])
+    save(out, "scatter_oob", [
+        const("d", F, [3, 2], [0] * 6), const("i", I64, [1, 1], [3]),
+        const("u", F, [1, 2], [1, 2]),
+        helper.make_node("ScatterND", ["d", "i", "u"], ["y"], name="sc")],
+        [], [vi("y", F, [3, 2])])
+    # An int64 chain that only folds through the op folders (Mod, Sub,
+    # Transpose of a non-f32 constant), as in torchvision's Swin window
+    # shifts: Transpose requires f32 unless every input is a constant.
+    save(out, "fold_chain", [
+        const("a", I64, [2], [7, -7]), const("b", I64, [], [3]),
+        helper.make_node("Mod", ["a", "b"], ["m"]),
+        helper.make_node("Sub", ["b", "m"], ["s"]),
+        const("ax", I64, [1], [0]),
+        helper.make_node("Unsqueeze", ["s", "ax"], ["su"]),
+        helper.make_node("Concat", ["su", "su"], ["c"], axis=0),
+        helper.make_node("Transpose", ["c"], ["y"], perm=[1, 0])],
+        [], [vi("y", I64, [2, 2])])
+    # Transpose of a run-time int64 input is still an error.
+    save(out, "transpose_i64", [
+        helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
+        [vi("x", I64, [2, 3])], [vi("y", I64, [3, 2])])
+
+
+if __name__ == "__main__":
+    main()
