@@ -1,0 +1,426 @@
+//===- OnnxGradientCheckTest.cpp - gradients of imported ONNX ops ---------===//
+//
+// Autodiff of ONNX ops (several are decompositions into dlgraph ops) against
+// central finite differences, through the GradientCheck fixture
+// (GradientCheck.h): each model is trained with SGD (lr = 1) and every
+// parameter's gradient compared with finite differences of the loss.
+//
+//===----------------------------------------------------------------------===//
+#include "GradientCheck.h"
+
+using namespace mlir;
+using namespace dlc::gradient_check;
+
+
+//===----------------------------------------------------------------------===//
+// Ops imported from ONNX (several are decompositions into dlgraph ops): each
+// model is y = f(x + w) for a [2, 3] parameter w, trained with the default
+// softmax cross-entropy, so the check covers the importer's decomposition and
+// every gradient rule it relies on.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+TEST_F(OnnxGradientCheck, Erf) { unaryOp("Erf"); }
+TEST_F(OnnxGradientCheck, Tanh) { unaryOp("Tanh"); }
+TEST_F(OnnxGradientCheck, Sigmoid) { unaryOp("Sigmoid"); }
+// Trigonometric and hyperbolic functions.
+TEST_F(OnnxGradientCheck, Sin) { unaryOp("Sin"); }
+TEST_F(OnnxGradientCheck, Cos) { unaryOp("Cos"); }
+TEST_F(OnnxGradientCheck, Atan) { unaryOp("Atan"); }
+TEST_F(OnnxGradientCheck, Shrink) {
+  unaryOp("Shrink", {{"lambd", 0.3f}, {"bias", 0.1f}});
+}
+TEST_F(OnnxGradientCheck, Sinh) { unaryOp("Sinh"); }
+TEST_F(OnnxGradientCheck, Cosh) { unaryOp("Cosh"); }
+TEST_F(OnnxGradientCheck, Asinh) { unaryOp("Asinh"); }
+// Inside their domains: Op(x / 4 + w), x in [-1, 1], w in [lo, hi].
+TEST_F(OnnxGradientCheck, Tan) { narrowUnaryOp("Tan", -0.7, 0.7); }
+TEST_F(OnnxGradientCheck, Asin) { narrowUnaryOp("Asin", -0.4, 0.4); }
+TEST_F(OnnxGradientCheck, Acos) { narrowUnaryOp("Acos", -0.4, 0.4); }
+TEST_F(OnnxGradientCheck, Acosh) { narrowUnaryOp("Acosh", 1.5, 2.5); }
+TEST_F(OnnxGradientCheck, Atanh) { narrowUnaryOp("Atanh", -0.4, 0.4); }
+TEST_F(OnnxGradientCheck, Exp) { unaryOp("Exp"); }
+TEST_F(OnnxGradientCheck, Neg) { unaryOp("Neg"); }
+TEST_F(OnnxGradientCheck, Abs) { unaryOp("Abs"); }
+TEST_F(OnnxGradientCheck, Log) { unaryOp("Log", {}, 1.5, 3); }
+TEST_F(OnnxGradientCheck, Sqrt) { unaryOp("Sqrt", {}, 1.5, 3); }
+TEST_F(OnnxGradientCheck, Reciprocal) { unaryOp("Reciprocal", {}, 1.5, 3); }
+TEST_F(OnnxGradientCheck, Elu) { unaryOp("Elu", {{"alpha", 0.7f}}); }
+TEST_F(OnnxGradientCheck, Selu) { unaryOp("Selu"); }
+TEST_F(OnnxGradientCheck, LeakyRelu) {
+  unaryOp("LeakyRelu", {{"alpha", 0.1f}});
+}
+TEST_F(OnnxGradientCheck, Softplus) { unaryOp("Softplus"); }
+TEST_F(OnnxGradientCheck, HardSigmoid) {
+  unaryOp("HardSigmoid", {{"alpha", 0.3f}, {"beta", 0.4f}}, -3, 3);
+}
+TEST_F(OnnxGradientCheck, HardSwish) { unaryOp("HardSwish", {}, -4, 4); }
+
+TEST_F(OnnxGradientCheck, PowBothOperands) {
+  // y = (x + w)^e with a positive base and a broadcast exponent parameter.
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("e", {3});
+  std::string base = graph.node("Exp", {graph.node("Add", {"x", "w"})});
+  run(graph, graph.node("Pow", {base, "e"}), 2);
+}
+
+TEST_F(OnnxGradientCheck, VariadicMaxMinWhere) {
+  // Max(h, a, b) - Min(h, a) where h > 0, else h (broadcast parameters).
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("a", {3});
+  graph.param("b", {2, 1});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string mx = graph.node("Max", {h, "a", "b"});
+  std::string mn = graph.node("Min", {h, "a"});
+  std::string d = graph.node("Sub", {mx, mn});
+  std::string c = graph.node("Greater", {h, graph.scalar(0.0f)});
+  run(graph, graph.node("Where", {c, d, h}), 3);
+}
+
+TEST_F(OnnxGradientCheck, PReluBroadcastSlope) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("slope", {3});
+  run(graph, graph.node("PRelu", {graph.node("Add", {"x", "w"}), "slope"}), 2);
+}
+
+TEST_F(OnnxGradientCheck, CastThroughDouble) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string d =
+      graph.node("Cast", {h}, {}, {{"to", onnx::TensorProto_DataType_DOUBLE}});
+  std::string t = graph.node("Tanh", {d});
+  run(graph,
+      graph.node("Cast", {t}, {}, {{"to", onnx::TensorProto_DataType_FLOAT}}),
+      1);
+}
+
+TEST_F(OnnxGradientCheck, GeluErfAsExportedByTorch) {
+  // torch.nn.functional.gelu at opsets 13..17: x * 0.5 * (1 + erf(x / sqrt 2)).
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string e =
+      graph.node("Erf", {graph.node("Div", {h, graph.scalar(1.4142135f)})});
+  std::string p = graph.node("Add", {e, graph.scalar(1.0f)});
+  std::string m = graph.node("Mul", {h, p});
+  run(graph, graph.node("Mul", {m, graph.scalar(0.5f)}), 1);
+}
+
+TEST_F(OnnxGradientCheck, GeluTanhAsExportedByTorch) {
+  // approximate='tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string cube = graph.node("Pow", {h, graph.scalar(3.0f)});
+  std::string inner = graph.node(
+      "Add", {h, graph.node("Mul", {cube, graph.scalar(0.044715f)})});
+  std::string t = graph.node(
+      "Tanh", {graph.node("Mul", {inner, graph.scalar(0.7978846f)})});
+  std::string p = graph.node("Add", {t, graph.scalar(1.0f)});
+  std::string m = graph.node("Mul", {h, p});
+  run(graph, graph.node("Mul", {m, graph.scalar(0.5f)}), 1);
+}
+
+TEST_F(OnnxGradientCheck, SoftmaxAndLogSoftmaxOnAxis0) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string s = graph.node("Softmax", {h}, {}, {{"axis", 0}});
+  std::string l = graph.node("LogSoftmax", {h}, {}, {{"axis", -2}});
+  run(graph, graph.node("Add", {s, l}), 1);
+}
+
+
+//===----------------------------------------------------------------------===//
+// Data movement on parameters: Slice (negative steps, clamped and INT64
+// bounds), Concat, Split, Pad (constant with negative pads, reflect, edge),
+// Gather (negative and repeated indices, axis 0 and 1) and GatherElements.
+//===----------------------------------------------------------------------===//
+
+
+/// A Constant node holding an int64 tensor of |shape|; returns its output.
+std::string int64Constant(OnnxGraph &graph, std::vector<int64_t> values,
+                          std::vector<int64_t> shape = {}) {
+  std::string name = "i" + std::to_string(graph.counter++);
+  auto *n = graph.g->add_node();
+  n->set_op_type("Constant");
+  n->add_output(name);
+  auto *a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto_DataType_INT64);
+  if (shape.empty())
+    shape = {(int64_t)values.size()};
+  for (int64_t d : shape)
+    a->mutable_t()->add_dims(d);
+  for (int64_t v : values)
+    a->mutable_t()->add_int64_data(v);
+  return name;
+}
+
+/// The node added last (to set more attributes or outputs).
+onnx::NodeProto *lastNode(OnnxGraph &graph) {
+  return graph.g->mutable_node(graph.g->node_size() - 1);
+}
+
+void setString(onnx::NodeProto *n, const std::string &key,
+               const std::string &value) {
+  auto *a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto_AttributeType_STRING);
+  a->set_s(value);
+}
+
+std::string slice(OnnxGraph &graph, const std::string &x,
+                  std::vector<int64_t> starts, std::vector<int64_t> ends,
+                  std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  return graph.node("Slice", {x, int64Constant(graph, starts),
+                              int64Constant(graph, ends),
+                              int64Constant(graph, axes),
+                              int64Constant(graph, steps)});
+}
+
+TEST_F(OnnxGradientCheck, SliceAndConcat) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 6});
+  graph.param("r", {1, 3});
+  // Columns 5, 3, 1 (negative step, INT64_MIN end) and 0, 2, 4 (start
+  // clamped from -100, INT64_MAX end).
+  std::string a = slice(graph, "w", {5}, {INT64_MIN}, {1}, {-2});
+  std::string b = slice(graph, "w", {-100}, {INT64_MAX}, {-1}, {2});
+  // [a | x] along axis 1, then columns 1..3 mix both.
+  std::string c = graph.node("Concat", {a, "x"}, {}, {{"axis", 1}});
+  std::string d = slice(graph, c, {1}, {4}, {1}, {1});
+  // [x ; r] along axis 0, rows 1..2 (x's second row and r).
+  std::string e = graph.node("Concat", {"x", "r"}, {}, {{"axis", 0}});
+  std::string f = slice(graph, e, {1}, {3}, {0}, {1});
+  std::string y = graph.node("Mul", {graph.node("Add", {d, f}), b});
+  run(graph, y, 2);
+}
+
+TEST_F(OnnxGradientCheck, SplitSizesAndEqualParts) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 6});
+  graph.param("v", {4, 3});
+  // w -> [2,1], [2,2], [2,3] (split input); v -> two [2,3] halves.
+  std::string o1 = graph.node("Split", {"w", int64Constant(graph, {1, 2, 3})},
+                              {}, {{"axis", 1}});
+  lastNode(graph)->add_output("s_2cols");
+  lastNode(graph)->add_output("s_3cols");
+  std::string h1 = graph.node("Split", {"v"}, {}, {{"axis", 0}});
+  lastNode(graph)->add_output("s_second");
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {"s_3cols", o1}),
+              graph.node("Mul", {h1, graph.node("Add", {"s_second", "x"})})});
+  run(graph, y, 2);
+}
+
+TEST_F(OnnxGradientCheck, PadConstantReflectEdge) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 2});
+  graph.param("u", {3, 4});
+  graph.param("e", {1, 2});
+  // Constant 0.5 on the left; reflect on the right; negative pads crop u;
+  // edge repeats e's row and its last column.
+  std::string p1 = graph.node("Pad", {"w", int64Constant(graph, {0, 1, 0, 0}),
+                                      graph.scalar(0.5f)});
+  std::string p2 =
+      graph.node("Pad", {"w", int64Constant(graph, {0, 0, 0, 1})});
+  setString(lastNode(graph), "mode", "reflect");
+  std::string p3 =
+      graph.node("Pad", {"u", int64Constant(graph, {-1, 0, 0, -1})});
+  std::string p4 =
+      graph.node("Pad", {"e", int64Constant(graph, {0, 0, 1, 1})});
+  setString(lastNode(graph), "mode", "edge");
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {p1, p2}),
+              graph.node("Mul", {p3, graph.node("Add", {p4, "x"})})});
+  run(graph, y, 3);
+}
+
+TEST_F(OnnxGradientCheck, GatherAxis0And1RepeatedNegativeIndices) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("table", {5, 3});
+  graph.param("w", {2, 4});
+  // Rows 3 and -2 (= 3): a repeated index accumulates; columns 0, 3, -4.
+  std::string g1 = graph.node("Gather", {"table", int64Constant(graph, {3, -2})},
+                              {}, {{"axis", 0}});
+  std::string g2 = graph.node(
+      "Gather", {"table", int64Constant(graph, {1, 4, 1, 0}, {2, 2})}, {},
+      {{"axis", 0}});
+  std::string g2r = graph.node("Reshape", {g2, int64Constant(graph, {4, 3})});
+  std::string g2s = slice(graph, g2r, {0}, {2}, {0}, {1});
+  std::string g3 = graph.node(
+      "Gather", {"w", int64Constant(graph, {0, 3, -4})}, {}, {{"axis", 1}});
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {g1, g2s}), graph.node("Mul", {g3, "x"})});
+  run(graph, y, 2);
+}
+
+TEST_F(OnnxGradientCheck, GatherElementsNegativeRepeated) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 4});
+  graph.param("v", {3, 3});
+  std::string g1 = graph.node(
+      "GatherElements",
+      {"w", int64Constant(graph, {0, 3, 3, -1, 1, 2}, {2, 3})}, {},
+      {{"axis", 1}});
+  std::string g2 = graph.node(
+      "GatherElements",
+      {"v", int64Constant(graph, {2, 0, -3, 2, 2, 1}, {2, 3})}, {},
+      {{"axis", 0}});
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {g1, g2}), "x"});
+  run(graph, y, 2);
+}
+
+
+/// Sets an INTS attribute on the node added last.
+void setInts(OnnxGraph &graph, const std::string &name,
+             std::vector<int64_t> values) {
+  auto *a = lastNode(graph)->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t v : values)
+    a->add_ints(v);
+}
+
+// The importer's decompositions, checked as ONNX ops: LayerNormalization
+// over the last axis, and InstanceNormalization over [1, 2, 3] (2 channels).
+TEST_F(OnnxGradientCheck, LayerAndInstanceNormalization) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("scale", {3});
+  graph.param("bias", {3});
+  graph.param("iscale", {2});
+  graph.param("ibias", {2});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string ln = graph.node("LayerNormalization", {h, "scale", "bias"}, {},
+                              {{"axis", -1}});
+  std::string r = graph.node("Reshape", {h, int64Constant(graph, {1, 2, 3})});
+  std::string in =
+      graph.node("InstanceNormalization", {r, "iscale", "ibias"});
+  std::string back = graph.node("Reshape", {in, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {ln, graph.node("Mul", {back, h})}), 5);
+}
+
+// Expand and Tile of [1, 3] parameters to [2, 3], Trilu (upper and lower).
+TEST_F(OnnxGradientCheck, ExpandTileTrilu) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("e", {1, 3});
+  graph.param("t", {1, 3});
+  graph.param("u", {2, 3});
+  std::string ex = graph.node("Expand", {"e", int64Constant(graph, {2, 3})});
+  std::string ti = graph.node("Tile", {"t", int64Constant(graph, {2, 1})});
+  std::string up = graph.node("Trilu", {"u"}, {}, {{"upper", 1}});
+  std::string lo =
+      graph.node("Trilu", {"u", int64Constant(graph, {-1}, {1})}, {},
+                 {{"upper", 0}});
+  std::string y = graph.node(
+      "Add", {graph.node("Mul", {graph.node("Add", {ex, "x"}), ti}),
+              graph.node("Mul", {up, graph.node("Add", {lo, "x"})})});
+  run(graph, y, 3);
+}
+
+// Reductions over axis 1 with keepdims (axes as attribute, and as input for
+// ReduceSum), multiplied back onto [2, 3]; Unsqueeze then Squeeze.
+TEST_F(OnnxGradientCheck, ReductionsSqueezeUnsqueeze) {
+  OnnxGraph graph;
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string e = graph.node("Exp", {h});
+  std::vector<std::string> reduced;
+  for (const char *op : {"ReduceL2", "ReduceL1", "ReduceMin", "ReduceMax",
+                         "ReduceMean", "ReduceSumSquare", "ReduceLogSumExp"}) {
+    reduced.push_back(graph.node(op, {h}, {}, {{"keepdims", 1}}));
+    setInts(graph, "axes", {1});
+  }
+  reduced.push_back(graph.node("ReduceLogSum", {e}, {}, {{"keepdims", 1}}));
+  setInts(graph, "axes", {1});
+  reduced.push_back(
+      graph.node("ReduceSum", {h, int64Constant(graph, {1})}, {},
+                 {{"keepdims", 1}}));
+  std::string sum = reduced[0];
+  for (size_t i = 1; i < reduced.size(); ++i)
+    sum = graph.node("Add", {sum, graph.node("Mul", {reduced[i],
+                                                     graph.scalar(0.1f * i)})});
+  std::string u =
+      graph.node("Unsqueeze", {h, int64Constant(graph, {0})});
+  std::string sq = graph.node("Squeeze", {u, int64Constant(graph, {0})});
+  run(graph, graph.node("Mul", {sq, sum}), 1);
+}
+
+
+// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss as model-computed
+// losses (--loss-output): class weights and ignore_index, over [N, C, D].
+TEST_F(OnnxGradientCheck, ModelComputedOnnxLosses) {
+  for (const char *op : {"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"}) {
+    SCOPED_TRACE(op);
+    OnnxGraph graph;
+    graph.input("x", {2, 3, 2});
+    graph.param("w", {2, 3, 2});
+    std::string h = graph.node("Add", {"x", "w"});
+    if (std::string(op) == "NegativeLogLikelihoodLoss")
+      h = graph.node("LogSoftmax", {h}, {}, {{"axis", 1}});
+    // Class weights are a constant (not trained); target 1 at [1, 0] is
+    // ignored.
+    auto *wc = graph.g->add_initializer();
+    wc->set_name("class_w");
+    wc->set_data_type(onnx::TensorProto_DataType_DOUBLE);
+    wc->add_dims(3);
+    for (double v : {0.5, 1.0, 2.0})
+      wc->add_double_data(v);
+    std::string cast = graph.node("Cast", {"class_w"}, {},
+                                  {{"to", onnx::TensorProto_DataType_FLOAT}});
+    std::string labels =
+        int64Constant(graph, {0, 2, 1, 1}, {2, 2});
+    std::string loss = graph.node(op, {h, labels, cast}, {},
+                                  {{"ignore_index", 1}});
+    auto *attr = lastNode(graph)->add_attribute();
+    attr->set_name("reduction");
+    attr->set_type(onnx::AttributeProto_AttributeType_STRING);
+    attr->set_s("mean");
+    auto *out = graph.g->add_output();
+    out->set_name(loss);
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto_DataType_FLOAT);
+    out->mutable_type()->mutable_tensor_type()->mutable_shape();
+    std::string path = ::testing::TempDir() + "gradcheck_loss_" +
+                       std::to_string(::getpid()) + ".onnx";
+    {
+      std::ofstream f(path, std::ios::binary);
+      ASSERT_TRUE(graph.model.SerializeToOstream(&f));
+    }
+    auto module = dlc::importONNXModel(context, path, dlc::ImportOptions());
+    std::remove(path.c_str());
+    ASSERT_TRUE(module);
+    Prepared p = prepareModule(std::move(module), loss);
+    ASSERT_TRUE(p.trainStep);
+    auto interp = Interpreter::create(*p.module);
+    ASSERT_TRUE(succeeded(interp));
+    interp->variables["w"] = random({2, 3, 2});
+    check(p, *interp, {random({2, 3, 2})}, 1);
+  }
+}
+
+} // namespace
