@@ -72,8 +72,8 @@ const char *kindName(pkg::BufferKind k) {
     return "parameter";
   case pkg::BufferKind::OptimizerState:
     return "optimizer_state";
-  case pkg::BufferKind::State:
-    return "state";
+  case pkg::BufferKind::Buffer:
+    return "buffer";
   case pkg::BufferKind::Input:
     return "input";
   case pkg::BufferKind::Arena:
@@ -309,8 +309,8 @@ FailureOr<Plan> PlanBuilder::build() {
       k = pkg::BufferKind::Parameter;
     else if (kind == "optimizer_state")
       k = pkg::BufferKind::OptimizerState;
-    else if (kind == "state")
-      k = pkg::BufferKind::State;
+    else if (kind == "buffer")
+      k = pkg::BufferKind::Buffer;
     else if (kind == "constant")
       k = pkg::BufferKind::Constant;
     else
@@ -681,7 +681,7 @@ std::string describePlan(ModuleOp planned) {
     os << "\n";
     if (b.kind == pkg::BufferKind::Parameter ||
         b.kind == pkg::BufferKind::OptimizerState ||
-        b.kind == pkg::BufferKind::State || b.kind == pkg::BufferKind::Constant)
+        b.kind == pkg::BufferKind::Buffer || b.kind == pkg::BufferKind::Constant)
       persistent += b.bytes;
   }
   os << "persistent bytes: " << persistent << "\n";

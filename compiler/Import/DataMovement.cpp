@@ -94,13 +94,11 @@ LogicalResult Importer::reshape() {
 
 LogicalResult Importer::transpose() {
   // Constants (PyTorch's F.pad exports its pads through a Transpose of an
-  // int64 constant) are folded; data must be f32.
+  // int64 constant) are folded; data of every element type is copied.
   Slot *src = input(0);
   if (!src)
     return failure();
-  Value x = src->isFoldable() ? Value() : operand(0);
-  if (!src->isFoldable() && !x)
-    return failure();
+  Value x = src->isFoldable() ? Value() : materialize(*src);
   RankedTensorType xt = src->type();
   int64_t rank = xt.getRank();
   SmallVector<int64_t> def;
@@ -341,7 +339,8 @@ LogicalResult Importer::depthSpace() {
   std::string mode = toSpace ? attrString("mode", "DCR") : "DCR";
   if (attrFailed)
     return failure();
-  Value x = operand(0);
+  // Any element type: the reshapes and the transpose only move elements.
+  Value x = operand(0, /*requireF32=*/false);
   if (!x)
     return failure();
   auto xt = cast<RankedTensorType>(x.getType());

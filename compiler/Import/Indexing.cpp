@@ -326,11 +326,20 @@ LogicalResult Importer::pad() {
       if (!c->isFoldable() || c->type().getNumElements() != 1)
         return nodeError() << "constant_value (input '" << node->input(2)
                            << "') must be a constant scalar";
-      if (isa<FloatType>(c->type().getElementType()))
+      Type ct = c->type().getElementType();
+      if (isa<FloatType>(ct))
         value = (*c->constant.getValues<APFloat>().begin()).convertToDouble();
-      else
-        value = (double)(*c->constant.getValues<APInt>().begin())
-                    .getSExtValue();
+      else if (ct.isInteger(1)) // true is 1, not -1
+        value = (*c->constant.getValues<APInt>().begin()).getZExtValue();
+      else {
+        int64_t v = (*c->constant.getValues<APInt>().begin()).getSExtValue();
+        // dlgraph.pad holds the value as an f64.
+        if (v < -(int64_t(1) << 53) || v > (int64_t(1) << 53))
+          return nodeError() << "constant_value " << v
+                             << " is not supported; integer pad values must "
+                                "be in [-2^53, 2^53]";
+        value = (double)v;
+      }
     }
   }
   RankedTensorType in = s->type();

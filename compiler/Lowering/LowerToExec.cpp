@@ -57,7 +57,7 @@ struct LowerToExecPass : dlc::impl::LowerToExecPassBase<LowerToExecPass> {
         StringRef kind = v.getTrainable() ? "parameter"
                          : v->hasAttr("dlgraph.optimizer_state")
                              ? "optimizer_state"
-                             : "state";
+                             : "buffer";
         x::VariableOp::create(mb, v.getLoc(), v.getSymNameAttr(),
                               TypeAttr::get(toMemRef(v.getType())),
                               mb.getStringAttr(kind), v.getInitialValueAttr());

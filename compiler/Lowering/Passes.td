@@ -14,7 +14,7 @@ def LowerToExecPass : Pass<"dlgraph-lower-to-dlexec", "::mlir::ModuleOp"> {
     `--dlgraph-decompose-batch-norm-for-training`).
     Guarantees: every `dlgraph.variable` becomes a `dlexec.variable` (kind
     `parameter` when `trainable`, `optimizer_state` when it carries the unit
-    attribute `dlgraph.optimizer_state`, else `state`; same initial value);
+    attribute `dlgraph.optimizer_state`, else `buffer`; same initial value);
     every function becomes a `dlexec.func` whose intermediate tensors are
     `dlexec.alloc`s without offsets. Elementwise ops, batch_norm
     (inference), broadcasts and transposes become `dlexec.kernel`s with

@@ -54,10 +54,10 @@ static int64_t bufferBytes(MemRefType type) {
 
 LogicalResult VariableOp::verify() {
   StringRef kind = getKind();
-  if (kind != "parameter" && kind != "optimizer_state" && kind != "state" &&
+  if (kind != "parameter" && kind != "optimizer_state" && kind != "buffer" &&
       kind != "constant")
     return emitOpError() << "kind '" << kind
-                         << "' is not parameter, optimizer_state, state or "
+                         << "' is not parameter, optimizer_state, buffer or "
                             "constant";
   auto type = cast<MemRefType>(getType());
   if (failed(verifyBufferType(*this, type)))

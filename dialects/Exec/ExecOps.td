@@ -11,9 +11,11 @@ include "mlir/Interfaces/FunctionInterfaces.td"
 def Exec_VariableOp : Exec_Op<"variable", [Symbol]> {
   let summary = "A persistent buffer that lives across steps";
   let description = [{
-    `kind` is `parameter` (trained), `optimizer_state`, `state` (e.g.
-    BatchNorm running statistics, the step counter) or `constant`
-    (read-only, not checkpointed). `initial_value` holds the initial
+    `kind` is `parameter` (trained), `optimizer_state`, `buffer`
+    (persistent but not trained, PyTorch's term: BatchNorm running
+    statistics, the dropout step counter) or `constant` (read-only, not
+    checkpointed). What the C API calls a session's state is every
+    variable but the constants. `initial_value` holds the initial
     contents; without one the buffer starts as zeros.
     ```mlir
     dlexec.variable @fc1.weight : memref<128x784xf32> {kind = "parameter"} = dense<0.0>

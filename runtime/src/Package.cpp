@@ -16,12 +16,12 @@ namespace fb = dlc::package;
 
 bool isPersistent(BufferKind kind) {
   return kind == BufferKind::Parameter || kind == BufferKind::OptimizerState ||
-         kind == BufferKind::State || kind == BufferKind::Constant;
+         kind == BufferKind::Buffer || kind == BufferKind::Constant;
 }
 
 bool isCheckpointed(BufferKind kind) {
   return kind == BufferKind::Parameter || kind == BufferKind::OptimizerState ||
-         kind == BufferKind::State;
+         kind == BufferKind::Buffer;
 }
 
 const char *safetensorsDType(dlrt_dtype_t dtype) {

@@ -25,7 +25,7 @@ constexpr uint32_t kOldestPackageFormatVersion = 1;
 enum class BufferKind : int8_t {
   Parameter = 0,
   OptimizerState = 1,
-  State = 2,
+  Buffer = 2,
   Input = 3,
   Arena = 4,
   Alias = 5,

@@ -423,7 +423,7 @@ dlexec.func @f attributes {arena_bytes = 0 : i64} {
 // place. Results must equal a reference loop bit for bit.
 const char *kLoopNest = R"mlir(
 dlexec.variable @w : memref<4x8x1024xf32> {kind = "parameter"}
-dlexec.variable @t : memref<f32> {kind = "state"}
+dlexec.variable @t : memref<f32> {kind = "buffer"}
 dlexec.func @f attributes {arena_bytes = 0 : i64} {
   %b = dlexec.input "b" : memref<8xf32>
   %c = dlexec.input "c" : memref<3xf32>
@@ -903,7 +903,7 @@ const char *kPlanned = R"mlir(
 dlexec.variable @fc.weight : memref<3x4xf32> {kind = "parameter"} = dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0]]> : tensor<3x4xf32>
 dlexec.variable @fc.bias : memref<3xf32> {kind = "parameter"} = dense<0.5> : tensor<3xf32>
 dlexec.variable @m : memref<3xf32> {kind = "optimizer_state"}
-dlexec.variable @__step : memref<f32> {kind = "state"}
+dlexec.variable @__step : memref<f32> {kind = "buffer"}
 dlexec.func @train_step attributes {arena_bytes = 128 : i64} {
   %x = dlexec.input "x" : memref<2x4xf32>
   %labels = dlexec.input "labels" : memref<2xi64>
@@ -969,7 +969,7 @@ TEST_F(CodegenTest, WritesAndVerifiesPackage) {
   EXPECT_EQ(buf(0)->size_bytes(), 48);
   EXPECT_EQ(buf(2)->kind(), BK::OptimizerState);
   EXPECT_EQ(buf(2)->init()->str(), "");
-  EXPECT_EQ(buf(3)->kind(), BK::State);
+  EXPECT_EQ(buf(3)->kind(), BK::Buffer);
   EXPECT_EQ(buf(4)->kind(), BK::Input);
   EXPECT_EQ(buf(5)->dtype(), dlc::package::DType::I64);
   EXPECT_EQ(buf(7)->kind(), BK::Arena);

@@ -68,7 +68,7 @@ module {
 #id1 = affine_map<(d0) -> (d0)>
 #bc = affine_map<(d0, d1) -> (d1)>
 module {
-  dlexec.variable @v : memref<8xf32> {kind = "state"}
+  dlexec.variable @v : memref<8xf32> {kind = "buffer"}
   dlexec.func @cases {
     %x = dlexec.input "x" : memref<4x8xf32>
     %e = dlexec.input "e" : memref<8xf32>

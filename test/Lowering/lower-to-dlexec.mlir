@@ -146,8 +146,8 @@ module {
 // CHECK-DAG: #[[ID4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 // CHECK-DAG: #[[CH:.+]] = affine_map<(d0, d1, d2, d3) -> (d1)>
 // CHECK-DAG: #[[GAP:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
-// CHECK-DAG: dlexec.variable @bn1.running_mean : memref<4xf32> {kind = "state"}
-// CHECK-DAG: dlexec.variable @bn1.running_var : memref<4xf32> {kind = "state"} = dense<1.000000e+00> : tensor<4xf32>
+// CHECK-DAG: dlexec.variable @bn1.running_mean : memref<4xf32> {kind = "buffer"}
+// CHECK-DAG: dlexec.variable @bn1.running_var : memref<4xf32> {kind = "buffer"} = dense<1.000000e+00> : tensor<4xf32>
 // CHECK-DAG: dlexec.variable @conv1.bias : memref<4xf32> {kind = "parameter"}
 // CHECK-LABEL: dlexec.func @main {
 // CHECK: %[[X:.+]] = dlexec.input "image" : memref<2x1x8x8xf32>

@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
       {"b", K::Parameter, fb::DType::F32, {C}, -1, "b"},             // 3
       {"w.velocity", K::OptimizerState, fb::DType::F32, {F, C}, -1, ""}, // 4
       {"b.velocity", K::OptimizerState, fb::DType::F32, {C}, -1, ""},    // 5
-      {"step", K::State, fb::DType::F32, {}, -1, ""},                // 6
+      {"step", K::Buffer, fb::DType::F32, {}, -1, ""},                // 6
       {"", K::Arena, fb::DType::F32, {}, 0, ""},                     // 7 loss
       {"", K::Arena, fb::DType::F32, {B, C}, 0, ""},                 // 8 logits
   };

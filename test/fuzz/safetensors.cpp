@@ -31,7 +31,7 @@ exec::Session &session() {
     };
     add("w", BufferKind::Parameter, DLRT_F32, {2, 3}, 24);
     add("b", BufferKind::Parameter, DLRT_F32, {3}, 12);
-    add("step", BufferKind::State, DLRT_I64, {}, 8);
+    add("step", BufferKind::Buffer, DLRT_I64, {}, 8);
     std::shared_ptr<exec::Context> ctx =
         exec::Context::withDevice(std::make_unique<fuzz::CheckingDevice>());
     auto model = std::make_shared<exec::Model>(ctx, std::move(pkg));

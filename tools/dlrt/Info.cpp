@@ -23,8 +23,8 @@ const char *kindName(fb::BufferKind k) {
     return "parameter";
   case fb::BufferKind::OptimizerState:
     return "optimizer-state";
-  case fb::BufferKind::State:
-    return "state";
+  case fb::BufferKind::Buffer:
+    return "buffer";
   case fb::BufferKind::Input:
     return "input";
   case fb::BufferKind::Arena:
@@ -153,7 +153,7 @@ int runInfo(const InfoOptions &o) {
       fb::BufferKind k = b->kind();
       if (k == fb::BufferKind::Parameter ||
           k == fb::BufferKind::OptimizerState ||
-          k == fb::BufferKind::State || k == fb::BufferKind::Constant) {
+          k == fb::BufferKind::Buffer || k == fb::BufferKind::Constant) {
         auto &e = persistent[kindName(k)];
         ++e.first;
         e.second += b->size_bytes();

@@ -2,7 +2,7 @@
 // the package writer (codegen/PackageWriter.cpp) lays out op by op.
 // RUN: dlc-opt %s --split-input-file --verify-diagnostics
 
-// expected-error @+1 {{kind 'weights' is not parameter, optimizer_state, state or constant}}
+// expected-error @+1 {{kind 'weights' is not parameter, optimizer_state, buffer or constant}}
 dlexec.variable @w : memref<4xf32> {kind = "weights"}
 
 // -----
@@ -13,7 +13,7 @@ dlexec.variable @w : memref<4xf32> {kind = "parameter"} = dense<0.0> : tensor<3x
 // -----
 
 // expected-error @+1 {{element type 'index' cannot be stored in a package (expected f32, f64, i64, i32 or i1)}}
-dlexec.variable @w : memref<4xindex> {kind = "state"}
+dlexec.variable @w : memref<4xindex> {kind = "buffer"}
 
 // -----
 

@@ -63,7 +63,7 @@ def main():
         helper.make_node("Concat", ["su", "su"], ["c"], axis=0),
         helper.make_node("Transpose", ["c"], ["y"], perm=[1, 0])],
         [], [vi("y", I64, [2, 2])])
-    # Transpose of a run-time int64 input is still an error.
+    # Transpose of a run-time int64 input: a dlgraph.transpose, not folded.
     save(out, "transpose_i64", [
         helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
         [vi("x", I64, [2, 3])], [vi("y", I64, [3, 2])])
