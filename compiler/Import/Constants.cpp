@@ -252,7 +252,7 @@ LogicalResult Importer::trilu() {
       builder, nodeLoc,
       cast<ElementsAttr>(DenseElementsAttr::get(maskType, ArrayRef(keep))));
   Value zero = splatOf(RankedTensorType::get({}, t.getElementType()), 0.0);
-  return define(0, gr::SelectOp::create(builder, nodeLoc, t, mask, x, zero));
+  return define(0, gr::SelectOp::create(builder, nodeLoc, mask, x, zero));
 }
 
 LogicalResult Importer::identity() {
@@ -348,9 +348,7 @@ LogicalResult Importer::dropout() {
   uint64_t seed = seedAttr >= 0 ? (uint64_t)seedAttr
                                 : (uint64_t)llvm::xxh3_64bits(node->output(0));
   auto dropout = gr::DropoutOp::create(
-      builder, nodeLoc, xt, RankedTensorType::get(xt.getShape(),
-                                                  builder.getI1Type()),
-      x, dropoutStep(), builder.getF32FloatAttr(ratio),
+      builder, nodeLoc, x, dropoutStep(), builder.getF32FloatAttr(ratio),
       builder.getI64IntegerAttr((int64_t)seed));
   if (wantMask && failed(define(1, dropout.getMask())))
     return failure();
@@ -371,7 +369,7 @@ Value Importer::dropoutStep() {
   // the function returns, so every call (every training step) draws anew.
   Value read = gr::ReadVariableOp::create(builder, fileLoc, type, name);
   Value next = gr::AddOp::create(
-      builder, fileLoc, type, read,
+      builder, fileLoc, read,
       gr::ConstantOp::create(builder, fileLoc,
                              cast<ElementsAttr>(DenseElementsAttr::get(
                                  type, builder.getF32FloatAttr(1.0f)))));

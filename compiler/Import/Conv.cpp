@@ -7,10 +7,12 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Semantics/WindowShapes.h"
 
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
 
 LogicalResult Importer::liftTo2D(SmallVectorImpl<int64_t> &kernel,
                                  SmallVectorImpl<int64_t> &strides,
@@ -45,22 +47,26 @@ Value Importer::insertUnitH(Value v) {
   return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
 }
 
-SmallVector<int64_t> dlc::onnx_import::samePads(ArrayRef<int64_t> in,
-                                                ArrayRef<int64_t> kernel,
-                                                ArrayRef<int64_t> strides,
-                                                ArrayRef<int64_t> dilations,
-                                                bool lower) {
+Value Importer::dropUnitH(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.erase(shape.begin() + 2);
+  return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
+}
+
+void Importer::setSameAutoPads(ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+                               ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> dilations, bool lower,
+                               SmallVectorImpl<int64_t> &pads) {
   size_t n = in.size();
-  SmallVector<int64_t> pads(2 * n, 0);
+  pads.assign(2 * n, 0);
   for (size_t i = 0; i < n; ++i) {
-    int64_t s = std::max<int64_t>(strides[i], 1);
-    int64_t out = (in[i] + s - 1) / s;
-    int64_t total = std::max<int64_t>(
-        0, (out - 1) * s + (kernel[i] - 1) * dilations[i] + 1 - in[i]);
-    pads[i] = lower ? total - total / 2 : total / 2;
-    pads[i + n] = total - pads[i];
+    if (auto p = semantics::sameAutoPads(in[i], kernel[i], strides[i],
+                                         dilations[i], lower)) {
+      pads[i] = p->first;
+      pads[i + n] = p->second;
+    }
   }
-  return pads;
 }
 
 /// For Conv and ConvTranspose after a 1-D input was lifted to 2-D: checks
@@ -142,8 +148,8 @@ LogicalResult Importer::conv() {
     pads.assign(2 * sp, 0);
   else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
            strides.size() == sp && dilations.size() == sp)
-    pads = samePads(xt.getShape().drop_front(2), wt.getShape().drop_front(2),
-                    strides, dilations, autoPad == "SAME_LOWER");
+    setSameAutoPads(xt.getShape().drop_front(2), wt.getShape().drop_front(2),
+                    strides, dilations, autoPad == "SAME_LOWER", pads);
   else if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
            autoPad != "SAME_LOWER")
     return nodeError() << "attribute auto_pad = '" << autoPad
@@ -173,35 +179,37 @@ LogicalResult Importer::conv() {
       return nodeError() << "bias has shape " << shapeStr(bt.getShape())
                          << ", expected [" << o << "]";
   }
-  SmallVector<int64_t> shape = {xt.getDimSize(0), o};
+  // Reported here, at the node, before dlgraph.conv infers its type with
+  // the same formula.
   for (size_t i = 0; i < sp; ++i) {
-    CheckedMath m;
-    int64_t eff = m.add(m.mul(dilations[i], wt.getDimSize(2 + i) - 1), 1);
-    int64_t span = m.sub(
-        m.add(m.add(xt.getDimSize(2 + i), pads[i]), pads[i + sp]), eff);
-    if (m.overflowed)
+    int64_t in = xt.getDimSize(2 + i), k = wt.getDimSize(2 + i);
+    if (semantics::windowOutputSize(in, k, strides[i], pads[i], pads[i + sp],
+                                    dilations[i]))
+      continue;
+    if (k < 1)
+      return nodeError() << "the weight " << shapeStr(wt.getShape())
+                         << " is empty along spatial axis " << i;
+    std::optional<int64_t> eff =
+        semantics::dilatedKernelExtent(k, dilations[i]);
+    std::optional<int64_t> padded = semantics::checkedAdd(in, pads[i]);
+    if (padded)
+      padded = semantics::checkedAdd(*padded, pads[i + sp]);
+    if (!eff || !padded)
       return nodeError() << "dilations or pads overflow int64 along spatial "
                             "axis "
                          << i;
-    if (span < 0)
-      return nodeError() << "the kernel (" << eff
-                         << " with dilation) is larger than the padded input "
-                            "along spatial axis "
-                         << i;
-    shape.push_back(span / strides[i] + 1);
+    return nodeError() << "the kernel (" << *eff
+                       << " with dilation) is larger than the padded input "
+                          "along spatial axis "
+                       << i;
   }
-  auto type = RankedTensorType::get(shape, builder.getF32Type());
-  Value y = gr::ConvOp::create(builder, nodeLoc, type, x, w, bias,
+  Value y = gr::ConvOp::create(builder, nodeLoc, x, w, bias,
                                builder.getDenseI64ArrayAttr(strides),
                                builder.getDenseI64ArrayAttr(pads),
                                builder.getDenseI64ArrayAttr(dilations),
                                builder.getI64IntegerAttr(group));
   if (is1D)
-    y = gr::ReshapeOp::create(
-        builder, nodeLoc,
-        RankedTensorType::get({shape[0], shape[1], shape[3]},
-                              builder.getF32Type()),
-        y);
+    y = dropUnitH(y);
   return define(0, y);
 }
 
@@ -286,10 +294,19 @@ LogicalResult Importer::convTranspose() {
   }
   SmallVector<int64_t> shape = {xt.getDimSize(0), cOut};
   for (size_t i = 0; i < sp; ++i) {
-    int64_t in = xt.getDimSize(2 + i), s = strides[i];
+    int64_t in = xt.getDimSize(2 + i), k = wt.getDimSize(2 + i),
+            s = strides[i], d = dilations[i];
+    if (in < 1 || k < 1)
+      return nodeError() << "input " << shapeStr(xt.getShape())
+                         << " and weight " << shapeStr(wt.getShape())
+                         << " must not be empty along spatial axis " << i;
     CheckedMath m;
-    int64_t eff = m.add(m.mul(dilations[i], wt.getDimSize(2 + i) - 1), 1);
-    int64_t full = m.add(m.add(m.mul(s, in - 1), outPad[i]), eff);
+    std::optional<int64_t> extent = semantics::dilatedKernelExtent(k, d);
+    // The output size without pads; std::nullopt only on overflow here.
+    std::optional<int64_t> full =
+        semantics::convTransposeOutputSize(in, k, s, 0, 0, d, outPad[i]);
+    m.overflowed |= !extent || !full;
+    int64_t eff = extent.value_or(0);
     int64_t out;
     if (!outShape.empty() || autoPad == "SAME_UPPER" ||
         autoPad == "SAME_LOWER") {
@@ -297,22 +314,28 @@ LogicalResult Importer::convTranspose() {
       // puts the extra element at the end for SAME_UPPER, at the beginning
       // otherwise. A negative total leaves extra rows at the end.
       out = outShape.empty() ? m.mul(in, s) : outShape[i];
-      int64_t total = std::max<int64_t>(0, m.sub(full, out));
+      int64_t total = std::max<int64_t>(0, m.sub(full.value_or(0), out));
       pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[i + sp] = total - pads[i];
     } else {
       if (autoPad == "VALID")
         pads[i] = pads[i + sp] = 0;
-      out = m.sub(m.sub(full, pads[i]), pads[i + sp]);
+      std::optional<int64_t> padded = semantics::convTransposeOutputSize(
+          in, k, s, pads[i], pads[i + sp], d, outPad[i]);
+      // std::nullopt: the pads leave no output (out < 1, reported below).
+      out = padded ? *padded
+                   : m.sub(m.sub(full.value_or(0), pads[i]), pads[i + sp]);
     }
-    // The convolution that y's shape maps back to x's must give exactly
-    // |in| outputs (rows past its last window only take the bias).
-    int64_t span = m.sub(m.add(m.add(out, pads[i]), pads[i + sp]), eff);
+    m.add(m.add(out, pads[i]), pads[i + sp]); // windowOutputSize's terms
     if (m.overflowed)
       return nodeError() << "strides, dilations, pads or output sizes "
                             "overflow int64 along spatial axis "
                          << i;
-    if (out < 1 || span < 0 || span / s + 1 != in)
+    // The convolution that y's shape maps back to x's must give exactly
+    // |in| outputs (rows past its last window only take the bias).
+    if (out < 1 ||
+        semantics::windowOutputSize(out, k, s, pads[i], pads[i + sp], d) !=
+            std::optional<int64_t>(in))
       return nodeError() << "output size " << out << " along spatial axis "
                          << i << " is not reachable from input size " << in
                          << " (stride " << s << ", kernel extent " << eff
@@ -332,14 +355,10 @@ LogicalResult Importer::convTranspose() {
     Value b = gr::ReshapeOp::create(
         builder, nodeLoc, RankedTensorType::get(bshape, builder.getF32Type()),
         bias);
-    y = gr::AddOp::create(builder, nodeLoc, type, y, b);
+    y = gr::AddOp::create(builder, nodeLoc, y, b);
   }
   if (is1D)
-    y = gr::ReshapeOp::create(
-        builder, nodeLoc,
-        RankedTensorType::get({shape[0], shape[1], shape[3]},
-                              builder.getF32Type()),
-        y);
+    y = dropUnitH(y);
   return define(0, y);
 }
 

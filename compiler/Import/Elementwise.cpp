@@ -18,20 +18,21 @@
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
 
 template <typename OpTy> LogicalResult Importer::unary() {
   Value x = floatOperand(0);
   if (!x)
     return failure();
-  return define(0, OpTy::create(builder, nodeLoc, x.getType(), x));
+  return define(0, OpTy::create(builder, nodeLoc, x));
 }
 
 /// Folds Add/Sub/Mul/Div of two int64 constants (shape arithmetic); one side
 /// may be a single element.
 LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
   auto lt = l.type(), rt = r.type();
-  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
-  if (failed(shape) || (lt.getNumElements() != 1 && rt.getNumElements() != 1 &&
+  auto shape = semantics::broadcastShapes(lt.getShape(), rt.getShape());
+  if (!shape || (lt.getNumElements() != 1 && rt.getNumElements() != 1 &&
                         lt.getShape() != rt.getShape()))
     return nodeError() << "cannot fold int64 operands of shapes "
                        << shapeStr(lt.getShape()) << " and "
@@ -127,16 +128,15 @@ template <typename OpTy> LogicalResult Importer::binary() {
     return nodeError() << "operands have element types " << le << " and " << re
                        << "; supported: two operands of one type among "
                           "float (f32), double (f64), int32, int64";
-  auto shape = broadcastShapes(l->type().getShape(), r->type().getShape());
-  if (failed(shape))
+  // Reported at the node; the op infers the broadcast shape itself.
+  if (!semantics::broadcastShapes(l->type().getShape(), r->type().getShape()))
     return nodeError() << "shapes " << shapeStr(l->type().getShape()) << " and "
                        << shapeStr(r->type().getShape()) << " do not broadcast";
   Value lv = materialize(*l), rv = materialize(*r);
   if (le != re)
     rv = gr::CastOp::create(builder, nodeLoc,
                             cast<RankedTensorType>(rv.getType()).clone(le), rv);
-  auto type = RankedTensorType::get(*shape, le);
-  return define(0, OpTy::create(builder, nodeLoc, type, lv, rv));
+  return define(0, OpTy::create(builder, nodeLoc, lv, rv));
 }
 
 template <typename OpTy> LogicalResult Importer::variadic() {
@@ -167,15 +167,13 @@ template <typename OpTy> LogicalResult Importer::variadic() {
   for (size_t i = 1; i < vals.size(); ++i) {
     auto at = cast<RankedTensorType>(acc.getType()),
          vt = cast<RankedTensorType>(vals[i].getType());
-    auto shape = broadcastShapes(at.getShape(), vt.getShape());
-    if (failed(shape))
+    if (!semantics::broadcastShapes(at.getShape(), vt.getShape()))
       return nodeError() << "shapes " << shapeStr(at.getShape()) << " and "
                          << shapeStr(vt.getShape()) << " do not broadcast";
-    acc = OpTy::create(builder, nodeLoc, RankedTensorType::get(*shape, et), acc,
-                       vals[i]);
+    acc = OpTy::create(builder, nodeLoc, acc, vals[i]);
   }
   if (isMean)
-    acc = gr::DivOp::create(builder, nodeLoc, acc.getType(), acc,
+    acc = gr::DivOp::create(builder, nodeLoc, acc,
                             splatLike(acc, (double)vals.size()));
   return define(0, acc);
 }
@@ -191,10 +189,10 @@ foldIntElementwise(ArrayRef<Slot *> in, Type resultElem,
   for (Slot *s : in) {
     if (!s || !s->isFoldable() || !s->type().getElementType().isInteger())
       return {};
-    auto b = broadcastShapes(shape, s->type().getShape());
-    if (failed(b))
+    auto b = semantics::broadcastShapes(shape, s->type().getShape());
+    if (!b)
       return {};
-    shape = *b;
+    shape.assign(b->begin(), b->end());
   }
   int64_t n = product(shape), rank = shape.size();
   if (n > 4096)
@@ -209,13 +207,9 @@ foldIntElementwise(ArrayRef<Slot *> in, Type resultElem,
       idx[d] = rem % shape[d];
       rem /= shape[d];
     }
-    for (size_t k = 0; k < in.size(); ++k) {
-      ArrayRef<int64_t> ks = in[k]->type().getShape();
-      int64_t off = rank - ks.size(), flat = 0;
-      for (size_t d = 0; d < ks.size(); ++d)
-        flat = flat * ks[d] + (ks[d] == 1 ? 0 : idx[off + d]);
-      args[k] = vals[k][flat];
-    }
+    for (size_t k = 0; k < in.size(); ++k)
+      args[k] = vals[k][semantics::broadcastSourceOffset(
+          idx, in[k]->type().getShape())];
     out[f] = fn(args);
   }
   return intConstant(RankedTensorType::get(shape, resultElem), out);
@@ -265,12 +259,10 @@ LogicalResult Importer::compare() {
                        << "; supported: two operands of one type among float "
                           "(f32), double (f64), int32, int64 (and bool for "
                           "Equal)";
-  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
-  if (failed(shape))
+  if (!semantics::broadcastShapes(lt.getShape(), rt.getShape()))
     return nodeError() << "shapes " << shapeStr(lt.getShape()) << " and "
                        << shapeStr(rt.getShape()) << " do not broadcast";
-  auto type = RankedTensorType::get(*shape, builder.getI1Type());
-  return define(0, gr::CompareOp::create(builder, nodeLoc, type, pred, l, r));
+  return define(0, gr::CompareOp::create(builder, nodeLoc, pred, l, r));
 }
 
 LogicalResult Importer::logical() {
@@ -290,25 +282,23 @@ LogicalResult Importer::logical() {
   if (n == 1) {
     // not x == (x == false)
     Value f = splatLike(v[0], 0);
-    return define(0, gr::CompareOp::create(builder, nodeLoc, v[0].getType(),
-                                           "eq", v[0], f));
+    return define(0, gr::CompareOp::create(builder, nodeLoc, "eq", v[0], f));
   }
   auto lt = cast<RankedTensorType>(v[0].getType()),
        rt = cast<RankedTensorType>(v[1].getType());
-  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
-  if (failed(shape))
+  auto shape = semantics::broadcastShapes(lt.getShape(), rt.getShape());
+  if (!shape)
     return nodeError() << "shapes " << shapeStr(lt.getShape()) << " and "
                        << shapeStr(rt.getShape()) << " do not broadcast";
-  auto type = RankedTensorType::get(*shape, builder.getI1Type());
   if (opType == "Xor")
-    return define(
-        0, gr::CompareOp::create(builder, nodeLoc, type, "ne", v[0], v[1]));
+    return define(0, gr::CompareOp::create(builder, nodeLoc, "ne", v[0], v[1]));
   // and: a ? b : false; or: a ? true : b (select broadcasts its operands).
-  Value c = splatOf(type, opType == "Or" ? 1 : 0);
+  // The constant has the broadcast shape.
+  Value c = splatOf(RankedTensorType::get(*shape, builder.getI1Type()),
+                    opType == "Or" ? 1 : 0);
   if (opType == "And")
-    return define(0,
-                  gr::SelectOp::create(builder, nodeLoc, type, v[0], v[1], c));
-  return define(0, gr::SelectOp::create(builder, nodeLoc, type, v[0], c, v[1]));
+    return define(0, gr::SelectOp::create(builder, nodeLoc, v[0], v[1], c));
+  return define(0, gr::SelectOp::create(builder, nodeLoc, v[0], c, v[1]));
 }
 
 LogicalResult Importer::where() {
@@ -338,29 +328,26 @@ LogicalResult Importer::where() {
     return nodeError() << "X and Y have element types " << at.getElementType()
                        << " and " << bt.getElementType()
                        << "; they must be equal";
-  auto s1 = broadcastShapes(ct.getShape(), at.getShape());
-  auto s2 = succeeded(s1) ? broadcastShapes(*s1, bt.getShape()) : s1;
-  if (failed(s2))
+  auto s1 = semantics::broadcastShapes(ct.getShape(), at.getShape());
+  if (!s1 || !semantics::broadcastShapes(*s1, bt.getShape()))
     return nodeError() << "shapes " << shapeStr(ct.getShape()) << ", "
                        << shapeStr(at.getShape()) << " and "
                        << shapeStr(bt.getShape()) << " do not broadcast";
-  auto type = RankedTensorType::get(*s2, at.getElementType());
-  return define(0, gr::SelectOp::create(builder, nodeLoc, type, c, a, bv));
+  return define(0, gr::SelectOp::create(builder, nodeLoc, c, a, bv));
 }
 
 LogicalResult Importer::reciprocal() {
   Value x = floatOperand(0);
   if (!x)
     return failure();
-  return define(0, gr::DivOp::create(builder, nodeLoc, x.getType(),
-                                     splatLike(x, 1.0), x));
+  return define(0, gr::DivOp::create(builder, nodeLoc, splatLike(x, 1.0), x));
 }
 
 LogicalResult Importer::absOp() {
   Value x = floatOperand(0);
   if (!x)
     return failure();
-  return define(0, gr::AbsOp::create(builder, nodeLoc, x.getType(), x));
+  return define(0, gr::AbsOp::create(builder, nodeLoc, x));
 }
 
 LogicalResult Importer::activation() {
@@ -387,34 +374,32 @@ LogicalResult Importer::activation() {
   Value x = floatOperand(0);
   if (!x)
     return failure();
-  auto t = cast<RankedTensorType>(x.getType());
-  auto mask = t.clone(builder.getI1Type());
   auto c = [&](double v) { return splatLike(x, v); };
   auto mul = [&](Value a, Value b) -> Value {
-    return gr::MulOp::create(builder, nodeLoc, t, a, b);
+    return gr::MulOp::create(builder, nodeLoc, a, b);
   };
   auto add = [&](Value a, Value b) -> Value {
-    return gr::AddOp::create(builder, nodeLoc, t, a, b);
+    return gr::AddOp::create(builder, nodeLoc, a, b);
   };
   auto sub = [&](Value a, Value b) -> Value {
-    return gr::SubOp::create(builder, nodeLoc, t, a, b);
+    return gr::SubOp::create(builder, nodeLoc, a, b);
   };
   auto cmp = [&](StringRef p, Value a, Value b) -> Value {
-    return gr::CompareOp::create(builder, nodeLoc, mask, p, a, b);
+    return gr::CompareOp::create(builder, nodeLoc, p, a, b);
   };
   auto sel = [&](Value m, Value a, Value b) -> Value {
-    return gr::SelectOp::create(builder, nodeLoc, t, m, a, b);
+    return gr::SelectOp::create(builder, nodeLoc, m, a, b);
   };
   // alpha * (exp(min(x, 0)) - 1): the min keeps exp finite (and its
   // gradient zero) where the other branch is taken.
   auto expm1Neg = [&](double a) {
-    Value m = gr::MinOp::create(builder, nodeLoc, t, x, c(0.0));
-    Value e = gr::ExpOp::create(builder, nodeLoc, t, m);
+    Value m = gr::MinOp::create(builder, nodeLoc, x, c(0.0));
+    Value e = gr::ExpOp::create(builder, nodeLoc, m);
     return mul(sub(e, c(1.0)), c(a));
   };
   auto hardSigmoid = [&](double a, double b) -> Value {
     Value lin = add(mul(x, c(a)), c(b));
-    return gr::ClipOp::create(builder, nodeLoc, t, lin,
+    return gr::ClipOp::create(builder, nodeLoc, lin,
                               builder.getF32FloatAttr(0.0f),
                               builder.getF32FloatAttr(1.0f));
   };
@@ -430,22 +415,22 @@ LogicalResult Importer::activation() {
     // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), with both pieces
     // written as selects so that the gradient at 0 is the exact 1/2.
     Value pos = cmp("gt", x, c(0.0));
-    Value negAbs = sel(pos, gr::NegOp::create(builder, nodeLoc, t, x), x);
-    Value e = gr::ExpOp::create(builder, nodeLoc, t, negAbs);
-    Value l = gr::LogOp::create(builder, nodeLoc, t, add(e, c(1.0)));
+    Value negAbs = sel(pos, gr::NegOp::create(builder, nodeLoc, x), x);
+    Value e = gr::ExpOp::create(builder, nodeLoc, negAbs);
+    Value l = gr::LogOp::create(builder, nodeLoc, add(e, c(1.0)));
     y = add(sel(pos, x, c(0.0)), l);
   } else if (opType == "Mish") {
     // x * tanh(softplus(x)), with the stable softplus above.
     Value pos = cmp("gt", x, c(0.0));
-    Value negAbs = sel(pos, gr::NegOp::create(builder, nodeLoc, t, x), x);
-    Value e = gr::ExpOp::create(builder, nodeLoc, t, negAbs);
-    Value l = gr::LogOp::create(builder, nodeLoc, t, add(e, c(1.0)));
+    Value negAbs = sel(pos, gr::NegOp::create(builder, nodeLoc, x), x);
+    Value e = gr::ExpOp::create(builder, nodeLoc, negAbs);
+    Value l = gr::LogOp::create(builder, nodeLoc, add(e, c(1.0)));
     Value sp = add(sel(pos, x, c(0.0)), l);
-    y = mul(x, gr::TanhOp::create(builder, nodeLoc, t, sp));
+    y = mul(x, gr::TanhOp::create(builder, nodeLoc, sp));
   } else if (opType == "Softsign") {
     // x / (1 + |x|)
-    Value a = gr::AbsOp::create(builder, nodeLoc, t, x);
-    y = gr::DivOp::create(builder, nodeLoc, t, x, add(a, c(1.0)));
+    Value a = gr::AbsOp::create(builder, nodeLoc, x);
+    y = gr::DivOp::create(builder, nodeLoc, x, add(a, c(1.0)));
   } else if (opType == "ThresholdedRelu") {
     y = sel(cmp("gt", x, c(alpha)), x, c(0.0));
   } else if (opType == "Sign") {
@@ -479,17 +464,15 @@ LogicalResult Importer::prelu() {
     st = RankedTensorType::get(shape, st.getElementType());
     slope = gr::ReshapeOp::create(builder, nodeLoc, st, slope);
   }
-  auto shape = broadcastShapes(t.getShape(), st.getShape());
-  if (st.getElementType() != t.getElementType() || failed(shape) ||
-      ArrayRef<int64_t>(*shape) != t.getShape())
+  if (st.getElementType() != t.getElementType() ||
+      !semantics::broadcastsTo(st.getShape(), t.getShape()))
     return nodeError() << "slope of type " << st
                        << " does not broadcast to X of type " << t;
   // x > 0 ? x : slope * x   (torch.nn.functional.prelu)
   Value zero = splatLike(x, 0.0);
-  Value m = gr::CompareOp::create(builder, nodeLoc,
-                                  t.clone(builder.getI1Type()), "gt", x, zero);
-  Value sx = gr::MulOp::create(builder, nodeLoc, t, x, slope);
-  return define(0, gr::SelectOp::create(builder, nodeLoc, t, m, x, sx));
+  Value m = gr::CompareOp::create(builder, nodeLoc, "gt", x, zero);
+  Value sx = gr::MulOp::create(builder, nodeLoc, x, slope);
+  return define(0, gr::SelectOp::create(builder, nodeLoc, m, x, sx));
 }
 
 LogicalResult Importer::clip() {
@@ -507,18 +490,18 @@ LogicalResult Importer::clip() {
     if (!x)
       return failure();
     if (cast<RankedTensorType>(x.getType()).getElementType().isF32())
-      return define(0, gr::ClipOp::create(builder, nodeLoc, x.getType(), x,
+      return define(0, gr::ClipOp::create(builder, nodeLoc, x,
                                           builder.getF32FloatAttr(lo),
                                           builder.getF32FloatAttr(hi)));
     Value y = x;
     if (findAttr("min"))
-      y = gr::MaxOp::create(builder, nodeLoc, x.getType(), y,
+      y = gr::MaxOp::create(builder, nodeLoc, y,
                             splatOf(RankedTensorType::get(
                                         {}, cast<RankedTensorType>(x.getType())
                                                 .getElementType()),
                                     lo));
     if (findAttr("max"))
-      y = gr::MinOp::create(builder, nodeLoc, x.getType(), y,
+      y = gr::MinOp::create(builder, nodeLoc, y,
                             splatOf(RankedTensorType::get(
                                         {}, cast<RankedTensorType>(x.getType())
                                                 .getElementType()),
@@ -558,9 +541,9 @@ LogicalResult Importer::clip() {
         bound = gr::ReshapeOp::create(builder, nodeLoc,
                                       RankedTensorType::get({}, et), bound);
       if (i == 1)
-        y = gr::MaxOp::create(builder, nodeLoc, y.getType(), y, bound);
+        y = gr::MaxOp::create(builder, nodeLoc, y, bound);
       else
-        y = gr::MinOp::create(builder, nodeLoc, y.getType(), y, bound);
+        y = gr::MinOp::create(builder, nodeLoc, y, bound);
     }
     return define(0, y);
   }
@@ -585,7 +568,7 @@ LogicalResult Importer::clip() {
   if (bounds[0] > bounds[1])
     return nodeError() << "min " << bounds[0] << " is greater than max "
                        << bounds[1];
-  return define(0, gr::ClipOp::create(builder, nodeLoc, x.getType(), x,
+  return define(0, gr::ClipOp::create(builder, nodeLoc, x,
                                       builder.getF32FloatAttr(bounds[0]),
                                       builder.getF32FloatAttr(bounds[1])));
 }
@@ -594,10 +577,8 @@ LogicalResult Importer::isNanOrInf() {
   Value x = floatOperand(0);
   if (!x)
     return failure();
-  auto t = cast<RankedTensorType>(x.getType());
-  auto maskType = RankedTensorType::get(t.getShape(), builder.getI1Type());
   auto cmp = [&](StringRef pred, Value l, Value r) -> Value {
-    return gr::CompareOp::create(builder, nodeLoc, maskType, pred, l, r);
+    return gr::CompareOp::create(builder, nodeLoc, pred, l, r);
   };
   if (node->op_type() == "IsNaN")
     return define(0, cmp("ne", x, x)); // unordered: true only for NaN
@@ -607,15 +588,15 @@ LogicalResult Importer::isNanOrInf() {
   Value isPos = cmp("eq", x, splatLike(x, inf));
   Value isNeg = cmp("eq", x, splatLike(x, -inf));
   if (pos && neg)
-    return define(0, gr::SelectOp::create(builder, nodeLoc, maskType, isPos,
-                                          isPos, isNeg));
+    return define(0,
+                  gr::SelectOp::create(builder, nodeLoc, isPos, isPos, isNeg));
   if (pos)
     return define(0, isPos);
   if (neg)
     return define(0, isNeg);
   // Neither sign detected: isPos && isNeg, false everywhere.
-  return define(0, gr::SelectOp::create(builder, nodeLoc, maskType, isPos,
-                                        isNeg, isPos));
+  return define(0,
+                gr::SelectOp::create(builder, nodeLoc, isPos, isNeg, isPos));
 }
 
 LogicalResult Importer::modOp() {

@@ -95,20 +95,6 @@ int64_t product(ArrayRef<int64_t> dims) {
   return n;
 }
 
-FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
-                                                ArrayRef<int64_t> b) {
-  size_t rank = std::max(a.size(), b.size());
-  SmallVector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
-      return failure();
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 } // namespace dlc::onnx_import
 
 //===----------------------------------------------------------------------===//

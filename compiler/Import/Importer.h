@@ -14,6 +14,7 @@
 #define DLC_COMPILER_IMPORT_IMPORTER_H
 
 #include "compiler/Import/ONNXImporter.h"
+#include "dialects/Semantics/Broadcast.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -96,20 +97,17 @@ std::string onnxTypeName(int32_t t);
 /// The product of |dims| (unchecked: callers pass bounded shapes).
 int64_t product(llvm::ArrayRef<int64_t> dims);
 
-/// NumPy broadcast of two shapes; fails when a pair of dims is incompatible.
-mlir::FailureOr<llvm::SmallVector<int64_t>>
-broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
-
-/// Pads [begin..., end...] for ONNX auto_pad SAME_UPPER/SAME_LOWER over the
-/// spatial sizes |in|: the output size is ceil(in / stride), the total padding
-/// max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in), and an odd
-/// total puts the extra element at the end (UPPER) or the beginning (LOWER).
-/// |kernel|, |strides| and |dilations| have in.size() entries.
-llvm::SmallVector<int64_t> samePads(llvm::ArrayRef<int64_t> in,
-                                    llvm::ArrayRef<int64_t> kernel,
-                                    llvm::ArrayRef<int64_t> strides,
-                                    llvm::ArrayRef<int64_t> dilations,
-                                    bool lower);
+/// NumPy broadcast of two shapes (dlc::semantics::broadcastShapes); fails
+/// when a pair of dims is incompatible. For the handlers that still want a
+/// FailureOr of SmallVector.
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
+  std::optional<std::vector<int64_t>> shape =
+      dlc::semantics::broadcastShapes(a, b);
+  if (!shape)
+    return mlir::failure();
+  return llvm::SmallVector<int64_t>(shape->begin(), shape->end());
+}
 
 class Importer;
 
@@ -304,8 +302,20 @@ private:
                                llvm::SmallVectorImpl<int64_t> &strides,
                                llvm::SmallVectorImpl<int64_t> &pads,
                                llvm::SmallVectorImpl<int64_t> &dilations);
+  /// Sets |pads| ([begin..., end...]) for auto_pad SAME_UPPER (|lower|
+  /// false) or SAME_LOWER over the spatial sizes |in|, axis by axis with
+  /// semantics::sameAutoPads. An axis whose kernel, stride or dilation is
+  /// out of range gets pads 0: the caller's checks of those attributes (or
+  /// of the window) then report it.
+  void setSameAutoPads(llvm::ArrayRef<int64_t> in,
+                       llvm::ArrayRef<int64_t> kernel,
+                       llvm::ArrayRef<int64_t> strides,
+                       llvm::ArrayRef<int64_t> dilations, bool lower,
+                       llvm::SmallVectorImpl<int64_t> &pads);
   /// |v| ([N, C, L]) reshaped to [N, C, 1, L].
   mlir::Value insertUnitH(mlir::Value v);
+  /// |v| ([N, C, 1, L], from a lifted 1-D node) reshaped to [N, C, L].
+  mlir::Value dropUnitH(mlir::Value v);
   /// ConvTranspose (1-D/2-D/3-D) as dlgraph.conv_backward_data (+ bias add).
   mlir::LogicalResult convTranspose();
   mlir::LogicalResult batchNorm();
@@ -467,17 +477,7 @@ private:
 template <typename OpTy>
 mlir::Value Importer::reduceOver(mlir::Value x, llvm::ArrayRef<int64_t> axes,
                                  bool keepdims) {
-  auto t = mlir::cast<mlir::RankedTensorType>(x.getType());
-  llvm::SmallVector<int64_t> shape;
-  for (int64_t i = 0; i < t.getRank(); ++i) {
-    if (!llvm::is_contained(axes, i))
-      shape.push_back(t.getDimSize(i));
-    else if (keepdims)
-      shape.push_back(1);
-  }
-  return OpTy::create(builder, nodeLoc,
-                      mlir::RankedTensorType::get(shape, t.getElementType()), x,
-                      builder.getDenseI64ArrayAttr(axes),
+  return OpTy::create(builder, nodeLoc, x, builder.getDenseI64ArrayAttr(axes),
                       keepdims ? builder.getUnitAttr() : mlir::UnitAttr());
 }
 

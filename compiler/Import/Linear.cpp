@@ -10,6 +10,7 @@
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
 
 LogicalResult Importer::gemm() {
   float alpha = attrFloat("alpha", 1.0f), beta = attrFloat("beta", 1.0f);
@@ -37,13 +38,11 @@ LogicalResult Importer::gemm() {
                        << ka << "], op(B) is [" << kb << ", " << n << "]";
   if (c) {
     auto ct = cast<RankedTensorType>(c.getType());
-    auto bc = broadcastShapes(ct.getShape(), {m, n});
-    if (failed(bc) || ArrayRef<int64_t>(*bc) != ArrayRef<int64_t>{m, n})
+    if (!semantics::broadcastsTo(ct.getShape(), ArrayRef<int64_t>{m, n}))
       return nodeError() << "C of shape " << shapeStr(ct.getShape())
                          << " does not broadcast to [" << m << ", " << n << "]";
   }
-  auto type = RankedTensorType::get({m, n}, builder.getF32Type());
-  return define(0, gr::GemmOp::create(builder, nodeLoc, type, a, b, c,
+  return define(0, gr::GemmOp::create(builder, nodeLoc, a, b, c,
                                       builder.getF32FloatAttr(alpha),
                                       builder.getF32FloatAttr(beta),
                                       builder.getBoolAttr(transA != 0),
@@ -71,16 +70,10 @@ LogicalResult Importer::matmul() {
                        << shapeStr(as) << " x " << shapeStr(bs);
   ArrayRef<int64_t> aBatch = as.drop_back(std::min<size_t>(as.size(), 2));
   ArrayRef<int64_t> bBatch = bs.drop_back(std::min<size_t>(bs.size(), 2));
-  auto shape = broadcastShapes(aBatch, bBatch);
-  if (failed(shape))
+  if (!semantics::broadcastShapes(aBatch, bBatch))
     return nodeError() << "MatMul batch dimensions do not broadcast: "
                        << shapeStr(as) << " x " << shapeStr(bs);
-  if (as.size() >= 2)
-    shape->push_back(as[as.size() - 2]);
-  if (bs.size() >= 2)
-    shape->push_back(bs.back());
-  auto type = RankedTensorType::get(*shape, builder.getF32Type());
-  return define(0, gr::MatMulOp::create(builder, nodeLoc, type, a, b));
+  return define(0, gr::MatMulOp::create(builder, nodeLoc, a, b));
 }
 
 //===----------------------------------------------------------------------===//

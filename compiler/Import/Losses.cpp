@@ -69,7 +69,7 @@ LogicalResult Importer::lossOp() {
   }
   Value target = materialize(*ts);
   if (sce) {
-    Value logp = gr::LogSoftmaxOp::create(builder, nodeLoc, xt, x,
+    Value logp = gr::LogSoftmaxOp::create(builder, nodeLoc, x,
                                           builder.getI64IntegerAttr(1));
     if (failed(define(1, logp)))
       return failure();
@@ -90,8 +90,7 @@ LogicalResult Importer::lossOp() {
   tshape.insert(tshape.begin() + 1, 1);
   Value tr = gr::ReshapeOp::create(builder, nodeLoc,
                                    RankedTensorType::get(tshape, te), target);
-  Value mask = gr::CompareOp::create(
-      builder, nodeLoc, xt.clone(builder.getI1Type()), "eq", tr, classes);
+  Value mask = gr::CompareOp::create(builder, nodeLoc, "eq", tr, classes);
   // Per-class weights [1, C, 1...], zero at an in-range ignore_index.
   bool ignoreInRange = hasIgnore && ignoreIndex >= 0 && ignoreIndex < c;
   auto ctype = RankedTensorType::get(cshape, et);
@@ -108,15 +107,15 @@ LogicalResult Importer::lossOp() {
   }
   if (w) {
     Value wr = gr::ReshapeOp::create(builder, nodeLoc, ctype, w);
-    weff = weff ? Value(gr::MulOp::create(builder, nodeLoc, ctype, wr, weff))
+    weff = weff ? Value(gr::MulOp::create(builder, nodeLoc, wr, weff))
                 : wr;
   }
   Value zero = splatOf(RankedTensorType::get({}, et), 0.0);
-  Value picked = gr::SelectOp::create(builder, nodeLoc, xt, mask, x, zero);
+  Value picked = gr::SelectOp::create(builder, nodeLoc, mask, x, zero);
   if (weff)
-    picked = gr::MulOp::create(builder, nodeLoc, xt, picked, weff);
+    picked = gr::MulOp::create(builder, nodeLoc, picked, weff);
   Value loss = gr::NegOp::create(
-      builder, nodeLoc, RankedTensorType::get(expectT, et),
+      builder, nodeLoc,
       reduceOver<gr::ReduceSumOp>(picked, {1}, /*keepdims=*/false));
   if (reduction == "none")
     return define(0, loss);
@@ -129,7 +128,7 @@ LogicalResult Importer::lossOp() {
   Value denom;
   if (weff) {
     // ONNX: sum(w[t_i] * loss_i) / sum(w[t_i]) over the non-ignored i.
-    Value ws = gr::SelectOp::create(builder, nodeLoc, xt, mask, weff, zero);
+    Value ws = gr::SelectOp::create(builder, nodeLoc, mask, weff, zero);
     SmallVector<int64_t> allX;
     for (int64_t i = 0; i < rank; ++i)
       allX.push_back(i);
@@ -137,8 +136,7 @@ LogicalResult Importer::lossOp() {
   } else {
     denom = splatOf(RankedTensorType::get({}, et), (double)product(expectT));
   }
-  return define(0, gr::DivOp::create(builder, nodeLoc, total.getType(), total,
-                                     denom));
+  return define(0, gr::DivOp::create(builder, nodeLoc, total, denom));
 }
 
 //===----------------------------------------------------------------------===//

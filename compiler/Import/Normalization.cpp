@@ -77,7 +77,7 @@ LogicalResult Importer::batchNorm() {
                          << ", expected [" << xt.getDimSize(1) << "]";
   }
   auto op = gr::BatchNormOp::create(
-      builder, nodeLoc, xt, ops[0], ops[1], ops[2], ops[3], ops[4],
+      builder, nodeLoc, ops[0], ops[1], ops[2], ops[3], ops[4],
       builder.getF32FloatAttr(epsilon), builder.getF32FloatAttr(momentum));
   return define(0, op);
 }
@@ -127,9 +127,8 @@ LogicalResult Importer::normalization() {
   };
   auto fitsX = [&](Value v) -> LogicalResult {
     auto vt = cast<RankedTensorType>(v.getType());
-    auto b = broadcastShapes(t.getShape(), vt.getShape());
-    if (vt.getElementType() != t.getElementType() || failed(b) ||
-        ArrayRef<int64_t>(*b) != t.getShape())
+    if (vt.getElementType() != t.getElementType() ||
+        !dlc::semantics::broadcastsTo(vt.getShape(), t.getShape()))
       return nodeError() << "scale/B of type " << vt
                          << " does not broadcast to X of type " << t;
     return success();
@@ -153,16 +152,15 @@ LogicalResult Importer::normalization() {
   }
   // mean = E[x], d = x - mean, var = E[d^2], y = d * rsqrt(var + eps).
   Value mean = reduceOver<gr::ReduceMeanOp>(x, axes, /*keepdims=*/true);
-  Value d = gr::SubOp::create(builder, nodeLoc, t, x, mean);
-  Value sq = gr::MulOp::create(builder, nodeLoc, t, d, d);
+  Value d = gr::SubOp::create(builder, nodeLoc, x, mean);
+  Value sq = gr::MulOp::create(builder, nodeLoc, d, d);
   Value var = reduceOver<gr::ReduceMeanOp>(sq, axes, /*keepdims=*/true);
-  Value ve = gr::AddOp::create(builder, nodeLoc, var.getType(), var,
-                               splatLike(var, eps));
-  Value inv = gr::RsqrtOp::create(builder, nodeLoc, ve.getType(), ve);
-  Value y = gr::MulOp::create(builder, nodeLoc, t, d, inv);
-  y = gr::MulOp::create(builder, nodeLoc, t, y, scale);
+  Value ve = gr::AddOp::create(builder, nodeLoc, var, splatLike(var, eps));
+  Value inv = gr::RsqrtOp::create(builder, nodeLoc, ve);
+  Value y = gr::MulOp::create(builder, nodeLoc, d, inv);
+  y = gr::MulOp::create(builder, nodeLoc, y, scale);
   if (bias)
-    y = gr::AddOp::create(builder, nodeLoc, t, y, bias);
+    y = gr::AddOp::create(builder, nodeLoc, y, bias);
   if (failed(define(0, y)))
     return failure();
   if (layer) {

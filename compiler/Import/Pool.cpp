@@ -7,10 +7,12 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Semantics/WindowShapes.h"
 
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
 
 template <typename OpTy> LogicalResult Importer::pool() {
   bool isMax = std::is_same<OpTy, gr::MaxPoolOp>::value;
@@ -65,8 +67,8 @@ template <typename OpTy> LogicalResult Importer::pool() {
   else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
            kernel.size() == sp && strides.size() == sp &&
            dilations.size() == sp)
-    pads = samePads(xt.getShape().drop_front(2), kernel, strides, dilations,
-                    autoPad == "SAME_LOWER");
+    setSameAutoPads(xt.getShape().drop_front(2), kernel, strides, dilations,
+                    autoPad == "SAME_LOWER", pads);
   else if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
            autoPad != "SAME_LOWER")
     return nodeError() << "attribute auto_pad = '" << autoPad
@@ -88,43 +90,36 @@ template <typename OpTy> LogicalResult Importer::pool() {
   if (ceilMode != 0 && ceilMode != 1)
     return nodeError() << "attribute ceil_mode = " << ceilMode
                        << " is not supported; supported: 0, 1";
-  SmallVector<int64_t> shape = {xt.getDimSize(0), xt.getDimSize(1)};
+  // Reported here, at the node, before the pool op infers its type with the
+  // same formula (ceil_mode drops a last window that starts in the right
+  // padding, as PyTorch and ONNX Runtime do).
   for (size_t i = 0; i < sp; ++i) {
     int64_t in = xt.getDimSize(2 + i);
-    CheckedMath m;
-    int64_t eff = m.add(m.mul(dilations[i], kernel[i] - 1), 1);
-    int64_t span = m.sub(m.add(m.add(in, pads[i]), pads[i + sp]), eff);
-    int64_t s = strides[i];
-    // Also the ceil-mode terms below: span + s - 1, (out - 1) * s.
-    m.add(span, s - 1);
-    m.mul(span / s + 1, s);
-    m.add(in, pads[i]);
-    if (m.overflowed)
+    if (semantics::windowOutputSize(in, kernel[i], strides[i], pads[i],
+                                    pads[i + sp], dilations[i], ceilMode))
+      continue;
+    std::optional<int64_t> eff =
+        semantics::dilatedKernelExtent(kernel[i], dilations[i]);
+    std::optional<int64_t> padded = semantics::checkedAdd(in, pads[i]);
+    if (padded)
+      padded = semantics::checkedAdd(*padded, pads[i + sp]);
+    if (!eff || !padded || *padded - *eff >= 0)
       return nodeError() << "kernel_shape, dilations, strides or pads "
                             "overflow int64 along spatial axis "
                          << i;
-    if (span < 0)
-      return nodeError() << "the kernel (" << eff
-                         << ") is larger than the padded input along spatial "
-                            "axis "
-                         << i;
-    int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
-    // With ceil_mode, the last window must start inside the input or the
-    // left padding (PyTorch and ONNX Runtime drop it otherwise).
-    if (ceilMode && (out - 1) * s >= in + pads[i])
-      --out;
-    shape.push_back(out);
+    return nodeError() << "the kernel (" << *eff
+                       << ") is larger than the padded input along spatial "
+                          "axis "
+                       << i;
   }
-  auto f32 = builder.getF32Type();
-  auto pool2D = [&](Value in, ArrayRef<int64_t> outShape,
-                    ArrayRef<int64_t> k, ArrayRef<int64_t> st,
+  auto pool2D = [&](Value in, ArrayRef<int64_t> k, ArrayRef<int64_t> st,
                     ArrayRef<int64_t> pd, ArrayRef<int64_t> dl) -> Value {
-    return OpTy::create(
-        builder, nodeLoc, RankedTensorType::get(outShape, f32), in,
-        builder.getDenseI64ArrayAttr(k), builder.getDenseI64ArrayAttr(st),
-        builder.getDenseI64ArrayAttr(pd), builder.getDenseI64ArrayAttr(dl),
-        ceilMode ? builder.getUnitAttr() : UnitAttr(),
-        countIncludePad ? builder.getUnitAttr() : UnitAttr());
+    return OpTy::create(builder, nodeLoc, in, builder.getDenseI64ArrayAttr(k),
+                        builder.getDenseI64ArrayAttr(st),
+                        builder.getDenseI64ArrayAttr(pd),
+                        builder.getDenseI64ArrayAttr(dl),
+                        ceilMode ? builder.getUnitAttr() : UnitAttr(),
+                        countIncludePad ? builder.getUnitAttr() : UnitAttr());
   };
   if (is3D) {
     // 3-D pooling is separable: the window is a box and the per-axis output
@@ -133,32 +128,26 @@ template <typename OpTy> LogicalResult Importer::pool() {
     // a product of per-axis counts) are a 2-D pool over (H, W) of
     // [N, C*D, H, W] followed by one over (D, 1) of [N*C, 1, D, OH*OW].
     // Gradients follow from the 2-D pools'.
-    int64_t n = shape[0], c = shape[1], d = xt.getDimSize(2);
-    int64_t od = shape[2], oh = shape[3], ow = shape[4];
+    int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2);
     Value hw = gr::ReshapeOp::create(
         builder, nodeLoc,
-        RankedTensorType::get({n, c * d, xt.getDimSize(3), xt.getDimSize(4)},
-                              f32),
-        x);
-    hw = pool2D(hw, {n, c * d, oh, ow}, {kernel[1], kernel[2]},
-                {strides[1], strides[2]}, {pads[1], pads[2], pads[4], pads[5]},
+        xt.clone({n, c * d, xt.getDimSize(3), xt.getDimSize(4)}), x);
+    hw = pool2D(hw, {kernel[1], kernel[2]}, {strides[1], strides[2]},
+                {pads[1], pads[2], pads[4], pads[5]},
                 {dilations[1], dilations[2]});
+    auto hwt = cast<RankedTensorType>(hw.getType());
+    int64_t oh = hwt.getDimSize(2), ow = hwt.getDimSize(3);
     Value dv = gr::ReshapeOp::create(
-        builder, nodeLoc, RankedTensorType::get({n * c, 1, d, oh * ow}, f32),
-        hw);
-    dv = pool2D(dv, {n * c, 1, od, oh * ow}, {kernel[0], 1}, {strides[0], 1},
-                {pads[0], 0, pads[3], 0}, {dilations[0], 1});
-    return define(0, gr::ReshapeOp::create(
-                         builder, nodeLoc, RankedTensorType::get(shape, f32),
-                         dv));
+        builder, nodeLoc, hwt.clone({n * c, 1, d, oh * ow}), hw);
+    dv = pool2D(dv, {kernel[0], 1}, {strides[0], 1}, {pads[0], 0, pads[3], 0},
+                {dilations[0], 1});
+    int64_t od = cast<RankedTensorType>(dv.getType()).getDimSize(2);
+    return define(0, gr::ReshapeOp::create(builder, nodeLoc,
+                                           hwt.clone({n, c, od, oh, ow}), dv));
   }
-  Value op = pool2D(x, shape, kernel, strides, pads, dilations);
+  Value op = pool2D(x, kernel, strides, pads, dilations);
   if (is1D)
-    return define(0, gr::ReshapeOp::create(
-                         builder, nodeLoc,
-                         RankedTensorType::get({shape[0], shape[1], shape[3]},
-                                               f32),
-                         op));
+    return define(0, dropUnitH(op));
   return define(0, op);
 }
 
@@ -170,11 +159,7 @@ LogicalResult Importer::globalAveragePool() {
   if (xt.getRank() < 3)
     return nodeError() << "input must have rank >= 3 (N, C, spatial...), got "
                        << shapeStr(xt.getShape());
-  SmallVector<int64_t> shape(xt.getShape());
-  for (int64_t i = 2; i < xt.getRank(); ++i)
-    shape[i] = 1;
-  auto type = RankedTensorType::get(shape, builder.getF32Type());
-  return define(0, gr::GlobalAveragePoolOp::create(builder, nodeLoc, type, x));
+  return define(0, gr::GlobalAveragePoolOp::create(builder, nodeLoc, x));
 }
 
 LogicalResult Importer::globalMaxPool() {

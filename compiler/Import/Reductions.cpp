@@ -68,10 +68,10 @@ LogicalResult Importer::reduce() {
   bool keep = keepdims != 0;
   auto elementwise = [&](auto tag, Value a) -> Value {
     using Op = decltype(tag);
-    return Op::create(builder, nodeLoc, a.getType(), a);
+    return Op::create(builder, nodeLoc, a);
   };
   auto square = [&](Value a) -> Value {
-    return gr::MulOp::create(builder, nodeLoc, a.getType(), a, a);
+    return gr::MulOp::create(builder, nodeLoc, a, a);
   };
   Value y;
   if (op == "ReduceSum") {
@@ -99,11 +99,10 @@ LogicalResult Importer::reduce() {
   } else if (op == "ReduceLogSumExp") {
     // Stable: m + log(sum(exp(x - m))) with m = max(x) over the axes.
     Value m = reduceOver<gr::ReduceMaxOp>(x, axes, /*keepdims=*/true);
-    Value d = gr::SubOp::create(builder, nodeLoc, t, x, m);
+    Value d = gr::SubOp::create(builder, nodeLoc, x, m);
     Value s = reduceOver<gr::ReduceSumOp>(elementwise(gr::ExpOp(), d), axes,
                                           /*keepdims=*/true);
-    y = gr::AddOp::create(builder, nodeLoc, m.getType(),
-                          elementwise(gr::LogOp(), s), m);
+    y = gr::AddOp::create(builder, nodeLoc, elementwise(gr::LogOp(), s), m);
     if (!keep) {
       SmallVector<int64_t> shape;
       for (int64_t i = 0; i < rank; ++i)
@@ -137,22 +136,14 @@ LogicalResult Importer::argReduce() {
     axis += rank;
   if ((keepdims != 0 && keepdims != 1) || (last != 0 && last != 1))
     return nodeError() << "keepdims and select_last_index must be 0 or 1";
-  SmallVector<int64_t> shape;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i != axis)
-      shape.push_back(t.getDimSize(i));
-    else if (keepdims)
-      shape.push_back(1);
-  }
-  auto rt = RankedTensorType::get(shape, builder.getI64Type());
   UnitAttr keep = keepdims ? builder.getUnitAttr() : UnitAttr();
   UnitAttr sel = last ? builder.getUnitAttr() : UnitAttr();
   Value y;
   if (node->op_type() == "ArgMax")
-    y = gr::ArgMaxOp::create(builder, nodeLoc, rt, x,
+    y = gr::ArgMaxOp::create(builder, nodeLoc, x,
                              builder.getI64IntegerAttr(axis), keep, sel);
   else
-    y = gr::ArgMinOp::create(builder, nodeLoc, rt, x,
+    y = gr::ArgMinOp::create(builder, nodeLoc, x,
                              builder.getI64IntegerAttr(axis), keep, sel);
   return define(0, y);
 }
@@ -180,12 +171,11 @@ template <typename OpTy> LogicalResult Importer::softmax() {
         {product(shape.take_front(axis)), product(shape.drop_front(axis))},
         xt.getElementType());
     Value f = gr::ReshapeOp::create(builder, nodeLoc, flat, x);
-    Value y = OpTy::create(builder, nodeLoc, flat, f,
-                           builder.getI64IntegerAttr(1));
+    Value y = OpTy::create(builder, nodeLoc, f, builder.getI64IntegerAttr(1));
     return define(0, gr::ReshapeOp::create(builder, nodeLoc, xt, y));
   }
-  return define(0, OpTy::create(builder, nodeLoc, x.getType(), x,
-                                builder.getI64IntegerAttr(axis)));
+  return define(0,
+                OpTy::create(builder, nodeLoc, x, builder.getI64IntegerAttr(axis)));
 }
 
 LogicalResult Importer::hardmax() {
@@ -202,13 +192,12 @@ LogicalResult Importer::hardmax() {
                        << rank;
   if (axis < 0)
     axis += rank;
-  SmallVector<int64_t> idxShape(t.getShape()), iotaShape(rank, 1);
-  idxShape[axis] = 1;
+  SmallVector<int64_t> iotaShape(rank, 1);
   iotaShape[axis] = t.getDimSize(axis);
   auto i64 = builder.getI64Type();
-  Value idx = gr::ArgMaxOp::create(
-      builder, nodeLoc, RankedTensorType::get(idxShape, i64), x,
-      builder.getI64IntegerAttr(axis), builder.getUnitAttr(), UnitAttr());
+  Value idx = gr::ArgMaxOp::create(builder, nodeLoc, x,
+                                   builder.getI64IntegerAttr(axis),
+                                   builder.getUnitAttr(), UnitAttr());
   if (t.getDimSize(axis) > kMaxFoldElements)
     return nodeError() << "axis " << axis << " of size " << t.getDimSize(axis)
                        << " is too large (at most 2^26)";
@@ -219,9 +208,7 @@ LogicalResult Importer::hardmax() {
   Value positions = gr::ConstantOp::create(
       builder, nodeLoc,
       cast<ElementsAttr>(DenseElementsAttr::get(iotaType, iota)));
-  auto maskType = RankedTensorType::get(t.getShape(), builder.getI1Type());
-  Value hit = gr::CompareOp::create(builder, nodeLoc, maskType, "eq", idx,
-                                    positions);
+  Value hit = gr::CompareOp::create(builder, nodeLoc, "eq", idx, positions);
   return define(0, gr::CastOp::create(builder, nodeLoc, t, hit));
 }
 
@@ -284,14 +271,13 @@ LogicalResult Importer::cumSum() {
   Value axisValue = materialize(*as);
   if (at.getRank() == 1)
     axisValue = gr::ReshapeOp::create(builder, nodeLoc, scalarType, axisValue);
-  auto hitType = RankedTensorType::get({}, builder.getI1Type());
   Value y = splatOf(xt, 0.0);
   for (int64_t d = 0; d < rank; ++d) {
     Value s = scan(d);
     for (int64_t a : {d, d - rank}) {
-      Value hit = gr::CompareOp::create(builder, nodeLoc, hitType, "eq",
-                                        axisValue, splatOf(scalarType, a));
-      y = gr::SelectOp::create(builder, nodeLoc, xt, hit, s, y);
+      Value hit = gr::CompareOp::create(builder, nodeLoc, "eq", axisValue,
+                                        splatOf(scalarType, a));
+      y = gr::SelectOp::create(builder, nodeLoc, hit, s, y);
     }
   }
   return define(0, y);

@@ -179,6 +179,29 @@ def build():
         [helper.make_node("Conv", ["x", "w"], ["y"], name="conv4d")],
         [vi("x", [1, 1, 4, 4, 4, 4])], [vi("y", [1, 1, 2, 2, 2, 2])],
         [f32("w", (1, 1, 3, 3, 3, 3))])
+    # Windows that do not fit, reported at the node before the op is built
+    # (the op would infer its type with the same formula).
+    models["conv_big_kernel"] = model(
+        "conv_big_kernel",
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv",
+                          pads=[0, 1, 0, 1])],
+        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 1, 1])],
+        [f32("w", (1, 1, 3, 7))])
+    models["conv_empty_kernel"] = model(
+        "conv_empty_kernel",
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 4, 2])],
+        [f32("w", (1, 1, 0, 3))])
+    models["pool_big_kernel"] = model(
+        "pool_big_kernel",
+        [helper.make_node("MaxPool", ["x"], ["y"], name="pool",
+                          kernel_shape=[2, 6], ceil_mode=1)],
+        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 3, 1])])
+    models["convtranspose_empty"] = model(
+        "convtranspose_empty",
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct")],
+        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 3, 6])],
+        [f32("w", (1, 1, 0, 3))])
     models["undefined_input"] = model(
         "undefined_input", [helper.make_node("Relu", ["nope"], ["y"], name="r")],
         [vi("x", [2])], [vi("y", [2])])
