@@ -138,7 +138,7 @@ LogicalResult Importer::transpose() {
     }
     return defineConstant(0, DenseElementsAttr::get(type, out));
   }
-  return define(0, gr::TransposeOp::create(builder, nodeLoc, type, x,
+  return define(0, gr::TransposeOp::create(builder, nodeLoc, x,
                                            builder.getDenseI64ArrayAttr(perm)));
 }
 
@@ -253,8 +253,7 @@ LogicalResult Importer::concat() {
     if (vals.size() == 1 && vals[0].getType() == RankedTensorType::get(
                                                      shape, t0.getElementType()))
       return define(0, vals[0]);
-    auto type = RankedTensorType::get(shape, t0.getElementType());
-    return define(0, gr::ConcatOp::create(builder, nodeLoc, type, vals,
+    return define(0, gr::ConcatOp::create(builder, nodeLoc, vals,
                                           builder.getI64IntegerAttr(axis)));
   }
   int64_t outer = product(ArrayRef<int64_t>(shape).take_front(axis));
@@ -282,8 +281,9 @@ LogicalResult Importer::expand() {
   if (failed(target))
     return failure();
   RankedTensorType in = s->type();
-  auto shape = broadcastShapes(in.getShape(), *target);
-  if (failed(shape))
+  std::optional<std::vector<int64_t>> shape =
+      semantics::broadcastShapes(in.getShape(), *target);
+  if (!shape)
     return nodeError() << "cannot expand " << shapeStr(in.getShape())
                        << " to " << shapeStr(*target);
   Value x = materialize(*s);
@@ -379,11 +379,7 @@ LogicalResult Importer::depthSpace() {
   Type et = xt.getElementType();
   Value r = gr::ReshapeOp::create(builder, nodeLoc,
                                   RankedTensorType::get(split, et), x);
-  SmallVector<int64_t> permuted;
-  for (int64_t p : perm)
-    permuted.push_back(split[p]);
-  Value t = gr::TransposeOp::create(builder, nodeLoc,
-                                    RankedTensorType::get(permuted, et), r,
+  Value t = gr::TransposeOp::create(builder, nodeLoc, r,
                                     builder.getDenseI64ArrayAttr(perm));
   return define(0, gr::ReshapeOp::create(builder, nodeLoc,
                                          RankedTensorType::get(out, et), t));

@@ -97,18 +97,6 @@ std::string onnxTypeName(int32_t t);
 /// The product of |dims| (unchecked: callers pass bounded shapes).
 int64_t product(llvm::ArrayRef<int64_t> dims);
 
-/// NumPy broadcast of two shapes (dlc::semantics::broadcastShapes); fails
-/// when a pair of dims is incompatible. For the handlers that still want a
-/// FailureOr of SmallVector.
-inline mlir::FailureOr<llvm::SmallVector<int64_t>>
-broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
-  std::optional<std::vector<int64_t>> shape =
-      dlc::semantics::broadcastShapes(a, b);
-  if (!shape)
-    return mlir::failure();
-  return llvm::SmallVector<int64_t>(shape->begin(), shape->end());
-}
-
 class Importer;
 
 /// One entry of the importer's registration table: an ONNX op type of the

@@ -38,12 +38,8 @@ LogicalResult Importer::gather() {
                          << rank;
     if (axis < 0)
       axis += rank;
-    SmallVector<int64_t> shape(dt.getShape().take_front(axis));
-    llvm::append_range(shape, it.getShape());
-    llvm::append_range(shape, dt.getShape().drop_front(axis + 1));
     Value x = materialize(*data), idx = materialize(*idxSlot);
-    auto type = RankedTensorType::get(shape, dt.getElementType());
-    return define(0, gr::GatherOp::create(builder, nodeLoc, type, x, idx,
+    return define(0, gr::GatherOp::create(builder, nodeLoc, x, idx,
                                           builder.getI64IntegerAttr(axis)));
   }
   auto indices = constInts(1, "indices");
@@ -101,9 +97,8 @@ LogicalResult Importer::gatherElements() {
       return nodeError() << "indices " << shapeStr(it.getShape())
                          << " exceed data " << shapeStr(dt.getShape())
                          << " outside axis " << axis;
-  auto type = RankedTensorType::get(it.getShape(), dt.getElementType());
   return define(0, gr::GatherElementsOp::create(
-                       builder, nodeLoc, type, materialize(*data),
+                       builder, nodeLoc, materialize(*data),
                        materialize(*idx), builder.getI64IntegerAttr(axis)));
 }
 
@@ -423,10 +418,8 @@ LogicalResult Importer::pad() {
     parts.push_back(x);
     if (e)
       parts.push_back(mode == "edge" ? part(n - 1, 1, e) : part(n - 2, -1, e));
-    SmallVector<int64_t> sh(xt.getShape());
-    sh[d] = n + b + e;
-    x = gr::ConcatOp::create(builder, nodeLoc, RankedTensorType::get(sh, et),
-                             parts, builder.getI64IntegerAttr(d));
+    x = gr::ConcatOp::create(builder, nodeLoc, parts,
+                             builder.getI64IntegerAttr(d));
   }
   return define(0, x);
 }
