@@ -68,3 +68,15 @@ def compare_sgd(tag, base, model, inputs, labels, batch_npz, *, lr, momentum,
               f"dlrt {a:.8f} torch {b:.8f} rel {rel:.2e}")
         failed |= not ok
     return failed
+
+
+def nvrtc_compiles(base, batch):
+    """Compiles the training step of |base|.onnx (softmax cross-entropy, SGD)
+    with every CUDA kernel NVRTC-compiled for sm_80 and sm_90; prints the
+    outcome and returns True when it failed."""
+    r = subprocess.run(["dlc", base + ".onnx", "--train", "--loss",
+                        "softmax-cross-entropy", "--optimizer", "sgd",
+                        "--batch-size", str(batch), "--quiet", "--target",
+                        "sm_80,sm_90", "-o", base + "_cuda.dlcp"])
+    print("nvrtc sm_80,sm_90", "ok" if r.returncode == 0 else "FAILED")
+    return r.returncode != 0

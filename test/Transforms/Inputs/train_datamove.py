@@ -16,7 +16,6 @@ Then compiles the opset-17 training step's CUDA kernels with NVRTC for sm_80
 and sm_90 (no GPU needed).
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -25,7 +24,7 @@ from torch import nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sgd_check import compare_sgd, export_training  # noqa: E402
+from sgd_check import compare_sgd, export_training, nvrtc_compiles  # noqa: E402
 
 STEPS, LR, MOMENTUM, BATCH, SEQ, VOCAB, EMB = 6, 0.5, 0.9, 4, 6, 11, 8
 
@@ -71,13 +70,7 @@ def main():
     if not broken:
         # Every CUDA kernel of the training step (gather, its scatter-add
         # gradient, strided slice/pad/concat copies) compiles with NVRTC.
-        base = os.path.join(out, "net_17")
-        r = subprocess.run(["dlc", base + ".onnx", "--train", "--loss",
-                            "softmax-cross-entropy", "--optimizer", "sgd",
-                            "--batch-size", str(BATCH), "--quiet", "--target",
-                            "sm_80,sm_90", "-o", base + "_cuda.dlcp"])
-        print("nvrtc sm_80,sm_90", "ok" if r.returncode == 0 else "FAILED")
-        failed |= r.returncode != 0
+        failed |= nvrtc_compiles(os.path.join(out, "net_17"), BATCH)
     sys.exit(1 if failed else 0)
 
 
