@@ -1,0 +1,2 @@
+//===- CublasLt.cpp - part of libdlrt-cuda-standin.so (placeholder) ---------===//
+#include "Standin.h"

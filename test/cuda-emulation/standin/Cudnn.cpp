@@ -1,0 +1,2 @@
+//===- Cudnn.cpp - part of libdlrt-cuda-standin.so (placeholder) ---------===//
+#include "Standin.h"

@@ -1,0 +1,2 @@
+//===- Driver.cpp - part of libdlrt-cuda-standin.so (placeholder) ---------===//
+#include "Standin.h"

@@ -1,0 +1,2 @@
+//===- Nvrtc.cpp - part of libdlrt-cuda-standin.so (placeholder) ---------===//
+#include "Standin.h"
