@@ -46,6 +46,51 @@ void *openLibrary(const std::vector<std::string> &names, std::string *error) {
   return nullptr;
 }
 
+/// The library named by $DLRT_CUDA_STANDIN, opened once: a test-only stand-in
+/// (test/cuda-emulation/standin) that provides the driver, NVRTC, cuBLASLt
+/// and cuDNN on the host. Null with |*error| set when the variable names
+/// something that is not loadable or not the stand-in; never falls back to
+/// the real libraries.
+void *openStandin(std::string *error) {
+  static std::mutex mutex;
+  static void *handle = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (handle)
+    return handle;
+  const char *path = cudaStandinPath();
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    *error = std::string("DLRT_CUDA_STANDIN=") + path +
+             " cannot be loaded (" + (e ? e : "unknown error") + ")";
+    return nullptr;
+  }
+  if (!dlsym(h, "dlrtCudaStandin")) {
+    dlclose(h);
+    *error = std::string("DLRT_CUDA_STANDIN=") + path +
+             " is not the dlrt CUDA stand-in (it lacks the symbol "
+             "dlrtCudaStandin); unset DLRT_CUDA_STANDIN to use the real CUDA "
+             "libraries";
+    return nullptr;
+  }
+  handle = h;
+  return handle;
+}
+
+/// Opens |names| as openLibrary does, or the stand-in when
+/// $DLRT_CUDA_STANDIN is set; |*standinError| is set when the stand-in
+/// was asked for and failed (the message is then complete by itself).
+void *openCudaLibrary(const std::vector<std::string> &names, std::string *error,
+                      bool *standinFailed) {
+  *standinFailed = false;
+  if (cudaStandinPath()) {
+    void *handle = openStandin(error);
+    *standinFailed = handle == nullptr;
+    return handle;
+  }
+  return openLibrary(names, error);
+}
+
 /// Resolves |symbol| in |handle| into |*slot|; false if it is missing.
 template <typename Fn>
 bool resolve(void *handle, const char *symbol, Fn *slot) {
@@ -78,7 +123,10 @@ Status loadOnce(std::mutex &mutex, Api *&table, const Api **out, LoadFn load) {
 Status loadDriverImpl(DriverApi &api) {
   static const char *kLib = "libcuda.so.1";
   std::string error;
-  void *handle = openLibrary({kLib}, &error);
+  bool standinFailed = false;
+  void *handle = openCudaLibrary({kLib}, &error, &standinFailed);
+  if (standinFailed)
+    return Status::error(DLRT_UNAVAILABLE, error);
   if (!handle)
     return Status::error(DLRT_UNAVAILABLE, "no CUDA driver: cannot load " +
                                                std::string(kLib) + " (" +
@@ -139,6 +187,11 @@ std::string unavailable(const std::vector<std::string> &names,
 
 } // namespace
 
+const char *cudaStandinPath() {
+  const char *path = std::getenv("DLRT_CUDA_STANDIN");
+  return path && *path ? path : nullptr;
+}
+
 std::string describeCuResult(const DriverApi &api, CUresult result,
                              const char *call) {
   const char *name = nullptr, *text = nullptr;
@@ -166,7 +219,10 @@ Status loadNvrtc(const NvrtcApi **out) {
     const std::vector<std::string> names = {"libnvrtc.so." + cudaMajor(),
                                             "libnvrtc.so"};
     std::string error;
-    void *handle = openLibrary(names, &error);
+    bool standinFailed = false;
+    void *handle = openCudaLibrary(names, &error, &standinFailed);
+    if (standinFailed)
+      return Status::error(DLRT_UNAVAILABLE, error);
     if (!handle)
       return Status::error(DLRT_UNAVAILABLE,
                            "no NVRTC: " + unavailable(names, error));
@@ -178,9 +234,11 @@ Status loadNvrtc(const NvrtcApi **out) {
                            std::string("nvrtcVersion failed: ") +
                                api.nvrtcGetErrorString(r));
     // NVRTC opens its builtins by bare name; a toolkit outside the loader's
-    // search path needs them loaded from libnvrtc's folder first.
+    // search path needs them loaded from libnvrtc's folder first. The
+    // stand-in compiles with the host compiler and has no builtins.
     std::string builtinsError;
-    if (!preloadNvrtcBuiltins(reinterpret_cast<const void *>(api.nvrtcVersion),
+    if (!cudaStandinPath() &&
+        !preloadNvrtcBuiltins(reinterpret_cast<const void *>(api.nvrtcVersion),
                               api.major, api.minor, &builtinsError))
       return Status::error(DLRT_UNAVAILABLE,
                            "NVRTC cannot compile: " + builtinsError);
@@ -194,7 +252,10 @@ Status loadCublasLt(const CublasLtApi **out) {
   return loadOnce(mutex, table, out, [](CublasLtApi &api) -> Status {
     const std::vector<std::string> names = {"libcublasLt.so." + cudaMajor()};
     std::string error;
-    void *handle = openLibrary(names, &error);
+    bool standinFailed = false;
+    void *handle = openCudaLibrary(names, &error, &standinFailed);
+    if (standinFailed)
+      return Status::error(DLRT_UNAVAILABLE, error);
     if (!handle)
       return Status::error(DLRT_UNAVAILABLE,
                            "no cuBLASLt: " + unavailable(names, error));
@@ -211,7 +272,10 @@ Status loadCudnn(const CudnnApi **out) {
     const std::vector<std::string> names = {"libcudnn.so." +
                                             std::to_string(CUDNN_MAJOR)};
     std::string error;
-    void *handle = openLibrary(names, &error);
+    bool standinFailed = false;
+    void *handle = openCudaLibrary(names, &error, &standinFailed);
+    if (standinFailed)
+      return Status::error(DLRT_UNAVAILABLE, error);
     if (!handle)
       return Status::error(DLRT_UNAVAILABLE,
                            "no cuDNN: " + unavailable(names, error));

@@ -149,6 +149,14 @@ Status loadCublasLt(const CublasLtApi **out);
 /// Opens cuDNN. Errors: DLRT_UNAVAILABLE naming the library.
 Status loadCudnn(const CudnnApi **out);
 
+/// The path in $DLRT_CUDA_STANDIN, or null when it is unset or empty. When
+/// set, the driver, NVRTC, cuBLASLt and cuDNN are all taken from that one
+/// library — the test-only stand-in of test/cuda-emulation/standin, which
+/// runs the CUDA path on the host — and the real libraries are never
+/// opened. A library that lacks the symbol `dlrtCudaStandin` is refused
+/// (DLRT_UNAVAILABLE naming the variable).
+const char *cudaStandinPath();
+
 /// "cuFoo failed: CUDA_ERROR_X (description)".
 std::string describeCuResult(const DriverApi &api, CUresult result,
                              const char *call);

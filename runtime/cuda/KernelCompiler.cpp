@@ -191,6 +191,10 @@ Status compileKernel(const std::string &name, const std::string &source,
                       std::to_string(nvrtc->minor) + "\n" + arch + "\n";
     for (const std::string &o : options)
       key += o + "\n";
+    // The stand-in's "cubins" are host shared objects: never let one be
+    // mistaken for a real cubin of the same source, or the reverse.
+    if (const char *standin = cudaStandinPath())
+      key += std::string("standin ") + standin + "\n";
     key += source;
     cachePath = cache_dir + "/" + sha256Hex(key) + ".cubin";
     if (readFile(cachePath, &out->cubin) && looksLikeElf(out->cubin)) {

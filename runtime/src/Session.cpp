@@ -1,6 +1,8 @@
 //===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
 #include "Session.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <set>
 
@@ -46,6 +48,17 @@ Status Context::create(const dlrt_context_options_t &options,
                              std::to_string(static_cast<int>(options.device)));
   }
   ctx->name_ = ctx->device_->name();
+  // The test-only CUDA stand-in (runtime/cuda/CudaApi.h) must never pass
+  // for a GPU: say so wherever the device is announced.
+  const char *standin = std::getenv("DLRT_CUDA_STANDIN");
+  if (ctx->device_->kind() == DLRT_DEVICE_CUDA && standin && *standin &&
+      options.notice) {
+    std::string message =
+        std::string("DLRT_CUDA_STANDIN=") + standin +
+        ": the CUDA device is the host stand-in used to test dlrt's CUDA "
+        "path, not a GPU; its timings mean nothing";
+    options.notice(options.notice_user_data, message.c_str());
+  }
   *out = std::move(ctx);
   return Status::OK();
 }

@@ -9,6 +9,7 @@
 #include "dlc_schema/package_generated.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -182,6 +183,13 @@ int runInfo(const InfoOptions &o) {
               archText.empty() ? " (kernels are compiled by NVRTC at load)"
                                : " for ",
               archText.c_str());
+  // The environment decides what `--device cuda` would run on.
+  if (const char *standin = std::getenv("DLRT_CUDA_STANDIN");
+      standin && *standin)
+    std::printf("cuda: DLRT_CUDA_STANDIN=%s is set: --device cuda runs these "
+                "kernels on the host stand-in (a test of the CUDA path), not "
+                "on a GPU\n",
+                standin);
   return 0;
 }
 

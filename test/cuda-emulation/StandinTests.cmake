@@ -1,0 +1,90 @@
+# The runtime's CUDA device on the stand-in (issue 9): the device tests that
+# skip without a GPU, and every e2e model against the host device. A test
+# that still skips on the stand-in fails.
+set(DLRT_STANDIN_ENV
+  "DLRT_CUDA_STANDIN=$<TARGET_FILE:dlrt-cuda-standin>"
+  "DLRT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cubin-cache")
+
+if(TARGET dlrt-cuda-tests OR DEFINED DLRT_CUDA_SOURCES)
+  add_test(NAME dlrt-cuda-tests-standin COMMAND dlrt-cuda-tests)
+  set_tests_properties(dlrt-cuda-tests-standin PROPERTIES
+    ENVIRONMENT "${DLRT_STANDIN_ENV}"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+    LABELS cuda-standin TIMEOUT 600)
+endif()
+
+add_test(NAME dlrt-runtime-tests-standin
+  COMMAND dlrt-runtime-tests --gtest_filter=Devices/DeviceTest.*/cuda)
+set_tests_properties(dlrt-runtime-tests-standin PROPERTIES
+  ENVIRONMENT "${DLRT_STANDIN_ENV}"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\];Running 0 tests"
+  LABELS cuda-standin TIMEOUT 600)
+
+# Every e2e model, training and inference, host vs CUDA on the stand-in.
+# mlp also embeds real sm_90 cubins (dlc --target), which the stand-in
+# refuses, so the runtime's recompile-from-source fallback runs too.
+if(DLC_BUILD_COMPILER AND TARGET dlc AND TARGET dlrt)
+  foreach(spec "mlp;adam;sm_90" "cnn;sgd;" "resnet18;sgd;" "gpt;sgd;"
+               "transformer;adam;")
+    list(GET spec 0 model)
+    list(GET spec 1 optimizer)
+    list(GET spec 2 target)
+    add_test(NAME e2e_cuda_standin_${model}
+      COMMAND /usr/bin/python3 ${DLC_SOURCE_DIR}/test/e2e/cuda_vs_host.py
+              --model ${model} --optimizer ${optimizer} --target "${target}"
+              --dlc $<TARGET_FILE:dlc> --dlrt $<TARGET_FILE:dlrt>
+              --standin $<TARGET_FILE:dlrt-cuda-standin>
+              --workdir ${CMAKE_CURRENT_BINARY_DIR}/e2e/${model})
+    set_tests_properties(e2e_cuda_standin_${model} PROPERTIES
+      ENVIRONMENT "DLRT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cubin-cache"
+      TIMEOUT 1200 LABELS "e2e;cuda-standin")
+  endforeach()
+endif()
+
+# Self-tests of the stand-in (issue 9): copies of the CUDA device with one
+# planted bug each, run against the stand-in, must fail the device test
+# that covers the call. Each mutation must match the source exactly once;
+# when CudaDevice.cpp changes, update the pattern here.
+if(DEFINED DLRT_CUDA_SOURCES)
+  file(READ ${DLC_SOURCE_DIR}/runtime/cuda/CudaDevice.cpp _dlrt_cuda_device)
+  # name | code to replace | replacement | test filter | what must appear
+  set(_mutants
+    "gemm-ld|CUDA_R_32F, mm.rowsA,
+                                                 mm.colsA, int64_t(mm.rowsA))|CUDA_R_32F, mm.rowsA,
+                                                 mm.colsA, int64_t(mm.rowsA + 1))|CudaGpuTest.Gemm*|FAILED +. CudaGpuTest.Gemm"
+    "conv-x-descriptor|int(p.n), int(p.c), int(p.h), int(p.w)),
+      \"cudnnSetTensor4dDescriptor(x)\"|int(p.n), int(p.c), int(p.w), int(p.h)),
+      \"cudnnSetTensor4dDescriptor(x)\"|CudaGpuTest.Convolutions*|FAILED +. CudaGpuTest.Convolutions")
+  foreach(_m IN LISTS _mutants)
+    string(REPLACE "|" ";" _parts "${_m}")
+    list(GET _parts 0 _name)
+    list(GET _parts 1 _from)
+    list(GET _parts 2 _to)
+    list(GET _parts 3 _filter)
+    list(GET _parts 4 _expect)
+    string(FIND "${_dlrt_cuda_device}" "${_from}" _at)
+    if(_at EQUAL -1)
+      message(FATAL_ERROR "StandinTests.cmake: the mutation '${_name}' no longer matches runtime/cuda/CudaDevice.cpp; update its pattern")
+    endif()
+    string(REPLACE "${_from}" "${_to}" _mutated "${_dlrt_cuda_device}")
+    set(_dir ${CMAKE_CURRENT_BINARY_DIR}/mutants/${_name})
+    file(WRITE ${_dir}/CudaDevice.cpp "${_mutated}")
+    set(_sources ${DLRT_CUDA_SOURCES})
+    list(FILTER _sources EXCLUDE REGEX "CudaDevice\\.cpp$")
+    add_executable(dlrt-cuda-tests-mutant-${_name}
+      ${DLC_SOURCE_DIR}/test/cuda/CudaDeviceTest.cpp ${_dir}/CudaDevice.cpp ${_sources})
+    target_include_directories(dlrt-cuda-tests-mutant-${_name} PRIVATE
+      ${DLC_SOURCE_DIR}/runtime/cuda ${DLC_SOURCE_DIR}/runtime/src
+      ${DLC_SOURCE_DIR}/runtime/include)
+    target_include_directories(dlrt-cuda-tests-mutant-${_name} SYSTEM PRIVATE
+      ${DLRT_CUDA_INCLUDE_DIRS})
+    target_link_libraries(dlrt-cuda-tests-mutant-${_name} PRIVATE
+      DLCLibraryCalls GTest::gtest_main ${CMAKE_DL_LIBS} Threads::Threads)
+    add_test(NAME dlrt-cuda-standin-catches-${_name}
+      COMMAND dlrt-cuda-tests-mutant-${_name} --gtest_filter=${_filter})
+    set_tests_properties(dlrt-cuda-standin-catches-${_name} PROPERTIES
+      ENVIRONMENT "${DLRT_STANDIN_ENV}"
+      PASS_REGULAR_EXPRESSION "${_expect}"
+      LABELS cuda-standin TIMEOUT 600)
+  endforeach()
+endif()

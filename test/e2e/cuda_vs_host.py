@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""The CUDA device against the host device, without a GPU (issue 9).
+
+For one model (--model), compile an inference package and a training
+package with dlc, then run both with `dlrt` on the host device and on the
+CUDA device backed by the test-only stand-in (DLRT_CUDA_STANDIN: the driver,
+NVRTC, cuBLASLt and cuDNN emulated on the host, every generated CUDA kernel
+compiled for the host and launched with the runtime's grid and block). It
+compares:
+  - the inference outputs,
+  - every training step's loss (5 steps on one batch),
+  - every tensor of the final checkpoint (parameters and optimizer state),
+each as max |cuda - host| <= tol * max |host| (per tensor). The default
+tolerance is 1e-5: both devices compute in fp32, and the only differences
+are the order of sums inside GEMMs and convolutions (oneDNN on the host,
+the stand-in's loops on the CUDA path). A model whose training amplifies
+that difference states its looser bound and the reason in TOLERANCES.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from arch_models import ARCHITECTURES  # noqa: E402
+from architectures import export  # noqa: E402
+from models import MODELS  # noqa: E402
+from safetensors_np import read_safetensors  # noqa: E402
+
+# Per model and check: (tolerance, reason). Everything not listed: 1e-5.
+TOLERANCES = {}
+
+
+def run(cmd, env=None):
+    print("+ " + " ".join(cmd), flush=True)
+    start = time.time()
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: exit status {r.returncode}\n{r.stdout}")
+    return r.stdout, time.time() - start
+
+
+def rel_error(ours, ref):
+    ours = np.asarray(ours, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if ours.shape != ref.shape:
+        return float("inf")
+    scale = np.max(np.abs(ref)) if ref.size else 0.0
+    diff = np.max(np.abs(ours - ref)) if ref.size else 0.0
+    if not np.all(np.isfinite(ours)):
+        return float("inf")
+    return float(diff / scale) if scale > 0 else float(diff)
+
+
+def build(args, w):
+    """Exports the model and writes batch.npz/inputs.npz; returns the ONNX
+    paths for inference and training and dlc's training flags."""
+    if args.model in MODELS:
+        model = MODELS[args.model]()
+        batch = args.batch or 16
+        x = torch.rand(batch, 1, 28, 28, generator=torch.Generator().manual_seed(3))
+        y = torch.randint(0, 10, (batch,), generator=torch.Generator().manual_seed(4))
+        path = w(f"{args.model}.onnx")
+        torch.onnx.export(model.eval(), x, path, input_names=["input"],
+                          output_names=["logits"], opset_version=17,
+                          training=torch.onnx.TrainingMode.PRESERVE)
+        infer_onnx = train_onnx = path
+        train_flags = ["--optimizer", args.optimizer, "--lr", "0.05"]
+    else:
+        batch = args.batch or 2
+        model, x, y = ARCHITECTURES[args.model](batch)
+        infer_onnx, train_onnx = w("infer.onnx"), w("train.onnx")
+        export(model, x, infer_onnx, training=False)
+        export(model, x, train_onnx, training=True)
+        lr = {"resnet18": 0.01, "gpt": 0.1, "transformer": 0.1}[args.model]
+        train_flags = ["--optimizer", args.optimizer, "--lr", repr(lr)]
+    if args.optimizer == "sgd":
+        train_flags += ["--momentum", "0.9"]
+    np.savez(w("batch.npz"), input=x.numpy(), labels=y.numpy())
+    np.savez(w("inputs.npz"), input=x.numpy())
+    return batch, infer_onnx, train_onnx, train_flags
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=sorted(MODELS) + sorted(ARCHITECTURES),
+                    required=True)
+    ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--target", default="",
+                    help="also embed real cubins for these archs (dlc --target): "
+                         "the stand-in must reject them and the runtime "
+                         "recompile the CUDA source")
+    ap.add_argument("--dlc", required=True)
+    ap.add_argument("--dlrt", required=True)
+    ap.add_argument("--standin", required=True,
+                    help="libdlrt-cuda-standin.so")
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    w = lambda name: os.path.join(args.workdir, name)  # noqa: E731
+    torch.set_num_threads(1)
+
+    batch, infer_onnx, train_onnx, train_flags = build(args, w)
+    target = ["--target", args.target] if args.target else []
+    run([args.dlc, infer_onnx, "--batch-size", str(batch), "--quiet",
+         "-o", w("infer.dlcp")] + target)
+    run([args.dlc, train_onnx, "--train", "--loss", "softmax-cross-entropy",
+         "--batch-size", str(batch), "--quiet", "-o", w("train.dlcp")]
+        + train_flags + target)
+
+    env = dict(os.environ)
+    env["DLRT_CUDA_STANDIN"] = args.standin
+    env.setdefault("DLRT_CACHE_DIR", w("cubin-cache"))
+    results = {}
+    for device in ["host", "cuda"]:
+        denv = env if device == "cuda" else None
+        out, secs = run([args.dlrt, "run", w("infer.dlcp"), "--inputs",
+                         w("inputs.npz"), "--outputs", w(f"out-{device}.npz"),
+                         "--device", device], denv)
+        for f in [w(f"{device}.jsonl"), w(f"{device}.safetensors")]:
+            if os.path.exists(f):
+                os.remove(f)
+        out2, secs2 = run([args.dlrt, "train", w("train.dlcp"), "--data",
+                           w("batch.npz"), "--steps", str(args.steps),
+                           "--no-shuffle", "--log-jsonl", w(f"{device}.jsonl"),
+                           "--save", w(f"{device}.safetensors"),
+                           "--device", device], denv)
+        announced = [line for line in (out + out2).splitlines()
+                     if line.startswith("device:") or "DLRT_CUDA_STANDIN" in line]
+        print(f"{device}: run {secs:.1f} s, train {secs2:.1f} s; "
+              + " | ".join(sorted(set(announced))))
+        if device == "cuda" and not any("stand-in" in line for line in announced):
+            sys.exit("FAIL: dlrt did not say that the CUDA device is the stand-in")
+        with open(w(f"{device}.jsonl")) as f:
+            losses = [json.loads(line)["loss"] for line in f if line.strip()]
+        results[device] = (dict(np.load(w(f"out-{device}.npz"))), losses,
+                           read_safetensors(w(f"{device}.safetensors")))
+
+    ok = True
+
+    def check(what, err, key):
+        nonlocal ok
+        tol, reason = TOLERANCES.get((args.model, key), (1e-5, ""))
+        flag = "ok" if err <= tol else "MISMATCH"
+        ok &= err <= tol
+        print(f"{what}: rel {err:.3g} (tol {tol:g}{'; ' + reason if reason else ''}) {flag}")
+
+    (out_h, loss_h, ckpt_h), (out_c, loss_c, ckpt_c) = results["host"], results["cuda"]
+    for name in out_h:
+        check(f"inference output {name}", rel_error(out_c.get(name), out_h[name]),
+              "inference")
+    if len(loss_h) != args.steps or len(loss_c) != args.steps:
+        sys.exit(f"FAIL: {len(loss_h)} host and {len(loss_c)} cuda losses, "
+                 f"expected {args.steps}")
+    for i, (a, b) in enumerate(zip(loss_c, loss_h), 1):
+        print(f"step {i}: cuda {a:.8f} host {b:.8f}")
+        check(f"loss step {i}", rel_error(a, b), "loss")
+    if sorted(ckpt_h) != sorted(ckpt_c):
+        sys.exit("FAIL: the checkpoints hold different tensors")
+    worst, worst_name = 0.0, ""
+    for name in sorted(ckpt_h):
+        if ckpt_h[name].dtype.kind != "f":
+            if not np.array_equal(ckpt_h[name], ckpt_c[name]):
+                ok = False
+                print(f"checkpoint {name}: differs (integer tensor) MISMATCH")
+            continue
+        err = rel_error(ckpt_c[name], ckpt_h[name])
+        if err > worst:
+            worst, worst_name = err, name
+    check(f"checkpoint ({len(ckpt_h)} tensors; worst {worst_name})", worst,
+          "checkpoint")
+    if not ok:
+        sys.exit("FAIL: the CUDA device (stand-in) differs from the host device")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
