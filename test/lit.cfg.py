@@ -24,3 +24,10 @@ try:
     config.available_features.add("cuda-driver")
 except OSError:
     pass
+
+# The test-only CUDA stand-in (test/cuda-emulation/standin): "%standin" and
+# the "cuda-standin" feature when it has been built.
+standin = os.path.join(config.dlc_obj_root, "lib", "libdlrt-cuda-standin.so")
+config.substitutions.append(("%standin", standin))
+if os.path.exists(standin):
+    config.available_features.add("cuda-standin")
