@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -18,7 +19,6 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /// What the runtime checks before it trusts $DLRT_CUDA_STANDIN.
@@ -152,9 +152,6 @@ CUresult cuDriverGetVersion(int *driverVersion) {
   *driverVersion = 13000;
   return CUDA_SUCCESS;
 }
-
-CUresult cuGetErrorName(CUresult error, const char **pStr);
-CUresult cuGetErrorString(CUresult error, const char **pStr);
 
 CUresult cuDeviceGetCount(int *count) {
   if (!gInitialized.load())
@@ -344,16 +341,19 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
       header->e_machine != EM_X86_64 || header->e_type != ET_DYN)
     return CUDA_ERROR_INVALID_IMAGE;
   size_t size = elfImageSize(bytes);
-  int fd = memfd_create("dlrt-standin-module", MFD_CLOEXEC);
+  // A file of its own for each module: dlopen returns an already loaded
+  // object when the path matches one, so /proc/self/fd/N (N reused) won't do.
+  const char *tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") +
+                     "/dlrt-standin-module-XXXXXX";
+  int fd = mkstemp(path.data());
   if (fd < 0)
     return CUDA_ERROR_OUT_OF_MEMORY;
   bool written = write(fd, image, size) == ssize_t(size);
-  void *library = nullptr;
-  if (written) {
-    std::string path = "/proc/self/fd/" + std::to_string(fd);
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  }
   close(fd);
+  void *library =
+      written ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  unlink(path.c_str());
   if (!library) {
     const char *error = dlerror();
     log(std::string("cuModuleLoadData: dlopen failed: ") +
@@ -640,7 +640,5 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
         return CUresult(result);
       });
 }
-
-CUresult cuGetErrorName(CUresult error, const char **pStr);
 
 } // extern "C"

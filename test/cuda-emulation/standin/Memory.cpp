@@ -432,8 +432,10 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
     std::unique_lock<std::shared_mutex> lock(gMutex);
     b = blockAt(dptr);
     if (!b || b->freeIssued) {
+      bool freed = b || gFreed.count(uintptr_t(dptr));
       log("cuMemFreeAsync: " + hex(uintptr_t(dptr)) +
-              (b ? " was already freed" : " is not the start of a live allocation"),
+              (freed ? " was already freed"
+                     : " is not the start of a live allocation"),
           true);
       return CUDA_ERROR_INVALID_VALUE;
     }
