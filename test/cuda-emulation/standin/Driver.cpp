@@ -76,10 +76,11 @@ struct Module {
   }
 };
 
-std::mutex gModulesMutex;
-std::map<CUmodule, std::shared_ptr<Module>> gModules;
-std::map<CUfunction, std::pair<Function *, std::shared_ptr<Module>>>
-    gFunctions;
+// Never destroyed: queued launches may run while the process exits.
+std::mutex &gModulesMutex = *new std::mutex;
+auto &gModules = *new std::map<CUmodule, std::shared_ptr<Module>>;
+auto &gFunctions = *new std::map<
+    CUfunction, std::pair<Function *, std::shared_ptr<Module>>>;
 std::atomic<uint64_t> gLaunchCounter{0};
 
 void resetModules() {

@@ -18,6 +18,13 @@ using ::testing::HasSubstr;
 
 namespace {
 
+// Death tests re-run the binary: a forked child would lack the stand-in's
+// stream worker threads.
+const bool kThreadsafeDeathTests = [] {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  return true;
+}();
+
 // -- init, device, context --------------------------------------------------
 
 TEST(StandinInit, CallsBeforeCuInitFail) {
@@ -140,6 +147,25 @@ TEST_F(StandinTest, NoCurrentContextOnAnotherThread) {
   EXPECT_EQ(current, nullptr);
   EXPECT_EQ(cuCtxSetCurrent(reinterpret_cast<CUcontext>(0x1234)),
             CUDA_ERROR_INVALID_CONTEXT);
+}
+
+TEST(StandinInit, ExitWithWorkInFlightIsClean) {
+  // A runtime need not destroy its streams or release its context before
+  // the process exits; the stand-in's workers must not crash it then.
+  EXPECT_EXIT(
+      {
+        CUcontext context = nullptr;
+        CUstream stream = nullptr;
+        CUdeviceptr p = 0;
+        if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0) ||
+            cuCtxSetCurrent(context) || cuStreamCreate(&stream, 0) ||
+            cuMemAlloc(&p, 1 << 20))
+          _exit(2);
+        for (int i = 0; i < 50; ++i)
+          cuMemsetD8Async(p, i, 1 << 20, i % 2 ? stream : nullptr);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // -- memory -------------------------------------------------------------------

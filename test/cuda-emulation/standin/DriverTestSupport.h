@@ -18,11 +18,11 @@
 namespace dlc::standin::test {
 
 /// Points the stand-in NVRTC at testdata/mini_emulation.h while the real
-/// dlc_cuda_emulation.h does not exist yet.
+/// dlc_cuda_emulation.h does not exist yet (unless the variable is set).
 inline void useEmulationHeader() {
   if (!std::ifstream(DLC_EMU_HEADER_PATH))
     setenv("DLRT_CUDA_STANDIN_EMULATION_HEADER",
-           DLC_STANDIN_TESTDATA "/mini_emulation.h", 1);
+           DLC_STANDIN_TESTDATA "/mini_emulation.h", 0);
 }
 
 /// Compiles |source| with the stand-in NVRTC; the image, or empty with the

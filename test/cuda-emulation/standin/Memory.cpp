@@ -46,11 +46,12 @@ struct MemPool {
   bool isDefault = false;
 };
 
-std::shared_mutex gMutex; // guards everything below
-std::map<uintptr_t, Block *> gLive;  // by ptr
-std::map<uintptr_t, Block *> gFreed; // cached (PROT_NONE) blocks, by ptr
-std::multimap<std::pair<MemPool *, size_t>, Block *> gCache; // reuse
-std::map<CUmemoryPool, std::unique_ptr<MemPool>> gPools;
+// Never destroyed: stream workers may use them while the process exits.
+std::shared_mutex &gMutex = *new std::shared_mutex; // guards all below
+auto &gLive = *new std::map<uintptr_t, Block *>;  // by ptr
+auto &gFreed = *new std::map<uintptr_t, Block *>; // cached (PROT_NONE) blocks
+auto &gCache = *new std::multimap<std::pair<MemPool *, size_t>, Block *>;
+auto &gPools = *new std::map<CUmemoryPool, std::unique_ptr<MemPool>>;
 MemPool *gDefaultPool = nullptr;
 size_t gMapped = 0; // bytes mapped, cached blocks included
 size_t gPageSize = 0;

@@ -16,13 +16,6 @@ using ::testing::Not;
 
 namespace {
 
-// Death tests re-run the binary: a forked child would lack the stand-in's
-// stream worker threads.
-const bool kThreadsafeDeathTests = [] {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  return true;
-}();
-
 const char *kAxpy = R"(
 #define SCALE_DEFAULT 1
 extern "C" __global__ void __launch_bounds__(256)

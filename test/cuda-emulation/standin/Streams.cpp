@@ -98,10 +98,13 @@ struct Event {
   std::shared_ptr<std::atomic<int64_t>> when; // ns since epoch, -1 pending
 };
 
-std::mutex gMutex; // guards the maps below
-std::map<CUstream, std::shared_ptr<Stream>> gStreams;
-std::shared_ptr<Stream> gLegacy;
-std::map<CUevent, std::shared_ptr<Event>> gEvents;
+// Never destroyed: stream workers may still run while the process exits
+// (a runtime need not destroy its streams), and a std::thread destroyed
+// while joinable would terminate the process.
+std::mutex &gMutex = *new std::mutex; // guards the three below
+auto &gStreams = *new std::map<CUstream, std::shared_ptr<Stream>>;
+auto &gLegacy = *new std::shared_ptr<Stream>;
+auto &gEvents = *new std::map<CUevent, std::shared_ptr<Event>>;
 
 std::shared_ptr<Stream> startStream(unsigned flags) {
   auto stream = std::make_shared<Stream>();
