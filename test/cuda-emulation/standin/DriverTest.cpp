@@ -332,6 +332,32 @@ TEST_F(StandinTest, PoolsTrackUsedAndReservedHighWaterMarks) {
   EXPECT_EQ(cuMemPoolDestroy(pool), CUDA_ERROR_INVALID_VALUE);
 }
 
+TEST_F(StandinTest, StreamOrderedAllocationFromTheDefaultPool) {
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAllocAsync(&p, 512, stream), CUDA_SUCCESS);
+  EXPECT_EQ(p % 256, 0u);
+  ASSERT_EQ(cuMemsetD32Async(p, 0x01020304u, 128, stream), CUDA_SUCCESS);
+  std::vector<unsigned> host(128);
+  ASSERT_EQ(cuMemcpyDtoHAsync(host.data(), p, 512, stream), CUDA_SUCCESS);
+  EXPECT_EQ(host, std::vector<unsigned>(128, 0x01020304u));
+  ASSERT_EQ(cuMemFreeAsync(p, stream), CUDA_SUCCESS);
+  // Issued work after the free may no longer name the memory.
+  std::string why;
+  EXPECT_FALSE(dlc::standin::checkDeviceRange(reinterpret_cast<void *>(p), 4,
+                                              "late", &why));
+  EXPECT_THAT(why, ::testing::AnyOf(HasSubstr("cuMemFreeAsync was already "
+                                              "issued"),
+                                    HasSubstr("lie in the freed allocation")));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(cuMemsetD8Async(p, 0, 4, stream), CUDA_ERROR_INVALID_VALUE);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemAllocAsync(&p, 16, reinterpret_cast<CUstream>(0x10)),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
 TEST_F(StandinTest, OutOfMemory) {
   size_t total = 0;
   ASSERT_EQ(cuDeviceTotalMem(&total, 0), CUDA_SUCCESS);
@@ -377,6 +403,26 @@ TEST_F(StandinTest, StreamsRunInIssueOrder) {
   EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
   EXPECT_EQ(cuStreamDestroy(stream), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(cuStreamSynchronize(stream), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(StandinTest, LegacyDefaultStreamWaitsForBlockingStreams) {
+  CUfunction slow = kernel(slowKernelSource(), "slow_fill");
+  ASSERT_NE(slow, nullptr);
+  CUstream blocking = nullptr;
+  ASSERT_EQ(cuStreamCreate(&blocking, 0), CUDA_SUCCESS);
+  const int n = 32;
+  CUdeviceptr out = alloc(n * sizeof(int)), copy = alloc(n * sizeof(int));
+  int count = n, ms = 150;
+  void *args[] = {&out, &count, &ms};
+  ASSERT_EQ(cuLaunchKernel(slow, 1, 1, 1, n, 1, 1, 0, blocking, args, nullptr),
+            CUDA_SUCCESS);
+  // CUDA's implicit synchronization: work on the legacy default stream waits
+  // for work issued before it on blocking streams.
+  ASSERT_EQ(cuMemcpyDtoDAsync(copy, out, n * sizeof(int), nullptr),
+            CUDA_SUCCESS);
+  std::vector<int> copied = read<int>(copy, n);
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(copied[i], 2 * i + 1) << i;
 }
 
 TEST_F(StandinTest, EventsOrderStreamsAndTime) {

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 
 #include <cstring>
+#include <thread>
 #include <elf.h>
 
 #include <dlfcn.h>
@@ -139,6 +140,25 @@ TEST(StandinNvrtc, HeadersAndNoPtx) {
   EXPECT_EQ(program, nullptr);
   EXPECT_EQ(nvrtcCompileProgram(program, 0, nullptr),
             NVRTC_ERROR_INVALID_PROGRAM);
+}
+
+TEST(StandinNvrtc, CompilesConcurrently) {
+  // The runtime compiles several kernels at once.
+  std::vector<std::string> images(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&images, t] {
+      images[t] = compile("extern \"C\" __global__ void k" +
+                          std::to_string(t) +
+                          "(int *p) { p[threadIdx.x] = " + std::to_string(t) +
+                          "; }");
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < 4; ++t) {
+    std::string symbol = "dlc_emu_entry_k" + std::to_string(t);
+    EXPECT_NE(images[t].find(symbol), std::string::npos) << t;
+  }
 }
 
 // -- modules and launches -----------------------------------------------------
