@@ -291,6 +291,9 @@ TEST_F(StandinTest, PoolsTrackUsedAndReservedHighWaterMarks) {
   EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1024u + 3072u);
   EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 1024u + 3072u);
   ASSERT_EQ(cuMemFreeAsync(b, stream), CUDA_SUCCESS);
+  // Used bytes drop when the free is issued (deterministic, as the driver
+  // accounts them), not when a worker gets to it.
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1024u);
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(cuMemFreeAsync(b, stream), CUDA_ERROR_INVALID_VALUE);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
@@ -313,6 +316,42 @@ TEST_F(StandinTest, PoolsTrackUsedAndReservedHighWaterMarks) {
   CUdeviceptr again = 0;
   ASSERT_EQ(cuMemAllocFromPoolAsync(&again, 3072, pool, stream), CUDA_SUCCESS);
   EXPECT_EQ(again, b); // cached block of the same size class
+
+  // Freed and allocated again on the same stream: the block comes back at
+  // once, whether or not the free has run yet, and holds 0xFF again.
+  CUfunction slow = kernel(slowKernelSource(), "slow_fill");
+  ASSERT_NE(slow, nullptr);
+  int count = 1, ms = 100;
+  void *args[] = {&again, &count, &ms};
+  ASSERT_EQ(cuLaunchKernel(slow, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(again, stream), CUDA_SUCCESS);
+  CUdeviceptr retaken = 0;
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&retaken, 3000, pool, stream),
+            CUDA_SUCCESS);
+  EXPECT_EQ(retaken, again);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4096u);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 4096u);
+  std::vector<unsigned> words(750);
+  ASSERT_EQ(cuMemcpyDtoHAsync(words.data(), retaken, 3000, stream),
+            CUDA_SUCCESS);
+  EXPECT_EQ(words, std::vector<unsigned>(750, 0xFFFFFFFFu));
+  // Another stream cannot take it while the free is pending.
+  CUstream other = nullptr;
+  ASSERT_EQ(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchKernel(slow, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(again, stream), CUDA_SUCCESS);
+  CUdeviceptr elsewhere = 0;
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&elsewhere, 3000, pool, other),
+            CUDA_SUCCESS);
+  EXPECT_NE(elsewhere, again);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 1024u + 2 * 3072u);
+  ASSERT_EQ(cuMemFreeAsync(elsewhere, other), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(other), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamDestroy(other), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&again, 3072, pool, stream), CUDA_SUCCESS);
 
   cuuint64_t zero = 0, nonzero = 5;
   EXPECT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH,

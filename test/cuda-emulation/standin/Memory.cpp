@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -36,6 +37,8 @@ struct Block {
   size_t size = 0;      // bytes asked for
   MemPool *pool = nullptr; // null: cuMemAlloc
   bool freeIssued = false; // cuMemFreeAsync called, not yet run
+  CUstream freeStream = nullptr; // the stream of the last cuMemFreeAsync
+  int pendingReleases = 0;       // its release tasks not yet run
 };
 
 struct MemPool {
@@ -52,6 +55,12 @@ auto &gLive = *new std::map<uintptr_t, Block *>;  // by ptr
 auto &gFreed = *new std::map<uintptr_t, Block *>; // cached (PROT_NONE) blocks
 auto &gCache = *new std::multimap<std::pair<MemPool *, size_t>, Block *>;
 auto &gPools = *new std::map<CUmemoryPool, std::unique_ptr<MemPool>>;
+// Blocks whose cuMemFreeAsync was issued but has not run, by pool, size
+// class and stream: like a real pool, a later allocation on the same
+// stream may take them at once (stream order makes that safe), so the
+// pools' used and reserved bytes do not depend on how far the workers lag.
+auto &gPending = *new std::multimap<std::tuple<MemPool *, size_t, CUstream>,
+                                   Block *>;
 MemPool *gDefaultPool = nullptr;
 size_t gMapped = 0; // bytes mapped, cached blocks included
 size_t gPageSize = 0;
@@ -81,13 +90,35 @@ void trimLocked(MemPool *pool) {
   }
 }
 
+void erasePending(Block *b) {
+  auto range = gPending.equal_range({b->pool, b->rounded, b->freeStream});
+  for (auto it = range.first; it != range.second; ++it)
+    if (it->second == b) {
+      gPending.erase(it);
+      return;
+    }
+}
+
 /// A new or reused block of |size| bytes; null when the limit is reached.
-/// gMutex held exclusively.
-Block *allocateLocked(size_t size, MemPool *pool) {
+/// |stream|: a stream-ordered allocation on it (pools only). gMutex held
+/// exclusively.
+Block *allocateLocked(size_t size, MemPool *pool, CUstream stream = nullptr) {
   if (!gPageSize)
     gPageSize = size_t(sysconf(_SC_PAGESIZE));
   size_t rounded = roundUp(std::max<size_t>(size, 1), kAlignment);
   Block *b = nullptr;
+  auto pending = pool ? gPending.find({pool, rounded, stream}) : gPending.end();
+  if (pending != gPending.end()) {
+    // Still registered and mapped; its queued release refills it with 0xFF
+    // before any later work on |stream| runs.
+    b = pending->second;
+    gPending.erase(pending);
+    b->size = size;
+    b->freeIssued = false;
+    pool->used += rounded;
+    pool->usedHigh = std::max(pool->usedHigh, pool->used);
+    return b;
+  }
   auto it = gCache.find({pool, rounded});
   if (it != gCache.end()) {
     b = it->second;
@@ -132,12 +163,13 @@ Block *allocateLocked(size_t size, MemPool *pool) {
 }
 
 /// Moves a live block to the cache, refilled with 0xFF and PROT_NONE so that
-/// a use after free faults. gMutex held exclusively.
-void releaseLocked(Block *b) {
+/// a use after free faults. |countUsed|: the pool's used bytes still include
+/// it (cuMemFreeAsync subtracts them when issued). gMutex held exclusively.
+void releaseLocked(Block *b, bool countUsed) {
   gLive.erase(uintptr_t(b->ptr));
   std::memset(b->ptr, 0xFF, b->rounded);
   mprotect(b->map, b->mapBytes - gPageSize, PROT_NONE);
-  if (b->pool)
+  if (b->pool && countUsed)
     b->pool->used -= b->rounded;
   gFreed[uintptr_t(b->ptr)] = b;
   gCache.emplace(std::make_pair(b->pool, b->rounded), b);
@@ -236,6 +268,7 @@ bool checkDeviceRange(const void *pointer, size_t bytes, const char *what,
   uintptr_t p = uintptr_t(pointer);
   std::shared_lock<std::shared_mutex> lock(gMutex);
   // Work that runs on a stream was issued before any later free.
+  // (A block that a later allocation took back is live again.)
   bool workerView = onStreamWorker();
   auto it = gLive.upper_bound(p);
   const Block *b = it == gLive.begin() ? nullptr : std::prev(it)->second;
@@ -283,7 +316,8 @@ void resetMemory() {
   for (auto &entry : gLive)
     live.push_back(entry.second);
   for (Block *b : live)
-    releaseLocked(b);
+    releaseLocked(b, !b->freeIssued);
+  gPending.clear();
   trimLocked(nullptr);
   gPools.clear();
   gDefaultPool = nullptr;
@@ -354,9 +388,13 @@ CUresult allocAsync(CUdeviceptr *dptr, size_t bytes, MemPool *pool,
   if (!isLiveStream(stream))
     return CUDA_ERROR_INVALID_HANDLE;
   std::unique_lock<std::shared_mutex> lock(gMutex);
-  // A stream-ordered allocation is usable by work issued after it; the
-  // block comes from memory whose free already ran, so it is ready now.
-  return allocate(dptr, bytes, pool);
+  // Usable by work issued after it on |stream|: the block is either one
+  // whose free already ran or one freed earlier on this very stream.
+  Block *b = allocateLocked(bytes, pool, stream);
+  if (!b)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *dptr = CUdeviceptr(uintptr_t(b->ptr));
+  return CUDA_SUCCESS;
 }
 
 } // namespace
@@ -390,7 +428,7 @@ CUresult cuMemFree(CUdeviceptr dptr) {
   Block *b = blockAt(dptr);
   if (!b || b->freeIssued)
     return CUDA_ERROR_INVALID_VALUE;
-  releaseLocked(b);
+  releaseLocked(b, true);
   return CUDA_SUCCESS;
 }
 
@@ -441,10 +479,22 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
       return CUDA_ERROR_INVALID_VALUE;
     }
     b->freeIssued = true;
+    b->freeStream = hStream;
+    ++b->pendingReleases;
+    if (b->pool) {
+      b->pool->used -= b->rounded;
+      gPending.emplace(std::make_tuple(b->pool, b->rounded, hStream), b);
+    }
   }
   return enqueue(hStream, "cuMemFreeAsync", [b](std::string *) {
     std::unique_lock<std::shared_mutex> lock(gMutex);
-    releaseLocked(b);
+    if (--b->pendingReleases > 0 || !b->freeIssued) {
+      // Taken back by a later allocation on this stream: only refill it.
+      std::memset(b->ptr, 0xFF, b->rounded);
+      return CUDA_SUCCESS;
+    }
+    erasePending(b);
+    releaseLocked(b, false);
     return CUDA_SUCCESS;
   });
 }
@@ -477,6 +527,8 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     return CUDA_ERROR_INVALID_VALUE;
   // Live allocations keep working until freed (the documented behaviour);
   // their blocks then go to the "no pool" cache.
+  for (auto it = gPending.begin(); it != gPending.end();)
+    it = std::get<0>(it->first) == p ? gPending.erase(it) : std::next(it);
   for (auto &[ptr, b] : gLive)
     if (b->pool == p)
       b->pool = nullptr, (void)ptr;
