@@ -7,8 +7,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
+#include <regex>
 #include <thread>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 extern "C" const char dlrtCudaStandin[];
@@ -116,6 +119,56 @@ TEST(StandinInit, ProcAddressServesVersionedEntries) {
             CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(found, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   EXPECT_EQ(fn, nullptr);
+}
+
+/// The names in the runtime's |list| macro (runtime/cuda/CudaApi.h), read
+/// from the header so that entries the runtime adds are checked here too.
+std::vector<std::string> runtimeEntries(const std::string &list) {
+  std::ifstream in(DLC_RUNTIME_CUDA_API_H);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  size_t begin = text.find("#define " + list + "(X)");
+  size_t end = text.find("\n\n", begin);
+  std::vector<std::string> names;
+  std::regex entry(R"(X\((\w+)\))");
+  if (begin == std::string::npos)
+    return names;
+  std::string body = text.substr(begin, end - begin);
+  for (std::sregex_iterator it(body.begin(), body.end(), entry), last;
+       it != last; ++it)
+    names.push_back((*it)[1].str());
+  return names;
+}
+
+TEST(StandinInit, ServesEveryEntryTheRuntimeLoads) {
+  // As runtime/cuda/CudaApi.cpp opens $DLRT_CUDA_STANDIN.
+  void *library = dlopen(DLC_STANDIN_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  EXPECT_NE(dlsym(library, "dlrtCudaStandin"), nullptr);
+  auto init = reinterpret_cast<decltype(&cuInit)>(dlsym(library, "cuInit"));
+  auto getProc = reinterpret_cast<decltype(&cuGetProcAddress)>(
+      dlsym(library, "cuGetProcAddress_v2"));
+  ASSERT_TRUE(init && getProc);
+  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  std::vector<std::string> driver =
+      runtimeEntries("DLRT_CUDA_DRIVER_FUNCTIONS");
+  EXPECT_GE(driver.size(), 24u);
+  for (const std::string &name : driver) {
+    void *fn = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    EXPECT_EQ(getProc(name.c_str(), &fn, CUDA_VERSION,
+                      CU_GET_PROC_ADDRESS_DEFAULT, &found),
+              CUDA_SUCCESS)
+        << name;
+    EXPECT_EQ(found, CU_GET_PROC_ADDRESS_SUCCESS) << name;
+    EXPECT_NE(fn, nullptr) << name;
+  }
+  for (const char *name : {"cuGetErrorName", "cuGetErrorString"})
+    EXPECT_NE(dlsym(library, name), nullptr) << name;
+  std::vector<std::string> nvrtc = runtimeEntries("DLRT_NVRTC_FUNCTIONS");
+  EXPECT_GE(nvrtc.size(), 9u);
+  for (const std::string &name : nvrtc)
+    EXPECT_NE(dlsym(library, name.c_str()), nullptr) << name;
 }
 
 TEST(StandinInit, ErrorNamesAndTexts) {

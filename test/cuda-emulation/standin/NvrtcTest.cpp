@@ -310,6 +310,30 @@ TEST_F(StandinTest, LaunchChecksAsTheDriverDoes) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
+TEST_F(StandinTest, OutOfBoundsKernelWriteNamesTheKernel) {
+  CUfunction oob = kernel(R"(
+extern "C" __global__ void write_past_end(float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i <= n)  // one element too many
+    out[i] = 1.0f;
+}
+)",
+                          "write_past_end");
+  ASSERT_NE(oob, nullptr);
+  // 256 floats fill the allocation up to its guard page exactly.
+  CUdeviceptr out = alloc(256 * sizeof(float));
+  int n = 256;
+  void *args[] = {&out, &n};
+  EXPECT_DEATH(
+      {
+        cuLaunchKernel(oob, 8, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr);
+        cuCtxSynchronize();
+      },
+      "dlrt-cuda-standin: kernel write_past_end: invalid memory access at "
+      "0x[0-9a-f]+ \\(0 bytes past the end of the allocation "
+      "0x[0-9a-f]+\\+1024\\)");
+}
+
 TEST_F(StandinTest, RejectsRealCubins) {
   // An ELF header as NVCC/NVRTC write for GPU code: e_machine EM_CUDA.
   std::vector<unsigned char> fake(4096, 0);
