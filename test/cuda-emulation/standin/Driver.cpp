@@ -64,6 +64,7 @@ struct Function {
   const unsigned long long *paramSizes = nullptr;
   const unsigned char *paramIsPointer = nullptr; // may be null
   int maxDynamicShared = kDefaultSharedPerBlock;
+  int maxThreads = kMaxThreadsPerBlock; // lowered by __launch_bounds__
 };
 
 struct Module {
@@ -430,6 +431,10 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
   f->paramSizes = sizes;
   f->paramIsPointer = static_cast<const unsigned char *>(
       dlsym(m.library, ("dlc_emu_param_is_pointer_" + n).c_str()));
+  if (auto *bound = static_cast<const int *>(
+          dlsym(m.library, ("dlc_emu_standin_max_threads_" + n).c_str())))
+    if (*bound > 0 && *bound < kMaxThreadsPerBlock)
+      f->maxThreads = *bound;
   CUfunction handle = reinterpret_cast<CUfunction>(f.get());
   gFunctions[handle] = {f.get(), it->second};
   m.functions[n] = std::move(f);
@@ -449,7 +454,7 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
     return CUDA_ERROR_INVALID_HANDLE;
   const Function &f = *it->second.first;
   switch (attrib) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = kMaxThreadsPerBlock; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = f.maxThreads; break;
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
     *pi = f.maxDynamicShared;
     break;
@@ -506,7 +511,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     return r;
   Function *function;
   std::shared_ptr<Module> module;
-  int maxShared;
+  int maxShared, maxThreads;
   {
     std::lock_guard<std::mutex> lock(gModulesMutex);
     auto it = gFunctions.find(f);
@@ -515,6 +520,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     function = it->second.first;
     module = it->second.second;
     maxShared = function->maxDynamicShared;
+    maxThreads = function->maxThreads;
   }
   if (!isLiveStream(hStream))
     return CUDA_ERROR_INVALID_HANDLE;
@@ -541,6 +547,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                        name + ": block " + dims(block) + " has " +
                            std::to_string(threads) +
                            " threads; at most 1024 per block");
+  // Within the device's limit but beyond the kernel's (__launch_bounds__):
+  // the driver's "too many resources requested for launch".
+  if (threads > uint64_t(maxThreads))
+    return launchError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                       name + ": block " + dims(block) + " has " +
+                           std::to_string(threads) +
+                           " threads; the kernel's __launch_bounds__ allow " +
+                           std::to_string(maxThreads));
   if (int64_t(sharedMemBytes) > maxShared)
     return launchError(
         CUDA_ERROR_INVALID_VALUE,

@@ -84,11 +84,18 @@ std::string trim(const std::string &s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+/// A kernel of the program: its name and, when it has __launch_bounds__,
+/// the expression of its maximum threads per block.
+struct Kernel {
+  std::string name;
+  std::string maxThreads;
+};
+
 /// Finds the kernels of |code| (comments stripped). Appends an NVRTC-style
 /// error line to |log| for each `__global__` that is not extern "C" or whose
 /// name cannot be found; returns false then.
 bool findKernels(const std::string &code, const std::string &name,
-                 std::vector<std::string> *kernels, std::string *log) {
+                 std::vector<Kernel> *kernels, std::string *log) {
   bool ok = true;
   static const std::string kGlobal = "__global__";
   for (size_t at = code.find(kGlobal); at != std::string::npos;
@@ -116,7 +123,7 @@ bool findKernels(const std::string &code, const std::string &name,
     }
     // The name: the last identifier before the parameter list's '(',
     // skipping __launch_bounds__(...) and __align__(...).
-    std::string kernel, last;
+    std::string kernel, last, maxThreads;
     size_t i = at + kGlobal.size();
     while (i < code.size()) {
       char c = code[i];
@@ -127,12 +134,20 @@ bool findKernels(const std::string &code, const std::string &name,
         last = code.substr(b, i - b);
         if (last == "__launch_bounds__" || last == "__align__") {
           size_t open = code.find('(', i);
+          if (open == std::string::npos)
+            break;
           int depth = 0;
+          size_t firstComma = std::string::npos;
           for (i = open; i < code.size(); ++i) {
             depth += code[i] == '(' ? 1 : code[i] == ')' ? -1 : 0;
+            if (depth == 1 && code[i] == ',' && firstComma == std::string::npos)
+              firstComma = i;
             if (depth == 0)
               break;
           }
+          if (last == "__launch_bounds__")
+            maxThreads = code.substr(
+                open + 1, std::min(firstComma, i) - open - 1);
           ++i;
           last.clear();
         }
@@ -163,8 +178,10 @@ bool findKernels(const std::string &code, const std::string &name,
       ok = false;
       continue;
     }
-    if (std::find(kernels->begin(), kernels->end(), kernel) == kernels->end())
-      kernels->push_back(kernel);
+    if (std::find_if(kernels->begin(), kernels->end(), [&](const Kernel &k) {
+          return k.name == kernel;
+        }) == kernels->end())
+      kernels->push_back({kernel, trim(maxThreads)});
   }
   return ok;
 }
@@ -368,7 +385,7 @@ nvrtcResult compile(_nvrtcProgram &p, int numOptions,
     return NVRTC_ERROR_INVALID_OPTION;
 
   std::string code = stripComments(p.source);
-  std::vector<std::string> kernels;
+  std::vector<Kernel> kernels;
   if (!findKernels(code, p.name, &kernels, &p.log))
     return NVRTC_ERROR_COMPILATION;
 
@@ -399,8 +416,16 @@ nvrtcResult compile(_nvrtcProgram &p, int numOptions,
   std::string wrapper = "#define __CUDA_ARCH__ " + std::to_string(arch * 10) +
                         "\n#define __CUDACC_RTC__ 1\n#include \"" +
                         sourcePath + "\"\n";
-  for (const std::string &k : kernels)
-    wrapper += "DLC_EMU_EXPORT_KERNEL(" + k + ")\n";
+  for (const Kernel &k : kernels) {
+    wrapper += "DLC_EMU_EXPORT_KERNEL(" + k.name + ")\n";
+    // The stand-in's own export (not the header's): the driver checks
+    // launches against __launch_bounds__ as a real one checks them against
+    // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK. The compiler evaluates the
+    // expression, macros included.
+    if (!k.maxThreads.empty())
+      wrapper += "extern \"C\" const int dlc_emu_standin_max_threads_" +
+                 k.name + " = (" + k.maxThreads + ");\n";
+  }
   wrapper += "extern \"C\" const int dlc_emu_abi_version = "
              "DLC_EMU_ABI_VERSION;\n"
              "extern \"C\" const int dlc_emu_uses_collectives = " +

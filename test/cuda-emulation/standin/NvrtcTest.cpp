@@ -201,6 +201,19 @@ extern "C" __global__ void reverse_block(const int *in, int *out) {
   std::vector<float> got = read<float>(dy, n);
   for (int i = 0; i < n; ++i)
     ASSERT_EQ(got[i], 3.0f * i + 2.0f) << i; // SCALE=2 from -D
+  // __launch_bounds__(256) lowers the kernel's limit below the device's.
+  int bound = 0;
+  ASSERT_EQ(cuFuncGetAttribute(&bound, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                               axpy),
+            CUDA_SUCCESS);
+  EXPECT_EQ(bound, 256);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(cuLaunchKernel(axpy, 2, 1, 1, 512, 1, 1, 0, nullptr, args,
+                           nullptr),
+            CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("axpy: block 512x1x1 has 512 threads; the kernel's "
+                        "__launch_bounds__ allow 256"));
 
   CUdeviceptr in = alloc(64 * 4), out = alloc(64 * 4);
   std::vector<int> values(64);
