@@ -629,6 +629,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
   uint64_t seed = splitmix64(baseSeed ^ splitmix64(gLaunchCounter.fetch_add(1)));
   Entry entry = function->entry;
   int fibers = module->usesCollectives ? 1 : 0;
+  log("launch " + name + " grid " + dims(grid) + " block " + dims(block) +
+      " shared " + std::to_string(sharedMemBytes) +
+      (fibers ? " (fibers)" : ""));
   return enqueue(
       hStream, "kernel " + name,
       [=, module = std::move(module)](std::string *message) {

@@ -10,6 +10,7 @@
 
 #include <nvrtc.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -411,8 +412,13 @@ nvrtcResult compile(_nvrtcProgram &p, int numOptions,
   };
   bool written = writeFile(sourcePath, rewriteDynamicShared(p.source));
   for (auto &[include, text] : p.headers)
-    written = written && writeFile(dir + "/include/" + include, text);
+    written = written &&
+              writeFile(dir + "/include/" + include, rewriteDynamicShared(text));
 
+  // Headers given to nvrtcCreateProgram may hold the barriers too.
+  bool collectives = usesCollectives(code);
+  for (auto &[include, text] : p.headers)
+    collectives = collectives || usesCollectives(stripComments(text));
   std::string wrapper = "#define __CUDA_ARCH__ " + std::to_string(arch * 10) +
                         "\n#define __CUDACC_RTC__ 1\n#include \"" +
                         sourcePath + "\"\n";
@@ -429,7 +435,7 @@ nvrtcResult compile(_nvrtcProgram &p, int numOptions,
   wrapper += "extern \"C\" const int dlc_emu_abi_version = "
              "DLC_EMU_ABI_VERSION;\n"
              "extern \"C\" const int dlc_emu_uses_collectives = " +
-             std::string(usesCollectives(code) ? "1" : "0") + ";\n";
+             std::string(collectives ? "1" : "0") + ";\n";
   written = written && writeFile(wrapperPath, wrapper);
 
   nvrtcResult result = NVRTC_SUCCESS;
@@ -456,7 +462,15 @@ nvrtcResult compile(_nvrtcProgram &p, int numOptions,
     argv.push_back(modulePath);
     argv.push_back(wrapperPath);
     std::string output;
+    auto started = std::chrono::steady_clock::now();
     int status = run(argv, &output);
+    dlc::standin::log(
+        "nvrtc: " + p.name + ": " + std::to_string(kernels.size()) +
+        " kernel(s) compiled in " +
+        std::to_string(std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - started)
+                           .count()) +
+        " s with " + emulationHeader());
     replaceAll(&output, sourcePath, p.name);
     replaceAll(&output, wrapperPath, p.name + " (stand-in wrapper)");
     replaceAll(&output, dir + "/include/", "");
