@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -562,6 +563,58 @@ TEST_F(StandinTest, EventsOrderStreamsAndTime) {
   EXPECT_EQ(cuEventDestroy(never), CUDA_SUCCESS);
   EXPECT_EQ(cuEventQuery(never), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+TEST_F(StandinTest, EnqueuedLibraryWorkRunsInOrderAndFailsSticky) {
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(dlc::standin::enqueue(stream, "step",
+                                    [&order, i](std::string *) {
+                                      std::this_thread::sleep_for(
+                                          std::chrono::milliseconds(5 - i));
+                                      order.push_back(i);
+                                      return CUDA_SUCCESS;
+                                    }),
+              CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(order, std::vector<int>({0, 1, 2, 3, 4}));
+  // The worker pool runs every index once.
+  std::vector<std::atomic<int>> hits(1000);
+  dlc::standin::parallelFor(1000, [&](int64_t i) { hits[i]++; });
+  for (auto &h : hits)
+    ASSERT_EQ(h.load(), 1);
+
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(dlc::standin::enqueue(stream, "cublasLtMatmul",
+                                  [](std::string *message) {
+                                    *message = "bad descriptor";
+                                    return CUDA_ERROR_INVALID_VALUE;
+                                  }),
+            CUDA_SUCCESS);
+  bool ranAfter = false;
+  dlc::standin::enqueue(stream, "after", [&](std::string *) {
+    ranAfter = true;
+    return CUDA_SUCCESS;
+  });
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("dlrt-cuda-standin: cublasLtMatmul failed "
+                        "(CUDA_ERROR_INVALID_VALUE): bad descriptor"));
+  EXPECT_FALSE(ranAfter); // a poisoned context runs nothing more
+  EXPECT_EQ(dlc::standin::enqueue(stream, "later",
+                                  [](std::string *) { return CUDA_SUCCESS; }),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(dlc::standin::enqueue(reinterpret_cast<CUstream>(0x20), "x",
+                                  [](std::string *) { return CUDA_SUCCESS; }),
+            CUDA_ERROR_INVALID_VALUE); // the sticky error comes first
+}
+
+TEST_F(StandinTest, EnqueueOnAnUnknownStreamFails) {
+  EXPECT_EQ(dlc::standin::enqueue(reinterpret_cast<CUstream>(0x20), "x",
+                                  [](std::string *) { return CUDA_SUCCESS; }),
+            CUDA_ERROR_INVALID_HANDLE);
 }
 
 TEST_F(StandinTest, FailedKernelIsStickyUntilTheContextIsReset) {

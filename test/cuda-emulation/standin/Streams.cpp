@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,7 +75,15 @@ void Stream::run() {
     if (gSticky.load() == CUDA_SUCCESS) {
       std::string message;
       setCurrentOperation(task.label.c_str());
-      CUresult result = task.work(&message);
+      CUresult result;
+      try {
+        result = task.work(&message);
+      } catch (const std::exception &e) {
+        // A library part that throws must not take the process down
+        // through the worker thread.
+        message = std::string("C++ exception: ") + e.what();
+        result = CUDA_ERROR_UNKNOWN;
+      }
       setCurrentOperation(nullptr);
       if (result != CUDA_SUCCESS) {
         const char *name = "?";
