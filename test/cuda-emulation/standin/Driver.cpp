@@ -314,6 +314,15 @@ CUresult cuCtxGetCurrent(CUcontext *pctx) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuCtxGetDevice(CUdevice *device) {
+  if (CUresult r = checkContext(); r != CUDA_SUCCESS)
+    return r;
+  if (!device)
+    return CUDA_ERROR_INVALID_VALUE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   if (CUresult r = checkContext(); r != CUDA_SUCCESS)
     return r;

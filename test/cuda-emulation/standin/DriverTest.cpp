@@ -456,6 +456,17 @@ TEST_F(StandinTest, OutOfMemory) {
   ASSERT_EQ(cuDeviceTotalMem(&total, 0), CUDA_SUCCESS);
   CUdeviceptr p = 0;
   EXPECT_EQ(cuMemAlloc(&p, total + 1), CUDA_ERROR_OUT_OF_MEMORY);
+  size_t free = 0, total2 = 0;
+  ASSERT_EQ(cuMemGetInfo(&free, &total2), CUDA_SUCCESS);
+  EXPECT_EQ(total2, total);
+  ASSERT_EQ(cuMemAlloc(&p, 1 << 20), CUDA_SUCCESS);
+  size_t after = 0;
+  ASSERT_EQ(cuMemGetInfo(&after, &total2), CUDA_SUCCESS);
+  EXPECT_EQ(free - after, (size_t(1) << 20) + size_t(sysconf(_SC_PAGESIZE)))
+      << "the allocation and its guard page";
+  CUdevice device = -1;
+  ASSERT_EQ(cuCtxGetDevice(&device), CUDA_SUCCESS);
+  EXPECT_EQ(device, 0);
 }
 
 // -- streams and events -------------------------------------------------------

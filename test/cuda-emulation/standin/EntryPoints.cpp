@@ -84,6 +84,7 @@ const ErrorText *findError(CUresult code) {
   X(cuCtxSetCurrent)                                                           \
   X(cuCtxGetCurrent)                                                           \
   X(cuCtxSynchronize)                                                          \
+  X(cuCtxGetDevice)                                                            \
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
   X(cuStreamSynchronize)                                                       \
@@ -97,6 +98,7 @@ const ErrorText *findError(CUresult code) {
   X(cuEventDestroy)                                                            \
   X(cuMemAlloc)                                                                \
   X(cuMemFree)                                                                 \
+  X(cuMemGetInfo)                                                              \
   X(cuMemAllocAsync)                                                           \
   X(cuMemPoolCreate)                                                           \
   X(cuMemPoolDestroy)                                                          \

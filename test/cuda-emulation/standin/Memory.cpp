@@ -432,6 +432,17 @@ CUresult cuMemFree(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuMemGetInfo(size_t *free, size_t *total) {
+  if (CUresult r = checkContext(); r != CUDA_SUCCESS)
+    return r;
+  if (!free || !total)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::shared_lock<std::shared_mutex> lock(gMutex);
+  *total = deviceMemoryLimit();
+  *free = *total - std::min(*total, gMapped);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   if (CUresult r = checkContext(); r != CUDA_SUCCESS)
     return r;
