@@ -1,4 +1,4 @@
-//===- Driver.cpp - stand-in CUDA driver: device, context, modules --------===//
+//===- Driver.cpp - stand-in CUDA driver: device, context, modules -------===//
 // The CUDA driver API on the host: one sm_90 device with H100-like limits,
 // its primary context, modules that are host shared objects built by the
 // stand-in NVRTC, and kernel launches checked as a real driver checks them
@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <dlfcn.h>
@@ -80,8 +81,8 @@ struct Module {
 // Never destroyed: queued launches may run while the process exits.
 std::mutex &gModulesMutex = *new std::mutex;
 auto &gModules = *new std::map<CUmodule, std::shared_ptr<Module>>;
-auto &gFunctions = *new std::map<
-    CUfunction, std::pair<Function *, std::shared_ptr<Module>>>;
+auto &gFunctions =
+    *new std::map<CUfunction, std::pair<Function *, std::shared_ptr<Module>>>;
 std::atomic<uint64_t> gLaunchCounter{0};
 
 void resetModules() {
@@ -207,57 +208,51 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
     return CUDA_ERROR_INVALID_DEVICE;
   // An H100 SXM's values (deviceQuery on CUDA 12/13); attributes not listed
   // report 0 (feature absent).
+  static const std::pair<CUdevice_attribute, int> kAttributes[] = {
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, kDefaultSharedPerBlock},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+       kOptinSharedPerBlock},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 228 * 1024},
+      {CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 1024},
+      {CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536},
+      {CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+      {CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2147483647},
+      {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536},
+      {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536},
+      {CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1980000}, // kHz
+      {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 2619000},
+      {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 5120},
+      {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 50 * 1024 * 1024},
+      {CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 512},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+      {CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 2},
+      {CU_DEVICE_ATTRIBUTE_GPU_OVERLAP, 1},
+      {CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1},
+      {CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1},
+      {CU_DEVICE_ATTRIBUTE_ECC_ENABLED, 1},
+      {CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
+      {CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, 1},
+      {CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, 1},
+      {CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, 1},
+      {CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+      {CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1},
+      {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
+  };
   int value = 0;
-  switch (attrib) {
-  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: value = 1024; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: value = 1024; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: value = 1024; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: value = 64; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: value = 2147483647; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: value = 65535; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: value = 65535; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
-    value = kDefaultSharedPerBlock;
-    break;
-  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-    value = kOptinSharedPerBlock;
-    break;
-  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-    value = 228 * 1024;
-    break;
-  case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: value = 1024; break;
-  case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: value = 65536; break;
-  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: value = 32; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_PITCH: value = 2147483647; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: value = 65536; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: value = 65536; break;
-  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: value = 1980000; break; // kHz
-  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: value = 2619000; break;
-  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: value = 5120; break;
-  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: value = 50 * 1024 * 1024; break;
-  case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: value = 512; break;
-  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: value = 132; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: value = 2048; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: value = 32; break;
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: value = 9; break;
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: value = 0; break;
-  case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: value = 2; break;
-  case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
-  case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
-  case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
-  case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
-  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-  case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
-  case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
-  case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
-  case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
-  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
-  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
-    value = 1;
-    break;
-  default:
-    break;
-  }
+  for (const auto &[attribute, v] : kAttributes)
+    if (attribute == attrib)
+      value = v;
   *pi = value;
   return CUDA_SUCCESS;
 }
@@ -309,8 +304,8 @@ CUresult cuCtxGetCurrent(CUcontext *pctx) {
     return CUDA_ERROR_NOT_INITIALIZED;
   if (!pctx)
     return CUDA_ERROR_INVALID_VALUE;
-  *pctx = tlsCurrent == primaryHandle() && primaryActive() ? tlsCurrent
-                                                           : nullptr;
+  *pctx =
+      tlsCurrent == primaryHandle() && primaryActive() ? tlsCurrent : nullptr;
   return CUDA_SUCCESS;
 }
 
@@ -355,8 +350,8 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   // A file of its own for each module: dlopen returns an already loaded
   // object when the path matches one, so /proc/self/fd/N (N reused) won't do.
   const char *tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") +
-                     "/dlrt-standin-module-XXXXXX";
+  std::string path =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/dlrt-standin-module-XXXXXX";
   int fd = mkstemp(path.data());
   if (fd < 0)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -372,7 +367,8 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
         true);
     return CUDA_ERROR_INVALID_IMAGE;
   }
-  auto *version = static_cast<const int *>(dlsym(library, "dlc_emu_abi_version"));
+  auto *version =
+      static_cast<const int *>(dlsym(library, "dlc_emu_abi_version"));
   auto *collectives =
       static_cast<const int *>(dlsym(library, "dlc_emu_uses_collectives"));
   if (!version || *version != DLC_EMU_ABI_VERSION || !collectives) {
@@ -424,8 +420,8 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
     return CUDA_SUCCESS;
   }
   std::string n = name;
-  auto entry = reinterpret_cast<Entry>(
-      dlsym(m.library, ("dlc_emu_entry_" + n).c_str()));
+  auto entry =
+      reinterpret_cast<Entry>(dlsym(m.library, ("dlc_emu_entry_" + n).c_str()));
   auto *count = static_cast<const int *>(
       dlsym(m.library, ("dlc_emu_param_count_" + n).c_str()));
   auto *sizes = static_cast<const unsigned long long *>(
@@ -463,13 +459,17 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
     return CUDA_ERROR_INVALID_HANDLE;
   const Function &f = *it->second.first;
   switch (attrib) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = f.maxThreads; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *pi = f.maxThreads;
+    break;
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
     *pi = f.maxDynamicShared;
     break;
   // Host code has no registers or static shared memory the driver could
   // count; a modest register count keeps occupancy math sane.
-  case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS:
+    *pi = 32;
+    break;
   case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
   case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
   case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
@@ -480,7 +480,9 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
   case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
     *pi = 90;
     break;
-  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    *pi = -1;
+    break;
   default:
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -590,9 +592,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
       (*storage)[i].assign(p, p + function->paramSizes[i]);
     }
   } else if (count > 0) {
-    // extra = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE,
-    // &size, CU_LAUNCH_PARAM_END}; arguments sit at their natural alignment
-    // (assumed min(size, 8), which holds for scalars and pointers).
+    // extra = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf,
+    // CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END}; arguments sit
+    // at their natural alignment (assumed min(size, 8), which holds for scalars
+    // and pointers).
     const char *buffer = nullptr;
     size_t bufferSize = 0;
     for (void **e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
@@ -610,11 +613,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
       size_t align = size >= 8 ? 8 : size >= 4 ? 4 : size >= 2 ? 2 : 1;
       offset = (offset + align - 1) / align * align;
       if (!buffer || offset + size > bufferSize)
-        return launchError(CUDA_ERROR_INVALID_VALUE,
-                           name + ": the extra buffer of " +
-                               std::to_string(bufferSize) +
-                               " bytes is too small for parameter " +
-                               std::to_string(i));
+        return launchError(
+            CUDA_ERROR_INVALID_VALUE,
+            name + ": the extra buffer of " + std::to_string(bufferSize) +
+                " bytes is too small for parameter " + std::to_string(i));
       (*storage)[i].assign(buffer + offset, buffer + offset + size);
       offset += size;
     }
@@ -628,44 +630,43 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
       void *p = nullptr;
       std::memcpy(&p, (*storage)[i].data(), sizeof p);
       std::string why;
-      std::string what =
-          "kernel " + name + " argument " + std::to_string(i);
+      std::string what = "kernel " + name + " argument " + std::to_string(i);
       if (p && !checkDeviceRange(p, 0, what.c_str(), &why))
         return launchError(CUDA_ERROR_INVALID_VALUE, why);
     }
   }
   static const uint64_t baseSeed = envUnsigned("DLRT_CUDA_STANDIN_SEED", 1);
-  uint64_t seed = splitmix64(baseSeed ^ splitmix64(gLaunchCounter.fetch_add(1)));
+  uint64_t seed =
+      splitmix64(baseSeed ^ splitmix64(gLaunchCounter.fetch_add(1)));
   Entry entry = function->entry;
   int fibers = module->usesCollectives ? 1 : 0;
   log("launch " + name + " grid " + dims(grid) + " block " + dims(block) +
       " shared " + std::to_string(sharedMemBytes) +
       (fibers ? " (fibers)" : ""));
-  return enqueue(
-      hStream, "kernel " + name,
-      [=, module = std::move(module)](std::string *message) {
-        std::vector<void *> params(storage->size());
-        for (size_t i = 0; i < params.size(); ++i)
-          params[i] = (*storage)[i].data();
-        char error[1024] = "";
-        dlc_emu_launch launch{};
-        for (int i = 0; i < 3; ++i) {
-          launch.grid[i] = grid[i];
-          launch.block[i] = block[i];
-        }
-        launch.dynamic_shared_bytes = sharedMemBytes;
-        launch.seed = seed;
-        launch.fibers = fibers;
-        launch.params = params.data();
-        launch.parallel_for = poolParallelFor;
-        launch.pool = nullptr;
-        launch.error = error;
-        launch.error_size = sizeof error;
-        int result = entry(&launch);
-        if (result != DLC_EMU_OK)
-          *message = error;
-        return CUresult(result);
-      });
+  return enqueue(hStream, "kernel " + name,
+                 [=, module = std::move(module)](std::string *message) {
+                   std::vector<void *> params(storage->size());
+                   for (size_t i = 0; i < params.size(); ++i)
+                     params[i] = (*storage)[i].data();
+                   char error[1024] = "";
+                   dlc_emu_launch launch{};
+                   for (int i = 0; i < 3; ++i) {
+                     launch.grid[i] = grid[i];
+                     launch.block[i] = block[i];
+                   }
+                   launch.dynamic_shared_bytes = sharedMemBytes;
+                   launch.seed = seed;
+                   launch.fibers = fibers;
+                   launch.params = params.data();
+                   launch.parallel_for = poolParallelFor;
+                   launch.pool = nullptr;
+                   launch.error = error;
+                   launch.error_size = sizeof error;
+                   int result = entry(&launch);
+                   if (result != DLC_EMU_OK)
+                     *message = error;
+                   return CUresult(result);
+                 });
 }
 
 } // extern "C"

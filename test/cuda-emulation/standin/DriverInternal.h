@@ -1,4 +1,4 @@
-//===- DriverInternal.h - what the stand-in driver's files share -*- C++ -*-===//
+//===- DriverInternal.h - shared by the stand-in driver's files -*- C++ -*-===//
 // Driver.cpp (init, device, context, modules, launches), Streams.cpp
 // (streams, events, the worker pool) and Memory.cpp (allocations, pools,
 // copies, the fault handler) share these. Not used by the cuBLASLt and cuDNN

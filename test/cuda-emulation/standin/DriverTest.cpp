@@ -174,8 +174,7 @@ TEST(StandinInit, ServesEveryEntryTheRuntimeLoads) {
 
 TEST(StandinInit, ErrorNamesAndTexts) {
   const char *text = nullptr;
-  ASSERT_EQ(cuGetErrorName(CUDA_ERROR_NO_BINARY_FOR_GPU, &text),
-            CUDA_SUCCESS);
+  ASSERT_EQ(cuGetErrorName(CUDA_ERROR_NO_BINARY_FOR_GPU, &text), CUDA_SUCCESS);
   EXPECT_STREQ(text, "CUDA_ERROR_NO_BINARY_FOR_GPU");
   ASSERT_EQ(cuGetErrorString(CUDA_ERROR_INVALID_VALUE, &text), CUDA_SUCCESS);
   EXPECT_STREQ(text, "invalid argument");
@@ -225,13 +224,12 @@ TEST(StandinInit, ExitWithWorkInFlightIsClean) {
 // -- memory -------------------------------------------------------------------
 
 TEST_F(StandinTest, AllocationsAreAlignedAndFilledWithFF) {
-  for (size_t bytes : {size_t(1), size_t(100), size_t(256), size_t(4097),
-                       size_t(1) << 20}) {
+  for (size_t bytes :
+       {size_t(1), size_t(100), size_t(256), size_t(4097), size_t(1) << 20}) {
     CUdeviceptr p = alloc(bytes);
     EXPECT_EQ(p % 256, 0u) << bytes;
     std::vector<unsigned char> host = read<unsigned char>(p, bytes);
-    EXPECT_EQ(std::count(host.begin(), host.end(), 0xFF), long(bytes))
-        << bytes;
+    EXPECT_EQ(std::count(host.begin(), host.end(), 0xFF), long(bytes)) << bytes;
     EXPECT_EQ(cuMemFree(p), CUDA_SUCCESS);
   }
   // Floats read from new memory are NaN.
@@ -360,9 +358,9 @@ TEST_F(StandinTest, PoolsTrackUsedAndReservedHighWaterMarks) {
   EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 4096u);
 
   cuuint64_t keep = ~cuuint64_t(0);
-  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                  &keep),
-            CUDA_SUCCESS);
+  ASSERT_EQ(
+      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+      CUDA_SUCCESS);
   ASSERT_EQ(cuMemAllocFromPoolAsync(&b, 3000, pool, stream), CUDA_SUCCESS);
   ASSERT_EQ(cuMemFreeAsync(b, stream), CUDA_SUCCESS);
   ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
@@ -408,17 +406,17 @@ TEST_F(StandinTest, PoolsTrackUsedAndReservedHighWaterMarks) {
   ASSERT_EQ(cuMemAllocFromPoolAsync(&again, 3072, pool, stream), CUDA_SUCCESS);
 
   cuuint64_t zero = 0, nonzero = 5;
-  EXPECT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                                  &nonzero),
-            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &nonzero),
+      CUDA_ERROR_INVALID_VALUE);
   ASSERT_EQ(cuMemFreeAsync(again, stream), CUDA_SUCCESS);
   ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
   ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero),
             CUDA_SUCCESS);
   EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), 1024u);
-  EXPECT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                                  &zero),
-            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero),
+      CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuMemFreeAsync(a, stream), CUDA_SUCCESS);
   EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
   EXPECT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
@@ -648,8 +646,9 @@ extern "C" __global__ void trap_at(int *out, int where) {
   ASSERT_EQ(cuLaunchKernel(trap, 2, 1, 1, 32, 1, 1, 0, stream, args, nullptr),
             CUDA_SUCCESS);
   EXPECT_EQ(cuStreamSynchronize(stream), CUDA_ERROR_ILLEGAL_INSTRUCTION);
-  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
-              HasSubstr("kernel trap_at failed (CUDA_ERROR_ILLEGAL_INSTRUCTION)"));
+  EXPECT_THAT(
+      ::testing::internal::GetCapturedStderr(),
+      HasSubstr("kernel trap_at failed (CUDA_ERROR_ILLEGAL_INSTRUCTION)"));
   CUdeviceptr p = 0;
   EXPECT_EQ(cuMemAlloc(&p, 16), CUDA_ERROR_ILLEGAL_INSTRUCTION);
   EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_INSTRUCTION);

@@ -1,4 +1,4 @@
-//===- DriverTestSupport.h - fixtures of the stand-in driver tests -*- C++ -*-===//
+//===- DriverTestSupport.h - stand-in driver test fixtures ------*- C++ -*-===//
 // A context per test (released afterwards, which resets the stand-in: a
 // sticky error of one test cannot leak into the next) and kernels compiled
 // with the stand-in NVRTC.
@@ -27,11 +27,11 @@ inline void useEmulationHeader() {
 
 /// Compiles |source| with the stand-in NVRTC; the image, or empty with the
 /// log in |*log| and the result in |*result|.
-inline std::string compile(const std::string &source,
-                           std::vector<const char *> options = {
-                               "--gpu-architecture=sm_90", "--std=c++17"},
-                           std::string *log = nullptr,
-                           nvrtcResult *result = nullptr) {
+inline std::string
+compile(const std::string &source,
+        std::vector<const char *> options = {"--gpu-architecture=sm_90",
+                                             "--std=c++17"},
+        std::string *log = nullptr, nvrtcResult *result = nullptr) {
   useEmulationHeader();
   nvrtcProgram program = nullptr;
   EXPECT_EQ(nvrtcCreateProgram(&program, source.c_str(), "test_kernels.cu", 0,

@@ -1,4 +1,4 @@
-//===- EntryPoints.cpp - stand-in driver's error texts and cuGetProcAddress ===//
+//===- EntryPoints.cpp - stand-in error texts and cuGetProcAddress -------===//
 // cuGetErrorName/String with the real driver's names and texts for every
 // code the stand-in returns, and cuGetProcAddress, through which the
 // runtime resolves every driver entry point by base name.

@@ -32,9 +32,9 @@ struct MemPool;
 struct Block {
   char *map = nullptr; // the mapping, guard page included
   size_t mapBytes = 0;
-  char *ptr = nullptr;  // what the caller gets; ptr + rounded = guard page
-  size_t rounded = 0;   // size rounded up to 256 bytes: the size class
-  size_t size = 0;      // bytes asked for
+  char *ptr = nullptr;     // what the caller gets; ptr + rounded = guard page
+  size_t rounded = 0;      // size rounded up to 256 bytes: the size class
+  size_t size = 0;         // bytes asked for
   MemPool *pool = nullptr; // null: cuMemAlloc
   bool freeIssued = false; // cuMemFreeAsync called, not yet run
   CUstream freeStream = nullptr; // the stream of the last cuMemFreeAsync
@@ -51,16 +51,16 @@ struct MemPool {
 
 // Never destroyed: stream workers may use them while the process exits.
 std::shared_mutex &gMutex = *new std::shared_mutex; // guards all below
-auto &gLive = *new std::map<uintptr_t, Block *>;  // by ptr
-auto &gFreed = *new std::map<uintptr_t, Block *>; // cached (PROT_NONE) blocks
+auto &gLive = *new std::map<uintptr_t, Block *>;    // by ptr
+auto &gFreed = *new std::map<uintptr_t, Block *>;   // cached (PROT_NONE) blocks
 auto &gCache = *new std::multimap<std::pair<MemPool *, size_t>, Block *>;
 auto &gPools = *new std::map<CUmemoryPool, std::unique_ptr<MemPool>>;
 // Blocks whose cuMemFreeAsync was issued but has not run, by pool, size
 // class and stream: like a real pool, a later allocation on the same
 // stream may take them at once (stream order makes that safe), so the
 // pools' used and reserved bytes do not depend on how far the workers lag.
-auto &gPending = *new std::multimap<std::tuple<MemPool *, size_t, CUstream>,
-                                   Block *>;
+auto &gPending =
+    *new std::multimap<std::tuple<MemPool *, size_t, CUstream>, Block *>;
 MemPool *gDefaultPool = nullptr;
 size_t gMapped = 0; // bytes mapped, cached blocks included
 size_t gPageSize = 0;
@@ -81,7 +81,8 @@ void unmapBlock(Block *b) {
 /// gMutex held exclusively.
 void trimLocked(MemPool *pool) {
   for (auto it = gCache.begin(); it != gCache.end();) {
-    if (!pool || (it->first.first == pool && pool->reserved > pool->threshold)) {
+    if (!pool ||
+        (it->first.first == pool && pool->reserved > pool->threshold)) {
       unmapBlock(it->second);
       it = gCache.erase(it);
     } else {
@@ -255,8 +256,8 @@ void onFault(int signal, siginfo_t *info, void *) {
 
 size_t deviceMemoryLimit() {
   static const size_t limit = [] {
-    size_t physical = size_t(sysconf(_SC_PHYS_PAGES)) *
-                      size_t(sysconf(_SC_PAGESIZE));
+    size_t physical =
+        size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGESIZE));
     size_t fallback = std::min<size_t>(size_t(80) << 30, physical / 2);
     return size_t(envUnsigned("DLRT_CUDA_STANDIN_MEMORY_BYTES", fallback));
   }();
@@ -274,9 +275,9 @@ bool checkDeviceRange(const void *pointer, size_t bytes, const char *what,
   const Block *b = it == gLive.begin() ? nullptr : std::prev(it)->second;
   if (b && p >= uintptr_t(b->ptr) && p <= uintptr_t(b->ptr) + b->size) {
     if (b->freeIssued && !workerView) {
-      *why = std::string(what) + ": " + std::to_string(bytes) +
-             " bytes at " + hex(p) + " lie in the allocation " +
-             describeBlock(b) + " whose cuMemFreeAsync was already issued";
+      *why = std::string(what) + ": " + std::to_string(bytes) + " bytes at " +
+             hex(p) + " lie in the allocation " + describeBlock(b) +
+             " whose cuMemFreeAsync was already issued";
       return false;
     }
     uintptr_t end = p + bytes, limit = uintptr_t(b->ptr) + b->size;
@@ -290,7 +291,8 @@ bool checkDeviceRange(const void *pointer, size_t bytes, const char *what,
   auto f = gFreed.upper_bound(p);
   if (f != gFreed.begin()) {
     const Block *freed = std::prev(f)->second;
-    if (p >= uintptr_t(freed->ptr) && p < uintptr_t(freed->ptr) + freed->rounded) {
+    if (p >= uintptr_t(freed->ptr) &&
+        p < uintptr_t(freed->ptr) + freed->rounded) {
       *why = std::string(what) + ": " + std::to_string(bytes) + " bytes at " +
              hex(p) + " lie in the freed allocation " + describeBlock(freed);
       return false;
@@ -298,8 +300,7 @@ bool checkDeviceRange(const void *pointer, size_t bytes, const char *what,
   }
   *why = std::string(what) + ": " + std::to_string(bytes) + " bytes at " +
          hex(p) + " are not device memory (no live allocation contains " +
-         hex(p) + (b ? "; the nearest below is " + describeBlock(b) : "") +
-         ")";
+         hex(p) + (b ? "; the nearest below is " + describeBlock(b) : "") + ")";
   return false;
 }
 
@@ -647,8 +648,7 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
       static_cast<const char *>(srcHost),
       static_cast<const char *>(srcHost) + ByteCount);
   return enqueue(hStream, "cuMemcpyHtoDAsync", [=](std::string *) {
-    std::memcpy(reinterpret_cast<void *>(dstDevice), staged->data(),
-                ByteCount);
+    std::memcpy(reinterpret_cast<void *>(dstDevice), staged->data(), ByteCount);
     return CUDA_SUCCESS;
   });
 }

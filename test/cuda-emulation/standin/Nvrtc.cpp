@@ -102,23 +102,24 @@ bool findKernels(const std::string &code, const std::string &name,
   for (size_t at = code.find(kGlobal); at != std::string::npos;
        at = code.find(kGlobal, at + kGlobal.size())) {
     if ((at > 0 && isIdent(code[at - 1])) ||
-        (at + kGlobal.size() < code.size() && isIdent(code[at + kGlobal.size()])))
+        (at + kGlobal.size() < code.size() &&
+         isIdent(code[at + kGlobal.size()])))
       continue;
     size_t lineStart = code.rfind('\n', at);
     lineStart = lineStart == std::string::npos ? 0 : lineStart + 1;
     if (trim(code.substr(lineStart, at - lineStart)).rfind('#', 0) == 0)
       continue; // inside a macro definition
     size_t start = code.find_last_of(";{}", at == 0 ? 0 : at - 1);
-    std::string before = code.substr(
-        start == std::string::npos ? 0 : start + 1,
-        at - (start == std::string::npos ? 0 : start + 1));
+    std::string before =
+        code.substr(start == std::string::npos ? 0 : start + 1,
+                    at - (start == std::string::npos ? 0 : start + 1));
     bool externC = before.find("extern \"C\"") != std::string::npos;
     if (!externC && start != std::string::npos && code[start] == '{') {
       // `extern "C" { __global__ void k(...) ... }`
       size_t prev = code.find_last_of(";{}", start == 0 ? 0 : start - 1);
-      std::string head = trim(code.substr(
-          prev == std::string::npos ? 0 : prev + 1,
-          start - (prev == std::string::npos ? 0 : prev + 1)));
+      std::string head =
+          trim(code.substr(prev == std::string::npos ? 0 : prev + 1,
+                           start - (prev == std::string::npos ? 0 : prev + 1)));
       externC = head.size() >= 10 &&
                 head.compare(head.size() - 10, 10, "extern \"C\"") == 0;
     }
@@ -147,8 +148,8 @@ bool findKernels(const std::string &code, const std::string &name,
               break;
           }
           if (last == "__launch_bounds__")
-            maxThreads = code.substr(
-                open + 1, std::min(firstComma, i) - open - 1);
+            maxThreads =
+                code.substr(open + 1, std::min(firstComma, i) - open - 1);
           ++i;
           last.clear();
         }
@@ -187,8 +188,9 @@ bool findKernels(const std::string &code, const std::string &name,
   return ok;
 }
 
-/// `extern __shared__ T name[];` -> `T *name = (T *)::dlc_emu::dynamic_shared();`
-/// (the emulation header's dynamic shared memory), newlines kept.
+/// `extern __shared__ T name[];` -> `T *name = (T
+/// *)::dlc_emu::dynamic_shared();` (the emulation header's dynamic shared
+/// memory), newlines kept.
 std::string rewriteDynamicShared(const std::string &source) {
   static const std::regex pattern(
       R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?)"
@@ -202,8 +204,7 @@ std::string rewriteDynamicShared(const std::string &source) {
     std::string type = trim(match[1].str());
     out += type + " *" + match[2].str() + " = (" + type +
            " *)::dlc_emu::dynamic_shared();";
-    out.append(size_t(std::count(match[0].first, match[0].second, '\n')),
-               '\n');
+    out.append(size_t(std::count(match[0].first, match[0].second, '\n')), '\n');
     begin = match[0].second;
   }
   out.append(begin, source.cend());
@@ -212,8 +213,9 @@ std::string rewriteDynamicShared(const std::string &source) {
 
 bool usesCollectives(const std::string &code) {
   static const char *const kNames[] = {
-      "__syncthreads", "__syncwarp", "__shfl", "__ballot_sync", "__any_sync",
-      "__all_sync",    "__activemask", "__match_", "__reduce_"};
+      "__syncthreads", "__syncwarp", "__shfl",
+      "__ballot_sync", "__any_sync", "__all_sync",
+      "__activemask",  "__match_",   "__reduce_"};
   for (const char *n : kNames)
     if (code.find(n) != std::string::npos)
       return true;
@@ -231,19 +233,47 @@ bool parseOptions(int count, const char *const *options, int *arch,
                   std::string *log) {
   // Options that change code generation on a GPU only; NVRTC documents
   // them (nvrtc "Supported Compile Options").
-  static const char *const kIgnored[] = {
-      "-default-device", "--device-as-default-execution-space", "-lineinfo",
-      "--generate-line-info", "-G", "--device-debug", "-restrict",
-      "--restrict", "-extra-device-vectorization",
-      "--extra-device-vectorization", "-dopt=on", "-dopt=off", "--dopt=on",
-      "--dopt=off", "-rdc=false", "--relocatable-device-code=false",
-      "-dlto", "--dlink-time-opt", "-ewp", "--extensible-whole-program",
-      "-no-source-include", "--no-source-include", "-std=c++17"};
-  static const char *const kIgnoredPrefixes[] = {
-      "-ftz=", "--ftz=", "-prec-sqrt=", "--prec-sqrt=", "-prec-div=",
-      "--prec-div=", "-fmad=", "--fmad=", "-maxrregcount=", "--maxrregcount=",
-      "-Xptxas=", "--ptxas-options=", "--diag-suppress=", "-diag-suppress=",
-      "--diag-error=", "--diag-warn=", "-split-compile=", "--split-compile="};
+  static const char *const kIgnored[] = {"-default-device",
+                                         "--device-as-default-execution-space",
+                                         "-lineinfo",
+                                         "--generate-line-info",
+                                         "-G",
+                                         "--device-debug",
+                                         "-restrict",
+                                         "--restrict",
+                                         "-extra-device-vectorization",
+                                         "--extra-device-vectorization",
+                                         "-dopt=on",
+                                         "-dopt=off",
+                                         "--dopt=on",
+                                         "--dopt=off",
+                                         "-rdc=false",
+                                         "--relocatable-device-code=false",
+                                         "-dlto",
+                                         "--dlink-time-opt",
+                                         "-ewp",
+                                         "--extensible-whole-program",
+                                         "-no-source-include",
+                                         "--no-source-include",
+                                         "-std=c++17"};
+  static const char *const kIgnoredPrefixes[] = {"-ftz=",
+                                                 "--ftz=",
+                                                 "-prec-sqrt=",
+                                                 "--prec-sqrt=",
+                                                 "-prec-div=",
+                                                 "--prec-div=",
+                                                 "-fmad=",
+                                                 "--fmad=",
+                                                 "-maxrregcount=",
+                                                 "--maxrregcount=",
+                                                 "-Xptxas=",
+                                                 "--ptxas-options=",
+                                                 "--diag-suppress=",
+                                                 "-diag-suppress=",
+                                                 "--diag-error=",
+                                                 "--diag-warn=",
+                                                 "-split-compile=",
+                                                 "--split-compile="};
   for (int i = 0; i < count; ++i) {
     if (!options[i]) {
       *log += "error: option " + std::to_string(i) + " is null\n";
@@ -329,8 +359,8 @@ int run(const std::vector<std::string> &argv, std::string *output) {
   close(pipeFds[1]);
   if (spawned != 0) {
     close(pipeFds[0]);
-    *output += "error: cannot run " + argv[0] + ": " + std::strerror(spawned) +
-               "\n";
+    *output +=
+        "error: cannot run " + argv[0] + ": " + std::strerror(spawned) + "\n";
     return -1;
   }
   char buffer[4096];
@@ -412,16 +442,16 @@ nvrtcResult compile(_nvrtcProgram &p, int numOptions,
   };
   bool written = writeFile(sourcePath, rewriteDynamicShared(p.source));
   for (auto &[include, text] : p.headers)
-    written = written &&
-              writeFile(dir + "/include/" + include, rewriteDynamicShared(text));
+    written = written && writeFile(dir + "/include/" + include,
+                                   rewriteDynamicShared(text));
 
   // Headers given to nvrtcCreateProgram may hold the barriers too.
   bool collectives = usesCollectives(code);
   for (auto &[include, text] : p.headers)
     collectives = collectives || usesCollectives(stripComments(text));
   std::string wrapper = "#define __CUDA_ARCH__ " + std::to_string(arch * 10) +
-                        "\n#define __CUDACC_RTC__ 1\n#include \"" +
-                        sourcePath + "\"\n";
+                        "\n#define __CUDACC_RTC__ 1\n#include \"" + sourcePath +
+                        "\"\n";
   for (const Kernel &k : kernels) {
     wrapper += "DLC_EMU_EXPORT_KERNEL(" + k.name + ")\n";
     // The stand-in's own export (not the header's): the driver checks

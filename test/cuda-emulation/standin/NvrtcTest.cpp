@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 
 #include <cstring>
-#include <thread>
 #include <elf.h>
+#include <thread>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -30,16 +30,16 @@ extern "C" __global__ void fill(int *out, int value) {
 }
 )";
 
-// -- NVRTC ----------------------------------------------------------------------
+// -- NVRTC
+// ----------------------------------------------------------------------
 
 TEST(StandinNvrtc, CompilesToAHostSharedObject) {
   int major = 0, minor = 0;
   ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
   EXPECT_EQ(major, 13);
   EXPECT_EQ(minor, 0);
-  std::string image =
-      compile(kAxpy, {"--gpu-architecture=sm_90", "--std=c++17", "-DSCALE=2",
-                      "-default-device"});
+  std::string image = compile(kAxpy, {"--gpu-architecture=sm_90", "--std=c++17",
+                                      "-DSCALE=2", "-default-device"});
   ASSERT_GT(image.size(), sizeof(Elf64_Ehdr));
   const auto *header = reinterpret_cast<const Elf64_Ehdr *>(image.data());
   EXPECT_EQ(std::memcmp(header->e_ident, ELFMAG, SELFMAG), 0);
@@ -48,8 +48,8 @@ TEST(StandinNvrtc, CompilesToAHostSharedObject) {
 }
 
 TEST(StandinNvrtc, ExportsTheAbiAndCollectivesFlag) {
-  std::string plain = compile(
-      "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = 1; }");
+  std::string plain =
+      compile("extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = 1; }");
   std::string barrier = compile(
       "extern \"C\" __global__ void k(int *p) { __syncthreads(); p[0] = 1; }");
   auto flag = [](const std::string &image, int *version) {
@@ -66,8 +66,8 @@ TEST(StandinNvrtc, ExportsTheAbiAndCollectivesFlag) {
     int value =
         *static_cast<const int *>(dlsym(library, "dlc_emu_uses_collectives"));
     EXPECT_NE(dlsym(library, "dlc_emu_entry_k"), nullptr);
-    EXPECT_EQ(*static_cast<const int *>(dlsym(library, "dlc_emu_param_count_k")),
-              1);
+    EXPECT_EQ(
+        *static_cast<const int *>(dlsym(library, "dlc_emu_param_count_k")), 1);
     dlclose(library);
     return value;
   };
@@ -80,9 +80,9 @@ TEST(StandinNvrtc, ExportsTheAbiAndCollectivesFlag) {
 TEST(StandinNvrtc, CompileErrorsAreLoggedUnderTheProgramName) {
   std::string log;
   nvrtcResult result = NVRTC_SUCCESS;
-  std::string image = compile(
-      "extern \"C\" __global__ void broken(int *p) {\n  p[0] = undefined_name;\n}\n",
-      {"--gpu-architecture=sm_90"}, &log, &result);
+  std::string image = compile("extern \"C\" __global__ void broken(int *p) {\n "
+                              " p[0] = undefined_name;\n}\n",
+                              {"--gpu-architecture=sm_90"}, &log, &result);
   EXPECT_EQ(result, NVRTC_ERROR_COMPILATION);
   EXPECT_TRUE(image.empty());
   EXPECT_THAT(log, HasSubstr("test_kernels.cu:2"));
@@ -148,10 +148,9 @@ TEST(StandinNvrtc, CompilesConcurrently) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&images, t] {
-      images[t] = compile("extern \"C\" __global__ void k" +
-                          std::to_string(t) +
-                          "(int *p) { p[threadIdx.x] = " + std::to_string(t) +
-                          "; }");
+      images[t] =
+          compile("extern \"C\" __global__ void k" + std::to_string(t) +
+                  "(int *p) { p[threadIdx.x] = " + std::to_string(t) + "; }");
     });
   for (std::thread &t : threads)
     t.join();
@@ -164,8 +163,8 @@ TEST(StandinNvrtc, CompilesConcurrently) {
 // -- modules and launches -----------------------------------------------------
 
 TEST_F(StandinTest, RunsKernelsWithDefinesAndDynamicSharedMemory) {
-  std::string image = compile(
-      std::string(kAxpy) + R"(
+  std::string image =
+      compile(std::string(kAxpy) + R"(
 extern "C" __global__ void reverse_block(const int *in, int *out) {
   extern __shared__ int tile[];
   int t = threadIdx.x;
@@ -174,7 +173,7 @@ extern "C" __global__ void reverse_block(const int *in, int *out) {
   out[blockIdx.x * blockDim.x + t] = tile[t] * 10;
 }
 )",
-      {"--gpu-architecture=sm_90", "--std=c++17", "-DSCALE=2"});
+              {"--gpu-architecture=sm_90", "--std=c++17", "-DSCALE=2"});
   CUmodule module = nullptr;
   ASSERT_EQ(cuModuleLoadData(&module, image.data()), CUDA_SUCCESS);
   modules_.push_back(module);
@@ -203,13 +202,12 @@ extern "C" __global__ void reverse_block(const int *in, int *out) {
     ASSERT_EQ(got[i], 3.0f * i + 2.0f) << i; // SCALE=2 from -D
   // __launch_bounds__(256) lowers the kernel's limit below the device's.
   int bound = 0;
-  ASSERT_EQ(cuFuncGetAttribute(&bound, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                               axpy),
-            CUDA_SUCCESS);
+  ASSERT_EQ(
+      cuFuncGetAttribute(&bound, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, axpy),
+      CUDA_SUCCESS);
   EXPECT_EQ(bound, 256);
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cuLaunchKernel(axpy, 2, 1, 1, 512, 1, 1, 0, nullptr, args,
-                           nullptr),
+  EXPECT_EQ(cuLaunchKernel(axpy, 2, 1, 1, 512, 1, 1, 0, nullptr, args, nullptr),
             CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               HasSubstr("axpy: block 512x1x1 has 512 threads; the kernel's "
@@ -236,36 +234,36 @@ TEST_F(StandinTest, LaunchChecksAsTheDriverDoes) {
   int value = 3;
   void *args[] = {&out, &value};
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 1025, 1, 1, 0, nullptr, args,
-                           nullptr),
-            CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 32, 32, 2, 0, nullptr, args,
-                           nullptr),
+  EXPECT_EQ(
+      cuLaunchKernel(fill, 1, 1, 1, 1025, 1, 1, 0, nullptr, args, nullptr),
+      CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 32, 32, 2, 0, nullptr, args, nullptr),
             CUDA_ERROR_INVALID_VALUE); // 2048 threads
   EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 65, 0, nullptr, args, nullptr),
             CUDA_ERROR_INVALID_VALUE); // block z > 64
   EXPECT_EQ(cuLaunchKernel(fill, 0, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
             CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(cuLaunchKernel(fill, 1, 65536, 1, 32, 1, 1, 0, nullptr, args,
-                           nullptr),
-            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      cuLaunchKernel(fill, 1, 65536, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+      CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 64 * 1024, nullptr, args,
                            nullptr),
             CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr,
-                           nullptr),
-            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr),
+      CUDA_ERROR_INVALID_VALUE);
   void *extra[] = {CU_LAUNCH_PARAM_END};
   EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, nullptr, args, extra),
             CUDA_ERROR_INVALID_VALUE);
   std::vector<int> onHost(32);
   int *hostPointer = onHost.data();
   void *hostArgs[] = {&hostPointer, &value};
-  EXPECT_EQ(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, nullptr, hostArgs,
-                           nullptr),
-            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, nullptr, hostArgs, nullptr),
+      CUDA_ERROR_INVALID_VALUE);
   std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_THAT(err, HasSubstr("fill: block 1025x1x1 is outside 1..1024x1024x64"));
+  EXPECT_THAT(err,
+              HasSubstr("fill: block 1025x1x1 is outside 1..1024x1024x64"));
   EXPECT_THAT(err, HasSubstr("fill: block 32x32x2 has 2048 threads"));
   EXPECT_THAT(err, HasSubstr("fill: grid 0x1x1 is outside"));
   EXPECT_THAT(err, HasSubstr("65536 bytes of dynamic shared memory exceed the "
@@ -284,21 +282,21 @@ TEST_F(StandinTest, LaunchChecksAsTheDriverDoes) {
                 &limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fill),
             CUDA_SUCCESS);
   EXPECT_EQ(limit, 48 * 1024);
-  EXPECT_EQ(cuFuncSetAttribute(
-                fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                228 * 1024),
+  EXPECT_EQ(cuFuncSetAttribute(fill,
+                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               228 * 1024),
             CUDA_ERROR_INVALID_VALUE);
-  ASSERT_EQ(cuFuncSetAttribute(
-                fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                64 * 1024),
+  ASSERT_EQ(cuFuncSetAttribute(fill,
+                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               64 * 1024),
             CUDA_SUCCESS);
   int threads = 0;
   ASSERT_EQ(cuFuncGetAttribute(&threads,
                                CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fill),
             CUDA_SUCCESS);
   EXPECT_EQ(threads, 1024);
-  ASSERT_EQ(cuLaunchKernel(fill, 2, 1, 1, 1024, 1, 1, 64 * 1024, nullptr,
-                           args, nullptr),
+  ASSERT_EQ(cuLaunchKernel(fill, 2, 1, 1, 1024, 1, 1, 64 * 1024, nullptr, args,
+                           nullptr),
             CUDA_SUCCESS);
   value = 4; // arguments were copied at launch
   std::vector<int> got = read<int>(out, 2048);
@@ -312,12 +310,11 @@ TEST_F(StandinTest, LaunchChecksAsTheDriverDoes) {
   void *config[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed,
                     CU_LAUNCH_PARAM_BUFFER_SIZE, &packedSize,
                     CU_LAUNCH_PARAM_END};
-  ASSERT_EQ(cuLaunchKernel(fill, 1, 1, 1, 16, 1, 1, 0, nullptr, nullptr,
-                           config),
-            CUDA_SUCCESS);
-  EXPECT_EQ(read<int>(out, 17),
-            std::vector<int>({9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
-                              3}));
+  ASSERT_EQ(
+      cuLaunchKernel(fill, 1, 1, 1, 16, 1, 1, 0, nullptr, nullptr, config),
+      CUDA_SUCCESS);
+  EXPECT_EQ(read<int>(out, 17), std::vector<int>({9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+                                                  9, 9, 9, 9, 9, 9, 3}));
   CUfunction bogus = reinterpret_cast<CUfunction>(&packed);
   EXPECT_EQ(cuLaunchKernel(bogus, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr),
             CUDA_ERROR_INVALID_HANDLE);
@@ -359,7 +356,8 @@ TEST_F(StandinTest, RejectsRealCubins) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(cuModuleLoadData(&module, fake.data()),
             CUDA_ERROR_NO_BINARY_FOR_GPU);
-  const char text[] = "//\n// Generated by NVIDIA NVVM Compiler\n.version 9.0\n";
+  const char text[] =
+      "//\n// Generated by NVIDIA NVVM Compiler\n.version 9.0\n";
   EXPECT_EQ(cuModuleLoadData(&module, text), CUDA_ERROR_INVALID_IMAGE);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               HasSubstr("the image is a real cubin"));
@@ -374,8 +372,8 @@ TEST_F(StandinTest, RejectsRealCubins) {
       dlsym(nvrtc, "nvrtcCompileProgram"));
   auto size = reinterpret_cast<decltype(&nvrtcGetCUBINSize)>(
       dlsym(nvrtc, "nvrtcGetCUBINSize"));
-  auto get = reinterpret_cast<decltype(&nvrtcGetCUBIN)>(
-      dlsym(nvrtc, "nvrtcGetCUBIN"));
+  auto get =
+      reinterpret_cast<decltype(&nvrtcGetCUBIN)>(dlsym(nvrtc, "nvrtcGetCUBIN"));
   ASSERT_TRUE(create && compileReal && size && get);
   nvrtcProgram program = nullptr;
   ASSERT_EQ(create(&program,

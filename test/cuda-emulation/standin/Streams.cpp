@@ -476,8 +476,8 @@ CUresult cuCtxSynchronize(void) {
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   if (CUresult r = checkContext(); r != CUDA_SUCCESS)
     return r;
-  const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
-                         CU_EVENT_INTERPROCESS;
+  const unsigned known =
+      CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
   if (!phEvent || (Flags & ~known))
     return CUDA_ERROR_INVALID_VALUE;
   auto event = std::make_shared<Event>();
