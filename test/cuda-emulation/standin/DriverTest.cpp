@@ -22,16 +22,10 @@ using ::testing::HasSubstr;
 
 namespace {
 
-// Death tests re-run the binary: a forked child would lack the stand-in's
-// stream worker threads.
-const bool kThreadsafeDeathTests = [] {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  return true;
-}();
-
 // -- init, device, context --------------------------------------------------
 
 TEST(StandinInit, CallsBeforeCuInitFail) {
+  useThreadsafeDeathTests();
   // A child process: this one may have called cuInit already.
   EXPECT_EXIT(
       {
@@ -203,6 +197,7 @@ TEST_F(StandinTest, NoCurrentContextOnAnotherThread) {
 }
 
 TEST(StandinInit, ExitWithWorkInFlightIsClean) {
+  useThreadsafeDeathTests();
   // A runtime need not destroy its streams or release its context before
   // the process exits; the stand-in's workers must not crash it then.
   EXPECT_EXIT(
@@ -291,6 +286,7 @@ TEST_F(StandinTest, CopiesOutsideAllocationsFail) {
 }
 
 TEST_F(StandinTest, WritePastTheRoundedEndHitsTheGuardPage) {
+  useThreadsafeDeathTests();
   CUdeviceptr p = alloc(1000); // rounded to 1024
   auto *bytes = reinterpret_cast<unsigned char *>(p);
   bytes[1023] = 7; // inside the rounding: legal memory
@@ -307,6 +303,7 @@ TEST_F(StandinTest, WritePastTheRoundedEndHitsTheGuardPage) {
 }
 
 TEST_F(StandinTest, UseAfterFreeFaults) {
+  useThreadsafeDeathTests();
   CUdeviceptr p = alloc(256);
   ASSERT_EQ(cuMemFree(p), CUDA_SUCCESS);
   auto *bytes = reinterpret_cast<unsigned char *>(p);

@@ -25,6 +25,13 @@ inline void useEmulationHeader() {
            DLC_STANDIN_TESTDATA "/mini_emulation.h", 0);
 }
 
+/// Death tests must re-run the binary: a forked child would lack the
+/// stand-in's stream worker threads. Set in each death test (a static
+/// initializer may run before gtest's flags are constructed).
+inline void useThreadsafeDeathTests() {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+}
+
 /// Compiles |source| with the stand-in NVRTC; the image, or empty with the
 /// log in |*log| and the result in |*result|.
 inline std::string

@@ -321,6 +321,7 @@ TEST_F(StandinTest, LaunchChecksAsTheDriverDoes) {
 }
 
 TEST_F(StandinTest, OutOfBoundsKernelWriteNamesTheKernel) {
+  useThreadsafeDeathTests();
   CUfunction oob = kernel(R"(
 extern "C" __global__ void write_past_end(float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
