@@ -371,6 +371,16 @@ cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
        << n << ": need op(A) m x k, op(B) k x n, C and D m x n";
     return fail(conflict, fn, os.str());
   }
+  // cuBLAS docs, cublasLtMatmul: out of place, C and D "must have the same
+  // data type, number of rows, number of columns, batch size, and memory
+  // order"; only their leading dimensions may differ.
+  if (c.order != dd.order)
+    return fail(conflict, fn,
+                std::string("C is ") +
+                    (c.order == CUBLASLT_ORDER_ROW ? "row" : "column") +
+                    "-major and D " +
+                    (dd.order == CUBLASLT_ORDER_ROW ? "row" : "column") +
+                    "-major: C and D must have the same memory order");
   int32_t batch = ld->attrs.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
   for (const auto &[name, l] : layouts) {
     int32_t count = l->attrs.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
