@@ -808,6 +808,41 @@ TEST_F(CublasLtTest, HalfAndBfloat16Inputs) {
   EXPECT_EQ(found, 0);
 }
 
+TEST_F(CublasLtTest, ComputeTypesAndOperations) {
+  // FAST_TF32 may round inputs to 10 mantissa bits; 32F may not.
+  const float fine = 1.0f + std::ldexp(1.0f, -20);
+  for (auto [compute, want] :
+       {std::pair{CUBLAS_COMPUTE_32F, fine},
+        std::pair{CUBLAS_COMPUTE_32F_FAST_TF32, 1.0f}}) {
+    Problem p = problem(1, 1, 1, CUBLAS_OP_N, CUBLAS_OP_N);
+    p.compute = compute;
+    p.a.values[0] = fine;
+    p.b.values[0] = 1.0f;
+    ASSERT_EQ(run(p), CUBLAS_STATUS_SUCCESS) << compute;
+    EXPECT_EQ(p.d.values[0], want) << compute;
+  }
+  auto heuristic = [&](const Problem &p, cudaDataType scale) {
+    Descriptors ds;
+    describe(p, ds);
+    int32_t s = scale;
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(
+                  ds.desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &s, sizeof s),
+              CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulHeuristicResult_t r;
+    int found = 0;
+    return cublasLtMatmulAlgoGetHeuristic(handle, ds.desc, ds.a, ds.b, ds.c,
+                                          ds.d, ds.pref, 1, &r, &found);
+  };
+  Problem p = problem(4, 4, 4, CUBLAS_OP_N, CUBLAS_OP_N);
+  EXPECT_EQ(heuristic(p, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(heuristic(p, CUDA_R_16F), CUBLAS_STATUS_NOT_SUPPORTED);
+  p.compute = CUBLAS_COMPUTE_16F; // stored at creation, refused when used
+  EXPECT_EQ(heuristic(p, CUDA_R_32F), CUBLAS_STATUS_NOT_SUPPORTED);
+  p.compute = CUBLAS_COMPUTE_32F;
+  p.opA = CUBLAS_OP_C; // conjugate transpose: complex types only
+  EXPECT_EQ(heuristic(p, CUDA_R_32F), CUBLAS_STATUS_NOT_SUPPORTED);
+}
+
 TEST_F(CublasLtTest, HeuristicReturnsAlgorithmsWithWorkspaceWithinLimit) {
   Problem small = problem(16, 16, 16, CUBLAS_OP_N, CUBLAS_OP_N);
   Problem large = problem(64, 64, 4096, CUBLAS_OP_N, CUBLAS_OP_N);
