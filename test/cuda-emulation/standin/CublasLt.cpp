@@ -371,9 +371,9 @@ cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
        << n << ": need op(A) m x k, op(B) k x n, C and D m x n";
     return fail(conflict, fn, os.str());
   }
-  // cuBLAS docs, cublasLtMatmul: out of place, C and D "must have the same
-  // data type, number of rows, number of columns, batch size, and memory
-  // order"; only their leading dimensions may differ.
+  // cuBLAS docs, cublasLtMatmul (quoted in pytorch/pytorch#153590): out of
+  // place, C and D "must have the same data type, number of rows, number of
+  // columns, batch size, and memory order"; only their lds may differ.
   if (c.order != dd.order)
     return fail(conflict, fn,
                 std::string("C is ") +
@@ -940,8 +940,8 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                       "-byte aligned as the algorithm assumes (set "
                       "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES)");
   }
-  // cuBLAS docs, cublasLtMatmul: in-place (C == D) only with C's layout
-  // equal to D's.
+  // cuBLAS docs, cublasLtMatmul: in place only with "C == D and Cdesc ==
+  // Ddesc" (quoted in pytorch/pytorch#153590).
   if (C && C == D) {
     const Operand &c = plan.c, &d = plan.d;
     if (c.type != d.type || c.order != d.order || c.ld != d.ld ||
