@@ -110,6 +110,12 @@ TEST_F(CudnnTest, HalfData) {
            CUDNN_TENSOR_NCHW, 1.0, 0.0, CUDNN_DATA_HALF, 1e-3);
 }
 
+// BFLOAT16 (PSEUDO_BFLOAT16_CONFIG): the final rounding is 2^-8 relative.
+TEST_F(CudnnTest, Bfloat16Data) {
+  checkAll({2, 4, 4, 2, {5, 6}, {3, 3}, {1, 1}, {2, 1}, {1, 1}}, Layout::Nhwc,
+           CUDNN_TENSOR_NHWC, 1.0, 0.5, CUDNN_DATA_BFLOAT16, 8e-3);
+}
+
 // Without CUDNN_FMA_MATH a Hopper GPU may use TF32 for FLOAT: the inputs
 // lose 13 mantissa bits, so results move by ~1e-4 relative, far outside
 // the FMA path's 1e-6.

@@ -234,6 +234,21 @@ inline uint16_t toHalf(double v) {
   return uint16_t(sign | (biased << 10) | mantissa);
 }
 
+/// The upper half of the float: exact for the values the tests use.
+inline uint16_t toBfloat16(double v) {
+  float f = float(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return uint16_t(bits >> 16);
+}
+
+inline double fromBfloat16(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 inline double fromHalf(uint16_t h) {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
@@ -295,10 +310,11 @@ protected:
       p = allocate(host.size() * 8);
       EXPECT_EQ(cuMemcpyHtoD(CUdeviceptr(p), host.data(), host.size() * 8),
                 CUDA_SUCCESS);
-    } else if (type == CUDNN_DATA_HALF) {
-      std::vector<uint16_t> host(size_t(n), 0x7e00);
+    } else if (type == CUDNN_DATA_HALF || type == CUDNN_DATA_BFLOAT16) {
+      bool half = type == CUDNN_DATA_HALF;
+      std::vector<uint16_t> host(size_t(n), half ? 0x7e00 : 0x7fc0);
       for (size_t i = 0; i < at.size(); ++i)
-        host[size_t(at[i])] = toHalf(values[i]);
+        host[size_t(at[i])] = half ? toHalf(values[i]) : toBfloat16(values[i]);
       p = allocate(host.size() * 2);
       EXPECT_EQ(cuMemcpyHtoD(CUdeviceptr(p), host.data(), host.size() * 2),
                 CUDA_SUCCESS);
@@ -321,7 +337,9 @@ protected:
     int64_t n = span(dims, strides);
     std::vector<int64_t> at = offsets(dims, strides);
     std::vector<double> out(at.size());
-    size_t es = type == CUDNN_DATA_DOUBLE ? 8 : type == CUDNN_DATA_HALF ? 2 : 4;
+    size_t es = type == CUDNN_DATA_DOUBLE                                ? 8
+                : type == CUDNN_DATA_HALF || type == CUDNN_DATA_BFLOAT16 ? 2
+                                                                         : 4;
     std::vector<unsigned char> host(size_t(n) * es);
     EXPECT_EQ(cuMemcpyDtoH(host.data(), CUdeviceptr(p), host.size()),
               CUDA_SUCCESS);
@@ -331,10 +349,10 @@ protected:
         double v;
         std::memcpy(&v, e, 8);
         out[i] = v;
-      } else if (type == CUDNN_DATA_HALF) {
+      } else if (type == CUDNN_DATA_HALF || type == CUDNN_DATA_BFLOAT16) {
         uint16_t v;
         std::memcpy(&v, e, 2);
-        out[i] = fromHalf(v);
+        out[i] = type == CUDNN_DATA_HALF ? fromHalf(v) : fromBfloat16(v);
       } else {
         float v;
         std::memcpy(&v, e, 4);
