@@ -24,11 +24,13 @@
 //  - cudnnMathType_t: CUDNN_DEFAULT_MATH permits TF32 tensor-core math for
 //    FLOAT on A100 and later, CUDNN_FMA_MATH restricts to FMA kernels. The
 //    stand-in models a Hopper GPU: without FMA_MATH, FLOAT operands are
-//    rounded to TF32 (10-bit mantissa) before they are multiplied.
+//    rounded to TF32 (10-bit mantissa) before they are multiplied, unless
+//    NVIDIA_TF32_OVERRIDE=0 (the CUDA libraries' switch) is set.
 #include "CudnnState.h"
 #include "Standin.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -177,7 +179,11 @@ cudnnStatus_t describe(Kind kind, const char *call, cudnnTensorDescriptor_t x,
   p->flip = conv->mode == CUDNN_CONVOLUTION;
   p->type = type;
   p->compute = compute;
-  p->tf32 = type == CUDNN_DATA_FLOAT && conv->mathType != CUDNN_FMA_MATH;
+  // NVIDIA_TF32_OVERRIDE=0 turns TF32 off process-wide, as for the real
+  // libraries.
+  const char *override = std::getenv("NVIDIA_TF32_OVERRIDE");
+  p->tf32 = type == CUDNN_DATA_FLOAT && conv->mathType != CUDNN_FMA_MATH &&
+            !(override && std::string(override) == "0");
   p->xDims = x->dims;
   p->yDims = y->dims;
   p->wDims = w->dims;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 
 using namespace dnntest;
@@ -125,10 +126,13 @@ TEST_F(CudnnTest, DefaultMathRoundsFloatInputsToTf32) {
   for (size_t i = 0; i < xv.size(); ++i)
     xv[i] = 1.0 + double(i) / 4097.0; // Not representable in TF32.
   std::vector<double> wv(size_t(count(g.wDims())), 1.0 + 1.0 / 3000.0);
-  std::vector<double> results[2];
-  for (int tf32 = 0; tf32 < 2; ++tf32) {
+  // FMA math, default math, default math with NVIDIA_TF32_OVERRIDE=0.
+  std::vector<double> results[3];
+  for (int run = 0; run < 3; ++run) {
     describe(g, Layout::Nchw, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-             tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+             run ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+    if (run == 2)
+      setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
     std::vector<int> xd = g.xDims(), yd = g.yDims(), wd = g.wDims();
     void *xp = upload(xv, xd, stridesOf(xd, Layout::Nchw));
     void *wp = upload(wv, wd, stridesOf(wd, Layout::Nchw));
@@ -138,7 +142,8 @@ TEST_F(CudnnTest, DefaultMathRoundsFloatInputsToTf32) {
                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
                                       nullptr, 0, &zero, y, yp),
               CUDNN_STATUS_SUCCESS);
-    results[tf32] = download(yp, yd, stridesOf(yd, Layout::Nchw));
+    unsetenv("NVIDIA_TF32_OVERRIDE");
+    results[run] = download(yp, yd, stridesOf(yd, Layout::Nchw));
   }
   Reference ref =
       reference(g, xv, wv, std::vector<double>(size_t(count(g.yDims()))));
@@ -146,6 +151,7 @@ TEST_F(CudnnTest, DefaultMathRoundsFloatInputsToTf32) {
   double diff = maxDifference(results[1], results[0]);
   EXPECT_GT(diff, 1e-4);
   EXPECT_LT(diff, 1e-1);
+  EXPECT_EQ(results[2], results[0]);
 }
 
 //===----------------------------------------------------------------------===//
