@@ -73,9 +73,8 @@ cudnnStatus_t packedStrides(cudnnTensorFormat_t format, int nbDims,
   }
   if (format == CUDNN_TENSOR_NHWC) {
     // Channels innermost, then the spatial dims, then N.
-    int64_t s = 1;
     strides[1] = 1;
-    s = dims[1];
+    int64_t s = dims[1];
     for (int i = nbDims - 1; i >= 2; --i) {
       strides[i] = int(s);
       s *= dims[i];
@@ -564,8 +563,10 @@ cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t desc,
                                            cudnnDataType_t type, int nbDims,
                                            const int dims[]) {
   const char *call = "cudnnSetTensorNdDescriptorEx";
-  if (!dims || nbDims < 3 || nbDims > CUDNN_DIM_MAX)
-    return reject(CUDNN_STATUS_BAD_PARAM, call,
+  if (!dims)
+    return reject(CUDNN_STATUS_BAD_PARAM, call, "dimA is null");
+  if (nbDims < 3 || nbDims > CUDNN_DIM_MAX)
+    return reject(CUDNN_STATUS_NOT_SUPPORTED, call,
                   "nbDims " + std::to_string(nbDims) + " is outside [3, " +
                       std::to_string(CUDNN_DIM_MAX) + "]");
   int strides[CUDNN_DIM_MAX];

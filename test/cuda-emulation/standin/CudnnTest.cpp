@@ -483,6 +483,27 @@ TEST_F(CudnnTest, DescriptorChecks) {
   EXPECT_EQ(
       cudnnSetTensorNdDescriptor(x, CUDNN_DATA_BFLOAT16, 4, dims, strides),
       CUDNN_STATUS_SUCCESS);
+  // A 5-d NDHWC tensor from the format, and 4-d strides given one by one.
+  int d5[5] = {2, 3, 4, 5, 6}, got[5], gotStrides[5], nbDims = 0;
+  ASSERT_EQ(cudnnSetTensorNdDescriptorEx(x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+                                         5, d5),
+            CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnGetTensorNdDescriptor(x, 5, &type, &nbDims, got, gotStrides),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(nbDims, 5);
+  EXPECT_EQ(std::vector<int>(gotStrides, gotStrides + 5),
+            (std::vector<int>{360, 1, 90, 18, 3}));
+  EXPECT_EQ(cudnnSetTensorNdDescriptorEx(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                         9, d5),
+            CUDNN_STATUS_NOT_SUPPORTED);
+  ASSERT_EQ(cudnnSetTensor4dDescriptorEx(x, CUDNN_DATA_FLOAT, 1, 2, 3, 4, 100,
+                                         40, 8, 2),
+            CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnGetTensorSizeInBytes(x, &bytes), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(bytes, 4u * (40 + 2 * 8 + 3 * 2 + 1)) << "the last element's end";
+  EXPECT_EQ(cudnnSetTensor4dDescriptorEx(x, CUDNN_DATA_FLOAT, 1, 2, 3, 4, 24,
+                                         12, -4, 1),
+            CUDNN_STATUS_BAD_PARAM);
 
   // Filters: at least 3 dims, positive.
   int f2[2] = {4, 4}, f4[4] = {8, 4, 0, 3};
