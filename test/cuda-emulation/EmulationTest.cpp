@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -398,6 +400,25 @@ TEST(Grid, EveryBlockRunsOnceOnOneAndThreeOSThreads) {
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_EQ(out, std::vector<int>(numBlocks, block));
   }
+}
+
+// Not a pass/fail figure: prints emulated threads per second for a kernel
+// with 10 barriers per thread (README.md quotes it), after checking it.
+TEST(Figures, TreeReductionWithBarriers) {
+  const int numBlocks = 256, block = 256, n = numBlocks * block;
+  std::vector<int> in = pattern(n), out(numBlocks);
+  auto start = std::chrono::steady_clock::now();
+  auto r = launch(block_sum, dim3(numBlocks), dim3(block), withSeed(1),
+                  in.data(), out.data(), n);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(std::accumulate(out.begin(), out.end(), 0LL),
+            std::accumulate(in.begin(), in.end(), 0LL));
+  printf("[ figures  ] block_sum (256 threads, 9 barriers each), fibers, 1 OS "
+         "thread: %.3g emulated threads/s\n",
+         n / seconds);
 }
 
 } // namespace
