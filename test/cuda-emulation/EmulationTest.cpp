@@ -27,6 +27,10 @@
 #include "kernels/races.cu"
 #include "kernels/warp.cu"
 
+// What the stand-in NVRTC appends to a module, for the ABI test below.
+DLC_EMU_EXPORT_KERNEL(block_sum)
+DLC_EMU_EXPORT_KERNEL(shuffle_halves)
+
 namespace {
 
 using dlc_emu::launch;
@@ -400,6 +404,62 @@ TEST(Grid, EveryBlockRunsOnceOnOneAndThreeOSThreads) {
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_EQ(out, std::vector<int>(numBlocks, block));
   }
+}
+
+TEST(Exports, EntryAndParameterTablesFollowTheKernelType) {
+  EXPECT_EQ(dlc_emu_param_count_block_sum, 3);
+  const unsigned long long *sizes = dlc_emu_param_sizes_block_sum.v;
+  const unsigned char *pointers = dlc_emu_param_is_pointer_block_sum.v;
+  EXPECT_EQ(sizes[0], 8u);
+  EXPECT_EQ(sizes[1], 8u);
+  EXPECT_EQ(sizes[2], 4u);
+  EXPECT_EQ(pointers[0], 1);
+  EXPECT_EQ(pointers[1], 1);
+  EXPECT_EQ(pointers[2], 0);
+  EXPECT_EQ(dlc_emu_param_count_shuffle_halves, 3);
+  EXPECT_EQ(dlc_emu_param_sizes_shuffle_halves.v[2], 8u);
+  static_assert(sizeof(dlc_emu_param_sizes_block_sum) == 4 * 8,
+                "count + 1 entries, laid out as the C array the ABI names");
+
+  // The entry as the driver calls it: kernelParams-style pointers.
+  std::vector<int> in = pattern(100), out(2, 0);
+  const int *inPtr = in.data();
+  int *outPtr = out.data(), n = 100;
+  void *params[] = {&inPtr, &outPtr, &n};
+  char error[256] = "unset";
+  dlc_emu_launch l{};
+  l.grid[0] = 2;
+  l.grid[1] = l.grid[2] = 1;
+  l.block[0] = 50;
+  l.block[1] = l.block[2] = 1;
+  l.fibers = 1;
+  l.seed = 3;
+  l.params = params;
+  l.error = error;
+  l.error_size = sizeof(error);
+  ASSERT_EQ(dlc_emu_entry_block_sum(&l), DLC_EMU_OK) << error;
+  EXPECT_STREQ(error, "");
+  EXPECT_EQ(out[0], std::accumulate(in.begin(), in.begin() + 50, 0));
+  EXPECT_EQ(out[1], std::accumulate(in.begin() + 50, in.end(), 0));
+  l.fibers = 0; // the kernel has barriers: the error names the kernel
+  EXPECT_EQ(dlc_emu_entry_block_sum(&l), DLC_EMU_ERROR_LAUNCH_FAILED);
+  EXPECT_NE(std::string(error).find("kernel block_sum block ("),
+            std::string::npos)
+      << error;
+}
+
+extern "C" __global__ void print_thread(int value) {
+  printf("thread %u of block %u: %d\n", threadIdx.x, blockIdx.x, value);
+}
+
+TEST(Printf, WorksFromKernels) {
+  testing::internal::CaptureStdout();
+  auto r = launch(print_thread, dim3(2), dim3(1), withSeed(1, 0), 42);
+  fflush(stdout);
+  std::string text = testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(text.find("thread 0 of block 0: 42\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("thread 0 of block 1: 42\n"), std::string::npos) << text;
 }
 
 // Not a pass/fail figure: prints emulated threads per second for a kernel
