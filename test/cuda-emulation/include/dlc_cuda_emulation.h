@@ -37,6 +37,15 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
 #if !defined(__x86_64__) || defined(DLC_EMU_UCONTEXT)
 #include <ucontext.h>
 #define DLC_EMU_USE_UCONTEXT 1

@@ -196,7 +196,7 @@ inline void threadExited(Worker &w) {
            "this lane %u",
            l, t.what, t.mask, lane);
   }
-  contextSwap(&w.contexts[w.current], &w.scheduler);
+  contextSwap(&w.contexts[w.current], &w.scheduler, /*final=*/true);
   __builtin_trap(); // an exited fiber is never resumed
 }
 

@@ -71,9 +71,22 @@ struct Permutation {
 // registers and the FP control words and swaps stack pointers (no system
 // call); elsewhere, or with DLC_EMU_UCONTEXT, glibc's swapcontext (which
 // also saves the signal mask: a system call per switch).
+/// A fiber left for good keeps its frames' redzones poisoned; the next
+/// fiber on that stack starts clean.
+inline void unpoisonStack(char *stack, size_t size) {
+#ifdef __SANITIZE_ADDRESS__
+  __asan_unpoison_memory_region(stack, size);
+#else
+  (void)stack;
+  (void)size;
+#endif
+}
+
 #ifndef DLC_EMU_USE_UCONTEXT
 struct Context {
   void *sp = nullptr;
+  const void *stackBottom = nullptr; // for AddressSanitizer's fiber API
+  size_t stackSize = 0;
 };
 __attribute__((naked, noinline)) static void contextSwitch(void ** /*save*/,
                                                            void * /*load*/) {
@@ -103,13 +116,18 @@ inline void contextInit(Context *c, char *stack, size_t size,
   top[-7] = 0;                                    // r15
   top[-8] = 0x1f80ULL | 0x037fULL << 32;          // default MXCSR, x87 control
   c->sp = &top[-8];
+  c->stackBottom = stack;
+  c->stackSize = size;
+  unpoisonStack(stack, size);
 }
-inline void contextSwap(Context *from, Context *to) {
+inline void rawSwap(Context *from, Context *to) {
   contextSwitch(&from->sp, to->sp);
 }
 #else
 struct Context {
   ucontext_t uc;
+  const void *stackBottom = nullptr; // for AddressSanitizer's fiber API
+  size_t stackSize = 0;
 };
 inline void contextInit(Context *c, char *stack, size_t size,
                         void (*entry)(void *), void *arg) {
@@ -126,11 +144,30 @@ inline void contextInit(Context *c, char *stack, size_t size,
   // The entries here ignore their argument (the worker is thread-local).
   (void)arg;
   makecontext(&c->uc, (void (*)())entry, 0);
+  c->stackBottom = stack;
+  c->stackSize = size;
+  unpoisonStack(stack, size);
 }
-inline void contextSwap(Context *from, Context *to) {
+inline void rawSwap(Context *from, Context *to) {
   swapcontext(&from->uc, &to->uc);
 }
 #endif
+
+/// Switches from |from| to |to|. |final|: |from| is never resumed (its
+/// thread exited or failed). Under AddressSanitizer the switch is announced
+/// (its fiber API), so it does not take a fiber's stack for an overflow.
+inline void contextSwap(Context *from, Context *to, bool final = false) {
+#ifdef __SANITIZE_ADDRESS__
+  void *fakeStack = nullptr;
+  __sanitizer_start_switch_fiber(final ? nullptr : &fakeStack, to->stackBottom,
+                                 to->stackSize);
+  rawSwap(from, to);
+  __sanitizer_finish_switch_fiber(fakeStack, nullptr, nullptr);
+#else
+  (void) final;
+  rawSwap(from, to);
+#endif
+}
 
 constexpr size_t kStackBytes = 256 << 10;
 constexpr unsigned long long kStackCanary = 0xdc1ca7a5dc1ca7a5ULL;
@@ -287,7 +324,7 @@ inline void fail(int code, const char *fmt, ...) {
   w.code = code;
   if (!w.fibers)
     throw Abort();
-  contextSwap(&w.contexts[w.current], &w.scheduler);
+  contextSwap(&w.contexts[w.current], &w.scheduler, /*final=*/true);
   __builtin_trap(); // never resumed
 }
 
@@ -361,6 +398,12 @@ inline void threadExited(Worker &w);
 
 inline void fiberEntry(void *) {
   Worker &w = worker;
+#ifdef __SANITIZE_ADDRESS__
+  // The first switch into a fiber ends here, not in contextSwap: finish it,
+  // learning the scheduler's stack for the switches back.
+  __sanitizer_finish_switch_fiber(nullptr, &w.scheduler.stackBottom,
+                                  &w.scheduler.stackSize);
+#endif
   w.launch->call(w.launch);
   threadExited(w);
 }
