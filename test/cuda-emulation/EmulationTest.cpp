@@ -406,6 +406,27 @@ TEST(Grid, EveryBlockRunsOnceOnOneAndThreeOSThreads) {
   }
 }
 
+TEST(Grid, BlockOrderIsAPermutation) {
+  for (unsigned long long n :
+       {1ULL, 2ULL, 3ULL, 7ULL, 64ULL, 1000ULL, 4097ULL}) {
+    for (unsigned long long seed : kSeeds) {
+      dlc_emu::detail::Permutation perm(n, seed);
+      std::vector<int> hits(n, 0);
+      bool identity = true;
+      for (unsigned long long i = 0; i < n; ++i) {
+        unsigned long long j = perm(i);
+        ASSERT_LT(j, n);
+        ++hits[j];
+        identity = identity && j == i;
+      }
+      EXPECT_EQ(hits, std::vector<int>(n, 1)) << "n " << n << " seed " << seed;
+      if (n >= 64) {
+        EXPECT_FALSE(identity) << "n " << n << " seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(Exports, EntryAndParameterTablesFollowTheKernelType) {
   EXPECT_EQ(dlc_emu_param_count_block_sum, 3);
   const unsigned long long *sizes = dlc_emu_param_sizes_block_sum.v;
