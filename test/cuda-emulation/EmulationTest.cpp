@@ -243,6 +243,21 @@ TEST(Warp, ShufflesOfHalfTypes) {
   }
 }
 
+TEST(Warp, ShuffleEdgesReductionsAndMatch) {
+  std::vector<int> out(7 * 32, 12345);
+  auto r = launch(warp_edges, dim3(1), dim3(32), withSeed(6), out.data());
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[0 * 32 + t], t < 16 ? t : t - 16) << t;
+    EXPECT_EQ(out[1 * 32 + t], (t & ~7) | 5) << t;
+    EXPECT_EQ(out[2 * 32 + t], (t & 7) + 3 < 8 ? t + 3 : t) << t;
+    EXPECT_EQ(out[3 * 32 + t], 496) << t;
+    EXPECT_EQ(out[4 * 32 + t], 21) << t;
+    EXPECT_EQ((unsigned)out[5 * 32 + t], 0xffu << (t / 8 * 8)) << t;
+    EXPECT_EQ(out[6 * 32 + t], t < 16 ? -1 : 12345) << t;
+  }
+}
+
 //===-- Errors: a launch error with a message, never a hang or an abort
 //----===//
 
@@ -301,6 +316,21 @@ TEST(Errors, MaskNamingAnExitedLane) {
               std::string::npos)
         << r.message;
     EXPECT_NE(r.message.find("exited"), std::string::npos) << r.message;
+  }
+}
+
+TEST(Errors, LanesInDifferentIntrinsics) {
+  std::vector<int> out(2);
+  for (unsigned long long seed : kSeeds) {
+    options o = withSeed(seed);
+    o.name = "lanes_disagree";
+    auto r = launch(lanes_disagree, dim3(1), dim3(2), o, out.data());
+    EXPECT_EQ(r.code, DLC_EMU_ERROR_LAUNCH_FAILED);
+    EXPECT_NE(r.message.find("lanes disagree: lane 0 calls __shfl_sync with "
+                             "mask 0x00000003 but lane 1 calls __ballot_sync "
+                             "with mask 0x00000003"),
+              std::string::npos)
+        << r.message;
   }
 }
 

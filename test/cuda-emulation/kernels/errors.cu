@@ -42,3 +42,11 @@ extern "C" __global__ void trap_in_thread3(int *out) {
     __trap();
   out[threadIdx.x] = 1;
 }
+
+// Lanes 0 and 1 meet in different intrinsics with the same mask.
+extern "C" __global__ void lanes_disagree(int *out) {
+  if (threadIdx.x == 0)
+    out[0] = __shfl_sync(0x3u, 5, 1);
+  else
+    out[1] = (int)__ballot_sync(0x3u, 1);
+}

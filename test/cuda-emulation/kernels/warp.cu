@@ -65,3 +65,20 @@ extern "C" __global__ void shuffle_halves(__half *h, __half2 *h2,
   h2[t] = y;
   b[t] = z;
 }
+
+// Edges of the shuffle rules, one row of 32 results each (block of 32):
+// width-16 xor into a later group (own value) and an earlier one, an index
+// past the width, a down shift past the segment, the sm_80 reductions, a
+// match, and a shuffle from lanes outside the mask (undefined in CUDA; the
+// emulator gives all-ones bits).
+extern "C" __global__ void warp_edges(int *out) {
+  const int t = threadIdx.x;
+  out[0 * 32 + t] = __shfl_xor_sync(FULL_MASK, t, 16, 16);
+  out[1 * 32 + t] = __shfl_sync(FULL_MASK, t, 37, 8);
+  out[2 * 32 + t] = __shfl_down_sync(FULL_MASK, t, 3, 8);
+  out[3 * 32 + t] = (int)__reduce_add_sync(FULL_MASK, (unsigned)t);
+  out[4 * 32 + t] = __reduce_max_sync(FULL_MASK, t - 10);
+  out[5 * 32 + t] = (int)__match_any_sync(FULL_MASK, t / 8);
+  if (t < 16)
+    out[6 * 32 + t] = __shfl_sync(0x0000ffffu, t * 2, t + 16);
+}
