@@ -24,6 +24,7 @@
 #include "kernels/block_reduce.cu"
 #include "kernels/dynamic_shared.host.cu"
 #include "kernels/errors.cu"
+#include "kernels/indexing.cu"
 #include "kernels/races.cu"
 #include "kernels/warp.cu"
 
@@ -433,6 +434,21 @@ TEST(Grid, EveryBlockRunsOnceOnOneAndThreeOSThreads) {
                     out.data(), n);
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_EQ(out, std::vector<int>(numBlocks, block));
+  }
+}
+
+TEST(Grid, BuiltInVariablesInThreeDimensions) {
+  const dim3 grid(3, 2, 4), block(5, 3, 2);
+  const unsigned total = 3 * 2 * 4 * 5 * 3 * 2;
+  for (int fibers : {0, 1}) {
+    std::vector<unsigned> out(total, 0), dims(6, 0);
+    options o = withSeed(2, fibers);
+    o.threads = 2;
+    auto r = launch(index_map, grid, block, o, out.data(), dims.data());
+    ASSERT_TRUE(r.ok()) << r.message;
+    for (unsigned i = 0; i < total; ++i)
+      ASSERT_EQ(out[i], i + 1) << "thread " << i << " fibers " << fibers;
+    EXPECT_EQ(dims, (std::vector<unsigned>{5, 3, 2, 3, 2, 4}));
   }
 }
 

@@ -43,9 +43,9 @@ TEST_P(NvrtcCompile, KernelFileIsValidCuda) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, NvrtcCompile,
     ::testing::Values("block_reduce.cu", "races.cu", "warp.cu", "atomics.cu",
-                      "errors.cu", "dynamic_shared.cu", "dlc_forward_relu.cu",
-                      "dlc_max_pool.cu", "dlc_reduce_mean.cu",
-                      "dlc_softmax_cross_entropy.cu"),
+                      "errors.cu", "dynamic_shared.cu", "indexing.cu",
+                      "dlc_forward_relu.cu", "dlc_max_pool.cu",
+                      "dlc_reduce_mean.cu", "dlc_softmax_cross_entropy.cu"),
     [](const ::testing::TestParamInfo<const char *> &info) {
       std::string name = info.param;
       for (char &c : name)
