@@ -8,7 +8,7 @@
 #ifndef DLC_CUDA_EMULATION_BUILTINS_H
 #define DLC_CUDA_EMULATION_BUILTINS_H
 
-//===-- Keywords ----------------------------------------------------------===//
+//===-- Keywords ---------------------------------------------------------===//
 // host_defines.h already maps __device__, __host__, __global__, __constant__
 // to nothing and __align__(n) to the aligned attribute. __shared__ becomes
 // per-OS-thread storage: all threads of a block run on one OS thread (as
@@ -27,8 +27,7 @@
 #define __grid_constant__
 #endif
 
-//===-- Built-in variables
-//--------------------------------------------------===//
+//===-- Built-in variables ------------------------------------------------===//
 // Per OS thread; the scheduler sets them before it runs or resumes a thread.
 inline thread_local uint3 threadIdx;
 inline thread_local uint3 blockIdx;
@@ -58,8 +57,7 @@ template <class T> inline T opaque(T value) {
 } // namespace detail
 } // namespace dlc_emu
 
-//===-- Reinterpretation and bit operations
-//--------------------------------===//
+//===-- Reinterpretation and bit operations -------------------------------===//
 inline float __int_as_float(int x) {
   return dlc_emu::detail::bitCast<float>(x);
 }
@@ -131,8 +129,7 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   return (unsigned)r;
 }
 
-//===-- Loads through the read-only and streaming caches: plain loads
-//-------===//
+//===-- Loads through the read-only and streaming caches: plain loads -----===//
 template <class T> inline T __ldg(const T *p) { return *p; }
 template <class T> inline T __ldcg(const T *p) { return *p; }
 template <class T> inline T __ldca(const T *p) { return *p; }
@@ -144,8 +141,7 @@ template <class T> inline void __stcs(T *p, T v) { *p = v; }
 template <class T> inline void __stwb(T *p, T v) { *p = v; }
 template <class T> inline void __stwt(T *p, T v) { *p = v; }
 
-//===-- min/max: the overloads of CUDA's crt/math_functions.hpp
-//-------------===//
+//===-- min/max: the overloads of CUDA's crt/math_functions.hpp -----------===//
 #define DLC_EMU_MINMAX(R, A, B)                                                \
   inline R min(A a, B b) { return (R)a < (R)b ? (R)a : (R)b; }                 \
   inline R max(A a, B b) { return (R)a > (R)b ? (R)a : (R)b; }
@@ -172,8 +168,7 @@ inline double max(float a, double b) { return fmax(a, b); }
 inline double min(double a, float b) { return fmin(a, b); }
 inline double max(double a, float b) { return fmax(a, b); }
 
-//===-- Device math libm lacks
-//----------------------------------------------===//
+//===-- Device math libm lacks --------------------------------------------===//
 // The intrinsics (__expf, __logf, ...) are approximations on a GPU with
 // documented error bounds; here they are the accurate libm functions, so a
 // test with a tolerance that holds for the GPU holds here too.
@@ -311,8 +306,7 @@ inline double normcdfinv(double y) {
   return -M_SQRT2 * dlc_emu::detail::erfcinv(2.0 * y);
 }
 
-//===-- Float to integer with CUDA's rounding and saturation
-//---------------===//
+//===-- Float to integer with CUDA's rounding and saturation --------------===//
 // cvt.rni/rzi/rmi/rpi: NaN gives 0, out-of-range values saturate (PTX ISA,
 // cvt).
 namespace dlc_emu {
@@ -351,8 +345,7 @@ inline float __uint2float_rn(unsigned x) { return (float)x; }
 inline float __ll2float_rn(long long x) { return (float)x; }
 inline double __int2double_rn(int x) { return (double)x; }
 
-//===-- Half-precision math that CUDA declares only for device code
-//--------===//
+//===-- Half-precision math that CUDA declares only for device code -------===//
 // Computed in float and rounded once to the half type (CUDA's versions are
 // approximations too; tests compare with a tolerance).
 #define DLC_EMU_HALF_MATH(T, TO_F, FROM_F, FROM_D)                             \
@@ -380,7 +373,7 @@ DLC_EMU_HALF_MATH(__nv_bfloat16, __bfloat162float, __float2bfloat16_rn,
                   __double2bfloat16)
 #undef DLC_EMU_HALF_MATH
 
-//===-- Timers ------------------------------------------------------------===//
+//===-- Timers -----------------------------------------------------------===//
 // clock() is libc's (process CPU time, increasing); clock64() counts
 // nanoseconds of a monotonic clock.
 inline long long clock64() {

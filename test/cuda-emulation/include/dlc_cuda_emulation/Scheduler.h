@@ -17,8 +17,7 @@
 namespace dlc_emu {
 namespace detail {
 
-//===-- Seeded randomness
-//---------------------------------------------------===//
+//===-- Seeded randomness -------------------------------------------------===//
 inline unsigned long long mix64(unsigned long long x) {
   x += 0x9e3779b97f4a7c15ULL; // splitmix64 (Steele, Lea, Flood 2014)
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -65,8 +64,7 @@ struct Permutation {
   }
 };
 
-//===-- Execution contexts
-//--------------------------------------------------===//
+//===-- Execution contexts ------------------------------------------------===//
 // One fiber per CUDA thread. On x86-64 a switch saves the callee-saved
 // registers and the FP control words and swaps stack pointers (no system
 // call); elsewhere, or with DLC_EMU_UCONTEXT, glibc's swapcontext (which
@@ -172,8 +170,7 @@ inline void contextSwap(Context *from, Context *to, bool final = false) {
 constexpr size_t kStackBytes = 256 << 10;
 constexpr unsigned long long kStackCanary = 0xdc1ca7a5dc1ca7a5ULL;
 
-//===-- Per-thread and per-launch state
-//---------------------------------------===//
+//===-- Per-thread and per-launch state -----------------------------------===//
 enum class State : unsigned char {
   Runnable,
   Running,
@@ -281,6 +278,10 @@ struct Worker {
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     contexts = (Context *)calloc(count, sizeof(Context));
     if (stacks == MAP_FAILED || !contexts) {
+      if (stacks != MAP_FAILED)
+        munmap(stacks, (size_t)count * kStackBytes);
+      free(contexts);
+      contexts = nullptr;
       stacks = nullptr;
       numStacks = 0;
       return false;
@@ -659,8 +660,7 @@ template <class F> using SigOf = Signature<F>;
 } // namespace detail
 } // namespace dlc_emu
 
-//===-- assert and __trap fail the launch
-//-----------------------------------===//
+//===-- assert and __trap fail the launch ---------------------------------===//
 namespace dlc_emu {
 namespace detail {
 [[noreturn]] inline void assertFailed(const char *expr, const char *file,
@@ -681,8 +681,7 @@ namespace detail {
                           __FILE__, __LINE__)
 #define __brkpt() __trap()
 
-//===-- Barriers
-//--------------------------------------------------------------===//
+//===-- Barriers ----------------------------------------------------------===//
 inline void __syncthreads() { dlc_emu::detail::barrier(0, "__syncthreads"); }
 inline int __syncthreads_count(int p) {
   return (int)dlc_emu::detail::barrier(p, "__syncthreads_count");
