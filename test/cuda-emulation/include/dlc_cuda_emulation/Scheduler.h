@@ -222,7 +222,9 @@ struct LaunchState {
         blocks(numBlocks, mix64(l->seed ^ 0xb10c)) {}
 };
 
-/// Thrown, without fibers, to leave a thread that failed the launch.
+/// Thrown, without fibers, to leave a thread that failed the launch. With
+/// -fno-exceptions a longjmp to the block's start does it instead (kernel
+/// frames hold nothing that needs destroying).
 struct Abort {};
 
 /// The OS thread's state: the block it runs and buffers reused for every
@@ -237,6 +239,9 @@ struct Worker {
            exited = 0;
   Rng rng{0};
   uint3 block{0, 0, 0};
+#ifndef __cpp_exceptions
+  jmp_buf abortJump;
+#endif
   Thread *threads = nullptr;
   unsigned *order = nullptr; // runnable ids (fibers) or the permutation
   unsigned capacity = 0;
@@ -323,8 +328,13 @@ inline void fail(int code, const char *fmt, ...) {
   va_end(ap);
   w.failed = true;
   w.code = code;
-  if (!w.fibers)
+  if (!w.fibers) {
+#ifdef __cpp_exceptions
     throw Abort();
+#else
+    longjmp(w.abortJump, 1);
+#endif
+  }
   contextSwap(&w.contexts[w.current], &w.scheduler, /*final=*/true);
   __builtin_trap(); // never resumed
 }
@@ -431,15 +441,22 @@ bool runBlock(Worker &w, unsigned long long linear, const Call &call) {
       w.order[i - 1] = w.order[j];
       w.order[j] = t;
     }
+#ifdef __cpp_exceptions
     try {
+#else
+    if (setjmp(w.abortJump))
+      return false;
+#endif
       for (unsigned i = 0; i < n; ++i) {
         w.current = w.order[i];
         threadIdx = threadIndex(w, w.current);
         call();
       }
+#ifdef __cpp_exceptions
     } catch (Abort &) {
       return false;
     }
+#endif
     return true;
   }
   w.numRunnable = 0;
