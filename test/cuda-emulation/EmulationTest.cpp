@@ -115,20 +115,29 @@ TEST(Race, PlantedInPlaceShiftIsCaughtByTheOrder) {
   std::vector<int> expect(n);
   for (int i = 0; i < n; ++i)
     expect[i] = i + 1 < n ? i + 1 : i;
-  int racyWrong = 0;
-  for (unsigned long long seed : kSeeds) {
-    std::vector<int> x(n), y(n);
-    std::iota(x.begin(), x.end(), 0);
-    std::iota(y.begin(), y.end(), 0);
-    ASSERT_TRUE(
-        launch(shift_left, dim3(1), dim3(n), withSeed(seed), x.data(), n).ok());
-    EXPECT_EQ(x, expect) << "seed " << seed;
-    ASSERT_TRUE(
-        launch(shift_left_racy, dim3(1), dim3(n), withSeed(seed), y.data(), n)
-            .ok());
-    racyWrong += y != expect;
+  // Without fibers the threads run one after another in a seeded
+  // permutation, which exposes the race as well.
+  for (int fibers : {1, 0}) {
+    int racyWrong = 0;
+    for (unsigned long long seed : kSeeds) {
+      std::vector<int> x(n), y(n);
+      std::iota(x.begin(), x.end(), 0);
+      std::iota(y.begin(), y.end(), 0);
+      if (fibers) { // the barrier-correct form needs fibers
+        ASSERT_TRUE(
+            launch(shift_left, dim3(1), dim3(n), withSeed(seed), x.data(), n)
+                .ok());
+        EXPECT_EQ(x, expect) << "seed " << seed;
+      }
+      ASSERT_TRUE(launch(shift_left_racy, dim3(1), dim3(n),
+                         withSeed(seed, fibers), y.data(), n)
+                      .ok());
+      racyWrong += y != expect;
+    }
+    EXPECT_GE(racyWrong, 1) << "the in-place shift race went unnoticed, "
+                               "fibers = "
+                            << fibers;
   }
-  EXPECT_GE(racyWrong, 1) << "the in-place shift race went unnoticed";
 }
 
 TEST(Race, PlantedSharedSlotWriteReadInOnePhase) {
