@@ -13,6 +13,9 @@
  *   const int dlc_emu_param_count_NAME;       number of kernel parameters
  *   const unsigned long long dlc_emu_param_sizes_NAME[]; their sizes in
  *       bytes (at least one entry; only the first count are meaningful)
+ *   const unsigned char dlc_emu_param_is_pointer_NAME[]; 1 for each
+ *       pointer parameter, else 0 (same length as the sizes): the driver
+ *       checks that those arguments point into device memory
  * and, once per module (appended by the stand-in NVRTC):
  *   const int dlc_emu_abi_version = DLC_EMU_ABI_VERSION;
  *   const int dlc_emu_uses_collectives;  1 when the source names a barrier

@@ -1,0 +1,185 @@
+//===- EmittedKernelTest.cpp - dlc's emitted kernels on the emulator ----===//
+//
+// Each kernel file is the verbatim output for the CNN's training step; the
+// launch is the runtime's (256 threads a block, enough blocks to cover the
+// kernel's thread count), and the result is compared with a plain C++ loop
+// doing the same float operations in the same order, so equality is exact.
+//
+//===----------------------------------------------------------------------===//
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+// Standard headers go before the emulation header (see Launch.h).
+#include "dlc_cuda_emulation/Launch.h"
+
+// Every emitted file repeats the prelude's static helpers, so each gets its
+// own namespace.
+namespace relu {
+#include "kernels/dlc_forward_relu.cu"
+}
+namespace pool {
+#include "kernels/dlc_max_pool.cu"
+}
+namespace mean {
+#include "kernels/dlc_reduce_mean.cu"
+}
+namespace xent {
+#include "kernels/dlc_softmax_cross_entropy.cu"
+}
+
+namespace {
+
+using dlc_emu::launch;
+using dlc_emu::options;
+
+dim3 gridFor(long long threads) {
+  return dim3((unsigned)((threads + 255) / 256));
+}
+
+std::vector<float> values(size_t n, float scale, unsigned salt) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * (float)((int)((i * 2654435761u + salt) % 2001u) - 1000) /
+           1000.0f;
+  return v;
+}
+
+struct BatchNormRelu {
+  std::vector<float> x = values(4 * 8 * 28 * 28, 3.0f, 1),
+                     scale = values(8, 1.0f, 2), bias = values(8, 0.5f, 3),
+                     mean = values(8, 0.2f, 4), var = values(8, 1.0f, 5),
+                     y = std::vector<float>(4 * 8 * 28 * 28, -1.0f);
+  BatchNormRelu() {
+    for (float &v : var)
+      v = std::fabs(v) + 0.1f;
+    x[123] = NAN; // the kernel keeps NaNs through the ReLU
+  }
+  std::vector<float> reference() const {
+    std::vector<float> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      size_t c = i / 784 % 8;
+      float v = (float)((x[i] - mean[c]) / sqrtf(var[c] + 9.999999747e-06f));
+      v = v * scale[c] + bias[c];
+      out[i] = (v > 0.0f || v != v) ? v : 0.0f;
+    }
+    return out;
+  }
+  dlc_emu::result run(const options &o) {
+    return launch(relu::forward_k1_relu, gridFor(25088), dim3(256), o, x.data(),
+                  scale.data(), bias.data(), mean.data(), var.data(), y.data());
+  }
+};
+
+void expectSameFloats(const std::vector<float> &got,
+                      const std::vector<float> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+    else
+      EXPECT_EQ(got[i], want[i]) << i;
+  }
+}
+
+TEST(EmittedKernels, ElementwiseBatchNormRelu) {
+  for (int fibers : {0, 1}) {
+    BatchNormRelu k;
+    options o;
+    o.fibers = fibers;
+    o.threads = 2;
+    o.seed = 7;
+    auto r = k.run(o);
+    ASSERT_TRUE(r.ok()) << r.message;
+    expectSameFloats(k.y, k.reference());
+  }
+}
+
+TEST(EmittedKernels, MaxPool2x2) {
+  std::vector<float> x = values(32 * 28 * 28, 5.0f, 9), y(32 * 14 * 14, 0.0f);
+  x[28 * 3 + 7] = NAN;
+  auto r = launch(pool::forward_k2_max_pool, gridFor(6272), dim3(256),
+                  options(), x.data(), y.data());
+  ASSERT_TRUE(r.ok()) << r.message;
+  std::vector<float> want(y.size());
+  for (int nc = 0; nc < 32; ++nc)
+    for (int oh = 0; oh < 14; ++oh)
+      for (int ow = 0; ow < 14; ++ow) {
+        float m = -INFINITY;
+        bool any = false;
+        for (int kh = 0; kh < 2; ++kh)
+          for (int kw = 0; kw < 2; ++kw) {
+            float v = x[nc * 784 + (2 * oh + kh) * 28 + 2 * ow + kw];
+            if (!any || v > m || v != v)
+              m = v;
+            any = true;
+          }
+        want[(nc * 14 + oh) * 14 + ow] = m;
+      }
+  expectSameFloats(y, want);
+  EXPECT_TRUE(std::isnan(y[1 * 14 + 3])); // the window holding x[28 * 3 + 7]
+}
+
+TEST(EmittedKernels, ReduceMeanAccumulatesInDouble) {
+  std::vector<float> x = values(4 * 8 * 28 * 28, 2.0f, 11), y(8, 0.0f);
+  auto r = launch(mean::train_step_k0_reduce_mean, gridFor(8), dim3(256),
+                  options(), x.data(), y.data());
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (int c = 0; c < 8; ++c) {
+    double acc = 0;
+    for (int n = 0; n < 4; ++n)
+      for (int i = 0; i < 784; ++i)
+        acc += (double)(float)(x[n * 6272 + c * 784 + i] * 3.188775445e-04f);
+    EXPECT_EQ(y[c], (float)acc) << c;
+  }
+}
+
+TEST(EmittedKernels, SoftmaxCrossEntropyOneThread) {
+  std::vector<float> logits = values(40, 4.0f, 13), loss(1, 0.0f);
+  std::vector<long long> labels = {3, 0, 9, 42}; // 42: out of range, skipped
+  auto r =
+      launch(xent::train_step_k34_softmax_cross_entropy, gridFor(1), dim3(256),
+             options(), logits.data(), labels.data(), loss.data());
+  ASSERT_TRUE(r.ok()) << r.message;
+  double total = 0;
+  for (int row = 0; row < 3; ++row) {
+    const float *x = logits.data() + row * 10;
+    float m = -INFINITY, s = 0;
+    for (int k = 0; k < 10; ++k)
+      m = x[k] > m ? x[k] : m;
+    for (int k = 0; k < 10; ++k)
+      s += expf(x[k] - m);
+    total += (double)(m + logf(s) - x[labels[row]]);
+  }
+  EXPECT_EQ(loss[0], (float)(total / 4.0));
+}
+
+// Not a pass/fail figure: prints emulated threads per second for an
+// elementwise kernel (README.md quotes them), after checking the results.
+TEST(EmittedKernels, ThroughputFigures) {
+  BatchNormRelu k;
+  const std::vector<float> want = k.reference();
+  for (int fibers : {0, 1}) {
+    for (unsigned threads : {1u, 2u}) {
+      options o;
+      o.fibers = fibers;
+      o.threads = threads;
+      const int launches = fibers ? 4 : 40;
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < launches; ++i)
+        ASSERT_TRUE(k.run(o).ok());
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      expectSameFloats(k.y, want);
+      printf("[ figures  ] forward_k1_relu, fibers = %d, %u OS thread(s): %.3g "
+             "emulated threads/s\n",
+             fibers, threads, 25088.0 * launches / seconds);
+    }
+  }
+}
+
+} // namespace
