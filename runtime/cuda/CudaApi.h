@@ -102,6 +102,7 @@ namespace dlrt::cuda {
   X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                            \
   X(cudnnConvolutionBackwardFilter)                                            \
   X(cudnnAddTensor)                                                            \
+  X(cudnnTransformTensor)                                                      \
   X(cudnnSetTensorNdDescriptor)                                                \
   X(cudnnSetFilterNdDescriptor)                                                \
   X(cudnnSetConvolutionNdDescriptor)                                           \

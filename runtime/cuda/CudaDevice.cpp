@@ -147,6 +147,26 @@ struct ConvDescriptors {
   }
 };
 
+/// True when some spatial dim of |p| is padded more on one side.
+bool asymmetricPadding(const ConvParams &p) {
+  return p.pad_top != p.pad_bottom || p.pad_left != p.pad_right ||
+         (p.spatial == 3 && p.pad_front != p.pad_back);
+}
+
+/// |p| on the input padded explicitly by its pads: the input grows by both
+/// pads of each spatial dim, the pads become 0, the output is the same.
+ConvParams padded(const ConvParams &p) {
+  ConvParams q = p;
+  q.h += p.pad_top + p.pad_bottom;
+  q.w += p.pad_left + p.pad_right;
+  q.pad_top = q.pad_bottom = q.pad_left = q.pad_right = 0;
+  if (p.spatial == 3) {
+    q.d += p.pad_front + p.pad_back;
+    q.pad_front = q.pad_back = 0;
+  }
+  return q;
+}
+
 class CudaDevice final : public Device {
 public:
   /// Errors: DLRT_UNAVAILABLE for every failure (so DLRT_DEVICE_AUTO can
@@ -207,6 +227,14 @@ private:
   /// describeConv has created them and checked the 2-D part.
   Status describeConv3d(const ConvParams &p, const std::string &prefix,
                         ConvDescriptors *d);
+  /// Copies between a packed NCHW/NCDHW tensor of |p|'s input shape and
+  /// the interior of its zero-padded copy (the input of padded(p)):
+  /// |toPadded| fills |padded| (zeros, then the interior) from |x|; else
+  /// the interior of |padded| is copied to |x|. cuDNN's legacy API takes
+  /// one pad per spatial dim, so asymmetric ONNX pads run as the
+  /// convolution of the explicitly padded input with pads 0.
+  Status copyPadded(const ConvParams &p, bool toPadded, const float *from,
+                    float *to);
   Status chooseConvAlgo(ConvKind kind, const ConvParams &p,
                         const ConvDescriptors &d, int *algo, size_t *workspace);
   Status loadModule(const std::string &name, const std::vector<uint8_t> &image,
@@ -835,23 +863,10 @@ Status CudaDevice::describeConv(const ConvParams &p, const char *what,
   const CudnnApi &dnn = *ctx_->dnn;
   d->dnn = &dnn;
   std::string prefix = std::string(what) + ": ";
-  if (p.spatial == 3 && p.pad_front != p.pad_back)
-    return Status::error(
-        DLRT_INTERNAL,
-        prefix + "asymmetric depth padding (front " +
-            std::to_string(p.pad_front) + ", back " +
-            std::to_string(p.pad_back) +
-            ") is not supported by the cuDNN convolution; pad the input "
-            "explicitly instead");
-  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
-    return Status::error(
-        DLRT_INTERNAL,
-        prefix + "asymmetric padding (top " + std::to_string(p.pad_top) +
-            ", bottom " + std::to_string(p.pad_bottom) + ", left " +
-            std::to_string(p.pad_left) + ", right " +
-            std::to_string(p.pad_right) +
-            ") is not supported by the cuDNN convolution; pad the input "
-            "explicitly instead");
+  // convForward/convBackward* have made the padding symmetric.
+  if (asymmetricPadding(p))
+    return Status::error(DLRT_INTERNAL,
+                         prefix + "asymmetric padding reached cuDNN");
   for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p, p.q, p.stride_h,
                     p.stride_w, p.dilation_h, p.dilation_w, p.group})
     if (v <= 0 || v > INT_MAX)
@@ -1090,9 +1105,74 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
   return Status::OK();
 }
 
+Status CudaDevice::copyPadded(const ConvParams &p, bool toPadded,
+                              const float *from, float *to) {
+  const CudnnApi &dnn = *ctx_->dnn;
+  const ConvParams q = padded(p);
+  const int rank = p.spatial == 3 ? 5 : 4;
+  // Interior view of the padded tensor: p's input dims with q's strides.
+  std::array<int, 5> dims = {int(p.n), int(p.c), int(p.d), int(p.h),
+                             int(p.w)};
+  std::array<int, 5> paddedDims = {int(q.n), int(q.c), int(q.d), int(q.h),
+                                   int(q.w)};
+  if (rank == 4) {
+    dims = {dims[0], dims[1], dims[3], dims[4], 1};
+    paddedDims = {paddedDims[0], paddedDims[1], paddedDims[3], paddedDims[4],
+                  1};
+  }
+  std::array<int, 5> packed{}, viewStrides{};
+  int64_t packedStride = 1, paddedStride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    packed[i] = int(packedStride);
+    viewStrides[i] = int(paddedStride);
+    packedStride *= dims[i];
+    paddedStride *= paddedDims[i];
+  }
+  if (paddedStride > INT_MAX)
+    return Status::error(DLRT_INTERNAL,
+                         "convolution: the explicitly padded input has more "
+                         "than 2^31 elements");
+  int64_t offset = p.pad_top * q.w + p.pad_left;
+  if (p.spatial == 3)
+    offset += p.pad_front * q.h * q.w;
+  ConvDescriptors d;
+  d.dnn = &dnn;
+  DLRT_TRY(checkDnn(dnn.cudnnCreateTensorDescriptor(&d.x),
+                    "cudnnCreateTensorDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnCreateTensorDescriptor(&d.y),
+                    "cudnnCreateTensorDescriptor"));
+  DLRT_TRY(checkDnn(dnn.cudnnSetTensorNdDescriptor(d.x, CUDNN_DATA_FLOAT, rank,
+                                                   dims.data(), packed.data()),
+                    "cudnnSetTensorNdDescriptor(packed)"));
+  DLRT_TRY(checkDnn(dnn.cudnnSetTensorNdDescriptor(d.y, CUDNN_DATA_FLOAT, rank,
+                                                   dims.data(),
+                                                   viewStrides.data()),
+                    "cudnnSetTensorNdDescriptor(padded interior)"));
+  const float one = 1.0f, zero = 0.0f;
+  if (toPadded) {
+    DLRT_TRY(fillZero(to, size_t(paddedStride) * sizeof(float)));
+    return checkDnn(dnn.cudnnTransformTensor(ctx_->dnnHandle, &one, d.x, from,
+                                             &zero, d.y, to + offset),
+                    "cudnnTransformTensor(pad)");
+  }
+  return checkDnn(dnn.cudnnTransformTensor(ctx_->dnnHandle, &one, d.y,
+                                           from + offset, &zero, d.x, to),
+                  "cudnnTransformTensor(crop)");
+}
+
 Status CudaDevice::convForward(const ConvParams &p, const float *x,
                                const float *w, const float *bias, float *y) {
   DLRT_TRY(makeCurrent());
+  if (asymmetricPadding(p)) {
+    const ConvParams q = padded(p);
+    DeviceBuffer xp;
+    DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &xp));
+    Status status = copyPadded(p, true, x, static_cast<float *>(xp.data));
+    if (status.ok())
+      status = convForward(q, static_cast<const float *>(xp.data), w, bias, y);
+    release(xp); // stream-ordered: freed after the convolution has run
+    return status;
+  }
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_forward", &d));
   int algo = 0;
@@ -1136,6 +1216,19 @@ Status CudaDevice::convForward(const ConvParams &p, const float *x,
 Status CudaDevice::convBackwardData(const ConvParams &p, const float *dy,
                                     const float *w, float *dx) {
   DLRT_TRY(makeCurrent());
+  if (asymmetricPadding(p)) {
+    // The gradient of the padded input, cropped to the real one.
+    const ConvParams q = padded(p);
+    DeviceBuffer dxp;
+    DLRT_TRY(
+        allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &dxp));
+    Status status =
+        convBackwardData(q, dy, w, static_cast<float *>(dxp.data));
+    if (status.ok())
+      status = copyPadded(p, false, static_cast<const float *>(dxp.data), dx);
+    release(dxp);
+    return status;
+  }
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_backward_data", &d));
   int algo = 0;
@@ -1156,6 +1249,17 @@ Status CudaDevice::convBackwardData(const ConvParams &p, const float *dy,
 Status CudaDevice::convBackwardFilter(const ConvParams &p, const float *x,
                                       const float *dy, float *dw) {
   DLRT_TRY(makeCurrent());
+  if (asymmetricPadding(p)) {
+    const ConvParams q = padded(p);
+    DeviceBuffer xp;
+    DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &xp));
+    Status status = copyPadded(p, true, x, static_cast<float *>(xp.data));
+    if (status.ok())
+      status =
+          convBackwardFilter(q, static_cast<const float *>(xp.data), dy, dw);
+    release(xp);
+    return status;
+  }
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_backward_filter", &d));
   int algo = 0;

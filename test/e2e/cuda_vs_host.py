@@ -33,7 +33,14 @@ from models import MODELS  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
 # Per model and check: (tolerance, reason). Everything not listed: 1e-5.
-TOLERANCES = {}
+TOLERANCES = {
+    ("mlp", "checkpoint"): (
+        1e-4, "Adam's step lr*m/(sqrt(v)+eps) turns a gradient element near "
+        "eps in size into a step of up to lr whatever its relative error, so "
+        "the GEMMs' summation order moves single weights (seen: 1 of 50176 "
+        "elements of 1.weight by 3.2e-6 = 7.8e-5 of the tensor's largest, "
+        "with m and v equal to 1e-7)"),
+}
 
 
 def run(cmd, env=None):
@@ -71,7 +78,8 @@ def build(args, w):
                           output_names=["logits"], opset_version=17,
                           training=torch.onnx.TrainingMode.PRESERVE)
         infer_onnx = train_onnx = path
-        train_flags = ["--optimizer", args.optimizer, "--lr", "0.05"]
+        lr = 0.05 if args.optimizer == "sgd" else 1e-3  # as train_vs_torch.py
+        train_flags = ["--optimizer", args.optimizer, "--lr", repr(lr)]
     else:
         batch = args.batch or 2
         model, x, y = ARCHITECTURES[args.model](batch)
@@ -142,7 +150,7 @@ def main():
         with open(w(f"{device}.jsonl")) as f:
             losses = [json.loads(line)["loss"] for line in f if line.strip()]
         results[device] = (dict(np.load(w(f"out-{device}.npz"))), losses,
-                           read_safetensors(w(f"{device}.safetensors")))
+                           read_safetensors(w(f"{device}.safetensors"))[0])
 
     ok = True
 
@@ -165,6 +173,22 @@ def main():
         check(f"loss step {i}", rel_error(a, b), "loss")
     if sorted(ckpt_h) != sorted(ckpt_c):
         sys.exit("FAIL: the checkpoints hold different tensors")
+    # A tensor is compared relative to its own largest magnitude, but never
+    # to less than 0.1 of the largest tensor of the same role (parameters,
+    # momentum buffers, Adam moments): the rounding error of a sum scales
+    # with its terms, not its result, and a tensor far smaller than its
+    # peers is a sum that cancels — e.g. the momentum of a convolution bias
+    # followed by BatchNorm, whose gradient is exactly zero in exact
+    # arithmetic (seen: cnn 0.bias.momentum_buffer, |values| < 1e-6 next to
+    # 1.96 elsewhere). A wrong index still shows: it errs by the tensor's
+    # own size, which only tensors below 1e-6 of their peers could hide.
+    def role(name):
+        last = name.rsplit(".", 1)[-1]
+        return last if last in ("momentum_buffer", "exp_avg", "exp_avg_sq") else ""
+    peak = {}
+    for name, t in ckpt_h.items():
+        if t.dtype.kind == "f" and t.size:
+            peak[role(name)] = max(peak.get(role(name), 0.0), float(np.max(np.abs(t))))
     worst, worst_name = 0.0, ""
     for name in sorted(ckpt_h):
         if ckpt_h[name].dtype.kind != "f":
@@ -172,7 +196,15 @@ def main():
                 ok = False
                 print(f"checkpoint {name}: differs (integer tensor) MISMATCH")
             continue
-        err = rel_error(ckpt_c[name], ckpt_h[name])
+        ref = ckpt_h[name].astype(np.float64)
+        got = ckpt_c[name].astype(np.float64)
+        if got.shape != ref.shape or not np.all(np.isfinite(got)):
+            err = float("inf")
+        elif ref.size == 0:
+            err = 0.0
+        else:
+            scale = max(float(np.max(np.abs(ref))), 0.1 * peak[role(name)])
+            err = float(np.max(np.abs(got - ref))) / scale if scale > 0 else 0.0
         if err > worst:
             worst, worst_name = err, name
     check(f"checkpoint ({len(ckpt_h)} tensors; worst {worst_name})", worst,

@@ -864,11 +864,13 @@ cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(
 // dimensions of the bias tensor refer to an amount of data that is
 // incompatible with the output tensor dimensions or the dataType of the two
 // tensor descriptors are different".
-cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
-                             const cudnnTensorDescriptor_t aDesc, const void *A,
-                             const void *beta,
-                             const cudnnTensorDescriptor_t cDesc, void *C) {
-  const char *call = "cudnnAddTensor";
+/// C = alpha * A + beta * C for cudnnAddTensor (|broadcast|: A's dims may
+/// be 1) and cudnnTransformTensor (dims equal, any strides on both sides).
+static cudnnStatus_t scaleAdd(const char *call, bool broadcast,
+                              cudnnHandle_t handle, const void *alpha,
+                              const cudnnTensorDescriptor_t aDesc,
+                              const void *A, const void *beta,
+                              const cudnnTensorDescriptor_t cDesc, void *C) {
   if (!handle || !alpha || !beta || !aDesc || !cDesc || !aDesc->set ||
       !cDesc->set)
     return reject(CUDNN_STATUS_BAD_PARAM, call,
@@ -892,12 +894,14 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
     return reject(CUDNN_STATUS_NOT_SUPPORTED, call,
                   "data type " + std::to_string(type) + " is not supported");
   for (size_t i = 0; i < rank; ++i)
-    if (aDesc->dims[i] != 1 && aDesc->dims[i] != cDesc->dims[i])
+    if ((!broadcast || aDesc->dims[i] != 1) &&
+        aDesc->dims[i] != cDesc->dims[i])
       return reject(CUDNN_STATUS_BAD_PARAM, call,
                     "A's dim " + std::to_string(i) + " is " +
                         std::to_string(aDesc->dims[i]) + ", C's is " +
                         std::to_string(cDesc->dims[i]) +
-                        " (must be equal or 1)");
+                        (broadcast ? " (must be equal or 1)"
+                                   : " (must be equal)"));
   std::vector<int64_t> aStrides(aDesc->strides.begin(), aDesc->strides.end());
   std::vector<int64_t> cStrides(cDesc->strides.begin(), cDesc->strides.end());
   size_t bytes = elementSize(type);
@@ -946,6 +950,26 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
                   "the stream refused the work (CUresult " +
                       std::to_string(int(result)) + ")");
   return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
+                             const cudnnTensorDescriptor_t aDesc, const void *A,
+                             const void *beta,
+                             const cudnnTensorDescriptor_t cDesc, void *C) {
+  return scaleAdd("cudnnAddTensor", /*broadcast=*/true, handle, alpha, aDesc,
+                  A, beta, cDesc, C);
+}
+
+// cudnnTransformTensor: y = alpha * x + beta * y between two layouts of the
+// same dims; the reference: BAD_PARAM when "the dimensions n, c, h, w or
+// the dataType of the two tensor descriptors are different".
+cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha,
+                                   const cudnnTensorDescriptor_t xDesc,
+                                   const void *x, const void *beta,
+                                   const cudnnTensorDescriptor_t yDesc,
+                                   void *y) {
+  return scaleAdd("cudnnTransformTensor", /*broadcast=*/false, handle, alpha,
+                  xDesc, x, beta, yDesc, y);
 }
 
 } // extern "C"
