@@ -33,13 +33,14 @@ from models import MODELS  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
 # Per model and check: (tolerance, reason). Everything not listed: 1e-5.
+_RESNET_REASON = (
+    "ill-conditioned: batch norm over 2 samples (8 values per channel in "
+    "layer4) amplifies summation-order differences; the host device alone, "
+    "1 thread against 2, differs by up to 2.7e-5 in these gradients")
 TOLERANCES = {
-    ("mlp", "checkpoint"): (
-        1e-4, "Adam's step lr*m/(sqrt(v)+eps) turns a gradient element near "
-        "eps in size into a step of up to lr whatever its relative error, so "
-        "the GEMMs' summation order moves single weights (seen: 1 of 50176 "
-        "elements of 1.weight by 3.2e-6 = 7.8e-5 of the tensor's largest, "
-        "with m and v equal to 1e-7)"),
+    ("resnet18", "gradients"): (1e-4, _RESNET_REASON),
+    ("resnet18", "later gradients"): (1e-4, _RESNET_REASON),
+    ("resnet18", "checkpoint"): (1e-4, _RESNET_REASON),
 }
 
 
@@ -86,7 +87,12 @@ def build(args, w):
         infer_onnx, train_onnx = w("infer.onnx"), w("train.onnx")
         export(model, x, infer_onnx, training=False)
         export(model, x, train_onnx, training=True)
-        lr = {"resnet18": 0.01, "gpt": 0.1, "transformer": 0.1}[args.model]
+        # ResNet-18 at architectures.py's lr 0.01 is chaotic on 2 samples:
+        # the host device alone, on 1 thread against 2 (oneDNN's summation
+        # order), differs by 0.13 in step 3's gradients. At 1e-3 the host's
+        # own variation stays below 3e-5 over 5 steps and the loss still
+        # falls from 2.60 to 0.15.
+        lr = {"resnet18": 1e-3, "gpt": 0.1, "transformer": 0.1}[args.model]
         train_flags = ["--optimizer", args.optimizer, "--lr", repr(lr)]
     if args.optimizer == "sgd":
         train_flags += ["--momentum", "0.9"]
@@ -121,8 +127,8 @@ def main():
     run([args.dlc, infer_onnx, "--batch-size", str(batch), "--quiet",
          "-o", w("infer.dlcp")] + target)
     run([args.dlc, train_onnx, "--train", "--loss", "softmax-cross-entropy",
-         "--batch-size", str(batch), "--quiet", "-o", w("train.dlcp")]
-        + train_flags + target)
+         "--expose-gradients", "--batch-size", str(batch), "--quiet",
+         "-o", w("train.dlcp")] + train_flags + target)
 
     env = dict(os.environ)
     env["DLRT_CUDA_STANDIN"] = args.standin
@@ -140,6 +146,7 @@ def main():
                            w("batch.npz"), "--steps", str(args.steps),
                            "--no-shuffle", "--log-jsonl", w(f"{device}.jsonl"),
                            "--save", w(f"{device}.safetensors"),
+                           "--save-gradients", w(f"grad-{device}"),
                            "--device", device], denv)
         announced = [line for line in (out + out2).splitlines()
                      if line.startswith("device:") or "DLRT_CUDA_STANDIN" in line]
@@ -149,8 +156,11 @@ def main():
             sys.exit("FAIL: dlrt did not say that the CUDA device is the stand-in")
         with open(w(f"{device}.jsonl")) as f:
             losses = [json.loads(line)["loss"] for line in f if line.strip()]
+        grads = [read_safetensors(os.path.join(w(f"grad-{device}"),
+                                               f"step-{i}.safetensors"))[0]
+                 for i in range(1, args.steps + 1)]
         results[device] = (dict(np.load(w(f"out-{device}.npz"))), losses,
-                           read_safetensors(w(f"{device}.safetensors"))[0])
+                           read_safetensors(w(f"{device}.safetensors"))[0], grads)
 
     ok = True
 
@@ -161,7 +171,8 @@ def main():
         ok &= err <= tol
         print(f"{what}: rel {err:.3g} (tol {tol:g}{'; ' + reason if reason else ''}) {flag}")
 
-    (out_h, loss_h, ckpt_h), (out_c, loss_c, ckpt_c) = results["host"], results["cuda"]
+    (out_h, loss_h, ckpt_h, grad_h), (out_c, loss_c, ckpt_c, grad_c) = \
+        results["host"], results["cuda"]
     for name in out_h:
         check(f"inference output {name}", rel_error(out_c.get(name), out_h[name]),
               "inference")
@@ -170,48 +181,61 @@ def main():
                  f"expected {args.steps}")
     for i, (a, b) in enumerate(zip(loss_c, loss_h), 1):
         print(f"step {i}: cuda {a:.8f} host {b:.8f}")
-        check(f"loss step {i}", rel_error(a, b), "loss")
-    if sorted(ckpt_h) != sorted(ckpt_c):
-        sys.exit("FAIL: the checkpoints hold different tensors")
-    # A tensor is compared relative to its own largest magnitude, but never
-    # to less than 0.1 of the largest tensor of the same role (parameters,
-    # momentum buffers, Adam moments): the rounding error of a sum scales
-    # with its terms, not its result, and a tensor far smaller than its
-    # peers is a sum that cancels — e.g. the momentum of a convolution bias
-    # followed by BatchNorm, whose gradient is exactly zero in exact
-    # arithmetic (seen: cnn 0.bias.momentum_buffer, |values| < 1e-6 next to
-    # 1.96 elsewhere). A wrong index still shows: it errs by the tensor's
-    # own size, which only tensors below 1e-6 of their peers could hide.
-    def role(name):
-        last = name.rsplit(".", 1)[-1]
-        return last if last in ("momentum_buffer", "exp_avg", "exp_avg_sq") else ""
-    peak = {}
-    for name, t in ckpt_h.items():
-        if t.dtype.kind == "f" and t.size:
-            peak[role(name)] = max(peak.get(role(name), 0.0), float(np.max(np.abs(t))))
-    worst, worst_name = 0.0, ""
-    for name in sorted(ckpt_h):
-        if ckpt_h[name].dtype.kind != "f":
-            if not np.array_equal(ckpt_h[name], ckpt_c[name]):
-                ok = False
-                print(f"checkpoint {name}: differs (integer tensor) MISMATCH")
-            continue
-        ref = ckpt_h[name].astype(np.float64)
-        got = ckpt_c[name].astype(np.float64)
-        if got.shape != ref.shape or not np.all(np.isfinite(got)):
-            err = float("inf")
-        elif ref.size == 0:
-            err = 0.0
-        else:
-            scale = max(float(np.max(np.abs(ref))), 0.1 * peak[role(name)])
-            err = float(np.max(np.abs(got - ref))) / scale if scale > 0 else 0.0
-        if err > worst:
-            worst, worst_name = err, name
-    check(f"checkpoint ({len(ckpt_h)} tensors; worst {worst_name})", worst,
-          "checkpoint")
+        check(f"loss step {i}", rel_error(a, b), "loss" if i == 1 else "later loss")
+    # Step 1's gradients are taken at identical weights on both devices;
+    # later steps also carry the trajectories' divergence.
+    for i, (gc, gh) in enumerate(zip(grad_c, grad_h), 1):
+        err, name = worst_tensor(gc, gh)
+        check(f"gradients step {i} ({len(gh)} tensors; worst {name})", err,
+              "gradients" if i == 1 else "later gradients")
+    err, name = worst_tensor(ckpt_c, ckpt_h)
+    check(f"checkpoint ({len(ckpt_h)} tensors; worst {name})", err, "checkpoint")
     if not ok:
         sys.exit("FAIL: the CUDA device (stand-in) differs from the host device")
     print("PASS")
+
+
+def role(name):
+    """Parameters, gradients, momentum buffers and Adam moments are compared
+    among their own kind."""
+    last = name.rsplit(".", 1)[-1]
+    return last if last in ("momentum_buffer", "exp_avg", "exp_avg_sq") else ""
+
+
+def worst_tensor(ours, ref):
+    """The largest per-tensor error of |ours| against |ref| and the tensor's
+    name (inf for a missing, misshapen, non-finite or unequal integer one).
+
+    A tensor is compared relative to its own largest magnitude, but never
+    to less than 0.1 of the largest tensor of the same role: the rounding
+    error of a sum scales with its terms, not its result, and a tensor far
+    smaller than its peers is a sum that cancels — e.g. the gradient of a
+    convolution bias followed by BatchNorm, exactly zero in exact arithmetic
+    (seen: cnn 0.bias.momentum_buffer, |values| < 1e-6 next to 1.96
+    elsewhere). A wrong index still shows: it errs by the tensor's own size,
+    which only tensors below 1e-6 of their peers could hide."""
+    if sorted(ours) != sorted(ref):
+        return float("inf"), "(different tensor names)"
+    peak = {}
+    for name, t in ref.items():
+        if t.dtype.kind == "f" and t.size:
+            peak[role(name)] = max(peak.get(role(name), 0.0), float(np.max(np.abs(t))))
+    worst, worst_name = 0.0, ""
+    for name in sorted(ref):
+        r, g = ref[name], ours[name]
+        if r.dtype.kind != "f":
+            err = 0.0 if np.array_equal(r, g) else float("inf")
+        elif g.shape != r.shape or not np.all(np.isfinite(g)):
+            err = float("inf")
+        elif r.size == 0:
+            err = 0.0
+        else:
+            r, g = r.astype(np.float64), g.astype(np.float64)
+            scale = max(float(np.max(np.abs(r))), 0.1 * peak[role(name)])
+            err = float(np.max(np.abs(g - r))) / scale if scale > 0 else 0.0
+        if err >= worst:
+            worst, worst_name = err, name
+    return worst, worst_name
 
 
 if __name__ == "__main__":
