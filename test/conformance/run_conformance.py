@@ -409,7 +409,7 @@ def run_test_in(test_dir, tmp, deadline, args, env, times):
         out_npz = os.path.join(tmp, ds + ".out.npz")
         write_npz(in_npz, feeds)
         cmd = [args.dlrt, "run", pkg, "--inputs", in_npz, "--outputs",
-               out_npz, "--device", "host"]
+               out_npz, "--device", args.device]
         rc, out, err = run_command(cmd, deadline, child_env, tmp, times)
         prefix = "" if len(sets) == 1 else ds + ": "
         if rc < 0:
@@ -500,6 +500,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dlc", required=True, help="the dlc binary")
     p.add_argument("--dlrt", required=True, help="the dlrt binary")
+    p.add_argument("--device", default="host",
+                   help="dlrt's --device (cuda with DLRT_CUDA_STANDIN runs "
+                        "the CUDA path on the host stand-in)")
     p.add_argument("--data", default=DEFAULT_DATA,
                    help="libonnx-testdata's data folder (default %(default)s)")
     p.add_argument("--suites", default=",".join(SUITES),
