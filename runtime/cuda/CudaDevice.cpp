@@ -235,6 +235,10 @@ private:
   /// convolution of the explicitly padded input with pads 0.
   Status copyPadded(const ConvParams &p, bool toPadded, const float *from,
                     float *to);
+  /// Runs |fn| on padded(p) and a zero-padded copy of the input |x|.
+  Status withPaddedInput(
+      const ConvParams &p, const float *x,
+      const std::function<Status(const ConvParams &, const float *)> &fn);
   Status chooseConvAlgo(ConvKind kind, const ConvParams &p,
                         const ConvDescriptors &d, int *algo, size_t *workspace);
   Status loadModule(const std::string &name, const std::vector<uint8_t> &image,
@@ -1160,19 +1164,26 @@ Status CudaDevice::copyPadded(const ConvParams &p, bool toPadded,
                   "cudnnTransformTensor(crop)");
 }
 
+Status CudaDevice::withPaddedInput(
+    const ConvParams &p, const float *x,
+    const std::function<Status(const ConvParams &, const float *)> &fn) {
+  const ConvParams q = padded(p);
+  DeviceBuffer xp;
+  DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &xp));
+  Status status = copyPadded(p, true, x, static_cast<float *>(xp.data));
+  if (status.ok())
+    status = fn(q, static_cast<const float *>(xp.data));
+  release(xp); // stream-ordered: freed after the convolution has run
+  return status;
+}
+
 Status CudaDevice::convForward(const ConvParams &p, const float *x,
                                const float *w, const float *bias, float *y) {
   DLRT_TRY(makeCurrent());
-  if (asymmetricPadding(p)) {
-    const ConvParams q = padded(p);
-    DeviceBuffer xp;
-    DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &xp));
-    Status status = copyPadded(p, true, x, static_cast<float *>(xp.data));
-    if (status.ok())
-      status = convForward(q, static_cast<const float *>(xp.data), w, bias, y);
-    release(xp); // stream-ordered: freed after the convolution has run
-    return status;
-  }
+  if (asymmetricPadding(p))
+    return withPaddedInput(p, x, [&](const ConvParams &q, const float *xp) {
+      return convForward(q, xp, w, bias, y);
+    });
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_forward", &d));
   int algo = 0;
@@ -1249,17 +1260,10 @@ Status CudaDevice::convBackwardData(const ConvParams &p, const float *dy,
 Status CudaDevice::convBackwardFilter(const ConvParams &p, const float *x,
                                       const float *dy, float *dw) {
   DLRT_TRY(makeCurrent());
-  if (asymmetricPadding(p)) {
-    const ConvParams q = padded(p);
-    DeviceBuffer xp;
-    DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &xp));
-    Status status = copyPadded(p, true, x, static_cast<float *>(xp.data));
-    if (status.ok())
-      status =
-          convBackwardFilter(q, static_cast<const float *>(xp.data), dy, dw);
-    release(xp);
-    return status;
-  }
+  if (asymmetricPadding(p))
+    return withPaddedInput(p, x, [&](const ConvParams &q, const float *xp) {
+      return convBackwardFilter(q, xp, dy, dw);
+    });
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_backward_filter", &d));
   int algo = 0;
