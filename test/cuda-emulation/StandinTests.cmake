@@ -88,3 +88,18 @@ if(DEFINED DLRT_CUDA_SOURCES)
       LABELS cuda-standin TIMEOUT 600)
   endforeach()
 endif()
+
+# Every ONNX backend test again, on `dlrt run --device cuda` over the
+# stand-in: the same expected outcomes as the host device (713 of 1072 pass,
+# the rest a clean "unsupported"), so each op's CUDA kernels and library
+# calls are checked against ONNX's reference outputs. About 130 s on 2 cores.
+if(TARGET dlc AND TARGET dlrt)
+  add_test(NAME onnx_conformance_cuda_standin
+    COMMAND /usr/bin/python3 ${DLC_SOURCE_DIR}/test/conformance/run_conformance.py
+            --dlc $<TARGET_FILE:dlc> --dlrt $<TARGET_FILE:dlrt> --device cuda
+            --expected ${DLC_SOURCE_DIR}/test/conformance/expected.txt
+            --results ${CMAKE_CURRENT_BINARY_DIR}/conformance-results.txt)
+  set_tests_properties(onnx_conformance_cuda_standin PROPERTIES
+    ENVIRONMENT "${DLRT_STANDIN_ENV}"
+    TIMEOUT 2400 LABELS "conformance;cuda-standin")
+endif()
