@@ -20,6 +20,10 @@
  *   const int dlc_emu_abi_version = DLC_EMU_ABI_VERSION;
  *   const int dlc_emu_uses_collectives;  1 when the source names a barrier
  *       or warp intrinsic (the driver then launches with fibers = 1).
+ *   const int dlc_emu_standin_max_threads_NAME;  optional, for a kernel
+ *       with __launch_bounds__(N): N (the driver reports it as
+ *       CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK and refuses larger blocks
+ *       with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, as a real driver does).
  */
 #ifndef DLC_CUDA_EMULATION_ABI_H
 #define DLC_CUDA_EMULATION_ABI_H
