@@ -15,7 +15,7 @@ namespace dlc::codegen {
 
 /// The package format version this writer produces
 /// (runtime/schema/package.fbs).
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 
 /// One generated CUDA kernel: a translation unit with a single
 /// `extern "C" __global__ void <name>(T0* a0, T1* a1, ...)` (one pointer per

@@ -142,7 +142,7 @@ TEST(Package, WrongVersion) {
   EXPECT_EQ(code, DLRT_INCOMPATIBLE);
   EXPECT_EQ(message, "'" + dir.file("v7.dlcp") +
                          "' has package format version 7; this runtime reads "
-                         "versions 1 to 2 — recompile it with a matching dlc");
+                         "versions 1 to 3 — recompile it with a matching dlc");
 }
 
 TEST(Package, OutOfRangeBufferIndex) {
