@@ -1,6 +1,8 @@
 //===- Array.cpp - host arrays: sizes, descriptions, conversion -----------===//
 #include "data/Array.h"
 
+#include "src/HalfConversions.h"
+
 #include <cstring>
 
 namespace dlrt::data {
@@ -13,6 +15,9 @@ size_t dtypeSize(DType dtype) {
   case DType::F64:
   case DType::I64:
     return 8;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
   case DType::U8:
   case DType::Bool:
     return 1;
@@ -34,6 +39,10 @@ const char *dtypeName(DType dtype) {
     return "uint8";
   case DType::Bool:
     return "bool";
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16";
   }
   return "?";
 }
@@ -94,8 +103,35 @@ template <typename T> T loadAs(const uint8_t *p, DType from) {
   case DType::U8:
   case DType::Bool:
     return static_cast<T>(*p);
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return static_cast<T>(from == DType::F16 ? halfBitsToFloat(v)
+                                             : bfloat16BitsToFloat(v));
+  }
   }
   return T();
+}
+
+/// Converts to f16 / bf16 bits, rounding once from f64 (every other source
+/// type converts to f64 exactly, except i64 beyond 2^53).
+void convertToHalf(const uint8_t *src, DType from, uint8_t *dst, size_t count,
+                   bool bf16) {
+  size_t in = dtypeSize(from);
+  for (size_t i = 0; i < count; ++i) {
+    const uint8_t *p = src + i * in;
+    uint16_t bits;
+    if (from == DType::F32) {
+      float v;
+      std::memcpy(&v, p, 4);
+      bits = bf16 ? floatToBFloat16Bits(v) : floatToHalfBits(v);
+    } else {
+      double v = loadAs<double>(p, from);
+      bits = bf16 ? doubleToBFloat16Bits(v) : doubleToHalfBits(v);
+    }
+    std::memcpy(dst + i * 2, &bits, 2);
+  }
 }
 
 template <typename T>
@@ -127,6 +163,10 @@ void convertElements(const void *srcV, DType from, void *dstV, DType to,
     return convertTo<int32_t>(src, from, dst, count);
   case DType::U8:
     return convertTo<uint8_t>(src, from, dst, count);
+  case DType::F16:
+    return convertToHalf(src, from, dst, count, /*bf16=*/false);
+  case DType::BF16:
+    return convertToHalf(src, from, dst, count, /*bf16=*/true);
   case DType::Bool: {
     size_t in = dtypeSize(from);
     for (size_t i = 0; i < count; ++i)

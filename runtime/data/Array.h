@@ -12,13 +12,15 @@
 namespace dlrt::data {
 
 /// Element types a data file may hold. U8 and Bool are one byte each; Bool
-/// bytes are 0 or 1.
-enum class DType { F32, F64, I64, I32, U8, Bool };
+/// bytes are 0 or 1. F16 is IEEE binary16 (NumPy float16), BF16 bfloat16
+/// (no NumPy dtype: it exists for runtime tensors and is widened to F32 when
+/// written to a .npy file).
+enum class DType { F32, F64, I64, I32, U8, Bool, F16, BF16 };
 
 /// Bytes per element of |dtype|.
 size_t dtypeSize(DType dtype);
 /// NumPy-like name of |dtype|: "float32", "float64", "int64", "int32",
-/// "uint8", "bool".
+/// "uint8", "bool", "float16", "bfloat16".
 const char *dtypeName(DType dtype);
 
 /// A dense, row-major (C order), little-endian array on the host.
@@ -45,7 +47,10 @@ struct NamedArray {
 std::string shapeString(const std::vector<int64_t> &shape);
 
 /// Converts |count| elements at |src| of type |from| into |dst| of type |to|
-/// (as C++ static_cast does; to Bool means != 0). |dst| must hold
+/// (as C++ static_cast does; to Bool means != 0). F16 and BF16 widen
+/// exactly; narrowing to them rounds to nearest even, as CUDA's
+/// __float2half_rn / __float2bfloat16_rn do (f64 sources are rounded once,
+/// not through f32; integers go through f64). |dst| must hold
 /// count * dtypeSize(to) bytes and must not overlap |src|.
 void convertElements(const void *src, DType from, void *dst, DType to,
                      size_t count);

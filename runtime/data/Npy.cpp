@@ -209,6 +209,8 @@ bool dtypeFromDescr(const std::string &d, DType &out) {
     out = DType::F32;
   else if (d == "<f8")
     out = DType::F64;
+  else if (d == "<f2")
+    out = DType::F16;
   else if (d == "<i8")
     out = DType::I64;
   else if (d == "<i4")
@@ -236,6 +238,10 @@ const char *descrOf(DType t) {
     return "|u1";
   case DType::Bool:
     return "|b1";
+  case DType::F16:
+    return "<f2";
+  case DType::BF16: // written widened to float32 (serializeNpy)
+    return "<f4";
   }
   return "?";
 }
@@ -296,7 +302,7 @@ bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
   DType dtype;
   if (!dtypeFromDescr(hp.descr, dtype)) {
     error = what + ": unsupported dtype '" + hp.descr +
-            "' (supported: <f4 <f8 <i8 <i4 |u1 |b1)";
+            "' (supported: <f4 <f8 <f2 <i8 <i4 |u1 |b1)";
     return false;
   }
   if (hp.fortran) {
@@ -333,6 +339,16 @@ bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
 }
 
 std::vector<uint8_t> serializeNpy(const Array &array) {
+  if (array.dtype == DType::BF16) {
+    // NumPy has no bfloat16: write the exactly widened float32 values.
+    Array wide;
+    wide.dtype = DType::F32;
+    wide.shape = array.shape;
+    wide.data.resize(array.data.size() * 2);
+    convertElements(array.data.data(), DType::BF16, wide.data.data(),
+                    DType::F32, array.data.size() / 2);
+    return serializeNpy(wide);
+  }
   std::string header = std::string("{'descr': '") + descrOf(array.dtype) +
                        "', 'fortran_order': False, 'shape': " +
                        shapeString(array.shape) + ", }";

@@ -127,6 +127,9 @@ size_t dlrt_dtype_size(dlrt_dtype_t dtype) {
   case DLRT_F64:
   case DLRT_I64:
     return 8;
+  case DLRT_F16:
+  case DLRT_BF16:
+    return 2;
   case DLRT_BOOL:
     return 1;
   }

@@ -14,6 +14,17 @@
 namespace dlrt {
 namespace fb = dlc::package;
 
+// The schema's DType and the C API's dlrt_dtype_t share their values.
+static_assert(static_cast<int>(fb::DType::F32) == DLRT_F32 &&
+                  static_cast<int>(fb::DType::F64) == DLRT_F64 &&
+                  static_cast<int>(fb::DType::I64) == DLRT_I64 &&
+                  static_cast<int>(fb::DType::I32) == DLRT_I32 &&
+                  static_cast<int>(fb::DType::Bool) == DLRT_BOOL &&
+                  static_cast<int>(fb::DType::F16) == DLRT_F16 &&
+                  static_cast<int>(fb::DType::BF16) == DLRT_BF16 &&
+                  static_cast<int>(fb::DType::MAX) == DLRT_BF16,
+              "package.fbs DType and dlrt_dtype_t must agree");
+
 bool isPersistent(BufferKind kind) {
   return kind == BufferKind::Parameter || kind == BufferKind::OptimizerState ||
          kind == BufferKind::Buffer || kind == BufferKind::Constant;
@@ -36,6 +47,10 @@ const char *safetensorsDType(dlrt_dtype_t dtype) {
     return "I32";
   case DLRT_BOOL:
     return "BOOL";
+  case DLRT_F16:
+    return "F16";
+  case DLRT_BF16:
+    return "BF16";
   }
   return "?";
 }
@@ -127,20 +142,6 @@ int64_t product(std::initializer_list<int64_t> dims, int64_t scale = 1) {
   return r;
 }
 
-size_t dtypeBytes(dlrt_dtype_t dtype) {
-  switch (dtype) {
-  case DLRT_F32:
-  case DLRT_I32:
-    return 4;
-  case DLRT_F64:
-  case DLRT_I64:
-    return 8;
-  case DLRT_BOOL:
-    return 1;
-  }
-  return 0;
-}
-
 /// Collects the first validation error as a DLRT_CORRUPT message.
 class Checker {
 public:
@@ -181,8 +182,18 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
     int dtype = static_cast<int>(b->dtype());
     if (kind < 0 || kind > 6)
       return c.fail(where + " has unknown kind " + std::to_string(kind));
-    if (dtype < 0 || dtype > 4)
-      return c.fail(where + " has unknown dtype " + std::to_string(dtype));
+    // fb::DType and dlrt_dtype_t share their values.
+    if (dtype < static_cast<int>(fb::DType::MIN) ||
+        dtype > static_cast<int>(fb::DType::MAX))
+      return c.fail(where + " has unknown dtype " + std::to_string(dtype) +
+                    " (supported: 0 f32, 1 f64, 2 i64, 3 i32, 4 bool, 5 f16, "
+                    "6 bf16)");
+    // Writers before format version 3 knew no 16-bit floats.
+    if (dtype >= DLRT_F16 && pkg->format_version() < 3)
+      return c.fail(where + " has dtype " +
+                    (dtype == DLRT_F16 ? "f16" : "bf16") +
+                    ", which needs format version 3 (the package is version " +
+                    std::to_string(pkg->format_version()) + ")");
     info.kind = static_cast<BufferKind>(kind);
     info.dtype = static_cast<dlrt_dtype_t>(dtype);
     int64_t numel = 1;
@@ -199,7 +210,7 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
       }
     }
     int64_t bytes;
-    if (!mulOk(numel, static_cast<int64_t>(dtypeBytes(info.dtype)), &bytes))
+    if (!mulOk(numel, static_cast<int64_t>(dlrt_dtype_size(info.dtype)), &bytes))
       return c.fail(where + " has an invalid shape");
     info.sizeBytes = b->size_bytes();
     if (info.sizeBytes != bytes)

@@ -60,12 +60,12 @@ typedAttrs(flatbuffers::FlatBufferBuilder &b,
 
 std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
   flatbuffers::FlatBufferBuilder b;
-  static const int kSizes[] = {4, 8, 8, 4, 1};
+  static const int kSizes[] = {4, 8, 8, 4, 1, 2, 2}; // by package.fbs DType
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   for (const BufSpec &s : spec.buffers) {
     int64_t size = s.sizeBytes;
     if (size < 0) {
-      size = kSizes[s.dtype];
+      size = s.dtype >= 0 && s.dtype < 7 ? kSizes[s.dtype] : 4;
       for (int64_t d : s.shape)
         size *= d;
     }

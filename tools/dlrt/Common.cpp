@@ -100,6 +100,10 @@ const char *dtypeName(dlrt_dtype_t dtype) {
     return "i32";
   case DLRT_BOOL:
     return "bool";
+  case DLRT_F16:
+    return "f16";
+  case DLRT_BF16:
+    return "bf16";
   }
   return "?";
 }
@@ -123,6 +127,10 @@ data::DType toDataType(dlrt_dtype_t dtype) {
     return data::DType::I32;
   case DLRT_BOOL:
     return data::DType::Bool;
+  case DLRT_F16:
+    return data::DType::F16;
+  case DLRT_BF16:
+    return data::DType::BF16;
   }
   return data::DType::F32;
 }

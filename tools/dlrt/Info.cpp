@@ -50,6 +50,10 @@ const char *fbDtype(fb::DType t) {
     return "i32";
   case fb::DType::Bool:
     return "bool";
+  case fb::DType::F16:
+    return "f16";
+  case fb::DType::BF16:
+    return "bf16";
   }
   return "?";
 }

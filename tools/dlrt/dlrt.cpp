@@ -61,7 +61,8 @@ int main(int argc, char **argv) {
       "--data", train.dataFile,
       "NumPy .npz with one array per train_step input (named by the input) "
       "plus 'labels', batch-major, all with the same number of samples; "
-      "per-sample shapes must match the inputs, dtypes are converted");
+      "per-sample shapes must match the inputs, dtypes are converted "
+      "(to f16/bf16 inputs with round-to-nearest-even)");
   CLI::Option *datasetOpt = trainCmd->add_option(
       "--dataset", train.dataset,
       "fashion-mnist[:DIR]: the train split (images u8/255 -> f32, labels "
@@ -126,11 +127,14 @@ int main(int argc, char **argv) {
       ->add_option("--inputs", run.inputs,
                    ".npz with one array per forward input, named by the "
                    "input, shaped exactly as the compiled input (the batch "
-                   "included); dtypes are converted")
+                   "included); dtypes are converted (to f16/bf16 inputs "
+                   "with round-to-nearest-even)")
       ->required();
   runCmd
       ->add_option("--outputs", run.outputs,
-                   ".npz to write, one array per forward output")
+                   ".npz to write, one array per forward output in its "
+                   "dtype; bf16 outputs (NumPy has no bfloat16) are "
+                   "written as float32, exactly widened")
       ->required();
   runCmd->add_option("--device", run.device, deviceHelp)->check(deviceCheck);
 

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* Version of this API (major * 10000 + minor * 100 + patch). */
-#define DLRT_API_VERSION 100
+#define DLRT_API_VERSION 200
 
 /* ---------------------------------------------------------------- status */
 
@@ -49,15 +49,23 @@ void dlrt_status_free(dlrt_status_t status);
 
 /* ---------------------------------------------------------------- types */
 
+/* Element types. Values are stable (new ones are appended). DLRT_F16 is IEEE
+ * binary16 and DLRT_BF16 bfloat16 (the upper 16 bits of an f32), both 2
+ * little-endian bytes per element; the runtime copies them as they are (no
+ * conversion on set_input / get_output). Since API 0.2 (DLRT_API_VERSION
+ * 200). */
 typedef enum dlrt_dtype_t {
   DLRT_F32 = 0,
   DLRT_F64 = 1,
   DLRT_I64 = 2,
   DLRT_I32 = 3,
   DLRT_BOOL = 4,
+  DLRT_F16 = 5,
+  DLRT_BF16 = 6,
 } dlrt_dtype_t;
 
-/* Bytes per element of |dtype|. */
+/* Bytes per element of |dtype| (8, 4, 2 or 1); 0 for a value that is not a
+ * dlrt_dtype_t. */
 size_t dlrt_dtype_size(dlrt_dtype_t dtype);
 
 typedef enum dlrt_device_kind_t {
