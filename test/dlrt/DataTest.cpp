@@ -1,6 +1,7 @@
 //===- DataTest.cpp - GoogleTest for dlrt's data loaders ------------------===//
 // NumPy .npy/.npz (round trip, deflate entries made by NumPy itself,
-// truncated/garbage files, missing arrays), IDX (round trip, bad magic,
+// truncated/garbage files, missing arrays, float16 both ways, bfloat16
+// written as float32, rounding conversions to f16/bf16), IDX (round trip, bad magic,
 // truncation) and the seeded epoch permutation.
 #include "data/Array.h"
 #include "data/FashionMnist.h"
@@ -65,7 +66,7 @@ void writeBytes(const std::string &p, const std::vector<uint8_t> &b) {
 
 TEST_F(DataTest, NpyRoundTripAllDtypes) {
   for (DType t : {DType::F32, DType::F64, DType::I64, DType::I32, DType::U8,
-                  DType::Bool}) {
+                  DType::Bool, DType::F16}) {
     Array a;
     a.dtype = t;
     a.shape = {2, 3};
@@ -533,6 +534,181 @@ TEST(ArrayTest, ConvertAndGather) {
   EXPECT_EQ(i64[0], 2);
   EXPECT_EQ(i64[1], -1);
   EXPECT_EQ(a.describe(), "(3, 2) uint8");
+}
+
+
+//===----------------------------------------------------------------------===//
+// f16 and bf16.
+//===----------------------------------------------------------------------===//
+
+Array makeHalf(DType t, std::vector<uint16_t> bits, std::vector<int64_t> shape) {
+  Array a;
+  a.dtype = t;
+  a.shape = std::move(shape);
+  a.data.resize(bits.size() * 2);
+  std::memcpy(a.data.data(), bits.data(), a.data.size());
+  return a;
+}
+
+std::vector<uint16_t> halfBits(const Array &a) {
+  std::vector<uint16_t> v(a.data.size() / 2);
+  std::memcpy(v.data(), a.data.data(), a.data.size());
+  return v;
+}
+
+TEST_F(DataTest, Float16NpzRoundTripWithNumPy) {
+  // NumPy writes float16 (every special: subnormals, -0, inf, NaN, the
+  // largest finite); we read the same bits as DType::F16.
+  std::string in = path("h.npz");
+  std::string cmd =
+      "/usr/bin/python3 -c \"import numpy as np; "
+      "np.savez('" + in + "', h=np.array([[1.0, -2.5, 6.0e-8, -0.0], "
+      "[65504.0, np.inf, np.nan, 0.333]], dtype=np.float16))\"";
+  if (std::system(cmd.c_str()) != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  std::vector<NamedArray> back;
+  std::string err;
+  ASSERT_TRUE(readNpz(in, back, err)) << err;
+  const NamedArray *h = findArray(back, "h", in, err);
+  ASSERT_NE(h, nullptr) << err;
+  EXPECT_EQ(h->array.dtype, DType::F16);
+  EXPECT_EQ(h->array.shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(h->array.describe(), "(2, 4) float16");
+  // 0.333 -> 0x3554 (0.33325195...), 6e-8 -> the smallest subnormal 0x0001.
+  EXPECT_EQ(halfBits(h->array),
+            (std::vector<uint16_t>{0x3c00, 0xc100, 0x0001, 0x8000, 0x7bff,
+                                   0x7c00, 0x7e00, 0x3554}));
+
+  // We write float16 ('<f2') that NumPy reads back bit for bit.
+  Array w = makeHalf(DType::F16, {0x3c00, 0x0001, 0xfbff, 0x7c01}, {4});
+  ASSERT_TRUE(writeNpz(path("w.npz"), {{"y", w}}, err)) << err;
+  std::string check =
+      "/usr/bin/python3 -c \"import numpy as np; "
+      "d = np.load('" + path("w.npz") + "'); "
+      "assert d['y'].dtype == np.float16, d['y'].dtype; "
+      "assert d['y'].view(np.uint16).tolist() == "
+      "[0x3c00, 0x0001, 0xfbff, 0x7c01], d['y'].view(np.uint16)\"";
+  EXPECT_EQ(std::system(check.c_str()), 0);
+}
+
+TEST_F(DataTest, BFloat16IsWrittenAsExactFloat32) {
+  // NumPy has no bfloat16: a BF16 array becomes float32 with the same
+  // values (bits << 16), NaN payloads included.
+  Array b = makeHalf(DType::BF16, {0x3f80, 0xc0a1, 0x0001, 0xff80, 0x7fc1},
+                     {5});
+  EXPECT_EQ(b.describe(), "(5,) bfloat16");
+  std::string err;
+  ASSERT_TRUE(writeNpz(path("b.npz"), {{"b", b}}, err)) << err;
+  std::vector<NamedArray> back;
+  ASSERT_TRUE(readNpz(path("b.npz"), back, err)) << err;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].array.dtype, DType::F32);
+  std::vector<uint32_t> bits(5);
+  ASSERT_EQ(back[0].array.data.size(), 20u);
+  std::memcpy(bits.data(), back[0].array.data.data(), 20);
+  EXPECT_EQ(bits, (std::vector<uint32_t>{0x3f800000, 0xc0a10000, 0x00010000,
+                                         0xff800000, 0x7fc10000}));
+  std::string check =
+      "/usr/bin/python3 -c \"import numpy as np; "
+      "d = np.load('" + path("b.npz") + "'); "
+      "assert d['b'].dtype == np.float32; "
+      "assert d['b'][:2].tolist() == [1.0, -5.03125], d['b']\"";
+  int rc = std::system(check.c_str());
+  if (rc != 0 && std::system("/usr/bin/python3 -c 'import numpy'") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  EXPECT_EQ(rc, 0);
+}
+
+TEST_F(DataTest, ConversionsToHalfRoundToNearestEven) {
+  auto toHalf = [](const void *src, DType from, DType to, size_t n) {
+    std::vector<uint16_t> out(n);
+    convertElements(src, from, out.data(), to, n);
+    return out;
+  };
+  // f32: a tie (1 + 2^-11) goes to even, 1 + 3 * 2^-11 up; 65520 overflows.
+  float f[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, -1e-9f, NAN};
+  EXPECT_EQ(toHalf(f, DType::F32, DType::F16, 5),
+            (std::vector<uint16_t>{0x3c00, 0x3c02, 0x7c00, 0x8000, 0x7fff}));
+  float g[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 3.4e38f, -2.0f};
+  EXPECT_EQ(toHalf(g, DType::F32, DType::BF16, 4),
+            (std::vector<uint16_t>{0x3f80, 0x3f82, 0x7f80, 0xc000}));
+  // f64 is rounded once: just above a tie rounds up, which going through
+  // f32 (where it becomes the tie) would not.
+  double d[] = {1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-8 + 0x1p-40, 0.1};
+  EXPECT_EQ(toHalf(d, DType::F64, DType::F16, 3)[0], 0x3c01);
+  EXPECT_EQ(toHalf(d, DType::F64, DType::BF16, 3)[1], 0x3f81);
+  EXPECT_EQ(toHalf(d, DType::F64, DType::F16, 3)[2], 0x2e66);
+  EXPECT_EQ(toHalf(d, DType::F64, DType::BF16, 3)[2], 0x3dcd);
+  // Integers and bools.
+  int64_t i[] = {3, -2049, 100000};
+  EXPECT_EQ(toHalf(i, DType::I64, DType::F16, 3),
+            (std::vector<uint16_t>{0x4200, 0xe800, 0x7c00}));
+  uint8_t u[] = {255, 0};
+  EXPECT_EQ(toHalf(u, DType::U8, DType::BF16, 2),
+            (std::vector<uint16_t>{0x437f, 0x0000}));
+
+  // Widening is exact; to integers it truncates as static_cast does.
+  uint16_t h[] = {0x3e00, 0x0001, 0xc500, 0x0000};
+  float hf[4];
+  convertElements(h, DType::F16, hf, DType::F32, 4);
+  EXPECT_EQ(hf[0], 1.5f);
+  EXPECT_EQ(hf[1], 0x1p-24f);
+  EXPECT_EQ(hf[2], -5.0f);
+  double hd[4];
+  convertElements(h, DType::F16, hd, DType::F64, 4);
+  EXPECT_EQ(hd[1], 0x1p-24);
+  int32_t hi[4];
+  convertElements(h, DType::F16, hi, DType::I32, 4);
+  EXPECT_EQ(hi[0], 1);
+  EXPECT_EQ(hi[2], -5);
+  uint8_t hb[4];
+  convertElements(h, DType::F16, hb, DType::Bool, 4);
+  EXPECT_EQ(std::vector<uint8_t>(hb, hb + 4),
+            (std::vector<uint8_t>{1, 1, 1, 0}));
+  uint16_t bf[] = {0x4049, 0x8001};
+  float bff[2];
+  convertElements(bf, DType::BF16, bff, DType::F32, 2);
+  EXPECT_EQ(bff[0], 3.140625f);
+  uint32_t neg;
+  std::memcpy(&neg, &bff[1], 4);
+  EXPECT_EQ(neg, 0x80010000u);
+  // f16 -> bf16 widens exactly, then rounds: 1 + 2^-10 is below half a bf16
+  // ulp (2^-8) above 1.
+  uint16_t fromF16[1] = {0x3c01};
+  EXPECT_EQ(toHalf(fromF16, DType::F16, DType::BF16, 1)[0], 0x3f80);
+}
+
+TEST_F(DataTest, GatherSamplesIntoHalf) {
+  // Batches for an f16/bf16 input from an f32 array, with zero padding.
+  Array a = makeF32({3, 2}); // 0.5 i - 3.25
+  int64_t idx[] = {2, -1, 0};
+  std::vector<uint16_t> out(6, 0xffff);
+  gatherSamples(a, idx, 3, DType::F16, out.data());
+  // -1.25 -> 0xbd00, -0.75 -> 0xba00; -3.25 -> 0xc280, -2.75 -> 0xc180.
+  EXPECT_EQ(out, (std::vector<uint16_t>{0xbd00, 0xba00, 0, 0, 0xc280,
+                                        0xc180}));
+  gatherSamples(a, idx, 3, DType::BF16, out.data());
+  EXPECT_EQ(out, (std::vector<uint16_t>{0xbfa0, 0xbf40, 0, 0, 0xc050,
+                                        0xc030}));
+}
+
+TEST_F(DataTest, NpyBFloat16DescrIsNotNumPy) {
+  // NumPy has no '<V2'-style bfloat16 descr that we would guess at: such a
+  // file is refused with the list of supported dtypes.
+  std::string header = "{'descr': '<V2', 'fortran_order': False, "
+                       "'shape': (1,), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::vector<uint8_t> b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                            static_cast<uint8_t>(header.size()), 0};
+  b.insert(b.end(), header.begin(), header.end());
+  b.push_back(0x80);
+  b.push_back(0x3f);
+  Array r;
+  std::string err;
+  EXPECT_FALSE(parseNpy(b.data(), b.size(), "v.npy", r, err));
+  EXPECT_EQ(err, "v.npy: unsupported dtype '<V2' (supported: <f4 <f8 <f2 <i8 "
+                 "<i4 |u1 |b1)");
 }
 
 } // namespace
