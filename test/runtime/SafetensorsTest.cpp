@@ -144,6 +144,59 @@ TEST(Safetensors, BadJson) {
   EXPECT_NE(error.find("not a string"), std::string::npos) << error;
 }
 
+TEST(Safetensors, HalfDtypesRoundTripAndNumPyReadsThem) {
+  // F16 [2, 2] = 1, -2, 2^-24, inf; BF16 [3] = 1, -5.03125, NaN (payload).
+  std::vector<uint8_t> f16 = {0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00, 0x00, 0x7c};
+  std::vector<uint8_t> bf16 = {0x80, 0x3f, 0xa1, 0xc0, 0xc1, 0x7f};
+  std::vector<st::Tensor> in = {{"h", "F16", {2, 2}, f16},
+                                {"b", "BF16", {3}, bf16}};
+  std::vector<uint8_t> bytes = st::serialize(in);
+  std::vector<st::Tensor> out;
+  std::string error;
+  ASSERT_TRUE(st::parse(bytes.data(), bytes.size(), &out, nullptr, &error))
+      << error;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].dtype, "F16");
+  EXPECT_EQ(out[0].data, f16);
+  EXPECT_EQ(out[1].dtype, "BF16");
+  EXPECT_EQ(out[1].data, bf16);
+  EXPECT_EQ(st::dtypeSize("F16"), 2u);
+  EXPECT_EQ(st::dtypeSize("BF16"), 2u);
+
+  // Element size 2: 3 BF16 elements are 6 bytes, not 12.
+  EXPECT_TRUE(parseFails(
+      withHeader(R"({"b":{"dtype":"BF16","shape":[3],"data_offsets":[0,12]}})",
+                 std::vector<uint8_t>(12)),
+      &error));
+  EXPECT_NE(error.find("shape and dtype need 6"), std::string::npos) << error;
+  // Lower case is not the spec's name.
+  EXPECT_TRUE(parseFails(
+      withHeader(R"({"b":{"dtype":"bf16","shape":[1],"data_offsets":[0,2]}})",
+                 std::vector<uint8_t>(2)),
+      &error));
+  EXPECT_NE(error.find("unknown dtype 'bf16'"), std::string::npos) << error;
+
+  // The tests' NumPy reader gets float16 and exactly widened float32.
+  TempDir dir;
+  std::string path = dir.file("h.safetensors");
+  ASSERT_TRUE(st::writeFileAtomic(path, bytes.data(), bytes.size(), &error))
+      << error;
+  std::string cmd =
+      "/usr/bin/python3 -c \"import sys; sys.path.insert(0, '" +
+      std::string(DLRT_TEST_E2E_DIR) +
+      "'); import numpy as np; from safetensors_np import read_safetensors; "
+      "t, _ = read_safetensors('" + path + "'); "
+      "assert t['h'].dtype == np.float16 and t['h'].shape == (2, 2); "
+      "assert t['h'].ravel().tolist() == [1.0, -2.0, 2.0 ** -24, "
+      "float('inf')], t['h']; "
+      "assert t['b'].dtype == np.float32 and t['b'].shape == (3,); "
+      "assert t['b'][:2].tolist() == [1.0, -5.03125], t['b']; "
+      "assert t['b'][2:].view(np.uint32).tolist() == [0x7fc10000]\"";
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
 namespace {
 std::vector<std::string> listDir(const std::string &path) {
   std::vector<std::string> names;
