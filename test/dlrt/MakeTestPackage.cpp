@@ -1,10 +1,12 @@
 //===- MakeTestPackage.cpp - write dlrt's CLI test package ----------------===//
 // dlrt-test-package OUT.dlcp [--features 4|5] [--mnist] [--inference]
-//                   [--format-version N]
+//                   [--format-version N] [--half]
 // Writes a softmax-regression package (batch 4, 3 classes, momentum SGD;
-// --mnist: batch 64, 784 features, 10 classes; kernels in TestKernels.cpp) with the FlatBuffers builder, for the lit
-// tests of `dlrt` that must not depend on dlc. --inference leaves out
-// train_step and the training info.
+// --mnist: batch 64, 784 features, 10 classes; kernels in TestKernels.cpp)
+// with the FlatBuffers builder, for the lit tests of `dlrt` that must not
+// depend on dlc. --inference leaves out train_step and the training info.
+// --half writes instead a format-version-3 inference package with f16 and
+// bf16 inputs, outputs and a bf16 parameter (forward_half).
 #include "dlc_schema/package_generated.h"
 #include "Safetensors.h"
 
@@ -24,10 +26,49 @@ static std::vector<uint8_t> floatBytes(const std::vector<float> &v) {
   return out;
 }
 
+/// The --half package: forward(xh f16 [2, 3], xb bf16 [2, 3]) -> yh f16,
+/// yb bf16 with parameter s bf16 [3] = [1, 2, -0.5] (TestKernels.cpp).
+static void buildHalfPackage(flatbuffers::FlatBufferBuilder &b,
+                             const std::vector<uint8_t> &hostLibrary) {
+  using K = fb::BufferKind;
+  using D = fb::DType;
+  std::vector<int64_t> x = {2, 3}, v = {3};
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers = {
+      fb::CreateBufferDirect(b, "xh", K::Input, D::F16, &x, 12),
+      fb::CreateBufferDirect(b, "xb", K::Input, D::BF16, &x, 12),
+      fb::CreateBufferDirect(b, "s", K::Parameter, D::BF16, &v, 6, -1, -1,
+                             "s"),
+      fb::CreateBufferDirect(b, "", K::Arena, D::F16, &x, 12, 0),
+      fb::CreateBufferDirect(b, "", K::Arena, D::BF16, &x, 12, 16)};
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernels = {
+      fb::CreateKernelDirect(b, "forward_half", "// host-only test kernel", 1,
+                             1)};
+  std::vector<uint32_t> args = {0, 1, 2, 3, 4};
+  std::vector<flatbuffers::Offset<fb::Step>> steps = {fb::CreateStep(
+      b, fb::Op::LaunchKernel,
+      fb::CreateLaunchKernelDirect(b, 0, &args).Union())};
+  std::vector<flatbuffers::Offset<fb::NamedBuffer>> ins = {
+      fb::CreateNamedBufferDirect(b, "xh", 0),
+      fb::CreateNamedBufferDirect(b, "xb", 1)};
+  std::vector<flatbuffers::Offset<fb::NamedBuffer>> outs = {
+      fb::CreateNamedBufferDirect(b, "yh", 3),
+      fb::CreateNamedBufferDirect(b, "yb", 4)};
+  std::vector<flatbuffers::Offset<fb::Function>> functions = {
+      fb::CreateFunctionDirect(b, "forward", &ins, &outs, &steps, 28)};
+  // bf16 1, 2, -0.5.
+  std::vector<uint8_t> s = {0x80, 0x3f, 0x00, 0x40, 0x00, 0xbf};
+  std::vector<uint8_t> weights =
+      dlrt::safetensors::serialize({{"s", "BF16", {3}, s}});
+  auto pkg = fb::CreatePackageDirect(b, 3, "dlrt-test-package", "half-model",
+                                     &buffers, &kernels, &functions, 0,
+                                     &hostLibrary, &weights, nullptr);
+  fb::FinishPackageBuffer(b, pkg);
+}
+
 int main(int argc, char **argv) {
   std::string out;
   int features = 4;
-  bool inference = false, mnist = false;
+  bool inference = false, mnist = false, half = false;
   uint32_t formatVersion = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -35,6 +76,8 @@ int main(int argc, char **argv) {
       inference = true;
     else if (a == "--mnist")
       mnist = true;
+    else if (a == "--half")
+      half = true;
     else if (a == "--format-version" && i + 1 < argc)
       formatVersion = static_cast<uint32_t>(std::atoi(argv[++i]));
     else if (a == "--features" && i + 1 < argc)
@@ -60,6 +103,16 @@ int main(int argc, char **argv) {
   }
 
   flatbuffers::FlatBufferBuilder b;
+  if (half) {
+    buildHalfPackage(b, hostLibrary);
+    std::ofstream f(out, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", out.c_str());
+      return 1;
+    }
+    return 0;
+  }
   struct Buf {
     const char *name;
     fb::BufferKind kind;

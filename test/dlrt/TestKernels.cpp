@@ -4,6 +4,8 @@
 // without dlc. Layout: x [B, F] f32, labels [B] i64, w [F, C], b [C].
 // Compiled into a shared object that MakeTestPackage embeds as the
 // package's host library (kernels take `void **args`, inputs then outputs).
+#include "src/HalfConversions.h"
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -93,3 +95,19 @@ extern "C" void train_step_mnist(void **args) { trainStep(kMnist, args); }
 extern "C" void forward_f4(void **args) { forward(kF4, args); }
 extern "C" void forward_f5(void **args) { forward(kF5, args); }
 extern "C" void forward_mnist(void **args) { forward(kMnist, args); }
+
+/// The f16/bf16 package (dlrt-test-package --half): xh f16 [2, 3], xb bf16
+/// [2, 3], s bf16 [3] -> yh = f16(2 xh) f16 [2, 3], yb = bf16(xb * s[c])
+/// bf16 [2, 3], computed in f32 and rounded once.
+extern "C" void forward_half(void **args) {
+  const uint16_t *xh = static_cast<const uint16_t *>(args[0]);
+  const uint16_t *xb = static_cast<const uint16_t *>(args[1]);
+  const uint16_t *s = static_cast<const uint16_t *>(args[2]);
+  uint16_t *yh = static_cast<uint16_t *>(args[3]);
+  uint16_t *yb = static_cast<uint16_t *>(args[4]);
+  for (int i = 0; i < 6; ++i) {
+    yh[i] = dlrt::floatToHalfBits(2.0f * dlrt::halfBitsToFloat(xh[i]));
+    yb[i] = dlrt::floatToBFloat16Bits(dlrt::bfloat16BitsToFloat(xb[i]) *
+                                      dlrt::bfloat16BitsToFloat(s[i % 3]));
+  }
+}

@@ -172,6 +172,23 @@ int runInfo(const InfoOptions &o) {
   for (const auto &[kind, e] : persistent)
     std::printf("  %s: %lld, %s\n", kind.c_str(),
                 static_cast<long long>(e.first), humanBytes(e.second).c_str());
+  // 16-bit float buffers (f16, bf16), by dtype; only when there are any,
+  // so the listing of f32 packages stays as it was.
+  std::map<std::string, std::pair<int64_t, int64_t>> half;
+  if (p->buffers())
+    for (const fb::Buffer *b : *p->buffers())
+      if (b->dtype() == fb::DType::F16 || b->dtype() == fb::DType::BF16) {
+        auto &e = half[fbDtype(b->dtype())];
+        ++e.first;
+        e.second += b->size_bytes();
+      }
+  if (!half.empty()) {
+    std::string text;
+    for (const auto &[dtype, e] : half)
+      text += (text.empty() ? "" : ", ") + dtype + " " +
+              std::to_string(e.first) + " (" + humanBytes(e.second) + ")";
+    std::printf("16-bit float buffers: %s\n", text.c_str());
+  }
   std::printf("kernels: %u\n", p->kernels() ? p->kernels()->size() : 0u);
   std::printf("host library: %s\n",
               humanBytes(p->host_library() ? p->host_library()->size() : 0)
