@@ -17,9 +17,9 @@ namespace dlrt::data {
 
 /// Parses the .npy bytes |data| of |size| bytes into |out|. Supported descrs:
 /// <f4 <f8 <f2 (float16 -> DType::F16) <i8 <i4 |u1 |b1 (also without the
-/// byte-order mark for one-byte types); C order only. On failure returns false and sets |error| to a
-/// one-line message starting with |what| (the file or entry name), e.g.
-/// "x.npy: truncated data: expected 48 bytes, found 20".
+/// byte-order mark for one-byte types); C order only. On failure returns false
+/// and sets |error| to a one-line message starting with |what| (the file or
+/// entry name), e.g. "x.npy: truncated data: expected 48 bytes, found 20".
 bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
               Array &out, std::string &error);
 

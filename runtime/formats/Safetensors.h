@@ -18,8 +18,8 @@ namespace dlrt::safetensors {
 
 /// One named tensor. `dtype` is a safetensors dtype string (the runtime's
 /// tensors are "F32", "F64", "I64", "I32", "BOOL", "F16" and "BF16"; "I8",
-/// "U8", "I16", "U16", "U32", "U64" are read as well); `data` holds numel * element-size bytes,
-/// little-endian, row-major.
+/// "U8", "I16", "U16", "U32", "U64" are read as well); `data` holds numel *
+/// element-size bytes, little-endian, row-major.
 struct Tensor {
   std::string name;
   std::string dtype;

@@ -210,7 +210,8 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
       }
     }
     int64_t bytes;
-    if (!mulOk(numel, static_cast<int64_t>(dlrt_dtype_size(info.dtype)), &bytes))
+    if (!mulOk(numel, static_cast<int64_t>(dlrt_dtype_size(info.dtype)),
+               &bytes))
       return c.fail(where + " has an invalid shape");
     info.sizeBytes = b->size_bytes();
     if (info.sizeBytes != bytes)

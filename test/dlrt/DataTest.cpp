@@ -1,8 +1,8 @@
 //===- DataTest.cpp - GoogleTest for dlrt's data loaders ------------------===//
 // NumPy .npy/.npz (round trip, deflate entries made by NumPy itself,
 // truncated/garbage files, missing arrays, float16 both ways, bfloat16
-// written as float32, rounding conversions to f16/bf16), IDX (round trip, bad magic,
-// truncation) and the seeded epoch permutation.
+// written as float32, rounding conversions to f16/bf16), IDX (round trip, bad
+// magic, truncation) and the seeded epoch permutation.
 #include "data/Array.h"
 #include "data/FashionMnist.h"
 #include "data/Idx.h"
@@ -541,7 +541,8 @@ TEST(ArrayTest, ConvertAndGather) {
 // f16 and bf16.
 //===----------------------------------------------------------------------===//
 
-Array makeHalf(DType t, std::vector<uint16_t> bits, std::vector<int64_t> shape) {
+Array makeHalf(DType t, std::vector<uint16_t> bits,
+               std::vector<int64_t> shape) {
   Array a;
   a.dtype = t;
   a.shape = std::move(shape);
@@ -594,8 +595,8 @@ TEST_F(DataTest, Float16NpzRoundTripWithNumPy) {
 TEST_F(DataTest, BFloat16IsWrittenAsExactFloat32) {
   // NumPy has no bfloat16: a BF16 array becomes float32 with the same
   // values (bits << 16), NaN payloads included.
-  Array b = makeHalf(DType::BF16, {0x3f80, 0xc0a1, 0x0001, 0xff80, 0x7fc1},
-                     {5});
+  Array b =
+      makeHalf(DType::BF16, {0x3f80, 0xc0a1, 0x0001, 0xff80, 0x7fc1}, {5});
   EXPECT_EQ(b.describe(), "(5,) bfloat16");
   std::string err;
   ASSERT_TRUE(writeNpz(path("b.npz"), {{"b", b}}, err)) << err;
@@ -685,11 +686,9 @@ TEST_F(DataTest, GatherSamplesIntoHalf) {
   std::vector<uint16_t> out(6, 0xffff);
   gatherSamples(a, idx, 3, DType::F16, out.data());
   // -1.25 -> 0xbd00, -0.75 -> 0xba00; -3.25 -> 0xc280, -2.75 -> 0xc180.
-  EXPECT_EQ(out, (std::vector<uint16_t>{0xbd00, 0xba00, 0, 0, 0xc280,
-                                        0xc180}));
+  EXPECT_EQ(out, (std::vector<uint16_t>{0xbd00, 0xba00, 0, 0, 0xc280, 0xc180}));
   gatherSamples(a, idx, 3, DType::BF16, out.data());
-  EXPECT_EQ(out, (std::vector<uint16_t>{0xbfa0, 0xbf40, 0, 0, 0xc050,
-                                        0xc030}));
+  EXPECT_EQ(out, (std::vector<uint16_t>{0xbfa0, 0xbf40, 0, 0, 0xc050, 0xc030}));
 }
 
 TEST_F(DataTest, NpyBFloat16DescrIsNotNumPy) {

@@ -36,17 +36,16 @@ static void buildHalfPackage(flatbuffers::FlatBufferBuilder &b,
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers = {
       fb::CreateBufferDirect(b, "xh", K::Input, D::F16, &x, 12),
       fb::CreateBufferDirect(b, "xb", K::Input, D::BF16, &x, 12),
-      fb::CreateBufferDirect(b, "s", K::Parameter, D::BF16, &v, 6, -1, -1,
-                             "s"),
+      fb::CreateBufferDirect(b, "s", K::Parameter, D::BF16, &v, 6, -1, -1, "s"),
       fb::CreateBufferDirect(b, "", K::Arena, D::F16, &x, 12, 0),
       fb::CreateBufferDirect(b, "", K::Arena, D::BF16, &x, 12, 16)};
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels = {
       fb::CreateKernelDirect(b, "forward_half", "// host-only test kernel", 1,
                              1)};
   std::vector<uint32_t> args = {0, 1, 2, 3, 4};
-  std::vector<flatbuffers::Offset<fb::Step>> steps = {fb::CreateStep(
-      b, fb::Op::LaunchKernel,
-      fb::CreateLaunchKernelDirect(b, 0, &args).Union())};
+  std::vector<flatbuffers::Offset<fb::Step>> steps = {
+      fb::CreateStep(b, fb::Op::LaunchKernel,
+                     fb::CreateLaunchKernelDirect(b, 0, &args).Union())};
   std::vector<flatbuffers::Offset<fb::NamedBuffer>> ins = {
       fb::CreateNamedBufferDirect(b, "xh", 0),
       fb::CreateNamedBufferDirect(b, "xb", 1)};

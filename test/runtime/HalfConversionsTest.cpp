@@ -1,4 +1,5 @@
-//===- HalfConversionsTest.cpp - HalfConversions.h against CUDA's host code ===//
+//===- HalfConversionsTest.cpp - HalfConversions.h against CUDA's host code
+//===//
 // The runtime's f16/bf16 conversions must equal CUDA's own host
 // implementations bit for bit: the CUDA headers are included here, in the
 // test only (libdlrt never depends on CUDA).
@@ -79,11 +80,12 @@ std::vector<uint32_t> boundaryPatterns() {
   // Specials: zeros, infinities, the largest finite, f32 subnormals, NaNs
   // with and without payloads and signs.
   for (uint32_t s : {0u, 0x80000000u})
-    for (uint32_t m : {0x0u, 0x1u, 0x7fffffu, 0x400000u, 0x7f800000u,
-                       0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0x7f7fffffu,
-                       0x7f7f8000u, 0x7f7f7fffu, 0x477fe000u, 0x477fefffu,
-                       0x477ff000u, 0x477ff001u, 0x47800000u, 0x33000000u,
-                       0x33000001u, 0x32ffffffu, 0x387fc000u, 0x38800000u})
+    for (uint32_t m :
+         {0x0u,        0x1u,        0x7fffffu,   0x400000u,   0x7f800000u,
+          0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0x7f7fffffu, 0x7f7f8000u,
+          0x7f7f7fffu, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477ff001u,
+          0x47800000u, 0x33000000u, 0x33000001u, 0x32ffffffu, 0x387fc000u,
+          0x38800000u})
       out.push_back(s | m);
   return out;
 }

@@ -58,20 +58,19 @@ PkgSpec halfSpec(const std::vector<uint8_t> &hostLibrary) {
   s.hostLibrary = hostLibrary;
   s.kernels = {"negate", "bump"};
   s.buffers = {
-      {"xh", 3, kF16, {2, 3}},                  // 0 Input
-      {"xb", 3, kBF16, {2, 3}},                 // 1 Input
-      {"", 4, kF16, {2, 3}, 0},                 // 2 yh, Arena
-      {"", 4, kBF16, {2, 3}, 16},               // 3 yb, Arena
-      {"wh", 0, kF16, {3}, -1, -1, "wh"},       // 4 Parameter
-      {"wb", 0, kBF16, {3}, -1, -1, "wb"},      // 5 Parameter
-      {"mh", 1, kF16, {3}},                     // 6 OptimizerState, zeros
+      {"xh", 3, kF16, {2, 3}},             // 0 Input
+      {"xb", 3, kBF16, {2, 3}},            // 1 Input
+      {"", 4, kF16, {2, 3}, 0},            // 2 yh, Arena
+      {"", 4, kBF16, {2, 3}, 16},          // 3 yb, Arena
+      {"wh", 0, kF16, {3}, -1, -1, "wh"},  // 4 Parameter
+      {"wb", 0, kBF16, {3}, -1, -1, "wb"}, // 5 Parameter
+      {"mh", 1, kF16, {3}},                // 6 OptimizerState, zeros
   };
   FnSpec f;
   f.name = "forward";
   f.inputs = {{"xh", 0}, {"xb", 1}};
   f.outputs = {{"yh", 2}, {"yb", 3}};
-  f.steps = {{true, 0, "", {0, 1, 2, 3}, {}, {}},
-             {true, 1, "", {5}, {}, {}}};
+  f.steps = {{true, 0, "", {0, 1, 2, 3}, {}, {}}, {true, 1, "", {5}, {}, {}}};
   f.arenaBytes = 28;
   s.functions = {f};
   s.weights = dlrt::safetensors::serialize({
@@ -255,8 +254,7 @@ TEST(HalfPackage, BadDtypesAreCorrupt) {
          s.buffers[1].sizeBytes = 12;
        },
        "buffer 1 has unknown dtype -3"},
-      {"f32-sized f16 buffer",
-       [](PkgSpec &s) { s.buffers[0].sizeBytes = 24; },
+      {"f32-sized f16 buffer", [](PkgSpec &s) { s.buffers[0].sizeBytes = 24; },
        "buffer 0 has size_bytes 24 but its shape and dtype need 12"},
       {"f16 weight for a bf16 parameter",
        [](PkgSpec &s) {
@@ -267,8 +265,7 @@ TEST(HalfPackage, BadDtypesAreCorrupt) {
        },
        "buffer 5 ('wb') is BF16 of 6 bytes but weight 'wb' is F16 of 6 "
        "bytes"},
-      {"f16 in a version 2 package",
-       [](PkgSpec &s) { s.formatVersion = 2; },
+      {"f16 in a version 2 package", [](PkgSpec &s) { s.formatVersion = 2; },
        "buffer 0 has dtype f16, which needs format version 3 (the package is "
        "version 2)"},
   };
