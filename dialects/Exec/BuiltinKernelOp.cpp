@@ -221,9 +221,11 @@ LogicalResult BuiltinKernelOp::verify() {
                            << " must have a static shape and the identity "
                               "layout";
     if (!isStorable(type.getElementType()))
-      return emitOpError() << "element type " << type.getElementType()
-                           << " is not supported by codegen (expected f32, "
-                              "f64, i64, i32 or i1)";
+      return emitOpError() << "template '" << getTemplateName()
+                           << "' does not support element type "
+                           << type.getElementType()
+                           << " (expected f32, f64, i64, i32 or i1; f16 and "
+                              "bf16 are supported by dlexec.kernel only)";
   }
   StringRef name = info->name;
   switch (info->family) {
