@@ -112,8 +112,10 @@ DLC_HELPER float dlc_narrow_to_f32(unsigned short h, int ebits, int mbits) {
     const float v = ldexpf((float)m, 1 - bias - mbits);
     return sign ? -v : v;
   }
-  if (e == emax)
-    bits = sign | 0x7f800000u | (m << (23 - mbits));
+  if (e == emax && m != 0 && mbits == 10)
+    bits = 0x7fffffffu; /* an f16 NaN: CUDA's canonical float NaN */
+  else if (e == emax)
+    bits = sign | 0x7f800000u | (m << (23 - mbits)); /* bf16 NaN: as is */
   else
     bits = sign | ((unsigned)(e - bias + 127) << 23) | (m << (23 - mbits));
   float f;
