@@ -7,7 +7,10 @@
 // lowered with the dlc pipeline, emitted as host C++, compiled, run, and
 // every output compared bit for bit with a reference that does each op in
 // float on the widened inputs and rounds once with CUDA's __float2half_rn /
-// __float2bfloat16_rn. No tolerance: the semantics are exact.
+// __float2bfloat16_rn. No tolerance: the semantics are exact. The same
+// model's CUDA kernels then run on the CUDA stand-in (its NVRTC and driver,
+// test/cuda-emulation/standin, loaded with dlopen so that its NVRTC does not
+// clash with the real one codegen links) and must give the host's bytes.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Codegen.h"
@@ -20,9 +23,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <cmath>
 #include <cstring>
@@ -324,6 +329,133 @@ runHost(ModuleOp module, HostLib &lib,
   return outputs;
 }
 
+/// The stand-in's driver and NVRTC entry points, from dlopen.
+struct Standin {
+  void *handle = nullptr;
+#define DLC_STANDIN_FN(name, symbol) decltype(&::name) name = nullptr;
+#define DLC_STANDIN_FNS(X)                                                     \
+  X(cuInit, "cuInit")                                                          \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                      \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                        \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                                      \
+  X(cuModuleLoadData, "cuModuleLoadData")                                      \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                                \
+  X(cuMemAlloc, "cuMemAlloc_v2")                                               \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                           \
+  X(cuLaunchKernel, "cuLaunchKernel")                                          \
+  X(nvrtcCreateProgram, "nvrtcCreateProgram")                                  \
+  X(nvrtcCompileProgram, "nvrtcCompileProgram")                                \
+  X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize")                          \
+  X(nvrtcGetProgramLog, "nvrtcGetProgramLog")                                  \
+  X(nvrtcGetCUBINSize, "nvrtcGetCUBINSize")                                    \
+  X(nvrtcGetCUBIN, "nvrtcGetCUBIN")                                            \
+  X(nvrtcDestroyProgram, "nvrtcDestroyProgram")
+  DLC_STANDIN_FNS(DLC_STANDIN_FN)
+#undef DLC_STANDIN_FN
+
+  bool load() {
+    handle = dlopen(DLC_STANDIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!handle)
+      return false;
+#define DLC_STANDIN_SYM(name, symbol)                                          \
+  name = reinterpret_cast<decltype(name)>(dlsym(handle, symbol));              \
+  if (!name)                                                                   \
+    return false;
+    DLC_STANDIN_FNS(DLC_STANDIN_SYM)
+#undef DLC_STANDIN_SYM
+    return true;
+  }
+
+  /// Compiles |k| with the stand-in NVRTC for sm_90 and loads it.
+  CUfunction compile(const KernelSource &k) {
+    nvrtcProgram prog = nullptr;
+    EXPECT_EQ(nvrtcCreateProgram(&prog, k.cudaSource.c_str(), "k.cu", 0,
+                                 nullptr, nullptr),
+              NVRTC_SUCCESS);
+    const char *opts[] = {"--gpu-architecture=sm_90", "--std=c++17"};
+    nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
+    size_t logSize = 0;
+    nvrtcGetProgramLogSize(prog, &logSize);
+    std::string log(logSize, '\0');
+    nvrtcGetProgramLog(prog, log.data());
+    EXPECT_EQ(r, NVRTC_SUCCESS) << log << "\n" << k.cudaSource;
+    size_t size = 0;
+    nvrtcGetCUBINSize(prog, &size);
+    std::string image(size, '\0');
+    nvrtcGetCUBIN(prog, image.data());
+    nvrtcDestroyProgram(&prog);
+    CUmodule module = nullptr;
+    CUfunction fn = nullptr;
+    if (r != NVRTC_SUCCESS ||
+        cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&fn, module, k.name.c_str()) != CUDA_SUCCESS)
+      return nullptr;
+    return fn;
+  }
+};
+
+/// Runs the dlexec function of |module| through the stand-in as runHost
+/// does on the host: kernels launched the runtime's way (blocks of
+/// blockSize threads covering numThreads).
+std::map<std::string, std::vector<uint8_t>>
+runStandin(ModuleOp module, Standin &cu,
+           std::map<std::string, std::vector<uint8_t>> inputs) {
+  std::map<std::string, std::vector<uint8_t>> outputs;
+  auto kernels = emitCudaKernels(module);
+  EXPECT_TRUE(succeeded(kernels));
+  if (failed(kernels))
+    return outputs;
+  std::map<std::string, std::pair<CUfunction, KernelSource>> byName;
+  for (const KernelSource &k : *kernels)
+    byName[k.name] = {cu.compile(k), k};
+  llvm::DenseMap<Value, CUdeviceptr> buffers;
+  auto bytesOf = [](Value v) {
+    auto t = cast<MemRefType>(v.getType());
+    return (size_t)t.getNumElements() *
+           std::max<size_t>(1, t.getElementTypeBitWidth() / 8);
+  };
+  module.walk([&](Operation *op) {
+    if (isa<dlc::exec::InputOp, dlc::exec::AllocOp>(op)) {
+      Value v = op->getResult(0);
+      CUdeviceptr p = 0;
+      ASSERT_EQ(cu.cuMemAlloc(&p, bytesOf(v)), CUDA_SUCCESS);
+      buffers[v] = p;
+      if (auto in = dyn_cast<dlc::exec::InputOp>(op)) {
+        auto &bytes = inputs[in.getName().str()];
+        ASSERT_EQ(bytes.size(), bytesOf(v));
+        ASSERT_EQ(cu.cuMemcpyHtoD(p, bytes.data(), bytes.size()),
+                  CUDA_SUCCESS);
+      }
+    } else if (auto reshape = dyn_cast<dlc::exec::ReshapeOp>(op)) {
+      buffers[reshape] = buffers.lookup(reshape.getSource());
+    } else if (auto k = dyn_cast<dlc::exec::KernelOp>(op)) {
+      auto &[fn, src] = byName[dlc::codegen::detail::sanitizeName(
+          k.getSymName())];
+      ASSERT_NE(fn, nullptr) << k.getSymName().str();
+      std::vector<CUdeviceptr> ptrs;
+      for (Value v : k->getOperands())
+        ptrs.push_back(buffers.lookup(v));
+      std::vector<void *> args;
+      for (CUdeviceptr &p : ptrs)
+        args.push_back(&p);
+      unsigned blocks =
+          (unsigned)((src.numThreads + src.blockSize - 1) / src.blockSize);
+      ASSERT_EQ(cu.cuLaunchKernel(fn, blocks, 1, 1, src.blockSize, 1, 1, 0,
+                                  nullptr, args.data(), nullptr),
+                CUDA_SUCCESS);
+    } else if (auto out = dyn_cast<dlc::exec::OutputOp>(op)) {
+      std::vector<uint8_t> bytes(bytesOf(out.getBuffer()));
+      ASSERT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+      ASSERT_EQ(cu.cuMemcpyDtoH(bytes.data(), buffers.lookup(out.getBuffer()),
+                                bytes.size()),
+                CUDA_SUCCESS);
+      outputs[out.getName().str()] = std::move(bytes);
+    }
+  });
+  return outputs;
+}
+
 template <typename T> std::vector<uint8_t> rawBytes(const std::vector<T> &v) {
   std::vector<uint8_t> out(v.size() * sizeof(T));
   std::memcpy(out.data(), v.data(), out.size());
@@ -392,6 +524,36 @@ TEST(HalfKernels, HostRunIsBitExact) {
   // i = 2^24 + 2^16 + 1 rounds once to 2^24 + 2^17 (through float it would
   // tie down to 2^24).
   EXPECT_EQ(ib[1], roundBF16(16908288.0f));
+
+  // The CUDA kernels on the stand-in: the host's bytes exactly.
+  Standin cu;
+  ASSERT_TRUE(cu.load()) << DLC_STANDIN_PATH << ": " << dlerror();
+  CUcontext context = nullptr;
+  ASSERT_EQ(cu.cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.cuDevicePrimaryCtxRetain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  auto onCuda = runStandin(*module, cu,
+                           {{"x", rawBytes(in.x)},
+                            {"y", rawBytes(in.y)},
+                            {"b", rawBytes(in.b)},
+                            {"f", rawBytes(in.f)},
+                            {"d", rawBytes(in.d)},
+                            {"i", rawBytes(in.i)}});
+  ASSERT_EQ(onCuda.size(), out.size());
+  for (auto &[name, bytes] : out)
+    if (name != "hi")
+      EXPECT_TRUE(onCuda[name] == bytes) << "output " << name;
+  // f16 -> i32 of inf and NaN is undefined in C and differs between the
+  // host (INT_MIN) and CUDA (saturation, 0 for NaN); the rest must agree.
+  auto hiCuda = typed<int32_t>(onCuda["hi"]);
+  ASSERT_EQ(hiCuda.size(), hi.size());
+  int compared = 0;
+  for (int e = 0; e < kN; ++e)
+    if (std::isfinite(f16ToF32(h[e]))) {
+      EXPECT_EQ(hiCuda[e], hi[e]) << "hi[" << e << "]";
+      ++compared;
+    }
+  EXPECT_GT(compared, kN / 2);
 }
 
 } // namespace
