@@ -591,6 +591,8 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   // Per operand: its element type and the C type its values compute in.
   SmallVector<Type> elemTypes;
   SmallVector<std::string> valueTypes;
+  // Operands read and written as stored (a copy-only kernel).
+  llvm::DenseSet<unsigned> rawOperands;
   for (Value v : operands) {
     auto type = cast<MemRefType>(v.getType());
     auto cType = cStorageType(type.getElementType());
@@ -605,6 +607,33 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     valueTypes.push_back(*cValueType(type.getElementType()));
   }
   code.restrictParam = restrictFlags(op, operands);
+  // A kernel that only moves elements (its body yields inputs of the
+  // outputs' types) copies them as stored, so that f16 / bf16 NaN payloads
+  // survive a transpose or a concat as they do in a memcpy.
+  {
+    Block &b = op.getBody().front();
+    auto yield = cast<exec::YieldOp>(b.getTerminator());
+    bool copyOnly =
+        b.without_terminator().empty() &&
+        llvm::all_of(op.getIteratorTypes().getAsValueRange<StringAttr>(),
+                     [](StringRef it) { return it == "parallel"; }) &&
+        llvm::all_of(llvm::enumerate(yield.getValues()), [&](auto ov) {
+          auto arg = dyn_cast<BlockArgument>(ov.value());
+          return arg && arg.getOwner() == &b &&
+                 arg.getArgNumber() < numInputs &&
+                 elemTypes[arg.getArgNumber()] ==
+                     elemTypes[numInputs + ov.index()];
+        });
+    if (copyOnly)
+      for (unsigned i = 0; i < operands.size(); ++i)
+        if (isHalfFloat(elemTypes[i])) {
+          valueTypes[i] = code.paramTypes[i];
+          rawOperands.insert(i);
+        }
+  }
+  auto load = [&](unsigned i, const std::string &ref) {
+    return rawOperands.count(i) ? ref : loadExpr(elemTypes[i], ref);
+  };
 
   SmallVector<unsigned> parallel, reduction;
   for (auto [i, it] : llvm::enumerate(op.getIteratorTypes()))
@@ -698,9 +727,8 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     } else if (reduction.empty() && block.getArgument(operand).use_empty()) {
       // Overwritten by the yield; no need to read the old value.
     } else {
-      initValue = loadExpr(elemTypes[operand], "a" + std::to_string(operand) +
-                                                   "[" + offsets[operand] +
-                                                   "]");
+      initValue = load(operand, "a" + std::to_string(operand) + "[" +
+                                    offsets[operand] + "]");
     }
     os << in << t << " acc" << o << (initValue.empty() ? "" : " = " + initValue)
        << ";\n";
@@ -728,14 +756,12 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     if (invariantRead) {
       invariantValues.insert(arg);
       invOs << "  const " << valueTypes[i] << " " << name << " = "
-            << loadExpr(elemTypes[i], "a" + std::to_string(i) + "[" +
-                                          offsets[i] + "]")
+            << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]")
             << ";\n";
       continue;
     }
     os << in << "const " << valueTypes[i] << " " << name << " = "
-       << loadExpr(elemTypes[i],
-                   "a" + std::to_string(i) + "[" + offsets[i] + "]")
+       << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]")
        << ";\n";
   }
   for (Operation &bodyOp : block.without_terminator())
@@ -763,8 +789,11 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   for (unsigned o = 0; o < op.getOutputs().size(); ++o)
     os << in << "a" << numInputs + o << "[" << offsets[numInputs + o]
        << "] = "
-       << storeExpr(elemTypes[numInputs + o],
-                    (promoted[o] ? "(float)acc" : "acc") + std::to_string(o))
+       << (rawOperands.count(numInputs + o)
+               ? "acc" + std::to_string(o)
+               : storeExpr(elemTypes[numInputs + o],
+                           (promoted[o] ? "(float)acc" : "acc") +
+                               std::to_string(o)))
        << ";\n";
   code.invariant = std::move(invariantBody);
   code.loopBody = body;

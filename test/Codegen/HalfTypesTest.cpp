@@ -234,7 +234,7 @@ module {
       -> (tensor<64x32xf16> {dlgraph.name = "h"}, tensor<64x32xbf16> {dlgraph.name = "g"},
           tensor<64x32xf32> {dlgraph.name = "w"}, tensor<64x32xi1> {dlgraph.name = "c"},
           tensor<64x32xf16> {dlgraph.name = "dh"}, tensor<64x32xbf16> {dlgraph.name = "ib"},
-          tensor<64x32xi32> {dlgraph.name = "hi"}) {
+          tensor<64x32xi32> {dlgraph.name = "hi"}, tensor<32x64xf16> {dlgraph.name = "tx"}) {
     %k = dlgraph.constant dense<0.1> : tensor<f16>
     %m = dlgraph.mul %x, %y : (tensor<64x32xf16>, tensor<32xf16>) -> tensor<64x32xf16>
     %a = dlgraph.add %m, %k : (tensor<64x32xf16>, tensor<f16>) -> tensor<64x32xf16>
@@ -248,7 +248,8 @@ module {
     %dh = dlgraph.cast %d : tensor<64x32xf64> to tensor<64x32xf16>
     %ib = dlgraph.cast %i : tensor<64x32xi32> to tensor<64x32xbf16>
     %hi = dlgraph.cast %h : tensor<64x32xf16> to tensor<64x32xi32>
-    return %h, %g, %w, %c, %dh, %ib, %hi : tensor<64x32xf16>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xi1>, tensor<64x32xf16>, tensor<64x32xbf16>, tensor<64x32xi32>
+    %tx = dlgraph.transpose %x {perm = array<i64: 1, 0>} : tensor<64x32xf16> -> tensor<32x64xf16>
+    return %h, %g, %w, %c, %dh, %ib, %hi, %tx : tensor<64x32xf16>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xi1>, tensor<64x32xf16>, tensor<64x32xbf16>, tensor<64x32xi32>, tensor<32x64xf16>
   }
 }
 )mlir";
@@ -490,7 +491,18 @@ TEST(HalfKernels, HostRunIsBitExact) {
                       {"f", rawBytes(in.f)},
                       {"d", rawBytes(in.d)},
                       {"i", rawBytes(in.i)}});
-  ASSERT_EQ(out.size(), 7u);
+  ASSERT_EQ(out.size(), 8u);
+  // Data movement keeps every bit, NaN payloads and signs included.
+  auto tx = typed<uint16_t>(out["tx"]);
+  ASSERT_EQ(tx.size(), (size_t)kN);
+  int nanPayloads = 0;
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) {
+      ASSERT_EQ(tx[c * kRows + r], in.x[r * kCols + c]);
+      uint16_t v = in.x[r * kCols + c];
+      nanPayloads += (v & 0x7c00) == 0x7c00 && (v & 0x3ff) && v != 0x7fff;
+    }
+  EXPECT_GT(nanPayloads, 0);
   auto h = typed<uint16_t>(out["h"]), g = typed<uint16_t>(out["g"]),
        dh = typed<uint16_t>(out["dh"]), ib = typed<uint16_t>(out["ib"]);
   auto w = typed<uint32_t>(out["w"]);
