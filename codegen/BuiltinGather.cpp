@@ -86,13 +86,12 @@ FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
     return op.emitOpError()
            << "element type " << dt.getElementType() << " is not supported";
   // Zero of the storage type: f16 / bf16 zero is the bit pattern 0.
-  std::string zero = isHalfFloat(dt.getElementType())
-                         ? "dlc_f32_to_" +
-                               std::string(dt.getElementType().isBF16()
-                                               ? "bf16"
-                                               : "f16") +
-                               "(0.0f)"
-                         : "(" + *t + ")0";
+  std::string zero =
+      isHalfFloat(dt.getElementType())
+          ? "dlc_f32_to_" +
+                std::string(dt.getElementType().isBF16() ? "bf16" : "f16") +
+                "(0.0f)"
+          : "(" + *t + ")0";
   int64_t outer = 1, inner = 1, n = dt.getDimSize(axis),
           m = it.getNumElements();
   for (int64_t d = 0; d < axis; ++d)
@@ -157,13 +156,12 @@ FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op, bool grad) {
     return op.emitOpError()
            << "element type " << dt.getElementType() << " is not supported";
   // Zero of the storage type: f16 / bf16 zero is the bit pattern 0.
-  std::string zero = isHalfFloat(dt.getElementType())
-                         ? "dlc_f32_to_" +
-                               std::string(dt.getElementType().isBF16()
-                                               ? "bf16"
-                                               : "f16") +
-                               "(0.0f)"
-                         : "(" + *t + ")0";
+  std::string zero =
+      isHalfFloat(dt.getElementType())
+          ? "dlc_f32_to_" +
+                std::string(dt.getElementType().isBF16() ? "bf16" : "f16") +
+                "(0.0f)"
+          : "(" + *t + ")0";
   SmallVector<int64_t> ds = stridesOfShape(dt.getShape()),
                        is = stridesOfShape(it.getShape());
   int64_t n = dt.getDimSize(axis);

@@ -60,8 +60,8 @@ std::string halfHelpers(bool bf16, bool cuda) {
     const char *fromF64 = bf16 ? "__double2bfloat16" : "__double2half";
     os << "#include <" << (bf16 ? "cuda_bf16.h" : "cuda_fp16.h") << ">\n"
        << "typedef " << storage << " dlc_" << t << ";\n"
-       << "DLC_HELPER float dlc_" << t << "_to_f32(dlc_" << t
-       << " x) { return " << toF32 << "(x); }\n"
+       << "DLC_HELPER float dlc_" << t << "_to_f32(dlc_" << t << " x) { return "
+       << toF32 << "(x); }\n"
        << "DLC_HELPER dlc_" << t << " dlc_f32_to_" << t << "(float x) { return "
        << fromF32 << "(x); }\n"
        << "DLC_HELPER dlc_" << t << " dlc_f64_to_" << t

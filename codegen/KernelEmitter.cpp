@@ -65,7 +65,9 @@ FailureOr<std::string> cValueType(Type type) {
 }
 
 /// "f16" or "bf16", the suffix of the conversion helpers of |type|.
-static std::string halfName(Type type) { return type.isBF16() ? "bf16" : "f16"; }
+static std::string halfName(Type type) {
+  return type.isBF16() ? "bf16" : "f16";
+}
 
 /// C code loading element |ref| of storage type |type| as its value type.
 static std::string loadExpr(Type type, const std::string &ref) {
@@ -521,8 +523,8 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
            ")";
   } else if (isa<arith::SelectOp>(bodyOp)) {
     expr = "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
-  } else if (isHalf && isa<arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(
-                            bodyOp)) {
+  } else if (isHalf &&
+             isa<arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(bodyOp)) {
     // One rounding from the exact source value: f64 and integers go through
     // double (exact for every f64, i32 and i1; i64 beyond 2^53 rounds
     // twice), float and the other 2-byte type through float.
@@ -536,8 +538,8 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
       expr = "dlc_" + h + "_to_f32(dlc_f64_to_" + h + "((double)(" +
              unsignedOf(*cScalarType(src)) + ")" + args[0] + "))";
     else if (roundedHalf)
-      expr = "dlc_" + h + "_to_f32(dlc_f64_to_" + h + "((double)" + args[0] +
-             "))";
+      expr =
+          "dlc_" + h + "_to_f32(dlc_f64_to_" + h + "((double)" + args[0] + "))";
   } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
                  arith::FPToSIOp, arith::IndexCastOp, arith::ExtSIOp,
                  arith::TruncIOp>(bodyOp)) {
@@ -761,8 +763,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
       continue;
     }
     os << in << "const " << valueTypes[i] << " " << name << " = "
-       << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]")
-       << ";\n";
+       << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]") << ";\n";
   }
   for (Operation &bodyOp : block.without_terminator())
     if (failed(emitBodyOp(&bodyOp, in)))
@@ -787,8 +788,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     os << in << "}\n";
   }
   for (unsigned o = 0; o < op.getOutputs().size(); ++o)
-    os << in << "a" << numInputs + o << "[" << offsets[numInputs + o]
-       << "] = "
+    os << in << "a" << numInputs + o << "[" << offsets[numInputs + o] << "] = "
        << (rawOperands.count(numInputs + o)
                ? "acc" + std::to_string(o)
                : storeExpr(elemTypes[numInputs + o],

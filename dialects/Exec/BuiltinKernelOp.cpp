@@ -223,9 +223,9 @@ LogicalResult BuiltinKernelOp::verify() {
     // The forward gathers only copy elements, which needs no f16 / bf16
     // arithmetic.
     Type elem = type.getElementType();
-    bool copies = !info->isGradient &&
-                  (info->family == BuiltinFamily::Gather ||
-                   info->family == BuiltinFamily::GatherElements);
+    bool copies =
+        !info->isGradient && (info->family == BuiltinFamily::Gather ||
+                              info->family == BuiltinFamily::GatherElements);
     if (!isStorable(elem) && !(copies && (elem.isF16() || elem.isBF16())))
       return emitOpError() << "template '" << getTemplateName()
                            << "' does not support element type " << elem

@@ -29,8 +29,8 @@ VariableRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 /// bf16, i64,
 /// i32, i1: package.fbs DType).
 static bool isBufferElementType(Type t) {
-  return t.isF32() || t.isF64() || t.isF16() || t.isBF16() ||
-         t.isInteger(64) || t.isInteger(32) || t.isInteger(1);
+  return t.isF32() || t.isF64() || t.isF16() || t.isBF16() || t.isInteger(64) ||
+         t.isInteger(32) || t.isInteger(1);
 }
 
 /// A buffer the package writer can lay out: a static shape, the identity

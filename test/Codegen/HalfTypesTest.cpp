@@ -126,7 +126,8 @@ struct HostConversions {
   ToF32 f16ToF32, bf16ToF32;
 
   HostConversions()
-      : lib(dlc::codegen::detail::hostPrelude() + dlc::codegen::detail::halfHelpers(false, false) +
+      : lib(dlc::codegen::detail::hostPrelude() +
+            dlc::codegen::detail::halfHelpers(false, false) +
             dlc::codegen::detail::halfHelpers(true, false) + R"(
 extern "C" dlc_f16 t_f32_to_f16(float x) { return dlc_f32_to_f16(x); }
 extern "C" dlc_bf16 t_f32_to_bf16(float x) { return dlc_f32_to_bf16(x); }
@@ -164,8 +165,8 @@ TEST(HalfConversions, F32RoundingMatchesCuda) {
   // format (f16 drops 13 bits of a normal float, bf16 16; subnormal results
   // drop more, which the prefixes vary), plus random low bits.
   std::mt19937 rng(42);
-  const uint32_t lows[] = {0,      1,      0x0fff, 0x1000, 0x1001, 0x1fff,
-                           0x7fff, 0x8000, 0x8001, 0xffff};
+  const uint32_t lows[] = {0,      1,      0x0fff, 0x1000, 0x1001,
+                           0x1fff, 0x7fff, 0x8000, 0x8001, 0xffff};
   size_t checked = 0;
   for (uint32_t hi = 0; hi < (1u << 16); ++hi)
     for (int k = 0; k < 12; ++k) {
@@ -266,8 +267,11 @@ struct Inputs {
   Inputs() : x(kN), y(kCols), b(kN), f(kN), d(kN), i(kN) {
     std::mt19937 rng(3);
     for (int e = 0; e < kN; ++e) {
-      x[e] = e % 4 == 0 ? rng() : roundF16((float)((int)(rng() % 2001) - 1000) / 37.0f);
-      b[e] = e % 5 == 0 ? rng() : roundBF16((float)((int)(rng() % 2001) - 1000) / 13.0f);
+      x[e] = e % 4 == 0 ? rng()
+                        : roundF16((float)((int)(rng() % 2001) - 1000) / 37.0f);
+      b[e] = e % 5 == 0
+                 ? rng()
+                 : roundBF16((float)((int)(rng() % 2001) - 1000) / 13.0f);
       uint32_t fb = rng();
       f[e] = e % 3 == 0 ? floatOf(fb) : floatOf((fb & 0xc7ff0000u) | 0x8000u);
       uint64_t db = (uint64_t)rng() << 32 | rng();
@@ -425,14 +429,13 @@ runStandin(ModuleOp module, Standin &cu,
       if (auto in = dyn_cast<dlc::exec::InputOp>(op)) {
         auto &bytes = inputs[in.getName().str()];
         ASSERT_EQ(bytes.size(), bytesOf(v));
-        ASSERT_EQ(cu.cuMemcpyHtoD(p, bytes.data(), bytes.size()),
-                  CUDA_SUCCESS);
+        ASSERT_EQ(cu.cuMemcpyHtoD(p, bytes.data(), bytes.size()), CUDA_SUCCESS);
       }
     } else if (auto reshape = dyn_cast<dlc::exec::ReshapeOp>(op)) {
       buffers[reshape] = buffers.lookup(reshape.getSource());
     } else if (auto k = dyn_cast<dlc::exec::KernelOp>(op)) {
-      auto &[fn, src] = byName[dlc::codegen::detail::sanitizeName(
-          k.getSymName())];
+      auto &[fn, src] =
+          byName[dlc::codegen::detail::sanitizeName(k.getSymName())];
       ASSERT_NE(fn, nullptr) << k.getSymName().str();
       std::vector<CUdeviceptr> ptrs;
       for (Value v : k->getOperands())
@@ -462,8 +465,7 @@ template <typename T> std::vector<uint8_t> rawBytes(const std::vector<T> &v) {
   std::memcpy(out.data(), v.data(), out.size());
   return out;
 }
-template <typename T>
-std::vector<T> typed(const std::vector<uint8_t> &bytes) {
+template <typename T> std::vector<T> typed(const std::vector<uint8_t> &bytes) {
   std::vector<T> out(bytes.size() / sizeof(T));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;

@@ -264,8 +264,8 @@ LogicalResult FuncLowering::run() {
 
 /// The first f16 or bf16 element type among |op|'s operands and results.
 static Type halfElementType(Operation *op) {
-  for (TypeRange types : {TypeRange(op->getOperandTypes()),
-                          TypeRange(op->getResultTypes())})
+  for (TypeRange types :
+       {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
     for (Type t : types)
       if (auto shaped = dyn_cast<ShapedType>(t))
         if (shaped.getElementType().isF16() || shaped.getElementType().isBF16())
@@ -281,8 +281,8 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
     auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
     if (cost && (cost.getRecomputeCost() == graph::RecomputeCost::Moderate ||
                  cost.getRecomputeCost() == graph::RecomputeCost::Expensive))
-      return unsupported(op, "element type " + llvm::Twine(
-                                 half.isF16() ? "f16" : "bf16") +
+      return unsupported(op, "element type " +
+                                 llvm::Twine(half.isF16() ? "f16" : "bf16") +
                                  " is not supported by this op yet (f16 and "
                                  "bf16 tensors support elementwise ops, casts "
                                  "and data movement; cast to f32 for this op)");
