@@ -81,10 +81,17 @@ FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
            << " of shape data[:axis] + indices + "
               "data[axis+1:], got "
            << rt << " for data " << dt << " and indices " << it;
-  auto t = cScalarType(dt.getElementType());
-  if (failed(t))
+  auto t = cStorageType(dt.getElementType());
+  if (failed(t) || (grad && isHalfFloat(dt.getElementType())))
     return op.emitOpError()
            << "element type " << dt.getElementType() << " is not supported";
+  // Zero of the storage type: f16 / bf16 zero is the bit pattern 0.
+  std::string zero =
+      isHalfFloat(dt.getElementType())
+          ? "dlc_f32_to_" +
+                std::string(dt.getElementType().isBF16() ? "bf16" : "f16") +
+                "(0.0f)"
+          : "(" + *t + ")0";
   int64_t outer = 1, inner = 1, n = dt.getDimSize(axis),
           m = it.getNumElements();
   for (int64_t d = 0; d < axis; ++d)
@@ -102,7 +109,7 @@ FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
        << "  long long k = (long long)a1[j];\n"
        << "  if (k < 0) k += " << n << "LL;\n"
        << "  a2[tid] = (k >= 0 && k < " << n << "LL) ? a0[(o * " << n
-       << "LL + k) * " << inner << "LL + c] : (" << *t << ")0;\n";
+       << "LL + k) * " << inner << "LL + c] : " << zero << ";\n";
   } else {
     code.numThreads = outer * inner;
     os << "  const long long c = tid % " << inner << "LL;\n"
@@ -144,10 +151,17 @@ FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op, bool grad) {
            << " of equal rank (indices within data outside "
               "axis "
            << axis << "), got " << dt << ", " << it << ", " << rt;
-  auto t = cScalarType(dt.getElementType());
-  if (failed(t))
+  auto t = cStorageType(dt.getElementType());
+  if (failed(t) || (grad && isHalfFloat(dt.getElementType())))
     return op.emitOpError()
            << "element type " << dt.getElementType() << " is not supported";
+  // Zero of the storage type: f16 / bf16 zero is the bit pattern 0.
+  std::string zero =
+      isHalfFloat(dt.getElementType())
+          ? "dlc_f32_to_" +
+                std::string(dt.getElementType().isBF16() ? "bf16" : "f16") +
+                "(0.0f)"
+          : "(" + *t + ")0";
   SmallVector<int64_t> ds = stridesOfShape(dt.getShape()),
                        is = stridesOfShape(it.getShape());
   int64_t n = dt.getDimSize(axis);
@@ -167,7 +181,7 @@ FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op, bool grad) {
     os << "  long long k = (long long)a1[tid];\n"
        << "  if (k < 0) k += " << n << "LL;\n"
        << "  a2[tid] = (k >= 0 && k < " << n << "LL) ? a0[off + k * "
-       << ds[axis] << "LL] : (" << *t << ")0;\n";
+       << ds[axis] << "LL] : " << zero << ";\n";
   } else {
     // One thread per data position with the axis coordinate dropped.
     code.numThreads = dt.getNumElements() / std::max<int64_t>(n, 1);

@@ -80,11 +80,15 @@ FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
   code->name = sanitizeName(op.getSymName());
   for (Value v : op->getOperands()) {
     Type elem = cast<MemRefType>(v.getType()).getElementType();
-    auto cType = cScalarType(elem);
+    // Templates that accept f16 / bf16 (the verifier's rule) copy them as
+    // stored.
+    auto cType = cStorageType(elem);
     if (failed(cType))
       return op.emitOpError()
              << "element type " << elem << " is not supported by codegen";
     code->paramTypes.push_back(*cType);
+    code->usesF16 |= elem.isF16();
+    code->usesBF16 |= elem.isBF16();
   }
   code->restrictParam = restrictFlags(op, op->getOperands());
   return code;

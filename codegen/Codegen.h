@@ -69,7 +69,7 @@ struct PackageOptions {
   std::string hostCompiler = "c++";
 };
 
-/// Writes the package (runtime/schema/package.fbs, format version 2) for a
+/// Writes the package (runtime/schema/package.fbs, format kFormatVersion) for a
 /// planned dlexec module (every dlexec.alloc has an `offset`, every dlexec.func
 /// an `arena_bytes`) to |path|, atomically (temp file + rename). Errors are
 /// emitted on the offending op (or the module) and return failure.

@@ -2,6 +2,7 @@
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -47,6 +48,96 @@ std::string hostPrelude() {
 )") + kCommonHelpers;
 }
 
+std::string halfHelpers(bool bf16, bool cuda) {
+  std::string t = bf16 ? "bf16" : "f16";
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (cuda) {
+    // CUDA's own conversions; the kernel computes in float.
+    const char *storage = bf16 ? "__nv_bfloat16" : "__half";
+    const char *toF32 = bf16 ? "__bfloat162float" : "__half2float";
+    const char *fromF32 = bf16 ? "__float2bfloat16_rn" : "__float2half_rn";
+    const char *fromF64 = bf16 ? "__double2bfloat16" : "__double2half";
+    os << "#include <" << (bf16 ? "cuda_bf16.h" : "cuda_fp16.h") << ">\n"
+       << "typedef " << storage << " dlc_" << t << ";\n"
+       << "DLC_HELPER float dlc_" << t << "_to_f32(dlc_" << t << " x) { return "
+       << toF32 << "(x); }\n"
+       << "DLC_HELPER dlc_" << t << " dlc_f32_to_" << t << "(float x) { return "
+       << fromF32 << "(x); }\n"
+       << "DLC_HELPER dlc_" << t << " dlc_f64_to_" << t
+       << "(double x) { return " << fromF64 << "(x); }\n";
+  } else {
+    // Bit manipulation: a value is widened to double exactly and rounded
+    // once, so f32 and f64 sources share one rounding routine.
+    os << R"(#ifndef DLC_NARROW_FLOAT_HELPERS
+#define DLC_NARROW_FLOAT_HELPERS
+#include <string.h>
+/* |x| rounded to nearest even into a float with |ebits| exponent and |mbits|
+   mantissa bits: overflow gives inf, tiny values subnormals or zero, and NaN
+   0x7fff (as CUDA's conversions do). */
+DLC_HELPER unsigned short dlc_f64_to_narrow(double x, int ebits, int mbits) {
+  unsigned long long u;
+  memcpy(&u, &x, sizeof u);
+  const unsigned short sign = (unsigned short)((u >> 48) & 0x8000u);
+  const unsigned long long a = u & 0x7fffffffffffffffULL;
+  const int emax = (1 << ebits) - 1, bias = (1 << (ebits - 1)) - 1;
+  const unsigned short inf = (unsigned short)(sign | (emax << mbits));
+  if (a > 0x7ff0000000000000ULL)
+    return 0x7fff;
+  if ((a >> 52) == 0)
+    return sign; /* zero or an f64 subnormal: far below the narrow range */
+  const int e = (int)(a >> 52) - 1023 + bias;
+  if (e >= emax)
+    return inf;
+  const unsigned long long m = (a & 0xfffffffffffffULL) | (1ULL << 52);
+  const int shift = 52 - mbits + (e < 1 ? 1 - e : 0);
+  if (shift > 53)
+    return sign;
+  unsigned long long q = m >> shift;
+  const unsigned long long r = m & ((1ULL << shift) - 1);
+  const unsigned long long half = 1ULL << (shift - 1);
+  if (r > half || (r == half && (q & 1)))
+    ++q;
+  /* A carry out of the mantissa moves to the next exponent (or to inf). */
+  return (unsigned short)(sign | (e < 1 ? q : ((unsigned long long)(e - 1) << mbits) + q));
+}
+/* The exact float value of a narrow float's bits |h|. */
+DLC_HELPER float dlc_narrow_to_f32(unsigned short h, int ebits, int mbits) {
+  const int emax = (1 << ebits) - 1, bias = (1 << (ebits - 1)) - 1;
+  const unsigned sign = (unsigned)(h & 0x8000u) << 16;
+  const int e = (h >> mbits) & emax;
+  const unsigned m = h & ((1u << mbits) - 1);
+  unsigned bits;
+  if (e == 0) {
+    const float v = ldexpf((float)m, 1 - bias - mbits);
+    return sign ? -v : v;
+  }
+  if (e == emax && m != 0 && mbits == 10)
+    bits = 0x7fffffffu; /* an f16 NaN: CUDA's canonical float NaN */
+  else if (e == emax)
+    bits = sign | 0x7f800000u | (m << (23 - mbits)); /* bf16 NaN: as is */
+  else
+    bits = sign | ((unsigned)(e - bias + 127) << 23) | (m << (23 - mbits));
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+#endif
+)";
+    const char *fmt = bf16 ? "8, 7" : "5, 10";
+    os << "typedef unsigned short dlc_" << t << ";\n"
+       << "DLC_HELPER float dlc_" << t << "_to_f32(dlc_" << t
+       << " x) { return dlc_narrow_to_f32(x, " << fmt << "); }\n"
+       << "DLC_HELPER dlc_" << t << " dlc_f32_to_" << t
+       << "(float x) { return dlc_f64_to_narrow(x, " << fmt << "); }\n"
+       << "DLC_HELPER dlc_" << t << " dlc_f64_to_" << t
+       << "(double x) { return dlc_f64_to_narrow(x, " << fmt << "); }\n";
+  }
+  os << "DLC_HELPER float dlc_round_" << t << "(float x) { return dlc_" << t
+     << "_to_f32(dlc_f32_to_" << t << "(x)); }\n";
+  return out;
+}
+
 static std::string paramDecl(const KernelCode &code, size_t i) {
   return code.paramTypes[i] + "*" +
          (code.restrictParam[i] ? " __restrict__" : "") + " a" +
@@ -54,7 +145,12 @@ static std::string paramDecl(const KernelCode &code, size_t i) {
 }
 
 std::string wrapCuda(const KernelCode &code) {
-  std::string out = cudaPrelude() + code.helpers;
+  std::string out = cudaPrelude();
+  if (code.usesF16)
+    out += halfHelpers(/*bf16=*/false, /*cuda=*/true);
+  if (code.usesBF16)
+    out += halfHelpers(/*bf16=*/true, /*cuda=*/true);
+  out += code.helpers;
   llvm::raw_string_ostream os(out);
   os << "\nextern \"C\" __global__ void " << code.name << "(";
   for (size_t i = 0; i < code.paramTypes.size(); ++i)
@@ -141,6 +237,14 @@ FailureOr<std::string> emitHostSource(ModuleOp module) {
   if (failed(kernels))
     return failure();
   std::string out = detail::hostPrelude();
+  // The 2-byte float helpers only where a kernel stores such elements, so
+  // other models' sources stay as they were.
+  bool f16 = llvm::any_of(*kernels, [](auto &k) { return k.usesF16; });
+  bool bf16 = llvm::any_of(*kernels, [](auto &k) { return k.usesBF16; });
+  if (f16)
+    out += detail::halfHelpers(/*bf16=*/false, /*cuda=*/false);
+  if (bf16)
+    out += detail::halfHelpers(/*bf16=*/true, /*cuda=*/false);
   for (const detail::KernelCode &k : *kernels)
     out += detail::wrapHost(k);
   return out;

@@ -52,6 +52,9 @@ struct KernelCode {
   /// dependence in a kernel without races and may be vectorized without
   /// runtime alias checks (in-place operands alias exactly).
   bool innerIndependent = false;
+  /// The kernel stores f16 / bf16 elements: the target wrapper adds the
+  /// storage types and conversions (halfHelpers) for it.
+  bool usesF16 = false, usesBF16 = false;
 };
 
 /// Builds the body of a generated loop-nest kernel.
@@ -64,6 +67,23 @@ mlir::FailureOr<std::vector<KernelCode>> collectKernels(mlir::ModuleOp module);
 /// The C type of a scalar / memref element type (f32 float, f64 double, i64 and
 /// index long long, i32 int, i1 bool), or failure.
 mlir::FailureOr<std::string> cScalarType(mlir::Type type);
+/// True for the 2-byte float types f16 and bf16, which kernels store as
+/// `dlc_f16` / `dlc_bf16` and compute on as `float`, rounding every result
+/// once to the element type (round-to-nearest-even).
+bool isHalfFloat(mlir::Type type);
+/// The C type an operand's elements are stored as: `dlc_f16` / `dlc_bf16` for
+/// f16 / bf16, else cScalarType.
+mlir::FailureOr<std::string> cStorageType(mlir::Type type);
+/// The C type a kernel body computes a value of |type| in: `float` for f16 /
+/// bf16, else cScalarType.
+mlir::FailureOr<std::string> cValueType(mlir::Type type);
+/// The storage typedefs and conversions of f16 (|bf16| false) or bf16 for the
+/// CUDA (|cuda|) or host prelude: `dlc_<t>_to_f32`, `dlc_f32_to_<t>`,
+/// `dlc_f64_to_<t>` (each one rounding to nearest even, bit for bit CUDA's
+/// __float2half_rn / __float2bfloat16_rn / __double2half /
+/// __double2bfloat16: NaN becomes 0x7fff, overflow inf, subnormals kept) and
+/// `dlc_round_<t>` (a float rounded to the type and widened back).
+std::string halfHelpers(bool bf16, bool cuda);
 /// Name of a kernel symbol made into a C identifier (other characters -> '_').
 std::string sanitizeName(llvm::StringRef name);
 /// Which operands of |op| (inputs then outputs) may alias another operand.

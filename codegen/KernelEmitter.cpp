@@ -48,6 +48,41 @@ FailureOr<std::string> cScalarType(Type type) {
   return failure();
 }
 
+bool isHalfFloat(Type type) { return type.isF16() || type.isBF16(); }
+
+FailureOr<std::string> cStorageType(Type type) {
+  if (type.isF16())
+    return std::string("dlc_f16");
+  if (type.isBF16())
+    return std::string("dlc_bf16");
+  return cScalarType(type);
+}
+
+FailureOr<std::string> cValueType(Type type) {
+  if (isHalfFloat(type))
+    return std::string("float");
+  return cScalarType(type);
+}
+
+/// "f16" or "bf16", the suffix of the conversion helpers of |type|.
+static std::string halfName(Type type) {
+  return type.isBF16() ? "bf16" : "f16";
+}
+
+/// C code loading element |ref| of storage type |type| as its value type.
+static std::string loadExpr(Type type, const std::string &ref) {
+  if (!isHalfFloat(type))
+    return ref;
+  return "dlc_" + halfName(type) + "_to_f32(" + ref + ")";
+}
+
+/// C code converting value |v| of |type| to its storage type.
+static std::string storeExpr(Type type, const std::string &v) {
+  if (!isHalfFloat(type))
+    return v;
+  return "dlc_f32_to_" + halfName(type) + "(" + v + ")";
+}
+
 std::string sanitizeName(StringRef name) {
   std::string out;
   for (char c : name)
@@ -134,14 +169,24 @@ static FailureOr<std::string> attrLiteral(Attribute attr, Type type) {
     APFloat v = f.getValue();
     bool lost = false;
     v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-    if (!type.isF32() && !type.isF64())
+    if (!type.isF32() && !type.isF64() && !isHalfFloat(type))
       return failure();
-    return floatLiteral(v.convertToDouble(), type.isF32());
+    // An f16 / bf16 value is exact in float, which the kernel computes in.
+    return floatLiteral(v.convertToDouble(), !type.isF64());
   }
   if (auto i = dyn_cast<IntegerAttr>(attr)) {
-    auto cType = cScalarType(type);
+    auto cType = cValueType(type);
     if (failed(cType))
       return failure();
+    if (isHalfFloat(type)) {
+      // Rounded to the element type, as a dlexec constant of it holds.
+      APFloat h((double)i.getValue().getSExtValue());
+      bool lost = false;
+      h.convert(cast<FloatType>(type).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      h.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      return floatLiteral(h.convertToDouble(), true);
+    }
     if (type.isF32() || type.isF64())
       return floatLiteral((double)i.getValue().getSExtValue(), type.isF32());
     int64_t v = type.isInteger(1) ? (int64_t)i.getValue().getBoolValue()
@@ -397,11 +442,12 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
     return bodyOp->emitOpError()
            << "is not supported in a dlexec.kernel body by codegen";
   Value result = bodyOp->getResult(0);
-  auto cType = cScalarType(result.getType());
+  auto cType = cValueType(result.getType());
   if (failed(cType))
     return bodyOp->emitOpError() << "result type " << result.getType()
                                  << " is not supported by codegen (expected "
-                                    "f32, f64, i64, i32, i1 or index)";
+                                    "f32, f64, f16, bf16, i64, i32, i1 or "
+                                    "index)";
   std::vector<std::string> args;
   for (Value operand : bodyOp->getOperands()) {
     auto name = nameOf(operand, bodyOp);
@@ -409,7 +455,9 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
       return failure();
     args.push_back(*name);
   }
-  bool isF32 = result.getType().isF32();
+  // f16 / bf16 compute in float and round each result once (below).
+  bool isHalf = isHalfFloat(result.getType());
+  bool isF32 = result.getType().isF32() || isHalf;
   // Hoist an op whose operands are all invariant. dlexec.index reads a loop
   // index; integer division and remainder may trap, so they stay where a
   // zero-trip loop would skip them.
@@ -421,6 +469,7 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
                (!names.count(v) && v.getDefiningOp<arith::ConstantOp>());
       });
   std::string expr;
+  bool roundedHalf = false; // expr already holds a value of the 2-byte type
   if (promotedAdds.count(bodyOp)) {
     // acc (double) + the other operand widened to double.
     unsigned otherIdx = 1;
@@ -474,6 +523,23 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
            ")";
   } else if (isa<arith::SelectOp>(bodyOp)) {
     expr = "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
+  } else if (isHalf &&
+             isa<arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(bodyOp)) {
+    // One rounding from the exact source value: f64 and integers go through
+    // double (exact for every f64, i32 and i1; i64 beyond 2^53 rounds
+    // twice), float and the other 2-byte type through float.
+    Type src = bodyOp->getOperand(0).getType();
+    std::string h = halfName(result.getType());
+    if (src.isF32() || isHalfFloat(src))
+      expr = "(float)" + args[0];
+    else
+      roundedHalf = true;
+    if (roundedHalf && isa<arith::UIToFPOp>(bodyOp))
+      expr = "dlc_" + h + "_to_f32(dlc_f64_to_" + h + "((double)(" +
+             unsignedOf(*cScalarType(src)) + ")" + args[0] + "))";
+    else if (roundedHalf)
+      expr =
+          "dlc_" + h + "_to_f32(dlc_f64_to_" + h + "((double)" + args[0] + "))";
   } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
                  arith::FPToSIOp, arith::IndexCastOp, arith::ExtSIOp,
                  arith::TruncIOp>(bodyOp)) {
@@ -500,6 +566,12 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
     return bodyOp->emitOpError()
            << "is not supported in a dlexec.kernel body by codegen";
   }
+  // The result of an f16 / bf16 op is the float result rounded once to
+  // nearest even; a select, a constant and a conversion from f64 or an
+  // integer (rounded above) already hold values of the type.
+  if (isHalf && !roundedHalf &&
+      !isa<arith::SelectOp, arith::ConstantOp>(bodyOp))
+    expr = "dlc_round_" + halfName(result.getType()) + "(" + expr + ")";
   std::string name = fresh();
   names[result] = name;
   if (hoist) {
@@ -518,16 +590,52 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   code.name = sanitizeName(op.getSymName());
   auto operands = op->getOperands();
   unsigned numInputs = op.getInputs().size();
+  // Per operand: its element type and the C type its values compute in.
+  SmallVector<Type> elemTypes;
+  SmallVector<std::string> valueTypes;
+  // Operands read and written as stored (a copy-only kernel).
+  llvm::DenseSet<unsigned> rawOperands;
   for (Value v : operands) {
     auto type = cast<MemRefType>(v.getType());
-    auto cType = cScalarType(type.getElementType());
+    auto cType = cStorageType(type.getElementType());
     if (failed(cType))
       return op.emitOpError() << "element type " << type.getElementType()
                               << " is not supported by codegen (expected "
-                                 "f32, f64, i64, i32 or i1)";
+                                 "f32, f64, f16, bf16, i64, i32 or i1)";
     code.paramTypes.push_back(*cType);
+    code.usesF16 |= type.getElementType().isF16();
+    code.usesBF16 |= type.getElementType().isBF16();
+    elemTypes.push_back(type.getElementType());
+    valueTypes.push_back(*cValueType(type.getElementType()));
   }
   code.restrictParam = restrictFlags(op, operands);
+  // A kernel that only moves elements (its body yields inputs of the
+  // outputs' types) copies them as stored, so that f16 / bf16 NaN payloads
+  // survive a transpose or a concat as they do in a memcpy.
+  {
+    Block &b = op.getBody().front();
+    auto yield = cast<exec::YieldOp>(b.getTerminator());
+    bool copyOnly =
+        b.without_terminator().empty() &&
+        llvm::all_of(op.getIteratorTypes().getAsValueRange<StringAttr>(),
+                     [](StringRef it) { return it == "parallel"; }) &&
+        llvm::all_of(llvm::enumerate(yield.getValues()), [&](auto ov) {
+          auto arg = dyn_cast<BlockArgument>(ov.value());
+          return arg && arg.getOwner() == &b &&
+                 arg.getArgNumber() < numInputs &&
+                 elemTypes[arg.getArgNumber()] ==
+                     elemTypes[numInputs + ov.index()];
+        });
+    if (copyOnly)
+      for (unsigned i = 0; i < operands.size(); ++i)
+        if (isHalfFloat(elemTypes[i])) {
+          valueTypes[i] = code.paramTypes[i];
+          rawOperands.insert(i);
+        }
+  }
+  auto load = [&](unsigned i, const std::string &ref) {
+    return rawOperands.count(i) ? ref : loadExpr(elemTypes[i], ref);
+  };
 
   SmallVector<unsigned> parallel, reduction;
   for (auto [i, it] : llvm::enumerate(op.getIteratorTypes()))
@@ -596,13 +704,18 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   std::optional<ArrayAttr> init = op.getInit();
   for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
     unsigned operand = numInputs + o;
+    if (!reduction.empty() && isHalfFloat(elemTypes[operand]))
+      return op.emitOpError()
+             << "output #" << o << " of element type " << elemTypes[operand]
+             << " is reduced over a loop; codegen supports reductions into "
+                "f32, f64 and integers (not f16 or bf16)";
     for (unsigned d : reduction)
       if (maps[operand].isFunctionOfDim(d))
         return op.emitOpError()
                << "output #" << o << " is indexed by reduction loop " << d
                << "; codegen needs outputs indexed by "
                   "parallel loops only";
-    const std::string t = promoted[o] ? "double" : code.paramTypes[operand];
+    const std::string t = promoted[o] ? "double" : valueTypes[operand];
     std::string initValue;
     if (init) {
       Type elem =
@@ -616,7 +729,8 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     } else if (reduction.empty() && block.getArgument(operand).use_empty()) {
       // Overwritten by the yield; no need to read the old value.
     } else {
-      initValue = "a" + std::to_string(operand) + "[" + offsets[operand] + "]";
+      initValue = load(operand, "a" + std::to_string(operand) + "[" +
+                                    offsets[operand] + "]");
     }
     os << in << t << " acc" << o << (initValue.empty() ? "" : " = " + initValue)
        << ";\n";
@@ -643,12 +757,13 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     });
     if (invariantRead) {
       invariantValues.insert(arg);
-      invOs << "  const " << code.paramTypes[i] << " " << name << " = a" << i
-            << "[" << offsets[i] << "];\n";
+      invOs << "  const " << valueTypes[i] << " " << name << " = "
+            << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]")
+            << ";\n";
       continue;
     }
-    os << in << "const " << code.paramTypes[i] << " " << name << " = a" << i
-       << "[" << offsets[i] << "];\n";
+    os << in << "const " << valueTypes[i] << " " << name << " = "
+       << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]") << ";\n";
   }
   for (Operation &bodyOp : block.without_terminator())
     if (failed(emitBodyOp(&bodyOp, in)))
@@ -664,7 +779,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   // Through temporaries: a yield may name another output's accumulator.
   for (unsigned o = 0; o < yielded.size(); ++o)
     os << in << "const "
-       << (promoted[o] ? std::string("double") : code.paramTypes[numInputs + o])
+       << (promoted[o] ? std::string("double") : valueTypes[numInputs + o])
        << " y" << o << " = " << yielded[o] << ";\n";
   for (unsigned o = 0; o < yielded.size(); ++o)
     os << in << "acc" << o << " = y" << o << ";\n";
@@ -673,8 +788,13 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     os << in << "}\n";
   }
   for (unsigned o = 0; o < op.getOutputs().size(); ++o)
-    os << in << "a" << numInputs + o << "[" << offsets[numInputs + o]
-       << "] = " << (promoted[o] ? "(float)acc" : "acc") << o << ";\n";
+    os << in << "a" << numInputs + o << "[" << offsets[numInputs + o] << "] = "
+       << (rawOperands.count(numInputs + o)
+               ? "acc" + std::to_string(o)
+               : storeExpr(elemTypes[numInputs + o],
+                           (promoted[o] ? "(float)acc" : "acc") +
+                               std::to_string(o)))
+       << ";\n";
   code.invariant = std::move(invariantBody);
   code.loopBody = body;
   code.body = decode + body;

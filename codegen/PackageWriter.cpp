@@ -98,6 +98,10 @@ const char *dtypeName(pkg::DType d) {
     return "i32";
   case pkg::DType::Bool:
     return "bool";
+  case pkg::DType::F16:
+    return "f16";
+  case pkg::DType::BF16:
+    return "bf16";
   }
   return "?";
 }
@@ -114,6 +118,10 @@ const char *safetensorsDtype(pkg::DType d) {
     return "I32";
   case pkg::DType::Bool:
     return "BOOL";
+  case pkg::DType::F16:
+    return "F16";
+  case pkg::DType::BF16:
+    return "BF16";
   }
   return "";
 }
@@ -164,10 +172,14 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *op, Value value,
     b.dtype = pkg::DType::I32, elemBytes = 4;
   else if (elem.isInteger(1))
     b.dtype = pkg::DType::Bool, elemBytes = 1;
+  else if (elem.isF16())
+    b.dtype = pkg::DType::F16, elemBytes = 2;
+  else if (elem.isBF16())
+    b.dtype = pkg::DType::BF16, elemBytes = 2;
   else
     return op->emitOpError() << "element type " << elem
                              << " cannot be stored in a package (expected "
-                                "f32, f64, i64, i32 or i1)";
+                                "f32, f64, f16, bf16, i64, i32 or i1)";
   b.name = name.str();
   b.kind = kind;
   b.shape.assign(type.getShape().begin(), type.getShape().end());

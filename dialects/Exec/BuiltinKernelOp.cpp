@@ -220,10 +220,18 @@ LogicalResult BuiltinKernelOp::verify() {
       return emitOpError() << "operand of type " << type
                            << " must have a static shape and the identity "
                               "layout";
-    if (!isStorable(type.getElementType()))
-      return emitOpError() << "element type " << type.getElementType()
-                           << " is not supported by codegen (expected f32, "
-                              "f64, i64, i32 or i1)";
+    // The forward gathers only copy elements, which needs no f16 / bf16
+    // arithmetic.
+    Type elem = type.getElementType();
+    bool copies =
+        !info->isGradient && (info->family == BuiltinFamily::Gather ||
+                              info->family == BuiltinFamily::GatherElements);
+    if (!isStorable(elem) && !(copies && (elem.isF16() || elem.isBF16())))
+      return emitOpError() << "template '" << getTemplateName()
+                           << "' does not support element type " << elem
+                           << " (expected f32, f64, i64, i32 or i1; f16 and "
+                              "bf16 in dlexec.kernel and the forward "
+                              "gathers only)";
   }
   StringRef name = info->name;
   switch (info->family) {

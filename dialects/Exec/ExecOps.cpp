@@ -25,11 +25,12 @@ VariableRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
-/// Whether a package can store buffers of element type |t| (f32, f64, i64,
+/// Whether a package can store buffers of element type |t| (f32, f64, f16,
+/// bf16, i64,
 /// i32, i1: package.fbs DType).
 static bool isBufferElementType(Type t) {
-  return t.isF32() || t.isF64() || t.isInteger(64) || t.isInteger(32) ||
-         t.isInteger(1);
+  return t.isF32() || t.isF64() || t.isF16() || t.isBF16() || t.isInteger(64) ||
+         t.isInteger(32) || t.isInteger(1);
 }
 
 /// A buffer the package writer can lay out: a static shape, the identity
@@ -42,7 +43,7 @@ static LogicalResult verifyBufferType(Operation *op, MemRefType type) {
   if (!isBufferElementType(type.getElementType()))
     return op->emitOpError() << "element type " << type.getElementType()
                              << " cannot be stored in a package (expected "
-                                "f32, f64, i64, i32 or i1)";
+                                "f32, f64, f16, bf16, i64, i32 or i1)";
   return success();
 }
 
@@ -108,18 +109,18 @@ LogicalResult FuncOp::verify() {
   return success();
 }
 
-/// The scalar types codegen stores and computes in (f32, f64, i64 and index,
-/// i32, i1).
+/// The scalar types codegen stores and computes in (f32, f64, f16 and bf16
+/// computed in float and rounded per op, i64 and index, i32, i1).
 static bool isKernelScalarType(Type t) {
-  return t.isF32() || t.isF64() || t.isIndex() || t.isInteger(64) ||
-         t.isInteger(32) || t.isInteger(1);
+  return t.isF32() || t.isF64() || t.isF16() || t.isBF16() || t.isIndex() ||
+         t.isInteger(64) || t.isInteger(32) || t.isInteger(1);
 }
 
 /// Whether |attr| can initialize an output of element type |elem| (a float
 /// for a float output; an integer or boolean for any output).
 static bool isScalarInit(Attribute attr, Type elem) {
   if (isa<FloatAttr>(attr))
-    return elem.isF32() || elem.isF64();
+    return isa<FloatType>(elem) && isKernelScalarType(elem);
   return isa<IntegerAttr, BoolAttr>(attr) && isKernelScalarType(elem);
 }
 
@@ -168,7 +169,7 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "operand #" << i << " has element type "
                            << type.getElementType()
                            << ", which codegen does not support (expected "
-                              "f32, f64, i64, i32 or i1)";
+                              "f32, f64, f16, bf16, i64, i32 or i1)";
     for (unsigned r = 0; r < map.getNumResults(); ++r) {
       auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
       if (!d)
@@ -198,6 +199,18 @@ LogicalResult KernelOp::verify() {
         return emitOpError() << "output #" << o << " is indexed by reduction "
                              << "loop " << l << "; outputs may be indexed by "
                              << "parallel loops only";
+  // An f16 / bf16 accumulator would round after every step of the
+  // reduction; codegen supports none yet.
+  if (llvm::is_contained(getIteratorTypes().getAsValueRange<StringAttr>(),
+                         "reduction"))
+    for (auto [o, out] : llvm::enumerate(getOutputs())) {
+      Type elem = cast<MemRefType>(out.getType()).getElementType();
+      if (elem.isF16() || elem.isBF16())
+        return emitOpError() << "output #" << o << " of element type " << elem
+                             << " is reduced over a loop; reductions support "
+                                "f32, f64 and integer outputs (not f16 or "
+                                "bf16)";
+    }
   Block &body = getBody().front();
   if (body.getNumArguments() != numOperands)
     return emitOpError() << "body has " << body.getNumArguments()
@@ -250,8 +263,9 @@ LogicalResult KernelOp::verify() {
     if (!isKernelScalarType(result))
       return op.emitOpError() << "result type " << result
                               << " is not supported by codegen (expected "
-                                 "f32, f64, i64, i32, i1 or index)";
-    if (isKernelMathCall(&op) && !result.isF32() && !result.isF64())
+                                 "f32, f64, f16, bf16, i64, i32, i1 or "
+                                 "index)";
+    if (isKernelMathCall(&op) && !isa<FloatType>(result))
       return op.emitOpError()
              << "on " << result << " is not supported by codegen";
   }

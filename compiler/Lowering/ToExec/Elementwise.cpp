@@ -135,6 +135,12 @@ Value dlc::lowering::castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   if (from == to)
     return v;
   ElemKind fk = kindOf(from), tk = kindOf(to);
+  if (fk == ElemKind::Float && tk == ElemKind::Float &&
+      from.getIntOrFloatBitWidth() == to.getIntOrFloatBitWidth()) {
+    // f16 <-> bf16: exactly through f32, then rounded once.
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return arith::TruncFOp::create(b, loc, to, wide);
+  }
   if (fk == ElemKind::Float && tk == ElemKind::Float)
     return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
                ? (Value)arith::ExtFOp::create(b, loc, to, v)

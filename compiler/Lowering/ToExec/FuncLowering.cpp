@@ -262,7 +262,31 @@ LogicalResult FuncLowering::run() {
   return finishWrites();
 }
 
+/// The first f16 or bf16 element type among |op|'s operands and results.
+static Type halfElementType(Operation *op) {
+  for (TypeRange types :
+       {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
+    for (Type t : types)
+      if (auto shaped = dyn_cast<ShapedType>(t))
+        if (shaped.getElementType().isF16() || shaped.getElementType().isBF16())
+          return shaped.getElementType();
+  return Type();
+}
+
 LogicalResult FuncLowering::lowerOp(Operation *op) {
+  // f16 and bf16 need no new math in ops of O(1) work per element; ops that
+  // accumulate (reductions, softmax, pooling, losses, matmul, conv) would
+  // need f32 accumulation and f16 library calls, which do not exist yet.
+  if (Type half = halfElementType(op)) {
+    auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
+    if (cost && (cost.getRecomputeCost() == graph::RecomputeCost::Moderate ||
+                 cost.getRecomputeCost() == graph::RecomputeCost::Expensive))
+      return unsupported(op, "element type " +
+                                 llvm::Twine(half.isF16() ? "f16" : "bf16") +
+                                 " is not supported by this op yet (f16 and "
+                                 "bf16 tensors support elementwise ops, casts "
+                                 "and data movement; cast to f32 for this op)");
+  }
   if (const LoweringTable::Handler *handler = table.lookup(op))
     return (*handler)(*this, op);
   return unsupported(op, "no lowering to dlexec exists for this op");

@@ -8,12 +8,26 @@ using namespace dlc;
 using namespace dlc::lowering;
 namespace g = dlc::graph;
 
+/// Fails with an error at |op| unless |param| is an f32 or f64 tensor: an
+/// update in f16 / bf16 would round the hyperparameters and the step count
+/// to the parameter's type; those parameters need f32 master weights.
+static LogicalResult checkUpdateType(FuncLowering &fl, Operation *op,
+                                     Value param) {
+  Type et = tensorType(param).getElementType();
+  if (et.isF16() || et.isBF16())
+    return fl.unsupported(op, "element type " +
+                                  llvm::Twine(et.isF16() ? "f16" : "bf16") +
+                                  " is not supported by optimizer updates "
+                                  "(supported: f32, f64)");
+  return fl.checkFloat(op, param);
+}
+
 void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
   table.add<g::SGDUpdateOp>([](FuncLowering &fl,
                                g::SGDUpdateOp s) -> LogicalResult {
     OpBuilder &b = fl.b;
     Location loc = s.getLoc();
-    if (failed(fl.checkFloat(s, s.getParam())))
+    if (failed(checkUpdateType(fl, s, s.getParam())))
       return failure();
     auto pt = tensorType(s.getParam());
     unsigned rank = pt.getRank();
@@ -62,7 +76,7 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
                                 g::AdamUpdateOp a) -> LogicalResult {
     OpBuilder &b = fl.b;
     Location loc = a.getLoc();
-    if (failed(fl.checkFloat(a, a.getParam())))
+    if (failed(checkUpdateType(fl, a, a.getParam())))
       return failure();
     auto pt = tensorType(a.getParam());
     unsigned rank = pt.getRank();

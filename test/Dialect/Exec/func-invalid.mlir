@@ -12,7 +12,7 @@ dlexec.variable @w : memref<4xf32> {kind = "parameter"} = dense<0.0> : tensor<3x
 
 // -----
 
-// expected-error @+1 {{element type 'index' cannot be stored in a package (expected f32, f64, i64, i32 or i1)}}
+// expected-error @+1 {{element type 'index' cannot be stored in a package (expected f32, f64, f16, bf16, i64, i32 or i1)}}
 dlexec.variable @w : memref<4xindex> {kind = "buffer"}
 
 // -----
@@ -24,9 +24,9 @@ dlexec.func @dynamic_input {
 
 // -----
 
-dlexec.func @f16_alloc {
-  // expected-error @+1 {{element type 'f16' cannot be stored in a package (expected f32, f64, i64, i32 or i1)}}
-  %a = dlexec.alloc : memref<4xf16>
+dlexec.func @f8_alloc {
+  // expected-error @+1 {{element type 'f8E4M3FN' cannot be stored in a package (expected f32, f64, f16, bf16, i64, i32 or i1)}}
+  %a = dlexec.alloc : memref<4xf8E4M3FN>
 }
 
 // -----

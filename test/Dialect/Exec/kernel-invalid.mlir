@@ -82,14 +82,31 @@ func.func @strided_layout(%a: memref<4xf32, strided<[2]>>, %c: memref<4xf32>) {
 // Buffers of a dlexec.func are static, dense and of package dtypes; a
 // kernel elsewhere (codegen emits every kernel of the module) is checked
 // itself.
-func.func @f16_operand(%a: memref<4xf16>, %c: memref<4xf16>) {
-  // expected-error @+1 {{operand #0 has element type 'f16', which codegen does not support (expected f32, f64, i64, i32 or i1)}}
-  dlexec.kernel @k ins(%a : memref<4xf16>) outs(%c : memref<4xf16>) attributes {
+func.func @i8_operand(%a: memref<4xi8>, %c: memref<4xi8>) {
+  // expected-error @+1 {{operand #0 has element type 'i8', which codegen does not support (expected f32, f64, f16, bf16, i64, i32 or i1)}}
+  dlexec.kernel @k ins(%a : memref<4xi8>) outs(%c : memref<4xi8>) attributes {
       indexing_maps = [#id, #id], iterator_types = ["parallel"]} {
-  ^bb0(%x: f16, %o: f16):
-    dlexec.yield %x : f16
+  ^bb0(%x: i8, %o: i8):
+    dlexec.yield %x : i8
   }
   return
+}
+
+// -----
+
+// f16 and bf16 kernels compute elementwise; a reduction into one is not
+// emitted (an input of those types reduced into f32 is fine).
+dlexec.func @f16_reduction {
+  %a = dlexec.input "a" : memref<4x3xf16>
+  %c = dlexec.alloc : memref<4xf16>
+  // expected-error @+1 {{output #0 of element type 'f16' is reduced over a loop; reductions support f32, f64 and integer outputs (not f16 or bf16)}}
+  dlexec.kernel @k ins(%a : memref<4x3xf16>) outs(%c : memref<4xf16>) attributes {
+      indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+      iterator_types = ["parallel", "reduction"]} {
+  ^bb0(%x: f16, %o: f16):
+    %s = arith.addf %x, %o : f16
+    dlexec.yield %s : f16
+  }
 }
 
 // -----
@@ -177,7 +194,7 @@ dlexec.func @vector_result {
   dlexec.kernel @k ins(%a : memref<4xf32>) outs(%c : memref<4xf32>) attributes {
       indexing_maps = [#id, #id], iterator_types = ["parallel"]} {
   ^bb0(%x: f32, %o: f32):
-    // expected-error @+1 {{result type 'vector<2xf32>' is not supported by codegen (expected f32, f64, i64, i32, i1 or index)}}
+    // expected-error @+1 {{result type 'vector<2xf32>' is not supported by codegen (expected f32, f64, f16, bf16, i64, i32, i1 or index)}}
     %v = arith.constant dense<1.0> : vector<2xf32>
     dlexec.yield %x : f32
   }
