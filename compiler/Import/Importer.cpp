@@ -374,20 +374,18 @@ static DenseElementsAttr foldableConstant(Value v) {
   return d && d.getNumElements() <= kMaxFoldElements ? d : DenseElementsAttr();
 }
 
-/// True when |d| has a 16-bit float element type and holds a NaN other than
-/// 0x7fff, the one NaN that the run-time kernels produce in f16 and bf16
-/// (CUDA's __float2half_rn/__float2bfloat16_rn, and the host conversions
-/// that match them): APFloat keeps NaN payloads, so such a folded value
-/// would differ from the run-time result.
-static bool hasNonCanonicalLowPrecisionNaN(DenseElementsAttr d) {
+/// True when |d| has a 16-bit float element type and holds a NaN. Ops on
+/// such constants are not folded: the run-time kernels make every f16/bf16
+/// NaN they compute 0x7FFF and every NaN they widen to f32 0x7FFFFFFF
+/// (CUDA's __float2half_rn/__float2bfloat16_rn/__half2float, and the host
+/// conversions that match them), while APFloat keeps NaN payloads.
+static bool holdsLowPrecisionNaN(DenseElementsAttr d) {
   if (!isLowPrecisionFloat(d.getElementType()))
     return false;
-  auto nonCanonical = [](const APFloat &v) {
-    return v.isNaN() && v.bitcastToAPInt().getZExtValue() != 0x7fff;
-  };
   if (d.isSplat())
-    return nonCanonical(d.getSplatValue<APFloat>());
-  return llvm::any_of(d.getValues<APFloat>(), nonCanonical);
+    return d.getSplatValue<APFloat>().isNaN();
+  return llvm::any_of(d.getValues<APFloat>(),
+                      [](const APFloat &v) { return v.isNaN(); });
 }
 
 LogicalResult Importer::foldNode(Block *block, Operation *before) {
@@ -404,7 +402,10 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
     SmallVector<Attribute> operands;
     for (Value v : op->getOperands())
       operands.push_back(foldableConstant(v));
-    if (llvm::is_contained(operands, Attribute()))
+    if (llvm::is_contained(operands, Attribute()) ||
+        llvm::any_of(operands, [](Attribute a) {
+          return holdsLowPrecisionNaN(cast<DenseElementsAttr>(a));
+        }))
       continue;
     SmallVector<OpFoldResult> results;
     if (failed(op->fold(operands, results)) ||
@@ -416,8 +417,7 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
       auto d = isa<Value>(r) ? foldableConstant(cast<Value>(r))
                              : dyn_cast_or_null<DenseElementsAttr>(
                                    dyn_cast_if_present<Attribute>(r));
-      if (!d || d.getType() != res.getType() ||
-          hasNonCanonicalLowPrecisionNaN(d))
+      if (!d || d.getType() != res.getType() || holdsLowPrecisionNaN(d))
         break;
       values.push_back(d);
     }
