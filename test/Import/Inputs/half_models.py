@@ -171,6 +171,69 @@ def build():
          bits_tensor("h_one", F16, [], [0x3C00], raw=True),
          bits_tensor("h_tiny", F16, [], [0x1000], raw=True)])  # 2^-11
 
+    # Every other elementwise and data-movement handler on f16 (bf16 for a
+    # few): unary math, the decomposed activations, Clip with attribute and
+    # input bounds, IsNaN/IsInf, Mod, Pow, the variadic ops, Tile,
+    # DepthToSpace, SpaceToDepth, Split, GatherElements, Trilu, Resize,
+    # OneHot with f16 values, Dropout, and f16 EyeLike, ConstantOfShape and
+    # Range (folded).
+    unary = ["Exp", "Log", "Sqrt", "Erf", "Sin", "Cos", "Floor", "Ceil",
+             "Round", "Reciprocal", "Elu", "Selu", "LeakyRelu", "Softplus",
+             "HardSigmoid", "HardSwish", "ThresholdedRelu", "Sign", "Mish",
+             "Softsign", "Shrink", "IsNaN", "IsInf", "Atan", "Asinh"]
+    nodes = [helper.make_node(op, ["x"], ["u_" + op], name=op) for op in unary]
+    outs = [vi("u_" + op, TensorProto.BOOL if op.startswith("Is") else F16,
+               [2, 4]) for op in unary]
+    h = lambda name, vals: bits_tensor(name, F16, [len(vals)] if vals[1:] else [],
+                                       vals, raw=True)
+    nodes += [
+        helper.make_node("PRelu", ["x", "slope"], ["prelu"], name="prelu"),
+        helper.make_node("Clip", ["x", "lo", "hi"], ["clip"], name="clip"),
+        helper.make_node("Mod", ["x", "x2"], ["mod"], name="mod", fmod=1),
+        helper.make_node("Pow", ["x", "x2"], ["pow"], name="pow"),
+        helper.make_node("Max", ["x", "x2", "lo"], ["max"], name="max"),
+        helper.make_node("Min", ["x", "x2"], ["min"], name="min"),
+        helper.make_node("Sum", ["x", "x2"], ["sum"], name="sum"),
+        helper.make_node("Mean", ["x", "x2"], ["mean"], name="mean"),
+        helper.make_node("Tile", ["x", "reps"], ["tile"], name="tile"),
+        helper.make_node("DepthToSpace", ["img"], ["d2s"], name="d2s",
+                         blocksize=2),
+        helper.make_node("SpaceToDepth", ["d2s"], ["s2d"], name="s2d",
+                         blocksize=2),
+        helper.make_node("Split", ["x", "parts"], ["sp0", "sp1"], name="split",
+                         axis=1),
+        helper.make_node("GatherElements", ["x", "gidx"], ["gel"], name="gel",
+                         axis=1),
+        helper.make_node("Trilu", ["x"], ["tri"], name="trilu"),
+        helper.make_node("Resize", ["img", "", "scales"], ["rsz"],
+                         name="resize", mode="linear"),
+        helper.make_node("OneHot", ["oh_idx", "depth", "oh_vals"], ["oh"],
+                         name="onehot"),
+        helper.make_node("Dropout", ["b", "ratio", "train"], ["drop"],
+                         name="dropout"),
+        helper.make_node("EyeLike", ["x"], ["eye"], name="eye", dtype=F16),
+        helper.make_node("ConstantOfShape", ["reps"], ["cos"], name="cos",
+                         value=bits_tensor("v", F16, [1], [0x3C00], raw=True)),
+        helper.make_node("Range", ["r0", "r1", "rd"], ["range"], name="range"),
+    ]
+    outs += [vi(n, F16, None) for n in
+             ["prelu", "clip", "mod", "pow", "max", "min", "sum", "mean",
+              "tile", "s2d", "sp0", "sp1", "gel", "tri", "rsz", "oh", "eye",
+              "cos", "range"]] + [vi("drop", BF16, None)]
+    models["half_ops"] = model(
+        "half_ops", nodes,
+        [vi("x", F16, [2, 4]), vi("x2", F16, [2, 4]), vi("img", F16, [1, 4, 2, 2]),
+         vi("b", BF16, [2, 4])], outs,
+        [h("slope", [0x3400, 0x3800, 0x3A00, 0x3C00]), h("lo", [0xBC00]),
+         h("hi", [0x3C00]), i64("reps", [1, 2]), i64("parts", [1, 3]),
+         i64("gidx", [[0, 3, 1, 2], [2, 2, 0, 1]]),
+         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+         i64("oh_idx", [0, 2]), i64("depth", [3]),
+         h("oh_vals", [0x0000, 0x3C00]),
+         h("ratio", [0x3800]),
+         numpy_helper.from_array(np.array(True), "train"),
+         h("r0", [0x0000]), h("r1", [0x4400]), h("rd", [0x3C00])])
+
     # Ops that accumulate do not take f16/bf16 yet: clean errors at the node.
     models["half_reduce"] = model(
         "half_reduce",
