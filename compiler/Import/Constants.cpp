@@ -341,7 +341,8 @@ LogicalResult Importer::dropout() {
     return identity();
   }
   // f32, or f16/bf16 (dlgraph.dropout is elementwise).
-  Value x = operand(0, /*requireF32=*/!isLowPrecisionFloat(xt.getElementType()));
+  Value x =
+      operand(0, /*requireF32=*/!isLowPrecisionFloat(xt.getElementType()));
   if (!x)
     return failure();
   // Without a seed attribute, a hash of the node's first output name, so

@@ -507,8 +507,8 @@ static bool takesLowPrecision(Operation *op) {
 
 /// The first f16/bf16 element type among |op|'s operand and result types.
 static Type lowPrecisionTypeOf(Operation *op) {
-  for (TypeRange types : {TypeRange(op->getOperandTypes()),
-                          TypeRange(op->getResultTypes())})
+  for (TypeRange types :
+       {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
     for (Type t : types)
       if (auto rt = dyn_cast<RankedTensorType>(t))
         if (isLowPrecisionFloat(rt.getElementType()))
@@ -540,8 +540,8 @@ LogicalResult Importer::checkLowPrecision(Block *block, Operation *before) {
                          << " yet " << what;
     }
     return nodeError() << "element type " << elementTypeName(et)
-                       << " is not supported by " << node->op_type()
-                       << " yet " << what;
+                       << " is not supported by " << node->op_type() << " yet "
+                       << what;
   }
   return success();
 }

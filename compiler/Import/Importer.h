@@ -246,7 +246,7 @@ private:
   /// asks it) do not. Runs after foldNode: what folded away needs no
   /// kernel.
   mlir::LogicalResult checkLowPrecision(mlir::Block *block,
-                                       mlir::Operation *before);
+                                        mlir::Operation *before);
   /// Emits the error for input |i| of the current node, of element type
   /// f16 or bf16, which the node's import does not take yet; |supported|
   /// lists the element types it takes.

@@ -361,8 +361,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
   Block *block = builder.getInsertionBlock();
   Operation *before = block->empty() ? nullptr : &block->back();
   deferredInputs.clear();
-  if (failed((this->*(mapping->handler))()) ||
-      failed(foldNode(block, before)))
+  if (failed((this->*(mapping->handler))()) || failed(foldNode(block, before)))
     return failure();
   return checkLowPrecision(block, before);
 }

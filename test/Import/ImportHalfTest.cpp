@@ -169,8 +169,8 @@ std::vector<uint32_t> foldedBits(Operation *op) {
     ADD_FAILURE() << "the output is not folded to a dlgraph.constant";
     return bits;
   }
-  for (const APFloat &v : cast<DenseElementsAttr>(c.getValue())
-                              .getValues<APFloat>())
+  for (const APFloat &v :
+       cast<DenseElementsAttr>(c.getValue()).getValues<APFloat>())
     bits.push_back((uint32_t)v.bitcastToAPInt().getZExtValue());
   return bits;
 }
@@ -180,11 +180,10 @@ std::vector<uint32_t> foldedBits(Operation *op) {
 /// halfway points of f16 (13 dropped bits) and bf16 (16 dropped bits) with
 /// even and odd kept parts, both signs; then random bit patterns. No NaNs.
 std::vector<float> roundingInputs() {
-  std::vector<uint32_t> mantissas = {0,       1,       0x7fffff, 0x0fff,
-                                     0x1000,  0x1001,  0x2fff,   0x3000,
-                                     0x3001,  0x7fff,  0x8000,   0x8001,
-                                     0x17fff, 0x18000, 0x18001,  0x400000,
-                                     0x401000, 0x3ff000, 0x7fe000};
+  std::vector<uint32_t> mantissas = {
+      0,       1,        0x7fffff, 0x0fff,   0x1000,  0x1001,  0x2fff,
+      0x3000,  0x3001,   0x7fff,   0x8000,   0x8001,  0x17fff, 0x18000,
+      0x18001, 0x400000, 0x401000, 0x3ff000, 0x7fe000};
   std::vector<float> values;
   for (uint32_t sign : {0u, 0x80000000u})
     for (uint32_t e = 0; e <= 255; ++e)
@@ -267,8 +266,7 @@ void checkWidening(int type, bool (*isNaN)(uint16_t),
 }
 
 TEST(ImportHalf, CastFromFloat16FoldsExactly) {
-  checkWidening(onnx::TensorProto_DataType_FLOAT16, isHalfNaN,
-                cudaHalfToFloat);
+  checkWidening(onnx::TensorProto_DataType_FLOAT16, isHalfNaN, cudaHalfToFloat);
 }
 
 TEST(ImportHalf, CastFromBfloat16FoldsExactly) {
@@ -287,10 +285,9 @@ TEST(ImportHalf, InitializersKeepEveryBitPattern) {
     for (bool raw : {true, false}) {
       MLIRContext ctx;
       OwningOpRef<ModuleOp> module;
-      Operation *out = importOutput(
-          ctx, module,
-          castModel(halfTensor(patterns, type, raw), /*asInitializer=*/true,
-                    type));
+      Operation *out = importOutput(ctx, module,
+                                    castModel(halfTensor(patterns, type, raw),
+                                              /*asInitializer=*/true, type));
       std::vector<uint32_t> bits = foldedBits(out);
       ASSERT_EQ(bits.size(), patterns.size());
       for (size_t i = 0; i < patterns.size(); ++i)
@@ -323,8 +320,8 @@ TEST(ImportHalf, CastsOfNaNAreLeftToTheKernels) {
       castModel(halfTensor({0x3c00, 0x7c00}, onnx::TensorProto_DataType_FLOAT16,
                            /*raw=*/true),
                 /*asInitializer=*/true, onnx::TensorProto_DataType_FLOAT));
-  EXPECT_EQ(foldedBits(folded), (std::vector<uint32_t>{0x3f800000u,
-                                                        0x7f800000u}));
+  EXPECT_EQ(foldedBits(folded),
+            (std::vector<uint32_t>{0x3f800000u, 0x7f800000u}));
 }
 
 } // namespace
