@@ -340,9 +340,9 @@ LogicalResult Importer::dropout() {
     }
     return identity();
   }
-  // f32, or f16/bf16 (dlgraph.dropout is elementwise).
-  Value x =
-      operand(0, /*requireF32=*/!isLowPrecisionFloat(xt.getElementType()));
+  // f32 only: dlgraph.dropout lowers to a built-in kernel that has no
+  // f16/bf16 form yet.
+  Value x = operand(0);
   if (!x)
     return failure();
   // Without a seed attribute, a hash of the node's first output name, so

@@ -495,10 +495,11 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
 /// in compiler/Lowering/ToExec): ops with at most O(1) work per element
 /// (recompute cost Free, Cheap or Never: elementwise ops, casts, constants,
 /// variables, reshape, transpose, broadcast_to, slice, pad, concat, gather,
-/// one_hot, resize, dropout) need no new math; ops that accumulate (cost
-/// Moderate or Expensive: reductions, softmax, pooling, normalization,
-/// losses, cumsum, matmul, gemm, conv) need f32 accumulation and f16
-/// library calls, which do not exist yet.
+/// one_hot) need no new math; ops that accumulate (cost Moderate or
+/// Expensive: reductions, softmax, pooling, normalization, losses, cumsum,
+/// matmul, gemm, conv) need f32 accumulation and f16 library calls, which
+/// do not exist yet. Resize and training-mode Dropout, whose built-in
+/// kernels have no f16/bf16 form yet, are rejected by their handlers.
 static bool takesLowPrecision(Operation *op) {
   auto cost = dyn_cast<gr::RecomputeCostOpInterface>(op);
   return !cost || (cost.getRecomputeCost() != gr::RecomputeCost::Moderate &&

@@ -174,9 +174,8 @@ def build():
     # Every other elementwise and data-movement handler on f16 (bf16 for a
     # few): unary math, the decomposed activations, Clip with attribute and
     # input bounds, IsNaN/IsInf, Mod, Pow, the variadic ops, Tile,
-    # DepthToSpace, SpaceToDepth, Split, GatherElements, Trilu, Resize,
-    # OneHot with f16 values, Dropout, and f16 EyeLike, ConstantOfShape and
-    # Range (folded).
+    # DepthToSpace, SpaceToDepth, Split, GatherElements, Trilu, OneHot with
+    # f16 values, and f16 EyeLike, ConstantOfShape and Range (folded).
     unary = ["Exp", "Log", "Sqrt", "Erf", "Sin", "Cos", "Floor", "Ceil",
              "Round", "Reciprocal", "Elu", "Selu", "LeakyRelu", "Softplus",
              "HardSigmoid", "HardSwish", "ThresholdedRelu", "Sign", "Mish",
@@ -205,12 +204,8 @@ def build():
         helper.make_node("GatherElements", ["x", "gidx"], ["gel"], name="gel",
                          axis=1),
         helper.make_node("Trilu", ["x"], ["tri"], name="trilu"),
-        helper.make_node("Resize", ["img", "", "scales"], ["rsz"],
-                         name="resize", mode="linear"),
         helper.make_node("OneHot", ["oh_idx", "depth", "oh_vals"], ["oh"],
                          name="onehot"),
-        helper.make_node("Dropout", ["b", "ratio", "train"], ["drop"],
-                         name="dropout"),
         helper.make_node("EyeLike", ["x"], ["eye"], name="eye", dtype=F16),
         helper.make_node("ConstantOfShape", ["reps"], ["cos"], name="cos",
                          value=bits_tensor("v", F16, [1], [0x3C00], raw=True)),
@@ -218,20 +213,17 @@ def build():
     ]
     outs += [vi(n, F16, None) for n in
              ["prelu", "clip", "mod", "pow", "max", "min", "sum", "mean",
-              "tile", "s2d", "sp0", "sp1", "gel", "tri", "rsz", "oh", "eye",
-              "cos", "range"]] + [vi("drop", BF16, None)]
+              "tile", "s2d", "sp0", "sp1", "gel", "tri", "oh", "eye", "cos",
+              "range"]]
     models["half_ops"] = model(
         "half_ops", nodes,
-        [vi("x", F16, [2, 4]), vi("x2", F16, [2, 4]), vi("img", F16, [1, 4, 2, 2]),
-         vi("b", BF16, [2, 4])], outs,
+        [vi("x", F16, [2, 4]), vi("x2", F16, [2, 4]),
+         vi("img", F16, [1, 4, 2, 2])], outs,
         [h("slope", [0x3400, 0x3800, 0x3A00, 0x3C00]), h("lo", [0xBC00]),
          h("hi", [0x3C00]), i64("reps", [1, 2]), i64("parts", [1, 3]),
          i64("gidx", [[0, 3, 1, 2], [2, 2, 0, 1]]),
-         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
          i64("oh_idx", [0, 2]), i64("depth", [3]),
          h("oh_vals", [0x0000, 0x3C00]),
-         h("ratio", [0x3800]),
-         numpy_helper.from_array(np.array(True), "train"),
          h("r0", [0x0000]), h("r1", [0x4400]), h("rd", [0x3C00])])
 
     # Ops that accumulate do not take f16/bf16 yet: clean errors at the node.
@@ -249,6 +241,22 @@ def build():
         [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
         [vi("x", F16, [2, 3])], [vi("y", F16, [2, 2])],
         [bits_tensor("w", F16, [3, 2], [0x3C00] * 6, raw=True)])
+    # Resize and training-mode Dropout lower to built-in kernels that have
+    # no f16/bf16 form yet.
+    models["half_resize"] = model(
+        "half_resize",
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize",
+                          mode="linear")],
+        [vi("x", F16, [1, 1, 2, 2])], [vi("y", F16, [1, 1, 4, 4])],
+        [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32),
+                                 "scales")])
+    models["half_dropout"] = model(
+        "half_dropout",
+        [helper.make_node("Dropout", ["x", "ratio", "train"], ["y"],
+                          name="drop")],
+        [vi("x", BF16, [2, 4])], [vi("y", BF16, [2, 4])],
+        [bits_tensor("ratio", BF16, [], [0x3F00], raw=True),
+         numpy_helper.from_array(np.array(True), "train")])
     models["half_maxpool"] = model(
         "half_maxpool",
         [helper.make_node("MaxPool", ["x"], ["y"], name="mp",
