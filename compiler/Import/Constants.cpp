@@ -340,6 +340,8 @@ LogicalResult Importer::dropout() {
     }
     return identity();
   }
+  // f32 only: dlgraph.dropout lowers to a built-in kernel that has no
+  // f16/bf16 form yet.
   Value x = operand(0);
   if (!x)
     return failure();

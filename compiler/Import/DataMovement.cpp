@@ -415,6 +415,10 @@ LogicalResult Importer::resize() {
   if (!x)
     return failure();
   auto xt = cast<RankedTensorType>(x.getType());
+  // dlgraph.resize lowers to a built-in kernel that interpolates in the
+  // element type; it has no f16/bf16 form yet.
+  if (isLowPrecisionFloat(xt.getElementType()))
+    return unsupportedLowPrecision(0, "float (f32), double (f64)");
   int64_t rank = xt.getRank();
   // Scales: input 1 (Upsample) or 2 (Resize); sizes: Resize input 3. An
   // absent input or an empty tensor means "not given".

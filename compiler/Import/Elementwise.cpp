@@ -119,15 +119,13 @@ template <typename OpTy> LogicalResult Importer::binary() {
   if (arith && le == re && le.isInteger() && !le.isInteger(1) &&
       l->isFoldable() && r->isFoldable() && foldShapes)
     return foldIntBinary(*l, *r);
-  auto numeric = [](Type t) {
-    return t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64);
-  };
   // Pow's exponent may have another numeric type (ONNX T1/T2); it is cast to
   // the base's type.
-  if (!numeric(le) || !numeric(re) || (le != re && !isPow))
+  if (!isNumeric(le) || !isNumeric(re) || (le != re && !isPow))
     return nodeError() << "operands have element types " << le << " and " << re
                        << "; supported: two operands of one type among "
-                          "float (f32), double (f64), int32, int64";
+                          "float (f32), double (f64), float16, bfloat16, "
+                          "int32, int64";
   // Reported at the node; the op infers the broadcast shape itself.
   if (!semantics::broadcastShapes(l->type().getShape(), r->type().getShape()))
     return nodeError() << "shapes " << shapeStr(l->type().getShape()) << " and "
@@ -149,11 +147,11 @@ template <typename OpTy> LogicalResult Importer::variadic() {
     if (!v)
       return failure();
     Type t = cast<RankedTensorType>(v.getType()).getElementType();
-    if (!(t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64)) ||
-        (et && t != et))
+    if (!isNumeric(t) || (et && t != et))
       return nodeError() << "input " << i << " has element type " << t
                          << "; supported: inputs of one type among float "
-                            "(f32), double (f64), int32, int64";
+                            "(f32), double (f64), float16, bfloat16, int32, "
+                            "int64";
     et = t;
     vals.push_back(v);
   }
@@ -163,7 +161,8 @@ template <typename OpTy> LogicalResult Importer::variadic() {
   bool isMean = node->op_type() == "Mean";
   if (isMean && !isa<FloatType>(et))
     return nodeError() << "inputs have element type " << et
-                       << "; supported: float (f32), double (f64)";
+                       << "; supported: float (f32), double (f64), float16, "
+                          "bfloat16";
   for (size_t i = 1; i < vals.size(); ++i) {
     auto at = cast<RankedTensorType>(acc.getType()),
          vt = cast<RankedTensorType>(vals[i].getType());
@@ -251,14 +250,13 @@ LogicalResult Importer::compare() {
        rt = cast<RankedTensorType>(r.getType());
   Type et = lt.getElementType();
   bool ok = et == rt.getElementType() &&
-            (et.isF32() || et.isF64() || et.isInteger(32) || et.isInteger(64) ||
-             (et.isInteger(1) && pred == "eq"));
+            (isNumeric(et) || (et.isInteger(1) && pred == "eq"));
   if (!ok)
     return nodeError() << "operands have element types " << et << " and "
                        << rt.getElementType()
                        << "; supported: two operands of one type among float "
-                          "(f32), double (f64), int32, int64 (and bool for "
-                          "Equal)";
+                          "(f32), double (f64), float16, bfloat16, int32, "
+                          "int64 (and bool for Equal)";
   if (!semantics::broadcastShapes(lt.getShape(), rt.getShape()))
     return nodeError() << "shapes " << shapeStr(lt.getShape()) << " and "
                        << shapeStr(rt.getShape()) << " do not broadcast";
@@ -523,10 +521,10 @@ LogicalResult Importer::clip() {
   if (!constBounds) {
     // Bounds computed at run time (or another element type):
     // min(max(x, lo), hi), as torch.clamp.
-    if (!(et.isF32() || et.isF64() || et.isInteger(32) || et.isInteger(64)))
+    if (!isNumeric(et))
       return nodeError() << "input has element type " << et
-                         << "; supported: float (f32), double (f64), int32, "
-                            "int64";
+                         << "; supported: float (f32), double (f64), "
+                            "float16, bfloat16, int32, int64";
     Value y = materialize(*xs);
     for (int i = 1; i <= 2; ++i) {
       if (!hasInput(i))
@@ -634,7 +632,10 @@ LogicalResult Importer::castOp() {
   if (from == toType)
     return identity();
   auto type = s->type().clone(toType);
-  if (!s->isFoldable()) {
+  // Casts from or to f16/bf16 fold, on constants, through dlgraph.cast's
+  // folder (foldNode): it rounds once, to nearest even, in the target type.
+  if (!s->isFoldable() || isLowPrecisionFloat(from) ||
+      isLowPrecisionFloat(toType)) {
     Value x = materialize(*s);
     return define(0, gr::CastOp::create(builder, nodeLoc, type, x));
   }

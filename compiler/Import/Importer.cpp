@@ -37,9 +37,39 @@ Type elementTypeFor(Builder &b, int32_t t) {
     return b.getI64Type();
   case onnx::TensorProto_DataType_BOOL:
     return b.getI1Type();
+  case onnx::TensorProto_DataType_FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto_DataType_BFLOAT16:
+    return b.getBF16Type();
   default:
     return Type();
   }
+}
+
+bool isLowPrecisionFloat(Type t) { return t.isF16() || t.isBF16(); }
+
+bool isNumeric(Type t) {
+  return t.isF32() || t.isF64() || isLowPrecisionFloat(t) || t.isInteger(32) ||
+         t.isInteger(64);
+}
+
+std::string elementTypeName(Type t) {
+  if (t.isF32())
+    return "float (f32)";
+  if (t.isF64())
+    return "double (f64)";
+  if (t.isF16())
+    return "float16";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isInteger(1))
+    return "bool";
+  if (t.isSignlessInteger())
+    return "int" + std::to_string(t.getIntOrFloatBitWidth());
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
 }
 
 SmallVector<int64_t> intValues(DenseElementsAttr c) {
@@ -203,12 +233,27 @@ Value Importer::operand(int i, bool requireF32) {
       deferredInputs.push_back(i);
       return materialize(*s);
     }
+    if (isLowPrecisionFloat(s->type().getElementType())) {
+      unsupportedLowPrecision(i, "float (f32)");
+      return {};
+    }
     nodeError() << "input " << i << " ('" << node->input(i)
                 << "') has element type " << s->type().getElementType()
                 << ", which is not supported here; supported: f32";
     return {};
   }
   return materialize(*s);
+}
+
+InFlightDiagnostic Importer::unsupportedLowPrecision(int i,
+                                                     StringRef supported) {
+  Slot *s = input(i);
+  Type et = s ? s->type().getElementType() : Type();
+  return nodeError() << "input " << i << " ('" << node->input(i)
+                     << "') has element type "
+                     << (et ? elementTypeName(et) : "?")
+                     << ", which is not supported by " << node->op_type()
+                     << " yet; supported: " << supported;
 }
 
 FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
@@ -296,7 +341,7 @@ Value Importer::floatOperand(int i) {
     nodeError() << "input " << i << " ('" << node->input(i)
                 << "') has element type " << s->type().getElementType()
                 << ", which is not supported here; supported: float (f32), "
-                   "double (f64)";
+                   "double (f64), float16, bfloat16";
     return {};
   }
   return materialize(*s);
@@ -329,6 +374,20 @@ static DenseElementsAttr foldableConstant(Value v) {
   return d && d.getNumElements() <= kMaxFoldElements ? d : DenseElementsAttr();
 }
 
+/// True when |d| has a 16-bit float element type and holds a NaN. Ops on
+/// such constants are not folded: the run-time kernels make every f16/bf16
+/// NaN they compute 0x7FFF and every NaN they widen to f32 0x7FFFFFFF
+/// (CUDA's __float2half_rn/__float2bfloat16_rn/__half2float, and the host
+/// conversions that match them), while APFloat keeps NaN payloads.
+static bool holdsLowPrecisionNaN(DenseElementsAttr d) {
+  if (!isLowPrecisionFloat(d.getElementType()))
+    return false;
+  if (d.isSplat())
+    return d.getSplatValue<APFloat>().isNaN();
+  return llvm::any_of(d.getValues<APFloat>(),
+                      [](const APFloat &v) { return v.isNaN(); });
+}
+
 LogicalResult Importer::foldNode(Block *block, Operation *before) {
   SmallVector<Operation *> created;
   for (auto it = before ? std::next(before->getIterator()) : block->begin();
@@ -343,7 +402,10 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
     SmallVector<Attribute> operands;
     for (Value v : op->getOperands())
       operands.push_back(foldableConstant(v));
-    if (llvm::is_contained(operands, Attribute()))
+    if (llvm::is_contained(operands, Attribute()) ||
+        llvm::any_of(operands, [](Attribute a) {
+          return holdsLowPrecisionNaN(cast<DenseElementsAttr>(a));
+        }))
       continue;
     SmallVector<OpFoldResult> results;
     if (failed(op->fold(operands, results)) ||
@@ -355,7 +417,7 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
       auto d = isa<Value>(r) ? foldableConstant(cast<Value>(r))
                              : dyn_cast_or_null<DenseElementsAttr>(
                                    dyn_cast_if_present<Attribute>(r));
-      if (!d || d.getType() != res.getType())
+      if (!d || d.getType() != res.getType() || holdsLowPrecisionNaN(d))
         break;
       values.push_back(d);
     }
@@ -414,10 +476,73 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
     if (node->output(i).empty() || it == slots.end() || it->second.constant)
       continue;
     int in = deferredInputs.front();
+    if (isLowPrecisionFloat(input(in)->type().getElementType()))
+      return unsupportedLowPrecision(in, "float (f32)");
     return nodeError() << "input " << in << " ('" << node->input(in)
                        << "') has element type "
                        << input(in)->type().getElementType()
                        << ", which is not supported here; supported: f32";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// 16-bit float element types
+//===----------------------------------------------------------------------===//
+
+/// Whether the dlgraph lowering takes |op| with f16/bf16 operands or results
+/// this far, asked of the op as the lowering asks it (FuncLowering::lowerOp
+/// in compiler/Lowering/ToExec): ops with at most O(1) work per element
+/// (recompute cost Free, Cheap or Never: elementwise ops, casts, constants,
+/// variables, reshape, transpose, broadcast_to, slice, pad, concat, gather,
+/// one_hot) need no new math; ops that accumulate (cost Moderate or
+/// Expensive: reductions, softmax, pooling, normalization, losses, cumsum,
+/// matmul, gemm, conv) need f32 accumulation and f16 library calls, which
+/// do not exist yet. Resize and training-mode Dropout, whose built-in
+/// kernels have no f16/bf16 form yet, are rejected by their handlers.
+static bool takesLowPrecision(Operation *op) {
+  auto cost = dyn_cast<gr::RecomputeCostOpInterface>(op);
+  return !cost || (cost.getRecomputeCost() != gr::RecomputeCost::Moderate &&
+                   cost.getRecomputeCost() != gr::RecomputeCost::Expensive);
+}
+
+/// The first f16/bf16 element type among |op|'s operand and result types.
+static Type lowPrecisionTypeOf(Operation *op) {
+  for (TypeRange types :
+       {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
+    for (Type t : types)
+      if (auto rt = dyn_cast<RankedTensorType>(t))
+        if (isLowPrecisionFloat(rt.getElementType()))
+          return rt.getElementType();
+  return Type();
+}
+
+LogicalResult Importer::checkLowPrecision(Block *block, Operation *before) {
+  for (auto it = before ? std::next(before->getIterator()) : block->begin();
+       it != block->end(); ++it) {
+    Operation *op = &*it;
+    Type et = lowPrecisionTypeOf(op);
+    if (!et || takesLowPrecision(op))
+      continue;
+    std::string what = "(float16 and bfloat16 reach only elementwise and "
+                       "data-movement ops so far, not " +
+                       op->getName().getStringRef().str() +
+                       "); supported: float (f32)";
+    // Name the node's input that brought the type in, where there is one.
+    for (int i = 0; i < node->input_size(); ++i) {
+      auto s = slots.find(node->input(i));
+      if (node->input(i).empty() || s == slots.end() ||
+          !isLowPrecisionFloat(s->second.type().getElementType()))
+        continue;
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has element type "
+                         << elementTypeName(s->second.type().getElementType())
+                         << ", which is not supported by " << node->op_type()
+                         << " yet " << what;
+    }
+    return nodeError() << "element type " << elementTypeName(et)
+                       << " is not supported by " << node->op_type() << " yet "
+                       << what;
   }
   return success();
 }

@@ -75,11 +75,25 @@ private:
 
 /// The tensor element types the importer accepts, for diagnostics.
 constexpr const char *kSupportedTypes =
-    "float (f32), double (f64), int32, int64, bool";
+    "float (f32), double (f64), float16 (f16), bfloat16 (bf16), int32, "
+    "int64, bool";
 
 /// The dlgraph element type of an ONNX TensorProto element type, or null
 /// when it is not one of kSupportedTypes.
 mlir::Type elementTypeFor(mlir::Builder &b, int32_t t);
+
+/// True for the 16-bit float element types (f16, bf16: ONNX FLOAT16 and
+/// BFLOAT16). Only elementwise and data-movement dlgraph ops take them so
+/// far (see Importer::checkLowPrecision).
+bool isLowPrecisionFloat(mlir::Type t);
+
+/// True for the element types of arithmetic operands: f32, f64, f16, bf16,
+/// i32, i64 (everything in kSupportedTypes but bool).
+bool isNumeric(mlir::Type t);
+
+/// The ONNX spelling of a dlgraph element type, for diagnostics: "float16",
+/// "bfloat16", "float (f32)", "double (f64)", "int32", "int64", "bool".
+std::string elementTypeName(mlir::Type t);
 
 /// The values of an integer constant, sign-extended to int64.
 llvm::SmallVector<int64_t> intValues(mlir::DenseElementsAttr c);
@@ -224,6 +238,20 @@ private:
   /// Slots. Fails when an input admitted only because it would fold
   /// (deferredInputs) leaves an output unfolded.
   mlir::LogicalResult foldNode(mlir::Block *block, mlir::Operation *before);
+  /// Fails, with an error at the node, when an op the current node left in
+  /// |block| after |before| (null: from the block's start) has an f16 or
+  /// bf16 operand or result but is not an op the lowering takes them in
+  /// yet: only elementwise and data-movement ops do; ops that accumulate
+  /// (recompute cost Moderate or Expensive, asked of the op as the lowering
+  /// asks it) do not. Runs after foldNode: what folded away needs no
+  /// kernel.
+  mlir::LogicalResult checkLowPrecision(mlir::Block *block,
+                                        mlir::Operation *before);
+  /// Emits the error for input |i| of the current node, of element type
+  /// f16 or bf16, which the node's import does not take yet; |supported|
+  /// lists the element types it takes.
+  mlir::InFlightDiagnostic unsupportedLowPrecision(int i,
+                                                   llvm::StringRef supported);
 
   // Attributes of the current node. A wrong attribute type emits an error and
   // sets |attrFailed|; callers check it once after reading all attributes.

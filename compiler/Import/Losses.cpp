@@ -99,7 +99,7 @@ LogicalResult Importer::lossOp() {
     SmallVector<APFloat> keepv;
     for (int64_t i = 0; i < c; ++i) {
       double v = i == ignoreIndex ? 0.0 : 1.0;
-      keepv.push_back(et.isF32() ? APFloat((float)v) : APFloat(v));
+      keepv.push_back(FloatAttr::get(et, v).getValue());
     }
     weff = gr::ConstantOp::create(
         builder, nodeLoc,

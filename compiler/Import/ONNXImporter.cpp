@@ -168,6 +168,41 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
         RankedTensorType::get(dims, builder.getI32Type()),
         ArrayRef<int32_t>(narrow));
   }
+  case onnx::TensorProto_DataType_FLOAT16:
+  case onnx::TensorProto_DataType_BFLOAT16: {
+    // Bit patterns: 2 little-endian bytes each in raw_data, or one uint16
+    // per int32_data entry (the ONNX TensorProto convention for both).
+    int64_t got = t.has_raw_data() ? (int64_t)t.raw_data().size() / 2
+                                   : t.int32_data_size();
+    if (got != n || (t.has_raw_data() && t.raw_data().size() % 2))
+      return sizeError(got);
+    SmallVector<uint16_t> bits(n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (t.has_raw_data()) {
+        const auto *p =
+            reinterpret_cast<const unsigned char *>(t.raw_data().data()) +
+            2 * i;
+        bits[i] = (uint16_t)(p[0] | (p[1] << 8));
+        continue;
+      }
+      int32_t v = t.int32_data(i);
+      if (v < 0 || v > 0xffff)
+        return emitError(loc)
+               << what << " '" << t.name() << "' of element type "
+               << onnxTypeName(t.data_type()) << " has int32_data value " << v
+               << " at index " << i
+               << ", which is not a 16-bit pattern (expected 0 to 65535)";
+      bits[i] = (uint16_t)v;
+    }
+    Type et = t.data_type() == onnx::TensorProto_DataType_FLOAT16
+                  ? (Type)builder.getF16Type()
+                  : (Type)builder.getBF16Type();
+    // The attribute's storage is the same host-order uint16 array.
+    return DenseElementsAttr::getFromRawBuffer(
+        RankedTensorType::get(dims, et),
+        ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
+                       bits.size() * sizeof(uint16_t)));
+  }
   case onnx::TensorProto_DataType_BOOL: {
     // Flags such as Dropout's training_mode.
     int64_t got =
@@ -326,9 +361,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
   Block *block = builder.getInsertionBlock();
   Operation *before = block->empty() ? nullptr : &block->back();
   deferredInputs.clear();
-  if (failed((this->*(mapping->handler))()))
+  if (failed((this->*(mapping->handler))()) || failed(foldNode(block, before)))
     return failure();
-  return foldNode(block, before);
+  return checkLowPrecision(block, before);
 }
 
 std::string Importer::unsupportedReason(StringRef opType, bool defaultDomain,

@@ -32,8 +32,14 @@ struct ImportOptions {
 /// are not initializers (arg attribute `dlgraph.name`) and returns the graph
 /// outputs (result attribute `dlgraph.name`); the module has attribute
 /// `dlgraph.model_name`. Graph inputs, outputs and constants may be f32,
-/// f64, i32, i64 or i1 (ONNX float, double, int32, int64, bool); other
-/// element types are an error. f64/integer/bool initializers are constants.
+/// f64, f16, bf16, i32, i64 or i1 (ONNX float, double, float16, bfloat16,
+/// int32, int64, bool); other element types are an error. f64, f16, bf16,
+/// integer and bool initializers are constants. f16/bf16 tensors reach
+/// elementwise and data-movement ops (Cast/CastLike to and from them
+/// included); an op that accumulates (reductions, softmax, pooling,
+/// normalization, losses, MatMul/Gemm/Conv) on them is an error at its node
+/// for now. Constants fold in their own type (rounded once, as the run-time
+/// kernels compute).
 /// Elementwise ops without a dlgraph op of their own (Reciprocal, Elu, Selu,
 /// LeakyRelu, Softplus, HardSigmoid, HardSwish, PRelu, ThresholdedRelu,
 /// Sign, And/Or/Xor/Not, Mean, Clip with run-time bounds) are decomposed

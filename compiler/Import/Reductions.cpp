@@ -230,6 +230,9 @@ LogicalResult Importer::cumSum() {
     return failure();
   RankedTensorType xt = xs->type();
   Type et = xt.getElementType();
+  if (isLowPrecisionFloat(et))
+    return unsupportedLowPrecision(0, "float (f32), double (f64), int32, "
+                                      "int64");
   if (!et.isF32() && !et.isF64() && !et.isInteger(32) && !et.isInteger(64))
     return nodeError() << "input 0 ('" << node->input(0)
                        << "') has element type " << et
