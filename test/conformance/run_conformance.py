@@ -259,7 +259,17 @@ def compare(name, actual, expected):
 # One test
 
 DLRT_DTYPES = {"f32": "float32", "f64": "float64", "i64": "int64",
-               "i32": "int32", "bool": "bool"}
+               "i32": "int32", "bool": "bool", "f16": "float16",
+               "bf16": "bfloat16"}
+
+
+def widen_bf16(value, elem_type):
+    """ONNX keeps BFLOAT16 test data as uint16 bit patterns; dlrt reads and
+    writes bf16 as exactly widened float32. Other values pass unchanged."""
+    if elem_type != onnx.TensorProto.BFLOAT16 or isinstance(value, tuple):
+        return value
+    bits = np.asarray(value).astype(np.uint16).astype(np.uint32) << 16
+    return bits.view(np.float32)
 
 
 def onnx_np_dtype(elem_type):
@@ -381,8 +391,11 @@ def run_test_in(test_dir, tmp, deadline, args, env, times):
         if vi.name not in compiled:
             continue  # unused by the graph (dlrt run ignores extra arrays)
         want = onnx_np_dtype(tt.elem_type)
+        if tt.elem_type == onnx.TensorProto.BFLOAT16:
+            want = "bfloat16"  # numpy has none; onnx maps it to uint16
         have = compiled[vi.name]
-        if want is None or np.dtype(want).name != have:
+        if want is None or (want != "bfloat16" and np.dtype(want).name != have) \
+                or (want == "bfloat16" and have != want):
             return Outcome("fail", "the package's input '%s' is %s, the "
                            "model's %s" % (vi.name, have,
                                            onnx.TensorProto.DataType.Name(
@@ -400,7 +413,8 @@ def run_test_in(test_dir, tmp, deadline, args, env, times):
                            (ds, len(out_files), len(graph.output)))
         feeds = []
         for vi, f in zip(inputs, in_files):
-            value = load_value(f, vi.type)
+            value = widen_bf16(load_value(f, vi.type),
+                               vi.type.tensor_type.elem_type)
             if isinstance(value, tuple):
                 return Outcome("fail", "input '%s' is a %s, which dlrt run "
                                "cannot feed" % (vi.name, value[0]))
@@ -430,7 +444,8 @@ def run_test_in(test_dir, tmp, deadline, args, env, times):
             return Outcome("fail", "%scannot read dlrt's outputs: %s" %
                            (prefix, e))
         for vo, f in zip(graph.output, out_files):
-            expected = load_value(f, vo.type)
+            expected = widen_bf16(load_value(f, vo.type),
+                                  vo.type.tensor_type.elem_type)
             if isinstance(expected, tuple):
                 return Outcome("fail", "output '%s' is a %s, which dlrt run "
                                "cannot return" % (vo.name, expected[0]))
