@@ -90,8 +90,7 @@ if(DEFINED DLRT_CUDA_SOURCES)
 endif()
 
 # Every ONNX backend test again, on `dlrt run --device cuda` over the
-# stand-in: the same expected outcomes as the host device (713 of 1072 pass,
-# the rest a clean "unsupported"), so each op's CUDA kernels and library
+# stand-in: the same expected outcomes as the host device, so each op's CUDA kernels and library
 # calls are checked against ONNX's reference outputs. About 130 s on 2 cores.
 if(TARGET dlc AND TARGET dlrt)
   add_test(NAME onnx_conformance_cuda_standin
