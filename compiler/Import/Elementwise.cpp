@@ -372,6 +372,16 @@ LogicalResult Importer::activation() {
   Value x = floatOperand(0);
   if (!x)
     return failure();
+  // On f16/bf16 the decomposition runs in f32 and the result is rounded
+  // once: the ONNX op is one op, as the f32 op on its widened input
+  // (docs/dlexec.md), not a chain of rounded steps. Fusion puts the casts
+  // into the same kernel.
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type narrow = xt.getElementType().getIntOrFloatBitWidth() == 16
+                    ? xt.getElementType()
+                    : Type();
+  if (narrow)
+    x = gr::CastOp::create(builder, nodeLoc, xt.clone(builder.getF32Type()), x);
   auto c = [&](double v) { return splatLike(x, v); };
   auto mul = [&](Value a, Value b) -> Value {
     return gr::MulOp::create(builder, nodeLoc, a, b);
@@ -445,6 +455,10 @@ LogicalResult Importer::activation() {
   } else {
     return nodeError() << "internal error: no decomposition";
   }
+  if (narrow)
+    y = gr::CastOp::create(
+        builder, nodeLoc,
+        cast<RankedTensorType>(y.getType()).clone(narrow), y);
   return define(0, y);
 }
 
