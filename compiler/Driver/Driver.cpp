@@ -1,6 +1,8 @@
 //===- Driver.cpp - the compiler library behind `dlc` ---------------------===//
 #include "compiler/Driver/Driver.h"
 
+#include <cmath>
+
 #include "codegen/Codegen.h"
 #include "compiler/Driver/Diagnostics.h"
 #include "compiler/Import/ONNXImporter.h"
@@ -18,6 +20,7 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace mlir;
 
@@ -186,6 +189,27 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
     return "--batch-size must be positive";
   if (p.exposeGradients && !p.train)
     return "--expose-gradients needs --train";
+  if (!llvm::is_contained(supportedPrecisions(), p.precision))
+    return "unknown --precision '" + p.precision +
+           "'; supported: " + llvm::join(supportedPrecisions(), ", ");
+  if (!p.lossScale.empty()) {
+    if (!p.train)
+      return "--loss-scale needs --train";
+    double v = 0;
+    if (p.lossScale != "dynamic" && p.lossScale != "none" &&
+        (llvm::StringRef(p.lossScale).getAsDouble(v) || !(v > 0) ||
+         !std::isfinite(v)))
+      return "--loss-scale must be dynamic, none or a positive number, got '" +
+             p.lossScale + "'";
+  }
+  if (!(p.lossScaleInit > 0) || !std::isfinite(p.lossScaleInit))
+    return "--loss-scale-init must be a positive number";
+  if (!(p.lossScaleGrowthFactor > 1) || !std::isfinite(p.lossScaleGrowthFactor))
+    return "--loss-scale-growth-factor must be greater than 1";
+  if (!(p.lossScaleBackoffFactor > 0 && p.lossScaleBackoffFactor < 1))
+    return "--loss-scale-backoff-factor must be between 0 and 1 (exclusive)";
+  if (p.lossScaleGrowthInterval < 1)
+    return "--loss-scale-growth-interval must be at least 1";
   for (llvm::StringRef t : options.cudaArchs)
     if (!t.starts_with("sm_") ||
         !llvm::all_of(t.drop_front(3), llvm::isDigit) || t.size() < 5)

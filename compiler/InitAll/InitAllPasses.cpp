@@ -4,6 +4,7 @@
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -15,6 +16,7 @@ void dlc::registerAllPasses() {
   mlir::registerTransformsPasses();
   dlc::registerLoweringPasses();
   dlc::registerDLCTransformsPasses();
+  dlc::registerDLCMixedPrecisionPasses();
   registerAllPipelines();
 }
 

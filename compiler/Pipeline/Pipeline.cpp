@@ -2,6 +2,7 @@
 #include "compiler/Pipeline/Pipeline.h"
 
 #include "compiler/Lowering/Pipelines.h"
+#include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -14,15 +15,41 @@ void dlc::buildGraphPipeline(OpPassManager &pm,
   else
     pm.addPass(createRenameMainToForwardPass());
 
-  // Slots for the coming graph pass families, in this order (DESIGN.md):
-  //  1. mixed precision (--precision): cast policy, f32 master weights, loss
-  //     scaling; compiler/Training/MixedPrecision. It needs the gradients and
-  //     updates of @train_step, so it runs after the training passes.
+  // The graph pass families, in this order (DESIGN.md):
+  //  1. mixed precision (--precision, --loss-scale): the cast policy on every
+  //     function, then loss scaling of @train_step (it scales the backward
+  //     seed and unscales the f32 gradients the updates read);
+  //     compiler/Training/MixedPrecision.
+  if (options.precision != "fp32") {
+    MixedPrecisionPassOptions mp;
+    mp.precision = options.precision;
+    pm.addPass(createMixedPrecisionPass(mp));
+  }
+  if (options.train) {
+    std::string scale = resolveLossScale(options);
+    if (scale != "none") {
+      LossScalingPassOptions ls;
+      ls.dynamic = scale == "dynamic";
+      ls.initScale = ls.dynamic ? double(options.lossScaleInit)
+                                : std::stod(scale);
+      ls.growthFactor = options.lossScaleGrowthFactor;
+      ls.backoffFactor = options.lossScaleBackoffFactor;
+      ls.growthInterval = options.lossScaleGrowthInterval;
+      pm.addPass(createLossScalingPass(ls));
+    }
+  }
+  // Slots for the coming families:
   //  2. rematerialization (--remat / --memory-budget): recompute activations
   //     in the backward pass under a memory budget; compiler/Training/Remat.
   //  3. partitioning: pipeline stages, micro-batches, data/tensor-parallel
   //     collectives; compiler/Partition.
   // Each adds its passes here when its option asks for it.
+}
+
+std::string dlc::resolveLossScale(const PipelineOptions &options) {
+  if (!options.lossScale.empty())
+    return options.lossScale;
+  return options.train && options.precision == "fp16" ? "dynamic" : "none";
 }
 
 void dlc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {

@@ -9,6 +9,7 @@
 #ifndef DLC_COMPILER_PIPELINE_PIPELINE_H
 #define DLC_COMPILER_PIPELINE_PIPELINE_H
 
+#include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Transforms/BuildTrainingStep.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -22,7 +23,37 @@ struct PipelineOptions : TrainingOptions {
                      llvm::cl::desc("Build @train_step (forward, loss, "
                                     "backward, optimizer update)"),
                      llvm::cl::init(false)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, bf16 or fp16 (docs/mixed-precision.md)"),
+      llvm::cl::init(MixedPrecisionDefaults::kPrecision)};
+  /// "dynamic", "none", a positive number (a static scale), or empty: dynamic
+  /// for fp16 training, none otherwise.
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("dynamic, none or a number (static scale); default: "
+                     "dynamic for fp16 training, none otherwise")};
+  Option<double> lossScaleInit{
+      *this, "loss-scale-init", llvm::cl::desc("Initial dynamic loss scale"),
+      llvm::cl::init(MixedPrecisionDefaults::kInitScale)};
+  Option<double> lossScaleGrowthFactor{
+      *this, "loss-scale-growth-factor",
+      llvm::cl::desc("Dynamic loss scale growth factor"),
+      llvm::cl::init(MixedPrecisionDefaults::kGrowthFactor)};
+  Option<double> lossScaleBackoffFactor{
+      *this, "loss-scale-backoff-factor",
+      llvm::cl::desc("Dynamic loss scale backoff factor"),
+      llvm::cl::init(MixedPrecisionDefaults::kBackoffFactor)};
+  Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("Finite steps between loss scale growths"),
+      llvm::cl::init(MixedPrecisionDefaults::kGrowthInterval)};
 };
+
+/// What `loss-scale` means for |options|: "dynamic", "none" or the static
+/// scale as written; empty `loss-scale` resolves to "dynamic" for fp16
+/// training and "none" otherwise.
+std::string resolveLossScale(const PipelineOptions &options);
 
 /// The dlgraph -> dlgraph stage. Adds to |pm| (on a builtin.module): with
 /// `train`, buildTrainingStepPipeline (@main becomes @forward, plus

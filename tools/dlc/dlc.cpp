@@ -89,6 +89,45 @@ static cl::opt<double>
        cl::desc(keep("Learning rate (default " +
                      num(TrainingOptions::kDefaultLearningRate) + ")")),
        cl::init(TrainingOptions::kDefaultLearningRate), cl::cat(dlcCategory));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Compute precision of the training step and forward: fp32, "
+             "bf16 or fp16 (mixed precision: f32 master weights, GEMM and "
+             "convolution in the low type, reductions and the loss in f32; "
+             "docs/mixed-precision.md; default fp32)"),
+    cl::init(dlc::MixedPrecisionDefaults::kPrecision), cl::cat(dlcCategory));
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("Loss scaling for --train: dynamic (torch.cuda.amp.GradScaler's "
+             "rules), none, or a number (a static scale); default dynamic "
+             "with --precision fp16, none otherwise"),
+    cl::value_desc("dynamic|none|N"), cl::cat(dlcCategory));
+static cl::opt<double> lossScaleInit(
+    "loss-scale-init",
+    cl::desc(keep("Initial dynamic loss scale (default " +
+                  num(dlc::MixedPrecisionDefaults::kInitScale) + ")")),
+    cl::init(dlc::MixedPrecisionDefaults::kInitScale), cl::cat(dlcCategory));
+static cl::opt<double> lossScaleGrowthFactor(
+    "loss-scale-growth-factor",
+    cl::desc(keep("Dynamic loss scale growth factor (default " +
+                  num(dlc::MixedPrecisionDefaults::kGrowthFactor) + ")")),
+    cl::init(dlc::MixedPrecisionDefaults::kGrowthFactor),
+    cl::cat(dlcCategory));
+static cl::opt<double> lossScaleBackoffFactor(
+    "loss-scale-backoff-factor",
+    cl::desc(keep("Dynamic loss scale backoff factor on inf/NaN gradients "
+                  "(default " +
+                  num(dlc::MixedPrecisionDefaults::kBackoffFactor) + ")")),
+    cl::init(dlc::MixedPrecisionDefaults::kBackoffFactor),
+    cl::cat(dlcCategory));
+static cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc(keep("Finite steps between loss scale growths (default " +
+                  std::to_string(
+                      dlc::MixedPrecisionDefaults::kGrowthInterval) +
+                  ")")),
+    cl::init(dlc::MixedPrecisionDefaults::kGrowthInterval),
+    cl::cat(dlcCategory));
 static cl::opt<double>
     momentum("momentum",
              cl::desc(keep("SGD momentum (default " +
@@ -211,6 +250,12 @@ int main(int argc, char **argv) {
   p.beta2 = beta2;
   p.adamEpsilon = adamEpsilon;
   p.exposeGradients = exposeGradients;
+  p.precision = precision;
+  p.lossScale = lossScale;
+  p.lossScaleInit = lossScaleInit;
+  p.lossScaleGrowthFactor = lossScaleGrowthFactor;
+  p.lossScaleBackoffFactor = lossScaleBackoffFactor;
+  p.lossScaleGrowthInterval = lossScaleGrowthInterval;
 
   if (checkOnly) {
     mlir::FailureOr<bool> supported = dlc::checkModel(options, llvm::outs());

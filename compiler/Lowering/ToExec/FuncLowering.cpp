@@ -274,13 +274,21 @@ static Type halfElementType(Operation *op) {
 }
 
 LogicalResult FuncLowering::lowerOp(Operation *op) {
-  // f16 and bf16 need no new math in ops of O(1) work per element; ops that
-  // accumulate (reductions, softmax, pooling, losses, matmul, conv) would
-  // need f32 accumulation and f16 library calls, which do not exist yet.
+  // f16 and bf16 need no new math in ops of O(1) work per element. Of the
+  // ops that accumulate, those that mixed precision runs in the low type
+  // (LowPrecision: GEMM and convolution, f32 accumulation in the library;
+  // FollowsOperands: pooling and max-like reductions, f32 accumulation in
+  // the kernel) take f16/bf16; the KeepsF32 ones (reductions, softmax,
+  // losses, optimizer updates) take f32 only, as --precision gives them.
   if (Type half = halfElementType(op)) {
     auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
-    if (cost && (cost.getRecomputeCost() == graph::RecomputeCost::Moderate ||
-                 cost.getRecomputeCost() == graph::RecomputeCost::Expensive))
+    auto precision = dyn_cast<graph::PrecisionClassOpInterface>(op);
+    bool lowPrecisionOk =
+        precision &&
+        precision.getPrecisionClass() != graph::PrecisionClass::KeepsF32;
+    if (!lowPrecisionOk && cost &&
+        (cost.getRecomputeCost() == graph::RecomputeCost::Moderate ||
+         cost.getRecomputeCost() == graph::RecomputeCost::Expensive))
       return unsupported(op, "element type " +
                                  llvm::Twine(half.isF16() ? "f16" : "bf16") +
                                  " is not supported by this op yet (f16 and "
