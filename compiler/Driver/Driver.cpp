@@ -276,6 +276,9 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     llvm::outs() << "kernels: " << s.kernels << "\n"
                  << "builtin kernels: " << s.builtinKernels << "\n"
                  << "library calls: " << s.libraryCalls << "\n"
+                 << "standalone cast kernels: " << s.castKernels << " ("
+                 << s.castKernelsNextToElementwise
+                 << " next to an elementwise kernel)\n"
                  << "planned peak memory: " << s.arenaBytes
                  << " bytes (activation arena)\n"
                  << "persistent memory: " << s.persistentBytes

@@ -28,6 +28,12 @@ struct PlanStats {
   int64_t arenaBytes = 0;      ///< max `arena_bytes` over the functions, bytes
   int64_t persistentBytes = 0; ///< sum of all dlexec.variable sizes (every
                                ///< kind, constants included), bytes
+  /// dlexec.kernel ops that only convert one buffer's element type (a cast
+  /// that fusion left standalone), and of those, the ones that read a buffer
+  /// an elementwise (all-parallel) kernel writes or write one such a kernel
+  /// reads: casts an adjacent elementwise kernel could have computed.
+  int64_t castKernels = 0;
+  int64_t castKernelsNextToElementwise = 0;
 };
 
 /// Computes PlanStats over |planned| (a module after buildLoweringPipeline;

@@ -380,9 +380,30 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   return remap(DenseElementsAttr::get(pairType, both), type, map);
 }
 
+/// Whether every value of float type |narrow| is exact in |wide| (f16 and
+/// bf16 in f32 or f64, f32 in f64), so that narrow -> wide -> narrow is the
+/// identity.
+static bool widensExactly(Type narrow, Type wide) {
+  auto n = dyn_cast<FloatType>(narrow), w = dyn_cast<FloatType>(wide);
+  if (!n || !w)
+    return false;
+  if (n.isF16() || n.isBF16())
+    return w.isF32() || w.isF64();
+  return n.isF32() && w.isF64();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
-  DenseElementsAttr x = dense(adaptor.getInput());
   RankedTensorType type = getType();
+  if (getInput().getType() == type)
+    return getInput();
+  // x -> wider -> x's type again is x (mixed precision leaves such pairs
+  // where an f32 op's result is cast back for a low-precision consumer).
+  if (auto inner = getInput().getDefiningOp<CastOp>())
+    if (inner.getInput().getType() == type &&
+        widensExactly(type.getElementType(),
+                      inner.getType().getElementType()))
+      return inner.getInput();
+  DenseElementsAttr x = dense(adaptor.getInput());
   if (!x || !foldable(type))
     return {};
   Type from = x.getElementType(), to = type.getElementType();

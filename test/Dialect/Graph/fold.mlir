@@ -109,3 +109,28 @@ func.func @data_movement() -> (tensor<3x2xi64>, tensor<2xi64>, tensor<5xi64>, te
   %b = dlgraph.broadcast_to %row : tensor<2xi64> to tensor<2x2xi64>
   return %t, %s, %p, %c, %g, %b : tensor<3x2xi64>, tensor<2xi64>, tensor<5xi64>, tensor<2x4xi64>, tensor<3x3xi64>, tensor<2x2xi64>
 }
+
+// -----
+
+// Cast pairs: x -> wider -> x's type is x; x -> narrower -> x's type rounds
+// and stays; an identity cast is its input.
+// CHECK-LABEL: func.func @cast_pairs
+// CHECK-SAME: (%[[B:.+]]: tensor<4xbf16>, %[[F:.+]]: tensor<4xf32>, %[[H:.+]]: tensor<4xf16>)
+func.func @cast_pairs(%b: tensor<4xbf16>, %f: tensor<4xf32>, %h: tensor<4xf16>) -> (tensor<4xbf16>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xbf16>) {
+  %up = dlgraph.cast %b : tensor<4xbf16> to tensor<4xf32>
+  %back = dlgraph.cast %up : tensor<4xf32> to tensor<4xbf16>
+  // CHECK: %[[DOWN:.+]] = dlgraph.cast %[[F]] : tensor<4xf32> to tensor<4xbf16>
+  // CHECK: %[[ROUND:.+]] = dlgraph.cast %[[DOWN]] : tensor<4xbf16> to tensor<4xf32>
+  %down = dlgraph.cast %f : tensor<4xf32> to tensor<4xbf16>
+  %round = dlgraph.cast %down : tensor<4xbf16> to tensor<4xf32>
+  %hu = dlgraph.cast %h : tensor<4xf16> to tensor<4xf32>
+  %hb = dlgraph.cast %hu : tensor<4xf32> to tensor<4xf16>
+  %same = dlgraph.cast %f : tensor<4xf32> to tensor<4xf32>
+  // bf16 -> f16 -> bf16 is not exact (f16 has less range): it stays.
+  // CHECK: %[[BH:.+]] = dlgraph.cast %[[B]] : tensor<4xbf16> to tensor<4xf16>
+  // CHECK: %[[BHB:.+]] = dlgraph.cast %[[BH]] : tensor<4xf16> to tensor<4xbf16>
+  %bh = dlgraph.cast %b : tensor<4xbf16> to tensor<4xf16>
+  %bhb = dlgraph.cast %bh : tensor<4xf16> to tensor<4xbf16>
+  // CHECK: return %[[B]], %[[ROUND]], %[[H]], %[[F]], %[[BHB]]
+  return %back, %round, %hb, %same, %bhb : tensor<4xbf16>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xbf16>
+}
