@@ -39,6 +39,23 @@ if(DLC_BUILD_COMPILER AND TARGET dlc AND TARGET dlrt)
       ENVIRONMENT "DLRT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cubin-cache"
       TIMEOUT 1200 LABELS "e2e;cuda-standin")
   endforeach()
+  # Mixed precision (issue 10): bf16/fp16 training on the CUDA device
+  # (cuBLASLt/cuDNN on low-precision operands, f32 compute) against the host.
+  foreach(spec "mlp;adam;bf16" "cnn;sgd;bf16" "gpt;sgd;bf16" "mlp;sgd;fp16"
+               "cnn;adam;fp16")
+    list(GET spec 0 model)
+    list(GET spec 1 optimizer)
+    list(GET spec 2 precision)
+    add_test(NAME e2e_cuda_standin_${model}_${precision}
+      COMMAND /usr/bin/python3 ${DLC_SOURCE_DIR}/test/e2e/cuda_vs_host.py
+              --model ${model} --optimizer ${optimizer} --precision ${precision}
+              --dlc $<TARGET_FILE:dlc> --dlrt $<TARGET_FILE:dlrt>
+              --standin $<TARGET_FILE:dlrt-cuda-standin>
+              --workdir ${CMAKE_CURRENT_BINARY_DIR}/e2e/${model}_${precision})
+    set_tests_properties(e2e_cuda_standin_${model}_${precision} PROPERTIES
+      ENVIRONMENT "DLRT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cubin-cache"
+      TIMEOUT 1200 LABELS "e2e;cuda-standin")
+  endforeach()
 endif()
 
 # Self-tests of the stand-in (issue 9): copies of the CUDA device with one

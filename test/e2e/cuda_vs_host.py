@@ -108,6 +108,9 @@ def main():
     ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                    help="dlc --precision of both packages; bf16/fp16 compare "
+                         "within 1e-3 (issue 10)")
     ap.add_argument("--target", default="",
                     help="also embed real cubins for these archs (dlc --target): "
                          "the stand-in must reject them and the runtime "
@@ -124,11 +127,12 @@ def main():
 
     batch, infer_onnx, train_onnx, train_flags = build(args, w)
     target = ["--target", args.target] if args.target else []
+    precision = ["--precision", args.precision]
     run([args.dlc, infer_onnx, "--batch-size", str(batch), "--quiet",
-         "-o", w("infer.dlcp")] + target)
+         "-o", w("infer.dlcp")] + target + precision)
     run([args.dlc, train_onnx, "--train", "--loss", "softmax-cross-entropy",
          "--expose-gradients", "--batch-size", str(batch), "--quiet",
-         "-o", w("train.dlcp")] + train_flags + target)
+         "-o", w("train.dlcp")] + train_flags + target + precision)
 
     env = dict(os.environ)
     env["DLRT_CUDA_STANDIN"] = args.standin
@@ -166,7 +170,13 @@ def main():
 
     def check(what, err, key):
         nonlocal ok
-        tol, reason = TOLERANCES.get((args.model, key), (1e-5, ""))
+        default = (1e-5, "") if args.precision == "fp32" else (
+            1e-3, f"{args.precision}: both devices round each GEMM/conv result "
+            "once from f32 sums taken in different orders, which can land on "
+            "either side of a rounding boundary (issue 10's bound)")
+        tol, reason = TOLERANCES.get((args.model, key), default)
+        if args.precision != "fp32":
+            tol, reason = max(tol, default[0]), reason or default[1]
         flag = "ok" if err <= tol else "MISMATCH"
         ok &= err <= tol
         print(f"{what}: rel {err:.3g} (tol {tol:g}{'; ' + reason if reason else ''}) {flag}")
