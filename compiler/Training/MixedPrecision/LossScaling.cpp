@@ -95,19 +95,19 @@ LogicalResult LossScalingPass::validateOptions(ModuleOp module) {
   if (!(initScale > 0) || !std::isfinite(float(initScale)))
     return module.emitError()
            << kPass << ": init-scale must be positive and finite in f32, got "
-           << initScale;
+           << double(initScale);
   if (!(growthFactor > 1) || !std::isfinite(float(growthFactor)))
     return module.emitError()
            << kPass << ": growth-factor must be greater than 1, got "
-           << growthFactor;
+           << double(growthFactor);
   if (!(backoffFactor > 0 && backoffFactor < 1))
     return module.emitError()
            << kPass << ": backoff-factor must be in (0, 1), got "
-           << backoffFactor;
+           << double(backoffFactor);
   if (growthInterval < 1 || growthInterval > (int64_t(1) << 24))
     return module.emitError()
            << kPass << ": growth-interval must be in [1, 2^24] (the tracker "
-           << "counts in f32), got " << growthInterval;
+           << "counts in f32), got " << int64_t(growthInterval);
   return success();
 }
 
@@ -162,8 +162,8 @@ LogicalResult LossScalingPass::run() {
               "--dlgraph-apply-optimizer first";
   Operation *firstUpdate = updates.front();
   for (auto [g, u] : llvm::zip(grads, updates))
-    if (Operation *def = g.getDefiningOp(); !def || def->getBlock() != &body ||
-                                            !def->isBeforeInBlock(firstUpdate))
+    if (Operation *def = g.getDefiningOp();
+        def && (def->getBlock() != &body || !def->isBeforeInBlock(firstUpdate)))
       return u->emitError() << kPass << " expects every gradient to be "
                             << "computed in @train_step before the first "
                                "optimizer update";
@@ -182,7 +182,8 @@ LogicalResult LossScalingPass::run() {
     }
   if (!seed)
     return train.emitError()
-           << kPass << " cannot find the backward seed of @train_step (a "
+           << kPass
+           << " cannot find the backward seed of @train_step (a "
               "rank-0 constant 1.0 that the gradients depend on and the loss "
               "does not; --dlgraph-differentiate creates it)";
 
@@ -239,12 +240,13 @@ LogicalResult LossScalingPass::run() {
     auto gt = cast<RankedTensorType>(g.getType());
     u = MulOp::create(b, g.getLoc(), gt, g, inv);
     Value probe = MulOp::create(b, g.getLoc(), gt, u, zero);
-    SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
-    Value sum = gt.getRank() == 0
-                    ? probe
-                    : Value(ReduceSumOp::create(b, g.getLoc(), f32Scalar,
-                                                probe, axes,
-                                                /*keepdims=*/false));
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
+    Value sum =
+        gt.getRank() == 0
+            ? probe
+            : Value(ReduceSumOp::create(b, g.getLoc(), f32Scalar, probe, axes,
+                                        /*keepdims=*/false));
     total = total ? Value(AddOp::create(b, loc, f32Scalar, total, sum)) : sum;
   }
   Value foundInf = CompareOp::create(b, loc, i1Scalar, "ne", total, total);
@@ -311,9 +313,8 @@ LogicalResult LossScalingPass::run() {
   SmallVector<Value> results(ret.getOperands());
   SmallVector<DictionaryAttr> names;
   for (unsigned i = 0; i < results.size(); ++i)
-    names.push_back(train.getResultAttrDict(i)
-                        ? train.getResultAttrDict(i)
-                        : b.getDictionaryAttr({}));
+    names.push_back(train.getResultAttrDict(i) ? train.getResultAttrDict(i)
+                                               : b.getDictionaryAttr({}));
   results.append({scale, skipped});
   names.push_back(nameAttr(b, kScaleResult));
   names.push_back(nameAttr(b, kSkippedResult));
