@@ -1,5 +1,4 @@
-//===- Train.cpp - `dlrt train`: the training loop
-//-------------------------===//
+//===- Train.cpp - `dlrt train`: the training loop -------------------------===//
 // Feeds batches to a package's train_step, logs losses, evaluates the test
 // split, and saves / resumes checkpoints. The data order is a function of
 // (seed, epoch) only, so a resumed run recomputes its epoch's permutation,
@@ -7,10 +6,10 @@
 #include "Commands.h"
 #include "Common.h"
 
-#include "Safetensors.h"
 #include "data/FashionMnist.h"
 #include "data/Npy.h"
 #include "data/Shuffle.h"
+#include "Safetensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -51,8 +50,8 @@ void bindNpz(const TrainOptions &o, dlrt_model_t model, int64_t batch,
     fail(err);
   std::string firstName;
   for (const dlrt_tensor_info_t &info : inputInfos(model, "train_step")) {
-    const data::NamedArray *a =
-        data::findArray(d.npz, info.name, o.dataFile, err);
+    const data::NamedArray *a = data::findArray(d.npz, info.name, o.dataFile,
+                                                err);
     if (!a)
       fail(err + "; train_step needs '" + info.name + "' " + describe(info));
     checkFeedable(info, batch, a->array, o.dataFile);
@@ -61,8 +60,9 @@ void bindNpz(const TrainOptions &o, dlrt_model_t model, int64_t batch,
       d.samples = n;
       firstName = info.name;
     } else if (n != d.samples) {
-      fail(o.dataFile + ": array '" + info.name + "' has " + std::to_string(n) +
-           " samples but '" + firstName + "' has " + std::to_string(d.samples));
+      fail(o.dataFile + ": array '" + info.name + "' has " +
+           std::to_string(n) + " samples but '" + firstName + "' has " +
+           std::to_string(d.samples));
     }
     Binding b;
     b.info = info;
@@ -71,8 +71,8 @@ void bindNpz(const TrainOptions &o, dlrt_model_t model, int64_t batch,
   }
 }
 
-void bindFashionMnist(const TrainOptions &o, dlrt_model_t model, int64_t batch,
-                      TrainData &d) {
+void bindFashionMnist(const TrainOptions &o, dlrt_model_t model,
+                      int64_t batch, TrainData &d) {
   std::string spec = o.dataset;
   std::string name = spec.substr(0, spec.find(':'));
   if (name != "fashion-mnist")
@@ -95,14 +95,13 @@ void bindFashionMnist(const TrainOptions &o, dlrt_model_t model, int64_t batch,
   bool hasLabels = others.size() + 1 == inputs.size();
   if (!hasLabels || others.size() != 1)
     fail("fashion-mnist feeds one image input and 'labels', but train_step "
-         "has " +
-         std::to_string(others.size()) + " other input(s)" +
+         "has " + std::to_string(others.size()) + " other input(s)" +
          (hasLabels ? "" : " and no 'labels'"));
   for (const dlrt_tensor_info_t &info : inputs) {
     Binding b;
     b.info = info;
-    b.src =
-        std::string(info.name) == "labels" ? &d.train.labels : &d.train.images;
+    b.src = std::string(info.name) == "labels" ? &d.train.labels
+                                               : &d.train.images;
     checkFeedable(info, batch, *b.src, d.what);
     d.bindings.push_back(std::move(b));
   }
@@ -152,19 +151,18 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
     bindings.push_back(std::move(b));
   }
   if (bindings.size() != 1 || outputs.empty()) {
-    std::fprintf(stderr,
-                 "dlrt: note: no test accuracy: forward has %zu "
-                 "image inputs and %zu outputs (expected 1 and >= 1)\n",
+    std::fprintf(stderr, "dlrt: note: no test accuracy: forward has %zu "
+                         "image inputs and %zu outputs (expected 1 and >= 1)\n",
                  bindings.size(), outputs.size());
     return;
   }
-  checkFeedable(bindings[0].info, batch, d.test.images, "fashion-mnist t10k");
+  checkFeedable(bindings[0].info, batch, d.test.images,
+                "fashion-mnist t10k");
   const dlrt_tensor_info_t &out = outputs[0];
   int64_t classes = out.rank >= 1 ? out.shape[out.rank - 1] : 0;
   if (classes < 1 || numel(out) != batch * classes) {
-    std::fprintf(stderr,
-                 "dlrt: note: no test accuracy: forward output '%s' "
-                 "%s is not [batch, classes]\n",
+    std::fprintf(stderr, "dlrt: note: no test accuracy: forward output '%s' "
+                         "%s is not [batch, classes]\n",
                  out.name, describe(out).c_str());
     return;
   }
@@ -195,14 +193,15 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
   std::fflush(stdout);
 }
 
-void saveCheckpoint(dlrt_session_t session, const TrainOptions &o, int64_t step,
-                    int64_t stepsPerEpoch, uint64_t seed) {
-  nlohmann::json meta = {{"step", std::to_string(step)},
-                         {"epoch", std::to_string(step / stepsPerEpoch)},
-                         {"seed", std::to_string(seed)},
-                         {"package", o.package},
-                         {"steps_per_epoch", std::to_string(stepsPerEpoch)},
-                         {"shuffle", o.shuffle ? "1" : "0"}};
+void saveCheckpoint(dlrt_session_t session, const TrainOptions &o,
+                    int64_t step, int64_t stepsPerEpoch, uint64_t seed) {
+  nlohmann::json meta = {
+      {"step", std::to_string(step)},
+      {"epoch", std::to_string(step / stepsPerEpoch)},
+      {"seed", std::to_string(seed)},
+      {"package", o.package},
+      {"steps_per_epoch", std::to_string(stepsPerEpoch)},
+      {"shuffle", o.shuffle ? "1" : "0"}};
   check(dlrt_session_save_checkpoint(session, o.save.c_str(),
                                      meta.dump().c_str()));
 }
@@ -240,8 +239,8 @@ gradientOutputs(dlrt_session_t session,
 
 /// Writes the gradient outputs |grads| of the last train_step run to
 /// |dir|/step-<step>.safetensors, one tensor per parameter named by it.
-void saveGradients(dlrt_session_t session, const std::string &dir, int64_t step,
-                   const std::vector<GradientOutput> &grads) {
+void saveGradients(dlrt_session_t session, const std::string &dir,
+                   int64_t step, const std::vector<GradientOutput> &grads) {
   std::vector<safetensors::Tensor> tensors;
   for (const GradientOutput &g : grads) {
     safetensors::Tensor t;
@@ -276,9 +275,8 @@ struct LossScaleOutputs {
   bool present() const { return scaleIndex >= 0 && skippedIndex >= 0; }
 };
 
-LossScaleOutputs
-findLossScaleOutputs(dlrt_session_t session,
-                     const std::vector<dlrt_tensor_info_t> &outputs) {
+LossScaleOutputs findLossScaleOutputs(
+    dlrt_session_t session, const std::vector<dlrt_tensor_info_t> &outputs) {
   LossScaleOutputs ls;
   ls.scaleIndex = findInfo(outputs, "loss_scale");
   ls.skippedIndex = findInfo(outputs, "skipped");
@@ -316,8 +314,7 @@ int runTrain(const TrainOptions &o) {
   ContextPtr context = openContext(o.device, /*announce=*/true);
   ModelPtr model = loadModel(context.get(), o.package);
   if (!dlrt_model_has_function(model.get(), "train_step"))
-    fail("'" + o.package +
-         "' is not a training package (it has no "
+    fail("'" + o.package + "' is not a training package (it has no "
          "train_step function; compile it with dlc --train)");
   int64_t batch = dlrt_model_batch_size(model.get());
   if (batch < 1)
@@ -338,8 +335,8 @@ int runTrain(const TrainOptions &o) {
          " samples, fewer than one batch of " + std::to_string(batch));
   const int64_t stepsPerEpoch = d.samples / batch;
 
-  std::vector<dlrt_tensor_info_t> outputs =
-      outputInfos(model.get(), "train_step");
+  std::vector<dlrt_tensor_info_t> outputs = outputInfos(model.get(),
+                                                        "train_step");
   std::string lossName = dlrt_model_loss_output(model.get());
   int lossIndex = findInfo(outputs, lossName);
   if (lossIndex < 0)
@@ -354,8 +351,7 @@ int runTrain(const TrainOptions &o) {
   if (!o.saveGradients.empty()) {
     grads = gradientOutputs(session.get(), outputs);
     if (grads.empty())
-      fail("--save-gradients: '" + o.package +
-           "' has no gradient outputs "
+      fail("--save-gradients: '" + o.package + "' has no gradient outputs "
            "(compile it with dlc --train --expose-gradients)");
     std::error_code ec;
     std::filesystem::create_directories(o.saveGradients, ec);
@@ -381,17 +377,15 @@ int runTrain(const TrainOptions &o) {
       if (!o.seedGiven)
         seed = value;
       else if (value != o.seed)
-        std::fprintf(stderr,
-                     "dlrt: note: checkpoint was trained with --seed "
-                     "%llu; continuing with --seed %llu\n",
+        std::fprintf(stderr, "dlrt: note: checkpoint was trained with --seed "
+                             "%llu; continuing with --seed %llu\n",
                      static_cast<unsigned long long>(value),
                      static_cast<unsigned long long>(o.seed));
     }
     if (metaNumber(meta, "steps_per_epoch", o.resume, value) &&
         static_cast<int64_t>(value) != stepsPerEpoch)
-      std::fprintf(stderr,
-                   "dlrt: note: checkpoint had %llu steps per epoch, "
-                   "this data gives %lld; the data order differs\n",
+      std::fprintf(stderr, "dlrt: note: checkpoint had %llu steps per epoch, "
+                           "this data gives %lld; the data order differs\n",
                    static_cast<unsigned long long>(value),
                    static_cast<long long>(stepsPerEpoch));
     std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
@@ -500,14 +494,15 @@ int runTrain(const TrainOptions &o) {
       ++windowSteps;
       if (step % o.logEvery == 0) {
         double secs = secondsSince(windowStart);
-        std::printf(
-            "epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
-            "samples/s\n",
-            static_cast<long long>(epoch + 1),
-            static_cast<long long>(totalEpochs), static_cast<long long>(k + 1),
-            static_cast<long long>(stepsPerEpoch),
-            windowLoss / static_cast<double>(windowSteps),
-            secs > 0 ? static_cast<double>(windowSteps * batch) / secs : 0.0);
+        std::printf("epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
+                    "samples/s\n",
+                    static_cast<long long>(epoch + 1),
+                    static_cast<long long>(totalEpochs),
+                    static_cast<long long>(k + 1),
+                    static_cast<long long>(stepsPerEpoch),
+                    windowLoss / static_cast<double>(windowSteps),
+                    secs > 0 ? static_cast<double>(windowSteps * batch) / secs
+                             : 0.0);
         std::fflush(stdout);
         windowLoss = 0;
         windowSteps = 0;
