@@ -225,8 +225,8 @@ LogicalResult LossScalingPass::run() {
   if (seed->use_empty())
     seed->erase();
 
-  // Unscale each gradient in f32 before the first update; sum(g * 0) over
-  // every unscaled gradient is 0 when all are finite and NaN otherwise, so
+  // Unscale each gradient in f32 before the first update; sum(u * 0) over
+  // every unscaled gradient u is 0 when all are finite and NaN otherwise, so
   // one compare gives found_inf.
   b.setInsertionPoint(firstUpdate);
   Value inv = DivOp::create(b, loc, f32Scalar, constant(1.0), scale);
@@ -239,7 +239,11 @@ LogicalResult LossScalingPass::run() {
       continue;
     auto gt = cast<RankedTensorType>(g.getType());
     u = MulOp::create(b, g.getLoc(), gt, g, inv);
-    Value probe = MulOp::create(b, g.getLoc(), gt, u, zero);
+    // The probe recomputes the unscaled value (the same op, so the same
+    // bits) instead of reading u: then each chain has one consumer, the
+    // probe fuses into its reduction and u into the update's kernel.
+    Value again = MulOp::create(b, g.getLoc(), gt, g, inv);
+    Value probe = MulOp::create(b, g.getLoc(), gt, again, zero);
     SmallVector<int64_t> axes =
         llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
     Value sum =

@@ -42,7 +42,9 @@ module {
 // CHECK: %[[INV:.+]] = dlgraph.div %{{.+}}, %[[S]]
 // CHECK: %[[ZERO:.+]] = dlgraph.constant dense<0.000000e+00> : tensor<f32>
 // CHECK: %[[U1:.+]] = dlgraph.mul %[[DW1]], %[[INV]] : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
-// CHECK: %[[P1:.+]] = dlgraph.mul %[[U1]], %[[ZERO]]
+// The probe recomputes the unscaled gradient so that both chains fuse.
+// CHECK: %[[A1:.+]] = dlgraph.mul %[[DW1]], %[[INV]] : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+// CHECK: %[[P1:.+]] = dlgraph.mul %[[A1]], %[[ZERO]]
 // CHECK: %[[R1:.+]] = dlgraph.reduce_sum %[[P1]] {axes = array<i64: 0, 1>} : tensor<8x4xf32> -> tensor<f32>
 // The other three gradients are summed in; one compare decides.
 // CHECK-COUNT-3: dlgraph.reduce_sum %{{.+}} -> tensor<f32>
