@@ -187,6 +187,7 @@ def main():
 
     # One dlrt process per step: checkpoint N holds the state after step N.
     log = w("steps.jsonl")
+    change_lines = {}
     if os.path.exists(log):
         os.remove(log)
     for n in range(1, STEPS + 1):
@@ -195,9 +196,9 @@ def main():
         if n > 1:
             cmd += ["--resume", w(f"ckpt-{n - 1}.safetensors")]
         out = run(cmd, quiet=True)
-        for line in out.splitlines():
-            if line.startswith(f"step {n}:"):
-                print(line)
+        change_lines[n] = [line for line in out.splitlines() if line.startswith(f"step {n}:")]
+        for line in change_lines[n]:
+            print(line)
     with open(log) as f:
         records = [json.loads(line) for line in f if line.strip()]
     if [r["step"] for r in records] != list(range(1, STEPS + 1)):
@@ -256,6 +257,16 @@ def main():
         if np.float32(r["loss_scale"]) != np.float32(e):
             failures.append(f"step {n}: loss scale {r['loss_scale']!r}, GradScaler's rules give {e!r}")
     grows = sum(1 for a, b in zip(got, got[1:]) if b > a)
+    # dlrt prints "step N: loss scale A -> B (...)" exactly when the scale
+    # changes after step N.
+    for n in range(1, STEPS):
+        want = []
+        if got[n] != got[n - 1]:
+            want = [f"step {n}: loss scale {got[n - 1]:.9g} -> {got[n]:.9g} "
+                    + ("(inf/NaN gradients, step skipped)" if flags[n - 1]
+                       else "(growth interval of finite steps reached)")]
+        if change_lines[n] != want:
+            failures.append(f"step {n}: dlrt printed {change_lines[n]}, expected {want}")
     print(f"predictions: {counts}; skipped steps {sum(flags)}; growths {grows}")
     if counts["overflow"] == 0 or counts["finite"] == 0:
         failures.append("the run needs both certain-overflow and certain-finite steps")
