@@ -150,6 +150,8 @@ def main():
     ap.add_argument("--precision", choices=sorted(THRESHOLD), default="fp32")
     ap.add_argument("--init", type=float, default=None,
                     help="initial loss scale (default 2^127 for fp32/bf16, 2^40 for fp16)")
+    ap.add_argument("--device", default="host",
+                    help="dlrt's device (cuda with DLRT_CUDA_STANDIN set runs the CUDA path on the host)")
     ap.add_argument("--dlc", required=True)
     ap.add_argument("--dlrt", required=True)
     ap.add_argument("--workdir", required=True)
@@ -183,7 +185,7 @@ def main():
          "--loss-scale-growth-interval", str(GROWTH_INTERVAL), "--quiet",
          "-o", w("train.dlcp")])
     train = [args.dlrt, "train", w("train.dlcp"), "--data", w("data.npz"),
-             "--no-shuffle", "--device", "host"]
+             "--no-shuffle", "--device", args.device]
 
     # One dlrt process per step: checkpoint N holds the state after step N.
     log = w("steps.jsonl")
