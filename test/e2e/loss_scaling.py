@@ -26,7 +26,10 @@ Checks:
    5, so growth happens) fed with those flags, in f32 arithmetic;
 4. an uninterrupted 60-step run logs the same losses, scales and flags and
    ends in a bit-identical checkpoint (the scale state resumes exactly);
-5. training converges: the mean loss of the last 4 steps (one pass over the
+5. (a model with BatchNorm, static scale 3e38 that overflows every step)
+   three skipped steps leave every persistent tensor, the running
+   statistics included, at its initial value;
+6. training converges: the mean loss of the last 4 steps (one pass over the
    4 batches) is below 60% of the first 4 steps'.
 
 `--precision` is fp32 by default (init scale 2^127 and inputs of magnitude
@@ -143,6 +146,63 @@ def grad_scaler_scales(init, flags):
                     scale = grown
                 tracker = 0
     return used
+
+
+class BNMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.bn = torch.nn.BatchNorm1d(16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x))))
+
+
+def batch_norm_static_overflow(args, w, x, y):
+    """A model with BatchNorm and a static scale of 3e38 (every step
+    overflows, since the fc1 gradients exceed 1.2 in magnitude): after 3
+    skipped steps every persistent tensor, the running statistics included,
+    still holds its initial value bit for bit. Returns the failures."""
+    torch.manual_seed(2)
+    model = BNMLP()
+    path = w("bn.onnx")
+    torch.onnx.export(model, torch.zeros(BATCH, 8), path, input_names=["input"],
+                      output_names=["logits"], opset_version=17,
+                      training=torch.onnx.TrainingMode.PRESERVE)
+    # After the export: its trace runs a training-mode forward, which moves
+    # the running statistics that the ONNX file then holds.
+    initial = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()
+               if not k.endswith("num_batches_tracked")}
+    run([args.dlc, path, "--train", "--loss", "softmax-cross-entropy", "--optimizer", "sgd",
+         "--momentum", "0.9", "--lr", "0.1", "--batch-size", str(BATCH),
+         "--precision", args.precision, "--loss-scale", "3e38", "--quiet",
+         "-o", w("bn.dlcp")])
+    np.savez(w("bn_data.npz"), input=x[:BATCH], labels=y[:BATCH])
+    run([args.dlrt, "train", w("bn.dlcp"), "--data", w("bn_data.npz"), "--steps", "3",
+         "--no-shuffle", "--device", args.device, "--save", w("bn.safetensors"),
+         "--log-jsonl", w("bn.jsonl")])
+    with open(w("bn.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    state, _ = read_safetensors(w("bn.safetensors"))
+    failures = []
+    if [r["skipped"] for r in records] != [True] * 3:
+        failures.append(f"BatchNorm model: expected 3 skipped steps, got {records}")
+    if not {"bn.running_mean", "bn.running_var"} <= set(state):
+        failures.append(f"BatchNorm model: no running statistics in {sorted(state)}")
+    for name, v in state.items():
+        if name in initial:
+            expect = initial[name]
+        elif name == "__step" or "momentum_buffer" in name:
+            expect = np.zeros_like(v)
+        else:
+            failures.append(f"BatchNorm model: unexpected persistent tensor '{name}'")
+            continue
+        if v.tobytes() != expect.astype(v.dtype).tobytes():
+            failures.append(f"BatchNorm model: skipped steps changed '{name}'")
+    print(f"BatchNorm model, static scale 3e38: {len(records)} steps, "
+          f"{sum(r['skipped'] for r in records)} skipped, {len(state)} persistent tensors checked")
+    return failures
 
 
 def main():
@@ -291,6 +351,8 @@ def main():
     for name, v in final.items():
         if v.tobytes() != post[name].tobytes():
             failures.append(f"uninterrupted and resumed runs end with different '{name}'")
+
+    failures += batch_norm_static_overflow(args, w, x, y)
 
     first = np.mean([r["loss"] for r in records[:BATCHES]])
     last = np.mean([r["loss"] for r in records[-BATCHES:]])
