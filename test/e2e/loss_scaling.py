@@ -65,6 +65,9 @@ F32_THRESHOLD = THRESHOLD["fp32"]
 MARGIN = 1e-3
 DEFAULT_INIT = {"fp32": 2.0**127, "bf16": 2.0**127, "fp16": 2.0**40}
 INPUT_SCALE = {"fp32": 3000.0, "bf16": 3000.0, "fp16": 1.0}
+# Adam's step is lr per element whatever the gradient: fc1's weights are of
+# order 1e-4 with inputs of order 3000.
+LR = {"fp32": 1e-3, "bf16": 1e-3, "fp16": 1e-2}
 
 
 def run(cmd, quiet=False):
@@ -239,7 +242,7 @@ def main():
     np.savez(w("data.npz"), input=x, labels=y)
 
     run([args.dlc, onnx_path, "--train", "--loss", "softmax-cross-entropy",
-         "--optimizer", "adam", "--lr", "0.001", "--batch-size", str(BATCH),
+         "--optimizer", "adam", "--lr", repr(LR[args.precision]), "--batch-size", str(BATCH),
          "--precision", args.precision, "--loss-scale", "dynamic",
          "--loss-scale-init", repr(init),
          "--loss-scale-growth-interval", str(GROWTH_INTERVAL), "--quiet",

@@ -48,8 +48,12 @@ def LossScalingPass : Pass<"dlgraph-loss-scaling", "mlir::ModuleOp"> {
       and the updates (and, with expose-gradients, the `"<p>.grad"` results)
       read the unscaled value;
     * one finiteness check over all unscaled gradients: `found_inf` is
-      `sum_g(sum(g * 0)) != itself` (0 when every element is finite, NaN
-      otherwise; the probes fuse into one reduction per gradient);
+      `p != p` for `p = sum_g(sum(g * 0))` (p is 0 when every element is
+      finite, NaN
+      otherwise). The probe recomputes `g * (1 / scale)` rather than reading
+      the update's operand, so that each chain has one consumer: the probe
+      fuses into one reduction kernel per gradient and the unscale into the
+      update's kernel;
     * every other `dlgraph.write_variable` of `@train_step` (parameters,
       optimizer state, `@__step`, BatchNorm running statistics) writes
       `select(found_inf, <value before the step>, <new value>)`: a skipped
@@ -82,7 +86,7 @@ def LossScalingPass : Pass<"dlgraph-loss-scaling", "mlir::ModuleOp"> {
       %dw = ...
       %inv = dlgraph.div 1.0, %scale
       %u = dlgraph.mul %dw, %inv
-      %probe = dlgraph.reduce_sum (dlgraph.mul %u, 0.0)
+      %probe = dlgraph.reduce_sum (dlgraph.mul (dlgraph.mul %dw, %inv), 0.0)
       %found_inf = dlgraph.compare "ne", %probe, %probe
       %p, %b = dlgraph.sgd_update %w, %u, %buf, %s
       dlgraph.write_variable @__step, (dlgraph.select %found_inf, %step0, %s)
