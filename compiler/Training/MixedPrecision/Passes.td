@@ -49,8 +49,7 @@ def LossScalingPass : Pass<"dlgraph-loss-scaling", "mlir::ModuleOp"> {
       read the unscaled value;
     * one finiteness check over all unscaled gradients: `found_inf` is
       `p != p` for `p = sum_g(sum(g * 0))` (p is 0 when every element is
-      finite, NaN
-      otherwise). The probe recomputes `g * (1 / scale)` rather than reading
+      finite, NaN otherwise). The probe recomputes `g * (1 / scale)` rather than reading
       the update's operand, so that each chain has one consumer: the probe
       fuses into one reduction kernel per gradient and the unscale into the
       update's kernel;
