@@ -262,6 +262,34 @@ void saveGradients(dlrt_session_t session, const std::string &dir,
     fail("cannot save gradients: " + error);
 }
 
+/// The loss-scaling outputs of train_step (dlc --loss-scale, see
+/// docs/loss-scaling.md): "loss_scale" (the scale a step used), "skipped"
+/// (1 when the step found inf/NaN gradients and changed nothing) and, with
+/// dynamic scaling, the persistent f32 scalar "__loss_scale" (the scale the
+/// next step uses).
+struct LossScaleOutputs {
+  int scaleIndex = -1;
+  int skippedIndex = -1;
+  bool hasState = false;
+
+  bool present() const { return scaleIndex >= 0 && skippedIndex >= 0; }
+};
+
+LossScaleOutputs findLossScaleOutputs(
+    dlrt_session_t session, const std::vector<dlrt_tensor_info_t> &outputs) {
+  LossScaleOutputs ls;
+  ls.scaleIndex = findInfo(outputs, "loss_scale");
+  ls.skippedIndex = findInfo(outputs, "skipped");
+  for (int32_t i = 0; i < dlrt_session_state_count(session); ++i) {
+    dlrt_tensor_info_t info;
+    check(dlrt_session_state_info(session, i, &info));
+    if (std::string(info.name) == "__loss_scale" && info.dtype == DLRT_F32 &&
+        info.rank == 0)
+      ls.hasState = true;
+  }
+  return ls;
+}
+
 /// Parses the unsigned decimal metadata value |key| of checkpoint |path|.
 bool metaNumber(const nlohmann::json &meta, const char *key,
                 const std::string &path, uint64_t &out) {
@@ -317,6 +345,8 @@ int runTrain(const TrainOptions &o) {
   const dlrt_tensor_info_t lossInfo = outputs[lossIndex];
 
   SessionPtr session = createSession(model.get());
+  const LossScaleOutputs lossScale =
+      findLossScaleOutputs(session.get(), outputs);
   std::vector<GradientOutput> grads;
   if (!o.saveGradients.empty()) {
     grads = gradientOutputs(session.get(), outputs);
@@ -423,14 +453,40 @@ int runTrain(const TrainOptions &o) {
                      static_cast<long long>(step));
         warnedNonFinite = true;
       }
+      double scaleUsed = 0;
+      bool skipped = false;
+      if (lossScale.present()) {
+        scaleUsed = readOutput(session.get(), "train_step",
+                               outputs[lossScale.scaleIndex])[0];
+        skipped = readOutput(session.get(), "train_step",
+                             outputs[lossScale.skippedIndex])[0] != 0;
+        float next = static_cast<float>(scaleUsed);
+        if (lossScale.hasState)
+          check(dlrt_session_read_state(session.get(), "__loss_scale", &next,
+                                        sizeof(next)));
+        if (next != scaleUsed)
+          std::printf("step %lld: loss scale %.9g -> %.9g (%s)\n",
+                      static_cast<long long>(step), scaleUsed,
+                      static_cast<double>(next),
+                      skipped ? "inf/NaN gradients, step skipped"
+                              : "growth interval of finite steps reached");
+        else if (skipped)
+          std::printf("step %lld: inf/NaN gradients, step skipped (loss "
+                      "scale %.9g)\n",
+                      static_cast<long long>(step), scaleUsed);
+      }
       if (log) {
         // f32 losses print exactly with 9 significant digits, f64 with 17.
         if (lossInfo.dtype == DLRT_F64)
-          std::fprintf(log, "{\"step\": %lld, \"loss\": %.17g}\n",
+          std::fprintf(log, "{\"step\": %lld, \"loss\": %.17g",
                        static_cast<long long>(step), loss);
         else
-          std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g}\n",
+          std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g",
                        static_cast<long long>(step), loss);
+        if (lossScale.present())
+          std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s",
+                       scaleUsed, skipped ? "true" : "false");
+        std::fprintf(log, "}\n");
       }
       epochLoss += loss;
       windowLoss += loss;

@@ -1,5 +1,22 @@
 //===- LossScaling.cpp - in-graph dynamic loss scaling --------------------===//
+//
+// torch.cuda.amp.GradScaler's algorithm (Micikevicius et al. 2018, "Mixed
+// Precision Training", section 3.2; PyTorch's _amp_update_scale_) as dlgraph
+// ops inside @train_step: the backward seed becomes the loss scale, the
+// gradients the optimizer updates read are unscaled in f32, one finiteness
+// check over all of them decides whether the step's writes take effect, and
+// the scale and its growth tracker are persistent variables updated by the
+// step itself. See Passes.td for the contract and docs/loss-scaling.md.
+//
+//===----------------------------------------------------------------------===//
 #include "compiler/Training/MixedPrecision/Passes.h"
+#include "compiler/Transforms/TrainingStepUtils.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Sequence.h"
+
+#include <cfloat>
+#include <cmath>
 
 namespace dlc {
 #define GEN_PASS_DEF_LOSSSCALINGPASS
@@ -8,10 +25,305 @@ namespace dlc {
 
 using namespace mlir;
 using namespace dlc;
+using namespace dlc::graph;
+using namespace dlc::training;
 
 namespace {
+
+constexpr StringLiteral kPass = "--dlgraph-loss-scaling";
+constexpr StringLiteral kScaleVar = "__loss_scale";
+constexpr StringLiteral kTrackerVar = "__loss_scale_growth_tracker";
+constexpr StringLiteral kScaleResult = "loss_scale";
+constexpr StringLiteral kSkippedResult = "skipped";
+
+/// The gradient operand of an optimizer update, or null for other ops.
+/// (dlgraph has no optimizer-update interface; these are the updates
+/// --dlgraph-apply-optimizer builds.)
+OpOperand *updateGradient(Operation *op) {
+  if (auto sgd = dyn_cast<SGDUpdateOp>(op))
+    return &sgd.getGradMutable();
+  if (auto adam = dyn_cast<AdamUpdateOp>(op))
+    return &adam.getGradMutable();
+  return nullptr;
+}
+
+/// Whether |op| is a rank-0 floating-point `dlgraph.constant` equal to 1.
+bool isScalarOne(Operation *op) {
+  auto c = dyn_cast<ConstantOp>(op);
+  if (!c)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(c.getType());
+  if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  return dense && dense.isSplat() &&
+         dense.getSplatValue<APFloat>().convertToDouble() == 1.0;
+}
+
+/// The ops of |block| that |roots| depend on (roots included).
+llvm::DenseSet<Operation *> backwardClosure(Block &block,
+                                            ArrayRef<Value> roots) {
+  llvm::DenseSet<Operation *> seen;
+  SmallVector<Operation *> work;
+  for (Value v : roots)
+    if (Operation *def = v.getDefiningOp())
+      if (def->getBlock() == &block && seen.insert(def).second)
+        work.push_back(def);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (def->getBlock() == &block && seen.insert(def).second)
+          work.push_back(def);
+  }
+  return seen;
+}
+
 struct LossScalingPass : dlc::impl::LossScalingPassBase<LossScalingPass> {
   using LossScalingPassBase::LossScalingPassBase;
-  void runOnOperation() override {}
+
+  void runOnOperation() override {
+    if (failed(run()))
+      signalPassFailure();
+  }
+
+  LogicalResult run();
+  LogicalResult validateOptions(ModuleOp module);
 };
+
+LogicalResult LossScalingPass::validateOptions(ModuleOp module) {
+  if (!(initScale > 0) || !std::isfinite(float(initScale)))
+    return module.emitError()
+           << kPass << ": init-scale must be positive and finite in f32, got "
+           << double(initScale);
+  if (!(growthFactor > 1) || !std::isfinite(float(growthFactor)))
+    return module.emitError()
+           << kPass << ": growth-factor must be greater than 1, got "
+           << double(growthFactor);
+  if (!(backoffFactor > 0 && backoffFactor < 1))
+    return module.emitError()
+           << kPass << ": backoff-factor must be in (0, 1), got "
+           << double(backoffFactor);
+  if (growthInterval < 1 || growthInterval > (int64_t(1) << 24))
+    return module.emitError()
+           << kPass << ": growth-interval must be in [1, 2^24] (the tracker "
+           << "counts in f32), got " << int64_t(growthInterval);
+  return success();
+}
+
+LogicalResult LossScalingPass::run() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = module.getContext();
+  if (failed(validateOptions(module)))
+    return failure();
+  func::FuncOp train = lookupTrainStep(module, kPass);
+  if (!train)
+    return failure();
+  for (StringRef name : {kScaleVar, kTrackerVar})
+    if (module.lookupSymbol(name))
+      return module.emitError()
+             << kPass << ": cannot create @" << name
+             << ": the symbol already exists (was loss scaling applied twice?)";
+  Block &body = train.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Location loc = train.getLoc();
+  auto f32 = Float32Type::get(ctx);
+  auto f32Scalar = RankedTensorType::get({}, f32);
+  auto i1Scalar = RankedTensorType::get({}, IntegerType::get(ctx, 1));
+
+  // The loss: the result named "loss".
+  Value loss;
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+    if (auto n = train.getResultAttrOfType<StringAttr>(i, kNameAttr))
+      if (n.getValue() == kLossName)
+        loss = ret.getOperand(i);
+  if (!loss || loss.getType() != f32Scalar)
+    return train.emitError() << kPass
+                             << " expects @train_step to return the loss, a "
+                                "tensor<f32> named \"loss\"";
+
+  // The optimizer updates and the gradients they read.
+  SmallVector<Operation *> updates;
+  SmallVector<Value> grads;
+  for (Operation &op : body.without_terminator())
+    if (OpOperand *g = updateGradient(&op)) {
+      updates.push_back(&op);
+      grads.push_back(g->get());
+      auto gt = dyn_cast<RankedTensorType>(g->get().getType());
+      if (!gt || !gt.getElementType().isF32())
+        return op.emitError()
+               << kPass << " expects the gradients the optimizer updates "
+               << "read to be f32 (master weights), got " << g->get().getType();
+    }
+  if (updates.empty())
+    return train.emitError()
+           << kPass << " expects @train_step with optimizer updates "
+           << "(dlgraph.sgd_update / dlgraph.adam_update); run "
+              "--dlgraph-apply-optimizer first";
+  Operation *firstUpdate = updates.front();
+  for (auto [g, u] : llvm::zip(grads, updates))
+    if (Operation *def = g.getDefiningOp();
+        def && (def->getBlock() != &body || !def->isBeforeInBlock(firstUpdate)))
+      return u->emitError() << kPass << " expects every gradient to be "
+                            << "computed in @train_step before the first "
+                               "optimizer update";
+
+  // The backward seed: the first rank-0 floating-point constant 1 of the
+  // block that some gradient depends on and the loss does not (the forward
+  // computes the loss without it; computeGradients creates the seed before
+  // any gradient rule runs, so it precedes every other backward constant).
+  llvm::DenseSet<Operation *> toGrads = backwardClosure(body, grads);
+  llvm::DenseSet<Operation *> toLoss = backwardClosure(body, {loss});
+  Operation *seed = nullptr;
+  for (Operation &op : body.without_terminator())
+    if (toGrads.contains(&op) && !toLoss.contains(&op) && isScalarOne(&op)) {
+      seed = &op;
+      break;
+    }
+  if (!seed)
+    return train.emitError()
+           << kPass
+           << " cannot find the backward seed of @train_step (a "
+              "rank-0 constant 1.0 that the gradients depend on and the loss "
+              "does not; --dlgraph-differentiate creates it)";
+
+  // The scale the step uses and the tracker, read at the top of the body.
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  auto constant = [&](double v) { return splat(b, loc, f32Scalar, v); };
+  Value scale, tracker;
+  if (dynamic) {
+    OpBuilder mb(ctx);
+    mb.setInsertionPointToStart(module.getBody());
+    for (VariableOp var : module.getOps<VariableOp>())
+      mb.setInsertionPointAfter(var);
+    auto makeVar = [&](StringRef name, double init) {
+      auto attr = DenseElementsAttr::get(f32Scalar, mb.getF32FloatAttr(init));
+      auto var = VariableOp::create(mb, loc, mb.getStringAttr(name),
+                                    TypeAttr::get(f32Scalar),
+                                    cast<ElementsAttr>(attr));
+      var->setAttr(kOptimizerStateAttr, mb.getUnitAttr());
+    };
+    makeVar(kScaleVar, initScale);
+    makeVar(kTrackerVar, 0.0);
+    scale = ReadVariableOp::create(b, loc, f32Scalar, kScaleVar);
+    tracker = ReadVariableOp::create(b, loc, f32Scalar, kTrackerVar);
+  } else {
+    scale = constant(initScale);
+  }
+
+  // Scale the seed (only the uses on the way to the gradients, should the
+  // constant be shared).
+  Value seedValue = seed->getResult(0);
+  Value scaledSeed = scale;
+  if (seedValue.getType() != f32Scalar) {
+    b.setInsertionPointAfterValue(scale);
+    scaledSeed = CastOp::create(b, seed->getLoc(), seedValue.getType(), scale);
+  }
+  seedValue.replaceUsesWithIf(scaledSeed, [&](OpOperand &use) {
+    return toGrads.contains(use.getOwner());
+  });
+  if (seed->use_empty())
+    seed->erase();
+
+  // Unscale each gradient in f32 before the first update; sum(u * 0) over
+  // every unscaled gradient u is 0 when all are finite and NaN otherwise, so
+  // one compare gives found_inf.
+  b.setInsertionPoint(firstUpdate);
+  Value inv = DivOp::create(b, loc, f32Scalar, constant(1.0), scale);
+  Value zero = constant(0.0);
+  Value total;
+  llvm::DenseMap<Value, Value> unscaled;
+  for (Value g : grads) {
+    Value &u = unscaled[g];
+    if (u)
+      continue;
+    auto gt = cast<RankedTensorType>(g.getType());
+    u = MulOp::create(b, g.getLoc(), gt, g, inv);
+    // The probe recomputes the unscaled value (the same op, so the same
+    // bits) instead of reading u: then each chain has one consumer, the
+    // probe fuses into its reduction and u into the update's kernel.
+    Value again = MulOp::create(b, g.getLoc(), gt, g, inv);
+    Value probe = MulOp::create(b, g.getLoc(), gt, again, zero);
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
+    Value sum =
+        gt.getRank() == 0
+            ? probe
+            : Value(ReduceSumOp::create(b, g.getLoc(), f32Scalar, probe, axes,
+                                        /*keepdims=*/false));
+    total = total ? Value(AddOp::create(b, loc, f32Scalar, total, sum)) : sum;
+  }
+  Value foundInf = CompareOp::create(b, loc, i1Scalar, "ne", total, total);
+  for (Operation *u : updates) {
+    OpOperand *g = updateGradient(u);
+    g->set(unscaled.lookup(g->get()));
+  }
+  for (OpOperand &r : ret->getOpOperands())
+    if (Value u = unscaled.lookup(r.get()))
+      r.set(u);
+
+  // Guard every write: on overflow each variable keeps its value from
+  // before the step. Writes take effect at the end of the step wherever
+  // they stand, so they move to the end, after found_inf.
+  SmallVector<WriteVariableOp> writes(body.getOps<WriteVariableOp>());
+  llvm::StringMap<Value> before;
+  for (auto read : body.getOps<ReadVariableOp>())
+    before.try_emplace(read.getVariable(), read.getResult());
+  for (WriteVariableOp w : writes) {
+    w->moveBefore(ret);
+    b.setInsertionPoint(w);
+    Value &old = before[w.getVariable()];
+    if (!old) {
+      OpBuilder top = OpBuilder::atBlockBegin(&body);
+      old = ReadVariableOp::create(top, w.getLoc(), w.getValue().getType(),
+                                   w.getVariable());
+    }
+    Value kept = SelectOp::create(b, w.getLoc(), w.getValue().getType(),
+                                  foundInf, old, w.getValue());
+    w.getValueMutable().assign(kept);
+  }
+
+  // GradScaler's update (torch's _amp_update_scale_): on overflow scale *=
+  // backoff and tracker = 0; else tracker += 1 and at growth-interval the
+  // scale grows (unless that overflows f32) and the tracker restarts.
+  b.setInsertionPoint(ret);
+  Value one = constant(1.0);
+  Value skipped = SelectOp::create(b, loc, f32Scalar, foundInf, one, zero);
+  if (dynamic) {
+    Value next = AddOp::create(b, loc, f32Scalar, tracker, one);
+    Value reached = CompareOp::create(b, loc, i1Scalar, "ge", next,
+                                      constant(double(growthInterval)));
+    Value grown =
+        MulOp::create(b, loc, f32Scalar, scale, constant(growthFactor));
+    Value grownFinite =
+        CompareOp::create(b, loc, i1Scalar, "le", grown, constant(FLT_MAX));
+    Value maybeGrown =
+        SelectOp::create(b, loc, f32Scalar, grownFinite, grown, scale);
+    Value finiteScale =
+        SelectOp::create(b, loc, f32Scalar, reached, maybeGrown, scale);
+    Value finiteTracker =
+        SelectOp::create(b, loc, f32Scalar, reached, zero, next);
+    Value backedOff =
+        MulOp::create(b, loc, f32Scalar, scale, constant(backoffFactor));
+    Value newScale =
+        SelectOp::create(b, loc, f32Scalar, foundInf, backedOff, finiteScale);
+    Value newTracker =
+        SelectOp::create(b, loc, f32Scalar, foundInf, zero, finiteTracker);
+    WriteVariableOp::create(b, loc, kScaleVar, newScale);
+    WriteVariableOp::create(b, loc, kTrackerVar, newTracker);
+  }
+
+  // Two more results: the scale this step used, and whether it was skipped.
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<DictionaryAttr> names;
+  for (unsigned i = 0; i < results.size(); ++i)
+    names.push_back(train.getResultAttrDict(i) ? train.getResultAttrDict(i)
+                                               : b.getDictionaryAttr({}));
+  results.append({scale, skipped});
+  names.push_back(nameAttr(b, kScaleResult));
+  names.push_back(nameAttr(b, kSkippedResult));
+  setResults(train, results, names);
+  return success();
+}
+
 } // namespace
