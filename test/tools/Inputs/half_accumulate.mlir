@@ -1,6 +1,6 @@
 // half-accumulate.test: the ops that accumulate and run in their operands'
 // type under --precision (pooling and its gradients, global average pooling,
-// reduce_max, arg_max/arg_min, a reduction fused with an elementwise
+// reduce_max and the importer's reduce_min, arg_max/arg_min, a reduction fused with an elementwise
 // producer, dropout). The test substitutes XT with f32, bf16 and f16.
 module {
   func.func @main(%x: tensor<2x3x6x6xXT> {dlgraph.name = "x"},
@@ -18,6 +18,7 @@ module {
           tensor<2x3x1x1xXT> {dlgraph.name = "global_avg_relu"},
           tensor<4xXT> {dlgraph.name = "reduce_max"},
           tensor<6xXT> {dlgraph.name = "reduce_max_mul"},
+          tensor<6xXT> {dlgraph.name = "reduce_min"},
           tensor<4xi64> {dlgraph.name = "arg_max"},
           tensor<1x6xi64> {dlgraph.name = "arg_min"},
           tensor<2x3x6x6xXT> {dlgraph.name = "dropout"},
@@ -41,9 +42,13 @@ module {
     // unfused graph stores it.
     %vw = dlgraph.mul %v, %w : (tensor<4x6xXT>, tensor<4x6xXT>) -> tensor<4x6xXT>
     %rmm = dlgraph.reduce_max %vw {axes = array<i64: 0>} : tensor<4x6xXT> -> tensor<6xXT>
+    // ReduceMin as the importer writes it: -reduce_max(-v).
+    %nv = dlgraph.neg %v : tensor<4x6xXT>
+    %rn = dlgraph.reduce_max %nv {axes = array<i64: 0>} : tensor<4x6xXT> -> tensor<6xXT>
+    %mn = dlgraph.neg %rn : tensor<6xXT>
     %am = dlgraph.arg_max %v {axis = 1 : i64} : tensor<4x6xXT> -> tensor<4xi64>
     %an = dlgraph.arg_min %v {axis = 0 : i64, keepdims, select_last_index} : tensor<4x6xXT> -> tensor<1x6xi64>
     %d, %dm = dlgraph.dropout %x, %step {ratio = 0.3 : f32, seed = 77 : i64} : (tensor<2x3x6x6xXT>, tensor<f32>) -> (tensor<2x3x6x6xXT>, tensor<2x3x6x6xi1>)
-    return %mp, %mpg, %ap, %apg, %ac, %acg, %g, %gr, %rm, %rmm, %am, %an, %d, %dm : tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x1x1xXT>, tensor<2x3x1x1xXT>, tensor<4xXT>, tensor<6xXT>, tensor<4xi64>, tensor<1x6xi64>, tensor<2x3x6x6xXT>, tensor<2x3x6x6xi1>
+    return %mp, %mpg, %ap, %apg, %ac, %acg, %g, %gr, %rm, %rmm, %mn, %am, %an, %d, %dm : tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x1x1xXT>, tensor<2x3x1x1xXT>, tensor<4xXT>, tensor<6xXT>, tensor<6xXT>, tensor<4xi64>, tensor<1x6xi64>, tensor<2x3x6x6xXT>, tensor<2x3x6x6xi1>
   }
 }
