@@ -26,7 +26,8 @@ static const char *kPhiloxSource =
 /// counter (i low, i high, step, 0) and key (seed low, seed high); u is the
 /// top 24 bits of output word 0 over 2^24, and the element is kept when
 /// u >= ratio (probability 1 - ratio); kept elements are scaled by
-/// 1 / (1 - ratio), as torch.nn.functional.dropout does.
+/// 1 / (1 - ratio), as torch.nn.functional.dropout does. f16 / bf16 X draws
+/// the same mask; the scaled value is computed in float and rounded once.
 FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
   if (failed(expectOperands(op, 2, 2, "input, step -> result, mask")))
     return failure();
@@ -35,6 +36,7 @@ FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
   if (failed(t))
     return failure();
   auto xt = cast<MemRefType>(x.getType());
+  Type elem = xt.getElementType();
   auto st = cast<MemRefType>(step.getType());
   auto yt = cast<MemRefType>(op.getOutputs()[0].getType());
   auto mt = cast<MemRefType>(op.getOutputs()[1].getType());
@@ -67,8 +69,10 @@ FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
      << "ull, (unsigned long long)tid, (unsigned int)a1[0]);\n"
      << "  const bool keep = u >= " << ratioLit << ";\n"
      << "  a3[tid] = keep;\n"
-     << "  a2[tid] = keep ? (" << *t << ")(a0[tid] * (" << *t << ")" << scaleLit
-     << ") : (" << *t << ")0;\n";
+     << "  a2[tid] = keep ? "
+     << storeExpr(elem, "(" + *t + ")(" + loadExpr(elem, "a0[tid]") + " * (" +
+                            *t + ")" + scaleLit + ")")
+     << " : " << storeExpr(elem, "(" + *t + ")0") << ";\n";
   code.body = std::move(body);
   code.helpers = kPhiloxSource;
   return code;

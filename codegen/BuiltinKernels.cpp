@@ -37,8 +37,13 @@ FailureOr<std::string> floatElementType(exec::BuiltinKernelOp op, Value v) {
     return std::string("float");
   if (elem.isF64())
     return std::string("double");
+  const exec::BuiltinTemplateInfo *info = op.getTemplateInfo();
+  if (info && info->halfFloats && isHalfFloat(elem))
+    return std::string("float");
   return op.emitOpError() << "template '" << op.getTemplateName()
-                          << "' supports f32 and f64, got " << elem;
+                          << "' supports f32 and f64"
+                          << (info && info->halfFloats ? ", f16 and bf16" : "")
+                          << ", got " << elem;
 }
 
 FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {

@@ -22,8 +22,10 @@ namespace dlc::codegen::detail {
 /// defence for builders called on unverified IR.
 mlir::LogicalResult expectOperands(exec::BuiltinKernelOp op, size_t ins,
                                    size_t outs, llvm::StringRef what);
-/// The C type ("float" or "double") of |v|'s f32/f64 elements; an error at
-/// |op| for any other element type.
+/// The C type ("float" or "double") a template computes |v|'s f32/f64
+/// elements in: "float" for f16 / bf16 too where the template's row allows
+/// them (halfFloats; load and store them with loadExpr / storeExpr); an
+/// error at |op| for any other element type.
 mlir::FailureOr<std::string> floatElementType(exec::BuiltinKernelOp op,
                                               mlir::Value v);
 

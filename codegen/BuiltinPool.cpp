@@ -6,6 +6,9 @@
 // in window scan order (a NaN wins) and its gradient is gathered per input
 // element, so it is deterministic; average pooling divides by the window
 // clipped to the padded input (count_include_pad) or to the input.
+// f16 / bf16 elements are loaded widened to float; sums and gradient gathers
+// accumulate in float and each stored result is rounded once, so the result
+// is the f32 kernel's on the same values, rounded once.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
@@ -25,7 +28,13 @@ struct Pool2dParams {
   int64_t n, c, h, w, oh, ow;
   int64_t kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
   bool countIncludePad;
+  /// The element type, the C type it is computed in and its infinity.
+  Type elem;
   std::string t, inf;
+  /// The C type elements are stored as (t, or dlc_f16 / dlc_bf16).
+  std::string st;
+  /// C code reading element |ref| as `t`.
+  std::string load(const std::string &ref) const { return loadExpr(elem, ref); }
 };
 } // namespace
 
@@ -74,7 +83,9 @@ static FailureOr<Pool2dParams> poolParams(exec::BuiltinKernelOp op, Value x,
   auto t = floatElementType(op, x);
   if (failed(t))
     return failure();
+  p.elem = xt.getElementType();
   p.t = *t;
+  p.st = *cStorageType(p.elem);
   p.inf = p.t == "float" ? "DLC_INF_F" : "DLC_INF_D";
   return p;
 }
@@ -118,7 +129,9 @@ static void printWindowArgmax(llvm::raw_ostream &os, const Pool2dParams &p,
      << indent << "    const long long iw = ow * " << p.sw << "LL - " << p.pl
      << "LL + kw * " << p.dw << "LL;\n"
      << indent << "    if (iw < 0 || iw >= " << p.w << "LL) continue;\n"
-     << indent << "    const " << p.t << " v = xp[ih * " << p.w << "LL + iw];\n"
+     << indent << "    const " << p.t
+     << " v = " << p.load("xp[ih * " + std::to_string(p.w) + "LL + iw]")
+     << ";\n"
      << indent << "    if (best < 0 || v > m || v != v) { m = v; best = ih * "
      << p.w << "LL + iw; }\n"
      << indent << "  }\n"
@@ -172,18 +185,19 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
   if (!grad) {
     code.numThreads = p.n * p.c * p.oh * p.ow;
     unflatten(os, "tid", {{"nc", p.n * p.c}, {"oh", p.oh}, {"ow", p.ow}});
-    os << "  const " << p.t << "* xp = a0 + nc * " << p.h * p.w << "LL;\n";
+    os << "  const " << p.st << "* xp = a0 + nc * " << p.h * p.w << "LL;\n";
     if (isMax) {
       printWindowArgmax(os, p, "  ");
-      os << "  a1[tid] = m;\n";
+      os << "  a1[tid] = " << storeExpr(p.elem, "m") << ";\n";
     } else {
       printAvgWindow(os, p, "  ");
       os << "  " << p.t << " s = 0;\n"
          << "  for (long long ih = hs; ih < he; ++ih)\n"
-         << "    for (long long iw = ws; iw < we; ++iw) s += xp[ih * " << p.w
-         << "LL + iw];\n"
-         << "  a1[tid] = div > 0 ? s / (" << p.t << ")div : (" << p.t
-         << ")0;\n";
+         << "    for (long long iw = ws; iw < we; ++iw) s += "
+         << p.load("xp[ih * " + std::to_string(p.w) + "LL + iw]") << ";\n"
+         << "  a1[tid] = "
+         << storeExpr(p.elem, "div > 0 ? s / (" + p.t + ")div : (" + p.t + ")0")
+         << ";\n";
     }
   } else {
     // Gather: each input element sums the gradients of the windows that
@@ -191,8 +205,8 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
     // output order.
     code.numThreads = p.n * p.c * p.h * p.w;
     unflatten(os, "tid", {{"nc", p.n * p.c}, {"ih0", p.h}, {"iw0", p.w}});
-    os << "  const " << p.t << "* xp = a0 + nc * " << p.h * p.w << "LL;\n"
-       << "  const " << p.t << "* dyp = a1 + nc * " << p.oh * p.ow << "LL;\n"
+    os << "  const " << p.st << "* xp = a0 + nc * " << p.h * p.w << "LL;\n"
+       << "  const " << p.st << "* dyp = a1 + nc * " << p.oh * p.ow << "LL;\n"
        << "  " << p.t << " g = 0;\n";
     int64_t spanH = (p.kh - 1) * p.dh, spanW = (p.kw - 1) * p.dw;
     os << "  long long ohLo = dlc_ceildiv(ih0 + " << p.pt - spanH << "LL, "
@@ -213,14 +227,15 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
        << p.dw << "LL) != 0) continue;\n";
     if (isMax) {
       printWindowArgmax(os, p, "      ");
-      os << "      if (best == ih0 * " << p.w << "LL + iw0) g += dyp[oh * "
-         << p.ow << "LL + ow];\n";
+      os << "      if (best == ih0 * " << p.w << "LL + iw0) g += "
+         << p.load("dyp[oh * " + std::to_string(p.ow) + "LL + ow]") << ";\n";
     } else {
       printAvgWindow(os, p, "      ");
-      os << "      if (div > 0) g += dyp[oh * " << p.ow << "LL + ow] / (" << p.t
-         << ")div;\n";
+      os << "      if (div > 0) g += "
+         << p.load("dyp[oh * " + std::to_string(p.ow) + "LL + ow]") << " / ("
+         << p.t << ")div;\n";
     }
-    os << "    }\n  }\n  a2[tid] = g;\n";
+    os << "    }\n  }\n  a2[tid] = " << storeExpr(p.elem, "g") << ";\n";
   }
   code.body = std::move(body);
   return code;

@@ -77,6 +77,12 @@ mlir::FailureOr<std::string> cStorageType(mlir::Type type);
 /// The C type a kernel body computes a value of |type| in: `float` for f16 /
 /// bf16, else cScalarType.
 mlir::FailureOr<std::string> cValueType(mlir::Type type);
+/// C code reading element |ref| of element type |type| as its value type
+/// (cValueType): f16 / bf16 widened exactly to float, others as stored.
+std::string loadExpr(mlir::Type type, const std::string &ref);
+/// C code converting |v|, of the value type of |type|, to its storage type:
+/// f16 / bf16 rounded once to nearest even, others as they are.
+std::string storeExpr(mlir::Type type, const std::string &v);
 /// The storage typedefs and conversions of f16 (|bf16| false) or bf16 for the
 /// CUDA (|cuda|) or host prelude: `dlc_<t>_to_f32`, `dlc_f32_to_<t>`,
 /// `dlc_f64_to_<t>` (each one rounding to nearest even, bit for bit CUDA's

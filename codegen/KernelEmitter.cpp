@@ -69,15 +69,13 @@ static std::string halfName(Type type) {
   return type.isBF16() ? "bf16" : "f16";
 }
 
-/// C code loading element |ref| of storage type |type| as its value type.
-static std::string loadExpr(Type type, const std::string &ref) {
+std::string loadExpr(Type type, const std::string &ref) {
   if (!isHalfFloat(type))
     return ref;
   return "dlc_" + halfName(type) + "_to_f32(" + ref + ")";
 }
 
-/// C code converting value |v| of |type| to its storage type.
-static std::string storeExpr(Type type, const std::string &v) {
+std::string storeExpr(Type type, const std::string &v) {
   if (!isHalfFloat(type))
     return v;
   return "dlc_f32_to_" + halfName(type) + "(" + v + ")";
@@ -258,6 +256,10 @@ private:
   llvm::DenseMap<Value, std::string> names;
   /// f32 sums accumulated in double: the arith.addf of each such output.
   llvm::DenseMap<Operation *, unsigned> promotedAdds;
+  /// The ops that update an f16 / bf16 reduction accumulator (they read it
+  /// and their only use is its yield): computed in float and not rounded,
+  /// so that the accumulator is rounded once, when it is stored.
+  llvm::DenseSet<Operation *> halfAccumulates;
   int counter = 0;
 };
 } // namespace
@@ -570,7 +572,8 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
   // nearest even; a select, a constant and a conversion from f64 or an
   // integer (rounded above) already hold values of the type.
   if (isHalf && !roundedHalf &&
-      !isa<arith::SelectOp, arith::ConstantOp>(bodyOp))
+      !isa<arith::SelectOp, arith::ConstantOp>(bodyOp) &&
+      !halfAccumulates.contains(bodyOp))
     expr = "dlc_round_" + halfName(result.getType()) + "(" + expr + ")";
   std::string name = fresh();
   names[result] = name;
@@ -701,14 +704,25 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
       promotedAdds[add] = o;
     }
   }
+  if (!reduction.empty()) {
+    // An f16 / bf16 output accumulates in its float accumulator: the op that
+    // updates it is not rounded, and the store rounds once. Ops that feed
+    // the update (a fused elementwise producer) still round, as the unfused
+    // graph stores their results in the low type.
+    for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+      if (!isHalfFloat(elemTypes[numInputs + o]))
+        continue;
+      BlockArgument acc = block.getArgument(numInputs + o);
+      Operation *update = yieldOp.getValues()[o].getDefiningOp();
+      if (update && update->getBlock() == &block &&
+          update->getResult(0).hasOneUse() &&
+          llvm::is_contained(update->getOperands(), acc))
+        halfAccumulates.insert(update);
+    }
+  }
   std::optional<ArrayAttr> init = op.getInit();
   for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
     unsigned operand = numInputs + o;
-    if (!reduction.empty() && isHalfFloat(elemTypes[operand]))
-      return op.emitOpError()
-             << "output #" << o << " of element type " << elemTypes[operand]
-             << " is reduced over a loop; codegen supports reductions into "
-                "f32, f64 and integers (not f16 or bf16)";
     for (unsigned d : reduction)
       if (maps[operand].isFunctionOfDim(d))
         return op.emitOpError()

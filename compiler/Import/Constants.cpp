@@ -340,9 +340,10 @@ LogicalResult Importer::dropout() {
     }
     return identity();
   }
-  // f32 only: dlgraph.dropout lowers to a built-in kernel that has no
-  // f16/bf16 form yet.
-  Value x = operand(0);
+  // f32, f16 and bf16: the dropout kernel scales 16-bit elements in float
+  // and rounds once.
+  Value x =
+      operand(0, /*requireF32=*/!isLowPrecisionFloat(xt.getElementType()));
   if (!x)
     return failure();
   // Without a seed attribute, a hash of the node's first output name, so

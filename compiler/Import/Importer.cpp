@@ -498,8 +498,8 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
 /// one_hot) need no new math; ops that accumulate (cost Moderate or
 /// Expensive: reductions, softmax, pooling, normalization, losses, cumsum,
 /// matmul, gemm, conv) need f32 accumulation and f16 library calls, which
-/// do not exist yet. Resize and training-mode Dropout, whose built-in
-/// kernels have no f16/bf16 form yet, are rejected by their handlers.
+/// do not exist yet. Resize, whose built-in kernel has no f16/bf16 form
+/// yet, is rejected by its handler.
 static bool takesLowPrecision(Operation *op) {
   auto cost = dyn_cast<gr::RecomputeCostOpInterface>(op);
   return !cost || (cost.getRecomputeCost() != gr::RecomputeCost::Moderate &&

@@ -22,10 +22,21 @@ bool isStorable(Type t) {
          t.isInteger(32) || t.isInteger(1);
 }
 
+bool isHalfFloat(Type t) { return t.isF16() || t.isBF16(); }
+
+/// The data element type of a float template: f32 or f64, and f16 or bf16
+/// where the template's row allows them (halfFloats).
 LogicalResult floatElementType(BuiltinKernelOp op, Value v) {
   Type elem = typeOf(v).getElementType();
   if (elem.isF32() || elem.isF64())
     return success();
+  const BuiltinTemplateInfo *info = op.getTemplateInfo();
+  if (info && info->halfFloats && isHalfFloat(elem))
+    return success();
+  if (info && info->halfFloats)
+    return op.emitOpError()
+           << "template '" << op.getTemplateName()
+           << "' supports f32, f64, f16 and bf16, got " << elem;
   return op.emitOpError() << "template '" << op.getTemplateName()
                           << "' supports f32 and f64, got " << elem;
 }
@@ -220,18 +231,15 @@ LogicalResult BuiltinKernelOp::verify() {
       return emitOpError() << "operand of type " << type
                            << " must have a static shape and the identity "
                               "layout";
-    // The forward gathers only copy elements, which needs no f16 / bf16
-    // arithmetic.
+    // The row says whether f16 / bf16 data may appear; the family check
+    // below says which operand is data.
     Type elem = type.getElementType();
-    bool copies =
-        !info->isGradient && (info->family == BuiltinFamily::Gather ||
-                              info->family == BuiltinFamily::GatherElements);
-    if (!isStorable(elem) && !(copies && (elem.isF16() || elem.isBF16())))
+    if (!isStorable(elem) && !(info->halfFloats && isHalfFloat(elem)))
       return emitOpError() << "template '" << getTemplateName()
                            << "' does not support element type " << elem
                            << " (expected f32, f64, i64, i32 or i1; f16 and "
-                              "bf16 in dlexec.kernel and the forward "
-                              "gathers only)";
+                              "bf16 in dlexec.kernel, pooling, dropout and "
+                              "the forward gathers only)";
   }
   StringRef name = info->name;
   switch (info->family) {

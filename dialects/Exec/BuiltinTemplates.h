@@ -36,12 +36,17 @@ struct BuiltinTemplateInfo {
   const char *operands;
   /// Attributes, comma-separated ("" for none).
   const char *attributes;
+  /// The float data operands may be f16 / bf16: the template loads them
+  /// widened to float, computes in float and rounds each stored result once
+  /// (or, for the forward gathers, only copies them).
+  bool halfFloats;
 };
 
 /// Every template.
 inline constexpr BuiltinTemplateInfo kBuiltinTemplates[] = {
-#define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs)   \
-  {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs},
+#define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs,   \
+                             Half)                                             \
+  {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs, Half},
 #include "dialects/Exec/BuiltinTemplates.def"
 };
 

@@ -355,6 +355,51 @@ dlexec.func @f {
   EXPECT_EQ(s, 16777316.0f);
 }
 
+// A bf16 reduction accumulates in float and rounds once at the store:
+// 16^2 = 256 and then 100 ones sum to 356 (exact in bf16); an accumulator
+// rounded to bf16 after every step would stay at 256 (257 ties to even).
+// The fused producer (the square) still rounds, as the unfused graph does.
+TEST_F(CodegenTest, HalfReductionAccumulatesInFloat) {
+  auto module = parse(R"mlir(
+dlexec.func @f {
+  %x = dlexec.input "x" : memref<1x101xbf16>
+  %s = dlexec.alloc : memref<1xbf16>
+  dlexec.kernel @sum_sq ins(%x : memref<1x101xbf16>) outs(%s : memref<1xbf16>)
+      attributes {
+        indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+        iterator_types = ["parallel", "reduction"], init = [0.0 : bf16]} {
+  ^bb0(%v: bf16, %acc: bf16):
+    %p = arith.mulf %v, %v : bf16
+    %n = arith.addf %p, %acc : bf16
+    dlexec.yield %n : bf16
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  auto kernels = emitCudaKernels(*module);
+  ASSERT_TRUE(succeeded(kernels));
+  const std::string &src = (*kernels)[0].cudaSource;
+  EXPECT_NE(src.find("float acc0 = "), std::string::npos) << src;
+  EXPECT_NE(src.find("dlc_round_bf16((float)(x0 * x0))"), std::string::npos)
+      << src;
+  // The update is not rounded.
+  EXPECT_NE(src.find("const float v1 = (float)(v0 + acc0);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("dlc_f32_to_bf16(acc0)"), std::string::npos) << src;
+  checkCuda(*module, 1);
+  HostLib lib;
+  ASSERT_TRUE(buildHost(*module, lib));
+  HostKernel sum = lib.get("sum_sq");
+  ASSERT_TRUE(sum);
+  std::vector<uint16_t> x(101, 0x3F80); // 1.0
+  x[0] = 0x4180;                        // 16.0
+  uint16_t s = 0xFFFF;
+  void *args[] = {x.data(), &s};
+  sum(args);
+  EXPECT_EQ(s, 0x43B2) << "356 in bf16"; // 256 would be 0x4380
+}
+
 // An in-place update (SGD-like: w -= lr * g) must drop __restrict__ on the
 // aliased operands; integer and boolean element types map to C types.
 TEST_F(CodegenTest, InPlaceUpdateAndIntegerTypes) {

@@ -36,30 +36,49 @@ LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
     }
   }
   auto outMap = AffineMap::get(rank, 0, outExprs, ctx);
-  auto ft = cast<FloatType>(et);
+  // An f16 / bf16 sum, mean or product is the f32 reduction of the widened
+  // input (into an f32 scratch buffer, summed as the f32 op sums) rounded
+  // once by a second kernel, so it equals the f32 op on the same values,
+  // rounded once. A maximum is exact in the input's type.
+  bool viaF32 = (et.isF16() || et.isBF16()) && kind != "max";
+  auto ft = cast<FloatType>(viaF32 ? b.getF32Type() : et);
   Attribute initAttr =
       kind == "max"
           ? (Attribute)b.getFloatAttr(
                 ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true))
           : (Attribute)b.getFloatAttr(ft, kind == "prod" ? 1.0 : 0.0);
-  Value out = fl.alloc(op->getResult(0).getType(), loc);
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Value out = fl.alloc(resultType, loc);
+  Value acc = viaF32 ? fl.alloc(resultType.clone(ft), loc) : out;
   KIn kin{fl.getBuffer(input, loc), TypedAttr(),
           b.getMultiDimIdentityMap(rank)};
   double scale = 1.0 / (double)count;
-  fl.buildKernel(loc, op->getName().stripDialect(), rank, {kin}, {out},
+  fl.buildKernel(loc, op->getName().stripDialect(), rank, {kin}, {acc},
                  {outMap}, iters, b.getArrayAttr({initAttr}),
                  [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
                      ArrayRef<Value> outs) -> SmallVector<Value> {
                    Value v = ins[0];
+                   if (viaF32)
+                     v = arith::ExtFOp::create(kb, l, ft, v);
                    if (kind == "max")
                      return {arith::MaximumFOp::create(kb, l, outs[0], v)};
                    if (kind == "prod")
                      return {arith::MulFOp::create(kb, l, outs[0], v)};
                    if (kind == "mean")
                      v = arith::MulFOp::create(kb, l, v,
-                                               constF(kb, l, et, scale));
+                                               constF(kb, l, ft, scale));
                    return {arith::AddFOp::create(kb, l, outs[0], v)};
                  });
+  if (viaF32) {
+    unsigned outRank = resultType.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(outRank);
+    fl.buildKernel(loc, "round", outRank, {KIn{acc, TypedAttr(), id}}, {out},
+                   {id}, {}, ArrayAttr(),
+                   [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
+                       ArrayRef<Value>) -> SmallVector<Value> {
+                     return {arith::TruncFOp::create(kb, l, et, ins[0])};
+                   });
+  }
   fl.buffers[op->getResult(0)] = out;
   return success();
 }

@@ -36,7 +36,7 @@ func.func @dynamic_operand(%x: memref<?x4xf32>, %y: memref<2x4xf32>) {
 // kernel elsewhere (codegen emits every kernel of the module) is checked
 // itself.
 func.func @f16_operand(%x: memref<2x4xf16>, %y: memref<2x4xf16>) {
-  // expected-error @+1 {{template 'softmax' does not support element type 'f16' (expected f32, f64, i64, i32 or i1; f16 and bf16 in dlexec.kernel and the forward gathers only)}}
+  // expected-error @+1 {{template 'softmax' does not support element type 'f16' (expected f32, f64, i64, i32 or i1; f16 and bf16 in dlexec.kernel, pooling, dropout and the forward gathers only)}}
   dlexec.builtin_kernel @k "softmax" ins(%x : memref<2x4xf16>) outs(%y : memref<2x4xf16>) {axis = 1 : i64}
   return
 }
@@ -91,7 +91,7 @@ dlexec.func @pool_zero_stride {
 dlexec.func @pool_integer {
   %x = dlexec.input "x" : memref<1x1x4x4xi32>
   %y = dlexec.alloc : memref<1x1x2x2xi32>
-  // expected-error @+1 {{template 'max_pool2d' supports f32 and f64, got 'i32'}}
+  // expected-error @+1 {{template 'max_pool2d' supports f32, f64, f16 and bf16, got 'i32'}}
   dlexec.builtin_kernel @k "max_pool2d" ins(%x : memref<1x1x4x4xi32>) outs(%y : memref<1x1x2x2xi32>) {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
 }
 
@@ -273,4 +273,39 @@ dlexec.func @resize_attributes {
   %y = dlexec.alloc : memref<1x1x4x4xf32>
   // expected-error @+1 {{expects operands of one rank and element type and the string attributes mode, coordinate_transformation_mode, nearest_mode and one f64 scale per axis}}
   dlexec.builtin_kernel @k "resize" ins(%x : memref<1x1x2x2xf32>) outs(%y : memref<1x1x4x4xf32>) {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 2.0, 2.0>}
+}
+
+// -----
+
+// Pooling takes f16 / bf16, but all of its operands share one element type.
+dlexec.func @pool_half_mixed {
+  %x = dlexec.input "x" : memref<1x1x4x4xbf16>
+  %dy = dlexec.input "dy" : memref<1x1x2x2xf16>
+  %dx = dlexec.alloc : memref<1x1x4x4xbf16>
+  // expected-error @+1 {{operands must share the element type}}
+  dlexec.builtin_kernel @k "max_pool2d_grad" ins(%x, %dy : memref<1x1x4x4xbf16>, memref<1x1x2x2xf16>) outs(%dx : memref<1x1x4x4xbf16>) {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+}
+
+// -----
+
+// A gradient gather accumulates, so it takes no f16 / bf16 (its forward,
+// which copies, does).
+dlexec.func @gather_grad_half {
+  %i = dlexec.input "i" : memref<2xi64>
+  %dy = dlexec.input "dy" : memref<2x3xbf16>
+  %dx = dlexec.alloc : memref<4x3xbf16>
+  // expected-error @+1 {{template 'gather_grad' does not support element type 'bf16'}}
+  dlexec.builtin_kernel @k "gather_grad" ins(%i, %dy : memref<2xi64>, memref<2x3xbf16>) outs(%dx : memref<4x3xbf16>) {axis = 0 : i64}
+}
+
+// -----
+
+// Dropout on f16 still needs its step counter in f32.
+dlexec.func @dropout_half_step {
+  %x = dlexec.input "x" : memref<4xf16>
+  %s = dlexec.input "s" : memref<f16>
+  %y = dlexec.alloc : memref<4xf16>
+  %m = dlexec.alloc : memref<4xi1>
+  // expected-error @+1 {{expects X, a rank-0 f32 step, Y of X's type and an i1 mask of X's shape}}
+  dlexec.builtin_kernel @k "dropout" ins(%x, %s : memref<4xf16>, memref<f16>) outs(%y, %m : memref<4xf16>, memref<4xi1>) {ratio = 5.000000e-01 : f32, seed = 1 : i64}
 }

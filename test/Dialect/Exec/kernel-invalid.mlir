@@ -94,23 +94,6 @@ func.func @i8_operand(%a: memref<4xi8>, %c: memref<4xi8>) {
 
 // -----
 
-// f16 and bf16 kernels compute elementwise; a reduction into one is not
-// emitted (an input of those types reduced into f32 is fine).
-dlexec.func @f16_reduction {
-  %a = dlexec.input "a" : memref<4x3xf16>
-  %c = dlexec.alloc : memref<4xf16>
-  // expected-error @+1 {{output #0 of element type 'f16' is reduced over a loop; reductions support f32, f64 and integer outputs (not f16 or bf16)}}
-  dlexec.kernel @k ins(%a : memref<4x3xf16>) outs(%c : memref<4xf16>) attributes {
-      indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
-      iterator_types = ["parallel", "reduction"]} {
-  ^bb0(%x: f16, %o: f16):
-    %s = arith.addf %x, %o : f16
-    dlexec.yield %s : f16
-  }
-}
-
-// -----
-
 dlexec.func @output_indexed_by_reduction {
   %a = dlexec.input "a" : memref<4x3xf32>
   %c = dlexec.alloc : memref<4x3xf32>

@@ -241,8 +241,8 @@ def build():
         [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
         [vi("x", F16, [2, 3])], [vi("y", F16, [2, 2])],
         [bits_tensor("w", F16, [3, 2], [0x3C00] * 6, raw=True)])
-    # Resize and training-mode Dropout lower to built-in kernels that have
-    # no f16/bf16 form yet.
+    # Resize lowers to a built-in kernel that has no f16/bf16 form yet;
+    # training-mode Dropout's has one.
     models["half_resize"] = model(
         "half_resize",
         [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize",
