@@ -400,6 +400,64 @@ TEST_P(LowPrecisionCalls, Convolutions) {
   }
 }
 
+// C, beta * C, the previous Y and the bias join the f32 sum before the one
+// rounding. With products 1 and u/4 (u: the ulp at 1) and an addend of u/2,
+// one rounding gives 1 + u; rounding the product first gives 1, and then
+// the tie 1 + u/2 rounds to even: 1. The 1-ulp tolerances above cannot see
+// that double rounding; this test sees nothing else.
+TEST_P(LowPrecisionCalls, AddendsJoinTheSumBeforeTheOneRounding) {
+  const float u = type == ElementType::F16 ? 1.0f / 1024 : 1.0f / 128;
+  const uint16_t want = toBits(1.0f + u, type);
+  auto bits = [&](std::vector<float> v) {
+    std::vector<uint16_t> out;
+    for (float f : v)
+      out.push_back(toBits(f, type));
+    return out;
+  };
+  // Y[1,1] = alpha [1, u/4] [1; 1] + addend.
+  const struct {
+    const char *name;
+    bool hasC, rowVector;
+    float alpha, beta, c;
+  } cases[] = {
+      {"bias row (beta 1)", true, true, 1.0f, 1.0f, u / 2},
+      {"scaled row (beta 1/2)", true, true, 1.0f, 0.5f, u},
+      {"full C", true, false, 1.0f, 1.0f, u / 2},
+      {"previous Y (no C)", false, false, 1.0f, 1.0f, u / 2},
+      {"alpha 2, beta 1/2", true, false, 2.0f, 0.5f, -2.0f + u},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.name);
+    GemmParams p;
+    p.m = 1, p.n = 1, p.k = 2;
+    p.has_c = c.hasC, p.c_is_row_vector = c.rowVector;
+    p.alpha = c.alpha, p.beta = c.beta;
+    p.dtype = type;
+    void *y = upload(bits({c.hasC ? 0.0f : c.c}));
+    Status s =
+        device->gemm(p, upload(bits({1.0f, u / 4})), upload(bits({1.0f, 1.0f})),
+                     c.hasC ? upload(bits({c.c})) : nullptr, y);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(download<uint16_t>(y, 1)[0], want)
+        << "got " << fromBits(download<uint16_t>(y, 1)[0], type);
+  }
+  // conv: x [1,2,1,1] = [1, u/4], w [1,2,1,1] = [1, 1], bias [u/2]; the
+  // asymmetric pads variant goes through the explicitly padded input.
+  for (int64_t padEnd : {0, 1}) {
+    SCOPED_TRACE("conv, end pad " + std::to_string(padEnd));
+    ConvParams p = convCase(2, 1, 2, 1, 1, 1, 1, 1, 1, 0, padEnd, 1, 1, true);
+    p.dtype = type;
+    const int64_t yN = p.p * p.q;
+    void *y = upload(std::vector<uint16_t>(yN, 0x7fff));
+    Status s = device->convForward(p, upload(bits({1.0f, u / 4})),
+                                   upload(bits({1.0f, 1.0f})),
+                                   upload(bits({u / 2})), y);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(download<uint16_t>(y, yN)[0], want)
+        << "got " << fromBits(download<uint16_t>(y, yN)[0], type);
+  }
+}
+
 TEST_P(LowPrecisionCalls, RejectsF64) {
   GemmParams p;
   p.m = p.n = p.k = 2;
