@@ -15,7 +15,8 @@ import sys
 
 import numpy as np
 
-TYPES = {"yg": "bf16", "yc": "bf16", "ym": "f16", "dx": "bf16", "dw": "bf16"}
+TYPES = {"yg": "bf16", "yc": "bf16", "ym": "f16", "dx": "bf16", "dw": "bf16",
+         "yk": "f16"}
 
 
 def to_bf16(a):
@@ -68,14 +69,15 @@ def make(path):
     f = lambda *shape: r.uniform(-1, 1, shape).astype(np.float32)
     np.savez(path, a=f(6, 54), b=f(10, 54), c=f(10), x=f(2, 3, 7, 7),
              w=f(4, 3, 3, 3), bias=f(4), dy=f(2, 4, 4, 3), ma=f(3, 5, 33),
-             mb=f(33, 8))
+             mb=f(33, 8), ka=f(5, 12), kb=f(12, 7), kc=f(5, 1))
 
 
 def reference(inp):
     i = {k: np.asarray(v, np.float32) for k, v in inp.items()}
     bf = {k: to_bf16(i[k]).astype(np.float64) for k in
           ("a", "b", "c", "x", "w", "bias", "dy")}
-    hf = {k: i[k].astype(np.float16).astype(np.float64) for k in ("ma", "mb")}
+    hf = {k: i[k].astype(np.float16).astype(np.float64)
+          for k in ("ma", "mb", "ka", "kb", "kc")}
     ref = {}
     # yg = a b^T + c (the bias row: one rounding of the f32 sum).
     ref["yg"] = bf["a"] @ bf["b"].T + bf["c"]
@@ -83,6 +85,8 @@ def reference(inp):
     ref["yc"] = conv2d(bf["x"], bf["w"], bf["bias"], 2, (1, 0, 2, 1))
     # ym = ma @ mb in f16 (a batched lhs folds into one gemm).
     ref["ym"] = hf["ma"] @ hf["mb"]
+    # yk = 2 ka kb + 0.5 kc, kc a column broadcast over the 7 columns.
+    ref["yk"] = 2 * hf["ka"] @ hf["kb"] + 0.5 * hf["kc"]
     # dx, dw: the gradients of conv(x, w) for dy (stride 2, pads 1,0,2,1).
     x, w, dy = bf["x"], bf["w"], bf["dy"]
     dx = np.zeros((2, 3, 7 + 3, 7 + 1))
