@@ -111,7 +111,7 @@ void narrow(const std::vector<float> &values, void *data, ElementType type) {
                                         : floatToHalfBits(values[i]);
 }
 
-/// Null for the element types the host device runs, else the error naming
+/// OK for the element types the host device runs, else the error naming
 /// the supported ones.
 Status checkElementType(ElementType type, const char *call) {
   if (type == ElementType::F32 || type == ElementType::F16 ||
