@@ -387,6 +387,21 @@ FailureOr<std::vector<uint8_t>> initialBytes(exec::VariableOp var,
   return out;
 }
 
+/// The package DType of a library call's element type.
+pkg::DType libraryCallDType(exec::ElementType type) {
+  switch (type) {
+  case exec::ElementType::F32:
+    return pkg::DType::F32;
+  case exec::ElementType::F16:
+    return pkg::DType::F16;
+  case exec::ElementType::BF16:
+    return pkg::DType::BF16;
+  case exec::ElementType::F64:
+    return pkg::DType::F64;
+  }
+  return pkg::DType::F32;
+}
+
 /// The typed attribute table (package.fbs LibraryCallAttrs) of |call|.
 std::pair<pkg::LibraryCallAttrs, flatbuffers::Offset<void>>
 libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
@@ -396,14 +411,16 @@ libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
     const exec::GemmParams &g = call.gemm;
     return {pkg::LibraryCallAttrs::GemmAttrs,
             pkg::CreateGemmAttrs(fbb, g.m, g.n, g.k, g.trans_a, g.trans_b,
-                                 g.has_c, g.c_is_row_vector, g.alpha, g.beta)
+                                 g.has_c, g.c_is_row_vector, g.alpha, g.beta,
+                                 libraryCallDType(g.dtype))
                 .Union()};
   }
   case exec::LibraryCallFamily::BatchedGemm: {
     const exec::BatchedGemmParams &g = call.batched;
     return {pkg::LibraryCallAttrs::BatchedGemmAttrs,
             pkg::CreateBatchedGemmAttrsDirect(fbb, g.m, g.n, g.k, &g.batch,
-                                              &g.stride_a, &g.stride_b)
+                                              &g.stride_a, &g.stride_b,
+                                              libraryCallDType(g.dtype))
                 .Union()};
   }
   case exec::LibraryCallFamily::Conv:
@@ -426,7 +443,7 @@ libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
   return {pkg::LibraryCallAttrs::ConvAttrs,
           pkg::CreateConvAttrsDirect(fbb, c.spatial, c.n, c.c, c.k, c.group,
                                      c.has_bias, &in, &filter, &out, &strides,
-                                     &pads, &dil)
+                                     &pads, &dil, libraryCallDType(c.dtype))
               .Union()};
 }
 
@@ -479,6 +496,10 @@ std::string describeLibraryCall(const exec::LibraryCallParams &call) {
     break;
   }
   }
+  // f32 (the default) is not printed, so f32 plans read as before.
+  exec::ElementType dtype = exec::elementTypeOf(call);
+  if (dtype != exec::ElementType::F32)
+    os << " dtype=" << exec::elementTypeName(dtype);
   return out;
 }
 

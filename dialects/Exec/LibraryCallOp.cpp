@@ -216,14 +216,25 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
                            << " must have a static shape and the identity "
                               "layout";
   }
-  // batched_gemm is f32 only; gemm and the convolutions take one float type
-  // for every operand (the runtime's devices run f32).
+  // Every operand shares one float type: f32, f16 or bf16 (low precision
+  // accumulates in f32 and rounds once, LibraryCalls.h ElementType), or f64
+  // for gemm and the convolutions (reference pipelines; no device runs it).
   Type elem = elementType(getOperand(0));
-  bool f32Only = info->family == LibraryCallFamily::BatchedGemm;
-  if (!elem.isF32() && (f32Only || !elem.isF64()))
+  bool allowF64 = info->family != LibraryCallFamily::BatchedGemm;
+  std::optional<ElementType> dtype;
+  if (elem.isF32())
+    dtype = ElementType::F32;
+  else if (elem.isF16())
+    dtype = ElementType::F16;
+  else if (elem.isBF16())
+    dtype = ElementType::BF16;
+  else if (elem.isF64() && allowF64)
+    dtype = ElementType::F64;
+  if (!dtype)
     return emitOpError() << "'" << info->name << "' supports "
-                         << (f32Only ? "f32" : "f32 and f64") << ", got "
-                         << elem;
+                         << (allowF64 ? "f32, f16, bf16 and f64"
+                                      : "f32, f16 and bf16")
+                         << ", got " << elem;
   for (auto [i, v] : llvm::enumerate(getOperands()))
     if (elementType(v) != elem)
       return emitOpError() << "operand #" << i << " has element type "
@@ -237,6 +248,7 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
     if (failed(g))
       return failure();
     params.gemm = *g;
+    params.gemm.dtype = *dtype;
     break;
   }
   case LibraryCallFamily::BatchedGemm: {
@@ -244,6 +256,7 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
     if (failed(g))
       return failure();
     params.batched = std::move(*g);
+    params.batched.dtype = *dtype;
     break;
   }
   case LibraryCallFamily::Conv: {
@@ -251,6 +264,7 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
     if (failed(cv))
       return failure();
     params.conv = *cv;
+    params.conv.dtype = *dtype;
     break;
   }
   }

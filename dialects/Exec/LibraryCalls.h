@@ -94,31 +94,75 @@ inline std::string libraryCallNames() {
   return out;
 }
 
+/// The element type of every operand of one library call.
+///
+/// Low-precision semantics (F16: IEEE binary16, BF16: bfloat16): products
+/// and sums accumulate in f32, alpha, beta and the bias add are applied in
+/// f32, and the result is rounded once, to nearest even, to the element
+/// type. A low-precision call therefore equals the f32 call on the
+/// f32-widened operands, rounded once (devices may sum in another order, so
+/// results can differ from that by the f32 accumulation order, i.e. at most
+/// an ulp of the element type in practice). F64 is accepted by the
+/// dlexec.library_call verifier for gemm and the convolutions (reference
+/// pipelines) but no runtime device runs it; the package loader rejects it.
+/// The values equal package.fbs's DType only by name; convert explicitly.
+enum class ElementType : uint8_t { F32, F16, BF16, F64 };
+
+/// "f32", "f16", "bf16" or "f64", as MLIR and the package print them.
+inline const char *elementTypeName(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return "f32";
+  case ElementType::F16:
+    return "f16";
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::F64:
+    return "f64";
+  }
+  return "?";
+}
+
+/// Bytes per element of |type|.
+inline size_t elementTypeBytes(ElementType type) {
+  return type == ElementType::F64 ? 8 : type == ElementType::F32 ? 4 : 2;
+}
+
 /// Parameters of a `gemm` call (row-major): Y[M,N] = alpha * op(A) * op(B)
 /// + beta * C, where op(A) is [M,K] (A is [K,M] when trans_a), op(B) is
 /// [K,N] (B is [N,K] when trans_b). C is a row vector [N] broadcast over rows
 /// (c_is_row_vector), a full [M,N], or absent: then beta scales the previous
-/// contents of Y (accumulation).
+/// contents of Y (accumulation). A, B, C and Y all have element type
+/// |dtype|; with f16 or bf16 the sum of products, alpha, and beta * C (or
+/// beta * the previous Y) are computed in f32 and Y is rounded once (see
+/// ElementType).
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;
   float alpha = 1.0f, beta = 0.0f;
+  ElementType dtype = ElementType::F32;
 };
 
-/// Parameters of a `batched_gemm` call (row-major f32, no transposes):
+/// Parameters of a `batched_gemm` call (row-major, no transposes):
 /// Y[p] = A[p] * B[p] for every index p of the batch dims `batch`, where A[p]
 /// is [m,k] at element offset sum_i p_i * stride_a[i] of A, B[p] is [k,n] at
 /// sum_i p_i * stride_b[i] of B (stride 0 broadcasts an operand along that
-/// dim) and Y is contiguous [prod(batch), m, n].
+/// dim) and Y is contiguous [prod(batch), m, n]. A, B and Y have element
+/// type |dtype| (f32, f16 or bf16); low-precision products accumulate in f32
+/// and each Y element is rounded once (see ElementType).
 struct BatchedGemmParams {
   int64_t m = 0, n = 0, k = 0;
   std::vector<int64_t> batch, stride_a, stride_b;
+  ElementType dtype = ElementType::F32;
 };
 
 /// Parameters of the convolution calls (NCHW input, KCRS filter): input
 /// [N,C,H,W], filter [K,C/group,R,S], output [N,K,P,Q]. With spatial = 3
 /// (conv3d_* calls) the operands are [N,C,D,H,W], [K,C/group,T,R,S] and
-/// [N,K,O,P,Q]; the depth fields are 1/0 otherwise.
+/// [N,K,O,P,Q]; the depth fields are 1/0 otherwise. Every operand (input,
+/// filter, bias, output and their gradients) has element type |dtype|; with
+/// f16 or bf16 the convolution sums in f32, adds the bias in f32 and rounds
+/// each result element once (see ElementType).
 struct ConvParams {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
   int64_t stride_h = 1, stride_w = 1;
@@ -128,6 +172,7 @@ struct ConvParams {
   int spatial = 2;
   int64_t d = 1, t = 1, o = 1, stride_d = 1, pad_front = 0, pad_back = 0,
           dilation_d = 1;
+  ElementType dtype = ElementType::F32;
 };
 
 /// A library call with its parameters: the member of |call|'s family is set.
@@ -137,6 +182,19 @@ struct LibraryCallParams {
   BatchedGemmParams batched; // family BatchedGemm
   ConvParams conv;           // family Conv
 };
+
+/// The element type of |params|'s call (the dtype of its family's member).
+inline ElementType elementTypeOf(const LibraryCallParams &params) {
+  switch (libraryCallInfo(params.call).family) {
+  case LibraryCallFamily::Gemm:
+    return params.gemm.dtype;
+  case LibraryCallFamily::BatchedGemm:
+    return params.batched.dtype;
+  case LibraryCallFamily::Conv:
+    return params.conv.dtype;
+  }
+  return ElementType::F32;
+}
 
 } // namespace dlc::exec
 

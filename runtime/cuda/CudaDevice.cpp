@@ -2,7 +2,8 @@
 // One primary context and one non-blocking stream per device; memory from a
 // stream-ordered pool; kernels from package cubins or NVRTC (cached on
 // disk); GEMM through cuBLASLt and convolutions through cuDNN, f32 without
-// TF32. Every library is opened with dlopen (CudaApi.h).
+// TF32, f16 and bf16 with f32 compute and one rounding (LibraryCalls.h
+// ElementType). Every library is opened with dlopen (CudaApi.h).
 #include "CudaDevice.h"
 
 #include "CudaApi.h"
@@ -103,21 +104,56 @@ uint32_t alignmentOf(const void *p) {
   return a;
 }
 
+using dlc::exec::ElementType;
+
+/// The cuBLASLt type of a library call's element type (f32, f16, bf16).
+cudaDataType cublasType(ElementType type) {
+  return type == ElementType::F16    ? CUDA_R_16F
+         : type == ElementType::BF16 ? CUDA_R_16BF
+                                     : CUDA_R_32F;
+}
+
+/// The cuDNN type of a library call's element type (f32, f16, bf16).
+cudnnDataType_t cudnnType(ElementType type) {
+  return type == ElementType::F16    ? CUDNN_DATA_HALF
+         : type == ElementType::BF16 ? CUDNN_DATA_BFLOAT16
+                                     : CUDNN_DATA_FLOAT;
+}
+
+/// The error for an element type no CUDA library call takes (f64).
+Status unsupportedType(const char *call, ElementType type) {
+  return Status::error(DLRT_INTERNAL,
+                       std::string(call) + ": element type " +
+                           dlc::exec::elementTypeName(type) +
+                           " is not supported (f32, f16 and bf16 are)");
+}
+
+/// |base| advanced by |elements| elements of |bytes| bytes each.
+const void *offsetBy(const void *base, int64_t elements, size_t bytes) {
+  return static_cast<const char *>(base) + elements * int64_t(bytes);
+}
+void *offsetBy(void *base, int64_t elements, size_t bytes) {
+  return static_cast<char *>(base) + elements * int64_t(bytes);
+}
+
 /// A column-major cuBLASLt matmul: D[m,n] = alpha * op(A) * op(B) +
 /// beta * C (+ bias[m] added to every column when |bias| is set). A is
 /// stored rowsA x colsA with leading dimension rowsA, likewise B; C and D
-/// are m x n with leading dimension m.
+/// are m x n with leading dimension m. Every matrix and the bias have
+/// element type |type|; compute and scale type are f32 (CUBLAS_COMPUTE_32F,
+/// CUDA_R_32F), so 16-bit operands accumulate in f32 and D is rounded once.
 struct Matmul {
   uint64_t m = 0, n = 0, k = 0;
   cublasOperation_t opA = CUBLAS_OP_N, opB = CUBLAS_OP_N;
-  const float *a = nullptr;
+  cudaDataType type = CUDA_R_32F;
+  const void *a = nullptr;
   uint64_t rowsA = 0, colsA = 0;
-  const float *b = nullptr;
+  const void *b = nullptr;
   uint64_t rowsB = 0, colsB = 0;
-  const float *c = nullptr;
-  float *d = nullptr;
+  const void *c = nullptr;
+  void *d = nullptr;
   float alpha = 1.0f, beta = 0.0f;
-  const float *bias = nullptr;
+  const void *bias = nullptr;
   /// Strided batch: |batch| matmuls, operand i at a + i * strideA elements
   /// (likewise B, and C/D with strideD); stride 0 repeats one matrix.
   int32_t batch = 1;
@@ -167,6 +203,12 @@ ConvParams padded(const ConvParams &p) {
   return q;
 }
 
+/// The cuDNN math type of |p|: FMA for f32 (no TF32 rounding of operands);
+/// the default (tensor cores allowed, f32 accumulation) for f16 and bf16.
+cudnnMathType_t convMathType(const ConvParams &p) {
+  return p.dtype == ElementType::F32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+}
+
 class CudaDevice final : public Device {
 public:
   /// Errors: DLRT_UNAVAILABLE for every failure (so DLRT_DEVICE_AUTO can
@@ -191,16 +233,16 @@ public:
                      const std::vector<KernelSpec> &kernels,
                      std::vector<std::unique_ptr<DeviceKernel>> *out) override;
   Status launch(DeviceKernel &kernel, const std::vector<void *> &args) override;
-  Status gemm(const GemmParams &p, const float *a, const float *b,
-              const float *c, float *y) override;
-  Status batchedGemm(const BatchedGemmParams &p, const float *a,
-                     const float *b, float *y) override;
-  Status convForward(const ConvParams &p, const float *x, const float *w,
-                     const float *bias, float *y) override;
-  Status convBackwardData(const ConvParams &p, const float *dy, const float *w,
-                          float *dx) override;
-  Status convBackwardFilter(const ConvParams &p, const float *x,
-                            const float *dy, float *dw) override;
+  Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
+              void *y) override;
+  Status batchedGemm(const BatchedGemmParams &p, const void *a, const void *b,
+                     void *y) override;
+  Status convForward(const ConvParams &p, const void *x, const void *w,
+                     const void *bias, void *y) override;
+  Status convBackwardData(const ConvParams &p, const void *dy, const void *w,
+                          void *dx) override;
+  Status convBackwardFilter(const ConvParams &p, const void *x, const void *dy,
+                            void *dw) override;
   Status synchronize() override;
 
   CudaKernelStats stats() const {
@@ -233,12 +275,12 @@ private:
   /// the interior of |padded| is copied to |x|. cuDNN's legacy API takes
   /// one pad per spatial dim, so asymmetric ONNX pads run as the
   /// convolution of the explicitly padded input with pads 0.
-  Status copyPadded(const ConvParams &p, bool toPadded, const float *from,
-                    float *to);
+  Status copyPadded(const ConvParams &p, bool toPadded, const void *from,
+                    void *to);
   /// Runs |fn| on padded(p) and a zero-padded copy of the input |x|.
   Status withPaddedInput(
-      const ConvParams &p, const float *x,
-      const std::function<Status(const ConvParams &, const float *)> &fn);
+      const ConvParams &p, const void *x,
+      const std::function<Status(const ConvParams &, const void *)> &fn);
   Status chooseConvAlgo(ConvKind kind, const ConvParams &p,
                         const ConvDescriptors &d, int *algo, size_t *workspace);
   Status loadModule(const std::string &name, const std::vector<uint8_t> &image,
@@ -651,14 +693,14 @@ Status CudaDevice::matmul(const Matmul &mm) {
       if (l)
         lt.cublasLtMatrixLayoutDestroy(l);
   });
-  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutA, CUDA_R_32F, mm.rowsA,
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutA, mm.type, mm.rowsA,
                                                  mm.colsA, int64_t(mm.rowsA)),
                    "cublasLtMatrixLayoutCreate"));
-  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutB, CUDA_R_32F, mm.rowsB,
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutB, mm.type, mm.rowsB,
                                                  mm.colsB, int64_t(mm.rowsB)),
                    "cublasLtMatrixLayoutCreate"));
-  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutC, CUDA_R_32F, mm.m,
-                                                 mm.n, int64_t(mm.m)),
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutC, mm.type, mm.m, mm.n,
+                                                 int64_t(mm.m)),
                    "cublasLtMatrixLayoutCreate"));
   if (mm.batch > 1) {
     const std::pair<cublasLtMatrixLayout_t, int64_t> batched[] = {
@@ -708,6 +750,8 @@ Status CudaDevice::matmul(const Matmul &mm) {
   key.push_back(alignmentOf(mm.bias)); // the heuristic looks at it too
   if (mm.batch > 1)
     key.insert(key.end(), {mm.batch, mm.strideA, mm.strideB, mm.strideD});
+  if (mm.type != CUDA_R_32F)
+    key.push_back(int64_t(mm.type));
   cublasLtMatmulHeuristicResult_t heuristic;
   std::memset(&heuristic, 0, sizeof heuristic);
   {
@@ -727,7 +771,11 @@ Status CudaDevice::matmul(const Matmul &mm) {
                              "algorithm for a " +
                                  std::to_string(mm.m) + "x" +
                                  std::to_string(mm.n) + "x" +
-                                 std::to_string(mm.k) + " f32 matmul");
+                                 std::to_string(mm.k) +
+                                 (mm.type == CUDA_R_16BF  ? " bf16"
+                                  : mm.type == CUDA_R_16F ? " f16"
+                                                          : " f32") +
+                                 " matmul");
       matmulAlgos_.emplace(std::move(key), heuristic);
     }
   }
@@ -743,8 +791,10 @@ Status CudaDevice::matmul(const Matmul &mm) {
   return status;
 }
 
-Status CudaDevice::gemm(const GemmParams &p, const float *a, const float *b,
-                        const float *c, float *y) {
+Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
+                        const void *c, void *y) {
+  if (p.dtype == ElementType::F64)
+    return unsupportedType("gemm", p.dtype);
   if (p.m < 0 || p.n < 0 || p.k < 0)
     return Status::error(DLRT_INTERNAL, "gemm: negative size");
   if (p.m == 0 || p.n == 0)
@@ -757,7 +807,9 @@ Status CudaDevice::gemm(const GemmParams &p, const float *a, const float *b,
   const uint64_t M = uint64_t(p.m), N = uint64_t(p.n), K = uint64_t(p.k);
   // Row-major Y[M,N] is column-major Y^T[N,M] = op(B)^T * op(A)^T: pass B
   // as the first operand and A as the second, each viewed column-major.
+  const bool low = p.dtype != ElementType::F32;
   Matmul mm;
+  mm.type = cublasType(p.dtype);
   mm.m = N;
   mm.n = M;
   mm.k = K;
@@ -788,39 +840,57 @@ Status CudaDevice::gemm(const GemmParams &p, const float *a, const float *b,
       // No epilogue algorithm for this problem: broadcast C instead.
     }
     // Y = beta * broadcast(C) first, as the rank-1 product C * ones^T, then
-    // accumulate the product onto it.
+    // accumulate the product onto it. f16/bf16: Y = broadcast(C) exactly
+    // (beta 1), and the main matmul applies beta in f32, so Y is rounded
+    // once.
     DeviceBuffer ones;
-    DLRT_TRY(allocate(M * sizeof(float), &ones));
-    Status status =
-        check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones.data),
-                                    0x3f800000u /* 1.0f */, M, ctx_->stream),
-              "cuMemsetD32Async");
+    Status status;
+    if (!low) {
+      DLRT_TRY(allocate(M * sizeof(float), &ones));
+      status =
+          check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones.data),
+                                      0x3f800000u /* 1.0f */, M, ctx_->stream),
+                "cuMemsetD32Async");
+    } else {
+      // Two 16-bit ones per 32-bit word (1.0 is 0x3c00 in f16, 0x3f80 in
+      // bf16); the buffer is rounded up to whole words.
+      uint32_t one = p.dtype == ElementType::F16 ? 0x3c003c00u : 0x3f803f80u;
+      size_t words = (M + 1) / 2;
+      DLRT_TRY(allocate(words * 4, &ones));
+      status =
+          check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones.data),
+                                      one, words, ctx_->stream),
+                "cuMemsetD32Async");
+    }
     if (status.ok()) {
       Matmul broadcast;
+      broadcast.type = mm.type;
       broadcast.m = N;
       broadcast.n = M;
       broadcast.k = 1;
       broadcast.a = c;
       broadcast.rowsA = N;
       broadcast.colsA = 1;
-      broadcast.b = static_cast<const float *>(ones.data);
+      broadcast.b = ones.data;
       broadcast.rowsB = 1;
       broadcast.colsB = M;
       broadcast.c = y;
       broadcast.d = y;
-      broadcast.alpha = p.beta;
+      broadcast.alpha = low ? 1.0f : p.beta;
       broadcast.beta = 0.0f;
       status = matmul(broadcast);
     }
     release(ones);
     DLRT_TRY(status);
-    mm.beta = 1.0f;
+    mm.beta = low ? p.beta : 1.0f;
   }
   return matmul(mm);
 }
 
-Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const float *a,
-                               const float *b, float *y) {
+Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const void *a,
+                               const void *b, void *y) {
+  if (p.dtype == ElementType::F64)
+    return unsupportedType("batched_gemm", p.dtype);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0)
     return Status::error(DLRT_INTERNAL, "batched_gemm: non-positive size");
   DLRT_TRY(makeCurrent());
@@ -841,17 +911,19 @@ Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const float *a,
       rest /= p.batch[d];
     }
     // Row-major Y = A B is column-major Y^T = B^T A^T (as in gemm()).
+    const size_t size = dlc::exec::elementTypeBytes(p.dtype);
     Matmul mm;
+    mm.type = cublasType(p.dtype);
     mm.m = N;
     mm.n = M;
     mm.k = K;
-    mm.a = b + offB;
+    mm.a = offsetBy(b, offB, size);
     mm.rowsA = N;
     mm.colsA = K;
-    mm.b = a + offA;
+    mm.b = offsetBy(a, offA, size);
     mm.rowsB = K;
     mm.colsB = M;
-    mm.d = y + o * inner * p.m * p.n;
+    mm.d = offsetBy(y, o * inner * p.m * p.n, size);
     mm.c = mm.d;
     mm.batch = int32_t(inner);
     mm.strideA = r ? p.stride_b[r - 1] : 0;
@@ -896,18 +968,21 @@ Status CudaDevice::describeConv(const ConvParams &p, const char *what,
                     "cudnnCreateConvolutionDescriptor"));
   if (p.spatial == 3)
     return describeConv3d(p, prefix, d);
+  // Tensors and filter in the call's type; the convolution computes in f32
+  // (FLOAT_CONFIG, PSEUDO_HALF_CONFIG, PSEUDO_BFLOAT16_CONFIG).
+  const cudnnDataType_t type = cudnnType(p.dtype);
+  DLRT_TRY(checkDnn(dnn.cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW,
+                                                   type, int(p.n), int(p.c),
+                                                   int(p.h), int(p.w)),
+                    "cudnnSetTensor4dDescriptor(x)"));
+  DLRT_TRY(checkDnn(dnn.cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW,
+                                                   type, int(p.n), int(p.k),
+                                                   int(p.p), int(p.q)),
+                    "cudnnSetTensor4dDescriptor(y)"));
   DLRT_TRY(checkDnn(
-      dnn.cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                     int(p.n), int(p.c), int(p.h), int(p.w)),
-      "cudnnSetTensor4dDescriptor(x)"));
-  DLRT_TRY(checkDnn(
-      dnn.cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                     int(p.n), int(p.k), int(p.p), int(p.q)),
-      "cudnnSetTensor4dDescriptor(y)"));
-  DLRT_TRY(checkDnn(dnn.cudnnSetFilter4dDescriptor(
-                        d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k),
-                        int(p.c / p.group), int(p.r), int(p.s)),
-                    "cudnnSetFilter4dDescriptor"));
+      dnn.cudnnSetFilter4dDescriptor(d->w, type, CUDNN_TENSOR_NCHW, int(p.k),
+                                     int(p.c / p.group), int(p.r), int(p.s)),
+      "cudnnSetFilter4dDescriptor"));
   DLRT_TRY(
       checkDnn(dnn.cudnnSetConvolution2dDescriptor(
                    d->conv, int(p.pad_top), int(p.pad_left), int(p.stride_h),
@@ -918,7 +993,8 @@ Status CudaDevice::describeConv(const ConvParams &p, const char *what,
                     "cudnnSetConvolutionGroupCount"));
   // FMA only: CUDNN_DEFAULT_MATH allows TF32 tensor cores for f32 on
   // Ampere and later, which would break agreement with f32 references.
-  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH),
+  // 16-bit operands lose nothing on tensor cores (f32 accumulation).
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionMathType(d->conv, convMathType(p)),
                     "cudnnSetConvolutionMathType"));
   int n = 0, k = 0, outH = 0, outW = 0;
   DLRT_TRY(checkDnn(dnn.cudnnGetConvolution2dForwardOutputDim(
@@ -955,7 +1031,7 @@ Status CudaDevice::describeConv3d(const ConvParams &p, const std::string &prefix
       s *= dims[i];
     }
     std::string call = std::string("cudnnSetTensorNdDescriptor(") + which + ")";
-    return checkDnn(dnn.cudnnSetTensorNdDescriptor(t, CUDNN_DATA_FLOAT, 5,
+    return checkDnn(dnn.cudnnSetTensorNdDescriptor(t, cudnnType(p.dtype), 5,
                                                    dims.data(), strides.data()),
                     call.c_str());
   };
@@ -964,7 +1040,7 @@ Status CudaDevice::describeConv3d(const ConvParams &p, const std::string &prefix
   DLRT_TRY(setTensor(d->y, {int(p.n), int(p.k), int(p.o), int(p.p), int(p.q)},
                      "y"));
   int wDims[5] = {int(p.k), int(p.c / p.group), int(p.t), int(p.r), int(p.s)};
-  DLRT_TRY(checkDnn(dnn.cudnnSetFilterNdDescriptor(d->w, CUDNN_DATA_FLOAT,
+  DLRT_TRY(checkDnn(dnn.cudnnSetFilterNdDescriptor(d->w, cudnnType(p.dtype),
                                                    CUDNN_TENSOR_NCHW, 5, wDims),
                     "cudnnSetFilterNdDescriptor"));
   int pads[3] = {int(p.pad_front), int(p.pad_top), int(p.pad_left)};
@@ -976,8 +1052,8 @@ Status CudaDevice::describeConv3d(const ConvParams &p, const std::string &prefix
                     "cudnnSetConvolutionNdDescriptor"));
   DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionGroupCount(d->conv, int(p.group)),
                     "cudnnSetConvolutionGroupCount"));
-  // FMA only, as for 2-D.
-  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH),
+  // As for 2-D.
+  DLRT_TRY(checkDnn(dnn.cudnnSetConvolutionMathType(d->conv, convMathType(p)),
                     "cudnnSetConvolutionMathType"));
   int out[5] = {0, 0, 0, 0, 0};
   DLRT_TRY(checkDnn(dnn.cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x,
@@ -997,17 +1073,19 @@ Status CudaDevice::describeConv3d(const ConvParams &p, const std::string &prefix
 }
 
 /// Picks the first algorithm of |perf| (sorted fastest first by cuDNN) that
-/// ran successfully, does not use tensor cores and, in the first pass when
+/// ran successfully, does not use tensor cores unless |allowTensorOps| (f16
+/// and bf16 data; never with conversion) and, in the first pass when
 /// |preferDeterministic|, is deterministic; |workspaceOf| returns false for
 /// algorithms the descriptors (FMA math) do not support.
 template <typename Perf, typename WorkspaceFn>
 bool pickAlgo(const Perf *perf, int count, bool preferDeterministic,
-              WorkspaceFn workspaceOf, int *algo, size_t *workspace) {
+              bool allowTensorOps, WorkspaceFn workspaceOf, int *algo,
+              size_t *workspace) {
   for (int pass = preferDeterministic ? 0 : 1; pass < 2; ++pass)
     for (int i = 0; i < count; ++i) {
       const Perf &candidate = perf[i];
       if (candidate.status != CUDNN_STATUS_SUCCESS ||
-          candidate.mathType == CUDNN_TENSOR_OP_MATH ||
+          (candidate.mathType == CUDNN_TENSOR_OP_MATH && !allowTensorOps) ||
           candidate.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         continue;
       if (pass == 0 && candidate.determinism != CUDNN_DETERMINISTIC)
@@ -1031,6 +1109,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
       p.stride_h,    p.stride_w, p.pad_top, p.pad_left, p.dilation_h,
       p.dilation_w,  p.group,    p.spatial, p.d,        p.t,
       p.o,           p.stride_d, p.pad_front, p.dilation_d};
+  if (p.dtype != ElementType::F32)
+    key.push_back(int64_t(p.dtype));
   std::lock_guard<std::mutex> lock(algoMutex_);
   if (auto it = convAlgos_.find(key); it != convAlgos_.end()) {
     *algo = it->second.first;
@@ -1039,6 +1119,7 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
   }
   const CudnnApi &dnn = *ctx_->dnn;
   cudnnHandle_t h = ctx_->dnnHandle;
+  const bool tensorOps = convMathType(p) != CUDNN_FMA_MATH;
   bool found = false;
   const char *what = "";
   switch (kind) {
@@ -1051,7 +1132,7 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
                       what));
     found = pickAlgo(
-        perf, returned, false,
+        perf, returned, false, tensorOps,
         [&](cudnnConvolutionFwdAlgo_t a, size_t *bytes) {
           return dnn.cudnnGetConvolutionForwardWorkspaceSize(
                      h, d.x, d.w, d.conv, d.y, a, bytes) ==
@@ -1071,7 +1152,7 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf),
                  what));
     found = pickAlgo(
-        perf, returned, true,
+        perf, returned, true, tensorOps,
         [&](cudnnConvolutionBwdDataAlgo_t a, size_t *bytes) {
           return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
                      h, d.w, d.y, d.conv, d.x, a, bytes) ==
@@ -1091,7 +1172,7 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf),
                  what));
     found = pickAlgo(
-        perf, returned, true,
+        perf, returned, true, tensorOps,
         [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *bytes) {
           return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
                      h, d.x, d.y, d.conv, d.w, a, bytes) ==
@@ -1103,14 +1184,16 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
   }
   if (!found)
     return Status::error(DLRT_INTERNAL,
-                         std::string(what) +
-                             " returned no usable FMA (non-TF32) algorithm");
+                         std::string(what) + " returned no usable " +
+                             (tensorOps ? dlc::exec::elementTypeName(p.dtype)
+                                        : "FMA (non-TF32)") +
+                             " algorithm");
   convAlgos_[key] = {*algo, *workspace};
   return Status::OK();
 }
 
 Status CudaDevice::copyPadded(const ConvParams &p, bool toPadded,
-                              const float *from, float *to) {
+                              const void *from, void *to) {
   const CudnnApi &dnn = *ctx_->dnn;
   const ConvParams q = padded(p);
   const int rank = p.spatial == 3 ? 5 : 4;
@@ -1145,43 +1228,51 @@ Status CudaDevice::copyPadded(const ConvParams &p, bool toPadded,
                     "cudnnCreateTensorDescriptor"));
   DLRT_TRY(checkDnn(dnn.cudnnCreateTensorDescriptor(&d.y),
                     "cudnnCreateTensorDescriptor"));
-  DLRT_TRY(checkDnn(dnn.cudnnSetTensorNdDescriptor(d.x, CUDNN_DATA_FLOAT, rank,
-                                                   dims.data(), packed.data()),
+  // A copy: exact in every type.
+  const cudnnDataType_t type = cudnnType(p.dtype);
+  const size_t size = dlc::exec::elementTypeBytes(p.dtype);
+  DLRT_TRY(checkDnn(dnn.cudnnSetTensorNdDescriptor(d.x, type, rank, dims.data(),
+                                                   packed.data()),
                     "cudnnSetTensorNdDescriptor(packed)"));
-  DLRT_TRY(checkDnn(dnn.cudnnSetTensorNdDescriptor(d.y, CUDNN_DATA_FLOAT, rank,
-                                                   dims.data(),
+  DLRT_TRY(checkDnn(dnn.cudnnSetTensorNdDescriptor(d.y, type, rank, dims.data(),
                                                    viewStrides.data()),
                     "cudnnSetTensorNdDescriptor(padded interior)"));
   const float one = 1.0f, zero = 0.0f;
   if (toPadded) {
-    DLRT_TRY(fillZero(to, size_t(paddedStride) * sizeof(float)));
+    DLRT_TRY(fillZero(to, size_t(paddedStride) * size));
     return checkDnn(dnn.cudnnTransformTensor(ctx_->dnnHandle, &one, d.x, from,
-                                             &zero, d.y, to + offset),
+                                             &zero, d.y,
+                                             offsetBy(to, offset, size)),
                     "cudnnTransformTensor(pad)");
   }
   return checkDnn(dnn.cudnnTransformTensor(ctx_->dnnHandle, &one, d.y,
-                                           from + offset, &zero, d.x, to),
+                                           offsetBy(from, offset, size), &zero,
+                                           d.x, to),
                   "cudnnTransformTensor(crop)");
 }
 
 Status CudaDevice::withPaddedInput(
-    const ConvParams &p, const float *x,
-    const std::function<Status(const ConvParams &, const float *)> &fn) {
+    const ConvParams &p, const void *x,
+    const std::function<Status(const ConvParams &, const void *)> &fn) {
   const ConvParams q = padded(p);
   DeviceBuffer xp;
-  DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &xp));
-  Status status = copyPadded(p, true, x, static_cast<float *>(xp.data));
+  DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) *
+                        dlc::exec::elementTypeBytes(p.dtype),
+                    &xp));
+  Status status = copyPadded(p, true, x, xp.data);
   if (status.ok())
-    status = fn(q, static_cast<const float *>(xp.data));
+    status = fn(q, xp.data);
   release(xp); // stream-ordered: freed after the convolution has run
   return status;
 }
 
-Status CudaDevice::convForward(const ConvParams &p, const float *x,
-                               const float *w, const float *bias, float *y) {
+Status CudaDevice::convForward(const ConvParams &p, const void *x,
+                               const void *w, const void *bias, void *y) {
+  if (p.dtype == ElementType::F64)
+    return unsupportedType("conv_forward", p.dtype);
   DLRT_TRY(makeCurrent());
   if (asymmetricPadding(p))
-    return withPaddedInput(p, x, [&](const ConvParams &q, const float *xp) {
+    return withPaddedInput(p, x, [&](const ConvParams &q, const void *xp) {
       return convForward(q, xp, w, bias, y);
     });
   ConvDescriptors d;
@@ -1189,54 +1280,69 @@ Status CudaDevice::convForward(const ConvParams &p, const float *x,
   int algo = 0;
   size_t bytes = 0;
   DLRT_TRY(chooseConvAlgo(ConvKind::Forward, p, d, &algo, &bytes));
-  DeviceBuffer workspace;
-  DLRT_TRY(allocate(bytes, &workspace));
+  if (p.has_bias && !bias)
+    return Status::error(DLRT_INTERNAL,
+                         "conv2d_forward: has_bias is set but bias is null");
   const float one = 1.0f, zero = 0.0f;
-  Status status = checkDnn(ctx_->dnn->cudnnConvolutionForward(
-                               ctx_->dnnHandle, &one, d.x, x, d.w, w, d.conv,
-                               cudnnConvolutionFwdAlgo_t(algo), workspace.data,
-                               workspace.bytes, &zero, d.y, y),
-                           "cudnnConvolutionForward");
-  release(workspace);
-  DLRT_TRY(status);
-  if (p.has_bias && bias) {
+  // The bias as a [1, K, 1, ...] tensor of y's rank (cudnnAddTensor).
+  auto describeBias = [&]() -> Status {
     DLRT_TRY(checkDnn(ctx_->dnn->cudnnCreateTensorDescriptor(&d.bias),
                       "cudnnCreateTensorDescriptor"));
     if (p.spatial == 3) {
-      // [1, K, 1, 1, 1]: cudnnAddTensor wants the rank of y.
       int dims[5] = {1, int(p.k), 1, 1, 1}, strides[5] = {int(p.k), 1, 1, 1, 1};
-      DLRT_TRY(checkDnn(ctx_->dnn->cudnnSetTensorNdDescriptor(
-                            d.bias, CUDNN_DATA_FLOAT, 5, dims, strides),
-                        "cudnnSetTensorNdDescriptor(bias)"));
-    } else {
-      DLRT_TRY(checkDnn(
-          ctx_->dnn->cudnnSetTensor4dDescriptor(
-              d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(p.k), 1, 1),
-          "cudnnSetTensor4dDescriptor(bias)"));
+      return checkDnn(ctx_->dnn->cudnnSetTensorNdDescriptor(
+                          d.bias, cudnnType(p.dtype), 5, dims, strides),
+                      "cudnnSetTensorNdDescriptor(bias)");
     }
+    return checkDnn(
+        ctx_->dnn->cudnnSetTensor4dDescriptor(
+            d.bias, CUDNN_TENSOR_NCHW, cudnnType(p.dtype), 1, int(p.k), 1, 1),
+        "cudnnSetTensor4dDescriptor(bias)");
+  };
+  // f16/bf16: y = broadcast(bias) first (a copy, exact), then the
+  // convolution adds onto it with beta 1 in f32, rounding y once; adding the
+  // bias after the convolution would round twice.
+  const bool biasFirst = p.has_bias && p.dtype != ElementType::F32;
+  if (biasFirst) {
+    DLRT_TRY(describeBias());
+    DLRT_TRY(checkDnn(ctx_->dnn->cudnnAddTensor(ctx_->dnnHandle, &one, d.bias,
+                                                bias, &zero, d.y, y),
+                      "cudnnAddTensor"));
+  }
+  DeviceBuffer workspace;
+  DLRT_TRY(allocate(bytes, &workspace));
+  Status status =
+      checkDnn(ctx_->dnn->cudnnConvolutionForward(
+                   ctx_->dnnHandle, &one, d.x, x, d.w, w, d.conv,
+                   cudnnConvolutionFwdAlgo_t(algo), workspace.data,
+                   workspace.bytes, biasFirst ? &one : &zero, d.y, y),
+               "cudnnConvolutionForward");
+  release(workspace);
+  DLRT_TRY(status);
+  if (p.has_bias && !biasFirst) {
+    DLRT_TRY(describeBias());
     DLRT_TRY(checkDnn(ctx_->dnn->cudnnAddTensor(ctx_->dnnHandle, &one, d.bias,
                                                 bias, &one, d.y, y),
                       "cudnnAddTensor"));
-  } else if (p.has_bias) {
-    return Status::error(DLRT_INTERNAL,
-                         "conv2d_forward: has_bias is set but bias is null");
   }
   return Status::OK();
 }
 
-Status CudaDevice::convBackwardData(const ConvParams &p, const float *dy,
-                                    const float *w, float *dx) {
+Status CudaDevice::convBackwardData(const ConvParams &p, const void *dy,
+                                    const void *w, void *dx) {
+  if (p.dtype == ElementType::F64)
+    return unsupportedType("conv_backward_data", p.dtype);
   DLRT_TRY(makeCurrent());
   if (asymmetricPadding(p)) {
     // The gradient of the padded input, cropped to the real one.
     const ConvParams q = padded(p);
     DeviceBuffer dxp;
-    DLRT_TRY(
-        allocate(size_t(q.n * q.c * q.d * q.h * q.w) * sizeof(float), &dxp));
-    Status status =
-        convBackwardData(q, dy, w, static_cast<float *>(dxp.data));
+    DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) *
+                          dlc::exec::elementTypeBytes(p.dtype),
+                      &dxp));
+    Status status = convBackwardData(q, dy, w, dxp.data);
     if (status.ok())
-      status = copyPadded(p, false, static_cast<const float *>(dxp.data), dx);
+      status = copyPadded(p, false, dxp.data, dx);
     release(dxp);
     return status;
   }
@@ -1257,11 +1363,13 @@ Status CudaDevice::convBackwardData(const ConvParams &p, const float *dy,
   return status;
 }
 
-Status CudaDevice::convBackwardFilter(const ConvParams &p, const float *x,
-                                      const float *dy, float *dw) {
+Status CudaDevice::convBackwardFilter(const ConvParams &p, const void *x,
+                                      const void *dy, void *dw) {
+  if (p.dtype == ElementType::F64)
+    return unsupportedType("conv_backward_filter", p.dtype);
   DLRT_TRY(makeCurrent());
   if (asymmetricPadding(p))
-    return withPaddedInput(p, x, [&](const ConvParams &q, const float *xp) {
+    return withPaddedInput(p, x, [&](const ConvParams &q, const void *xp) {
       return convBackwardFilter(q, xp, dy, dw);
     });
   ConvDescriptors d;

@@ -80,17 +80,23 @@ public:
   /// outputs, in the order of the package's LaunchKernel.args).
   virtual Status launch(DeviceKernel &kernel, const std::vector<void *> &args) = 0;
 
-  /// Library calls; pointers are device pointers.
-  virtual Status gemm(const GemmParams &p, const float *a, const float *b,
-                      const float *c, float *y) = 0;
+  /// Library calls; pointers are device pointers to elements of the
+  /// params' `dtype` (f32, f16 or bf16; LibraryCalls.h): every operand of
+  /// a call has that type. f16/bf16 calls accumulate in f32, apply alpha,
+  /// beta and the bias in f32 and round the result once to the dtype.
+  /// Errors: DLRT_INTERNAL (including an unsupported dtype).
+  virtual Status gemm(const GemmParams &p, const void *a, const void *b,
+                      const void *c, void *y) = 0;
   /// The default runs one gemm() per batch index; devices with a strided
   /// batched GEMM override it.
-  virtual Status batchedGemm(const BatchedGemmParams &p, const float *a,
-                             const float *b, float *y) {
+  virtual Status batchedGemm(const BatchedGemmParams &p, const void *a,
+                             const void *b, void *y) {
     GemmParams g;
     g.m = p.m;
     g.n = p.n;
     g.k = p.k;
+    g.dtype = p.dtype;
+    const int64_t size = int64_t(dlc::exec::elementTypeBytes(p.dtype));
     int64_t count = 1;
     for (int64_t d : p.batch)
       count *= d;
@@ -101,18 +107,20 @@ public:
         offB += (rest % p.batch[d]) * p.stride_b[d];
         rest /= p.batch[d];
       }
-      Status st = gemm(g, a + offA, b + offB, nullptr, y + i * p.m * p.n);
+      Status st = gemm(g, static_cast<const char *>(a) + offA * size,
+                       static_cast<const char *>(b) + offB * size, nullptr,
+                       static_cast<char *>(y) + i * p.m * p.n * size);
       if (!st.ok())
         return st;
     }
     return Status::OK();
   }
-  virtual Status convForward(const ConvParams &p, const float *x,
-                             const float *w, const float *bias, float *y) = 0;
-  virtual Status convBackwardData(const ConvParams &p, const float *dy,
-                                  const float *w, float *dx) = 0;
-  virtual Status convBackwardFilter(const ConvParams &p, const float *x,
-                                    const float *dy, float *dw) = 0;
+  virtual Status convForward(const ConvParams &p, const void *x, const void *w,
+                             const void *bias, void *y) = 0;
+  virtual Status convBackwardData(const ConvParams &p, const void *dy,
+                                  const void *w, void *dx) = 0;
+  virtual Status convBackwardFilter(const ConvParams &p, const void *x,
+                                    const void *dy, void *dw) = 0;
 
   /// Waits until everything issued has finished. Errors: DLRT_INTERNAL.
   virtual Status synchronize() = 0;

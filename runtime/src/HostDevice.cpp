@@ -1,8 +1,11 @@
 //===- HostDevice.cpp - the host device: dlopen'ed kernels + oneDNN -------===//
 // Kernels come from the package's host shared object; GEMM goes to
 // dnnl_sgemm and convolutions to oneDNN primitives on plain nchw/oihw
-// (goihw with groups) f32 memory, cached by their parameters.
+// (goihw with groups) f32 memory, cached by their parameters. f16/bf16
+// library calls widen their operands to f32 copies, run the f32 path and
+// round the result once (LibraryCalls.h ElementType).
 #include "Device.h"
+#include "HalfConversions.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -84,6 +87,48 @@ std::vector<int64_t> convKey(int kind, const ConvParams &p) {
           p.spatial,   p.d,          p.t,          p.o,        p.stride_d,
           p.pad_front, p.pad_back,   p.dilation_d};
 }
+
+using dlc::exec::ElementType;
+
+/// An f32 copy of the |count| f16/bf16 elements at |data|; empty for null.
+std::vector<float> widen(const void *data, int64_t count, ElementType type) {
+  std::vector<float> out;
+  if (!data)
+    return out;
+  out.resize(size_t(count));
+  const auto *bits = static_cast<const uint16_t *>(data);
+  for (int64_t i = 0; i < count; ++i)
+    out[size_t(i)] = type == ElementType::BF16 ? bfloat16BitsToFloat(bits[i])
+                                               : halfBitsToFloat(bits[i]);
+  return out;
+}
+
+/// Rounds |values| once (to nearest even) into f16/bf16 at |data|.
+void narrow(const std::vector<float> &values, void *data, ElementType type) {
+  auto *bits = static_cast<uint16_t *>(data);
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = type == ElementType::BF16 ? floatToBFloat16Bits(values[i])
+                                        : floatToHalfBits(values[i]);
+}
+
+/// OK for the element types the host device runs, else the error naming
+/// the supported ones.
+Status checkElementType(ElementType type, const char *call) {
+  if (type == ElementType::F32 || type == ElementType::F16 ||
+      type == ElementType::BF16)
+    return Status::OK();
+  return Status::error(DLRT_INTERNAL,
+                       std::string(call) + ": element type " +
+                           dlc::exec::elementTypeName(type) +
+                           " is not supported (f32, f16 and bf16 are)");
+}
+
+/// Element counts of a convolution's input, filter and output.
+int64_t inputCount(const ConvParams &p) { return p.n * p.c * p.d * p.h * p.w; }
+int64_t filterCount(const ConvParams &p) {
+  return p.k * (p.c / p.group) * p.t * p.r * p.s;
+}
+int64_t outputCount(const ConvParams &p) { return p.n * p.k * p.o * p.p * p.q; }
 
 class HostDevice : public Device {
 public:
@@ -171,8 +216,91 @@ public:
     return Status::OK();
   }
 
-  Status gemm(const GemmParams &p, const float *a, const float *b,
-              const float *c, float *y) override {
+  Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
+              void *y) override {
+    if (p.dtype == ElementType::F32)
+      return gemmF32(p, static_cast<const float *>(a),
+                     static_cast<const float *>(b),
+                     static_cast<const float *>(c), static_cast<float *>(y));
+    if (Status s = checkElementType(p.dtype, "gemm"); !s.ok())
+      return s;
+    const ElementType t = p.dtype;
+    std::vector<float> fa = widen(a, p.m * p.k, t), fb = widen(b, p.k * p.n, t);
+    std::vector<float> fc =
+        p.has_c ? widen(c, p.c_is_row_vector ? p.n : p.m * p.n, t)
+                : std::vector<float>();
+    // Without C, a nonzero beta accumulates onto the previous Y.
+    std::vector<float> fy = !p.has_c && p.beta != 0.0f
+                                ? widen(y, p.m * p.n, t)
+                                : std::vector<float>(size_t(p.m * p.n));
+    Status s = gemmF32(p, fa.data(), fb.data(), p.has_c ? fc.data() : nullptr,
+                       fy.data());
+    if (s.ok())
+      narrow(fy, y, t);
+    return s;
+  }
+
+  Status convForward(const ConvParams &p, const void *x, const void *w,
+                     const void *bias, void *y) override {
+    if (p.dtype == ElementType::F32)
+      return convForwardF32(
+          p, static_cast<const float *>(x), static_cast<const float *>(w),
+          static_cast<const float *>(bias), static_cast<float *>(y));
+    if (Status s = checkElementType(p.dtype, "convolution forward"); !s.ok())
+      return s;
+    std::vector<float> fx = widen(x, inputCount(p), p.dtype),
+                       fw = widen(w, filterCount(p), p.dtype),
+                       fbias = widen(bias, p.k, p.dtype),
+                       fy(size_t(outputCount(p)));
+    Status s = convForwardF32(p, fx.data(), fw.data(),
+                              bias ? fbias.data() : nullptr, fy.data());
+    if (s.ok())
+      narrow(fy, y, p.dtype);
+    return s;
+  }
+
+  Status convBackwardData(const ConvParams &p, const void *dy, const void *w,
+                          void *dx) override {
+    if (p.dtype == ElementType::F32)
+      return convBackwardDataF32(p, static_cast<const float *>(dy),
+                                 static_cast<const float *>(w),
+                                 static_cast<float *>(dx));
+    if (Status s = checkElementType(p.dtype, "convolution backward data");
+        !s.ok())
+      return s;
+    std::vector<float> fdy = widen(dy, outputCount(p), p.dtype),
+                       fw = widen(w, filterCount(p), p.dtype),
+                       fdx(size_t(inputCount(p)));
+    Status s = convBackwardDataF32(p, fdy.data(), fw.data(), fdx.data());
+    if (s.ok())
+      narrow(fdx, dx, p.dtype);
+    return s;
+  }
+
+  Status convBackwardFilter(const ConvParams &p, const void *x, const void *dy,
+                            void *dw) override {
+    if (p.dtype == ElementType::F32)
+      return convBackwardFilterF32(p, static_cast<const float *>(x),
+                                   static_cast<const float *>(dy),
+                                   static_cast<float *>(dw));
+    if (Status s = checkElementType(p.dtype, "convolution backward filter");
+        !s.ok())
+      return s;
+    std::vector<float> fx = widen(x, inputCount(p), p.dtype),
+                       fdy = widen(dy, outputCount(p), p.dtype),
+                       fdw(size_t(filterCount(p)));
+    Status s = convBackwardFilterF32(p, fx.data(), fdy.data(), fdw.data());
+    if (s.ok())
+      narrow(fdw, dw, p.dtype);
+    return s;
+  }
+
+  Status synchronize() override { return Status::OK(); }
+
+private:
+  // The f32 library calls (oneDNN).
+  Status gemmF32(const GemmParams &p, const float *a, const float *b,
+                 const float *c, float *y) {
     float beta = p.beta;
     if (p.has_c) {
       // Y = alpha op(A) op(B) + beta C: put C in Y, then accumulate.
@@ -199,8 +327,8 @@ public:
     return Status::OK();
   }
 
-  Status convForward(const ConvParams &p, const float *x, const float *w,
-                     const float *bias, float *y) override {
+  Status convForwardF32(const ConvParams &p, const float *x, const float *w,
+                        const float *bias, float *y) {
     try {
       std::lock_guard<std::mutex> lock(mutex);
       bool withBias = p.has_bias && bias;
@@ -231,8 +359,8 @@ public:
     return Status::OK();
   }
 
-  Status convBackwardData(const ConvParams &p, const float *dy, const float *w,
-                          float *dx) override {
+  Status convBackwardDataF32(const ConvParams &p, const float *dy,
+                             const float *w, float *dx) {
     try {
       std::lock_guard<std::mutex> lock(mutex);
       auto &prim = cache[convKey(1, p)];
@@ -264,8 +392,8 @@ public:
     return Status::OK();
   }
 
-  Status convBackwardFilter(const ConvParams &p, const float *x,
-                            const float *dy, float *dw) override {
+  Status convBackwardFilterF32(const ConvParams &p, const float *x,
+                               const float *dy, float *dw) {
     try {
       std::lock_guard<std::mutex> lock(mutex);
       auto &prim = cache[convKey(2, p)];
@@ -297,9 +425,6 @@ public:
     return Status::OK();
   }
 
-  Status synchronize() override { return Status::OK(); }
-
-private:
   static Status convError(const char *what, const ConvParams &p,
                           const dnnl::error &e) {
     return Status::error(

@@ -301,18 +301,65 @@ bool checkArgs(const std::vector<uint32_t> &args, size_t numBuffers,
 }
 
 /// Checks that buffer |index| is f32 and holds at least |elements| floats.
-bool checkF32(const Package &p, uint32_t index, int64_t elements,
-              const std::string &where, const char *role, Checker &c) {
+/// The buffer dtype of a library call's element type (LibraryCalls.h).
+dlrt_dtype_t bufferDType(dlc::exec::ElementType type) {
+  switch (type) {
+  case dlc::exec::ElementType::F32:
+    return DLRT_F32;
+  case dlc::exec::ElementType::F16:
+    return DLRT_F16;
+  case dlc::exec::ElementType::BF16:
+    return DLRT_BF16;
+  case dlc::exec::ElementType::F64:
+    return DLRT_F64;
+  }
+  return DLRT_F32;
+}
+
+/// Checks that buffer |index| has the call's element type |type| and holds
+/// at least |elements| of them.
+bool checkOperand(const Package &p, uint32_t index, int64_t elements,
+                  dlc::exec::ElementType type, const std::string &where,
+                  const char *role, Checker &c) {
   const BufferInfo &b = p.buffers[index];
-  if (b.dtype != DLRT_F32)
+  const char *name = dlc::exec::elementTypeName(type);
+  if (b.dtype != bufferDType(type))
     return c.fail(where + ": " + role + " (buffer " + std::to_string(index) +
-                  ") is not f32");
-  if (elements < 0 || b.sizeBytes / 4 < elements)
+                  ") is not " + name);
+  const int64_t size = int64_t(dlc::exec::elementTypeBytes(type));
+  if (elements < 0 || b.sizeBytes / size < elements)
     return c.fail(where + ": " + role + " (buffer " + std::to_string(index) +
                   ", " + std::to_string(b.sizeBytes) +
                   " bytes) is smaller than " + std::to_string(elements) +
-                  " floats");
+                  (type == dlc::exec::ElementType::F32
+                       ? std::string(" floats")
+                       : std::string(" ") + name + " elements"));
   return true;
+}
+
+/// Reads LibraryCall attrs' `dtype` (package.fbs): the element types the
+/// devices run are f32, f16 and bf16.
+bool decodeDType(fb::DType dtype, const std::string &callee,
+                 dlc::exec::ElementType *out, const std::string &where,
+                 Checker &c) {
+  switch (dtype) {
+  case fb::DType::F32:
+    *out = dlc::exec::ElementType::F32;
+    return true;
+  case fb::DType::F16:
+    *out = dlc::exec::ElementType::F16;
+    return true;
+  case fb::DType::BF16:
+    *out = dlc::exec::ElementType::BF16;
+    return true;
+  default:
+    break;
+  }
+  const char *name = fb::EnumNameDType(dtype);
+  return c.fail(where + ": library call '" + callee +
+                "' supports f32, f16 and bf16, got dtype " +
+                (name && *name ? std::string(name)
+                               : std::to_string(static_cast<int>(dtype))));
 }
 
 using dlc::exec::LibraryCallFamily;
@@ -445,7 +492,7 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
     g.c_is_row_vector = a->c_is_row_vector();
     g.alpha = a->alpha();
     g.beta = a->beta();
-    return true;
+    return decodeDType(a->dtype(), callee, &g.dtype, where, c);
   }
   case LibraryCallFamily::BatchedGemm: {
     const fb::BatchedGemmAttrs *a = call->attrs_as_BatchedGemmAttrs();
@@ -464,7 +511,7 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
                     std::to_string(g.batch.size()) + " batch dims but " +
                     std::to_string(g.stride_a.size()) + " stride_a and " +
                     std::to_string(g.stride_b.size()) + " stride_b values");
-    return true;
+    return decodeDType(a->dtype(), callee, &g.dtype, where, c);
   }
   case LibraryCallFamily::Conv:
     break;
@@ -526,7 +573,7 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
     cv.pad_back = pads[3];
     cv.dilation_d = dil[0];
   }
-  return true;
+  return decodeDType(a->dtype(), callee, &cv.dtype, where, c);
 }
 
 /// Checks decoded gemm parameters against the call's buffers.
@@ -539,14 +586,15 @@ bool checkGemm(const GemmParams &g, const Package &pkg,
   if (args.size() != want)
     return c.fail(where + ": 'gemm' takes " + std::to_string(want) +
                   " buffers, got " + std::to_string(args.size()));
-  if (!checkF32(pkg, args[0], product({g.m, g.k}), where, "A", c) ||
-      !checkF32(pkg, args[1], product({g.k, g.n}), where, "B", c))
+  const dlc::exec::ElementType t = g.dtype;
+  if (!checkOperand(pkg, args[0], product({g.m, g.k}), t, where, "A", c) ||
+      !checkOperand(pkg, args[1], product({g.k, g.n}), t, where, "B", c))
     return false;
   if (g.has_c &&
-      !checkF32(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
-                where, "C", c))
+      !checkOperand(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
+                    t, where, "C", c))
     return false;
-  return checkF32(pkg, args.back(), product({g.m, g.n}), where, "Y", c);
+  return checkOperand(pkg, args.back(), product({g.m, g.n}), t, where, "Y", c);
 }
 
 /// Checks decoded batched_gemm parameters against the call's buffers.
@@ -582,9 +630,11 @@ bool checkBatchedGemm(const BatchedGemmParams &g, const Package &pkg,
   if (args.size() != 3)
     return c.fail(where + ": 'batched_gemm' takes 3 buffers, got " +
                   std::to_string(args.size()));
-  return checkF32(pkg, args[0], lastA + matA, where, "A", c) &&
-         checkF32(pkg, args[1], lastB + matB, where, "B", c) &&
-         checkF32(pkg, args[2], product({count, g.m, g.n}), where, "Y", c);
+  const dlc::exec::ElementType t = g.dtype;
+  return checkOperand(pkg, args[0], lastA + matA, t, where, "A", c) &&
+         checkOperand(pkg, args[1], lastB + matB, t, where, "B", c) &&
+         checkOperand(pkg, args[2], product({count, g.m, g.n}), t, where, "Y",
+                      c);
 }
 
 /// Checks decoded convolution parameters against the call's buffers.
@@ -645,22 +695,22 @@ bool checkConv(const ConvParams &cv, const LibraryCallInfo &info,
   int64_t xN = product({cv.n, cv.c, cv.d, cv.h, cv.w});
   int64_t wN = product({cv.k, cv.c / cv.group, cv.t, cv.r, cv.s});
   int64_t yN = product({cv.n, cv.k, cv.o, cv.p, cv.q});
+  auto operand = [&](uint32_t index, int64_t elements, const char *role) {
+    return checkOperand(pkg, index, elements, cv.dtype, where, role, c);
+  };
   switch (info.direction) {
   case dlc::exec::ConvDirection::Forward:
   case dlc::exec::ConvDirection::None:
-    return wantArgs(cv.has_bias ? 4 : 3) &&
-           checkF32(pkg, args[0], xN, where, "X", c) &&
-           checkF32(pkg, args[1], wN, where, "W", c) &&
-           (!cv.has_bias || checkF32(pkg, args[2], cv.k, where, "bias", c)) &&
-           checkF32(pkg, args.back(), yN, where, "Y", c);
+    return wantArgs(cv.has_bias ? 4 : 3) && operand(args[0], xN, "X") &&
+           operand(args[1], wN, "W") &&
+           (!cv.has_bias || operand(args[2], cv.k, "bias")) &&
+           operand(args.back(), yN, "Y");
   case dlc::exec::ConvDirection::BackwardData:
-    return wantArgs(3) && checkF32(pkg, args[0], yN, where, "dY", c) &&
-           checkF32(pkg, args[1], wN, where, "W", c) &&
-           checkF32(pkg, args[2], xN, where, "dX", c);
+    return wantArgs(3) && operand(args[0], yN, "dY") &&
+           operand(args[1], wN, "W") && operand(args[2], xN, "dX");
   case dlc::exec::ConvDirection::BackwardFilter:
-    return wantArgs(3) && checkF32(pkg, args[0], xN, where, "X", c) &&
-           checkF32(pkg, args[1], yN, where, "dY", c) &&
-           checkF32(pkg, args[2], wN, where, "dW", c);
+    return wantArgs(3) && operand(args[0], xN, "X") &&
+           operand(args[1], yN, "dY") && operand(args[2], wN, "dW");
   }
   return true;
 }

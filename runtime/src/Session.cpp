@@ -216,7 +216,7 @@ Status Session::run(const std::string &function) {
     args.clear();
     for (uint32_t a : step.args)
       args.push_back(pointers_[a]);
-    auto f = [&](size_t k) { return static_cast<float *>(args[k]); };
+    auto f = [&](size_t k) { return args[k]; };
     Status st;
     if (step.isLaunch) {
       st = device_.launch(*(*kernels_)[step.kernel], args);

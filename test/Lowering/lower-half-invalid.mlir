@@ -1,20 +1,13 @@
-// f16 and bf16 tensors: the ops that accumulate (reductions, softmax, losses,
-// matmul, conv) and the optimizer updates are rejected with the element type
-// and what is supported.
+// f16 and bf16 tensors: the ops that accumulate in f32 only (reductions,
+// softmax, losses) and the optimizer updates are rejected with the element
+// type and what is supported (matmul, gemm and conv lower to f16/bf16
+// library calls: lower-lowp-libcalls.mlir).
 // RUN: dlc-opt %s --split-input-file --verify-diagnostics --dlgraph-lower-to-dlexec
 
 func.func @reduce(%x: tensor<2x4xf16>) -> tensor<4xf16> {
   // expected-error @+1 {{cannot lower 'dlgraph.reduce_sum': element type f16 is not supported by this op yet (f16 and bf16 tensors support elementwise ops, casts and data movement; cast to f32 for this op)}}
   %y = dlgraph.reduce_sum %x {axes = array<i64: 0>} : tensor<2x4xf16> -> tensor<4xf16>
   return %y : tensor<4xf16>
-}
-
-// -----
-
-func.func @matmul(%x: tensor<2x3xbf16>, %w: tensor<3x5xbf16>) -> tensor<2x5xbf16> {
-  // expected-error @+1 {{cannot lower 'dlgraph.matmul': element type bf16 is not supported by this op yet}}
-  %y = dlgraph.matmul %x, %w : (tensor<2x3xbf16>, tensor<3x5xbf16>) -> tensor<2x5xbf16>
-  return %y : tensor<2x5xbf16>
 }
 
 // -----

@@ -14,7 +14,7 @@ func.func @caller(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @batched_matmul_f64(%a: tensor<2x3x4xf64>, %b: tensor<2x4x5xf64>) -> tensor<2x3x5xf64> {
-  // expected-error @+1 {{matmul supports f32 (and f64 with a 1-D or 2-D rhs), not 'f64'}}
+  // expected-error @+1 {{matmul supports f32, f16 and bf16 (and f64 with a 1-D or 2-D rhs), not 'f64'}}
   %y = dlgraph.matmul %a, %b : (tensor<2x3x4xf64>, tensor<2x4x5xf64>) -> tensor<2x3x5xf64>
   return %y : tensor<2x3x5xf64>
 }

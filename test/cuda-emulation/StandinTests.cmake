@@ -14,7 +14,8 @@ if(TARGET dlrt-cuda-tests OR DEFINED DLRT_CUDA_SOURCES)
 endif()
 
 add_test(NAME dlrt-runtime-tests-standin
-  COMMAND dlrt-runtime-tests --gtest_filter=Devices/DeviceTest.*/cuda)
+  COMMAND dlrt-runtime-tests
+          --gtest_filter=Devices/DeviceTest.*/cuda:Devices/LowPrecisionCalls.*/cuda_*)
 set_tests_properties(dlrt-runtime-tests-standin PROPERTIES
   ENVIRONMENT "${DLRT_STANDIN_ENV}"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\];Running 0 tests"
@@ -66,12 +67,14 @@ if(DEFINED DLRT_CUDA_SOURCES)
   file(READ ${DLC_SOURCE_DIR}/runtime/cuda/CudaDevice.cpp _dlrt_cuda_device)
   # name | code to replace | replacement | test filter | what must appear
   set(_mutants
-    "gemm-ld|CUDA_R_32F, mm.rowsA,
-                                                 mm.colsA, int64_t(mm.rowsA))|CUDA_R_32F, mm.rowsA,
+    "gemm-ld|mm.type, mm.rowsA,
+                                                 mm.colsA, int64_t(mm.rowsA))|mm.type, mm.rowsA,
                                                  mm.colsA, int64_t(mm.rowsA + 1))|CudaGpuTest.Gemm*|FAILED +. CudaGpuTest.Gemm"
-    "conv-x-descriptor|int(p.n), int(p.c), int(p.h), int(p.w)),
-      \"cudnnSetTensor4dDescriptor(x)\"|int(p.n), int(p.c), int(p.w), int(p.h)),
-      \"cudnnSetTensor4dDescriptor(x)\"|CudaGpuTest.Convolutions*|FAILED +. CudaGpuTest.Convolutions")
+    "conv-x-descriptor|type, int(p.n), int(p.c),
+                                                   int(p.h), int(p.w)),
+                    \"cudnnSetTensor4dDescriptor(x)\"|type, int(p.n), int(p.c),
+                                                   int(p.w), int(p.h)),
+                    \"cudnnSetTensor4dDescriptor(x)\"|CudaGpuTest.Convolutions*|FAILED +. CudaGpuTest.Convolutions")
   foreach(_m IN LISTS _mutants)
     string(REPLACE "|" ";" _parts "${_m}")
     list(GET _parts 0 _name)

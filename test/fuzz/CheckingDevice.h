@@ -97,22 +97,22 @@ public:
     return Status::OK();
   }
 
-  Status gemm(const GemmParams &p, const float *a, const float *b,
-              const float *c, float *y) override {
+  Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
+              void *y) override {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0)
       violation("gemm with non-positive sizes");
-    checkF32(a, {p.m, p.k}, "gemm A");
-    checkF32(b, {p.k, p.n}, "gemm B");
+    checkElements(p.dtype, a, {p.m, p.k}, "gemm A");
+    checkElements(p.dtype, b, {p.k, p.n}, "gemm B");
     if (p.has_c)
-      checkF32(c,
-               p.c_is_row_vector ? std::vector<int64_t>{p.n}
-                                 : std::vector<int64_t>{p.m, p.n},
-               "gemm C");
-    checkF32(y, {p.m, p.n}, "gemm Y");
+      checkElements(p.dtype, c,
+                    p.c_is_row_vector ? std::vector<int64_t>{p.n}
+                                      : std::vector<int64_t>{p.m, p.n},
+                    "gemm C");
+    checkElements(p.dtype, y, {p.m, p.n}, "gemm Y");
     return Status::OK();
   }
-  Status batchedGemm(const BatchedGemmParams &p, const float *a,
-                     const float *b, float *y) override {
+  Status batchedGemm(const BatchedGemmParams &p, const void *a, const void *b,
+                     void *y) override {
     if (p.batch.size() != p.stride_a.size() ||
         p.batch.size() != p.stride_b.size())
       violation("batched_gemm with ragged batch/stride lists");
@@ -124,35 +124,35 @@ public:
       lastB = add(lastB, mul(p.batch[i] - 1, p.stride_b[i]));
       count = mul(count, p.batch[i]);
     }
-    checkF32(a, {add(lastA, mul(p.m, p.k))}, "batched_gemm A");
-    checkF32(b, {add(lastB, mul(p.k, p.n))}, "batched_gemm B");
-    checkF32(y, {count, p.m, p.n}, "batched_gemm Y");
+    checkElements(p.dtype, a, {add(lastA, mul(p.m, p.k))}, "batched_gemm A");
+    checkElements(p.dtype, b, {add(lastB, mul(p.k, p.n))}, "batched_gemm B");
+    checkElements(p.dtype, y, {count, p.m, p.n}, "batched_gemm Y");
     return Status::OK();
   }
-  Status convForward(const ConvParams &p, const float *x, const float *w,
-                     const float *bias, float *y) override {
+  Status convForward(const ConvParams &p, const void *x, const void *w,
+                     const void *bias, void *y) override {
     checkConv(p);
-    checkF32(x, xDims(p), "conv X");
-    checkF32(w, wDims(p), "conv W");
+    checkElements(p.dtype, x, xDims(p), "conv X");
+    checkElements(p.dtype, w, wDims(p), "conv W");
     if (p.has_bias)
-      checkF32(bias, {p.k}, "conv bias");
-    checkF32(y, yDims(p), "conv Y");
+      checkElements(p.dtype, bias, {p.k}, "conv bias");
+    checkElements(p.dtype, y, yDims(p), "conv Y");
     return Status::OK();
   }
-  Status convBackwardData(const ConvParams &p, const float *dy, const float *w,
-                          float *dx) override {
+  Status convBackwardData(const ConvParams &p, const void *dy, const void *w,
+                          void *dx) override {
     checkConv(p);
-    checkF32(dy, yDims(p), "conv dY");
-    checkF32(w, wDims(p), "conv W");
-    checkF32(dx, xDims(p), "conv dX");
+    checkElements(p.dtype, dy, yDims(p), "conv dY");
+    checkElements(p.dtype, w, wDims(p), "conv W");
+    checkElements(p.dtype, dx, xDims(p), "conv dX");
     return Status::OK();
   }
-  Status convBackwardFilter(const ConvParams &p, const float *x,
-                            const float *dy, float *dw) override {
+  Status convBackwardFilter(const ConvParams &p, const void *x, const void *dy,
+                            void *dw) override {
     checkConv(p);
-    checkF32(x, xDims(p), "conv X");
-    checkF32(dy, yDims(p), "conv dY");
-    checkF32(dw, wDims(p), "conv dW");
+    checkElements(p.dtype, x, xDims(p), "conv X");
+    checkElements(p.dtype, dy, yDims(p), "conv dY");
+    checkElements(p.dtype, dw, wDims(p), "conv dW");
     return Status::OK();
   }
   Status synchronize() override { return Status::OK(); }
@@ -190,9 +190,10 @@ private:
     return {p.n, p.k, p.o, p.p, p.q};
   }
 
-  void checkF32(const void *ptr, const std::vector<int64_t> &dims,
-                const char *what) {
-    int64_t n = 4;
+  /// Aborts unless |dims| elements of |type| at |ptr| lie in one allocation.
+  void checkElements(dlc::exec::ElementType type, const void *ptr,
+                     const std::vector<int64_t> &dims, const char *what) {
+    int64_t n = int64_t(dlc::exec::elementTypeBytes(type));
     for (int64_t d : dims)
       n = mul(n, d);
     check(ptr, static_cast<size_t>(n), what);

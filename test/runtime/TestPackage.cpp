@@ -15,6 +15,21 @@
 namespace dlrt::test {
 namespace fb = dlc::package;
 
+/// The package DType of a library call's element type.
+static fb::DType packageDType(dlc::exec::ElementType type) {
+  switch (type) {
+  case dlc::exec::ElementType::F16:
+    return fb::DType::F16;
+  case dlc::exec::ElementType::BF16:
+    return fb::DType::BF16;
+  case dlc::exec::ElementType::F64:
+    return fb::DType::F64;
+  case dlc::exec::ElementType::F32:
+    break;
+  }
+  return fb::DType::F32;
+}
+
 /// The typed attribute table of |call| (as codegen's package writer
 /// builds it).
 static std::pair<fb::LibraryCallAttrs, flatbuffers::Offset<void>>
@@ -26,14 +41,16 @@ typedAttrs(flatbuffers::FlatBufferBuilder &b,
     const auto &g = call.gemm;
     return {fb::LibraryCallAttrs::GemmAttrs,
             fb::CreateGemmAttrs(b, g.m, g.n, g.k, g.trans_a, g.trans_b,
-                                g.has_c, g.c_is_row_vector, g.alpha, g.beta)
+                                g.has_c, g.c_is_row_vector, g.alpha, g.beta,
+                                packageDType(g.dtype))
                 .Union()};
   }
   case LibraryCallFamily::BatchedGemm: {
     const auto &g = call.batched;
     return {fb::LibraryCallAttrs::BatchedGemmAttrs,
             fb::CreateBatchedGemmAttrsDirect(b, g.m, g.n, g.k, &g.batch,
-                                             &g.stride_a, &g.stride_b)
+                                             &g.stride_a, &g.stride_b,
+                                             packageDType(g.dtype))
                 .Union()};
   }
   case LibraryCallFamily::Conv:
@@ -54,7 +71,7 @@ typedAttrs(flatbuffers::FlatBufferBuilder &b,
   return {fb::LibraryCallAttrs::ConvAttrs,
           fb::CreateConvAttrsDirect(b, c.spatial, c.n, c.c, c.k, c.group,
                                     c.has_bias, &in, &filter, &out, &strides,
-                                    &pads, &dil)
+                                    &pads, &dil, packageDType(c.dtype))
               .Union()};
 }
 

@@ -13,21 +13,35 @@ namespace x = dlc::exec;
 
 namespace {
 
+/// True for the 16-bit float types the library calls take (LibraryCalls.h
+/// ElementType: f32 accumulation, one rounding).
+bool isLowPrecision(Type t) { return t.isF16() || t.isBF16(); }
+
 /// Y = alpha * op(A) op(B) + beta * C as a `gemm` library call; C is passed
 /// to the call when it is a bias row or a full [M, N] matrix, else added by
-/// a `gemm_bias` kernel. f32 and f64 only.
+/// a `gemm_bias` kernel (f32, f64), or, for f16 and bf16, broadcast to
+/// [M, N] by a `gemm_broadcast_c` copy first so that the call adds it in f32
+/// and rounds Y once.
 LogicalResult gemm(FuncLowering &fl, Operation *op, Value a, Value bm, Value c,
                    float alpha, float beta, bool transA, bool transB) {
   OpBuilder &b = fl.b;
   Location loc = op->getLoc();
   auto rt = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!rt.getElementType().isF32() && !rt.getElementType().isF64())
-    return op->emitError() << "dlgraph-lower-to-dlexec: gemm supports f32 and "
-                              "f64, not "
-                           << rt.getElementType();
+  Type et = rt.getElementType();
+  bool low = isLowPrecision(et);
+  if (!et.isF32() && !et.isF64() && !low)
+    return op->emitError() << "dlgraph-lower-to-dlexec: gemm supports f32, "
+                              "f64, f16 and bf16, not "
+                           << et;
   int64_t M = rt.getDimSize(0), N = rt.getDimSize(1);
   Value cBuf;
   bool epilogue = false;
+  if (c && low && tensorType(c).getElementType() != et)
+    return op->emitError() << "dlgraph-lower-to-dlexec: gemm C has element "
+                              "type "
+                           << tensorType(c).getElementType()
+                           << " but the result is " << et
+                           << "; a low-precision gemm takes one type";
   if (c) {
     auto ct = tensorType(c);
     bool isSplat = fl.splats.count(c) && !fl.buffers.count(c);
@@ -40,6 +54,14 @@ LogicalResult gemm(FuncLowering &fl, Operation *op, Value a, Value bm, Value c,
     } else if (!isSplat && ct.getRank() == 2 && ct.getDimSize(0) == M &&
                ct.getDimSize(1) == N) {
       cBuf = fl.getBuffer(c, loc);
+    } else if (low) {
+      // A copy is exact: C broadcast to [M, N] joins the call's f32 sum.
+      cBuf = fl.alloc(RankedTensorType::get({M, N}, et), loc);
+      fl.buildKernel(
+          loc, "gemm_broadcast_c", 2, {fl.kernelInput(c, rt.getShape(), loc)},
+          {cBuf}, {b.getMultiDimIdentityMap(2)}, {}, ArrayAttr(),
+          [](OpBuilder &, Location, ArrayRef<Value> v,
+             ArrayRef<Value>) -> SmallVector<Value> { return {v[0]}; });
     } else {
       epilogue = true;
     }
@@ -61,7 +83,6 @@ LogicalResult gemm(FuncLowering &fl, Operation *op, Value a, Value bm, Value c,
   SmallVector<KIn> kins{{y, TypedAttr(), b.getMultiDimIdentityMap(2)},
                         fl.kernelInput(c, rt.getShape(), loc)};
   Value out = fl.alloc(rt, loc);
-  Type et = rt.getElementType();
   fl.buildKernel(loc, "gemm_bias", 2, kins, {out},
                  {b.getMultiDimIdentityMap(2)}, {}, ArrayAttr(),
                  [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
@@ -85,9 +106,10 @@ LogicalResult matmul(FuncLowering &fl, g::MatMulOp op) {
   auto rt = op.getType();
   Type et = rt.getElementType();
   bool rhsIsMatrix = bt.getRank() <= 2;
-  if (!et.isF32() && !(et.isF64() && rhsIsMatrix))
-    return op.emitError() << "dlgraph-lower-to-dlexec: matmul supports f32 "
-                             "(and f64 with a 1-D or 2-D rhs), not "
+  if (!et.isF32() && !isLowPrecision(et) && !(et.isF64() && rhsIsMatrix))
+    return op.emitError() << "dlgraph-lower-to-dlexec: matmul supports f32, "
+                             "f16 and bf16 (and f64 with a 1-D or 2-D rhs), "
+                             "not "
                           << et;
   // Promote 1-D operands: [K] is [1, K] on the left, [K, 1] on the right.
   SmallVector<int64_t> as(at.getShape()), bs(bt.getShape());

@@ -44,7 +44,7 @@ func.func @dynamic_operand(%a: memref<?x2xf32>, %y: memref<2x2xf32>) {
 dlexec.func @integer_gemm {
   %a = dlexec.input "a" : memref<2x2xi32>
   %y = dlexec.alloc : memref<2x2xi32>
-  // expected-error @+1 {{'gemm' supports f32 and f64, got 'i32'}}
+  // expected-error @+1 {{'gemm' supports f32, f16, bf16 and f64, got 'i32'}}
   dlexec.library_call "gemm" ins(%a, %a : memref<2x2xi32>, memref<2x2xi32>) outs(%y : memref<2x2xi32>)
 }
 
@@ -111,7 +111,7 @@ dlexec.func @gemm_alpha_attr {
 dlexec.func @batched_gemm_f64 {
   %a = dlexec.input "a" : memref<8xf64>
   %y = dlexec.alloc : memref<8xf64>
-  // expected-error @+1 {{'batched_gemm' supports f32, got 'f64'}}
+  // expected-error @+1 {{'batched_gemm' supports f32, f16 and bf16, got 'f64'}}
   dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xf64>, memref<8xf64>) outs(%y : memref<8xf64>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4>}
 }
 
@@ -261,4 +261,34 @@ dlexec.func @conv3d_rank {
   %y = dlexec.alloc : memref<1x1x2x2xf32>
   // expected-error @+1 {{conv3d_backward_data expects rank-5 X [N,C,D,H,W], W [K,C/group,T,R,S] and Y [N,K,O,P,Q]}}
   dlexec.library_call "conv3d_backward_data" ins(%y, %w : memref<1x1x2x2xf32>, memref<1x1x3x3xf32>) outs(%x : memref<1x1x4x4xf32>)
+}
+
+// -----
+
+// Low precision: every operand shares the one type (no f32 output of a bf16
+// product; the mixed-precision pass casts around the call instead).
+dlexec.func @bf16_gemm_f32_output {
+  %a = dlexec.input "a" : memref<2x2xbf16>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{operand #2 has element type 'f32', but operand #0 has 'bf16'; all operands share one}}
+  dlexec.library_call "gemm" ins(%a, %a : memref<2x2xbf16>, memref<2x2xbf16>) outs(%y : memref<2x2xf32>)
+}
+
+// -----
+
+dlexec.func @conv_f16_filter_bf16 {
+  %x = dlexec.input "x" : memref<1x1x3x3xf16>
+  %w = dlexec.input "w" : memref<1x1x2x2xbf16>
+  %y = dlexec.alloc : memref<1x1x2x2xf16>
+  // expected-error @+1 {{operand #1 has element type 'bf16', but operand #0 has 'f16'; all operands share one}}
+  dlexec.library_call "conv2d_forward" ins(%x, %w : memref<1x1x3x3xf16>, memref<1x1x2x2xbf16>) outs(%y : memref<1x1x2x2xf16>) {group = 1 : i64}
+}
+
+// -----
+
+dlexec.func @i32_batched_gemm {
+  %a = dlexec.input "a" : memref<8xi32>
+  %y = dlexec.alloc : memref<8xi32>
+  // expected-error @+1 {{'batched_gemm' supports f32, f16 and bf16, got 'i32'}}
+  dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xi32>, memref<8xi32>) outs(%y : memref<8xi32>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4>}
 }

@@ -535,6 +535,26 @@ TEST_F(CublasLtTest, HalfAndBfloat16Inputs) {
   EXPECT_EQ(found, 0);
 }
 
+// 16-bit inputs with COMPUTE_32F accumulate in float, add beta * C in float
+// and round D once to D's type. Products 1 and u/4 (u: the ulp at 1) plus a
+// C of u/2 give 1 + u with one rounding and 1 with two (the product rounds
+// to 1, then the tie 1 + u/2 rounds to even); an f32 D keeps 1 + 3u/4.
+TEST_F(CublasLtTest, SixteenBitInputsRoundOnceToTheOutputType) {
+  for (cudaDataType in : {CUDA_R_16F, CUDA_R_16BF})
+    for (cudaDataType out : {in, CUDA_R_32F}) {
+      SCOPED_TRACE(std::to_string(in) + " -> " + std::to_string(out));
+      const float u = in == CUDA_R_16F ? 1.0f / 1024 : 1.0f / 128;
+      Problem p = problem(1, 1, 2, CUBLAS_OP_N, CUBLAS_OP_N, in, out);
+      p.a.values = {1.0f, u / 4};
+      p.b.values = {1.0f, 1.0f};
+      p.c.values = {u / 2};
+      p.alpha = 1.0f;
+      p.beta = 1.0f;
+      ASSERT_EQ(run(p), CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(p.d.values[0], out == in ? 1.0f + u : 1.0f + 0.75f * u);
+    }
+}
+
 TEST_F(CublasLtTest, ComputeTypesAndOperations) {
   // FAST_TF32 may round inputs to 10 mantissa bits; 32F may not.
   const float fine = 1.0f + std::ldexp(1.0f, -20);

@@ -945,4 +945,75 @@ TEST_F(CudnnTest, ResNet18TrainingStepConvolutions) {
   EXPECT_LT(seconds, 60);
 }
 
+// PSEUDO_HALF_CONFIG / PSEUDO_BFLOAT16_CONFIG (16-bit data, FLOAT compute)
+// as libdlrt uses them: the sum and beta * y are formed in float and y is
+// rounded once. With taps 1 and u/4 (u: the ulp at 1) and a prior y of u/2,
+// one rounding gives 1 + u (u/4 + u/2 is past half an ulp); rounding the
+// convolution first gives 1 and then the tie 1 + u/2 rounds to even, 1.
+TEST_F(CudnnTest, SixteenBitDataRoundsOnceWithFloatCompute) {
+  for (cudnnDataType_t type : {CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+    SCOPED_TRACE(type == CUDNN_DATA_HALF ? "half" : "bfloat16");
+    const double u = type == CUDNN_DATA_HALF ? 1.0 / 1024 : 1.0 / 128;
+    ASSERT_EQ(
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, 1, 2, 1, 1),
+        CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, 1, 2, 1, 1),
+        CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, 1, 1, 1, 1),
+        CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(cudnnSetConvolution2dDescriptor(conv, 0, 0, 1, 1, 1, 1,
+                                              CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT),
+              CUDNN_STATUS_SUCCESS);
+    void *xp = upload({1.0, u / 4}, {1, 2, 1, 1}, {2, 1, 1, 1}, type);
+    void *wp = upload({1.0, 1.0}, {1, 2, 1, 1}, {2, 1, 1, 1}, type);
+    void *yp = upload({u / 2}, {1, 1, 1, 1}, {1, 1, 1, 1}, type);
+    float one = 1;
+    ASSERT_EQ(cudnnConvolutionForward(handle, &one, x, xp, w, wp, conv,
+                                      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                      nullptr, 0, &one, y, yp),
+              CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(download(yp, {1, 1, 1, 1}, {1, 1, 1, 1}, type),
+              std::vector<double>{1.0 + u});
+  }
+}
+
+// The compute types real cuDNN refuses for 16-bit data: HALF compute for
+// BFLOAT16 (no TRUE_BFLOAT16_CONFIG) and DOUBLE compute for HALF, with
+// CUDNN_STATUS_NOT_SUPPORTED when the convolution is asked for.
+TEST_F(CudnnTest, RefusesUnsupportedComputeFor16BitData) {
+  const struct {
+    cudnnDataType_t data, compute;
+  } cases[] = {{CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF},
+               {CUDNN_DATA_HALF, CUDNN_DATA_DOUBLE}};
+  for (const auto &c : cases) {
+    SCOPED_TRACE(std::to_string(c.data) + " / " + std::to_string(c.compute));
+    ASSERT_EQ(
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, c.data, 1, 1, 3, 3),
+        CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cudnnSetFilter4dDescriptor(w, c.data, CUDNN_TENSOR_NCHW, 1, 1, 2, 2),
+        CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, c.data, 1, 1, 2, 2),
+        CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(cudnnSetConvolution2dDescriptor(
+                  conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, c.compute),
+              CUDNN_STATUS_SUCCESS);
+    size_t bytes = 0;
+    EXPECT_EQ(cudnnGetConvolutionForwardWorkspaceSize(
+                  handle, x, w, conv, y,
+                  CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, &bytes),
+              CUDNN_STATUS_NOT_SUPPORTED);
+    void *xp = allocate(18), *wp = allocate(8), *yp = allocate(8);
+    float one = 1, zero = 0;
+    EXPECT_EQ(cudnnConvolutionForward(handle, &one, x, xp, w, wp, conv,
+                                      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                      nullptr, 0, &zero, y, yp),
+              CUDNN_STATUS_NOT_SUPPORTED);
+  }
+}
+
 } // namespace
