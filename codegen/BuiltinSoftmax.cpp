@@ -91,19 +91,27 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     return op.emitOpError()
            << "labels must be i64 or i32, got " << bt.getElementType();
   Value out = op.getOutputs()[0];
+  // f16/bf16 logits are widened as read; everything is computed in float,
+  // the loss and its seed are f32 and dlogits is rounded once.
+  Type elem = lt.getElementType();
+  Type lossType = isHalfFloat(elem) ? Float32Type::get(op.getContext()) : elem;
   if (grad) {
     auto gt = cast<MemRefType>(op.getInputs()[2].getType());
-    if (gt.getRank() != 0 || gt.getElementType() != lt.getElementType())
-      return op.emitOpError() << "loss_grad must be a rank-0 "
-                              << lt.getElementType() << " memref, got " << gt;
+    if (gt.getRank() != 0 || gt.getElementType() != lossType)
+      return op.emitOpError() << "loss_grad must be a rank-0 " << lossType
+                              << " memref, got " << gt;
     if (out.getType() != logits.getType())
       return op.emitOpError() << "dlogits must have the type of logits, " << lt;
   } else {
     auto ot = cast<MemRefType>(out.getType());
-    if (ot.getRank() != 0 || ot.getElementType() != lt.getElementType())
-      return op.emitOpError() << "loss must be a rank-0 " << lt.getElementType()
+    if (ot.getRank() != 0 || ot.getElementType() != lossType)
+      return op.emitOpError() << "loss must be a rank-0 " << lossType
                               << " memref, got " << ot;
   }
+  auto storage = cStorageType(elem);
+  if (failed(storage))
+    return op.emitOpError() << "unsupported logits type " << elem;
+  auto x = [&](const std::string &k) { return loadExpr(elem, "x[" + k + "]"); };
   int64_t c = lt.getShape().back(), rows = bt.getNumElements();
   bool f32 = *t == "float";
   std::string exp = f32 ? "expf" : "exp", log = f32 ? "logf" : "log";
@@ -112,14 +120,14 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
   std::string body;
   llvm::raw_string_ostream os(body);
   auto rowStats = [&](StringRef indent) {
-    os << indent << "const " << *t << "* x = a0 + row * " << c << "LL;\n"
+    os << indent << "const " << *storage << "* x = a0 + row * " << c << "LL;\n"
        << indent << "const long long label = (long long)a1[row];\n"
        << indent << *t << " m = -" << inf << ";\n"
-       << indent << "for (long long k = 0; k < " << c
-       << "LL; ++k) if (x[k] > m || x[k] != x[k]) m = x[k];\n"
+       << indent << "for (long long k = 0; k < " << c << "LL; ++k) { const "
+       << *t << " v = " << x("k") << "; if (v > m || v != v) m = v; }\n"
        << indent << *t << " s = 0;\n"
        << indent << "for (long long k = 0; k < " << c << "LL; ++k) s += " << exp
-       << "(x[k] - m);\n";
+       << "(" << x("k") << " - m);\n";
   };
   if (!grad) {
     // One thread; the mean accumulates in double.
@@ -128,19 +136,22 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
        << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";
     rowStats("    ");
     os << "    if (label < 0 || label >= " << c << "LL) continue;\n"
-       << "    total += (double)(m + " << log << "(s) - x[label]);\n"
+       << "    total += (double)(m + " << log << "(s) - " << x("label") << ");\n"
        << "  }\n"
        << "  a2[0] = (" << *t << ")(total / " << rows << ".0);\n";
   } else {
     code.numThreads = rows;
     os << "  const long long row = tid;\n";
     rowStats("  ");
-    os << "  " << *t << "* dx = a3 + row * " << c << "LL;\n"
+    os << "  " << *storage << "* dx = a3 + row * " << c << "LL;\n"
        << "  const " << *t << " scale = a2[0] / (" << *t << ")" << rows << ";\n"
        << "  const bool valid = label >= 0 && label < " << c << "LL;\n"
        << "  for (long long k = 0; k < " << c << "LL; ++k)\n"
-       << "    dx[k] = valid ? (" << exp << "(x[k] - m) / s - (k == label ? ("
-       << *t << ")1 : (" << *t << ")0)) * scale : (" << *t << ")0;\n";
+       << "    dx[k] = "
+       << storeExpr(elem, "valid ? (" + exp + "(" + x("k") +
+                              " - m) / s - (k == label ? (" + *t +
+                              ")1 : (" + *t + ")0)) * scale : (" + *t + ")0")
+       << ";\n";
   }
   code.body = std::move(body);
   return code;

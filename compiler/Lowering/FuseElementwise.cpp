@@ -7,6 +7,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_FUSEELEMENTWISEPASS
@@ -60,40 +61,24 @@ SmallVector<Value> writtenBuffers(Operation *op) {
   return {};
 }
 
-/// Folds |p| into its single consumer kernel when that is legal (see the pass
-/// description). Returns success when it fused.
-LogicalResult tryFuse(x::KernelOp p) {
-  if (!allParallel(p))
-    return failure();
+/// Whether |k| only converts the element type of its one input.
+bool isCastKernel(x::KernelOp k) {
+  if (k.getInputs().size() != 1 || k.getOutputs().size() != 1)
+    return false;
+  Block &body = k.getBody().front();
+  return body.getOperations().size() == 2 &&
+         isa<arith::ExtFOp, arith::TruncFOp>(body.front());
+}
+
+/// Builds the kernel that computes |p|'s body in front of |c|'s, |c| reading
+/// |p|'s outputs through |pMap| (a permutation of |c|'s loops onto |p|'s
+/// iteration space), and replaces |c| with it. Leaves |p| in place. Fails
+/// (changing nothing) when the fused kernel could not be sized or a write
+/// between them makes it unsafe.
+LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap) {
   Block &pBody = p.getBody().front();
   unsigned pIns = p.getInputs().size();
-  for (unsigned i = 0; i < p.getOutputs().size(); ++i)
-    if (!pBody.getArgument(pIns + i).use_empty())
-      return failure();
-  x::KernelOp c;
-  for (auto [i, out] : llvm::enumerate(p.getOutputs())) {
-    if (!out.getDefiningOp<x::AllocOp>())
-      return failure();
-    AffineMap om = mapOf(p, pIns + i);
-    if (!om.isIdentity())
-      return failure();
-    for (OpOperand &use : out.getUses()) {
-      Operation *user = use.getOwner();
-      if (user == p.getOperation()) {
-        if (use.getOperandNumber() != pIns + i)
-          return failure(); // p also reads its own output
-        continue;
-      }
-      auto k = dyn_cast<x::KernelOp>(user);
-      if (!k || (c && k != c))
-        return failure();
-      c = k;
-      unsigned n = use.getOperandNumber();
-      if (n >= c.getInputs().size() || !mapOf(c, n).isIdentity())
-        return failure();
-    }
-  }
-  if (!c || c->getBlock() != p->getBlock() || !p->isBeforeInBlock(c))
+  if (c->getBlock() != p->getBlock() || !p->isBeforeInBlock(c))
     return failure();
   // P's reads move down to C: nothing in between may write what P reads.
   for (Operation *op = p->getNextNode(); op != c.getOperation();
@@ -106,7 +91,7 @@ LogicalResult tryFuse(x::KernelOp p) {
   for (auto [j, w] : llvm::enumerate(c.getOutputs()))
     for (auto [i, r] : llvm::enumerate(p.getInputs()))
       if (sameMemory(w, r) &&
-          (!allParallel(c) || !mapOf(p, i).isIdentity() ||
+          (!allParallel(c) || !mapOf(p, i).compose(pMap).isIdentity() ||
            !mapOf(c, c.getInputs().size() + j).isIdentity()))
         return failure();
 
@@ -133,7 +118,7 @@ LogicalResult tryFuse(x::KernelOp p) {
       cInputSlot[i] = addInput(v, mapOf(c, i));
   }
   for (unsigned i = 0; i < pIns; ++i)
-    pInputSlot[i] = addInput(p.getInputs()[i], mapOf(p, i));
+    pInputSlot[i] = addInput(p.getInputs()[i], mapOf(p, i).compose(pMap));
   for (unsigned j = 0; j < c.getOutputs().size(); ++j)
     maps.push_back(mapOf(c, cIns + j));
   // Codegen sizes each loop from a map that uses it as a plain dimension;
@@ -184,11 +169,81 @@ LogicalResult tryFuse(x::KernelOp p) {
     cmap.map(cBody.getArgument(cIns + j), blk->getArgument(inputs.size() + j));
   for (Operation &op : cBody)
     kb.clone(op, cmap);
+  c.erase();
+  return success();
+}
 
+/// A producer recomputed in several consumers stays small.
+constexpr unsigned kMaxDuplicatedBodyOps = 32;
+constexpr unsigned kMaxDuplicates = 4;
+
+/// Folds |p| into its consumer kernel when that is legal (see the pass
+/// description), or into each of its consumers when one of them is a cast.
+/// Returns success when it fused.
+LogicalResult tryFuse(x::KernelOp p) {
+  if (!allParallel(p))
+    return failure();
+  Block &pBody = p.getBody().front();
+  unsigned pIns = p.getInputs().size();
+  for (unsigned i = 0; i < p.getOutputs().size(); ++i)
+    if (!pBody.getArgument(pIns + i).use_empty())
+      return failure();
+  // Each consumer reads all of P's outputs it reads through one map, a
+  // permutation of its loops (identity, or a transpose).
+  SmallVector<std::pair<x::KernelOp, AffineMap>> consumers;
+  for (auto [i, out] : llvm::enumerate(p.getOutputs())) {
+    if (!out.getDefiningOp<x::AllocOp>())
+      return failure();
+    AffineMap om = mapOf(p, pIns + i);
+    if (!om.isIdentity())
+      return failure();
+    for (OpOperand &use : out.getUses()) {
+      Operation *user = use.getOwner();
+      if (user == p.getOperation()) {
+        if (use.getOperandNumber() != pIns + i)
+          return failure(); // p also reads its own output
+        continue;
+      }
+      auto k = dyn_cast<x::KernelOp>(user);
+      if (!k)
+        return failure();
+      unsigned n = use.getOperandNumber();
+      if (n >= k.getInputs().size())
+        return failure();
+      AffineMap m = mapOf(k, n);
+      if (!m.isPermutation())
+        return failure();
+      auto it = llvm::find_if(consumers, [&](auto &e) { return e.first == k; });
+      if (it == consumers.end())
+        consumers.push_back({k, m});
+      else if (it->second != m)
+        return failure();
+    }
+  }
+  if (consumers.empty())
+    return failure();
+  if (consumers.size() > 1) {
+    // Recompute P in each consumer only to absorb a cast (mixed
+    // precision): the value is then never stored, in either type.
+    bool castConsumer = isCastKernel(p) || llvm::any_of(consumers, [](auto &e) {
+                          return isCastKernel(e.first);
+                        });
+    if (!castConsumer || consumers.size() > kMaxDuplicates ||
+        pBody.getOperations().size() > kMaxDuplicatedBodyOps + 1)
+      return failure();
+    // All or nothing: check every consumer first.
+    for (auto &[k, m] : consumers)
+      if (k->getBlock() != p->getBlock() || !p->isBeforeInBlock(k))
+        return failure();
+  }
+  unsigned fused = 0;
+  for (auto &[k, m] : consumers)
+    fused += succeeded(fuseInto(p, k, m));
+  if (fused < consumers.size()) // P still feeds the others
+    return success(fused > 0);
   SmallVector<Operation *> deadAllocs;
   for (Value out : p.getOutputs())
     deadAllocs.push_back(out.getDefiningOp());
-  c.erase();
   p.erase();
   for (Operation *a : deadAllocs)
     a->erase();

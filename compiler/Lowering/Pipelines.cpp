@@ -36,32 +36,49 @@ static bool allParallel(exec::KernelOp k) {
   });
 }
 
+/// The ops that use buffer |v| or a reshape view of it.
+static void collectUsers(Value v, SmallVectorImpl<Operation *> &users) {
+  for (Operation *u : v.getUsers()) {
+    if (auto r = dyn_cast<exec::ReshapeOp>(u))
+      collectUsers(r.getResult(), users);
+    else
+      users.push_back(u);
+  }
+}
+
 static Value stripViews(Value v) {
   while (auto r = v.getDefiningOp<exec::ReshapeOp>())
     v = r.getSource();
   return v;
 }
 
-/// Counts cast kernels and those next to an elementwise kernel (PlanStats).
+/// Counts cast kernels, and those an adjacent elementwise kernel could have
+/// absorbed: the cast is the only reader of what an all-parallel kernel
+/// writes (that kernel could write the cast type), or every reader of the
+/// cast is an all-parallel kernel (each could convert as it reads).
 static void countCastKernels(ModuleOp planned, PlanStats &s) {
-  llvm::DenseMap<Value, SmallVector<exec::KernelOp>> writers, readers;
-  planned.walk([&](exec::KernelOp k) {
-    for (Value v : k.getInputs())
-      readers[stripViews(v)].push_back(k);
-    for (Value v : k.getOutputs())
-      writers[stripViews(v)].push_back(k);
-  });
+  auto elementwise = [](Operation *op) {
+    auto k = dyn_cast<exec::KernelOp>(op);
+    return k && allParallel(k);
+  };
   planned.walk([&](exec::KernelOp k) {
     if (!isCastKernel(k))
       return;
     ++s.castKernels;
-    auto elementwise = [&](exec::KernelOp o) {
-      return o != k && allParallel(o) && !isCastKernel(o);
-    };
-    if (llvm::any_of(writers.lookup(stripViews(k.getInputs()[0])),
-                     elementwise) ||
-        llvm::any_of(readers.lookup(stripViews(k.getOutputs()[0])),
-                     elementwise))
+    SmallVector<Operation *> inUsers, outUsers;
+    collectUsers(stripViews(k.getInputs()[0]), inUsers);
+    collectUsers(stripViews(k.getOutputs()[0]), outUsers);
+    bool onlyReaderOfAKernel =
+        llvm::any_of(inUsers, [&](Operation *u) {
+          return u != k.getOperation() && elementwise(u) &&
+                 llvm::is_contained(cast<exec::KernelOp>(u).getOutputs(),
+                                    k.getInputs()[0]);
+        }) &&
+        inUsers.size() == 2;
+    bool readersAreKernels = llvm::all_of(outUsers, [&](Operation *u) {
+      return u == k.getOperation() || elementwise(u);
+    });
+    if (onlyReaderOfAKernel || (outUsers.size() > 1 && readersAreKernels))
       ++s.castKernelsNextToElementwise;
   });
 }

@@ -29,9 +29,10 @@ struct PlanStats {
   int64_t persistentBytes = 0; ///< sum of all dlexec.variable sizes (every
                                ///< kind, constants included), bytes
   /// dlexec.kernel ops that only convert one buffer's element type (a cast
-  /// that fusion left standalone), and of those, the ones that read a buffer
-  /// an elementwise (all-parallel) kernel writes or write one such a kernel
-  /// reads: casts an adjacent elementwise kernel could have computed.
+  /// that fusion left standalone), and of those, the ones an adjacent
+  /// elementwise (all-parallel) kernel could have absorbed: the cast is the
+  /// only reader of what such a kernel writes, or all of the cast's readers
+  /// are such kernels.
   int64_t castKernels = 0;
   int64_t castKernelsNextToElementwise = 0;
 };

@@ -109,18 +109,22 @@ LogicalResult verifyCrossEntropy(BuiltinKernelOp op, bool grad) {
     return op.emitOpError()
            << "labels must be i64 or i32, got " << bt.getElementType();
   Value out = op.getOutputs()[0];
+  // f16/bf16 logits: the loss and its gradient seed are f32.
+  Type lossType = lt.getElementType();
+  if (lossType.isF16() || lossType.isBF16())
+    lossType = Float32Type::get(op.getContext());
   if (grad) {
     MemRefType gt = typeOf(op.getInputs()[2]);
-    if (gt.getRank() != 0 || gt.getElementType() != lt.getElementType())
-      return op.emitOpError() << "loss_grad must be a rank-0 "
-                              << lt.getElementType() << " memref, got " << gt;
+    if (gt.getRank() != 0 || gt.getElementType() != lossType)
+      return op.emitOpError() << "loss_grad must be a rank-0 " << lossType
+                              << " memref, got " << gt;
     if (out.getType() != logits.getType())
       return op.emitOpError() << "dlogits must have the type of logits, " << lt;
     return success();
   }
   MemRefType ot = typeOf(out);
-  if (ot.getRank() != 0 || ot.getElementType() != lt.getElementType())
-    return op.emitOpError() << "loss must be a rank-0 " << lt.getElementType()
+  if (ot.getRank() != 0 || ot.getElementType() != lossType)
+    return op.emitOpError() << "loss must be a rank-0 " << lossType
                             << " memref, got " << ot;
   return success();
 }

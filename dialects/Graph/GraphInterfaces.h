@@ -78,6 +78,12 @@ public:
       PrecisionClass::FollowsOperands;
 };
 
+/// Marks a KeepsF32 op that reads f16/bf16 operands directly and computes in
+/// f32; see Graph_ReadsLowPrecision in GraphInterfaces.td.
+template <typename ConcreteType>
+class ReadsLowPrecision
+    : public mlir::OpTrait::TraitBase<ConcreteType, ReadsLowPrecision> {};
+
 /// Recompute-cost traits: each provides the kRecomputeCost that
 /// RecomputeCostOpInterface returns; two on one op do not compile.
 template <typename ConcreteType>

@@ -40,6 +40,13 @@ def Graph_KeepsF32 : NativeOpTrait<"KeepsF32"> {
 def Graph_FollowsOperands : NativeOpTrait<"FollowsOperands"> {
   let cppNamespace = "::dlc::graph::GraphTrait";
 }
+// On a KeepsF32 op: its float data operands may be f16/bf16, which its
+// kernel widens as it reads them and computes with in f32 (the softmax
+// cross-entropy reads bf16 logits), so mixed precision does not cast them.
+// The op states its result types for such operands.
+def Graph_ReadsLowPrecision : NativeOpTrait<"ReadsLowPrecision"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
 
 def Graph_PrecisionClassOpInterface : OpInterface<"PrecisionClassOpInterface"> {
   let cppNamespace = "::dlc::graph";

@@ -8,13 +8,16 @@ include "dialects/Graph/GraphBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure,
-    Graph_InferType, Graph_KeepsF32, Graph_RecomputeModerate]> {
+    Graph_InferType, Graph_KeepsF32, Graph_ReadsLowPrecision,
+    Graph_RecomputeModerate]> {
   let summary = "Mean softmax cross-entropy of logits against integer class ids";
   let description = [{
     Softmax over the last axis of `logits` [..., C]; `labels` has the shape
     of `logits` without the last axis (i64 class ids in [0, C)). The result
     is the mean over all label elements, a rank-0 tensor (as
-    `torch.nn.functional.cross_entropy` with reduction='mean').
+    `torch.nn.functional.cross_entropy` with reduction='mean'). f16/bf16
+    logits are widened as they are read and the loss is computed and
+    returned in f32.
     ```mlir
     %l = dlgraph.softmax_cross_entropy %x, %t : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
     ```
@@ -28,10 +31,12 @@ def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure,
 def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
     [Pure, AllTypesMatch<["logits", "result"]>,
      DeclareOpInterfaceMethods<InferTypeOpInterface>,
-     Graph_KeepsF32, Graph_RecomputeModerate]> {
+     Graph_KeepsF32, Graph_ReadsLowPrecision, Graph_RecomputeModerate]> {
   let summary = "Gradient of softmax_cross_entropy with respect to the logits";
   let description = [{
     d_logits = (softmax(logits) - one_hot(labels)) * d_loss / count(labels).
+    With f16/bf16 logits, `loss_grad` is f32, everything is computed in f32
+    and d_logits is rounded once to the logits' type.
     ```mlir
     %g = dlgraph.softmax_cross_entropy_grad %x, %t, %dl : (tensor<64x10xf32>, tensor<64xi64>, tensor<f32>) -> tensor<64x10xf32>
     ```

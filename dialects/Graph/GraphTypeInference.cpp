@@ -413,6 +413,10 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
   auto x = ranked(adaptor.getLogits());
   if (!x)
     return inferError<SoftmaxCrossEntropyOp>(loc, "expects ranked logits");
-  inferred.push_back(x.clone(ArrayRef<int64_t>{}));
+  // The loss of f16/bf16 logits is f32 (computed in f32).
+  Type e = x.getElementType();
+  if (e.isF16() || e.isBF16())
+    e = Float32Type::get(e.getContext());
+  inferred.push_back(RankedTensorType::get({}, e));
   return success();
 }

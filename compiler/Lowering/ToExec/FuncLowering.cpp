@@ -285,7 +285,8 @@ LogicalResult FuncLowering::lowerOp(Operation *op) {
     auto precision = dyn_cast<graph::PrecisionClassOpInterface>(op);
     bool lowPrecisionOk =
         precision &&
-        precision.getPrecisionClass() != graph::PrecisionClass::KeepsF32;
+        (precision.getPrecisionClass() != graph::PrecisionClass::KeepsF32 ||
+         op->hasTrait<graph::GraphTrait::ReadsLowPrecision>());
     if (!lowPrecisionOk && cost &&
         (cost.getRecomputeCost() == graph::RecomputeCost::Moderate ||
          cost.getRecomputeCost() == graph::RecomputeCost::Expensive))

@@ -47,6 +47,26 @@ OpOperand *updateGradient(Operation *op) {
   return nullptr;
 }
 
+/// What |v| widens: the f16/bf16 input of a `dlgraph.cast` to f32 (mixed
+/// precision hands each update a per-use widening of a low-precision
+/// gradient), else |v| itself.
+Value widenedSource(Value v) {
+  if (auto c = v.getDefiningOp<CastOp>()) {
+    Type from = c.getInput().getType().getElementType();
+    if ((from.isF16() || from.isBF16()) && c.getType().getElementType().isF32())
+      return c.getInput();
+  }
+  return v;
+}
+
+/// |source| as the f32 tensor |type|: |source| itself, or a new widening
+/// cast (one per reader, so that each fuses into its reader's kernel).
+Value asF32(OpBuilder &b, Value source, RankedTensorType type) {
+  if (source.getType() == type)
+    return source;
+  return CastOp::create(b, source.getLoc(), type, source);
+}
+
 /// Whether |op| is a rank-0 floating-point `dlgraph.constant` equal to 1.
 bool isScalarOne(Operation *op) {
   auto c = dyn_cast<ConstantOp>(op);
@@ -162,7 +182,7 @@ LogicalResult LossScalingPass::run() {
               "--dlgraph-apply-optimizer first";
   Operation *firstUpdate = updates.front();
   for (auto [g, u] : llvm::zip(grads, updates))
-    if (Operation *def = g.getDefiningOp();
+    if (Operation *def = widenedSource(g).getDefiningOp();
         def && (def->getBlock() != &body || !def->isBeforeInBlock(firstUpdate)))
       return u->emitError() << kPass << " expects every gradient to be "
                             << "computed in @train_step before the first "
@@ -232,17 +252,18 @@ LogicalResult LossScalingPass::run() {
   Value inv = DivOp::create(b, loc, f32Scalar, constant(1.0), scale);
   Value zero = constant(0.0);
   Value total;
-  llvm::DenseMap<Value, Value> unscaled;
-  for (Value g : grads) {
+  llvm::DenseMap<Value, Value> unscaled; // keyed by widenedSource
+  for (Value grad : grads) {
+    Value g = widenedSource(grad);
     Value &u = unscaled[g];
     if (u)
       continue;
-    auto gt = cast<RankedTensorType>(g.getType());
-    u = MulOp::create(b, g.getLoc(), gt, g, inv);
-    // The probe recomputes the unscaled value (the same op, so the same
+    auto gt = cast<RankedTensorType>(grad.getType());
+    u = MulOp::create(b, g.getLoc(), gt, asF32(b, g, gt), inv);
+    // The probe recomputes the unscaled value (the same ops, so the same
     // bits) instead of reading u: then each chain has one consumer, the
     // probe fuses into its reduction and u into the update's kernel.
-    Value again = MulOp::create(b, g.getLoc(), gt, g, inv);
+    Value again = MulOp::create(b, g.getLoc(), gt, asF32(b, g, gt), inv);
     Value probe = MulOp::create(b, g.getLoc(), gt, again, zero);
     SmallVector<int64_t> axes =
         llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
@@ -256,11 +277,22 @@ LogicalResult LossScalingPass::run() {
   Value foundInf = CompareOp::create(b, loc, i1Scalar, "ne", total, total);
   for (Operation *u : updates) {
     OpOperand *g = updateGradient(u);
-    g->set(unscaled.lookup(g->get()));
+    Value old = g->get();
+    g->set(unscaled.lookup(widenedSource(old)));
+    if (old.use_empty())
+      old.getDefiningOp()->erase();
   }
-  for (OpOperand &r : ret->getOpOperands())
-    if (Value u = unscaled.lookup(r.get()))
+  for (OpOperand &r : ret->getOpOperands()) {
+    Value old = r.get();
+    auto rt = dyn_cast<RankedTensorType>(old.getType());
+    if (!rt || !rt.getElementType().isF32())
+      continue;
+    if (Value u = unscaled.lookup(widenedSource(old))) {
       r.set(u);
+      if (old.use_empty() && old.getDefiningOp())
+        old.getDefiningOp()->erase();
+    }
+  }
 
   // Guard every write: on overflow each variable keeps its value from
   // before the step. Writes take effect at the end of the step wherever

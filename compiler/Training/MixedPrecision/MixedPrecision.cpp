@@ -12,9 +12,12 @@
 #include "dialects/Graph/GraphInterfaces.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_MIXEDPRECISIONPASS
@@ -54,6 +57,20 @@ Type widest(Type a, Type b) {
 
 bool isConstant(Value v) { return v.getDefiningOp<ConstantOp>() != nullptr; }
 
+/// Whether |op| only moves the elements of its one operand (reshape,
+/// transpose, slice, broadcast_to): not elementwise arithmetic, one operand,
+/// one result, following its operand's type, free or cheap to recompute.
+bool isDataMovementOfOne(Operation *op) {
+  auto pc = dyn_cast<PrecisionClassOpInterface>(op);
+  auto cost = dyn_cast<RecomputeCostOpInterface>(op);
+  return pc && cost && op->getNumOperands() == 1 && op->getNumResults() == 1 &&
+         pc.getPrecisionClass() == PrecisionClass::FollowsOperands &&
+         !op->hasTrait<GraphTrait::Elementwise>() &&
+         (cost.getRecomputeCost() == RecomputeCost::Free ||
+          cost.getRecomputeCost() == RecomputeCost::Cheap) &&
+         op->getNumRegions() == 0 && !isa<CastOp>(op);
+}
+
 /// Whether |v| is a float constant whose every element converts to |elem|
 /// exactly (0, 1, 0.5, -inf convert to bf16 exactly; 1/sqrt(2) does not).
 bool convertsExactly(Value v, Type elem) {
@@ -83,6 +100,7 @@ public:
 
   LogicalResult run(func::FuncOp func) {
     sharedCasts.clear();
+    broadcastLike.clear();
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
       if (op != func.getOperation())
@@ -115,6 +133,21 @@ private:
     auto key = std::make_pair(v, elem);
     if (Value c = sharedCasts.lookup(key))
       return c;
+    // Narrowing a view or copy of one tensor (reshape, transpose, slice):
+    // narrow the tensor and move the narrow data instead, so that views of
+    // one value share one cast and copies move half the bytes.
+    if (Operation *def = v.getDefiningOp();
+        def && t.getElementType().isF32() && isDataMovementOfOne(def)) {
+      Value in = sharedCast(def->getOperand(0), elem);
+      OpBuilder b(def->getContext());
+      b.setInsertionPointAfter(def);
+      IRMapping map;
+      map.map(def->getOperand(0), in);
+      Operation *moved = b.clone(*def, map);
+      moved->getResult(0).setType(t.clone(elem));
+      sharedCasts[key] = moved->getResult(0);
+      return moved->getResult(0);
+    }
     OpBuilder b(v.getContext());
     if (Operation *def = v.getDefiningOp())
       b.setInsertionPointAfter(def);
@@ -123,6 +156,25 @@ private:
     Value c = CastOp::create(b, v.getLoc(), t.clone(elem), v);
     sharedCasts[key] = c;
     return c;
+  }
+
+  /// Re-infers |op|'s result types from its (now possibly low) operands: an
+  /// op that reads f16/bf16 directly states what it returns for them.
+  LogicalResult inferResults(Operation *op) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      return op->emitOpError()
+             << "reads low-precision operands but cannot infer its result "
+                "types";
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)))
+      return failure();
+    for (auto [r, t] : llvm::zip(op->getResults(), types))
+      r.setType(t);
+    return success();
   }
 
   void setFloatResults(Operation *op, Type elem) {
@@ -181,6 +233,8 @@ private:
       setFloatResults(op, low);
       return success();
     case PrecisionClass::KeepsF32:
+      if (op->hasTrait<GraphTrait::ReadsLowPrecision>())
+        return inferResults(op);
       // An elementwise user (an optimizer update, exp, ...) lowers to a
       // kernel that absorbs a cast of its own; other users (reductions,
       // softmax, losses) share one, which fusion folds into the reduction's
@@ -210,7 +264,7 @@ private:
   /// PyTorch's normalization kernels do with their f32 statistics.
   LogicalResult followOperands(Operation *op) {
     Type compute, store;
-    SmallVector<int64_t> shape;
+    int floatOperands = 0, broadcastOperands = 0;
     bool elementwise = op->hasTrait<GraphTrait::Elementwise>();
     auto resultShape = [&]() -> std::optional<ArrayRef<int64_t>> {
       if (op->getNumResults() == 0)
@@ -224,10 +278,25 @@ private:
       if (!e || isConstant(v))
         continue;
       compute = widest(compute, e);
-      if (!elementwise || !resultShape ||
-          cast<RankedTensorType>(v.getType()).getShape() == *resultShape)
+      // A dlgraph.broadcast_to (a reduction's gradient spread back over the
+      // reduced axes) is a smaller tensor broadcast into the result, like an
+      // operand of smaller shape.
+      bool broadcast =
+          elementwise && resultShape &&
+          (cast<RankedTensorType>(v.getType()).getShape() != *resultShape ||
+           broadcastLike.contains(v));
+      if (!broadcast)
         store = widest(store, e);
+      else
+        ++broadcastOperands;
+      ++floatOperands;
     }
+    // What a broadcast computes with constants or other broadcasts is still
+    // a broadcast of a smaller tensor (e.g. mean's gradient * 1/n).
+    if (isa<BroadcastToOp>(op) ||
+        (elementwise && floatOperands > 0 && broadcastOperands == floatOperands))
+      for (Value r : op->getResults())
+        broadcastLike.insert(r);
     if (!compute)
       return success(); // only constants (or no floats): nothing to follow
     if (!store)
@@ -256,6 +325,11 @@ private:
   ModuleOp module;
   Type low, f32;
   llvm::DenseMap<std::pair<Value, Type>, Value> sharedCasts;
+  /// Full-shape values that are broadcasts of smaller tensors
+  /// (dlgraph.broadcast_to and elementwise ops on such values and
+  /// constants): like smaller operands, they do not decide where an
+  /// elementwise op stores its result.
+  llvm::DenseSet<Value> broadcastLike;
 };
 
 /// A value rounded to the low type only to be widened again by every reader

@@ -2,8 +2,9 @@
 // RUN: dlc-opt %s --split-input-file --dlgraph-mixed-precision=precision=fp16 | FileCheck %s --check-prefix=F16
 
 // A GEMM reads a parameter twice (forward and backward): one shared cast.
-// The loss keeps f32; the weight gradient reaches the update in f32; the
-// variable and the signature stay f32.
+// The loss reads the bf16 logits and computes (and returns) f32; its
+// gradient is bf16 for the backward GEMMs; the weight gradient reaches the
+// update in f32; the variable and the signature stay f32.
 dlgraph.variable @w : tensor<10x64xf32> = dense<0.5> : tensor<10x64xf32> {trainable}
 dlgraph.variable @buf : tensor<10x64xf32> {dlgraph.optimizer_state}
 dlgraph.variable @__step : tensor<f32> {dlgraph.optimizer_state}
@@ -15,17 +16,14 @@ func.func @step(%x: tensor<4x64xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
   // CHECK: %[[W:.+]] = dlgraph.read_variable @w : tensor<10x64xf32>
   // CHECK: %[[WB:.+]] = dlgraph.cast %[[W]] : tensor<10x64xf32> to tensor<10x64xbf16>
   // CHECK: %[[Y:.+]] = dlgraph.gemm %[[XB]], %[[WB]] {trans_b = true} : (tensor<4x64xbf16>, tensor<10x64xbf16>) -> tensor<4x10xbf16>
-  // CHECK: %[[YF:.+]] = dlgraph.cast %[[Y]] : tensor<4x10xbf16> to tensor<4x10xf32>
-  // CHECK: dlgraph.softmax_cross_entropy %[[YF]], %[[L]] : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  // CHECK-NEXT: dlgraph.softmax_cross_entropy %[[Y]], %[[L]] : (tensor<4x10xbf16>, tensor<4xi64>) -> tensor<f32>
   // F16: dlgraph.gemm {{.*}} : (tensor<4x64xf16>, tensor<10x64xf16>) -> tensor<4x10xf16>
   %w = dlgraph.read_variable @w : tensor<10x64xf32>
   %y = dlgraph.gemm %x, %w {trans_b = true} : (tensor<4x64xf32>, tensor<10x64xf32>) -> tensor<4x10xf32>
   %loss = dlgraph.softmax_cross_entropy %y, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   %one = dlgraph.constant dense<1.0> : tensor<f32>
-  // The loss gradient is f32 (KeepsF32); the backward GEMMs cast it once
-  // and read the same bf16 weight copy as the forward one.
-  // CHECK: %[[DY:.+]] = dlgraph.softmax_cross_entropy_grad %[[YF]]
-  // CHECK: %[[DYB:.+]] = dlgraph.cast %[[DY]] : tensor<4x10xf32> to tensor<4x10xbf16>
+  // The backward GEMMs read the same bf16 weight copy as the forward one.
+  // CHECK: %[[DYB:.+]] = dlgraph.softmax_cross_entropy_grad %[[Y]], %[[L]], %{{.+}} : (tensor<4x10xbf16>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xbf16>
   // CHECK: dlgraph.gemm %[[DYB]], %[[WB]] : (tensor<4x10xbf16>, tensor<10x64xbf16>) -> tensor<4x64xbf16>
   // CHECK: %[[DW:.+]] = dlgraph.gemm %[[DYB]], %[[XB]] {trans_a = true} : (tensor<4x10xbf16>, tensor<4x64xbf16>) -> tensor<10x64xbf16>
   // CHECK: %[[DWF:.+]] = dlgraph.cast %[[DW]] : tensor<10x64xbf16> to tensor<10x64xf32>
