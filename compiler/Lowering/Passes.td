@@ -44,13 +44,17 @@ def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fold all-parallel producer kernels into their single consumer kernel";
   let description = [{
     A `dlexec.kernel` P with only `parallel` iterators whose every output is
-    a `dlexec.alloc` read by exactly one other kernel C, through the identity
-    indexing map over the same iteration space, is folded into C: P's body
-    is cloned in front of C's, C's block arguments for P's outputs are
-    replaced by P's yielded values, P's inputs become C's inputs (composed
-    maps, duplicates merged), and P and its allocs are erased. It does not
-    fuse when an op between P and C writes a buffer that P reads. Repeats
-    until nothing changes, so chains collapse into one kernel.
+    a `dlexec.alloc` read by exactly one other kernel C, through one
+    permutation indexing map (the identity, or a transpose) of C's loops, is
+    folded into C: P's body is cloned in front of C's, C's block arguments
+    for P's outputs are replaced by P's yielded values, P's inputs become C's
+    inputs (their maps composed with C's, duplicates merged), and P and its
+    allocs are erased. A P read by up to 4 kernels (and nothing else), when
+    P or one of them is a cast (an `arith.extf`/`arith.truncf` kernel) and
+    P's body has at most 32 ops, is recomputed in each of them the same way,
+    so that a mixed-precision cast never stores its input or its result. It
+    does not fuse when an op between P and C writes a buffer that P reads.
+    Repeats until nothing changes, so chains collapse into one kernel.
     ```mlir
     // before: bias add kernel -> %t -> relu kernel;  after: one kernel
     ```

@@ -194,12 +194,40 @@ def main():
         check(f"loss step {i}", rel_error(a, b), "loss" if i == 1 else "later loss")
     # Step 1's gradients are taken at identical weights on both devices;
     # later steps also carry the trajectories' divergence.
-    for i, (gc, gh) in enumerate(zip(grad_c, grad_h), 1):
-        err, name = worst_tensor(gc, gh)
-        check(f"gradients step {i} ({len(gh)} tensors; worst {name})", err,
-              "gradients" if i == 1 else "later gradients")
-    err, name = worst_tensor(ckpt_c, ckpt_h)
-    check(f"checkpoint ({len(ckpt_h)} tensors; worst {name})", err, "checkpoint")
+    if args.precision == "fp32":
+        for i, (gc, gh) in enumerate(zip(grad_c, grad_h), 1):
+            err, name = worst_tensor(gc, gh)
+            check(f"gradients step {i} ({len(gh)} tensors; worst {name})", err,
+                  "gradients" if i == 1 else "later gradients")
+        err, name = worst_tensor(ckpt_c, ckpt_h)
+        check(f"checkpoint ({len(ckpt_h)} tensors; worst {name})", err, "checkpoint")
+    else:
+        # Low precision: a gradient that cancels to about 0 (a convolution
+        # bias before BatchNorm) is rounding noise, so each gradient is
+        # compared relative to the largest gradient of the step, not to its
+        # own size. Only step 1 (identical weights) is asserted: Adam's and
+        # momentum SGD's steps turn a rounding-level difference in a
+        # near-zero gradient element into an lr-sized weight difference
+        # (measured on cnn fp16/Adam: 6e-4 of the peak gradient at step 1,
+        # 2e-2 at step 3, while every loss stayed within 1e-4), so later
+        # gradients and the checkpoint compare trajectories, not kernels;
+        # they are printed, and the losses above cover every step.
+        for i, (gc, gh) in enumerate(zip(grad_c, grad_h), 1):
+            err, name = worst_vs_peak(gc, gh)
+            if i == 1:
+                check(f"gradients step 1 ({len(gh)} tensors; worst {name}, "
+                      "relative to the peak gradient)", err, "gradients")
+            else:
+                print(f"gradients step {i}: {err:.3g} of the peak gradient "
+                      f"(worst {name}; not asserted, see above)")
+        bad = [k for k, t in ckpt_c.items()
+               if t.dtype.kind == "f" and not np.all(np.isfinite(t))]
+        if sorted(ckpt_c) != sorted(ckpt_h) or bad:
+            ok = False
+            print(f"checkpoint: tensor names differ or non-finite {bad} MISMATCH")
+        err, name = worst_tensor(ckpt_c, ckpt_h)
+        print(f"checkpoint: {len(ckpt_h)} tensors, all finite; worst {name} "
+              f"{err:.3g} (not asserted, see above)")
     if not ok:
         sys.exit("FAIL: the CUDA device (stand-in) differs from the host device")
     print("PASS")
@@ -210,6 +238,25 @@ def role(name):
     among their own kind."""
     last = name.rsplit(".", 1)[-1]
     return last if last in ("momentum_buffer", "exp_avg", "exp_avg_sq") else ""
+
+
+def worst_vs_peak(ours, ref):
+    """The largest |ours - ref| over all tensors divided by the largest
+    |ref| over all float tensors, and the tensor it is in (inf for missing,
+    misshapen or non-finite tensors)."""
+    if sorted(ours) != sorted(ref):
+        return float("inf"), "(different tensor names)"
+    peak = max((float(np.max(np.abs(t))) for t in ref.values()
+                if t.dtype.kind == "f" and t.size), default=0.0)
+    worst, worst_name = 0.0, ""
+    for name in sorted(ref):
+        r, g = ref[name].astype(np.float64), ours[name].astype(np.float64)
+        if g.shape != r.shape or not np.all(np.isfinite(g)):
+            return float("inf"), name
+        d = float(np.max(np.abs(g - r))) if r.size else 0.0
+        if d >= worst:
+            worst, worst_name = d, name
+    return (worst / peak if peak > 0 else worst), worst_name
 
 
 def worst_tensor(ours, ref):
