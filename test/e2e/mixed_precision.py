@@ -3,7 +3,8 @@
 
 For one model (--model mlp | cnn | gpt), exported by PyTorch in this script:
   - compiles it with `dlc --train` at --precision fp32 and bf16 (and prints
-    `dlc --stats` for both), and checks that the bf16 step has no standalone
+    `dlc --stats` for both; the bf16 and fp16 packages with every kernel
+    NVRTC-compiled for sm_80 and sm_90), and checks that the bf16 step has no standalone
     cast kernel next to an elementwise kernel (one fusion could absorb);
   - trains both for --steps steps on one fixed batch with `dlrt train`, and
     trains PyTorch from the same weights under
@@ -129,9 +130,14 @@ def main():
     precisions = ["fp32", "bf16"] + [p for p in args.resume_check.split(",")
                                      if p and p not in ("fp32", "bf16")]
     for p in precisions:
+        # Every low-precision kernel is also NVRTC-compiled for sm_80 and
+        # sm_90 (the package embeds the cubins; dlc fails if one does not
+        # compile).
+        target = ["--target", "sm_80,sm_90"] if p != "fp32" else []
         out = run([args.dlc, onnx_path, "--train", "--optimizer", "adam",
                    "--lr", repr(args.lr), "--batch-size", str(args.batch),
-                   "--precision", p, "--stats", "--quiet", "-o", w(f"{p}.dlcp")])
+                   "--precision", p, "--stats", "--quiet", "-o", w(f"{p}.dlcp")]
+                  + target)
         found[p] = stats(out)
         print(f"{p}: {found[p]}")
         if p in ("fp32", "bf16"):
