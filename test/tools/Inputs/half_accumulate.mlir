@@ -7,7 +7,8 @@ module {
                   %dy: tensor<2x3x3x3xXT> {dlgraph.name = "dy"},
                   %v: tensor<4x6xXT> {dlgraph.name = "v"},
                   %w: tensor<4x6xXT> {dlgraph.name = "w"},
-                  %step: tensor<f32> {dlgraph.name = "step"})
+                  %step: tensor<f32> {dlgraph.name = "step"},
+                  %labels: tensor<4xi64> {dlgraph.name = "labels"})
       -> (tensor<2x3x3x3xXT> {dlgraph.name = "max_pool"},
           tensor<2x3x6x6xXT> {dlgraph.name = "max_pool_grad"},
           tensor<2x3x3x3xXT> {dlgraph.name = "avg_pool"},
@@ -22,7 +23,9 @@ module {
           tensor<4xi64> {dlgraph.name = "arg_max"},
           tensor<1x6xi64> {dlgraph.name = "arg_min"},
           tensor<2x3x6x6xXT> {dlgraph.name = "dropout"},
-          tensor<2x3x6x6xi1> {dlgraph.name = "dropout_mask"}) {
+          tensor<2x3x6x6xi1> {dlgraph.name = "dropout_mask"},
+          tensor<f32> {dlgraph.name = "f32_ce_loss"},
+          tensor<4x6xXT> {dlgraph.name = "ce_grad"}) {
     // 3x3 windows, stride 2, padded on top and left: the border windows are
     // clipped.
     %mp = dlgraph.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>} : tensor<2x3x6x6xXT> -> tensor<2x3x3x3xXT>
@@ -49,6 +52,11 @@ module {
     %am = dlgraph.arg_max %v {axis = 1 : i64} : tensor<4x6xXT> -> tensor<4xi64>
     %an = dlgraph.arg_min %v {axis = 0 : i64, keepdims, select_last_index} : tensor<4x6xXT> -> tensor<1x6xi64>
     %d, %dm = dlgraph.dropout %x, %step {ratio = 0.3 : f32, seed = 77 : i64} : (tensor<2x3x6x6xXT>, tensor<f32>) -> (tensor<2x3x6x6xXT>, tensor<2x3x6x6xi1>)
-    return %mp, %mpg, %ap, %apg, %ac, %acg, %g, %gr, %rm, %rmm, %mn, %am, %an, %d, %dm : tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x1x1xXT>, tensor<2x3x1x1xXT>, tensor<4xXT>, tensor<6xXT>, tensor<6xXT>, tensor<4xi64>, tensor<1x6xi64>, tensor<2x3x6x6xXT>, tensor<2x3x6x6xi1>
+    // Softmax cross-entropy reads 16-bit logits itself (ReadsLowPrecision):
+    // the loss is f32 and equals the f32 package's bit for bit (the logits
+    // widen exactly); the gradient is rounded once to the logits' type.
+    %ce = dlgraph.softmax_cross_entropy %v, %labels : (tensor<4x6xXT>, tensor<4xi64>) -> tensor<f32>
+    %ceg = dlgraph.softmax_cross_entropy_grad %v, %labels, %step : (tensor<4x6xXT>, tensor<4xi64>, tensor<f32>) -> tensor<4x6xXT>
+    return %mp, %mpg, %ap, %apg, %ac, %acg, %g, %gr, %rm, %rmm, %mn, %am, %an, %d, %dm, %ce, %ceg : tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x3x3xXT>, tensor<2x3x6x6xXT>, tensor<2x3x1x1xXT>, tensor<2x3x1x1xXT>, tensor<4xXT>, tensor<6xXT>, tensor<6xXT>, tensor<4xi64>, tensor<1x6xi64>, tensor<2x3x6x6xXT>, tensor<2x3x6x6xi1>, tensor<f32>, tensor<4x6xXT>
   }
 }
