@@ -250,6 +250,166 @@ LogicalResult tryFuse(x::KernelOp p) {
   return success();
 }
 
+/// Folds the readers of a multi-output producer into it: when every output
+/// of |p| (all-parallel, two or more outputs) is read only by all-parallel
+/// kernels through identity maps over |p|'s loops, |p| and those readers
+/// become one kernel at the last reader's place that writes the readers'
+/// outputs (the guards `select(found_inf, old, new)` that loss scaling puts
+/// on each result of an optimizer update). Returns success when it fused.
+LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
+  if (p.getOutputs().size() < 2 || !allParallel(p))
+    return failure();
+  Block &pBody = p.getBody().front();
+  unsigned pIns = p.getInputs().size();
+  unsigned numLoops = mapOf(p, 0).getNumDims();
+  for (unsigned i = 0; i < p.getOutputs().size(); ++i)
+    if (!pBody.getArgument(pIns + i).use_empty() ||
+        !mapOf(p, pIns + i).isIdentity())
+      return failure();
+  SmallVector<x::KernelOp> readers;
+  for (Value out : p.getOutputs()) {
+    if (!out.getDefiningOp<x::AllocOp>())
+      return failure();
+    for (OpOperand &use : out.getUses()) {
+      if (use.getOwner() == p.getOperation())
+        continue;
+      auto k = dyn_cast<x::KernelOp>(use.getOwner());
+      if (!k || use.getOperandNumber() >= k.getInputs().size() ||
+          !allParallel(k) || k->getBlock() != p->getBlock() ||
+          !p->isBeforeInBlock(k) ||
+          mapOf(k, 0).getNumDims() != numLoops ||
+          !mapOf(k, use.getOperandNumber()).isIdentity())
+        return failure();
+      if (!llvm::is_contained(readers, k))
+        readers.push_back(k);
+    }
+  }
+  if (readers.empty())
+    return failure();
+  llvm::sort(readers, [](x::KernelOp a, x::KernelOp b) {
+    return a->isBeforeInBlock(b);
+  });
+  for (x::KernelOp k : readers)
+    for (unsigned j = 0; j < k.getOutputs().size(); ++j)
+      if (!mapOf(k, k.getInputs().size() + j).isIdentity() ||
+          !k.getBody().front().getArgument(k.getInputs().size() + j)
+               .use_empty())
+        return failure();
+  x::KernelOp last = readers.back();
+  // Everything but the last reader moves down to it: no op in between may
+  // write what they read, or read or write what they write.
+  SmallVector<Value> reads(p.getInputs()), writes;
+  for (x::KernelOp k : readers) {
+    llvm::append_range(reads, k.getInputs());
+    if (k != last)
+      llvm::append_range(writes, k.getOutputs());
+  }
+  for (Operation *op = p->getNextNode(); op != last.getOperation();
+       op = op->getNextNode()) {
+    if (llvm::is_contained(readers, dyn_cast<x::KernelOp>(op)))
+      continue;
+    for (Value w : writtenBuffers(op))
+      for (Value r : llvm::concat<Value>(reads, writes))
+        if (sameMemory(w, r))
+          return failure();
+    for (Value operand : op->getOperands())
+      for (Value w : writes)
+        if (sameMemory(operand, w))
+          return failure();
+  }
+  // The fused kernel reads and writes element by element (identity maps);
+  // a buffer written and also read through another map is not safe.
+  SmallVector<std::pair<Value, AffineMap>> inputs;
+  auto addInput = [&](Value v, AffineMap m) -> unsigned {
+    for (unsigned i = 0; i < inputs.size(); ++i)
+      if (inputs[i].first == v && inputs[i].second == m)
+        return i;
+    inputs.push_back({v, m});
+    return inputs.size() - 1;
+  };
+  SmallVector<unsigned> pSlot;
+  for (unsigned i = 0; i < pIns; ++i)
+    pSlot.push_back(addInput(p.getInputs()[i], mapOf(p, i)));
+  SmallVector<SmallVector<int>> readerSlot;
+  SmallVector<Value> outputs;
+  for (x::KernelOp k : readers) {
+    SmallVector<int> slots;
+    for (auto [i, v] : llvm::enumerate(k.getInputs()))
+      slots.push_back(llvm::is_contained(p.getOutputs(), v)
+                          ? -1
+                          : (int)addInput(v, mapOf(k, i)));
+    readerSlot.push_back(slots);
+    llvm::append_range(outputs, k.getOutputs());
+  }
+  for (Value w : outputs)
+    for (auto &[r, m] : inputs)
+      if (sameMemory(w, r) && !m.isIdentity())
+        return failure();
+
+  OpBuilder b(last);
+  SmallVector<AffineMap> maps;
+  SmallVector<Value> inputValues;
+  for (auto &[v, m] : inputs) {
+    inputValues.push_back(v);
+    maps.push_back(m);
+  }
+  for (unsigned j = 0; j < outputs.size(); ++j)
+    maps.push_back(AffineMap::getMultiDimIdentityMap(numLoops, p.getContext()));
+  auto fused = x::KernelOp::create(b, p.getLoc(), p.getSymNameAttr(),
+                                   inputValues, outputs,
+                                   b.getAffineMapArrayAttr(maps),
+                                   p.getIteratorTypes(), p.getInitAttr());
+  Block *blk = new Block();
+  fused.getBody().push_back(blk);
+  for (Value v : inputValues)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     p.getLoc());
+  for (Value v : outputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     p.getLoc());
+  OpBuilder kb = OpBuilder::atBlockEnd(blk);
+  IRMapping map;
+  for (unsigned i = 0; i < pIns; ++i)
+    map.map(pBody.getArgument(i), blk->getArgument(pSlot[i]));
+  for (Operation &op : pBody.without_terminator())
+    kb.clone(op, map);
+  auto pYield = cast<x::YieldOp>(pBody.getTerminator());
+  SmallVector<Value> yields;
+  unsigned outBase = inputValues.size();
+  for (auto [r, k] : llvm::enumerate(readers)) {
+    Block &kBody = k.getBody().front();
+    IRMapping kmap;
+    for (auto [i, v] : llvm::enumerate(k.getInputs())) {
+      int slot = readerSlot[r][i];
+      if (slot >= 0) {
+        kmap.map(kBody.getArgument(i), blk->getArgument(slot));
+      } else {
+        unsigned o = llvm::find(p.getOutputs(), v) - p.getOutputs().begin();
+        kmap.map(kBody.getArgument(i),
+                 map.lookupOrDefault(pYield.getValues()[o]));
+      }
+    }
+    for (unsigned j = 0; j < k.getOutputs().size(); ++j)
+      kmap.map(kBody.getArgument(k.getInputs().size() + j),
+               blk->getArgument(outBase + yields.size() + j));
+    for (Operation &op : kBody.without_terminator())
+      kb.clone(op, kmap);
+    for (Value y : cast<x::YieldOp>(kBody.getTerminator()).getValues())
+      yields.push_back(kmap.lookupOrDefault(y));
+  }
+  x::YieldOp::create(kb, p.getLoc(), yields);
+
+  SmallVector<Operation *> dead;
+  for (Value out : p.getOutputs())
+    dead.push_back(out.getDefiningOp());
+  for (x::KernelOp k : readers)
+    k.erase();
+  p.erase();
+  for (Operation *a : dead)
+    a->erase();
+  return success();
+}
+
 struct FuseElementwisePass
     : dlc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
@@ -258,7 +418,8 @@ struct FuseElementwisePass
       while (changed) {
         changed = false;
         for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
-          if (succeeded(tryFuse(k))) {
+          if (succeeded(tryFuse(k)) ||
+              succeeded(tryFuseReadersIntoProducer(k))) {
             changed = true;
             break;
           }

@@ -54,7 +54,13 @@ def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
     P's body has at most 32 ops, is recomputed in each of them the same way,
     so that a mixed-precision cast never stores its input or its result. It
     does not fuse when an op between P and C writes a buffer that P reads.
-    Repeats until nothing changes, so chains collapse into one kernel.
+    The other way round, a P with several outputs whose every output is read
+    only by all-parallel kernels through identity maps over P's loops (the
+    guards `select(found_inf, old, new)` that loss scaling puts on each
+    result of an optimizer update) absorbs those readers: one kernel at the
+    last reader's place writes their outputs, when no op in between touches
+    what they read or write. Repeats until nothing changes, so chains
+    collapse into one kernel.
     ```mlir
     // before: bias add kernel -> %t -> relu kernel;  after: one kernel
     ```

@@ -199,3 +199,106 @@ module {
 // CHECK-LABEL: dlexec.func @broadcast_then_reduce
 // CHECK: dlexec.kernel @k_bcast
 // CHECK: dlexec.kernel @k_sum ins(%{{.+}} : memref<4x5xf32>)
+
+// -----
+
+// Mixed-precision casts: a cast folds into a transpose that reads it
+// through a permutation; a producer read by a cast and by a reduction is
+// recomputed in both (its f32 result is never stored).
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  dlexec.func @casts {
+    %x = dlexec.input "x" : memref<4x8xf32>
+    %c = dlexec.alloc : memref<4x8xbf16>
+    dlexec.kernel @k_cast ins(%x : memref<4x8xf32>) outs(%c : memref<4x8xbf16>) attributes {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: bf16):
+      %t = arith.truncf %a : f32 to bf16
+      dlexec.yield %t : bf16
+    }
+    %t = dlexec.alloc : memref<8x4xbf16>
+    dlexec.kernel @k_transpose ins(%c : memref<4x8xbf16>) outs(%t : memref<8x4xbf16>) attributes {indexing_maps = [#tr, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: bf16, %o: bf16):
+      dlexec.yield %a : bf16
+    }
+    %g = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @k_add ins(%x, %x : memref<4x8xf32>, memref<4x8xf32>) outs(%g : memref<4x8xf32>) attributes {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      dlexec.yield %s : f32
+    }
+    %gb = dlexec.alloc : memref<4x8xbf16>
+    dlexec.kernel @k_cast2 ins(%g : memref<4x8xf32>) outs(%gb : memref<4x8xbf16>) attributes {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %o: bf16):
+      %t2 = arith.truncf %a : f32 to bf16
+      dlexec.yield %t2 : bf16
+    }
+    %r = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum ins(%g : memref<4x8xf32>) outs(%r : memref<8xf32>) attributes {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %acc: f32):
+      %s2 = arith.addf %acc, %a : f32
+      dlexec.yield %s2 : f32
+    }
+    dlexec.output "t", %t : memref<8x4xbf16>
+    dlexec.output "gb", %gb : memref<4x8xbf16>
+    dlexec.output "r", %r : memref<8xf32>
+  }
+}
+// CHECK-LABEL: dlexec.func @casts
+// CHECK: dlexec.kernel @k_transpose ins(%{{.+}} : memref<4x8xf32>) outs(%{{.+}} : memref<8x4xbf16>) attributes {indexing_maps = [#[[TR:.+]], #{{.+}}]
+// CHECK: arith.truncf
+// CHECK: dlexec.kernel @k_cast2 ins(%{{.+}} : memref<4x8xf32>) outs(%{{.+}} : memref<4x8xbf16>)
+// CHECK: arith.addf
+// CHECK: arith.truncf
+// CHECK: dlexec.kernel @k_sum ins(%{{.+}} : memref<4x8xf32>) outs(%{{.+}} : memref<8xf32>)
+// CHECK: arith.addf
+// CHECK: arith.addf
+// CHECK-NOT: dlexec.kernel
+// CHECK-NOT: memref<4x8xf32>{{.*}}alloc
+// CHECK: dlexec.output "t"
+
+// -----
+
+// Loss scaling's guards: the selects reading each result of a two-output
+// update fold into it; the fused kernel writes the variables directly and
+// sits where the last select was.
+#e = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+module {
+  dlexec.variable @w : memref<8xf32> {kind = "parameter"}
+  dlexec.variable @m : memref<8xf32> {kind = "optimizer_state"}
+  dlexec.func @guards {
+    %g = dlexec.input "g" : memref<8xf32>
+    %inf = dlexec.input "inf" : memref<i1>
+    %w = dlexec.variable_ref @w : memref<8xf32>
+    %m = dlexec.variable_ref @m : memref<8xf32>
+    %nw = dlexec.alloc : memref<8xf32>
+    %nm = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_update ins(%w, %m, %g : memref<8xf32>, memref<8xf32>, memref<8xf32>) outs(%nw, %nm : memref<8xf32>, memref<8xf32>) attributes {indexing_maps = [#e, #e, #e, #e, #e], iterator_types = ["parallel"]} {
+    ^bb0(%a: f32, %b: f32, %c: f32, %o1: f32, %o2: f32):
+      %mm = arith.addf %b, %c : f32
+      %ww = arith.subf %a, %mm : f32
+      dlexec.yield %ww, %mm : f32, f32
+    }
+    dlexec.kernel @k_guard_w ins(%inf, %w, %nw : memref<i1>, memref<8xf32>, memref<8xf32>) outs(%w : memref<8xf32>) attributes {indexing_maps = [#s, #e, #e, #e], iterator_types = ["parallel"]} {
+    ^bb0(%f: i1, %old: f32, %new: f32, %o: f32):
+      %v = arith.select %f, %old, %new : f32
+      dlexec.yield %v : f32
+    }
+    dlexec.kernel @k_guard_m ins(%inf, %m, %nm : memref<i1>, memref<8xf32>, memref<8xf32>) outs(%m : memref<8xf32>) attributes {indexing_maps = [#s, #e, #e, #e], iterator_types = ["parallel"]} {
+    ^bb0(%f: i1, %old: f32, %new: f32, %o: f32):
+      %v = arith.select %f, %old, %new : f32
+      dlexec.yield %v : f32
+    }
+  }
+}
+// CHECK-LABEL: dlexec.func @guards
+// CHECK-NOT: dlexec.alloc
+// CHECK: dlexec.kernel @k_update ins(%[[W:[^,]+]], %[[M:[^,]+]], %[[G:[^,]+]], %[[INF:[^ ]+]] : {{.*}}) outs(%[[W]], %[[M]] : memref<8xf32>, memref<8xf32>)
+// CHECK: %[[MM:.+]] = arith.addf
+// CHECK: %[[WW:.+]] = arith.subf
+// CHECK: %[[V1:.+]] = arith.select %{{.+}}, %{{.+}}, %[[WW]]
+// CHECK: %[[V2:.+]] = arith.select %{{.+}}, %{{.+}}, %[[MM]]
+// CHECK: dlexec.yield %[[V1]], %[[V2]] : f32, f32
+// CHECK-NOT: dlexec.kernel

@@ -296,13 +296,18 @@ LogicalResult LossScalingPass::run() {
 
   // Guard every write: on overflow each variable keeps its value from
   // before the step. Writes take effect at the end of the step wherever
-  // they stand, so they move to the end, after found_inf.
+  // they stand, so one that comes before found_inf (the step counter,
+  // BatchNorm's running statistics) moves to the end; the optimizer's stay
+  // where they are, so that each new value dies at its guard instead of
+  // living to the end of the step.
   SmallVector<WriteVariableOp> writes(body.getOps<WriteVariableOp>());
   llvm::StringMap<Value> before;
   for (auto read : body.getOps<ReadVariableOp>())
     before.try_emplace(read.getVariable(), read.getResult());
+  Operation *foundInfOp = foundInf.getDefiningOp();
   for (WriteVariableOp w : writes) {
-    w->moveBefore(ret);
+    if (!foundInfOp->isBeforeInBlock(w))
+      w->moveBefore(ret);
     b.setInsertionPoint(w);
     Value &old = before[w.getVariable()];
     if (!old) {

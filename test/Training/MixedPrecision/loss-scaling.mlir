@@ -52,14 +52,17 @@ module {
 // CHECK: %[[INF:.+]] = dlgraph.compare "ne", %[[TOTAL]], %[[TOTAL]] : (tensor<f32>, tensor<f32>) -> tensor<i1>
 // CHECK-NOT: dlgraph.compare "ne"
 // CHECK: %[[NP1:[^,]+]], %[[NB1:[^ ]+]] = dlgraph.sgd_update %[[W1]], %[[U1]],
-// Every write keeps the value from before the step on overflow.
-// CHECK: %[[G0:.+]] = dlgraph.select %[[INF]], %[[STEP0:.+]], %{{.+}} : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
-// CHECK-NEXT: dlgraph.write_variable @__step, %[[G0]]
+// Every write keeps the value from before the step on overflow. The
+// optimizer's writes stay right after their update (each new value dies at
+// its guard); the step counter's, which comes before found_inf, moves to
+// the end.
 // CHECK: %[[G1:.+]] = dlgraph.select %[[INF]], %[[W1]], %[[NP1]]
 // CHECK-NEXT: dlgraph.write_variable @fc1.weight, %[[G1]]
 // CHECK: %[[G2:.+]] = dlgraph.select %[[INF]], %{{.+}}, %[[NB1]]
 // CHECK-NEXT: dlgraph.write_variable @fc1.weight.momentum_buffer, %[[G2]]
 // CHECK-COUNT-6: dlgraph.write_variable @fc{{.+}}, %{{.+}}
+// CHECK: %[[G0:.+]] = dlgraph.select %[[INF]], %[[STEP0:.+]], %{{.+}} : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: dlgraph.write_variable @__step, %[[G0]]
 // GradScaler's update.
 // CHECK: %[[SKIP:.+]] = dlgraph.select %[[INF]], %{{.+}}, %[[ZERO]]
 // CHECK: %[[NEXT:.+]] = dlgraph.add %[[T]], %{{.+}}
