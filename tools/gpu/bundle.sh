@@ -32,7 +32,19 @@ for d in "$BUILD_DIR"/test/e2e/*_*/; do
   mkdir -p "$OUT/e2e/$name"
   cp "$d"/{train.dlcp,infer.dlcp,batch.npz,inputs.npz,outputs.npz,train.jsonl} "$OUT/e2e/$name/"
 done
-"$BUILD_DIR/bin/dlc" examples/mlp/mlp.onnx --train --optimizer adam --lr 1e-3 \
-  --batch-size 64 --target sm_90 --quiet -o "$OUT/mlp.dlcp"
+# Mixed precision (issue 10): the bf16 packages of test/e2e/mixed_precision.py
+# (cubins for sm_80/sm_90 embedded) with their host losses, and the main
+# job's MLP in fp32 and bf16 for the bf16/fp32 step-time ratio.
+for d in "$BUILD_DIR"/test/e2e/mixed_precision/*/; do
+  name=$(basename "$d")
+  [ -f "$d/bf16.dlcp" ] || continue
+  mkdir -p "$OUT/mixed_precision/$name"
+  cp "$d"/{bf16.dlcp,batch.npz,bf16.jsonl} "$OUT/mixed_precision/$name/"
+done
+for p in fp32 bf16; do
+  "$BUILD_DIR/bin/dlc" examples/mlp/mlp.onnx --train --optimizer adam --lr 1e-3 \
+    --batch-size 64 --precision $p --target sm_90 --quiet \
+    -o "$OUT/mlp$([ $p = bf16 ] && echo -bf16).dlcp"
+done
 cp tools/gpu/check.sh tools/gpu/compare.py "$OUT/"
 du -sh "$OUT"
