@@ -3,11 +3,11 @@
 // Producer/consumer fusion of dlexec.kernel ops over the same iteration space,
 // so that chains of elementwise ops become one kernel and their intermediate
 // buffers disappear.
+#include "compiler/Lowering/KernelQueries.h"
 #include "compiler/Lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_FUSEELEMENTWISEPASS
@@ -22,12 +22,6 @@ namespace {
 
 AffineMap mapOf(x::KernelOp k, unsigned operandNumber) {
   return cast<AffineMapAttr>(k.getIndexingMaps()[operandNumber]).getValue();
-}
-
-bool allParallel(x::KernelOp k) {
-  return llvm::all_of(k.getIteratorTypes(), [](Attribute a) {
-    return cast<StringAttr>(a).getValue() == "parallel";
-  });
 }
 
 /// Identifies the memory a buffer value refers to: the alloc/input value, or
@@ -61,15 +55,6 @@ SmallVector<Value> writtenBuffers(Operation *op) {
   return {};
 }
 
-/// Whether |k| only converts the element type of its one input.
-bool isCastKernel(x::KernelOp k) {
-  if (k.getInputs().size() != 1 || k.getOutputs().size() != 1)
-    return false;
-  Block &body = k.getBody().front();
-  return body.getOperations().size() == 2 &&
-         isa<arith::ExtFOp, arith::TruncFOp>(body.front());
-}
-
 /// Builds the kernel that computes |p|'s body in front of |c|'s, |c| reading
 /// |p|'s outputs through |pMap| (a permutation of |c|'s loops onto |p|'s
 /// iteration space), and replaces |c| with it. Leaves |p| in place. Fails
@@ -91,7 +76,7 @@ LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap) {
   for (auto [j, w] : llvm::enumerate(c.getOutputs()))
     for (auto [i, r] : llvm::enumerate(p.getInputs()))
       if (sameMemory(w, r) &&
-          (!allParallel(c) || !mapOf(p, i).compose(pMap).isIdentity() ||
+          (!isAllParallel(c) || !mapOf(p, i).compose(pMap).isIdentity() ||
            !mapOf(c, c.getInputs().size() + j).isIdentity()))
         return failure();
 
@@ -181,7 +166,7 @@ constexpr unsigned kMaxDuplicates = 4;
 /// description), or into each of its consumers when one of them is a cast.
 /// Returns success when it fused.
 LogicalResult tryFuse(x::KernelOp p) {
-  if (!allParallel(p))
+  if (!isAllParallel(p))
     return failure();
   Block &pBody = p.getBody().front();
   unsigned pIns = p.getInputs().size();
@@ -257,7 +242,7 @@ LogicalResult tryFuse(x::KernelOp p) {
 /// outputs (the guards `select(found_inf, old, new)` that loss scaling puts
 /// on each result of an optimizer update). Returns success when it fused.
 LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
-  if (p.getOutputs().size() < 2 || !allParallel(p))
+  if (p.getOutputs().size() < 2 || !isAllParallel(p))
     return failure();
   Block &pBody = p.getBody().front();
   unsigned pIns = p.getInputs().size();
@@ -275,7 +260,7 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
         continue;
       auto k = dyn_cast<x::KernelOp>(use.getOwner());
       if (!k || use.getOperandNumber() >= k.getInputs().size() ||
-          !allParallel(k) || k->getBlock() != p->getBlock() ||
+          !isAllParallel(k) || k->getBlock() != p->getBlock() ||
           !p->isBeforeInBlock(k) ||
           mapOf(k, 0).getNumDims() != numLoops ||
           !mapOf(k, use.getOperandNumber()).isIdentity())

@@ -2,8 +2,8 @@
 #include "compiler/Lowering/Pipelines.h"
 
 #include "compiler/Lowering/Liveness.h"
+#include "compiler/Lowering/KernelQueries.h"
 #include "compiler/Lowering/Passes.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -16,24 +16,6 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createPlanMemoryPass());
-}
-
-/// Whether |k| only converts its one input's element type.
-static bool isCastKernel(exec::KernelOp k) {
-  if (k.getInputs().size() != 1 || k.getOutputs().size() != 1)
-    return false;
-  Block &body = k.getBody().front();
-  if (body.getOperations().size() != 2)
-    return false;
-  Operation &op = body.front();
-  return isa<arith::ExtFOp, arith::TruncFOp>(op) &&
-         op.getOperand(0) == body.getArgument(0);
-}
-
-static bool allParallel(exec::KernelOp k) {
-  return llvm::all_of(k.getIteratorTypes(), [](Attribute a) {
-    return cast<StringAttr>(a).getValue() == "parallel";
-  });
 }
 
 /// The ops that use buffer |v| or a reshape view of it.
@@ -59,7 +41,7 @@ static Value stripViews(Value v) {
 static void countCastKernels(ModuleOp planned, PlanStats &s) {
   auto elementwise = [](Operation *op) {
     auto k = dyn_cast<exec::KernelOp>(op);
-    return k && allParallel(k);
+    return k && isAllParallel(k);
   };
   planned.walk([&](exec::KernelOp k) {
     if (!isCastKernel(k))

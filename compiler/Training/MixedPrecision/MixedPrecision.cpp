@@ -94,7 +94,7 @@ bool convertsExactly(Value v, Type elem) {
 
 class Rewriter {
 public:
-  Rewriter(ModuleOp module, Type low) : module(module), low(low) {
+  explicit Rewriter(Type low) : low(low) {
     f32 = Float32Type::get(low.getContext());
   }
 
@@ -322,7 +322,6 @@ private:
     return success();
   }
 
-  ModuleOp module;
   Type low, f32;
   llvm::DenseMap<std::pair<Value, Type>, Value> sharedCasts;
   /// Full-shape values that are broadcasts of smaller tensors
@@ -377,7 +376,7 @@ struct MixedPrecisionPass
                          << "'; supported: fp32, bf16, fp16";
       return signalPassFailure();
     }
-    Rewriter rewriter(module, low);
+    Rewriter rewriter(low);
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(rewriter.run(func)))
         return signalPassFailure();
