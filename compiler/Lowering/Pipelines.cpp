@@ -4,6 +4,7 @@
 #include "compiler/Lowering/Liveness.h"
 #include "compiler/Lowering/KernelQueries.h"
 #include "compiler/Lowering/Passes.h"
+#include "dialects/Exec/LibraryCalls.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -68,19 +69,26 @@ static void countCastKernels(ModuleOp planned, PlanStats &s) {
 dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
   PlanStats s;
   countCastKernels(planned, s);
+  int64_t largestCallOutput = 0;
   planned.walk([&](Operation *op) {
     if (isa<exec::KernelOp>(op))
       ++s.kernels;
     else if (isa<exec::BuiltinKernelOp>(op))
       ++s.builtinKernels;
-    else if (isa<exec::LibraryCallOp>(op))
+    else if (auto call = dyn_cast<exec::LibraryCallOp>(op)) {
       ++s.libraryCalls;
+      for (Value out : call.getOutputs())
+        largestCallOutput = std::max(
+            largestCallOutput, bufferBytes(cast<MemRefType>(out.getType())));
+    } else if (auto in = dyn_cast<exec::InputOp>(op))
+      s.inputBytes += bufferBytes(cast<MemRefType>(in.getBuffer().getType()));
     else if (auto f = dyn_cast<exec::FuncOp>(op))
       s.arenaBytes =
           std::max<int64_t>(s.arenaBytes, f.getArenaBytes().value_or(0));
     else if (auto v = dyn_cast<exec::VariableOp>(op))
       s.persistentBytes += bufferBytes(cast<MemRefType>(v.getType()));
   });
+  s.workspaceBytes = exec::libraryWorkspaceBytes(largestCallOutput);
   return s;
 }
 

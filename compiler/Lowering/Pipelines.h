@@ -28,6 +28,16 @@ struct PlanStats {
   int64_t arenaBytes = 0;      ///< max `arena_bytes` over the functions, bytes
   int64_t persistentBytes = 0; ///< sum of all dlexec.variable sizes (every
                                ///< kind, constants included), bytes
+  int64_t inputBytes = 0;      ///< sum of every function's dlexec.input
+                               ///< buffers (the runtime binds each), bytes
+  /// The step's library-call workspace: exec::libraryWorkspaceBytes of the
+  /// largest library-call output, bytes.
+  int64_t workspaceBytes = 0;
+  /// What a session of the package holds on its device: persistent + input
+  /// buffers + arena + workspace, bytes (docs/memory.md).
+  int64_t predictedPeakBytes() const {
+    return persistentBytes + inputBytes + arenaBytes + workspaceBytes;
+  }
   /// dlexec.kernel ops that only convert one buffer's element type (a cast
   /// that fusion left standalone), and of those, the ones an adjacent
   /// elementwise (all-parallel) kernel could have absorbed: the cast is the

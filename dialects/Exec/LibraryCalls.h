@@ -94,6 +94,24 @@ inline std::string libraryCallNames() {
   return out;
 }
 
+/// Library-call workspace (cuBLASLt's split-K and algorithm scratch, cuDNN's
+/// convolution workspace): the compiler plans one workspace per step of
+/// min(kMaxLibraryWorkspaceBytes, the largest output of any library call of
+/// the package) bytes (libraryWorkspaceBytes), the runtime allocates it once
+/// per session, and the CUDA device gives cuBLASLt and cuDNN no more than
+/// that (algorithms that need more are skipped). 4 MiB is cuBLAS's
+/// documented default workspace below Hopper (cuBLAS guide,
+/// cublasSetWorkspace).
+inline constexpr int64_t kMaxLibraryWorkspaceBytes = int64_t(4) << 20;
+
+/// The planned workspace for a package whose largest library-call output is
+/// |largestOutputBytes| bytes (0 without library calls).
+inline constexpr int64_t libraryWorkspaceBytes(int64_t largestOutputBytes) {
+  return largestOutputBytes < kMaxLibraryWorkspaceBytes
+             ? largestOutputBytes
+             : kMaxLibraryWorkspaceBytes;
+}
+
 /// The element type of every operand of one library call.
 ///
 /// Low-precision semantics (F16: IEEE binary16, BF16: bfloat16): products
