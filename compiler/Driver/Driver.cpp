@@ -8,6 +8,7 @@
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Lowering/Pipelines.h"
+#include "compiler/Pipeline/MemoryBudget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -210,6 +211,23 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
     return "--loss-scale-backoff-factor must be between 0 and 1 (exclusive)";
   if (p.lossScaleGrowthInterval < 1)
     return "--loss-scale-growth-interval must be at least 1";
+  if (!llvm::is_contained(supportedRematModes(), p.remat))
+    return "unknown --remat '" + p.remat +
+           "'; supported: " + llvm::join(supportedRematModes(), ", ");
+  if (p.remat != "none" && !p.train)
+    return "--remat needs --train (it recomputes activations in the "
+           "backward pass)";
+  if (!options.memoryBudget.empty()) {
+    if (!p.train)
+      return "--memory-budget needs --train";
+    if (!parseByteSize(options.memoryBudget))
+      return "--memory-budget must be a size in bytes, optionally with KiB, "
+             "MiB or GiB (e.g. 536870912, 512MiB, 1.5GiB), got '" +
+             options.memoryBudget + "'";
+    if (p.remat == "sqrt")
+      return "--memory-budget chooses what to recompute itself (--remat "
+             "auto); it cannot be combined with --remat sqrt";
+  }
   for (llvm::StringRef t : options.cudaArchs)
     if (!t.starts_with("sm_") ||
         !llvm::all_of(t.drop_front(3), llvm::isDigit) || t.size() < 5)
@@ -260,9 +278,52 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (pipeline.train)
     progress.stage("building the training step (" + pipeline.optimizer + ")");
   if (failed(runPipeline(*module, [&](OpPassManager &pm) {
-        buildGraphPipeline(pm, pipeline);
+        buildGraphPipeline(pm, pipeline, /*withRemat=*/false);
       })))
     return failure();
+
+  // Rematerialization (docs/remat.md): the plan without it is made first
+  // when the stats print it or the budget search starts from it.
+  bool remat = pipeline.train &&
+               (pipeline.remat != "none" || !options.memoryBudget.empty());
+  std::optional<PlanStats> before;
+  if (remat && (options.stats || !options.memoryBudget.empty())) {
+    OwningOpRef<ModuleOp> plain(cast<ModuleOp>((*module)->clone()));
+    if (failed(runPipeline(*plain, buildLoweringPipeline)))
+      return failure();
+    before = computePlanStats(*plain);
+  }
+  if (remat) {
+    int64_t target = pipeline.rematArenaTarget;
+    if (!options.memoryBudget.empty()) {
+      int64_t budget = *parseByteSize(options.memoryBudget);
+      progress.stage("fitting the step to --memory-budget " +
+                     formatBytes(budget));
+      std::string error;
+      std::optional<BudgetFit> fit =
+          fitMemoryBudget(*module, budget, *before, error);
+      if (!fit)
+        return fail(error);
+      target = fit->arenaTarget;
+    }
+    if (target != INT64_MAX) {
+      progress.stage("recomputing activations (--remat " +
+                     std::string(options.memoryBudget.empty()
+                                     ? std::string(pipeline.remat)
+                                     : "auto") +
+                     ")");
+      PipelineOptions rp;
+      rp.train = true;
+      rp.remat = options.memoryBudget.empty() ? std::string(pipeline.remat)
+                                              : std::string("auto");
+      rp.rematArenaTarget = target;
+      if (failed(runPipeline(*module, [&](OpPassManager &pm) {
+            buildRematPipeline(pm, rp);
+          })))
+        return failure();
+    }
+  }
+  RematSummary summary = readRematSummary(*module);
   if (options.emit == EmitKind::DLGraph && !options.stats)
     return writeModule(options, *module);
 
@@ -279,10 +340,21 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                  << "standalone cast kernels: " << s.castKernels << " ("
                  << s.castKernelsNextToElementwise
                  << " next to an elementwise kernel)\n"
-                 << "planned peak memory: " << s.arenaBytes
-                 << " bytes (activation arena)\n"
+                 << "predicted peak memory: " << describePeak(s) << "\n"
+                 << "activation arena: " << s.arenaBytes << " bytes\n"
                  << "persistent memory: " << s.persistentBytes
                  << " bytes (parameters, optimizer state, constants)\n";
+    if (before) {
+      double share = summary.stepFlops > 0
+                         ? 100.0 * summary.addedFlops / summary.stepFlops
+                         : 0.0;
+      llvm::outs() << "before rematerialization: " << describePeak(*before)
+                   << "\n"
+                   << "recomputed: " << summary.recomputedOps << " ops, "
+                   << summary.addedFlops << " FLOPs added ("
+                   << llvm::format("%.1f", share) << "% of the step's "
+                   << summary.stepFlops << ")\n";
+    }
   }
 
   switch (options.emit) {

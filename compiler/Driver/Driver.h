@@ -49,6 +49,10 @@ struct CompileOptions {
   bool stats = false;
   /// No progress lines on stderr.
   bool quiet = false;
+  /// `--memory-budget`: the planned peak (persistent + inputs + arena +
+  /// workspace) the training step must fit, as parseByteSize reads it
+  /// ("512MiB"); empty: no budget. Implies remat auto.
+  std::string memoryBudget;
   /// Training and its hyper-parameters.
   PipelineOptions pipeline;
 };

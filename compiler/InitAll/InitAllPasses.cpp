@@ -5,6 +5,7 @@
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Training/MixedPrecision/Passes.h"
+#include "compiler/Training/Remat/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -17,6 +18,7 @@ void dlc::registerAllPasses() {
   dlc::registerLoweringPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();
+  dlc::registerDLCRematPasses();
   registerAllPipelines();
 }
 

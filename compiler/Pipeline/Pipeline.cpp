@@ -9,7 +9,7 @@
 using namespace mlir;
 
 void dlc::buildGraphPipeline(OpPassManager &pm,
-                             const PipelineOptions &options) {
+                             const PipelineOptions &options, bool withRemat) {
   if (options.train)
     buildTrainingStepPipeline(pm, options);
   else
@@ -38,12 +38,25 @@ void dlc::buildGraphPipeline(OpPassManager &pm,
       pm.addPass(createLossScalingPass(ls));
     }
   }
-  // Slots for the coming families:
   //  2. rematerialization (--remat / --memory-budget): recompute activations
   //     in the backward pass under a memory budget; compiler/Training/Remat.
+  //     `dlc --memory-budget` runs it separately (MemoryBudget.h).
+  if (withRemat)
+    buildRematPipeline(pm, options);
+  // Slots for the coming families:
   //  3. partitioning: pipeline stages, micro-batches, data/tensor-parallel
   //     collectives; compiler/Partition.
   // Each adds its passes here when its option asks for it.
+}
+
+void dlc::buildRematPipeline(OpPassManager &pm,
+                             const PipelineOptions &options) {
+  if (!options.train || options.remat == "none")
+    return;
+  RematerializationPassOptions rp;
+  rp.mode = options.remat;
+  rp.arenaTarget = options.rematArenaTarget;
+  pm.addPass(createRematerializationPass(rp));
 }
 
 std::string dlc::resolveLossScale(const PipelineOptions &options) {

@@ -10,6 +10,7 @@
 #define DLC_COMPILER_PIPELINE_PIPELINE_H
 
 #include "compiler/Training/MixedPrecision/Passes.h"
+#include "compiler/Training/Remat/Passes.h"
 #include "compiler/Transforms/BuildTrainingStep.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -48,6 +49,17 @@ struct PipelineOptions : TrainingOptions {
       *this, "loss-scale-growth-interval",
       llvm::cl::desc("Finite steps between loss scale growths"),
       llvm::cl::init(MixedPrecisionDefaults::kGrowthInterval)};
+  /// Rematerialization of @train_step (dlgraph-remat; docs/remat.md).
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("Activation checkpointing: none, sqrt or auto"),
+      llvm::cl::init("none")};
+  Option<int64_t> rematArenaTarget{
+      *this, "remat-arena-target",
+      llvm::cl::desc("With remat=auto: the simulated activation peak to "
+                     "reach, bytes (0: recompute all it can); `dlc "
+                     "--memory-budget` searches for it"),
+      llvm::cl::init(0)};
 };
 
 /// What `loss-scale` means for |options|: "dynamic", "none" or the static
@@ -58,8 +70,19 @@ std::string resolveLossScale(const PipelineOptions &options);
 /// The dlgraph -> dlgraph stage. Adds to |pm| (on a builtin.module): with
 /// `train`, buildTrainingStepPipeline (@main becomes @forward, plus
 /// @train_step); without it, dlgraph-rename-main-to-forward (packages call
-/// the inference function `forward`).
+/// the inference function `forward`). Then the graph pass families: mixed
+/// precision, loss scaling and (unless |withRemat| is false)
+/// rematerialization, as the options ask.
 void buildGraphPipeline(mlir::OpPassManager &pm,
+                        const PipelineOptions &options, bool withRemat);
+inline void buildGraphPipeline(mlir::OpPassManager &pm,
+                               const PipelineOptions &options) {
+  buildGraphPipeline(pm, options, /*withRemat=*/true);
+}
+
+/// Adds dlgraph-remat with |options|' remat and remat-arena-target when
+/// `train` is set and remat is not "none".
+void buildRematPipeline(mlir::OpPassManager &pm,
                         const PipelineOptions &options);
 
 /// The whole pipeline: buildGraphPipeline, then buildLoweringPipeline

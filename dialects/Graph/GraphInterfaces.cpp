@@ -39,6 +39,32 @@ StringRef dlc::graph::stringifyRecomputeCost(RecomputeCost c) {
   return "unknown";
 }
 
+/// Elements of |t| when it is a ranked tensor with a static shape, else 0.
+static int64_t staticElements(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  return rt && rt.hasStaticShape() ? rt.getNumElements() : 0;
+}
+
+int64_t dlc::graph::detail::classRecomputeFlops(Operation *op,
+                                                RecomputeCost cost) {
+  int64_t results = 0, operands = 0;
+  for (Type t : op->getResultTypes())
+    results += staticElements(t);
+  for (Type t : op->getOperandTypes())
+    operands += staticElements(t);
+  switch (cost) {
+  case RecomputeCost::Cheap:
+    return results;
+  case RecomputeCost::Moderate:
+    return operands + results;
+  case RecomputeCost::Free:
+  case RecomputeCost::Never:
+  case RecomputeCost::Expensive: // counted by the op (getMultiplyAdds)
+    return 0;
+  }
+  return 0;
+}
+
 /// Renders a shape as "[2, 3, 4]" for diagnostics.
 static std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s = "[";

@@ -135,6 +135,18 @@ inline bool isElementwise(mlir::Operation *op) {
 }
 
 namespace detail {
+/// getRecomputeFlops for an op of cost class |cost| other than Expensive:
+/// see RecomputeCostOpInterface in GraphInterfaces.td.
+int64_t classRecomputeFlops(mlir::Operation *op, RecomputeCost cost);
+
+/// The default getRecomputeFlops of ConcreteOp.
+template <typename ConcreteOp> int64_t recomputeFlops(ConcreteOp op) {
+  if constexpr (ConcreteOp::kRecomputeCost == RecomputeCost::Expensive)
+    return 2 * op.getMultiplyAdds();
+  else
+    return classRecomputeFlops(op.getOperation(), ConcreteOp::kRecomputeCost);
+}
+
 /// Compares the |declared| result types of a dlgraph op named |opName| with
 /// the |inferred| ones; on a mismatch emits, at |location| when given,
 /// "'<opName>' op result shape is [2, 4], expected [2, 5]" (or "result

@@ -104,12 +104,24 @@ def Graph_RecomputeCostOpInterface : OpInterface<"RecomputeCostOpInterface"> {
     costs per output element (see RecomputeCost), for rematerialization.
     Every dlgraph op implements it through exactly one of the traits
     RecomputeFree, RecomputeCheap, RecomputeModerate, RecomputeExpensive,
-    NotRecomputable (a compile error otherwise).
+    NotRecomputable (a compile error otherwise). An op with
+    RecomputeExpensive also defines `int64_t getMultiplyAdds()`, the
+    multiply-adds its result takes (M*N*K for a GEMM), from which
+    getRecomputeFlops counts.
   }];
   let methods = [
     InterfaceMethod<"Returns the op's recompute-cost class.",
       "::dlc::graph::RecomputeCost", "getRecomputeCost", (ins), [{}],
-      [{ return ConcreteOp::kRecomputeCost; }]>
+      [{ return ConcreteOp::kRecomputeCost; }]>,
+    InterfaceMethod<[{
+        Floating-point operations to compute the op's results once, from its
+        shapes (a multiply-add counts 2): Free and Never 0; Cheap one per
+        result element; Moderate one per operand and result element;
+        Expensive 2 * getMultiplyAdds(). Used to rank what to recompute and
+        to report the FLOPs rematerialization adds.
+      }],
+      "int64_t", "getRecomputeFlops", (ins), [{}],
+      [{ return ::dlc::graph::detail::recomputeFlops<ConcreteOp>($_op); }]>
   ];
 }
 

@@ -524,3 +524,46 @@ LogicalResult GatherElementsOp::verify() {
 #include "dialects/Graph/GraphOps.cpp.inc"
 #define GET_OP_CLASSES
 #include "dialects/Graph/GraphTrainingOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Multiply-adds of the RecomputeExpensive ops (RecomputeCostOpInterface).
+//===----------------------------------------------------------------------===//
+
+/// Elements of |v|'s static shape (0 when it is not static).
+static int64_t elementCount(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() ? t.getNumElements() : 0;
+}
+
+/// Elements of |v| per index of its dim 0 (a filter's C/group * kH * kW).
+static int64_t perLeadingIndex(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape() || t.getRank() == 0 || t.getDimSize(0) == 0)
+    return 0;
+  return t.getNumElements() / t.getDimSize(0);
+}
+
+int64_t GemmOp::getMultiplyAdds() {
+  // Y [M, N]; K is A's other dim.
+  auto a = cast<RankedTensorType>(getA().getType());
+  int64_t k = getTransA() ? a.getDimSize(0) : a.getDimSize(1);
+  return elementCount(getResult()) * k;
+}
+
+int64_t MatMulOp::getMultiplyAdds() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  return elementCount(getResult()) * lhs.getDimSize(lhs.getRank() - 1);
+}
+
+int64_t ConvOp::getMultiplyAdds() {
+  return elementCount(getResult()) * perLeadingIndex(getFilter());
+}
+
+int64_t ConvBackwardDataOp::getMultiplyAdds() {
+  // The forward convolution's count: one product per (dY, filter tap).
+  return elementCount(getResultGrad()) * perLeadingIndex(getFilter());
+}
+
+int64_t ConvBackwardFilterOp::getMultiplyAdds() {
+  return elementCount(getResultGrad()) * perLeadingIndex(getFilterGrad());
+}

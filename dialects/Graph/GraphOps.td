@@ -315,6 +315,10 @@ def Graph_GemmOp : Graph_Op<"gemm", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
 }
 
 def Graph_MatMulOp : Graph_Op<"matmul", [Pure, Graph_InferType,
@@ -334,6 +338,10 @@ def Graph_MatMulOp : Graph_Op<"matmul", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
 }
 
 def Graph_ConvOp : Graph_Op<"conv", [Pure, Graph_InferType,
@@ -355,6 +363,10 @@ def Graph_ConvOp : Graph_Op<"conv", [Pure, Graph_InferType,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

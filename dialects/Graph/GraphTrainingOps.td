@@ -66,6 +66,10 @@ def Graph_ConvBackwardDataOp : Graph_Op<"conv_backward_data", [Pure,
                        DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs AnyRankedTensor:$input_grad);
   let assemblyFormat = "$result_grad `,` $filter attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
 }
 
 // With a stride above 1 several kernel sizes give one output size, so the
@@ -87,6 +91,10 @@ def Graph_ConvBackwardFilterOp : Graph_Op<"conv_backward_filter", [Pure,
                        DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs AnyRankedTensor:$filter_grad);
   let assemblyFormat = "$input `,` $result_grad attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
 }
 
 class Graph_PoolGradOp<string mnemonic, string fwd>

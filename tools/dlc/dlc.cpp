@@ -120,6 +120,20 @@ static cl::opt<double> lossScaleBackoffFactor(
                   num(dlc::MixedPrecisionDefaults::kBackoffFactor) + ")")),
     cl::init(dlc::MixedPrecisionDefaults::kBackoffFactor),
     cl::cat(dlcCategory));
+static cl::opt<std::string> remat(
+    "remat",
+    cl::desc("Activation checkpointing for --train: none, sqrt (Chen et al. "
+             "2016's sqrt(n) segments) or auto (recompute the cheapest "
+             "activations to a memory target; docs/remat.md; default none)"),
+    cl::value_desc("none|sqrt|auto"), cl::init("none"), cl::cat(dlcCategory));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("With --train: the planned peak memory (persistent + inputs + "
+             "arena + workspace) the step must fit, in bytes or with KiB, "
+             "MiB or GiB; recomputes the activations that add the fewest "
+             "FLOPs (implies --remat auto); an unreachable budget is an "
+             "error naming the smallest reachable one"),
+    cl::value_desc("SIZE"), cl::cat(dlcCategory));
 static cl::opt<int64_t> lossScaleGrowthInterval(
     "loss-scale-growth-interval",
     cl::desc(keep("Finite steps between loss scale growths (default " +
@@ -204,7 +218,9 @@ int main(int argc, char **argv) {
     it->second->setArgStr("llvm-stats");
   cl::opt<bool> stats("stats",
                       cl::desc("Print kernels, library calls and the "
-                               "planned peak memory in bytes"),
+                               "predicted peak memory in bytes (persistent, "
+                               "inputs, arena, workspace; before and after "
+                               "rematerialization)"),
                       cl::init(defaults.stats), cl::cat(dlcCategory));
   cl::HideUnrelatedOptions(dlcCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
@@ -256,6 +272,8 @@ int main(int argc, char **argv) {
   p.lossScaleGrowthFactor = lossScaleGrowthFactor;
   p.lossScaleBackoffFactor = lossScaleBackoffFactor;
   p.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  p.remat = remat;
+  options.memoryBudget = memoryBudget;
 
   if (checkOnly) {
     mlir::FailureOr<bool> supported = dlc::checkModel(options, llvm::outs());

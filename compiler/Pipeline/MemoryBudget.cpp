@@ -1,0 +1,147 @@
+//===- MemoryBudget.cpp - fit a training step to a memory budget ----------===//
+#include "compiler/Pipeline/MemoryBudget.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace dlc;
+
+std::optional<int64_t> dlc::parseByteSize(llvm::StringRef text) {
+  text = text.trim();
+  size_t split = 0;
+  while (split < text.size() &&
+         (llvm::isDigit(text[split]) || text[split] == '.'))
+    ++split;
+  llvm::StringRef number = text.take_front(split),
+                  suffix = text.drop_front(split).trim();
+  double scale;
+  if (suffix.empty() || suffix == "B")
+    scale = 1;
+  else if (suffix == "KiB")
+    scale = 1024.0;
+  else if (suffix == "MiB")
+    scale = 1024.0 * 1024;
+  else if (suffix == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else
+    return std::nullopt;
+  double value;
+  if (number.empty() || number.getAsDouble(value) || !std::isfinite(value) ||
+      value < 0)
+    return std::nullopt;
+  double bytes = std::floor(value * scale);
+  if (bytes >= 9.2e18)
+    return std::nullopt;
+  return static_cast<int64_t>(bytes);
+}
+
+std::string dlc::formatBytes(int64_t bytes) {
+  std::string s = std::to_string(bytes) + " bytes";
+  const char *unit = "KiB";
+  double v = bytes / 1024.0;
+  if (v >= 1024) {
+    v /= 1024;
+    unit = "MiB";
+  }
+  if (v >= 1024) {
+    v /= 1024;
+    unit = "GiB";
+  }
+  if (bytes >= 1024) {
+    std::string buf;
+    llvm::raw_string_ostream os(buf);
+    os << llvm::format(" (%.2f ", v) << unit << ")";
+    s += buf;
+  }
+  return s;
+}
+
+std::string dlc::describePeak(const PlanStats &s) {
+  return formatBytes(s.predictedPeakBytes()) + " (persistent " +
+         std::to_string(s.persistentBytes) + " + inputs " +
+         std::to_string(s.inputBytes) + " + arena " +
+         std::to_string(s.arenaBytes) + " + workspace " +
+         std::to_string(s.workspaceBytes) + ")";
+}
+
+/// Plans |graph| (cloned) with dlgraph-remat auto at |target|.
+static FailureOr<PlanStats> planWithTarget(ModuleOp graph, int64_t target,
+                                           RematSummary *summary) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(graph->clone()));
+  PipelineOptions o;
+  o.train = true;
+  o.remat = "auto";
+  o.rematArenaTarget = target;
+  PassManager pm(graph.getContext());
+  buildRematPipeline(pm, o);
+  buildLoweringPipeline(pm);
+  if (failed(pm.run(*copy)))
+    return failure();
+  if (summary)
+    *summary = readRematSummary(*copy);
+  return computePlanStats(*copy);
+}
+
+std::optional<BudgetFit> dlc::fitMemoryBudget(ModuleOp graph,
+                                              int64_t budget,
+                                              const PlanStats &none,
+                                              std::string &error) {
+  BudgetFit fit;
+  if (none.predictedPeakBytes() <= budget) {
+    // Fits without recomputing anything; auto with a target at least the
+    // model's simulated peak changes nothing.
+    fit.arenaTarget = INT64_MAX;
+    fit.stats = none;
+    return fit;
+  }
+  int64_t fixed = none.persistentBytes + none.inputBytes + none.workspaceBytes;
+  int64_t arenaBudget = budget - fixed;
+  // The pass's own model of the arena vs the planner's, from a first plan at
+  // target 0 (also the smallest peak the search can promise).
+  RematSummary summary;
+  FailureOr<PlanStats> smallest = planWithTarget(graph, 0, &summary);
+  if (failed(smallest)) {
+    error = "--memory-budget: planning the rematerialized step failed";
+    return std::nullopt;
+  }
+  ++fit.attempts;
+  PlanStats best = *smallest;
+  int64_t bestTarget = 0;
+  auto fits = [&](const PlanStats &s) {
+    return s.predictedPeakBytes() <= budget;
+  };
+  if (arenaBudget > 0 && fits(*smallest)) {
+    // Scale the arena share of the budget into the pass's model, then shrink
+    // by the overshoot of each plan.
+    double scale = summary.simulatedPeakBefore > 0 && none.arenaBytes > 0
+                       ? double(summary.simulatedPeakBefore) / none.arenaBytes
+                       : 1.0;
+    int64_t target = static_cast<int64_t>(arenaBudget * scale);
+    for (int i = 0; i < 11 && target > 0; ++i) {
+      FailureOr<PlanStats> s = planWithTarget(graph, target, nullptr);
+      ++fit.attempts;
+      if (failed(s))
+        break;
+      if (fits(*s)) {
+        // The first fit is the loosest target tried: the least recompute.
+        fit.arenaTarget = target;
+        fit.stats = *s;
+        return fit;
+      }
+      double over = double(s->arenaBytes) / std::max<int64_t>(arenaBudget, 1);
+      int64_t next = static_cast<int64_t>(target / over * 0.98);
+      target = std::min(next, target * 9 / 10);
+    }
+    fit.arenaTarget = bestTarget;
+    fit.stats = best;
+    return fit;
+  }
+  error = "--memory-budget " + formatBytes(budget) +
+          " cannot be met: the smallest planned peak this model reaches is " +
+          describePeak(best) + ", recomputing every activation it can";
+  return std::nullopt;
+}

@@ -1,0 +1,187 @@
+//===- MemoryModel.cpp - the training step's activations, for remat -------===//
+#include "compiler/Training/Remat/MemoryModel.h"
+
+#include "dialects/Graph/GraphInterfaces.h"
+#include "dialects/Graph/GraphOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+#include <functional>
+
+using namespace mlir;
+using namespace dlc;
+using namespace dlc::remat;
+
+/// Bytes of |t| as the memory planner counts them (a byte per i1).
+static int64_t tensorBytes(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (!rt || !rt.hasStaticShape() || !rt.getElementType().isIntOrFloat())
+    return 0;
+  int64_t bits = rt.getElementType().getIntOrFloatBitWidth();
+  return rt.getNumElements() * ((bits + 7) / 8);
+}
+
+/// True when |op| lowers to a view of its first operand (no buffer).
+static bool isView(Operation *op) {
+  return isa<graph::ReshapeOp, graph::IdentityOp>(op);
+}
+
+/// True when |op|'s results live outside the arena (variables, constants).
+static bool isPersistent(Operation *op) {
+  return isa<graph::ReadVariableOp, graph::ConstantOp>(op);
+}
+
+StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
+    : boundary(boundaryPos) {
+  Block &body = train.getBody().front();
+  for (Operation &op : body) {
+    pos[&op] = static_cast<int>(ops.size());
+    ops.push_back(&op);
+  }
+  end = static_cast<int>(ops.size()) - 1; // the return
+  // Roots and views, in program order.
+  for (Operation *op : ops) {
+    if (op->hasTrait<OpTrait::IsTerminator>())
+      continue;
+    for (Value r : op->getResults()) {
+      if (isPersistent(op))
+        continue;
+      if (isView(op) && op->getNumOperands() > 0) {
+        viewSource_[r] = op->getOperand(0);
+        continue;
+      }
+      Root root;
+      root.value = r;
+      root.op = op;
+      root.bytes = tensorBytes(r.getType());
+      root.def = pos[op];
+      root.lastUse = root.def;
+      root.forward = root.def < boundary;
+      auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
+      root.recomputable = root.forward && cost &&
+                          cost.getRecomputeCost() !=
+                              graph::RecomputeCost::Never &&
+                          op->getNumRegions() == 0;
+      root.flops = cost ? cost.getRecomputeFlops() : 0;
+      rootIndex_[r] = static_cast<int>(roots.size());
+      roots.push_back(root);
+    }
+  }
+  // Uses, through views; operand roots.
+  for (Operation *op : ops) {
+    int p = pos[op];
+    bool isReturn = op->hasTrait<OpTrait::IsTerminator>();
+    op->walk([&](Operation *user) {
+      for (Value v : user->getOperands()) {
+        int r = rootOf(v);
+        if (r < 0)
+          continue;
+        Root &root = roots[r];
+        root.lastUse = std::max(root.lastUse, p);
+        if (isReturn)
+          root.recomputable = false;
+        if (p <= boundary) {
+          root.lastEarlyUse = std::max(root.lastEarlyUse, p);
+        } else {
+          if (root.firstLateUse < 0)
+            root.firstLateUse = p;
+          root.lastLateUse = std::max(root.lastLateUse, p);
+        }
+      }
+    });
+  }
+  for (Root &root : roots) {
+    if (isView(root.op))
+      continue;
+    for (Value v : root.op->getOperands()) {
+      int r = rootOf(v);
+      if (r >= 0 && !llvm::is_contained(root.operandRoots, r))
+        root.operandRoots.push_back(r);
+    }
+  }
+}
+
+int StepGraph::rootOf(Value v) const {
+  while (true) {
+    auto it = rootIndex_.find(v);
+    if (it != rootIndex_.end())
+      return it->second;
+    auto view = viewSource_.find(v);
+    if (view == viewSource_.end())
+      return -1;
+    v = view->second;
+  }
+}
+
+Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
+  size_t n = g.roots.size();
+  Simulation s;
+  s.end.assign(n, 0);
+  s.cloned.assign(n, false);
+  s.cloneStart.assign(n, 0);
+  s.cloneEnd.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Root &r = g.roots[i];
+    s.end[i] = dropped[i] ? std::max(r.def, r.lastEarlyUse) : r.lastUse;
+  }
+  // Clones, made before |at| (time at - 0.5).
+  std::function<void(int, double)> materialize = [&](int i, double t) {
+    if (!dropped[i]) {
+      s.end[i] = std::max(s.end[i], t);
+      return;
+    }
+    if (s.cloned[i]) {
+      s.cloneEnd[i] = std::max(s.cloneEnd[i], t);
+      return;
+    }
+    s.cloned[i] = true;
+    s.cloneStart[i] = s.cloneEnd[i] = t;
+    for (int o : g.roots[i].operandRoots)
+      materialize(o, t);
+  };
+  SmallVector<int> order;
+  for (size_t i = 0; i < n; ++i)
+    if (dropped[i] && g.roots[i].firstLateUse >= 0)
+      order.push_back(static_cast<int>(i));
+  llvm::stable_sort(order, [&](int a, int b) {
+    return g.roots[a].firstLateUse < g.roots[b].firstLateUse;
+  });
+  for (int i : order) {
+    const Root &r = g.roots[i];
+    materialize(i, r.firstLateUse - 0.5);
+    s.cloneEnd[i] = std::max<double>(s.cloneEnd[i], r.lastLateUse);
+  }
+  // Sweep: +bytes at each start, -bytes after each end.
+  SmallVector<std::pair<double, int64_t>> events;
+  events.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const Root &r = g.roots[i];
+    if (r.bytes == 0)
+      continue;
+    events.push_back({double(r.def), r.bytes});
+    events.push_back({s.end[i] + 0.25, -r.bytes});
+    if (s.cloned[i]) {
+      events.push_back({s.cloneStart[i], r.bytes});
+      events.push_back({s.cloneEnd[i] + 0.25, -r.bytes});
+    }
+  }
+  // At equal times, frees (after an end) sort before allocations only when
+  // they are strictly later than the last use: +0.25 above does that.
+  llvm::sort(events, [](const auto &a, const auto &b) {
+    if (a.first != b.first)
+      return a.first < b.first;
+    return a.second > b.second; // allocations first: both live at that time
+  });
+  int64_t live = 0;
+  double last = 0;
+  for (auto [t, delta] : events) {
+    s.area += double(live) * (t - last);
+    last = t;
+    live += delta;
+    if (live > s.peak) {
+      s.peak = live;
+      s.peakTime = t;
+    }
+  }
+  return s;
+}

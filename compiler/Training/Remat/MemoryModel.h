@@ -1,0 +1,84 @@
+//===- MemoryModel.h - the training step's activations, for remat -*- C++ -*-===//
+//
+// Internal to dlgraph-remat: the held activations of @train_step and a
+// simulation of its activation memory over the program order, for a given
+// set of dropped (recomputed) values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DLC_COMPILER_TRAINING_REMAT_MEMORYMODEL_H
+#define DLC_COMPILER_TRAINING_REMAT_MEMORYMODEL_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+
+namespace dlc::remat {
+
+/// One storage root of @train_step: a value with its own buffer (not a view,
+/// a variable, a constant or an argument). Times are op positions in the
+/// body (the return is at `StepGraph::end`).
+struct Root {
+  mlir::Value value;
+  mlir::Operation *op = nullptr; ///< defining op (top level of the body)
+  int64_t bytes = 0;
+  int def = 0;
+  int lastEarlyUse = -1;  ///< last use at or before the boundary (-1: none)
+  int firstLateUse = -1;  ///< first use after the boundary (-1: none)
+  int lastLateUse = -1;
+  int lastUse = 0;        ///< last use of any kind (def when unused)
+  bool forward = false;   ///< defined before the boundary
+  bool recomputable = false; ///< forward, cost not never, no regions, not
+                             ///< returned
+  int64_t flops = 0;      ///< the defining op's getRecomputeFlops
+  llvm::SmallVector<int, 4> operandRoots; ///< roots its op reads (deduped)
+};
+
+/// The storage roots of @train_step and their uses.
+class StepGraph {
+public:
+  /// Analyzes |train| (one block). |boundary| is the position of the op
+  /// that defines the loss.
+  StepGraph(mlir::func::FuncOp train, int boundary);
+
+  llvm::SmallVector<Root> roots;
+  llvm::SmallVector<mlir::Operation *> ops; ///< top-level ops in order
+  llvm::DenseMap<mlir::Operation *, int> pos;
+  int boundary = 0;
+  int end = 0;
+
+  /// The root index of |v| (through reshape/identity views), or -1 for
+  /// values without their own buffer (variables, constants, arguments).
+  int rootOf(mlir::Value v) const;
+
+private:
+  llvm::DenseMap<mlir::Value, int> rootIndex_;
+  llvm::DenseMap<mlir::Value, mlir::Value> viewSource_;
+};
+
+/// The simulated activation memory for one set of dropped roots.
+struct Simulation {
+  int64_t peak = 0;
+  double peakTime = 0;
+  /// Bytes times op positions, summed over the step (the area under the
+  /// memory curve).
+  double area = 0;
+  /// Per root: the end of the original's interval (its early uses when
+  /// dropped; extended to the clones that read it when kept).
+  llvm::SmallVector<double> end;
+  /// Per root: whether a clone is made, and its interval.
+  llvm::SmallVector<bool> cloned;
+  llvm::SmallVector<double> cloneStart, cloneEnd;
+};
+
+/// Simulates |g| with the roots where |dropped| is true recomputed: each
+/// dropped root's backward uses read a clone made before its first backward
+/// use (or earlier, before the first clone that reads it), kept operands of
+/// a clone live until the clone. Clones before op p sit at time p - 0.5.
+Simulation simulate(const StepGraph &g, llvm::ArrayRef<bool> dropped);
+
+} // namespace dlc::remat
+
+#endif // DLC_COMPILER_TRAINING_REMAT_MEMORYMODEL_H

@@ -1,0 +1,78 @@
+//===- Passes.td - activation checkpointing (rematerialization) -*- tablegen -*-===//
+#ifndef DLC_COMPILER_TRAINING_REMAT_PASSES_TD
+#define DLC_COMPILER_TRAINING_REMAT_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def RematerializationPass : Pass<"dlgraph-remat", "mlir::ModuleOp"> {
+  let summary = "Recomputes forward activations in the backward pass of @train_step instead of keeping them";
+  let description = [{
+    Activation checkpointing (docs/remat.md). Runs on `@train_step` after the
+    training step is built (and after mixed precision and loss scaling).
+    A *held activation* is a value computed in the forward pass (before the
+    op that computes the `"loss"` result) that the backward pass reads; it
+    stays in the arena from the forward to its last backward use. The pass
+    chooses a set of forward values to drop: each backward use of a dropped
+    value reads a copy recomputed from kept values, cloned right before the
+    first backward op that needs it; the forward keeps its original.
+
+    What may be dropped comes from each op's RecomputeCostOpInterface: ops
+    of cost `never` (side effects), ops with regions and values the function
+    returns are never recomputed; `free` ops (reshape, identity, variable
+    reads, constants) are views or persistent and are cloned along with what
+    they view. Recomputation is exact: a clone is the same op on the same
+    operands (dropout's mask comes from its (seed, step, index) Philox
+    stream, so the clone draws the same mask; BatchNorm's running-statistic
+    updates are `write_variable`s, which are never cloned, so they happen
+    once). Clones carry the unit attribute `dlgraph.recomputed`, which also
+    keeps CSE from merging them back into the originals.
+
+    Modes:
+    * `none`: nothing changes.
+    * `sqrt`: Chen et al. 2016 ("Training Deep Nets with Sublinear Memory
+      Cost", section 4): the forward ops are cut into ceil(sqrt(n))
+      segments of about equal output bytes (n = forward ops that compute);
+      values read by a later segment (the segment outputs) and values that
+      cannot be recomputed are kept, every other forward value is dropped.
+    * `auto`: greedy rematerialization to a memory target, in the manner of
+      XLA's HloRematerialization: the pass simulates the step's activation
+      memory over the program order (every value that is not a view,
+      variable or input, live from its definition to its last use; clones
+      live from their insertion to their last use), and while the peak
+      exceeds `arena-target` bytes it drops, among the held activations
+      live across the peak, the one (with the forward values its
+      recomputation needs that would otherwise be kept past the peak) that
+      adds the fewest FLOPs per byte it frees. It stops when the peak fits
+      or nothing held across the peak can be dropped.
+
+    The pass records on `@train_step`: `dlgraph.remat.recomputed_ops` (ops
+    cloned, views not counted), `dlgraph.remat.added_flops` and
+    `dlgraph.remat.step_flops` (the FLOPs of the step before the pass, from
+    getRecomputeFlops), and `dlgraph.remat.simulated_peak_before` /
+    `_after` (bytes, the pass's own model, not the planned arena).
+
+    ```mlir
+    // before (held: %h is read by the backward gemm)
+    %h = dlgraph.relu %a : tensor<64x128xf32>
+    ...                                         // forward, loss
+    %dw = dlgraph.gemm %h, %dy {trans_a = true} : ...
+    // after
+    %h = dlgraph.relu %a : tensor<64x128xf32>
+    ...
+    %h2 = dlgraph.relu %a {dlgraph.recomputed} : tensor<64x128xf32>
+    %dw = dlgraph.gemm %h2, %dy {trans_a = true} : ...
+    ```
+    Errors: an unknown `mode`; `sqrt`/`auto` on a module without
+    `@train_step` or without a `"loss"` result.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
+           "none, sqrt or auto">,
+    Option<"arenaTarget", "arena-target", "int64_t", /*default=*/"0",
+           "auto: the simulated activation peak to reach, in bytes "
+           "(0: drop everything held that can be recomputed)">,
+  ];
+  let dependentDialects = ["::dlc::graph::GraphDialect"];
+}
+
+#endif // DLC_COMPILER_TRAINING_REMAT_PASSES_TD
