@@ -306,22 +306,20 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
         return fail(error);
       target = fit->arenaTarget;
     }
-    if (target != INT64_MAX) {
-      progress.stage("recomputing activations (--remat " +
-                     std::string(options.memoryBudget.empty()
-                                     ? std::string(pipeline.remat)
-                                     : "auto") +
-                     ")");
-      PipelineOptions rp;
-      rp.train = true;
-      rp.remat = options.memoryBudget.empty() ? std::string(pipeline.remat)
-                                              : std::string("auto");
-      rp.rematArenaTarget = target;
-      if (failed(runPipeline(*module, [&](OpPassManager &pm) {
-            buildRematPipeline(pm, rp);
-          })))
-        return failure();
-    }
+    progress.stage("recomputing activations (--remat " +
+                   std::string(options.memoryBudget.empty()
+                                   ? std::string(pipeline.remat)
+                                   : "auto") +
+                   ")");
+    PipelineOptions rp;
+    rp.train = true;
+    rp.remat = options.memoryBudget.empty() ? std::string(pipeline.remat)
+                                            : std::string("auto");
+    rp.rematArenaTarget = target;
+    if (failed(runPipeline(*module, [&](OpPassManager &pm) {
+          buildRematPipeline(pm, rp);
+        })))
+      return failure();
   }
   RematSummary summary = readRematSummary(*module);
   if (options.emit == EmitKind::DLGraph && !options.stats)
@@ -332,6 +330,15 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (failed(runPipeline(*module, buildLoweringPipeline)))
     return failure();
 
+  if (!options.memoryBudget.empty()) {
+    // The search planned this exact module; a difference is a dlc bug.
+    PlanStats s = computePlanStats(*module);
+    int64_t budget = *parseByteSize(options.memoryBudget);
+    if (s.predictedPeakBytes() > budget)
+      return fail("internal error: the planned peak " + describePeak(s) +
+                  " exceeds --memory-budget " + formatBytes(budget) +
+                  " that the search fit; please report it");
+  }
   if (options.stats) {
     PlanStats s = computePlanStats(*module);
     llvm::outs() << "kernels: " << s.kernels << "\n"

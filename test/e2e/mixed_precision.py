@@ -63,7 +63,7 @@ def make(model_name, batch):
 
 def stats(text):
     s = {}
-    for key, pattern in [("arena", r"planned peak memory: (\d+)"),
+    for key, pattern in [("arena", r"activation arena: (\d+)"),
                          ("casts", r"standalone cast kernels: (\d+)"),
                          ("casts_next", r"standalone cast kernels: \d+ \((\d+) next"),
                          ("kernels", r"^kernels: (\d+)")]:

@@ -32,8 +32,9 @@ def RematerializationPass : Pass<"dlgraph-remat", "mlir::ModuleOp"> {
     * `sqrt`: Chen et al. 2016 ("Training Deep Nets with Sublinear Memory
       Cost", section 4): the forward ops are cut into ceil(sqrt(n))
       segments of about equal output bytes (n = forward ops that compute);
-      values read by a later segment (the segment outputs) and values that
-      cannot be recomputed are kept, every other forward value is dropped.
+      values read by a later segment (the segment outputs), the last
+      segment (its backward follows at once) and values that cannot be
+      recomputed are kept; every other forward value is dropped.
     * `auto`: greedy rematerialization to a memory target, in the manner of
       XLA's HloRematerialization: the pass simulates the step's activation
       memory over the program order (every value that is not a view,

@@ -24,12 +24,13 @@ using namespace dlc::remat;
 
 namespace {
 
-constexpr llvm::StringLiteral kPass = "dlgraph-remat";
+constexpr llvm::StringLiteral kPass = "--dlgraph-remat";
 constexpr llvm::StringLiteral kRecomputedAttr = "dlgraph.recomputed";
 constexpr llvm::StringLiteral kSummaryPrefix = "dlgraph.remat.";
 
 /// Chen et al. 2016, section 4: cut the forward into ceil(sqrt(n)) segments
-/// of about equal output bytes; keep what a later segment reads.
+/// of about equal output bytes; keep what a later segment reads and the
+/// last segment.
 SmallVector<bool> chooseSqrt(const StepGraph &g) {
   size_t n = g.roots.size();
   SmallVector<bool> dropped(n, false);
@@ -74,8 +75,12 @@ SmallVector<bool> chooseSqrt(const StepGraph &g) {
       }
     });
   }
+  // The last segment's backward starts as soon as the forward ends, so its
+  // values are kept (Chen et al.: recomputation is per earlier segment).
+  int last = segmentOf[g.boundary];
   for (size_t i = 0; i < n; ++i)
-    dropped[i] = g.roots[i].recomputable && !crosses[i];
+    dropped[i] = g.roots[i].recomputable && !crosses[i] &&
+                 segmentOf[g.roots[i].def] < last;
   return dropped;
 }
 
