@@ -27,6 +27,11 @@ void dlc::buildGraphPipeline(OpPassManager &pm,
   }
   if (options.train) {
     std::string scale = resolveLossScale(options);
+    // Each update right after its gradient is final (the gradients leave the
+    // arena early); with loss scaling every update waits for the overflow
+    // check instead.
+    if (scale == "none")
+      pm.addPass(createScheduleUpdatesPass());
     if (scale != "none") {
       LossScalingPassOptions ls;
       ls.dynamic = scale == "dynamic";

@@ -53,7 +53,13 @@ StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
       Root root;
       root.value = r;
       root.op = op;
-      root.bytes = tensorBytes(r.getType());
+      // A value only written to a variable is written in place (the
+      // lowering's direct write): not in the arena.
+      bool onlyWritten = !r.use_empty() &&
+                         llvm::all_of(r.getUsers(), [](Operation *u) {
+                           return isa<graph::WriteVariableOp>(u);
+                         });
+      root.bytes = onlyWritten ? 0 : tensorBytes(r.getType());
       root.def = pos[op];
       root.lastUse = root.def;
       root.forward = root.def < boundary;

@@ -43,8 +43,10 @@ def RematerializationPass : Pass<"dlgraph-remat", "mlir::ModuleOp"> {
       exceeds `arena-target` bytes it drops, among the held activations
       live across the peak, the one (with the forward values its
       recomputation needs that would otherwise be kept past the peak) that
-      adds the fewest FLOPs per byte it frees. It stops when the peak fits
-      or nothing held across the peak can be dropped.
+      adds the fewest FLOPs per byte it frees, when the simulation confirms
+      that the peak does not rise and the memory summed over the step falls.
+      It stops when the peak fits or no candidate helps, then undoes the
+      choices (latest first) the final peak does not need.
 
     The pass records on `@train_step`: `dlgraph.remat.recomputed_ops` (ops
     cloned, views not counted), `dlgraph.remat.added_flops` and
@@ -73,6 +75,30 @@ def RematerializationPass : Pass<"dlgraph-remat", "mlir::ModuleOp"> {
            "auto: the simulated activation peak to reach, in bytes "
            "(0: drop everything held that can be recomputed)">,
   ];
+  let dependentDialects = ["::dlc::graph::GraphDialect"];
+}
+
+def ScheduleUpdatesPass : Pass<"dlgraph-schedule-updates", "mlir::ModuleOp"> {
+  let summary = "Moves each optimizer update of @train_step to right after its gradient is final";
+  let description = [{
+    `--dlgraph-apply-optimizer` appends the updates after the whole backward
+    pass, so every weight gradient stays in the arena until the end of the
+    step. This pass moves each *update* (a pure op without regions whose
+    results only `dlgraph.write_variable` reads, e.g. `dlgraph.sgd_update`,
+    `dlgraph.adam_update`) to right after the last of: the definitions of its
+    operands, and every reader of a value read from a variable it writes (so
+    that the lowering can still write the variable in place: nothing reads
+    its old value afterwards). Single-use `dlgraph.read_variable`s of its
+    optimizer state move with it. Pure ops that compute only from variables
+    and constants and feed an update (the step counter `@__step + 1`) move to
+    the start of the body first. The gradient then dies at its update, as in
+    PyTorch's optimizer-in-backward hooks; the values computed are the same.
+
+    Runs on `@train_step` before rematerialization; `dlc` runs it for every
+    training step without loss scaling (with loss scaling every update waits
+    for the step's overflow check, so nothing can move). A module without
+    `@train_step` is left alone.
+  }];
   let dependentDialects = ["::dlc::graph::GraphDialect"];
 }
 

@@ -91,13 +91,15 @@ SmallVector<bool> chooseSqrt(const StepGraph &g) {
 /// kept past the peak. A choice is taken only when the simulation confirms
 /// it: the peak does not rise and the memory summed over time falls (the
 /// clones themselves take memory where they are made); otherwise the next
-/// best is tried.
+/// best is tried. Finally, choices whose undoing keeps the peak within the
+/// target (or the peak reached) are undone, latest first.
 SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
   size_t n = g.roots.size();
   SmallVector<bool> dropped(n, false);
   constexpr int kMaxClosure = 64;
   constexpr int kTrials = 16;
   Simulation sim = simulate(g, dropped);
+  SmallVector<SmallVector<int>> taken; // the closures dropped, in order
   while (sim.peak > target) {
     double t = sim.peakTime;
     // Is root i's kept interval live at t?
@@ -149,6 +151,7 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
         trial[c] = true;
       Simulation next = simulate(g, trial);
       if (next.peak <= sim.peak && next.area < sim.area) {
+        taken.push_back(candidates[k].closure);
         dropped = std::move(trial);
         sim = std::move(next);
         progressed = true;
@@ -157,6 +160,16 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
     }
     if (!progressed)
       break; // nothing held across the peak can go
+  }
+  // Undo the choices the final peak does not need (latest first): steps
+  // taken on a plateau of the peak added FLOPs for memory elsewhere.
+  int64_t bound = std::max(target, sim.peak);
+  for (size_t k = taken.size(); k-- > 0;) {
+    SmallVector<bool> trial(dropped);
+    for (int c : taken[k])
+      trial[c] = false;
+    if (simulate(g, trial).peak <= bound)
+      dropped = std::move(trial);
   }
   return dropped;
 }
