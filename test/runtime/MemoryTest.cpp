@@ -244,6 +244,53 @@ TEST_P(MemoryTest, WorkspaceFromTheTableAndUnplannedScratchIsMeasured) {
   }
 }
 
+// Y = A B + 0.5 c (c a row vector, beta != 1: no bias epilogue): the CUDA
+// device broadcasts c through a vector of ones, which it takes from the
+// workspace (96 bytes, Y's size), so the step still allocates nothing.
+TEST_P(MemoryTest, GemmBroadcastTemporaryComesFromTheWorkspace) {
+  PkgSpec s;
+  s.buffers = {
+      {"a", 3, 0, {4, 8}},              // 0 Input
+      {"b", 0, 0, {8, 6}, -1, -1, "b"}, // 1 Parameter
+      {"c", 0, 0, {6}, -1, -1, "c"},    // 2 Parameter
+      {"", 4, 0, {4, 6}, 0},            // 3 y, Arena
+  };
+  FnSpec f;
+  f.name = "forward";
+  f.inputs = {{"a", 0}};
+  f.outputs = {{"y", 3}};
+  f.steps = {
+      {false, 0, "gemm", {0, 1, 2, 3}, {4, 6, 8, 0, 0, 1, 1}, {1.0f, 0.5f}}};
+  f.arenaBytes = 96;
+  s.functions = {f};
+  std::vector<float> a = randomVector(32, 5, 11), b = randomVector(48, 6, 11),
+                     c = randomVector(6, 7, 11);
+  s.weights = dlrt::safetensors::serialize(
+      {{"b", "F32", {8, 6}, floatBytes(b)}, {"c", "F32", {6}, floatBytes(c)}});
+  writeBytes(dir.file("g.dlcp"), buildPackage(s));
+  ASSERT_FALSE(dlrt::Model::load(context, dir.file("g.dlcp"), &model));
+  dlrt::Error e = dlrt::Session::create(model, &session);
+  ASSERT_FALSE(e) << e.message();
+  ASSERT_FALSE(session.setInput("forward", "a", a.data(), 128));
+  dlrt::Error run = session.run("forward");
+  ASSERT_FALSE(run) << run.message();
+  std::vector<float> y(24);
+  ASSERT_FALSE(session.getOutput("forward", "y", y.data(), 96));
+  std::vector<double> ref(24);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) {
+      double acc = 0.5 * c[j];
+      for (int k = 0; k < 8; ++k)
+        acc += double(a[i * 8 + k]) * b[k * 6 + j];
+      ref[i * 6 + j] = acc;
+    }
+  expectClose(y, ref, "y");
+  dlrt_memory_info_t m = memory();
+  EXPECT_EQ(m.workspace_bytes, 96);
+  EXPECT_EQ(m.predicted_peak_bytes, 128 + 192 + 24 + 96 + 96);
+  EXPECT_EQ(m.measured_peak_bytes, 5 * 256); // each rounded to 256 bytes
+}
+
 TEST_P(MemoryTest, NullArguments) {
   dlrt_memory_info_t m;
   m.arena_bytes = 7;
