@@ -291,6 +291,19 @@ TEST_P(MemoryTest, GemmBroadcastTemporaryComesFromTheWorkspace) {
   EXPECT_EQ(m.measured_peak_bytes, 5 * 256); // each rounded to 256 bytes
 }
 
+TEST_P(MemoryTest, NegativeMemoryPlanIsCorrupt) {
+  writeBytes(dir.file("bad.dlcp"),
+             buildPackage(memorySpec(
+                 std::array<int64_t, 4>{kPersistent, kInputs, -1, 0})));
+  dlrt::Error e = dlrt::Model::load(context, dir.file("bad.dlcp"), &model);
+  EXPECT_EQ(e.code(), DLRT_CORRUPT);
+  EXPECT_NE(std::string(e.message())
+                .find("is corrupt: the memory plan has a negative or huge "
+                      "size (-1 bytes)"),
+            std::string::npos)
+      << e.message();
+}
+
 TEST_P(MemoryTest, NullArguments) {
   dlrt_memory_info_t m;
   m.arena_bytes = 7;

@@ -156,7 +156,8 @@ int main(int argc, char **argv) {
   CLI::App *infoCmd = app.add_subcommand(
       "info", "Describe a package: model, training settings, functions with "
               "their inputs/outputs, kernel launches and library calls, "
-              "arena and persistent memory, kernels, cubin architectures");
+              "arena and persistent memory, kernels, cubin architectures, and "
+              "the memory a session holds (predicted peak and its parts)");
   infoCmd->add_option("package", info.package, "Package (.dlcp)")->required();
 
   try {
