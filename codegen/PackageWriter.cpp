@@ -4,11 +4,13 @@
 // buffers (variables first, then per function its inputs, arena allocations
 // and reshape aliases, in program order), one Kernel per distinct kernel,
 // one Function per dlexec.func with its steps in program order, the host
-// kernels as a shared object and the initial values as safetensors.
+// kernels as a shared object and the initial values as safetensors, and
+// the memory plan (dlc::computePlanStats: what a session holds).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
+#include "compiler/Lowering/Pipelines.h"
 
 #include "dlc_schema/package_generated.h"
 #include "runtime/formats/Safetensors.h"
@@ -631,9 +633,16 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   for (const CubinJob &job : jobs)
     cubins.push_back(pkg::CreateCubinDirect(
         fbb, job.arch.c_str(), (*cuda)[job.kernel].name.c_str(), &job.image));
+  // The session's memory as dlc --stats reports it (docs/memory.md); an
+  // optional table, so the format version stays.
+  const PlanStats stats = computePlanStats(planned);
+  auto memory =
+      pkg::CreateMemoryPlan(fbb, stats.persistentBytes, stats.inputBytes,
+                            stats.arenaBytes, stats.workspaceBytes);
   auto root = pkg::CreatePackageDirect(
       fbb, kFormatVersion, options.producer.c_str(), options.modelName.c_str(),
-      &buffers, &kernels, &functions, training, &*hostLib, &weights, &cubins);
+      &buffers, &kernels, &functions, training, &*hostLib, &weights, &cubins,
+      memory);
   pkg::FinishPackageBuffer(fbb, root);
 
   std::string error;

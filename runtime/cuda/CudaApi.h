@@ -34,6 +34,7 @@ namespace dlrt::cuda {
   X(cuMemPoolCreate)                                                           \
   X(cuMemPoolDestroy)                                                          \
   X(cuMemPoolSetAttribute)                                                     \
+  X(cuMemPoolGetAttribute)                                                     \
   X(cuMemAllocFromPoolAsync)                                                   \
   X(cuMemFreeAsync)                                                            \
   X(cuMemcpyHtoDAsync)                                                         \

@@ -3,7 +3,8 @@
 // stream-ordered pool; kernels from package cubins or NVRTC (cached on
 // disk); GEMM through cuBLASLt and convolutions through cuDNN, f32 without
 // TF32, f16 and bf16 with f32 compute and one rounding (LibraryCalls.h
-// ElementType). Every library is opened with dlopen (CudaApi.h).
+// ElementType), with scratch only from the session's planned workspace
+// (Device::setWorkspace). Every library is opened with dlopen (CudaApi.h).
 #include "CudaDevice.h"
 
 #include "CudaApi.h"
@@ -229,6 +230,12 @@ public:
   /// Blocks until the copy is done, so |dst| holds the data on return.
   Status copyToHost(void *dst, const void *src, size_t bytes) override;
   Status fillZero(void *dst, size_t bytes) override;
+  /// The pool's reserved and used bytes and their high-water marks.
+  Status memoryUsage(MemoryUsage *out) override;
+  void setWorkspace(void *data, size_t bytes) override {
+    workspace_ = data;
+    workspaceBytes_ = data ? bytes : 0;
+  }
   Status loadKernels(const std::vector<uint8_t> &host_library,
                      const std::vector<KernelSpec> &kernels,
                      std::vector<std::unique_ptr<DeviceKernel>> *out) override;
@@ -262,7 +269,22 @@ private:
   Status check(CUresult result, const char *call) const;
   Status checkLt(cublasStatus_t status, const char *call) const;
   Status checkDnn(cudnnStatus_t status, const char *call) const;
-  Status matmul(const Matmul &mm);
+  /// Runs |mm| with the workspace past its first |offset| bytes (the
+  /// caller's scratch) as cuBLASLt's workspace.
+  Status matmul(const Matmul &mm, size_t offset = 0);
+  /// |bytes| of scratch for one library call: at |*offset| in the workspace,
+  /// advancing |*offset| past it (256-byte aligned), when they fit there;
+  /// else a pool allocation of its own in |*own| (release it after the
+  /// call), memory the plan did not predict, which memoryUsage then shows.
+  Status scratch(size_t bytes, size_t *offset, DeviceBuffer *own, void **out);
+  /// The workspace past its first |offset| bytes, and its size.
+  void *workspaceAt(size_t offset) const {
+    return offset < workspaceBytes_ ? static_cast<char *>(workspace_) + offset
+                                    : nullptr;
+  }
+  size_t workspaceBytesAt(size_t offset) const {
+    return offset < workspaceBytes_ ? workspaceBytes_ - offset : 0;
+  }
   Status describeConv(const ConvParams &p, const char *what,
                       ConvDescriptors *d);
   /// The N-D (NCDHW) descriptors of a conv3d_* call (spatial == 3);
@@ -277,12 +299,23 @@ private:
   /// convolution of the explicitly padded input with pads 0.
   Status copyPadded(const ConvParams &p, bool toPadded, const void *from,
                     void *to);
-  /// Runs |fn| on padded(p) and a zero-padded copy of the input |x|.
-  Status withPaddedInput(
-      const ConvParams &p, const void *x,
-      const std::function<Status(const ConvParams &, const void *)> &fn);
+  /// Runs |fn| on padded(p), a zero-padded copy of the input |x| (scratch)
+  /// and the workspace offset past that copy.
+  Status withPaddedInput(const ConvParams &p, const void *x,
+                         const std::function<Status(const ConvParams &,
+                                                    const void *, size_t)> &fn);
+  /// The convolutions with the workspace past its first |offset| bytes.
+  Status convForwardAt(const ConvParams &p, const void *x, const void *w,
+                       const void *bias, void *y, size_t offset);
+  Status convBackwardDataAt(const ConvParams &p, const void *dy, const void *w,
+                            void *dx, size_t offset);
+  Status convBackwardFilterAt(const ConvParams &p, const void *x,
+                              const void *dy, void *dw, size_t offset);
+  /// Picks the algorithm of |kind| for |p| among those needing at most
+  /// |limit| bytes of workspace; |*workspace| is what it needs.
   Status chooseConvAlgo(ConvKind kind, const ConvParams &p,
-                        const ConvDescriptors &d, int *algo, size_t *workspace);
+                        const ConvDescriptors &d, size_t limit, int *algo,
+                        size_t *workspace);
   Status loadModule(const std::string &name, const std::vector<uint8_t> &image,
                     CUmodule *module, CUfunction *function);
 
@@ -292,6 +325,8 @@ private:
   std::string arch_; // "sm_90"
   int ccMajor_ = 0, ccMinor_ = 0;
   Status deferred_; // first error of a call that cannot return one
+  void *workspace_ = nullptr; // setWorkspace: the session's, for this run
+  size_t workspaceBytes_ = 0;
   std::atomic<int64_t> embedded_{0}, cacheHits_{0}, compiled_{0};
   std::mutex algoMutex_;
   std::map<std::vector<int64_t>, std::pair<int, size_t>> convAlgos_;
@@ -471,6 +506,36 @@ void CudaDevice::release(DeviceBuffer &buffer) {
       deferred_ = status;
   }
   buffer = DeviceBuffer();
+}
+
+Status CudaDevice::memoryUsage(MemoryUsage *out) {
+  *out = MemoryUsage();
+  DLRT_TRY(makeCurrent());
+  const std::pair<CUmemPool_attribute, int64_t *> attributes[] = {
+      {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &out->reservedBytes},
+      {CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &out->reservedPeakBytes},
+      {CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &out->usedBytes},
+      {CU_MEMPOOL_ATTR_USED_MEM_HIGH, &out->usedPeakBytes}};
+  for (const auto &[attribute, field] : attributes) {
+    cuuint64_t value = 0;
+    DLRT_TRY(check(cu_->cuMemPoolGetAttribute(ctx_->pool, attribute, &value),
+                   "cuMemPoolGetAttribute"));
+    *field = int64_t(value);
+  }
+  return Status::OK();
+}
+
+Status CudaDevice::scratch(size_t bytes, size_t *offset, DeviceBuffer *own,
+                           void **out) {
+  *own = DeviceBuffer();
+  if (bytes <= workspaceBytesAt(*offset)) {
+    *out = workspaceAt(*offset);
+    *offset = std::min(workspaceBytes_, (*offset + bytes + 255) / 256 * 256);
+    return Status::OK();
+  }
+  DLRT_TRY(allocate(bytes, own));
+  *out = own->data;
+  return Status::OK();
 }
 
 Status CudaDevice::copyToDevice(void *dst, const void *src, size_t bytes) {
@@ -659,7 +724,7 @@ Status CudaDevice::launch(DeviceKernel &kernel,
   return Status::OK();
 }
 
-Status CudaDevice::matmul(const Matmul &mm) {
+Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
   const CublasLtApi &lt = *ctx_->lt;
   cublasLtMatmulDesc_t desc = nullptr;
   DLRT_TRY(checkLt(
@@ -721,7 +786,8 @@ Status CudaDevice::matmul(const Matmul &mm) {
   DLRT_TRY(checkLt(lt.cublasLtMatmulPreferenceCreate(&pref),
                    "cublasLtMatmulPreferenceCreate"));
   Defer destroyPref([&] { lt.cublasLtMatmulPreferenceDestroy(pref); });
-  uint64_t maxWorkspace = 64ull << 20;
+  // The heuristic returns only algorithms that fit the planned workspace.
+  uint64_t maxWorkspace = workspaceBytesAt(offset);
   DLRT_TRY(checkLt(lt.cublasLtMatmulPreferenceSetAttribute(
                        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                        &maxWorkspace, sizeof maxWorkspace),
@@ -752,6 +818,7 @@ Status CudaDevice::matmul(const Matmul &mm) {
     key.insert(key.end(), {mm.batch, mm.strideA, mm.strideB, mm.strideD});
   if (mm.type != CUDA_R_32F)
     key.push_back(int64_t(mm.type));
+  key.push_back(int64_t(maxWorkspace));
   cublasLtMatmulHeuristicResult_t heuristic;
   std::memset(&heuristic, 0, sizeof heuristic);
   {
@@ -779,16 +846,12 @@ Status CudaDevice::matmul(const Matmul &mm) {
       matmulAlgos_.emplace(std::move(key), heuristic);
     }
   }
-  DeviceBuffer workspace;
-  DLRT_TRY(allocate(heuristic.workspaceSize, &workspace));
-  Status status =
-      checkLt(lt.cublasLtMatmul(ctx_->ltHandle, desc, &mm.alpha, mm.a, layoutA,
-                                mm.b, layoutB, &mm.beta, mm.c, layoutC, mm.d,
-                                layoutC, &heuristic.algo, workspace.data,
-                                workspace.bytes, ctx_->stream),
-              "cublasLtMatmul");
-  release(workspace); // stream-ordered: freed after the matmul has run
-  return status;
+  return checkLt(lt.cublasLtMatmul(ctx_->ltHandle, desc, &mm.alpha, mm.a,
+                                   layoutA, mm.b, layoutB, &mm.beta, mm.c,
+                                   layoutC, mm.d, layoutC, &heuristic.algo,
+                                   workspaceAt(offset), maxWorkspace,
+                                   ctx_->stream),
+                 "cublasLtMatmul");
 }
 
 Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
@@ -843,12 +906,14 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
     // accumulate the product onto it. f16/bf16: Y = broadcast(C) exactly
     // (beta 1), and the main matmul applies beta in f32, so Y is rounded
     // once.
-    DeviceBuffer ones;
+    DeviceBuffer own;
+    void *ones = nullptr;
+    size_t offset = 0;
     Status status;
     if (!low) {
-      DLRT_TRY(allocate(M * sizeof(float), &ones));
+      DLRT_TRY(scratch(M * sizeof(float), &offset, &own, &ones));
       status =
-          check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones.data),
+          check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones),
                                       0x3f800000u /* 1.0f */, M, ctx_->stream),
                 "cuMemsetD32Async");
     } else {
@@ -856,11 +921,10 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
       // bf16); the buffer is rounded up to whole words.
       uint32_t one = p.dtype == ElementType::F16 ? 0x3c003c00u : 0x3f803f80u;
       size_t words = (M + 1) / 2;
-      DLRT_TRY(allocate(words * 4, &ones));
-      status =
-          check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones.data),
-                                      one, words, ctx_->stream),
-                "cuMemsetD32Async");
+      DLRT_TRY(scratch(words * 4, &offset, &own, &ones));
+      status = check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones),
+                                           one, words, ctx_->stream),
+                     "cuMemsetD32Async");
     }
     if (status.ok()) {
       Matmul broadcast;
@@ -871,19 +935,21 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
       broadcast.a = c;
       broadcast.rowsA = N;
       broadcast.colsA = 1;
-      broadcast.b = ones.data;
+      broadcast.b = ones;
       broadcast.rowsB = 1;
       broadcast.colsB = M;
       broadcast.c = y;
       broadcast.d = y;
       broadcast.alpha = low ? 1.0f : p.beta;
       broadcast.beta = 0.0f;
-      status = matmul(broadcast);
+      status = matmul(broadcast, offset);
     }
-    release(ones);
+    release(own); // stream-ordered: freed after the matmul has run
     DLRT_TRY(status);
     mm.beta = low ? p.beta : 1.0f;
   }
+  // The whole workspace again: the ones are dead once the broadcast has run
+  // (one stream).
   return matmul(mm);
 }
 
@@ -1101,8 +1167,8 @@ bool pickAlgo(const Perf *perf, int count, bool preferDeterministic,
 }
 
 Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
-                                  const ConvDescriptors &d, int *algo,
-                                  size_t *workspace) {
+                                  const ConvDescriptors &d, size_t limit,
+                                  int *algo, size_t *workspace) {
   std::vector<int64_t> key = {
       int64_t(kind), p.n,        p.c,       p.h,        p.w,
       p.k,           p.r,        p.s,       p.p,        p.q,
@@ -1111,6 +1177,7 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
       p.o,           p.stride_d, p.pad_front, p.dilation_d};
   if (p.dtype != ElementType::F32)
     key.push_back(int64_t(p.dtype));
+  key.push_back(int64_t(limit));
   std::lock_guard<std::mutex> lock(algoMutex_);
   if (auto it = convAlgos_.find(key); it != convAlgos_.end()) {
     *algo = it->second.first;
@@ -1136,7 +1203,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
         [&](cudnnConvolutionFwdAlgo_t a, size_t *bytes) {
           return dnn.cudnnGetConvolutionForwardWorkspaceSize(
                      h, d.x, d.w, d.conv, d.y, a, bytes) ==
-                 CUDNN_STATUS_SUCCESS;
+                     CUDNN_STATUS_SUCCESS &&
+                 *bytes <= limit;
         },
         algo, workspace);
     break;
@@ -1156,7 +1224,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
         [&](cudnnConvolutionBwdDataAlgo_t a, size_t *bytes) {
           return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
                      h, d.w, d.y, d.conv, d.x, a, bytes) ==
-                 CUDNN_STATUS_SUCCESS;
+                     CUDNN_STATUS_SUCCESS &&
+                 *bytes <= limit;
         },
         algo, workspace);
     break;
@@ -1176,7 +1245,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
         [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *bytes) {
           return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
                      h, d.x, d.y, d.conv, d.w, a, bytes) ==
-                 CUDNN_STATUS_SUCCESS;
+                     CUDNN_STATUS_SUCCESS &&
+                 *bytes <= limit;
         },
         algo, workspace);
     break;
@@ -1187,7 +1257,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
                          std::string(what) + " returned no usable " +
                              (tensorOps ? dlc::exec::elementTypeName(p.dtype)
                                         : "FMA (non-TF32)") +
-                             " algorithm");
+                             " algorithm within the " + std::to_string(limit) +
+                             "-byte workspace");
   convAlgos_[key] = {*algo, *workspace};
   return Status::OK();
 }
@@ -1253,33 +1324,43 @@ Status CudaDevice::copyPadded(const ConvParams &p, bool toPadded,
 
 Status CudaDevice::withPaddedInput(
     const ConvParams &p, const void *x,
-    const std::function<Status(const ConvParams &, const void *)> &fn) {
+    const std::function<Status(const ConvParams &, const void *, size_t)> &fn) {
   const ConvParams q = padded(p);
-  DeviceBuffer xp;
-  DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) *
-                        dlc::exec::elementTypeBytes(p.dtype),
-                    &xp));
-  Status status = copyPadded(p, true, x, xp.data);
+  DeviceBuffer own;
+  void *xp = nullptr;
+  size_t offset = 0;
+  DLRT_TRY(scratch(size_t(q.n * q.c * q.d * q.h * q.w) *
+                       dlc::exec::elementTypeBytes(p.dtype),
+                   &offset, &own, &xp));
+  Status status = copyPadded(p, true, x, xp);
   if (status.ok())
-    status = fn(q, xp.data);
-  release(xp); // stream-ordered: freed after the convolution has run
+    status = fn(q, xp, offset);
+  release(own); // stream-ordered: freed after the convolution has run
   return status;
 }
 
 Status CudaDevice::convForward(const ConvParams &p, const void *x,
                                const void *w, const void *bias, void *y) {
+  return convForwardAt(p, x, w, bias, y, 0);
+}
+
+Status CudaDevice::convForwardAt(const ConvParams &p, const void *x,
+                                 const void *w, const void *bias, void *y,
+                                 size_t offset) {
   if (p.dtype == ElementType::F64)
     return unsupportedType("conv_forward", p.dtype);
   DLRT_TRY(makeCurrent());
   if (asymmetricPadding(p))
-    return withPaddedInput(p, x, [&](const ConvParams &q, const void *xp) {
-      return convForward(q, xp, w, bias, y);
-    });
+    return withPaddedInput(p, x,
+                           [&](const ConvParams &q, const void *xp, size_t at) {
+                             return convForwardAt(q, xp, w, bias, y, at);
+                           });
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_forward", &d));
   int algo = 0;
   size_t bytes = 0;
-  DLRT_TRY(chooseConvAlgo(ConvKind::Forward, p, d, &algo, &bytes));
+  DLRT_TRY(chooseConvAlgo(ConvKind::Forward, p, d, workspaceBytesAt(offset),
+                          &algo, &bytes));
   if (p.has_bias && !bias)
     return Status::error(DLRT_INTERNAL,
                          "conv2d_forward: has_bias is set but bias is null");
@@ -1309,16 +1390,11 @@ Status CudaDevice::convForward(const ConvParams &p, const void *x,
                                                 bias, &zero, d.y, y),
                       "cudnnAddTensor"));
   }
-  DeviceBuffer workspace;
-  DLRT_TRY(allocate(bytes, &workspace));
-  Status status =
-      checkDnn(ctx_->dnn->cudnnConvolutionForward(
-                   ctx_->dnnHandle, &one, d.x, x, d.w, w, d.conv,
-                   cudnnConvolutionFwdAlgo_t(algo), workspace.data,
-                   workspace.bytes, biasFirst ? &one : &zero, d.y, y),
-               "cudnnConvolutionForward");
-  release(workspace);
-  DLRT_TRY(status);
+  DLRT_TRY(checkDnn(ctx_->dnn->cudnnConvolutionForward(
+                        ctx_->dnnHandle, &one, d.x, x, d.w, w, d.conv,
+                        cudnnConvolutionFwdAlgo_t(algo), workspaceAt(offset),
+                        bytes, biasFirst ? &one : &zero, d.y, y),
+                    "cudnnConvolutionForward"));
   if (p.has_bias && !biasFirst) {
     DLRT_TRY(describeBias());
     DLRT_TRY(checkDnn(ctx_->dnn->cudnnAddTensor(ctx_->dnnHandle, &one, d.bias,
@@ -1330,63 +1406,70 @@ Status CudaDevice::convForward(const ConvParams &p, const void *x,
 
 Status CudaDevice::convBackwardData(const ConvParams &p, const void *dy,
                                     const void *w, void *dx) {
+  return convBackwardDataAt(p, dy, w, dx, 0);
+}
+
+Status CudaDevice::convBackwardDataAt(const ConvParams &p, const void *dy,
+                                      const void *w, void *dx, size_t offset) {
   if (p.dtype == ElementType::F64)
     return unsupportedType("conv_backward_data", p.dtype);
   DLRT_TRY(makeCurrent());
   if (asymmetricPadding(p)) {
     // The gradient of the padded input, cropped to the real one.
     const ConvParams q = padded(p);
-    DeviceBuffer dxp;
-    DLRT_TRY(allocate(size_t(q.n * q.c * q.d * q.h * q.w) *
-                          dlc::exec::elementTypeBytes(p.dtype),
-                      &dxp));
-    Status status = convBackwardData(q, dy, w, dxp.data);
+    DeviceBuffer own;
+    void *dxp = nullptr;
+    DLRT_TRY(scratch(size_t(q.n * q.c * q.d * q.h * q.w) *
+                         dlc::exec::elementTypeBytes(p.dtype),
+                     &offset, &own, &dxp));
+    Status status = convBackwardDataAt(q, dy, w, dxp, offset);
     if (status.ok())
-      status = copyPadded(p, false, dxp.data, dx);
-    release(dxp);
+      status = copyPadded(p, false, dxp, dx);
+    release(own);
     return status;
   }
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_backward_data", &d));
   int algo = 0;
   size_t bytes = 0;
-  DLRT_TRY(chooseConvAlgo(ConvKind::BackwardData, p, d, &algo, &bytes));
-  DeviceBuffer workspace;
-  DLRT_TRY(allocate(bytes, &workspace));
+  DLRT_TRY(chooseConvAlgo(ConvKind::BackwardData, p, d,
+                          workspaceBytesAt(offset), &algo, &bytes));
   const float one = 1.0f, zero = 0.0f;
-  Status status = checkDnn(ctx_->dnn->cudnnConvolutionBackwardData(
-                               ctx_->dnnHandle, &one, d.w, w, d.y, dy, d.conv,
-                               cudnnConvolutionBwdDataAlgo_t(algo),
-                               workspace.data, workspace.bytes, &zero, d.x, dx),
-                           "cudnnConvolutionBackwardData");
-  release(workspace);
-  return status;
+  return checkDnn(ctx_->dnn->cudnnConvolutionBackwardData(
+                      ctx_->dnnHandle, &one, d.w, w, d.y, dy, d.conv,
+                      cudnnConvolutionBwdDataAlgo_t(algo), workspaceAt(offset),
+                      bytes, &zero, d.x, dx),
+                  "cudnnConvolutionBackwardData");
 }
 
 Status CudaDevice::convBackwardFilter(const ConvParams &p, const void *x,
                                       const void *dy, void *dw) {
+  return convBackwardFilterAt(p, x, dy, dw, 0);
+}
+
+Status CudaDevice::convBackwardFilterAt(const ConvParams &p, const void *x,
+                                        const void *dy, void *dw,
+                                        size_t offset) {
   if (p.dtype == ElementType::F64)
     return unsupportedType("conv_backward_filter", p.dtype);
   DLRT_TRY(makeCurrent());
   if (asymmetricPadding(p))
-    return withPaddedInput(p, x, [&](const ConvParams &q, const void *xp) {
-      return convBackwardFilter(q, xp, dy, dw);
-    });
+    return withPaddedInput(p, x,
+                           [&](const ConvParams &q, const void *xp, size_t at) {
+                             return convBackwardFilterAt(q, xp, dy, dw, at);
+                           });
   ConvDescriptors d;
   DLRT_TRY(describeConv(p, "conv2d_backward_filter", &d));
   int algo = 0;
   size_t bytes = 0;
-  DLRT_TRY(chooseConvAlgo(ConvKind::BackwardFilter, p, d, &algo, &bytes));
-  DeviceBuffer workspace;
-  DLRT_TRY(allocate(bytes, &workspace));
+  DLRT_TRY(chooseConvAlgo(ConvKind::BackwardFilter, p, d,
+                          workspaceBytesAt(offset), &algo, &bytes));
   const float one = 1.0f, zero = 0.0f;
-  Status status = checkDnn(ctx_->dnn->cudnnConvolutionBackwardFilter(
-                               ctx_->dnnHandle, &one, d.x, x, d.y, dy, d.conv,
-                               cudnnConvolutionBwdFilterAlgo_t(algo),
-                               workspace.data, workspace.bytes, &zero, d.w, dw),
-                           "cudnnConvolutionBackwardFilter");
-  release(workspace);
-  return status;
+  return checkDnn(ctx_->dnn->cudnnConvolutionBackwardFilter(
+                      ctx_->dnnHandle, &one, d.x, x, d.y, dy, d.conv,
+                      cudnnConvolutionBwdFilterAlgo_t(algo),
+                      workspaceAt(offset), bytes, &zero, d.w, dw),
+                  "cudnnConvolutionBackwardFilter");
 }
 
 } // namespace

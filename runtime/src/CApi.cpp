@@ -377,3 +377,48 @@ dlrt_status_t dlrt_session_load_checkpoint(dlrt_session_t session,
 void dlrt_string_free(char *s) { std::free(s); }
 
 } // extern "C"
+
+namespace {
+/// The predicted fields of |out| from |plan|.
+void fillPredicted(const dlrt::MemoryPlan &plan, dlrt_memory_info_t *out) {
+  out->persistent_bytes = plan.persistentBytes;
+  out->input_bytes = plan.inputBytes;
+  out->arena_bytes = plan.arenaBytes;
+  out->workspace_bytes = plan.workspaceBytes;
+  out->predicted_peak_bytes = plan.predictedPeakBytes();
+  out->plan_from_package = plan.fromPackage ? 1 : 0;
+}
+} // namespace
+
+dlrt_status_t dlrt_model_memory(dlrt_model_t model,
+                                dlrt_memory_info_t *out_info) {
+  if (out_info)
+    *out_info = dlrt_memory_info_t();
+  if (!model)
+    return nullArgument("model");
+  if (!out_info)
+    return nullArgument("out_info");
+  fillPredicted(model->impl->package().memory, out_info);
+  return nullptr;
+}
+
+dlrt_status_t dlrt_session_memory(dlrt_session_t session,
+                                  dlrt_memory_info_t *out_info) {
+  if (out_info)
+    *out_info = dlrt_memory_info_t();
+  if (!session)
+    return nullArgument("session");
+  if (!out_info)
+    return nullArgument("out_info");
+  return guarded([&]() -> dlrt_status_t {
+    dlrt::MemoryPlan plan;
+    dlrt::MemoryUsage usage;
+    dlrt::Status st = session->impl->memory(&plan, &usage);
+    if (!st.ok())
+      return wrap(st);
+    fillPredicted(plan, out_info);
+    out_info->measured_peak_bytes = usage.reservedPeakBytes;
+    out_info->used_peak_bytes = usage.usedPeakBytes;
+    return nullptr;
+  });
+}

@@ -33,6 +33,23 @@ struct DeviceBuffer {
   size_t bytes = 0;
 };
 
+/// Device memory a device has allocated through Device::allocate, bytes,
+/// since the device was created (docs/dlrt.md, "Memory").
+struct MemoryUsage {
+  /// Bytes the allocator holds from the system now and at most: on the host
+  /// every allocation rounded up to its 256-byte alignment; on CUDA the
+  /// stream-ordered pool's reserved memory (CU_MEMPOOL_ATTR_RESERVED_MEM_*),
+  /// which a real GPU grows in chunks (typically 2 MiB), so it can exceed
+  /// the bytes in use.
+  int64_t reservedBytes = 0;
+  int64_t reservedPeakBytes = 0;
+  /// Bytes of live allocations now and at most: on the host exactly the
+  /// sizes asked for; on CUDA the pool's used memory
+  /// (CU_MEMPOOL_ATTR_USED_MEM_*), each allocation as the pool rounds it.
+  int64_t usedBytes = 0;
+  int64_t usedPeakBytes = 0;
+};
+
 /// One compiled kernel of a package, ready to launch.
 class DeviceKernel {
 public:
@@ -61,6 +78,29 @@ public:
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
   virtual Status fillZero(void *dst, size_t bytes) = 0;
+
+  /// The memory this device has allocated (MemoryUsage). Errors:
+  /// DLRT_UNAVAILABLE (the device does not measure its memory),
+  /// DLRT_INTERNAL (the driver's query failed).
+  virtual Status memoryUsage(MemoryUsage *out) {
+    *out = MemoryUsage();
+    return Status::error(DLRT_UNAVAILABLE,
+                         "device '" + name() + "' does not measure its memory");
+  }
+
+  /// The library-call workspace: |bytes| of device memory at |data| (from
+  /// allocate, owned by the caller) that the library calls issued from now
+  /// on may use as scratch, until the next setWorkspace; (nullptr, 0) for
+  /// none. A session sets its planned workspace for the length of each run
+  /// (the package's MemoryPlan workspace_bytes; docs/memory.md). The CUDA
+  /// device allocates no workspace of its own: cuBLASLt and cuDNN get at
+  /// most |bytes| (algorithms that need more are not chosen), and the
+  /// temporaries of a call (a padded input, a vector of ones) come from it
+  /// when they fit. Devices that need no scratch (the host) ignore it.
+  virtual void setWorkspace(void *data, size_t bytes) {
+    (void)data;
+    (void)bytes;
+  }
 
   /// Prepares the kernels of a package for launch. |host_library| is the
   /// package's host shared object (ELF bytes); |cuda_sources| and |cubins|

@@ -7,6 +7,7 @@
 #include "Device.h"
 #include "HalfConversions.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -130,6 +131,12 @@ int64_t filterCount(const ConvParams &p) {
 }
 int64_t outputCount(const ConvParams &p) { return p.n * p.k * p.o * p.p * p.q; }
 
+/// What the host device allocates for a request of |bytes|: a multiple of
+/// its 256-byte alignment, at least 256 (0 when that overflows).
+size_t roundedSize(size_t bytes) {
+  return ((bytes ? bytes : 1) + 255) / 256 * 256;
+}
+
 class HostDevice : public Device {
 public:
   HostDevice() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {
@@ -142,7 +149,7 @@ public:
 
   Status allocate(size_t bytes, DeviceBuffer *out) override {
     *out = DeviceBuffer();
-    size_t rounded = ((bytes ? bytes : 1) + 255) / 256 * 256;
+    size_t rounded = roundedSize(bytes);
     if (rounded < bytes)
       return Status::error(DLRT_OUT_OF_MEMORY, "cannot allocate " +
                                                    std::to_string(bytes) +
@@ -154,12 +161,32 @@ public:
                                                    " bytes of host memory");
     out->data = p;
     out->bytes = bytes;
+    std::lock_guard<std::mutex> lock(memoryMutex);
+    usage.reservedBytes += int64_t(rounded);
+    usage.usedBytes += int64_t(bytes);
+    usage.reservedPeakBytes =
+        std::max(usage.reservedPeakBytes, usage.reservedBytes);
+    usage.usedPeakBytes = std::max(usage.usedPeakBytes, usage.usedBytes);
     return Status::OK();
   }
 
   void release(DeviceBuffer &buffer) override {
+    if (buffer.data) {
+      std::lock_guard<std::mutex> lock(memoryMutex);
+      usage.reservedBytes -= int64_t(roundedSize(buffer.bytes));
+      usage.usedBytes -= int64_t(buffer.bytes);
+    }
     std::free(buffer.data);
     buffer = DeviceBuffer();
+  }
+
+  /// Counted in allocate/release: reserved is what posix_memalign was asked
+  /// for (each size rounded up to 256 bytes, 256 for 0), used the sizes the
+  /// callers asked for.
+  Status memoryUsage(MemoryUsage *out) override {
+    std::lock_guard<std::mutex> lock(memoryMutex);
+    *out = usage;
+    return Status::OK();
   }
 
   Status copyToDevice(void *dst, const void *src, size_t bytes) override {
@@ -482,6 +509,8 @@ private:
   std::mutex mutex;
   std::map<std::vector<int64_t>, std::unique_ptr<dnnl::primitive>> cache;
   std::string deviceName;
+  std::mutex memoryMutex; // guards usage
+  MemoryUsage usage;
 };
 
 } // namespace

@@ -1,6 +1,7 @@
 //===- Package.cpp - load and validate a .dlcp package --------------------===//
 #include "Package.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -53,6 +54,35 @@ const char *safetensorsDType(dlrt_dtype_t dtype) {
     return "BF16";
   }
   return "?";
+}
+
+/// The largest size a MemoryPlan field holds (2^60 bytes), so that the sum
+/// of the four never overflows; larger sums (only a damaged package has
+/// them) saturate there, and allocating them fails.
+constexpr int64_t kMaxPlanBytes = int64_t(1) << 60;
+
+MemoryPlan computeMemoryPlan(const Package &pkg) {
+  MemoryPlan m;
+  auto add = [](int64_t &total, int64_t bytes) {
+    total = std::min(kMaxPlanBytes, total + std::min(kMaxPlanBytes, bytes));
+  };
+  for (const BufferInfo &b : pkg.buffers) {
+    if (isPersistent(b.kind))
+      add(m.persistentBytes, b.sizeBytes);
+    else if (b.kind == BufferKind::Input)
+      add(m.inputBytes, b.sizeBytes);
+  }
+  int64_t largestCallOutput = 0;
+  for (const FunctionInfo &f : pkg.functions) {
+    m.arenaBytes =
+        std::max(m.arenaBytes, std::min(kMaxPlanBytes, f.arenaBytes));
+    for (const StepInfo &s : f.steps)
+      if (!s.isLaunch && !s.args.empty()) // the output is the last argument
+        largestCallOutput =
+            std::max(largestCallOutput, pkg.buffers[s.args.back()].sizeBytes);
+  }
+  m.workspaceBytes = dlc::exec::libraryWorkspaceBytes(largestCallOutput);
+  return m;
 }
 
 const FunctionInfo *Package::function(const std::string &name) const {
@@ -929,6 +959,21 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
     out->learningRate = t->learning_rate();
     out->batchSize = t->batch_size();
     out->stepCounter = str(t->step_counter());
+  }
+  if (const fb::MemoryPlan *m = p->memory()) {
+    out->memory.persistentBytes = m->persistent_bytes();
+    out->memory.inputBytes = m->input_bytes();
+    out->memory.arenaBytes = m->arena_bytes();
+    out->memory.workspaceBytes = m->workspace_bytes();
+    out->memory.fromPackage = true;
+    for (int64_t v : {m->persistent_bytes(), m->input_bytes(), m->arena_bytes(),
+                      m->workspace_bytes()})
+      if (v < 0 || v > kMaxPlanBytes)
+        return (c.fail("the memory plan has a negative or huge size (" +
+                       std::to_string(v) + " bytes)"),
+                c.status);
+  } else {
+    out->memory = computeMemoryPlan(*out);
   }
   if (p->host_library())
     out->hostLibrary.assign(p->host_library()->begin(),

@@ -74,6 +74,24 @@ struct FunctionInfo {
   int64_t arenaBytes = 0;
 };
 
+/// The memory a session of a package holds on its device, bytes, as the
+/// compiler planned it (package.fbs MemoryPlan; docs/memory.md): every
+/// persistent buffer, every Input buffer, one arena (the largest function's)
+/// and one library-call workspace. The predicted peak is their sum.
+struct MemoryPlan {
+  int64_t persistentBytes = 0;
+  int64_t inputBytes = 0;
+  int64_t arenaBytes = 0;
+  int64_t workspaceBytes = 0;
+  /// True when the package carries the MemoryPlan table; false when the
+  /// loader computed the four from the plan (packages before issue 11).
+  bool fromPackage = false;
+
+  int64_t predictedPeakBytes() const {
+    return persistentBytes + inputBytes + arenaBytes + workspaceBytes;
+  }
+};
+
 struct TensorData {
   std::string dtype;
   std::vector<int64_t> shape;
@@ -93,10 +111,18 @@ struct Package {
   int64_t batchSize = 0;
   std::vector<uint8_t> hostLibrary;
   std::map<std::string, TensorData> weights;
+  /// From the package's MemoryPlan table, or computeMemoryPlan when absent.
+  MemoryPlan memory;
 
   /// The function named |name|, or null.
   const FunctionInfo *function(const std::string &name) const;
 };
+
+/// The MemoryPlan of |pkg|'s buffers and functions, computed as the compiler
+/// does (dlc::computePlanStats): persistent and Input buffer sizes summed by
+/// kind, the largest function arena, and the workspace
+/// dlc::exec::libraryWorkspaceBytes of the largest library-call output.
+MemoryPlan computeMemoryPlan(const Package &pkg);
 
 /// Parses and validates the package bytes |data|; |path| names it in
 /// messages. Errors: DLRT_CORRUPT (not a package, fails verification, an

@@ -133,6 +133,14 @@ Status Session::create(std::shared_ptr<Model> model,
     if (!st.ok())
       return st;
   }
+  // The planned workspace, whether or not this device uses it, so a session
+  // holds what the plan predicts on every device.
+  if (pkg.memory.workspaceBytes > 0) {
+    st = s->device_.allocate(static_cast<size_t>(pkg.memory.workspaceBytes),
+                             &s->workspace_);
+    if (!st.ok())
+      return st;
+  }
   for (size_t i = 0; i < n; ++i) {
     const BufferInfo &b = pkg.buffers[i];
     // Arena buffers no function touches may lie outside the arena (the
@@ -158,6 +166,13 @@ Session::~Session() {
     device_.release(b);
   if (arena_.data)
     device_.release(arena_);
+  if (workspace_.data)
+    device_.release(workspace_);
+}
+
+Status Session::memory(MemoryPlan *predicted, MemoryUsage *measured) {
+  *predicted = model_->package().memory;
+  return device_.memoryUsage(measured);
 }
 
 namespace {
@@ -210,6 +225,13 @@ Status Session::run(const std::string &function) {
   if (!fn)
     return noFunction(function);
   outputs_.erase(function);
+  // The device uses this session's workspace until the run ends.
+  std::lock_guard<std::mutex> lock(model_->context().runMutex());
+  device_.setWorkspace(workspace_.data, workspace_.bytes);
+  struct ClearWorkspace {
+    Device &device;
+    ~ClearWorkspace() { device.setWorkspace(nullptr, 0); }
+  } clearWorkspace{device_};
   std::vector<void *> args;
   for (size_t i = 0; i < fn->steps.size(); ++i) {
     const StepInfo &step = fn->steps[i];

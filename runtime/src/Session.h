@@ -2,7 +2,8 @@
 //-*-===//
 // A Context owns a device; a Model owns a validated Package and (once the
 // first session asks) its loaded kernels; a Session owns device memory for
-// persistent buffers, inputs and one activation arena, and runs functions.
+// persistent buffers, inputs, one activation arena and one library-call
+// workspace (the package's MemoryPlan), and runs functions.
 #ifndef DLRT_SRC_SESSION_H
 #define DLRT_SRC_SESSION_H
 
@@ -33,10 +34,14 @@ public:
   static std::unique_ptr<Context> withDevice(std::unique_ptr<Device> device);
   Device &device() { return *device_; }
   const std::string &deviceName() const { return name_; }
+  /// Held by Session::run for the length of a run: the device takes one
+  /// session's workspace at a time (Device::setWorkspace).
+  std::mutex &runMutex() { return runMutex_; }
 
 private:
   std::unique_ptr<Device> device_;
   std::string name_;
+  std::mutex runMutex_;
 };
 
 class Model {
@@ -59,7 +64,9 @@ private:
 
 class Session {
 public:
-  /// Allocates and initializes the memory of |model|'s buffers.
+  /// Allocates and initializes the memory of |model|'s buffers: persistent
+  /// and Input buffers, the arena and the library-call workspace, exactly
+  /// what the package's MemoryPlan predicts.
   static Status create(std::shared_ptr<Model> model,
                        std::unique_ptr<Session> *out);
   ~Session();
@@ -90,6 +97,10 @@ public:
                              std::string *metadataJson);
 
   const Model &model() const { return *model_; }
+  /// The package's memory plan (predicted) and the device's measured memory
+  /// since it was created (every session of the context counts). Errors:
+  /// those of Device::memoryUsage.
+  Status memory(MemoryPlan *predicted, MemoryUsage *measured);
 
 private:
   explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
@@ -100,6 +111,7 @@ private:
   Device &device_ = model_->context().device();
   std::vector<DeviceBuffer> allocations_;
   DeviceBuffer arena_;
+  DeviceBuffer workspace_;       // the library calls' scratch (MemoryPlan)
   std::vector<void *> pointers_; // per package buffer
   std::vector<uint32_t> state_;
   std::vector<std::unique_ptr<DeviceKernel>> *kernels_ = nullptr;

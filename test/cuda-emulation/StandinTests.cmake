@@ -15,7 +15,7 @@ endif()
 
 add_test(NAME dlrt-runtime-tests-standin
   COMMAND dlrt-runtime-tests
-          --gtest_filter=Devices/DeviceTest.*/cuda:Devices/LowPrecisionCalls.*/cuda_*)
+          --gtest_filter=Devices/DeviceTest.*/cuda:Devices/LowPrecisionCalls.*/cuda_*:Devices/MemoryTest.*/cuda)
 set_tests_properties(dlrt-runtime-tests-standin PROPERTIES
   ENVIRONMENT "${DLRT_STANDIN_ENV}"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\];Running 0 tests"

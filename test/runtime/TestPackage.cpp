@@ -126,11 +126,16 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
   flatbuffers::Offset<fb::TrainingInfo> training;
   if (spec.training)
     training = fb::CreateTrainingInfoDirect(b, "loss", "sgd", 0.1f, 2, "");
+  flatbuffers::Offset<fb::MemoryPlan> memory;
+  if (spec.memoryPlan)
+    memory =
+        fb::CreateMemoryPlan(b, (*spec.memoryPlan)[0], (*spec.memoryPlan)[1],
+                             (*spec.memoryPlan)[2], (*spec.memoryPlan)[3]);
   auto pkg = fb::CreatePackageDirect(
       b, spec.formatVersion, "dlc test", "test-model", &buffers, &kernels,
       &functions, training,
       spec.hostLibrary.empty() ? nullptr : &spec.hostLibrary,
-      spec.weights.empty() ? nullptr : &spec.weights, nullptr);
+      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory);
   fb::FinishPackageBuffer(b, pkg);
   return std::vector<uint8_t>(b.GetBufferPointer(),
                               b.GetBufferPointer() + b.GetSize());

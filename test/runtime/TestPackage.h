@@ -2,6 +2,7 @@
 #ifndef DLRT_TEST_RUNTIME_TESTPACKAGE_H
 #define DLRT_TEST_RUNTIME_TESTPACKAGE_H
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +53,9 @@ struct PkgSpec {
   std::vector<uint8_t> hostLibrary;
   std::vector<uint8_t> weights;
   bool training = false;
+  /// The MemoryPlan table (persistent, input, arena, workspace bytes);
+  /// absent = no table, as in packages written before issue 11.
+  std::optional<std::array<int64_t, 4>> memoryPlan;
 };
 
 /// Serializes |spec| with the FlatBuffers builder (file identifier "DLCP").

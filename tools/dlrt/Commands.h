@@ -25,6 +25,8 @@ struct TrainOptions {
   std::string saveGradients; ///< --save-gradients DIR
   std::string device = "auto";
   int64_t logEvery = 100;
+  std::string memoryReport; ///< --memory-report FILE.json
+  bool quiet = false;       ///< --quiet: nothing on stdout
 };
 
 struct RunOptions {
@@ -32,6 +34,7 @@ struct RunOptions {
   std::string inputs;
   std::string outputs;
   std::string device = "auto";
+  std::string memoryReport; ///< --memory-report FILE.json
 };
 
 struct InfoOptions {

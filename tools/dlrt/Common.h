@@ -81,6 +81,20 @@ void feedBatch(dlrt_session_t session, const char *function,
                std::vector<Binding> &bindings, const int64_t *indices,
                int64_t batch);
 
+/// Fails when the --memory-report file |path| cannot be written (its
+/// directory is missing or not writable), before any work is done.
+void checkReportPath(const std::string &path);
+
+/// Writes |session|'s predicted and measured memory (dlrt_session_memory,
+/// bytes) to |path| as a JSON object, atomically (a temporary file, then
+/// rename): predicted_peak_bytes, measured_peak_bytes, persistent_bytes,
+/// input_bytes, arena_bytes, workspace_bytes, used_peak_bytes,
+/// plan_from_package and device ("host" or the CUDA device's name). Unless
+/// |quiet|, prints "memory: predicted X, measured Y bytes (persistent P,
+/// inputs I, arena A, workspace W)".
+void reportMemory(dlrt_context_t context, dlrt_session_t session,
+                  const std::string &path, bool quiet);
+
 } // namespace dlrt::cli
 
 #endif // DLRT_TOOLS_COMMON_H

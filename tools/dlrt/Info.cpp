@@ -1,7 +1,9 @@
-//===- Info.cpp - `dlrt info`: describe a package --------------------------===//
+//===- Info.cpp - `dlrt info`: describe a package
+//--------------------------===//
 // Validates the package with dlrt_model_load (so errors match the C API's),
 // then reads the FlatBuffers plan directly for what the C API does not
-// expose: kernels, steps, arena sizes, persistent buffers, cubins.
+// expose: kernels, steps, arena sizes, persistent buffers, cubins; the
+// memory plan comes from dlrt_model_memory.
 #include "Commands.h"
 #include "Common.h"
 
@@ -88,10 +90,12 @@ std::string humanBytes(int64_t bytes) {
 } // namespace
 
 int runInfo(const InfoOptions &o) {
+  dlrt_memory_info_t memory;
   {
     // Validate through the C API first: same one-line errors as libdlrt.
     ContextPtr context = openContext("host", /*announce=*/false);
     ModelPtr model = loadModel(context.get(), o.package);
+    check(dlrt_model_memory(model.get(), &memory));
   }
   std::vector<uint8_t> bytes;
   std::string err;
@@ -204,6 +208,20 @@ int runInfo(const InfoOptions &o) {
               archText.empty() ? " (kernels are compiled by NVRTC at load)"
                                : " for ",
               archText.c_str());
+  // What a session holds on its device (docs/memory.md).
+  std::printf("memory: predicted peak %s%s\n",
+              humanBytes(memory.predicted_peak_bytes).c_str(),
+              memory.plan_from_package
+                  ? ""
+                  : " (computed from the plan: the package predates its "
+                    "memory plan)");
+  const std::pair<const char *, int64_t> parts[] = {
+      {"persistent", memory.persistent_bytes},
+      {"inputs", memory.input_bytes},
+      {"arena", memory.arena_bytes},
+      {"workspace", memory.workspace_bytes}};
+  for (const auto &[what, bytes] : parts)
+    std::printf("  %s: %s\n", what, humanBytes(bytes).c_str());
   // The environment decides what `--device cuda` would run on.
   if (const char *standin = std::getenv("DLRT_CUDA_STANDIN");
       standin && *standin)

@@ -9,6 +9,8 @@
 namespace dlrt::cli {
 
 int runRun(const RunOptions &o) {
+  if (!o.memoryReport.empty())
+    checkReportPath(o.memoryReport);
   ContextPtr context = openContext(o.device, /*announce=*/false);
   ModelPtr model = loadModel(context.get(), o.package);
   if (!dlrt_model_has_function(model.get(), "forward"))
@@ -59,6 +61,9 @@ int runRun(const RunOptions &o) {
     fail(err);
   std::printf("wrote %zu output(s) to %s\n", results.size(),
               o.outputs.c_str());
+  if (!o.memoryReport.empty())
+    reportMemory(context.get(), session.get(), o.memoryReport,
+                 /*quiet=*/false);
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -25,6 +26,19 @@ namespace dlrt::cli {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+/// --quiet: say() prints nothing.
+bool gQuiet = false;
+
+/// printf to stdout unless --quiet.
+__attribute__((format(printf, 1, 2))) void say(const char *format, ...) {
+  if (gQuiet)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+}
 
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -187,9 +201,9 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
       correct += best == labels[start + i];
     }
   }
-  std::printf("test accuracy %.2f%% (%lld samples)\n",
-              100.0 * static_cast<double>(correct) / static_cast<double>(n),
-              static_cast<long long>(n));
+  say("test accuracy %.2f%% (%lld samples)\n",
+      100.0 * static_cast<double>(correct) / static_cast<double>(n),
+      static_cast<long long>(n));
   std::fflush(stdout);
 }
 
@@ -311,7 +325,10 @@ int runTrain(const TrainOptions &o) {
   if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
     fail("--steps, --epochs, --log-every and --batch-size must be positive");
 
-  ContextPtr context = openContext(o.device, /*announce=*/true);
+  gQuiet = o.quiet;
+  if (!o.memoryReport.empty())
+    checkReportPath(o.memoryReport);
+  ContextPtr context = openContext(o.device, /*announce=*/!o.quiet);
   ModelPtr model = loadModel(context.get(), o.package);
   if (!dlrt_model_has_function(model.get(), "train_step"))
     fail("'" + o.package + "' is not a training package (it has no "
@@ -388,15 +405,17 @@ int runTrain(const TrainOptions &o) {
                            "this data gives %lld; the data order differs\n",
                    static_cast<unsigned long long>(value),
                    static_cast<long long>(stepsPerEpoch));
-    std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
-                static_cast<long long>(step));
+    say("resumed from %s at step %lld\n", o.resume.c_str(),
+        static_cast<long long>(step));
   }
 
   const int64_t target = o.steps > 0 ? o.steps : o.epochs * stepsPerEpoch;
   const int64_t totalEpochs = (target + stepsPerEpoch - 1) / stepsPerEpoch;
   if (step >= target) {
-    std::printf("nothing to do: at step %lld of %lld\n",
-                static_cast<long long>(step), static_cast<long long>(target));
+    say("nothing to do: at step %lld of %lld\n", static_cast<long long>(step),
+        static_cast<long long>(target));
+    if (!o.memoryReport.empty())
+      reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
     return 0;
   }
 
@@ -465,15 +484,15 @@ int runTrain(const TrainOptions &o) {
           check(dlrt_session_read_state(session.get(), "__loss_scale", &next,
                                         sizeof(next)));
         if (next != scaleUsed)
-          std::printf("step %lld: loss scale %.9g -> %.9g (%s)\n",
-                      static_cast<long long>(step), scaleUsed,
-                      static_cast<double>(next),
-                      skipped ? "inf/NaN gradients, step skipped"
-                              : "growth interval of finite steps reached");
+          say("step %lld: loss scale %.9g -> %.9g (%s)\n",
+              static_cast<long long>(step), scaleUsed,
+              static_cast<double>(next),
+              skipped ? "inf/NaN gradients, step skipped"
+                      : "growth interval of finite steps reached");
         else if (skipped)
-          std::printf("step %lld: inf/NaN gradients, step skipped (loss "
-                      "scale %.9g)\n",
-                      static_cast<long long>(step), scaleUsed);
+          say("step %lld: inf/NaN gradients, step skipped (loss "
+              "scale %.9g)\n",
+              static_cast<long long>(step), scaleUsed);
       }
       if (log) {
         // f32 losses print exactly with 9 significant digits, f64 with 17.
@@ -494,15 +513,13 @@ int runTrain(const TrainOptions &o) {
       ++windowSteps;
       if (step % o.logEvery == 0) {
         double secs = secondsSince(windowStart);
-        std::printf("epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
-                    "samples/s\n",
-                    static_cast<long long>(epoch + 1),
-                    static_cast<long long>(totalEpochs),
-                    static_cast<long long>(k + 1),
-                    static_cast<long long>(stepsPerEpoch),
-                    windowLoss / static_cast<double>(windowSteps),
-                    secs > 0 ? static_cast<double>(windowSteps * batch) / secs
-                             : 0.0);
+        say("epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
+            "samples/s\n",
+            static_cast<long long>(epoch + 1),
+            static_cast<long long>(totalEpochs), static_cast<long long>(k + 1),
+            static_cast<long long>(stepsPerEpoch),
+            windowLoss / static_cast<double>(windowSteps),
+            secs > 0 ? static_cast<double>(windowSteps * batch) / secs : 0.0);
         std::fflush(stdout);
         windowLoss = 0;
         windowSteps = 0;
@@ -516,16 +533,15 @@ int runTrain(const TrainOptions &o) {
         secs > 0 ? static_cast<double>(epochSteps * batch) / secs : 0.0;
     bool finished = k == stepsPerEpoch;
     if (finished)
-      std::printf("epoch %lld: mean loss %.4f, %.0f samples/s, %.1f s\n",
-                  static_cast<long long>(epoch + 1),
-                  epochLoss / static_cast<double>(epochSteps), rate, secs);
+      say("epoch %lld: mean loss %.4f, %.0f samples/s, %.1f s\n",
+          static_cast<long long>(epoch + 1),
+          epochLoss / static_cast<double>(epochSteps), rate, secs);
     else
-      std::printf("epoch %lld (stopped at step %lld, %lld/%lld of the epoch): "
-                  "mean loss %.4f, %.0f samples/s, %.1f s\n",
-                  static_cast<long long>(epoch + 1),
-                  static_cast<long long>(step), static_cast<long long>(k),
-                  static_cast<long long>(stepsPerEpoch),
-                  epochLoss / static_cast<double>(epochSteps), rate, secs);
+      say("epoch %lld (stopped at step %lld, %lld/%lld of the epoch): "
+          "mean loss %.4f, %.0f samples/s, %.1f s\n",
+          static_cast<long long>(epoch + 1), static_cast<long long>(step),
+          static_cast<long long>(k), static_cast<long long>(stepsPerEpoch),
+          epochLoss / static_cast<double>(epochSteps), rate, secs);
     std::fflush(stdout);
     if (evaluate)
       testAccuracy(session.get(), model.get(), batch, d);
@@ -537,9 +553,11 @@ int runTrain(const TrainOptions &o) {
   if (!o.save.empty()) {
     if (!savedAtEnd)
       saveCheckpoint(session.get(), o, step, stepsPerEpoch, seed);
-    std::printf("saved checkpoint %s (step %lld)\n", o.save.c_str(),
-                static_cast<long long>(step));
+    say("saved checkpoint %s (step %lld)\n", o.save.c_str(),
+        static_cast<long long>(step));
   }
+  if (!o.memoryReport.empty())
+    reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
   return 0;
 }
 

@@ -115,9 +115,21 @@ int main(int argc, char **argv) {
       ->add_option("--log-every", train.logEvery,
                    "Print a progress line every K steps (default 100)")
       ->check(positive);
+  const std::string memoryReportHelp =
+      "After the last step, write the session's memory in bytes as JSON to "
+      "FILE (atomically): predicted_peak_bytes (the package's memory plan: "
+      "persistent_bytes + input_bytes + arena_bytes + workspace_bytes), "
+      "measured_peak_bytes (the device allocator's reserved high-water "
+      "mark), used_peak_bytes, plan_from_package and device; and print "
+      "'memory: predicted X, measured Y bytes (...)'";
+  trainCmd->add_option("--memory-report", train.memoryReport, memoryReportHelp);
+  trainCmd->add_flag("--quiet", train.quiet,
+                     "Print nothing on stdout (errors and notes still go to "
+                     "stderr)");
   trainCmd->footer(
       "Exactly one of --data or --dataset. The batch size is the package's. "
-      "Progress lines, per-epoch mean loss and throughput go to stdout.");
+      "Progress lines, per-epoch mean loss and throughput go to stdout "
+      "(none with --quiet).");
 
   RunOptions run;
   CLI::App *runCmd = app.add_subcommand(
@@ -137,12 +149,15 @@ int main(int argc, char **argv) {
                    "written as float32, exactly widened")
       ->required();
   runCmd->add_option("--device", run.device, deviceHelp)->check(deviceCheck);
+  runCmd->add_option("--memory-report", run.memoryReport,
+                     "As for train, after the forward run");
 
   InfoOptions info;
   CLI::App *infoCmd = app.add_subcommand(
       "info", "Describe a package: model, training settings, functions with "
               "their inputs/outputs, kernel launches and library calls, "
-              "arena and persistent memory, kernels, cubin architectures");
+              "arena and persistent memory, kernels, cubin architectures, and "
+              "the memory a session holds (predicted peak and its parts)");
   infoCmd->add_option("package", info.package, "Package (.dlcp)")->required();
 
   try {

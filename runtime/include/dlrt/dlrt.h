@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* Version of this API (major * 10000 + minor * 100 + patch). */
-#define DLRT_API_VERSION 200
+#define DLRT_API_VERSION 300
 
 /* ---------------------------------------------------------------- status */
 
@@ -199,6 +199,50 @@ dlrt_status_t dlrt_session_load_checkpoint(dlrt_session_t session,
                                            const char *path,
                                            char **out_metadata_json);
 void dlrt_string_free(char *s);
+
+/* --------------------------------------------------------------- memory */
+
+/* A session's device memory, in bytes. Since API 0.3 (DLRT_API_VERSION
+ * 300). See docs/memory.md and docs/dlrt.md ("Memory").
+ *
+ * Predicted: what the compiler planned for one session of the package
+ * (`dlc --stats`; the package's MemoryPlan table, or, for packages written
+ * before it existed, the same figures computed from the plan). A session
+ * allocates exactly these four regions on its device.
+ *
+ * Measured: the device allocator's high-water marks since the context was
+ * created, so they cover every session (and model) of the context; with one
+ * session they compare with the prediction. Host: reserved counts each
+ * allocation rounded up to its 256-byte alignment, used the sizes asked
+ * for (so used_peak_bytes equals predicted_peak_bytes for one session, and
+ * measured_peak_bytes exceeds it by less than 256 bytes per buffer). CUDA:
+ * the stream-ordered memory pool's CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH and
+ * CU_MEMPOOL_ATTR_USED_MEM_HIGH; a GPU's pool reserves in chunks (typically
+ * 2 MiB), so reserved may exceed used. Neither counts the memory the CUDA
+ * context, loaded kernels, cuBLASLt or cuDNN hold outside the pool. */
+typedef struct dlrt_memory_info_t {
+  int64_t persistent_bytes;     /* every persistent buffer */
+  int64_t input_bytes;          /* every function's inputs */
+  int64_t arena_bytes;          /* the activation arena (the largest) */
+  int64_t workspace_bytes;      /* the library calls' workspace */
+  int64_t predicted_peak_bytes; /* the sum of the four above */
+  int32_t plan_from_package;    /* 1: the package's MemoryPlan; 0: computed */
+  int64_t measured_peak_bytes;  /* the allocator's reserved high-water mark */
+  int64_t used_peak_bytes;      /* its high-water mark of bytes in use */
+} dlrt_memory_info_t;
+
+/* Fills the predicted fields of |out_info| for a session of |model| (no
+ * memory is allocated; the measured fields are 0). Errors:
+ * DLRT_INVALID_ARGUMENT (NULL argument). */
+dlrt_status_t dlrt_model_memory(dlrt_model_t model,
+                                dlrt_memory_info_t *out_info);
+
+/* Fills |out_info| with |session|'s predicted and measured memory (zeros
+ * first). Errors: DLRT_INVALID_ARGUMENT (NULL argument), DLRT_UNAVAILABLE
+ * (the device does not measure its memory), DLRT_INTERNAL (the driver's
+ * query failed). */
+dlrt_status_t dlrt_session_memory(dlrt_session_t session,
+                                  dlrt_memory_info_t *out_info);
 
 #ifdef __cplusplus
 } /* extern "C" */

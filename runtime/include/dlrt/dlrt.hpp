@@ -114,6 +114,10 @@ public:
   const char *lossOutput() const { return dlrt_model_loss_output(handle_); }
   const char *optimizer() const { return dlrt_model_optimizer(handle_); }
   int64_t batchSize() const { return dlrt_model_batch_size(handle_); }
+  /// The predicted memory of a session, bytes (dlrt_model_memory).
+  Error memory(dlrt_memory_info_t *out) const {
+    return Error(dlrt_model_memory(handle_, out));
+  }
 };
 
 /// Device memory and state for running a model (dlrt_session_t).
@@ -164,6 +168,10 @@ public:
       *metadataJson = meta;
     dlrt_string_free(meta);
     return e;
+  }
+  /// Predicted and measured memory, bytes (dlrt_session_memory).
+  Error memory(dlrt_memory_info_t *out) const {
+    return Error(dlrt_session_memory(handle_, out));
   }
 };
 

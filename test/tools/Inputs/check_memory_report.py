@@ -1,0 +1,57 @@
+"""Checks a `dlrt ... --memory-report` JSON file.
+
+check_memory_report.py REPORT --device host|cuda --allocations N
+    [--plan-from-package 0|1] [--same-as OTHER.json] [--alone]
+
+Asserts the keys and integer types, predicted = persistent + inputs + arena +
+workspace, and the measured figures of one session: on the host used_peak
+equals predicted exactly (the allocator counts the sizes asked for) and the
+reserved peak exceeds it by the 256-byte rounding of each of the session's N
+allocations only (0 <= measured - predicted < 256 N); on the CUDA stand-in
+used_peak = measured (no chunking) within the same bound. --same-as: the
+memory figures equal OTHER's (the device name aside). --alone: the report's
+directory holds nothing else (the atomic write left no temporary file).
+"""
+import argparse
+import json
+import os
+import sys
+
+p = argparse.ArgumentParser()
+p.add_argument("report")
+p.add_argument("--device", required=True, choices=["host", "cuda"])
+p.add_argument("--allocations", type=int, required=True)
+p.add_argument("--plan-from-package", type=int, default=1)
+p.add_argument("--same-as")
+p.add_argument("--alone", action="store_true")
+a = p.parse_args()
+
+r = json.load(open(a.report))
+numbers = ["predicted_peak_bytes", "measured_peak_bytes", "persistent_bytes",
+           "input_bytes", "arena_bytes", "workspace_bytes", "used_peak_bytes"]
+expected_keys = numbers + ["plan_from_package", "device"]
+assert sorted(r) == sorted(expected_keys), sorted(r)
+for k in numbers:
+    assert isinstance(r[k], int) and r[k] >= 0, (k, r[k])
+parts = (r["persistent_bytes"] + r["input_bytes"] + r["arena_bytes"] +
+         r["workspace_bytes"])
+assert r["predicted_peak_bytes"] == parts, (r["predicted_peak_bytes"], parts)
+assert r["plan_from_package"] is bool(a.plan_from_package), r
+slack = r["measured_peak_bytes"] - r["predicted_peak_bytes"]
+assert 0 <= slack < 256 * a.allocations, (slack, a.allocations)
+if a.device == "host":
+    assert r["device"] == "host", r["device"]
+    assert r["used_peak_bytes"] == r["predicted_peak_bytes"], r
+else:
+    assert r["device"].startswith("cuda:0 "), r["device"]
+    assert r["used_peak_bytes"] == r["measured_peak_bytes"], r
+if a.same_as:
+    other = json.load(open(a.same_as))
+    for k in numbers[:6]:
+        assert r[k] == other[k], (k, r[k], other[k])
+if a.alone:
+    entries = os.listdir(os.path.dirname(os.path.abspath(a.report)))
+    assert entries == [os.path.basename(a.report)], entries
+print("ok: predicted %d, measured %d (+%d), used %d" %
+      (r["predicted_peak_bytes"], r["measured_peak_bytes"], slack,
+       r["used_peak_bytes"]))
