@@ -81,14 +81,19 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
         largestCallOutput = std::max(
             largestCallOutput, bufferBytes(cast<MemRefType>(out.getType())));
     } else if (auto in = dyn_cast<exec::InputOp>(op))
-      s.inputBytes += bufferBytes(cast<MemRefType>(in.getBuffer().getType()));
+      s.inputBytes += exec::allocationBytes(
+          bufferBytes(cast<MemRefType>(in.getBuffer().getType())));
     else if (auto f = dyn_cast<exec::FuncOp>(op))
       s.arenaBytes =
           std::max<int64_t>(s.arenaBytes, f.getArenaBytes().value_or(0));
     else if (auto v = dyn_cast<exec::VariableOp>(op))
-      s.persistentBytes += bufferBytes(cast<MemRefType>(v.getType()));
+      s.persistentBytes +=
+          exec::allocationBytes(bufferBytes(cast<MemRefType>(v.getType())));
   });
-  s.workspaceBytes = exec::libraryWorkspaceBytes(largestCallOutput);
+  int64_t workspace = exec::libraryWorkspaceBytes(largestCallOutput);
+  s.workspaceBytes = workspace > 0 ? exec::allocationBytes(workspace) : 0;
+  if (s.arenaBytes > 0)
+    s.arenaBytes = exec::allocationBytes(s.arenaBytes);
   return s;
 }
 

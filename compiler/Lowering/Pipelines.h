@@ -25,13 +25,15 @@ struct PlanStats {
   int64_t kernels = 0;         ///< dlexec.kernel ops (generated kernels)
   int64_t builtinKernels = 0;  ///< dlexec.builtin_kernel ops
   int64_t libraryCalls = 0;    ///< dlexec.library_call ops
-  int64_t arenaBytes = 0;      ///< max `arena_bytes` over the functions, bytes
-  int64_t persistentBytes = 0; ///< sum of all dlexec.variable sizes (every
-                               ///< kind, constants included), bytes
-  int64_t inputBytes = 0;      ///< sum of every function's dlexec.input
-                               ///< buffers (the runtime binds each), bytes
+  // Memory, in bytes, each allocation rounded up as the device allocates it
+  // (exec::allocationBytes, 256-byte granularity; docs/memory.md).
+  int64_t arenaBytes = 0;      ///< max `arena_bytes` over the functions
+  int64_t persistentBytes = 0; ///< all dlexec.variable buffers (every kind,
+                               ///< constants included)
+  int64_t inputBytes = 0;      ///< every function's dlexec.input buffers
+                               ///< (the runtime binds each)
   /// The step's library-call workspace: exec::libraryWorkspaceBytes of the
-  /// largest library-call output, bytes.
+  /// largest library-call output (0 without library calls).
   int64_t workspaceBytes = 0;
   /// What a session of the package holds on its device: persistent + input
   /// buffers + arena + workspace, bytes (docs/memory.md).

@@ -94,6 +94,19 @@ inline std::string libraryCallNames() {
   return out;
 }
 
+/// Every device allocation of a session (each persistent and input buffer,
+/// the arena, the workspace) is rounded up to a multiple of this many bytes
+/// (at least one multiple), as the host device's allocator and the memory
+/// plan (docs/memory.md) count it.
+inline constexpr int64_t kAllocationGranularityBytes = 256;
+
+/// |bytes| as one device allocation takes it: rounded up to
+/// kAllocationGranularityBytes, at least that.
+inline constexpr int64_t allocationBytes(int64_t bytes) {
+  return ((bytes > 0 ? bytes : 1) + kAllocationGranularityBytes - 1) /
+         kAllocationGranularityBytes * kAllocationGranularityBytes;
+}
+
 /// Library-call workspace (cuBLASLt's split-K and algorithm scratch, cuDNN's
 /// convolution workspace): the compiler plans one workspace per step of
 /// min(kMaxLibraryWorkspaceBytes, the largest output of any library call of

@@ -134,7 +134,8 @@ int64_t outputCount(const ConvParams &p) { return p.n * p.k * p.o * p.p * p.q; }
 /// What the host device allocates for a request of |bytes|: a multiple of
 /// its 256-byte alignment, at least 256 (0 when that overflows).
 size_t roundedSize(size_t bytes) {
-  return ((bytes ? bytes : 1) + 255) / 256 * 256;
+  constexpr size_t g = dlc::exec::kAllocationGranularityBytes;
+  return ((bytes ? bytes : 1) + g - 1) / g * g;
 }
 
 class HostDevice : public Device {

@@ -68,9 +68,11 @@ MemoryPlan computeMemoryPlan(const Package &pkg) {
   };
   for (const BufferInfo &b : pkg.buffers) {
     if (isPersistent(b.kind))
-      add(m.persistentBytes, b.sizeBytes);
+      add(m.persistentBytes, dlc::exec::allocationBytes(
+                                 std::min(kMaxPlanBytes, b.sizeBytes)));
     else if (b.kind == BufferKind::Input)
-      add(m.inputBytes, b.sizeBytes);
+      add(m.inputBytes, dlc::exec::allocationBytes(
+                            std::min(kMaxPlanBytes, b.sizeBytes)));
   }
   int64_t largestCallOutput = 0;
   for (const FunctionInfo &f : pkg.functions) {
@@ -81,7 +83,10 @@ MemoryPlan computeMemoryPlan(const Package &pkg) {
         largestCallOutput =
             std::max(largestCallOutput, pkg.buffers[s.args.back()].sizeBytes);
   }
-  m.workspaceBytes = dlc::exec::libraryWorkspaceBytes(largestCallOutput);
+  int64_t workspace = dlc::exec::libraryWorkspaceBytes(largestCallOutput);
+  m.workspaceBytes = workspace > 0 ? dlc::exec::allocationBytes(workspace) : 0;
+  if (m.arenaBytes > 0)
+    m.arenaBytes = dlc::exec::allocationBytes(m.arenaBytes);
   return m;
 }
 

@@ -25,13 +25,19 @@ constexpr int64_t CN = 2, CC = 3, CH = 8, CK = 4, CR = 3, CP = 7;
 constexpr int64_t kX = M * K * 4, kW = K * N * 4, kH = M * N * 4;
 constexpr int64_t kX2 = CN * CC * CH * CH * 4, kWc = CK * CC * CR * CR * 4;
 constexpr int64_t kY = CN * CK * CP * CP * 4;
-constexpr int64_t kArena = 1024 + kY; // h at 0, y at 1024
-// The plan as the compiler computes it (dlc::computePlanStats).
-constexpr int64_t kPersistent = kW + kWc, kInputs = kX + kX2;
-constexpr int64_t kWorkspace = kW; // the largest call output: w (2048 B)
-static_assert(kH == 1024 && kW == 2048 && kY == 1568, "shapes");
+constexpr int64_t kArenaRaw = 1024 + kY; // h at 0, y at 1024
 
-int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+constexpr int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The plan as the compiler computes it (dlc::computePlanStats): each
+// allocation rounded up to 256 bytes, as the devices allocate it.
+constexpr int64_t kPersistent = round256(kW) + round256(kWc);
+constexpr int64_t kInputs = round256(kX) + round256(kX2);
+constexpr int64_t kArena = round256(kArenaRaw);
+constexpr int64_t kWorkspace = round256(kW); // the largest call output: w
+// What the session asks its device for, unrounded.
+constexpr int64_t kRequested = kX + kW + kX2 + kWc + kArenaRaw;
+static_assert(kH == 1024 && kW == 2048 && kY == 1568, "shapes");
 
 /// The package; |memoryPlan|: its MemoryPlan table (absent: none).
 PkgSpec memorySpec(std::optional<std::array<int64_t, 4>> memoryPlan) {
@@ -61,7 +67,7 @@ PkgSpec memorySpec(std::optional<std::array<int64_t, 4>> memoryPlan) {
        {CN, CC, CH, CH, CK, CR, CR, CP, CP, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0},
        {}},
   };
-  f.arenaBytes = kArena;
+  f.arenaBytes = kArenaRaw;
   s.functions = {f};
   s.weights = dlrt::safetensors::serialize({
       {"w", "F32", {K, N}, floatBytes(randomVector(K * N, 1, 11))},
@@ -135,15 +141,14 @@ TEST_P(MemoryTest, MeasuredPeakIsThePredictedPlan) {
   EXPECT_EQ(m.input_bytes, kInputs);
   EXPECT_EQ(m.arena_bytes, kArena);
   EXPECT_EQ(m.workspace_bytes, kWorkspace);
-  EXPECT_EQ(m.predicted_peak_bytes, 9168); // 2480 + 2048 + 2592 + 2048
+  EXPECT_EQ(m.predicted_peak_bytes, 9472); // 2560 + 2048 + 2816 + 2048
   EXPECT_EQ(m.plan_from_package, 1);
-  // Reserved exceeds predicted by the 256-byte rounding of each of the six
-  // buffers only (< 6 * 256 bytes): here exactly.
+  // The prediction counts each allocation as the device rounds it: the
+  // reserved peak equals it exactly.
   EXPECT_EQ(m.measured_peak_bytes, sessionReserved(kWorkspace));
-  EXPECT_LT(m.measured_peak_bytes - m.predicted_peak_bytes, 6 * 256);
-  EXPECT_GE(m.measured_peak_bytes, m.predicted_peak_bytes);
+  EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
   if (GetParam() == "host")
-    EXPECT_EQ(m.used_peak_bytes, m.predicted_peak_bytes); // sizes as asked
+    EXPECT_EQ(m.used_peak_bytes, kRequested + kW); // sizes as asked
   else
     EXPECT_EQ(m.used_peak_bytes, sessionReserved(kWorkspace)); // as rounded
 
@@ -237,7 +242,8 @@ TEST_P(MemoryTest, WorkspaceFromTheTableAndUnplannedScratchIsMeasured) {
   const int64_t reserved = sessionReserved(0) - round256(0);
   if (GetParam() == "host") {
     EXPECT_EQ(m.measured_peak_bytes, reserved);
-    EXPECT_EQ(m.used_peak_bytes, m.predicted_peak_bytes);
+    EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
+    EXPECT_EQ(m.used_peak_bytes, kRequested);
   } else {
     EXPECT_EQ(m.used_peak_bytes, reserved + round256(padded));
     EXPECT_GE(m.measured_peak_bytes, m.used_peak_bytes);
@@ -246,7 +252,8 @@ TEST_P(MemoryTest, WorkspaceFromTheTableAndUnplannedScratchIsMeasured) {
 
 // Y = A B + 0.5 c (c a row vector, beta != 1: no bias epilogue): the CUDA
 // device broadcasts c through a vector of ones, which it takes from the
-// workspace (96 bytes, Y's size), so the step still allocates nothing.
+// workspace (Y's 96 bytes, planned as one 256-byte allocation), so the step
+// still allocates nothing.
 TEST_P(MemoryTest, GemmBroadcastTemporaryComesFromTheWorkspace) {
   PkgSpec s;
   s.buffers = {
@@ -286,9 +293,9 @@ TEST_P(MemoryTest, GemmBroadcastTemporaryComesFromTheWorkspace) {
     }
   expectClose(y, ref, "y");
   dlrt_memory_info_t m = memory();
-  EXPECT_EQ(m.workspace_bytes, 96);
-  EXPECT_EQ(m.predicted_peak_bytes, 128 + 192 + 24 + 96 + 96);
-  EXPECT_EQ(m.measured_peak_bytes, 5 * 256); // each rounded to 256 bytes
+  EXPECT_EQ(m.workspace_bytes, 256);
+  EXPECT_EQ(m.predicted_peak_bytes, 5 * 256); // each rounded to 256 bytes
+  EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
 }
 
 TEST_P(MemoryTest, NegativeMemoryPlanIsCorrupt) {
