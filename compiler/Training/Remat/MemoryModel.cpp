@@ -130,20 +130,28 @@ Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
     const Root &r = g.roots[i];
     s.end[i] = dropped[i] ? std::max(r.def, r.lastEarlyUse) : r.lastUse;
   }
-  // Clones, made before |at| (time at - 0.5).
-  std::function<void(int, double)> materialize = [&](int i, double t) {
+  // Clones are made before the op at position p, in the order the rewrite
+  // makes them (operands first): the k-th clone of the step sits at time
+  // p - 0.5 + k * 1e-6, and an operand lives until the clone that reads it.
+  int64_t sequence = 0;
+  std::function<void(int, int, double)> materialize = [&](int i, int p,
+                                                          double userTime) {
     if (!dropped[i]) {
-      s.end[i] = std::max(s.end[i], t);
+      s.end[i] = std::max(s.end[i], userTime);
       return;
     }
     if (s.cloned[i]) {
-      s.cloneEnd[i] = std::max(s.cloneEnd[i], t);
+      s.cloneEnd[i] = std::max(s.cloneEnd[i], userTime);
       return;
     }
     s.cloned[i] = true;
-    s.cloneStart[i] = s.cloneEnd[i] = t;
     for (int o : g.roots[i].operandRoots)
-      materialize(o, t);
+      materialize(o, p, -1.0);
+    double t = p - 0.5 + double(++sequence) * 1e-6;
+    s.cloneStart[i] = t;
+    s.cloneEnd[i] = std::max(t, userTime);
+    for (int o : g.roots[i].operandRoots)
+      materialize(o, p, t);
   };
   SmallVector<int> order;
   for (size_t i = 0; i < n; ++i)
@@ -154,7 +162,7 @@ Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
   });
   for (int i : order) {
     const Root &r = g.roots[i];
-    materialize(i, r.firstLateUse - 0.5);
+    materialize(i, r.firstLateUse, r.firstLateUse);
     s.cloneEnd[i] = std::max<double>(s.cloneEnd[i], r.lastLateUse);
   }
   // Sweep: +bytes at each start, -bytes after each end.
@@ -165,14 +173,12 @@ Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
     if (r.bytes == 0)
       continue;
     events.push_back({double(r.def), r.bytes});
-    events.push_back({s.end[i] + 0.25, -r.bytes});
+    events.push_back({s.end[i] + kFreeAfter, -r.bytes});
     if (s.cloned[i]) {
       events.push_back({s.cloneStart[i], r.bytes});
-      events.push_back({s.cloneEnd[i] + 0.25, -r.bytes});
+      events.push_back({s.cloneEnd[i] + kFreeAfter, -r.bytes});
     }
   }
-  // At equal times, frees (after an end) sort before allocations only when
-  // they are strictly later than the last use: +0.25 above does that.
   llvm::sort(events, [](const auto &a, const auto &b) {
     if (a.first != b.first)
       return a.first < b.first;

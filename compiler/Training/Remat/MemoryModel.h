@@ -58,6 +58,10 @@ private:
   llvm::DenseMap<mlir::Value, mlir::Value> viewSource_;
 };
 
+/// A value is freed this long after its last use (less than the spacing of
+/// clones, 1e-6): live over [start, end + kFreeAfter).
+constexpr double kFreeAfter = 5e-7;
+
 /// The simulated activation memory for one set of dropped roots.
 struct Simulation {
   int64_t peak = 0;
@@ -75,8 +79,9 @@ struct Simulation {
 
 /// Simulates |g| with the roots where |dropped| is true recomputed: each
 /// dropped root's backward uses read a clone made before its first backward
-/// use (or earlier, before the first clone that reads it), kept operands of
-/// a clone live until the clone. Clones before op p sit at time p - 0.5.
+/// use (or earlier, before the first clone that reads it); the operands of a
+/// clone live until it. Clones before op p sit between p - 0.5 and p, in
+/// the order they are made (operands first).
 Simulation simulate(const StepGraph &g, llvm::ArrayRef<bool> dropped);
 
 } // namespace dlc::remat

@@ -104,7 +104,7 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
     double t = sim.peakTime;
     // Is root i's kept interval live at t?
     auto liveAt = [&](int i) {
-      return !dropped[i] && g.roots[i].def <= t && sim.end[i] + 0.25 > t;
+      return !dropped[i] && g.roots[i].def <= t && sim.end[i] + kFreeAfter > t;
     };
     struct Candidate {
       double score;
@@ -116,7 +116,7 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
       const Root &r = g.roots[i];
       // Held across t: kept, recomputable, not in use around t.
       if (dropped[i] || !r.recomputable || r.firstLateUse < 0 ||
-          !liveAt(i) || r.lastEarlyUse + 0.25 > t || r.def >= t ||
+          !liveAt(i) || r.lastEarlyUse + kFreeAfter > t || r.def >= t ||
           r.firstLateUse - 0.5 <= t)
         continue;
       // The closure: i, and recomputable operands that are not live at t
