@@ -2,7 +2,9 @@
 //----------===//
 #include "compiler/Lowering/Liveness.h"
 
+#include "compiler/Lowering/KernelQueries.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace dlc;
@@ -10,6 +12,64 @@ using namespace dlc;
 int64_t dlc::bufferBytes(MemRefType type) {
   int64_t bits = type.getElementType().getIntOrFloatBitWidth();
   return type.getNumElements() * ((bits + 7) / 8);
+}
+
+/// Sets BufferLife::inPlaceOf (see Liveness.h) for the outputs of
+/// all-parallel kernels.
+static void findInPlacePairs(Block &body,
+                             llvm::DenseMap<Operation *, int64_t> &pos,
+                             MutableArrayRef<BufferLife> lives) {
+  llvm::DenseMap<Value, int64_t> lifeOf;
+  for (auto [i, l] : llvm::enumerate(lives))
+    lifeOf[l.alloc.getResult()] = static_cast<int64_t>(i);
+  llvm::DenseSet<int64_t> taken;
+  for (auto [oi, out] : llvm::enumerate(lives)) {
+    Operation *op = nullptr;
+    for (Operation *u : out.alloc.getResult().getUsers())
+      if (body.findAncestorOpInBlock(*u) == u && pos.lookup(u) == out.first)
+        op = u;
+    auto k = dyn_cast_or_null<exec::KernelOp>(op);
+    if (!k || !isAllParallel(k))
+      continue;
+    unsigned numIn = k.getInputs().size();
+    auto mapOf = [&](unsigned operand) {
+      return cast<AffineMapAttr>(k.getIndexingMaps()[operand]).getValue();
+    };
+    int64_t outOperand = -1;
+    for (auto [j, v] : llvm::enumerate(k.getOutputs()))
+      if (v == out.alloc.getResult())
+        outOperand = numIn + j;
+    if (outOperand < 0 || !mapOf(outOperand).isPermutation())
+      continue;
+    for (auto [j, v] : llvm::enumerate(k.getInputs())) {
+      auto it = lifeOf.find(v);
+      if (it == lifeOf.end() || taken.contains(it->second))
+        continue;
+      BufferLife &in = lives[it->second];
+      if (in.last != out.first || in.first >= out.first ||
+          in.alloc.getType() != out.alloc.getType() ||
+          mapOf(j) != mapOf(outOperand))
+        continue;
+      // Every operand of the kernel that reaches this buffer is the buffer
+      // itself, read through the same map (no view, not an output).
+      bool ok = true;
+      for (OpOperand &o : k->getOpOperands()) {
+        Value root = o.get();
+        while (auto r = root.getDefiningOp<exec::ReshapeOp>())
+          root = r.getSource();
+        if (root != v)
+          continue;
+        ok &= o.get() == v && o.getOperandNumber() < numIn &&
+              mapOf(o.getOperandNumber()) == mapOf(outOperand);
+      }
+      if (!ok)
+        continue;
+      out.inPlaceOf = it->second;
+      taken.insert(it->second);
+      break;
+    }
+    (void)oi;
+  }
 }
 
 SmallVector<BufferLife> dlc::computeBufferLives(exec::FuncOp func) {
@@ -50,5 +110,17 @@ SmallVector<BufferLife> dlc::computeBufferLives(exec::FuncOp func) {
     life.last = last;
     lives.push_back(life);
   }
+  findInPlacePairs(body, pos, lives);
   return lives;
+}
+
+SmallVector<int64_t> dlc::inPlaceGroups(ArrayRef<BufferLife> lives) {
+  SmallVector<int64_t> group(lives.size());
+  for (size_t i = 0; i < lives.size(); ++i) {
+    int64_t g = static_cast<int64_t>(i);
+    while (lives[g].inPlaceOf >= 0)
+      g = lives[g].inPlaceOf;
+    group[i] = g;
+  }
+  return group;
 }

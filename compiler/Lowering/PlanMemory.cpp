@@ -98,20 +98,38 @@ struct PlanMemoryPass : dlc::impl::PlanMemoryPassBase<PlanMemoryPass> {
     }
     for (auto func : getOperation().getOps<exec::FuncOp>()) {
       SmallVector<BufferLife> lives = computeBufferLives(func);
+      // A buffer written in place over another (BufferLife::inPlaceOf) is
+      // placed as one group with it: the group lives from its first
+      // member's first use to its last member's last.
+      SmallVector<int64_t> groupOf = inPlaceGroups(lives);
+      SmallVector<BufferLife> groups;
+      SmallVector<int64_t> groupIndex(lives.size(), -1);
+      for (size_t i = 0; i < lives.size(); ++i) {
+        int64_t g = groupOf[i];
+        if (groupIndex[g] < 0) {
+          groupIndex[g] = static_cast<int64_t>(groups.size());
+          groups.push_back(lives[g]);
+        }
+        BufferLife &gl = groups[groupIndex[g]];
+        gl.first = std::min(gl.first, lives[i].first);
+        gl.last = std::max(gl.last, lives[i].last);
+        gl.bytes = std::max(gl.bytes, lives[i].bytes);
+      }
       // The smallest arena of the three orders (the first on a tie).
       SmallVector<int64_t> offsets, tried;
       int64_t arena = -1;
       for (PlacementOrder order : {PlacementOrder::Size, PlacementOrder::Area,
                                    PlacementOrder::Lifetime}) {
-        int64_t size = placeBuffers(lives, alignment, order, tried);
+        int64_t size = placeBuffers(groups, alignment, order, tried);
         if (arena < 0 || size < arena) {
           arena = size;
           offsets = tried;
         }
       }
       Builder b(func.getContext());
-      for (auto [life, off] : llvm::zip(lives, offsets))
-        life.alloc.setOffsetAttr(b.getI64IntegerAttr(off));
+      for (size_t i = 0; i < lives.size(); ++i)
+        lives[i].alloc.setOffsetAttr(
+            b.getI64IntegerAttr(offsets[groupIndex[groupOf[i]]]));
       func.setArenaBytesAttr(b.getI64IntegerAttr(arena));
     }
   }
@@ -156,12 +174,18 @@ LogicalResult dlc::verifyMemoryPlan(exec::FuncOp func, int64_t alignment) {
   }
   if (!ok)
     return failure();
+  // Buffers of one in-place group may share their bytes: each member is
+  // last read by the kernel that writes the next, element by element.
+  SmallVector<int64_t> groupOf = inPlaceGroups(lives);
   for (size_t i = 0; i < lives.size(); ++i)
     for (size_t j = i + 1; j < lives.size(); ++j) {
       BufferLife &a = lives[i], &b = lives[j];
       if (!livesOverlap(a, b) || a.bytes == 0 || b.bytes == 0)
         continue;
       int64_t ao = *a.alloc.getOffset(), bo = *b.alloc.getOffset();
+      if (groupOf[i] == groupOf[j] && ao == bo &&
+          (a.last == b.first || b.last == a.first))
+        continue;
       if (ao < bo + b.bytes && bo < ao + a.bytes) {
         InFlightDiagnostic d =
             b.alloc.emitError()

@@ -132,8 +132,17 @@ dlexec.func @f attributes {arena_bytes = 256 : i64} {
   ^bb0(%v: f32, %o: f32):
     dlexec.yield %v : f32
   }
+  %c = dlexec.alloc {offset = 0 : i64} : memref<64xf32>
+  dlexec.kernel @k2 ins(%a, %b : memref<64xf32>, memref<64xf32>) outs(%c : memref<64xf32>) attributes {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %s = arith.addf %v, %w : f32
+    dlexec.yield %s : f32
+  }
 }
 )mlir";
+  // a is read after k1 writes b, and b after k2 writes c: neither pair may
+  // share bytes, but c may take a's or b's in place (k2 reads both for the
+  // last time, element by element).
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &ctx);
   ASSERT_TRUE(module);
   ScopedDiagnosticHandler handler(&ctx, [](Diagnostic &) { return success(); });

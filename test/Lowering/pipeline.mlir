@@ -46,7 +46,9 @@ module {
 // CHECK: %[[X:.+]] = dlexec.input "input"
 // CHECK: %[[H:.+]] = dlexec.alloc {offset = 0 : i64} : memref<2x8xf32>
 // CHECK: dlexec.library_call "gemm" ins(%[[X]], %{{.+}} : {{.*}}) outs(%[[H]] :
-// CHECK: %[[R:.+]] = dlexec.alloc {offset = 256 : i64} : memref<2x8xf32>
+// The relu reads the gemm output for the last time, element by element: it
+// writes its result in place.
+// CHECK: %[[R:.+]] = dlexec.alloc {offset = 0 : i64} : memref<2x8xf32>
 // CHECK: dlexec.kernel @{{.+}} ins(%[[H]], %{{.+}} : memref<2x8xf32>, memref<8xf32>) outs(%[[R]] : memref<2x8xf32>)
 // CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %{{.+}}: f32):
 // CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f32
@@ -55,10 +57,10 @@ module {
 // CHECK-NEXT: dlexec.yield %[[M]] : f32
 // CHECK: %[[LOSS:.+]] = dlexec.alloc {offset = 768 : i64} : memref<f32>
 // CHECK: "softmax_cross_entropy" ins(%[[R]],
-// The loss gradient reuses the gemm output's bytes (dead after the relu).
-// CHECK: %[[DY:.+]] = dlexec.alloc {offset = 0 : i64} : memref<2x8xf32>
+// CHECK: %[[DY:.+]] = dlexec.alloc {offset = 256 : i64} : memref<2x8xf32>
 // CHECK: "softmax_cross_entropy_grad" ins(%[[R]], {{.*}}) outs(%[[DY]] :
-// CHECK: %[[DH:.+]] = dlexec.alloc {offset = 512 : i64} : memref<2x8xf32>
+// The relu gradient in place over the loss gradient.
+// CHECK: %[[DH:.+]] = dlexec.alloc {offset = 256 : i64} : memref<2x8xf32>
 // CHECK: dlexec.kernel @{{.+}} ins(%[[DY]], %[[R]] : {{.*}}) outs(%[[DH]] :
 // CHECK: arith.cmpf ogt
 // CHECK-NEXT: arith.select

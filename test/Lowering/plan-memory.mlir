@@ -2,10 +2,11 @@
 // RUN: dlc-opt %s --split-input-file --dlexec-plan-memory="alignment=1024" --dlexec-verify-memory-plan="alignment=1024" | FileCheck %s --check-prefix=ALIGN
 
 // Lifetimes (op positions): a [2,4], b [4,6], c [6,11], d [9,end] (through
-// its view, which is an output), e [11,end]. Largest first (b, then a, c, e
-// by first use, then d): b at 0; a overlaps b (both used at op 4) so it goes
-// to 512; c reuses a's bytes (a is dead when c is written); e reuses b's; d
-// fits in the gap [256, 512) between e and c.
+// its view, which is an output), e [11,end]. k4 reads c for the last time,
+// element by element through the map it writes e with, so e is written in
+// place over c (one group, [6,end]). b at 0; a overlaps b (both used at op 4)
+// so it goes to 512; c (and e with it) reuses a's bytes (a is dead when c is
+// written); d reuses b's.
 
 #id = affine_map<(d0) -> (d0)>
 #first = affine_map<(d0) -> (d0 * 2)>
@@ -50,17 +51,17 @@ module {
 // CHECK: %[[A:.+]] = dlexec.alloc {offset = 512 : i64} : memref<64xf32>
 // CHECK: %[[B:.+]] = dlexec.alloc {offset = 0 : i64} : memref<128xf32>
 // CHECK: %[[C:.+]] = dlexec.alloc {offset = 512 : i64} : memref<64xf32>
-// CHECK: %[[D:.+]] = dlexec.alloc {offset = 256 : i64} : memref<10xf32>
-// CHECK: %[[E:.+]] = dlexec.alloc {offset = 0 : i64} : memref<64xf32>
+// CHECK: %[[D:.+]] = dlexec.alloc {offset = 0 : i64} : memref<10xf32>
+// CHECK: %[[E:.+]] = dlexec.alloc {offset = 512 : i64} : memref<64xf32>
 
-// With 1024-byte alignment every buffer takes 1024 bytes; c, d and e are
-// live together at op 11, so the arena is 3 KiB.
-// ALIGN-LABEL: dlexec.func @plan attributes {arena_bytes = 3072 : i64} {
+// With 1024-byte alignment every buffer takes 1024 bytes; c (with e in
+// place) and d are live together, so the arena is 2 KiB.
+// ALIGN-LABEL: dlexec.func @plan attributes {arena_bytes = 2048 : i64} {
 // ALIGN: dlexec.alloc {offset = 1024 : i64} : memref<64xf32>
 // ALIGN: dlexec.alloc {offset = 0 : i64} : memref<128xf32>
 // ALIGN: dlexec.alloc {offset = 1024 : i64} : memref<64xf32>
-// ALIGN: dlexec.alloc {offset = 2048 : i64} : memref<10xf32>
-// ALIGN: dlexec.alloc {offset = 0 : i64} : memref<64xf32>
+// ALIGN: dlexec.alloc {offset = 0 : i64} : memref<10xf32>
+// ALIGN: dlexec.alloc {offset = 1024 : i64} : memref<64xf32>
 
 // -----
 
