@@ -295,6 +295,9 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   }
   if (remat) {
     int64_t target = pipeline.rematArenaTarget;
+    std::string mode = options.memoryBudget.empty()
+                           ? std::string(pipeline.remat)
+                           : std::string("auto");
     if (!options.memoryBudget.empty()) {
       int64_t budget = *parseByteSize(options.memoryBudget);
       progress.stage("fitting the step to --memory-budget " +
@@ -305,16 +308,12 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
       if (!fit)
         return fail(error);
       target = fit->arenaTarget;
+      mode = fit->mode;
     }
-    progress.stage("recomputing activations (--remat " +
-                   std::string(options.memoryBudget.empty()
-                                   ? std::string(pipeline.remat)
-                                   : "auto") +
-                   ")");
+    progress.stage("recomputing activations (--remat " + mode + ")");
     PipelineOptions rp;
     rp.train = true;
-    rp.remat = options.memoryBudget.empty() ? std::string(pipeline.remat)
-                                            : std::string("auto");
+    rp.remat = mode;
     rp.rematArenaTarget = target;
     if (failed(runPipeline(*module, [&](OpPassManager &pm) {
           buildRematPipeline(pm, rp);

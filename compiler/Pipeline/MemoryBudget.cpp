@@ -68,13 +68,14 @@ std::string dlc::describePeak(const PlanStats &s) {
          std::to_string(s.workspaceBytes) + ")";
 }
 
-/// Plans |graph| (cloned) with dlgraph-remat auto at |target|.
+/// Plans |graph| (cloned) with dlgraph-remat |mode| (auto at |target|).
 static FailureOr<PlanStats> planWithTarget(ModuleOp graph, int64_t target,
-                                           RematSummary *summary) {
+                                           RematSummary *summary,
+                                           llvm::StringRef mode = "auto") {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(graph->clone()));
   PipelineOptions o;
   o.train = true;
-  o.remat = "auto";
+  o.remat = mode.str();
   o.rematArenaTarget = target;
   PassManager pm(graph.getContext());
   buildRematPipeline(pm, o);
@@ -114,6 +115,22 @@ std::optional<BudgetFit> dlc::fitMemoryBudget(ModuleOp graph,
   auto fits = [&](const PlanStats &s) {
     return s.predictedPeakBytes() <= budget;
   };
+  // Chen's segments can go lower than the greedy, which stops where no
+  // single choice lowers the peak it simulates: when the greedy's floor does
+  // not fit, sqrt's plan is tried too.
+  if (!fits(*smallest)) {
+    FailureOr<PlanStats> sqrt = planWithTarget(graph, 0, nullptr, "sqrt");
+    ++fit.attempts;
+    if (succeeded(sqrt) && fits(*sqrt)) {
+      fit.mode = "sqrt";
+      fit.arenaTarget = 0;
+      fit.stats = *sqrt;
+      return fit;
+    }
+    if (succeeded(sqrt) &&
+        sqrt->predictedPeakBytes() < best.predictedPeakBytes())
+      best = *sqrt;
+  }
   if (arenaBudget > 0 && fits(*smallest)) {
     // Scale the arena share of the budget into the pass's model, then shrink
     // by the overshoot of each plan.
@@ -142,6 +159,7 @@ std::optional<BudgetFit> dlc::fitMemoryBudget(ModuleOp graph,
   }
   error = "--memory-budget " + formatBytes(budget) +
           " cannot be met: the smallest planned peak this model reaches is " +
-          describePeak(best) + ", recomputing every activation it can";
+          describePeak(best) +
+          ", with the least memory of --remat auto and --remat sqrt";
   return std::nullopt;
 }

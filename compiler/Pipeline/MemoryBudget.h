@@ -34,6 +34,9 @@ std::string describePeak(const PlanStats &s);
 /// What the search found: the dlgraph-remat target that fits, and the plan
 /// it gives.
 struct BudgetFit {
+  /// The dlgraph-remat mode that fits: "auto" (at arenaTarget), or "sqrt"
+  /// when only Chen's segments reach the budget.
+  std::string mode = "auto";
   int64_t arenaTarget = 0; ///< remat-arena-target to run dlgraph-remat with
   PlanStats stats;         ///< the plan with that target
   int attempts = 0;        ///< plans made by the search
@@ -44,9 +47,10 @@ struct BudgetFit {
 /// planned peak is at most |budget| bytes. |none| is the plan of |graph|
 /// without rematerialization. The search starts from the budget's arena
 /// share scaled by the pass's own model and shrinks the target by the
-/// planned overshoot, at most 12 plans; the last try is target 0 (recompute
-/// all it can). On failure returns nullopt and sets |error| to one line
-/// naming the smallest planned peak any try reached.
+/// planned overshoot, at most 12 plans. Target 0 (recompute all the greedy
+/// can) is planned first; when it does not fit, the plan of mode sqrt is
+/// tried as well. On failure returns nullopt and sets |error| to one line
+/// naming the smallest planned peak of the two.
 std::optional<BudgetFit> fitMemoryBudget(mlir::ModuleOp graph,
                                          int64_t budget, const PlanStats &none,
                                          std::string &error);
