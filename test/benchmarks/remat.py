@@ -49,7 +49,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from arch_models import make_gpt  # noqa: E402
 
 NUM = r"([\d,]+)"
-SPLIT = (r"persistent " + NUM + r" \+ inputs " + NUM + r" \+ arena " + NUM +
+# "N bytes (1.23 MiB) (persistent P + ...)": the human-readable size is
+# optional.
+BYTES = NUM + r" bytes(?: \([\d.]+ [KMG]?i?B\))?"
+SPLIT = (r"\(persistent " + NUM + r" \+ inputs " + NUM + r" \+ arena " + NUM +
          r" \+ workspace " + NUM + r"\)")
 TIME_RATIO_TARGET = 1.3
 ARENA_RATIO_TARGET = 4.0
@@ -77,14 +80,14 @@ def run(cmd, env=None, check=True):
 
 def parse_stats(text):
     """The memory lines of `dlc --stats` (a missing line is an error)."""
-    m = re.search(r"^predicted peak memory: " + NUM + r" bytes \(" + SPLIT, text, re.M)
+    m = re.search(r"^predicted peak memory: " + BYTES + " " + SPLIT, text, re.M)
     if not m:
         sys.exit(f"error: dlc --stats printed no 'predicted peak memory' line:\n{text}")
     p = [num(g) for g in m.groups()]
     s = dict(peak=p[0], persistent=p[1], inputs=p[2], arena=p[3], workspace=p[4],
              ops=0, flops=0, flops_pct=0.0)
     m = re.search(r"^recomputed: " + NUM + r" ops, " + NUM +
-                  r" FLOPs added \(([\d.]+)% of the step\)", text, re.M)
+                  r" FLOPs added \(([\d.]+)% of the step", text, re.M)
     if m:
         s.update(ops=num(m.group(1)), flops=num(m.group(2)), flops_pct=float(m.group(3)))
     return s
@@ -94,8 +97,8 @@ def budget_error(text):
     """The smallest reachable peak named by dlc's impossible-budget error,
     or None when |text| is not that one-line error."""
     lines = [line for line in text.splitlines() if line.strip()]
-    m = re.fullmatch(r"dlc: error: --memory-budget \S+ cannot be met: the smallest "
-                     r"planned peak this model reaches is " + NUM + r" bytes \(.+\)",
+    m = re.fullmatch(r"dlc: error: --memory-budget .+? cannot be met: the smallest "
+                     r"planned peak this model reaches is " + BYTES + " " + SPLIT + ".*",
                      lines[0]) if len(lines) == 1 else None
     return num(m.group(1)) if m else None
 
