@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Memory/time curve of rematerialization on a deep transformer (issue 11 item 3).
 
-Exports a GPT-style decoder (default 12 pre-LayerNorm layers, d 128, 4 heads,
+Exports a GPT-style decoder (default 12 pre-LayerNorm layers, d 256, 4 heads,
 sequence 128, batch 8, vocabulary 512; test/e2e/arch_models.py's TinyGPT)
 with PyTorch, compiles its training step (`dlc --train`, SGD) at
 `--remat none`, `--remat sqrt`, the smallest reachable budget and a sweep of
@@ -106,13 +106,13 @@ def budget_error(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--embed", type=int, default=128)
+    ap.add_argument("--embed", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--steps", type=int, default=3, help="timed steps per run")
-    ap.add_argument("--repeats", type=int, default=2,
+    ap.add_argument("--repeats", type=int, default=3,
                     help="runs per package; the fastest is used")
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of dlrt")
     ap.add_argument("--budgets", default="0.9,0.75,0.6,0.5,0.4,0.3",

@@ -66,6 +66,7 @@ import sys
 import time
 
 import numpy as np
+import onnx
 import torch
 from torch import nn
 
@@ -295,7 +296,14 @@ def main():
     np.savez(w("batch.npz"), input=x.numpy(), labels=y.numpy())
     n_dropout = sum(isinstance(m, nn.Dropout) for m in model.modules())
     n_bn = sum(isinstance(m, nn.BatchNorm2d) for m in model.modules())
+    nodes = [n.op_type for n in onnx.load(onnx_path).graph.node]
     print(f"{args.model}: batch {batch}, {n_bn} BatchNorm, {n_dropout} Dropout modules")
+    # The exactness this test is about needs the ops in the graph: training-mode
+    # Dropout nodes (the GPT) and BatchNormalization nodes (CNN, ResNet-18).
+    if nodes.count("Dropout") != n_dropout or nodes.count("BatchNormalization") != n_bn:
+        sys.exit(f"FAIL: the export has {nodes.count('Dropout')} Dropout and "
+                 f"{nodes.count('BatchNormalization')} BatchNormalization nodes, expected "
+                 f"{n_dropout} and {n_bn}")
 
     base = [args.dlc, onnx_path, "--train", "--optimizer", "sgd", "--momentum", "0.9",
             "--lr", repr(LR[args.model]), "--batch-size", str(batch), "--stats", "--quiet"]
