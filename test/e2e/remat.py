@@ -415,13 +415,13 @@ def main():
         check(meas <= budget, f"budget: measured peak {meas} B <= budget {budget} B")
 
     print(f"\n{args.model} on {args.device}, batch {batch}, {args.steps} steps:")
-    print(f"{'mode':>8} {'predicted B':>12} {'measured B':>12} {'pred/meas':>9} "
+    print(f"{'mode':>10} {'predicted B':>12} {'measured B':>12} {'pred/meas':>9} "
           f"{'arena B':>11} {'persist. B':>11} {'inputs B':>10} {'recomp. ops':>11} "
           f"{'FLOPs added':>12} {'final loss':>11}")
     for tag in modes:
         s, mem, losses = stats[tag], runs[tag][3], runs[tag][1]
         label = f"{tag}" if tag != "budget" else f"{budget}"
-        print(f"{label:>8} {s['peak']:>12} {mem['measured_peak_bytes']:>12} "
+        print(f"{label:>10} {s['peak']:>12} {mem['measured_peak_bytes']:>12} "
               f"{s['peak'] / mem['measured_peak_bytes']:>9.3f} {s['arena']:>11} "
               f"{s['persistent']:>11} {s['inputs']:>10} {s['ops']:>11} "
               f"{s['flops']:>12} {losses[-1]:>11.7f}")
