@@ -13,16 +13,26 @@ import torchvision
 from torch import nn
 
 
+def _dropout(p: float) -> nn.Module:
+    """nn.Dropout(p) for p > 0, else nn.Identity: with p = 0 the modules (and
+    so the exported graphs) are exactly those of the models before dropout was
+    added, and a training-mode export has no Dropout node."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention written with MatMul/Softmax and a
-    lower-triangular mask (as in GPT-2), no dropout."""
+    lower-triangular mask (as in GPT-2); with dropout > 0, GPT-2's dropout on
+    the attention probabilities and on the output projection."""
 
-    def __init__(self, embed: int, heads: int, seq: int):
+    def __init__(self, embed: int, heads: int, seq: int, dropout: float = 0.0):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(embed, 3 * embed)
         self.proj = nn.Linear(embed, embed)
         self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+        self.attn_drop = _dropout(dropout)
+        self.resid_drop = _dropout(dropout)
 
     def forward(self, x):
         b, t, c = x.shape
@@ -32,43 +42,50 @@ class CausalSelfAttention(nn.Module):
         v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
         att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
-        att = torch.softmax(att, dim=-1)
+        att = self.attn_drop(torch.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).reshape(b, t, c)
-        return self.proj(y)
+        return self.resid_drop(self.proj(y))
 
 
 class DecoderBlock(nn.Module):
-    """Pre-LayerNorm transformer decoder block with a GELU MLP."""
+    """Pre-LayerNorm transformer decoder block with a GELU MLP (dropout, when
+    > 0, on the MLP's output as in GPT-2)."""
 
-    def __init__(self, embed: int, heads: int, seq: int):
+    def __init__(self, embed: int, heads: int, seq: int, dropout: float = 0.0):
         super().__init__()
         self.ln1 = nn.LayerNorm(embed)
-        self.attn = CausalSelfAttention(embed, heads, seq)
+        self.attn = CausalSelfAttention(embed, heads, seq, dropout)
         self.ln2 = nn.LayerNorm(embed)
         self.fc = nn.Linear(embed, 4 * embed)
         self.fc_out = nn.Linear(4 * embed, embed)
+        self.mlp_drop = _dropout(dropout)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
-        return x + self.fc_out(nn.functional.gelu(self.fc(self.ln2(x))))
+        return x + self.mlp_drop(self.fc_out(nn.functional.gelu(self.fc(self.ln2(x)))))
 
 
 class TinyGPT(nn.Module):
     """Token + position embeddings, decoder blocks, final LayerNorm and an
-    untied linear head: [batch, seq] i64 tokens -> [batch, seq, vocab] logits."""
+    untied linear head: [batch, seq] i64 tokens -> [batch, seq, vocab] logits.
+    |dropout| (default 0: no Dropout modules at all) is the probability of
+    GPT-2's dropouts: embeddings, attention probabilities, attention and MLP
+    outputs."""
 
-    def __init__(self, vocab=50, seq=8, embed=32, heads=2, layers=2):
+    def __init__(self, vocab=50, seq=8, embed=32, heads=2, layers=2, dropout=0.0):
         super().__init__()
         self.tok = nn.Embedding(vocab, embed)
         self.pos = nn.Embedding(seq, embed)
-        self.blocks = nn.ModuleList([DecoderBlock(embed, heads, seq) for _ in range(layers)])
+        self.drop = _dropout(dropout)
+        self.blocks = nn.ModuleList([DecoderBlock(embed, heads, seq, dropout)
+                                     for _ in range(layers)])
         self.ln_f = nn.LayerNorm(embed)
         self.head = nn.Linear(embed, vocab, bias=False)
 
     def forward(self, idx):
         _, t = idx.shape
         pos = torch.arange(0, t, dtype=torch.long)
-        x = self.tok(idx) + self.pos(pos)
+        x = self.drop(self.tok(idx) + self.pos(pos))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
@@ -108,12 +125,17 @@ def make_resnet18(batch):
     return model, x, y
 
 
-def make_gpt(batch):
+def make_gpt(batch, seq=8, dropout=0.0, vocab=50, embed=32, heads=2, layers=2):
+    """The tiny GPT and a seeded batch of |batch| x |seq| tokens and labels.
+    The defaults are the model of the architecture tests; the rematerialization
+    tests (test/e2e/remat.py, test/benchmarks/remat.py) ask for longer
+    sequences, dropout and deeper or wider models."""
     torch.manual_seed(20)
-    model = TinyGPT()
+    model = TinyGPT(vocab=vocab, seq=seq, embed=embed, heads=heads, layers=layers,
+                    dropout=dropout)
     gen = torch.Generator().manual_seed(21)
-    x = torch.randint(0, 50, (batch, 8), generator=gen)
-    y = torch.randint(0, 50, (batch, 8), generator=gen)
+    x = torch.randint(0, vocab, (batch, seq), generator=gen)
+    y = torch.randint(0, vocab, (batch, seq), generator=gen)
     return model, x, y
 
 
