@@ -56,7 +56,6 @@ hold on dlrt's CUDA path, where measured is the memory pool's reserved
 high-water mark.
 """
 import argparse
-import copy
 import json
 import os
 import re
@@ -72,6 +71,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(__file__))
 from arch_models import make_gpt, make_resnet18  # noqa: E402
+from architectures import export  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
 # Per model: batch size (activations dominate the predicted peak at these
@@ -121,21 +121,6 @@ def make_deep_cnn():
         *layers, nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
-
-
-def export(model, x, path, training):
-    """Exports at opset 17. Training mode keeps Dropout nodes (and batch
-    statistics); otherwise PRESERVE keeps BatchNormalization nodes, which
-    `dlc --train` trains with batch statistics. The weights are restored
-    afterwards: a training-mode export runs the model once and would
-    update the running statistics."""
-    state = copy.deepcopy(model.state_dict())
-    model.train(training)
-    torch.onnx.export(model, x, path, input_names=["input"], output_names=["logits"],
-                      opset_version=17, do_constant_folding=False,
-                      training=(torch.onnx.TrainingMode.TRAINING if training
-                                else torch.onnx.TrainingMode.PRESERVE))
-    model.load_state_dict(state)
 
 
 def make(name, batch, image):
