@@ -329,9 +329,11 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (failed(runPipeline(*module, buildLoweringPipeline)))
     return failure();
 
+  PlanStats s;
+  if (options.stats || !options.memoryBudget.empty())
+    s = computePlanStats(*module);
   if (!options.memoryBudget.empty()) {
     // The search planned this exact module; a difference is a dlc bug.
-    PlanStats s = computePlanStats(*module);
     int64_t budget = *parseByteSize(options.memoryBudget);
     if (s.predictedPeakBytes() > budget)
       return fail("internal error: the planned peak " + describePeak(s) +
@@ -339,7 +341,6 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                   " that the search fit; please report it");
   }
   if (options.stats) {
-    PlanStats s = computePlanStats(*module);
     llvm::outs() << "kernels: " << s.kernels << "\n"
                  << "builtin kernels: " << s.builtinKernels << "\n"
                  << "library calls: " << s.libraryCalls << "\n"

@@ -55,6 +55,35 @@ SmallVector<Value> writtenBuffers(Operation *op) {
   return {};
 }
 
+/// Gives |fused| its body block: one argument per buffer of |inputs| and
+/// |outputs| (their element types; inputs at |producer|'s location, outputs
+/// at |outLoc|), then the ops of |producer|'s body with its inputs read from
+/// the arguments at |slots|. Sets |produced| to the values it yields and
+/// returns a builder at the end of the block.
+OpBuilder startFusedBody(x::KernelOp fused, ValueRange inputs,
+                         ValueRange outputs, Location outLoc,
+                         x::KernelOp producer, ArrayRef<int> slots,
+                         SmallVectorImpl<Value> &produced) {
+  Block *blk = new Block();
+  fused.getBody().push_back(blk);
+  for (Value v : inputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     producer.getLoc());
+  for (Value v : outputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(), outLoc);
+  OpBuilder kb = OpBuilder::atBlockEnd(blk);
+  Block &pBody = producer.getBody().front();
+  IRMapping map;
+  for (auto [i, slot] : llvm::enumerate(slots))
+    map.map(pBody.getArgument(i), blk->getArgument(slot));
+  for (Operation &op : pBody.without_terminator())
+    kb.clone(op, map);
+  produced.clear();
+  for (Value v : cast<x::YieldOp>(pBody.getTerminator()).getValues())
+    produced.push_back(map.lookupOrDefault(v));
+  return kb;
+}
+
 /// Builds the kernel that computes |p|'s body in front of |c|'s, |c| reading
 /// |p|'s outputs through |pMap| (a permutation of |c|'s loops onto |p|'s
 /// iteration space), and replaces |c| with it. Leaves |p| in place. Fails
@@ -126,24 +155,10 @@ LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap) {
   auto fused = x::KernelOp::create(
       b, c.getLoc(), c.getSymNameAttr(), inputs, c.getOutputs(),
       b.getAffineMapArrayAttr(maps), c.getIteratorTypes(), c.getInitAttr());
-  Block *blk = new Block();
-  fused.getBody().push_back(blk);
-  for (Value v : inputs)
-    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
-                     p.getLoc());
-  for (Value v : c.getOutputs())
-    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
-                     c.getLoc());
-  OpBuilder kb = OpBuilder::atBlockEnd(blk);
-  IRMapping map;
-  for (unsigned i = 0; i < pIns; ++i)
-    map.map(pBody.getArgument(i), blk->getArgument(pInputSlot[i]));
-  for (Operation &op : pBody.without_terminator())
-    kb.clone(op, map);
-  auto pYield = cast<x::YieldOp>(pBody.getTerminator());
   SmallVector<Value> produced;
-  for (Value v : pYield.getValues())
-    produced.push_back(map.lookupOrDefault(v));
+  OpBuilder kb = startFusedBody(fused, inputs, c.getOutputs(), c.getLoc(), p,
+                                pInputSlot, produced);
+  Block *blk = kb.getBlock();
   Block &cBody = c.getBody().front();
   IRMapping cmap;
   for (unsigned i = 0; i < cIns; ++i)
@@ -312,7 +327,7 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
     inputs.push_back({v, m});
     return inputs.size() - 1;
   };
-  SmallVector<unsigned> pSlot;
+  SmallVector<int> pSlot;
   for (unsigned i = 0; i < pIns; ++i)
     pSlot.push_back(addInput(p.getInputs()[i], mapOf(p, i)));
   SmallVector<SmallVector<int>> readerSlot;
@@ -344,21 +359,10 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
                                    inputValues, outputs,
                                    b.getAffineMapArrayAttr(maps),
                                    p.getIteratorTypes(), p.getInitAttr());
-  Block *blk = new Block();
-  fused.getBody().push_back(blk);
-  for (Value v : inputValues)
-    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
-                     p.getLoc());
-  for (Value v : outputs)
-    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
-                     p.getLoc());
-  OpBuilder kb = OpBuilder::atBlockEnd(blk);
-  IRMapping map;
-  for (unsigned i = 0; i < pIns; ++i)
-    map.map(pBody.getArgument(i), blk->getArgument(pSlot[i]));
-  for (Operation &op : pBody.without_terminator())
-    kb.clone(op, map);
-  auto pYield = cast<x::YieldOp>(pBody.getTerminator());
+  SmallVector<Value> produced;
+  OpBuilder kb = startFusedBody(fused, inputValues, outputs, p.getLoc(), p,
+                                pSlot, produced);
+  Block *blk = kb.getBlock();
   SmallVector<Value> yields;
   unsigned outBase = inputValues.size();
   for (auto [r, k] : llvm::enumerate(readers)) {
@@ -370,8 +374,7 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
         kmap.map(kBody.getArgument(i), blk->getArgument(slot));
       } else {
         unsigned o = llvm::find(p.getOutputs(), v) - p.getOutputs().begin();
-        kmap.map(kBody.getArgument(i),
-                 map.lookupOrDefault(pYield.getValues()[o]));
+        kmap.map(kBody.getArgument(i), produced[o]);
       }
     }
     for (unsigned j = 0; j < k.getOutputs().size(); ++j)

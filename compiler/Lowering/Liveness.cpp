@@ -23,7 +23,7 @@ static void findInPlacePairs(Block &body,
   for (auto [i, l] : llvm::enumerate(lives))
     lifeOf[l.alloc.getResult()] = static_cast<int64_t>(i);
   llvm::DenseSet<int64_t> taken;
-  for (auto [oi, out] : llvm::enumerate(lives)) {
+  for (BufferLife &out : lives) {
     Operation *op = nullptr;
     for (Operation *u : out.alloc.getResult().getUsers())
       if (body.findAncestorOpInBlock(*u) == u && pos.lookup(u) == out.first)
@@ -68,7 +68,6 @@ static void findInPlacePairs(Block &body,
       taken.insert(it->second);
       break;
     }
-    (void)oi;
   }
 }
 

@@ -21,14 +21,21 @@ static int64_t tensorBytes(Type t) {
   return rt.getNumElements() * ((bits + 7) / 8);
 }
 
+/// True when |op| does no arithmetic (RecomputeCost::Free): a view of its
+/// operand, or, without operands, a variable read or a constant.
+static bool isFree(Operation *op) {
+  auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
+  return cost && cost.getRecomputeCost() == graph::RecomputeCost::Free;
+}
+
 /// True when |op| lowers to a view of its first operand (no buffer).
 static bool isView(Operation *op) {
-  return isa<graph::ReshapeOp, graph::IdentityOp>(op);
+  return isFree(op) && op->getNumOperands() > 0;
 }
 
 /// True when |op|'s results live outside the arena (variables, constants).
 static bool isPersistent(Operation *op) {
-  return isa<graph::ReadVariableOp, graph::ConstantOp>(op);
+  return isFree(op) && op->getNumOperands() == 0;
 }
 
 StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
