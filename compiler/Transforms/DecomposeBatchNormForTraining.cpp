@@ -56,11 +56,15 @@ LogicalResult decomposeBatchNorm(OpBuilder &b, BatchNormOp bn) {
   Value var = ReduceMeanOp::create(b, loc, kt, sq, axes, /*keepdims=*/true);
   Value eps = splat(b, loc, kt, APFloat(bn.getEpsilon()).convertToDouble());
   Value inv = RsqrtOp::create(b, loc, kt, AddOp::create(b, loc, kt, var, eps));
-  Value xhat = MulOp::create(b, loc, xt, xc, inv);
+  // y = xc * (inv * scale) + bias: the per-channel factor first, as
+  // PyTorch's CPU kernel does (alpha = invstd * weight). The backward then
+  // holds one full-size tensor per BatchNorm (xc, which the variance's
+  // gradient needs anyway) instead of two (xc and xhat = xc * inv).
   Value scale = ReshapeOp::create(b, loc, kt, bn.getScale());
   Value bias = ReshapeOp::create(b, loc, kt, bn.getBias());
+  Value alpha = MulOp::create(b, loc, kt, inv, scale);
   Value y =
-      AddOp::create(b, loc, xt, MulOp::create(b, loc, xt, xhat, scale), bias);
+      AddOp::create(b, loc, xt, MulOp::create(b, loc, xt, xc, alpha), bias);
 
   double m = APFloat(bn.getMomentum()).convertToDouble();
   Value batchMean = ReshapeOp::create(b, loc, ct, mean);

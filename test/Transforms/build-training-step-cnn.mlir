@@ -66,9 +66,14 @@ module {
 // CHECK: %[[EPS:.+]] = dlgraph.constant dense<9.99999974E-6> : tensor<1x4x1x1xf32>
 // CHECK: %[[VE:.+]] = dlgraph.add %[[VAR]], %[[EPS]]
 // CHECK: %[[INV:.+]] = dlgraph.rsqrt %[[VE]]
-// CHECK: %[[XHAT:.+]] = dlgraph.mul %[[XC]], %[[INV]]
+// y = xc * (inv * scale) + bias: the per-channel factor first, so that only
+// xc (not also xhat = xc * inv) is a full-size value the backward reads.
 // CHECK: %[[SR:.+]] = dlgraph.reshape %[[S]] : tensor<4xf32> to tensor<1x4x1x1xf32>
-// CHECK: dlgraph.mul %[[XHAT]], %[[SR]]
+// CHECK: %[[BR:.+]] = dlgraph.reshape %{{.+}} : tensor<4xf32> to tensor<1x4x1x1xf32>
+// CHECK: %[[ALPHA:.+]] = dlgraph.mul %[[INV]], %[[SR]] : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+// CHECK: %[[XA:.+]] = dlgraph.mul %[[XC]], %[[ALPHA]] : (tensor<2x4x4x4xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x4x4xf32>
+// CHECK: dlgraph.add %[[XA]], %[[BR]]
+// CHECK-NOT: dlgraph.mul %[[XC]], %[[INV]]
 // Running statistics: 0.9 * running + 0.1 * batch (variance times 32/31).
 // CHECK: %[[BM:.+]] = dlgraph.reshape %[[MEAN]] : tensor<1x4x1x1xf32> to tensor<4xf32>
 // CHECK: %[[BV:.+]] = dlgraph.reshape %[[VAR]] : tensor<1x4x1x1xf32> to tensor<4xf32>

@@ -80,37 +80,58 @@ StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
       roots.push_back(root);
     }
   }
-  // Uses, through views; operand roots.
-  for (Operation *op : ops) {
-    int p = pos[op];
-    bool isReturn = op->hasTrait<OpTrait::IsTerminator>();
-    op->walk([&](Operation *user) {
-      for (Value v : user->getOperands()) {
-        int r = rootOf(v);
-        if (r < 0)
-          continue;
-        Root &root = roots[r];
-        root.lastUse = std::max(root.lastUse, p);
-        if (isReturn)
-          root.recomputable = false;
-        if (p <= boundary) {
-          root.lastEarlyUse = std::max(root.lastEarlyUse, p);
-        } else {
-          if (root.firstLateUse < 0)
-            root.firstLateUse = p;
-          root.lastLateUse = std::max(root.lastLateUse, p);
-        }
-      }
-    });
-  }
   for (Root &root : roots) {
-    if (isView(root.op))
-      continue;
     for (Value v : root.op->getOperands()) {
       int r = rootOf(v);
       if (r >= 0 && !llvm::is_contained(root.operandRoots, r))
         root.operandRoots.push_back(r);
     }
+  }
+  // Values that elementwise fusion will not store: the lowering's fusion
+  // (--dlexec-fuse-elementwise) folds an all-parallel kernel into its single
+  // consumer kernel, which then reads the producer's operands itself. Here:
+  // an Elementwise op whose result has one use, by an Elementwise op of the
+  // same shape on the same side of the loss. Such a value takes no memory,
+  // and its consumer's use counts as a use of its operands.
+  for (Root &root : roots) {
+    Value v = root.value;
+    if (!root.op->hasTrait<graph::GraphTrait::Elementwise>() || !v.hasOneUse())
+      continue;
+    Operation *user = *v.getUsers().begin();
+    auto it = pos.find(user);
+    if (it == pos.end() || user->getNumResults() != 1 ||
+        !user->hasTrait<graph::GraphTrait::Elementwise>() ||
+        user->getResult(0).getType() != v.getType() ||
+        (it->second <= boundary) != (root.def <= boundary))
+      continue;
+    root.fused = true;
+    root.bytes = 0;
+  }
+  // Uses, through views and fused values.
+  for (Operation *op : ops) {
+    int p = pos[op];
+    bool isReturn = op->hasTrait<OpTrait::IsTerminator>();
+    std::function<void(int)> use = [&](int r) {
+      Root &root = roots[r];
+      root.lastUse = std::max(root.lastUse, p);
+      if (isReturn)
+        root.recomputable = false;
+      if (p <= boundary) {
+        root.lastEarlyUse = std::max(root.lastEarlyUse, p);
+      } else {
+        if (root.firstLateUse < 0)
+          root.firstLateUse = p;
+        root.lastLateUse = std::max(root.lastLateUse, p);
+      }
+      if (root.fused)
+        for (int o : root.operandRoots)
+          use(o);
+    };
+    op->walk([&](Operation *user) {
+      for (Value v : user->getOperands())
+        if (int r = rootOf(v); r >= 0)
+          use(r);
+    });
   }
 }
 

@@ -33,6 +33,9 @@ struct Root {
   bool recomputable = false; ///< forward, cost not never, no regions, not
                              ///< returned
   int64_t flops = 0;      ///< the defining op's getRecomputeFlops
+  /// Folded into its consumer by elementwise fusion: no memory of its own
+  /// (bytes 0), and its consumer's position counts as a use of its operands.
+  bool fused = false;
   llvm::SmallVector<int, 4> operandRoots; ///< roots its op reads (deduped)
 };
 
