@@ -4,6 +4,7 @@
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Training/DataParallel/Passes.h"
 #include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Training/Remat/Passes.h"
 #include "compiler/Transforms/Passes.h"
@@ -18,6 +19,7 @@ void dlc::registerAllPasses() {
   dlc::registerLoweringPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();
+  dlc::registerDLCDataParallelPasses();
   dlc::registerDLCRematPasses();
   registerAllPipelines();
 }

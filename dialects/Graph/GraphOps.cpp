@@ -34,6 +34,13 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
 // Variables
 //===----------------------------------------------------------------------===//
 
+LogicalResult AllReduceOp::verify() {
+  if (getReduction() != "sum" && getReduction() != "avg")
+    return emitOpError() << "reduction '" << getReduction()
+                         << "' is not supported; supported: sum, avg";
+  return success();
+}
+
 LogicalResult VariableOp::verify() {
   if (auto init = getInitialValueAttr()) {
     if (init.getType() != getType())

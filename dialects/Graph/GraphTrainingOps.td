@@ -222,4 +222,29 @@ class Graph_GatherGradBase<string mnemonic, string fwd>
 def Graph_GatherGradOp : Graph_GatherGradBase<"gather_grad", "gather">;
 def Graph_GatherElementsGradOp : Graph_GatherGradBase<"gather_elements_grad", "gather_elements">;
 
+// Communication: a side effect (MemRead + MemWrite on the default resource)
+// keeps every rank's collectives in one order and out of CSE and DCE.
+def Graph_AllReduceOp : Graph_Op<"all_reduce", [SameOperandsAndResultType,
+    MemoryEffects<[MemRead, MemWrite]>, Graph_KeepsF32,
+    Graph_NotRecomputable]> {
+  let summary = "Sum or mean of a tensor over the ranks of a data-parallel run";
+  let description = [{
+    Every rank passes a tensor of the same type; each gets the elementwise
+    sum (`reduction = "sum"`) or mean (`"avg"`, the sum divided by the
+    number of ranks) of all of them. On one rank it is the identity. The
+    data-parallel pass (`--dlgraph-data-parallel`) puts one per gradient
+    bucket; every rank issues its all-reduces in program order (NCCL and
+    Gloo match collectives by order), so they are never reordered, merged
+    or removed. Floating-point elements only; computed in f32 or wider
+    (mixed precision keeps it f32, as DDP reduces f32 gradients).
+    ```mlir
+    %g = dlgraph.all_reduce %bucket {reduction = "avg"} : tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, StrAttr:$reduction);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 #endif // DLC_DIALECT_GRAPH_TRAINING_OPS_TD
