@@ -93,8 +93,8 @@ void note(const std::string &message) {
 
 /// One of a rank's two output pipes.
 struct Stream {
-  int fd = -1;      ///< read end, non-blocking; -1 once closed
-  int target = -1;  ///< the launcher's fd the lines go to (1 or 2)
+  int fd = -1;         ///< read end, non-blocking; -1 once closed
+  int target = -1;     ///< the launcher's fd the lines go to (1 or 2)
   std::string pending; ///< bytes after the last newline
 };
 
@@ -128,8 +128,7 @@ void emitLines(Stream &stream, int globalRank, bool flush) {
     out += prefix;
     out.append(stream.pending, start, newline - start);
     out += '\n';
-    start = newline < stream.pending.size() &&
-                    stream.pending[newline] == '\n'
+    start = newline < stream.pending.size() && stream.pending[newline] == '\n'
                 ? newline + 1
                 : newline;
   }
@@ -293,8 +292,8 @@ int spawnRank(const SpawnPlan &plan, Rank &rank, int devNull,
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
-    for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1],
-                   execPipe[0], execPipe[1]})
+    for (int fd : {outPipe[0], outPipe[1], errPipe[0], errPipe[1], execPipe[0],
+                   execPipe[1]})
       close(fd);
     return e;
   }
@@ -391,7 +390,8 @@ bool Launcher::installSignalHandlers() {
     return false;
   gSignalPipeWrite = signalPipe[1];
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
-    struct sigaction action {}, old{};
+    struct sigaction action = {};
+    struct sigaction old = {};
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART | (s == SIGCHLD ? SA_NOCLDSTOP : 0);
     // SIGPIPE: a closed reader of the launcher's output must not kill it
@@ -467,8 +467,8 @@ int Launcher::run() {
   int error = 0;
   std::optional<std::string> path = resolveProgram(options.command[0], error);
   if (!path) {
-    note("error: cannot run '" + options.command[0] + "': " +
-         std::strerror(error));
+    note("error: cannot run '" + options.command[0] +
+         "': " + std::strerror(error));
     return 1;
   }
   if (!installSignalHandlers()) {
@@ -495,8 +495,8 @@ int Launcher::run() {
     const char *what = "";
     if (int e = spawnRank(plan, rank, devNull, what)) {
       if (std::strcmp(what, "cannot run") == 0)
-        note("error: cannot run '" + options.command[0] + "': " +
-             std::strerror(e));
+        note("error: cannot run '" + options.command[0] +
+             "': " + std::strerror(e));
       else
         note(std::string("error: ") + what + " for rank " +
              std::to_string(rank.globalRank) + ": " + std::strerror(e));
@@ -604,8 +604,8 @@ std::string launchUsageError(const LaunchOptions &options,
   if (options.command.empty())
     return "no program to launch: give it after --, as in 'dlrt launch "
            "--nproc-per-node 2 -- dlrt train PKG ...'";
-  if (options.nprocPerNode > std::numeric_limits<int32_t>::max() /
-                                 options.nnodes)
+  if (options.nprocPerNode >
+      std::numeric_limits<int32_t>::max() / options.nnodes)
     return "the world size --nproc-per-node * --nnodes exceeds 2^31-1";
   if (options.nodeRank >= options.nnodes)
     return "--node-rank " + std::to_string(options.nodeRank) +

@@ -188,10 +188,9 @@ int main(int argc, char **argv) {
             return "";
           },
           "NON-NEGATIVE"));
-  launchCmd
-      ->add_option("--master-addr,--master_addr", launch.masterAddr,
-                   "MASTER_ADDR: host of rank 0, which serves the "
-                   "rendezvous store (default 127.0.0.1)");
+  launchCmd->add_option("--master-addr,--master_addr", launch.masterAddr,
+                        "MASTER_ADDR: host of rank 0, which serves the "
+                        "rendezvous store (default 127.0.0.1)");
   launchCmd
       ->add_option("--master-port,--master_port", launch.masterPort,
                    "MASTER_PORT: TCP port of the store on the master "
