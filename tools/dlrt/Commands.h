@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dlrt::cli {
 
@@ -41,9 +42,33 @@ struct InfoOptions {
   std::string package;
 };
 
+/// dlrt launch: the local ranks of a job started with torchrun's environment
+/// (static rendezvous).
+struct LaunchOptions {
+  int64_t nprocPerNode = 0;             ///< ranks on this node (>= 1)
+  int64_t nnodes = 1;                   ///< nodes in the job
+  int64_t nodeRank = 0;                 ///< this node, 0 <= nodeRank < nnodes
+  std::string masterAddr = "127.0.0.1"; ///< host of rank 0's store
+  int64_t masterPort = 29500;           ///< its TCP port, 1..65535
+  int64_t commTimeout = 0; ///< seconds, as DLRT_COMM_TIMEOUT; 0: not set
+  std::vector<std::string> command; ///< PROGRAM ARGS... (after --)
+};
+
+/// The usage error of |options| as parsed, or "" when there is none:
+/// arguments CLI11 left |unparsed| (other than the "--" separator), no
+/// program, --node-rank not below --nnodes, an empty --master-addr.
+std::string launchUsageError(const LaunchOptions &options,
+                             const std::vector<std::string> &unparsed);
+
 int runTrain(const TrainOptions &options);
 int runRun(const RunOptions &options);
 int runInfo(const InfoOptions &options);
+/// Starts the ranks and relays their output until every rank has exited.
+/// Returns 0 when all exit with 0, else the first failing rank's exit status
+/// (128+N when killed by signal N), 128+N when the launcher got signal N,
+/// and 1 when the program cannot be started. Prints its own messages as
+/// "dlrt launch: ..." on stderr instead of throwing Error.
+int runLaunch(const LaunchOptions &options);
 
 } // namespace dlrt::cli
 

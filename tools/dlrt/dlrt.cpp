@@ -160,6 +160,69 @@ int main(int argc, char **argv) {
               "the memory a session holds (predicted peak and its parts)");
   infoCmd->add_option("package", info.package, "Package (.dlcp)")->required();
 
+  LaunchOptions launch;
+  CLI::App *launchCmd = app.add_subcommand(
+      "launch", "Start this node's ranks of a distributed job with "
+                "torchrun's environment (static rendezvous), print their "
+                "output prefixed with the rank, and stop every rank when "
+                "one fails");
+  launchCmd
+      ->add_option("--nproc-per-node,--nproc_per_node", launch.nprocPerNode,
+                   "Ranks to start on this node")
+      ->required()
+      ->check(positive);
+  launchCmd
+      ->add_option("--nnodes", launch.nnodes,
+                   "Nodes in the job, each running its own dlrt launch "
+                   "(default 1); WORLD_SIZE is nnodes * nproc-per-node")
+      ->check(positive);
+  launchCmd
+      ->add_option("--node-rank,--node_rank", launch.nodeRank,
+                   "This node's index, 0 .. nnodes-1 (default 0); RANK is "
+                   "node-rank * nproc-per-node + LOCAL_RANK")
+      ->check(CLI::Validator(
+          [](std::string &value) -> std::string {
+            if (value.empty() ||
+                value.find_first_not_of("0123456789") != std::string::npos)
+              return "'" + value + "' is not a non-negative integer";
+            return "";
+          },
+          "NON-NEGATIVE"));
+  launchCmd->add_option("--master-addr,--master_addr", launch.masterAddr,
+                        "MASTER_ADDR: host of rank 0, which serves the "
+                        "rendezvous store (default 127.0.0.1)");
+  launchCmd
+      ->add_option("--master-port,--master_port", launch.masterPort,
+                   "MASTER_PORT: TCP port of the store on the master "
+                   "(default 29500)")
+      ->check(CLI::Range(1, 65535));
+  launchCmd
+      ->add_option("--comm-timeout", launch.commTimeout,
+                   "Set DLRT_COMM_TIMEOUT for the ranks: seconds a "
+                   "collective or the rendezvous may take before it fails "
+                   "(whole seconds; unset by default)")
+      ->check(positive);
+  launchCmd->add_option("command", launch.command,
+                        "PROGRAM ARGS..., after --: the rank's command "
+                        "(PROGRAM looked up on PATH; 'dlrt' is this dlrt)");
+  launchCmd->allow_extras();
+  launchCmd->parse_complete_callback([&] {
+    std::string error = launchUsageError(launch, launchCmd->remaining());
+    if (!error.empty())
+      throw CLI::ValidationError(error);
+  });
+  launchCmd->footer(
+      "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, "
+      "GROUP_RANK (the node rank), MASTER_ADDR and MASTER_PORT, stdin from "
+      "/dev/null, and its own process group. Every line a rank writes is "
+      "printed as '[rank R] line' on the launcher's stdout or stderr. When a "
+      "rank exits non-zero or is killed, the launcher prints 'dlrt launch: "
+      "rank R exited with status S' (or 'was killed by signal SIG...'), "
+      "sends SIGTERM to the other ranks, SIGKILL after 5 s, and exits with "
+      "that rank's status (128+N for signal N). SIGINT, SIGTERM and SIGHUP "
+      "to the launcher go to every rank, with the same shutdown (a second "
+      "one kills at once). Exit 0 when every rank exits 0.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -177,6 +240,8 @@ int main(int argc, char **argv) {
       return runRun(run);
     if (infoCmd->parsed())
       return runInfo(info);
+    if (launchCmd->parsed())
+      return runLaunch(launch);
   } catch (const Error &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "dlrt: error: %s\n", e.what());
