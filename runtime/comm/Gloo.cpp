@@ -41,18 +41,37 @@ std::string seconds(std::chrono::milliseconds t) {
   return b;
 }
 
-/// Completion of one queued operation.
+/// Completion of one queued operation. The first finish() wins (abort()
+/// may finish an operation the worker is still running). |complete|, when
+/// the worker sets it, is run by the first wait() after the worker is done:
+/// point-to-point operations are posted by the worker and waited for here,
+/// so a send and the matching recv issued later on the peer cannot
+/// deadlock the two workers.
 class QueuedWork : public Work {
 public:
   Status wait() override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return done_; });
+    std::function<Status()> complete;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return done_; });
+      if (!complete_)
+        return status_;
+      complete = std::move(complete_);
+      complete_ = nullptr;
+    }
+    Status st = complete();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.ok())
+      status_ = st;
     return status_;
   }
-  void finish(Status s) {
+  void finish(Status s, std::function<Status()> complete = nullptr) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (done_)
+        return;
       status_ = std::move(s);
+      complete_ = std::move(complete);
       done_ = true;
     }
     cv_.notify_all();
@@ -63,6 +82,7 @@ private:
   std::condition_variable cv_;
   bool done_ = false;
   Status status_;
+  std::function<Status()> complete_;
 };
 
 /// Element-wise sum for Gloo's allreduce (out may alias a or b).
@@ -145,16 +165,28 @@ public:
       worker_.join();
   }
 
+  /// Connects to every peer through Gloo's full-mesh rendezvous, which
+  /// publishes each rank's addresses under "<prefix><rank>".
   Status connect(std::shared_ptr<gloo::transport::Device> device,
-                 gloo::rendezvous::Store &store) {
+                 const std::string &prefix) {
     try {
       auto context =
           std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       context->setTimeout(timeout_);
-      context->connectFullMesh(store, device);
+      context->connectFullMesh(store_->glooStore(prefix), device);
       context_ = context;
       return Status::OK();
     } catch (const std::exception &e) {
+      std::string missing;
+      for (int r = 0; r < size_; ++r)
+        if (!store_->wait({prefix + std::to_string(r)}, std::chrono::milliseconds(0)).ok())
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      if (!missing.empty())
+        return Status::error(DLRT_UNAVAILABLE,
+                             "rank " + std::to_string(rank_) +
+                                 " cannot connect to its peers (Gloo): rank(s) " +
+                                 missing + " did not join within " +
+                                 seconds(timeout_));
       return Status::error(DLRT_UNAVAILABLE,
                            "rank " + std::to_string(rank_) +
                                " cannot connect to its peers (Gloo): " +
@@ -279,12 +311,14 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       slot = p2pSlot(rank_, peer, sendSeq_[peer]++);
     }
-    return enqueue(name, [=] {
-      auto buf = context_->createUnboundBuffer(
-          const_cast<void *>(data), bytes);
+    return enqueuePosted(name, [=] {
+      std::shared_ptr<gloo::transport::UnboundBuffer> buf =
+          context_->createUnboundBuffer(const_cast<void *>(data), bytes);
       buf->send(peer, slot);
-      if (!buf->waitSend(timeout_))
-        throw std::runtime_error("aborted");
+      return [buf, this] {
+        if (!buf->waitSend(timeout_))
+          throw std::runtime_error("aborted");
+      };
     });
   }
 
@@ -301,11 +335,14 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       slot = p2pSlot(peer, rank_, recvSeq_[peer]++);
     }
-    return enqueue(name, [=] {
-      auto buf = context_->createUnboundBuffer(data, bytes);
+    return enqueuePosted(name, [=] {
+      std::shared_ptr<gloo::transport::UnboundBuffer> buf =
+          context_->createUnboundBuffer(data, bytes);
       buf->recv(peer, slot);
-      if (!buf->waitRecv(timeout_))
-        throw std::runtime_error("aborted");
+      return [buf, this] {
+        if (!buf->waitRecv(timeout_))
+          throw std::runtime_error("aborted");
+      };
     });
   }
 
@@ -319,27 +356,39 @@ public:
     });
   }
 
+  /// Finishes the operation in flight and the queued ones with "aborted"
+  /// at once. Gloo cannot interrupt an operation in flight: its buffers may
+  /// still be written until it ends (at the latest at the timeout), so
+  /// abort() is for shutting down, not for reusing them.
   void abort() override {
+    std::deque<Task> queued;
+    std::shared_ptr<QueuedWork> current;
+    std::string currentName;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (broken_.empty())
-        broken_ = "the communicator was aborted";
+      broken_ = "the communicator was aborted";
       aborted_ = true;
+      queued.swap(queue_);
+      current = current_;
+      currentName = currentName_;
     }
     cv_.notify_all();
-    // Closing the pairs makes the operation in flight fail now.
-    if (context_)
-      for (int i = 0; i < size_; ++i)
-        if (i != rank_)
-          if (auto &pair = context_->getPair(i))
-            pair->close();
+    if (current)
+      current->finish(Status::error(
+          DLRT_UNAVAILABLE, currentName + " failed: the communicator was aborted"));
+    for (Task &t : queued)
+      t.work->finish(Status::error(
+          DLRT_UNAVAILABLE, t.name + " failed: the communicator was aborted"));
   }
 
 private:
+  /// What the worker runs; |post| instead of |run| for operations that
+  /// the worker only starts, returning what completes them.
   struct Task {
     std::string name;
     std::function<void()> run;
     std::shared_ptr<QueuedWork> work;
+    std::function<std::function<void()>()> post;
   };
 
   /// Slots of point-to-point messages from |src| to |dst|: a prefix no Gloo
@@ -366,14 +415,40 @@ private:
         Status::error(DLRT_INVALID_ARGUMENT, name + " is invalid: " + why));
   }
 
-  std::shared_ptr<Work> enqueue(std::string name, std::function<void()> run) {
+  std::shared_ptr<Work> enqueue(std::string name, std::function<void()> run,
+                                std::function<std::function<void()>()> post =
+                                    nullptr) {
     auto work = std::make_shared<QueuedWork>();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back({std::move(name), std::move(run), work});
+      if (aborted_)
+        work->finish(Status::error(DLRT_UNAVAILABLE,
+                                   name + " failed: " + broken_));
+      else
+        queue_.push_back({std::move(name), std::move(run), work,
+                          std::move(post)});
     }
     cv_.notify_all();
     return work;
+  }
+  std::shared_ptr<Work>
+  enqueuePosted(std::string name,
+                std::function<std::function<void()>()> post) {
+    return enqueue(std::move(name), nullptr, std::move(post));
+  }
+
+  /// Records |error| (a Gloo exception's text) as the group's failure and
+  /// returns the operation's status.
+  Status failed(const std::string &name, const std::string &error) {
+    std::string why = cause(error);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (broken_.empty())
+        broken_ = why;
+      else if (aborted_)
+        why = broken_;
+    }
+    return Status::error(DLRT_UNAVAILABLE, name + " failed: " + why);
   }
 
   /// The one-line cause of a Gloo failure |what|, naming the rank that
@@ -432,24 +507,42 @@ private:
                                         task.name + " failed: " + broken));
         continue;
       }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_ = task.work;
+        currentName_ = task.name;
+      }
       std::string error;
+      std::function<void()> complete;
       try {
-        task.run();
+        if (task.post)
+          complete = task.post();
+        else
+          task.run();
       } catch (const std::exception &e) {
         error = e.what();
       }
-      if (error.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_ = nullptr;
+      }
+      if (!error.empty()) {
+        task.work->finish(failed(task.name, error));
+        continue;
+      }
+      if (!complete) {
         task.work->finish(Status::OK());
         continue;
       }
-      std::string why = cause(error);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (broken_.empty())
-          broken_ = why;
-      }
-      task.work->finish(
-          Status::error(DLRT_UNAVAILABLE, task.name + " failed: " + why));
+      std::string name = task.name;
+      task.work->finish(Status::OK(), [this, name, complete]() -> Status {
+        try {
+          complete();
+          return Status::OK();
+        } catch (const std::exception &e) {
+          return failed(name, e.what());
+        }
+      });
     }
   }
 
@@ -464,6 +557,8 @@ private:
   bool stopping_ = false;
   std::atomic<bool> aborted_{false};
   std::string broken_;
+  std::shared_ptr<QueuedWork> current_; // the operation the worker runs
+  std::string currentName_;
   std::vector<uint64_t> sendSeq_, recvSeq_;
   std::thread worker_;
 };
@@ -499,8 +594,7 @@ Status createGlooCommunicator(const Rendezvous &rendezvous, TcpStore *store,
               ": " + std::string(e.what()).substr(0, 200));
     }
     int n = glooCommunicators++;
-    Status st = comm->connect(
-        device, store->glooStore("gloo/" + std::to_string(n) + "/"));
+    Status st = comm->connect(device, "gloo/" + std::to_string(n) + "/");
     if (!st.ok())
       return st;
   }
