@@ -86,8 +86,8 @@ private:
 };
 
 /// Element-wise sum for Gloo's allreduce (out may alias a or b).
-template <typename T> void sumOf(void *out, const void *a, const void *b,
-                                 size_t n) {
+template <typename T>
+void sumOf(void *out, const void *a, const void *b, size_t n) {
   T *o = static_cast<T *>(out);
   const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
   for (size_t i = 0; i < n; ++i)
@@ -170,8 +170,7 @@ public:
   Status connect(std::shared_ptr<gloo::transport::Device> device,
                  const std::string &prefix) {
     try {
-      auto context =
-          std::make_shared<gloo::rendezvous::Context>(rank_, size_);
+      auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       context->setTimeout(timeout_);
       context->connectFullMesh(store_->glooStore(prefix), device);
       context_ = context;
@@ -179,18 +178,21 @@ public:
     } catch (const std::exception &e) {
       std::string missing;
       for (int r = 0; r < size_; ++r)
-        if (!store_->wait({prefix + std::to_string(r)}, std::chrono::milliseconds(0)).ok())
+        if (!store_
+                 ->wait({prefix + std::to_string(r)},
+                        std::chrono::milliseconds(0))
+                 .ok())
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       if (!missing.empty())
-        return Status::error(DLRT_UNAVAILABLE,
-                             "rank " + std::to_string(rank_) +
-                                 " cannot connect to its peers (Gloo): rank(s) " +
-                                 missing + " did not join within " +
-                                 seconds(timeout_));
-      return Status::error(DLRT_UNAVAILABLE,
-                           "rank " + std::to_string(rank_) +
-                               " cannot connect to its peers (Gloo): " +
-                               firstLine(e.what()));
+        return Status::error(
+            DLRT_UNAVAILABLE,
+            "rank " + std::to_string(rank_) +
+                " cannot connect to its peers (Gloo): rank(s) " + missing +
+                " did not join within " + seconds(timeout_));
+      return Status::error(
+          DLRT_UNAVAILABLE,
+          "rank " + std::to_string(rank_) +
+              " cannot connect to its peers (Gloo): " + firstLine(e.what()));
     }
   }
 
@@ -253,8 +255,8 @@ public:
     });
   }
 
-  std::shared_ptr<Work> allGather(const void *input, void *output,
-                                  size_t count, DataType type) override {
+  std::shared_ptr<Work> allGather(const void *input, void *output, size_t count,
+                                  DataType type) override {
     const size_t bytes = count * dataTypeBytes(type);
     std::string name = "all_gather of " + formatBytes(bytes * size_);
     if (size_ == 1 || count == 0) {
@@ -301,8 +303,8 @@ public:
   std::shared_ptr<Work> send(const void *data, size_t count, DataType type,
                              int peer) override {
     const size_t bytes = count * dataTypeBytes(type);
-    std::string name = "send of " + formatBytes(bytes) + " to rank " +
-                       std::to_string(peer);
+    std::string name =
+        "send of " + formatBytes(bytes) + " to rank " + std::to_string(peer);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return invalid(name, "the peer must be another rank of " +
                                std::to_string(size_));
@@ -325,8 +327,8 @@ public:
   std::shared_ptr<Work> recv(void *data, size_t count, DataType type,
                              int peer) override {
     const size_t bytes = count * dataTypeBytes(type);
-    std::string name = "recv of " + formatBytes(bytes) + " from rank " +
-                       std::to_string(peer);
+    std::string name =
+        "recv of " + formatBytes(bytes) + " from rank " + std::to_string(peer);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return invalid(name, "the peer must be another rank of " +
                                std::to_string(size_));
@@ -374,8 +376,9 @@ public:
     }
     cv_.notify_all();
     if (current)
-      current->finish(Status::error(
-          DLRT_UNAVAILABLE, currentName + " failed: the communicator was aborted"));
+      current->finish(
+          Status::error(DLRT_UNAVAILABLE,
+                        currentName + " failed: the communicator was aborted"));
     for (Task &t : queued)
       t.work->finish(Status::error(
           DLRT_UNAVAILABLE, t.name + " failed: the communicator was aborted"));
@@ -415,25 +418,24 @@ private:
         Status::error(DLRT_INVALID_ARGUMENT, name + " is invalid: " + why));
   }
 
-  std::shared_ptr<Work> enqueue(std::string name, std::function<void()> run,
-                                std::function<std::function<void()>()> post =
-                                    nullptr) {
+  std::shared_ptr<Work>
+  enqueue(std::string name, std::function<void()> run,
+          std::function<std::function<void()>()> post = nullptr) {
     auto work = std::make_shared<QueuedWork>();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (aborted_)
-        work->finish(Status::error(DLRT_UNAVAILABLE,
-                                   name + " failed: " + broken_));
+        work->finish(
+            Status::error(DLRT_UNAVAILABLE, name + " failed: " + broken_));
       else
-        queue_.push_back({std::move(name), std::move(run), work,
-                          std::move(post)});
+        queue_.push_back(
+            {std::move(name), std::move(run), work, std::move(post)});
     }
     cv_.notify_all();
     return work;
   }
   std::shared_ptr<Work>
-  enqueuePosted(std::string name,
-                std::function<std::function<void()>()> post) {
+  enqueuePosted(std::string name, std::function<std::function<void()>()> post) {
     return enqueue(std::move(name), nullptr, std::move(post));
   }
 
@@ -477,8 +479,8 @@ private:
                std::to_string(lost[i]);
     if (!lost.empty())
       return (lost.size() == 1 ? "rank " : "ranks ") + ranks +
-             (lost.size() == 1 ? " closed its connection" :
-                                 " closed their connections") +
+             (lost.size() == 1 ? " closed its connection"
+                               : " closed their connections") +
              " (process exited?)";
     if (timedOut)
       return "timed out after " + seconds(timeout_) +
@@ -503,8 +505,8 @@ private:
         broken = stopping_ ? "the communicator was destroyed" : broken_;
       }
       if (!broken.empty()) {
-        task.work->finish(Status::error(DLRT_UNAVAILABLE,
-                                        task.name + " failed: " + broken));
+        task.work->finish(
+            Status::error(DLRT_UNAVAILABLE, task.name + " failed: " + broken));
         continue;
       }
       {

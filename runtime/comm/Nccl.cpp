@@ -80,8 +80,9 @@ Status loadNcclApi(const NcclApi **out) {
         error = e;
   }
   if (!handle)
-    return Status::error(DLRT_UNAVAILABLE, "NCCL is not available: cannot load " +
-                                               shown + " (" + error + ")");
+    return Status::error(DLRT_UNAVAILABLE,
+                         "NCCL is not available: cannot load " + shown + " (" +
+                             error + ")");
   auto api = std::make_unique<NcclApi>();
 #define DLRT_NCCL_LOAD(name)                                                   \
   api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle, #name));     \
@@ -185,8 +186,8 @@ public:
       return invalid(name, "average of i64 is not supported (use sum)");
     return issue(name, [&](cudaStream_t s) {
       return nccl_.ncclAllReduce(data, data, count, ncclType(type),
-                                 op == ReduceOp::Avg ? ncclAvg : ncclSum,
-                                 comm_, s);
+                                 op == ReduceOp::Avg ? ncclAvg : ncclSum, comm_,
+                                 s);
     });
   }
   std::shared_ptr<Work> broadcast(void *data, size_t count, DataType type,
@@ -197,12 +198,12 @@ public:
     if (root < 0 || root >= size_)
       return invalid(name, "root is not a rank of " + std::to_string(size_));
     return issue(name, [&](cudaStream_t s) {
-      return nccl_.ncclBroadcast(data, data, count, ncclType(type), root,
-                                 comm_, s);
+      return nccl_.ncclBroadcast(data, data, count, ncclType(type), root, comm_,
+                                 s);
     });
   }
-  std::shared_ptr<Work> allGather(const void *input, void *output,
-                                  size_t count, DataType type) override {
+  std::shared_ptr<Work> allGather(const void *input, void *output, size_t count,
+                                  DataType type) override {
     std::string name =
         "all_gather of " + formatBytes(count * size_ * dataTypeBytes(type));
     return issue(name, [&](cudaStream_t s) {
@@ -213,8 +214,8 @@ public:
   std::shared_ptr<Work> reduceScatter(const void *input, void *output,
                                       size_t count, DataType type,
                                       ReduceOp op) override {
-    std::string name = "reduce_scatter of " +
-                       formatBytes(count * size_ * dataTypeBytes(type));
+    std::string name =
+        "reduce_scatter of " + formatBytes(count * size_ * dataTypeBytes(type));
     if (op == ReduceOp::Avg && type == DataType::I64)
       return invalid(name, "average of i64 is not supported (use sum)");
     return issue(name, [&](cudaStream_t s) {
@@ -291,8 +292,7 @@ public:
         ncclResult_t async = ncclSuccess;
         nccl_.ncclCommGetAsyncError(comm_, &async);
         if (async != ncclSuccess && async != ncclInProgress) {
-          fail(std::string("NCCL reported ") +
-               nccl_.ncclGetErrorString(async) +
+          fail(std::string("NCCL reported ") + nccl_.ncclGetErrorString(async) +
                " (a peer failed or left)");
           return Status::error(DLRT_UNAVAILABLE, name + " failed: " + broken_);
         }
@@ -301,9 +301,10 @@ public:
       if (q == CUDA_SUCCESS)
         break;
       if (q != CUDA_ERROR_NOT_READY)
-        return Status::error(DLRT_UNAVAILABLE,
-                             name + " failed: " +
-                                 cuda::describeCuResult(cu_, q, "cuEventQuery"));
+        return Status::error(
+            DLRT_UNAVAILABLE,
+            name +
+                " failed: " + cuda::describeCuResult(cu_, q, "cuEventQuery"));
       if (Clock::now() >= deadline) {
         std::lock_guard<std::mutex> lock(mutex_);
         fail("timed out after " + seconds(timeout_) +
@@ -314,10 +315,10 @@ public:
       pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }
     if (CUresult r = cu_.cuStreamWaitEvent(user_, done, 0); r != CUDA_SUCCESS)
-      return Status::error(DLRT_UNAVAILABLE,
-                           name + " failed: " +
-                               cuda::describeCuResult(cu_, r,
-                                                      "cuStreamWaitEvent"));
+      return Status::error(
+          DLRT_UNAVAILABLE,
+          name + " failed: " +
+              cuda::describeCuResult(cu_, r, "cuStreamWaitEvent"));
     return Status::OK();
   }
   const cuda::DriverApi &driver() const { return cu_; }
@@ -429,8 +430,9 @@ Status createNcclCommunicator(const Rendezvous &rendezvous, TcpStore *store,
   if (!st.ok())
     return st;
   if (!stream)
-    return Status::error(DLRT_INVALID_ARGUMENT,
-                         "the NCCL communicator needs the CUDA device's stream");
+    return Status::error(
+        DLRT_INVALID_ARGUMENT,
+        "the NCCL communicator needs the CUDA device's stream");
   if (rendezvous.worldSize > 1 && !store)
     return Status::error(DLRT_INVALID_ARGUMENT,
                          "an NCCL communicator of " +
@@ -446,9 +448,9 @@ Status createNcclCommunicator(const Rendezvous &rendezvous, TcpStore *store,
                            std::string("ncclGetUniqueId failed: ") +
                                nccl->ncclGetErrorString(r));
     if (store) {
-      st = store->set(prefix + "id",
-                      std::vector<char>(id.internal,
-                                        id.internal + sizeof id.internal));
+      st = store->set(
+          prefix + "id",
+          std::vector<char>(id.internal, id.internal + sizeof id.internal));
       if (!st.ok())
         return st;
     }
@@ -458,7 +460,8 @@ Status createNcclCommunicator(const Rendezvous &rendezvous, TcpStore *store,
     if (!st.ok())
       return st;
     if (bytes.size() != sizeof id.internal)
-      return Status::error(DLRT_INTERNAL, "malformed NCCL unique id in the store");
+      return Status::error(DLRT_INTERNAL,
+                           "malformed NCCL unique id in the store");
     std::memcpy(id.internal, bytes.data(), bytes.size());
   }
   // ncclCommInitRank blocks until every rank calls it; make sure all have
@@ -469,11 +472,11 @@ Status createNcclCommunicator(const Rendezvous &rendezvous, TcpStore *store,
     const auto deadline = Clock::now() + timeout;
     while (st.ok() && joined < rendezvous.worldSize) {
       if (Clock::now() >= deadline)
-        return Status::error(
-            DLRT_UNAVAILABLE,
-            "NCCL setup timed out after " + seconds(timeout) + ": " +
-                std::to_string(rendezvous.worldSize - joined) +
-                " ranks did not join");
+        return Status::error(DLRT_UNAVAILABLE,
+                             "NCCL setup timed out after " + seconds(timeout) +
+                                 ": " +
+                                 std::to_string(rendezvous.worldSize - joined) +
+                                 " ranks did not join");
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       st = store->add(prefix + "joined", 0, &joined);
     }

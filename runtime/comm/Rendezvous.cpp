@@ -60,8 +60,9 @@ Status readInt(const Lookup &lookup, const char *name, long lo, int *out,
   if (!v)
     return Status::OK();
   if (!parseInt(v, lo, 1L << 30, out))
-    return invalid(std::string(name) + "='" + v + "' is not a whole number" +
-                   (lo > 0 ? " >= " + std::to_string(lo) : std::string(" >= 0")));
+    return invalid(
+        std::string(name) + "='" + v + "' is not a whole number" +
+        (lo > 0 ? " >= " + std::to_string(lo) : std::string(" >= 0")));
   return Status::OK();
 }
 
@@ -103,9 +104,9 @@ Status readSource(const Lookup &lookup, const Names &n, Rendezvous *r) {
                    (n.localSize ? n.localSize : "the local world size") + "=" +
                    std::to_string(r->localWorldSize));
   if (r->localWorldSize > r->worldSize)
-    return invalid(std::string(n.localSize ? n.localSize : "local size") +
-                   "=" + std::to_string(r->localWorldSize) + " exceeds " +
-                   n.size + "=" + std::to_string(r->worldSize));
+    return invalid(std::string(n.localSize ? n.localSize : "local size") + "=" +
+                   std::to_string(r->localWorldSize) + " exceeds " + n.size +
+                   "=" + std::to_string(r->worldSize));
   return Status::OK();
 }
 
@@ -118,15 +119,15 @@ Status rendezvousFromEnvironment(const Lookup &lookup, Rendezvous *out) {
     r.source = RendezvousSource::Torchrun;
     if (!lookup("RANK"))
       return invalid("WORLD_SIZE is set but RANK is not");
-    st = readSource(lookup,
-                    {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-                    &r);
+    st = readSource(
+        lookup, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}, &r);
   } else if (lookup("OMPI_COMM_WORLD_RANK")) {
     r.source = RendezvousSource::OpenMpi;
-    st = readSource(lookup,
-                    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-                    &r);
+    st =
+        readSource(lookup,
+                   {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                   &r);
   } else if (lookup("SLURM_PROCID")) {
     r.source = RendezvousSource::Slurm;
     // SLURM_NTASKS_PER_NODE is set only with --ntasks-per-node; the
@@ -140,7 +141,8 @@ Status rendezvousFromEnvironment(const Lookup &lookup, Rendezvous *out) {
       }
     auto slurmLookup = [&](const char *name) -> const char * {
       if (std::strcmp(name, "SLURM_NTASKS_PER_NODE") == 0)
-        return perNode ? perNode : (leading.empty() ? nullptr : leading.c_str());
+        return perNode ? perNode
+                       : (leading.empty() ? nullptr : leading.c_str());
       return lookup(name);
     };
     st = readSource(slurmLookup,

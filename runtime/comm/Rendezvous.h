@@ -24,10 +24,10 @@ const char *rendezvousSourceName(RendezvousSource source);
 
 /// This process's place in the job.
 struct Rendezvous {
-  int rank = 0;            ///< 0 .. worldSize-1
-  int worldSize = 1;       ///< number of processes in the job
-  int localRank = 0;       ///< 0 .. localWorldSize-1, index on this node
-  int localWorldSize = 1;  ///< processes on this node
+  int rank = 0;           ///< 0 .. worldSize-1
+  int worldSize = 1;      ///< number of processes in the job
+  int localRank = 0;      ///< 0 .. localWorldSize-1, index on this node
+  int localWorldSize = 1; ///< processes on this node
   /// Host name or address of rank 0, which hosts the TCP store
   /// (TcpStore.h); MASTER_ADDR, else 127.0.0.1.
   std::string masterAddr = "127.0.0.1";

@@ -73,8 +73,7 @@ std::string seconds(std::chrono::milliseconds t) {
 
 /// Reads one message (head + parts) from |socket| asynchronously; calls
 /// |done(error, head, parts)|. Parts are limited to 1 GiB in total.
-template <typename Done>
-void readMessage(tcp::socket &socket, Done done) {
+template <typename Done> void readMessage(tcp::socket &socket, Done done) {
   struct State {
     char header[5];
     uint8_t head = 0;
@@ -91,23 +90,22 @@ void readMessage(tcp::socket &socket, Done done) {
       done(std::error_code(), st->head, std::move(st->parts));
       return;
     }
-    asio::async_read(
-        socket, asio::buffer(st->len, 4),
-        [&socket, st, done, self](std::error_code ec, size_t) {
-          if (ec)
-            return done(ec, 0, Parts());
-          uint32_t n = getU32(st->len);
-          if (n > (1u << 30))
-            return done(asio::error::message_size, 0, Parts());
-          st->parts.emplace_back(n, '\0');
-          asio::async_read(socket,
-                           asio::buffer(st->parts.back().data(), n),
+    asio::async_read(socket, asio::buffer(st->len, 4),
+                     [&socket, st, done, self](std::error_code ec, size_t) {
+                       if (ec)
+                         return done(ec, 0, Parts());
+                       uint32_t n = getU32(st->len);
+                       if (n > (1u << 30))
+                         return done(asio::error::message_size, 0, Parts());
+                       st->parts.emplace_back(n, '\0');
+                       asio::async_read(
+                           socket, asio::buffer(st->parts.back().data(), n),
                            [st, done, self](std::error_code ec, size_t) {
                              if (ec)
                                return done(ec, 0, Parts());
                              (*self)();
                            });
-        });
+                     });
   };
   asio::async_read(socket, asio::buffer(st->header, 5),
                    [st, done, readPart](std::error_code ec, size_t) {
@@ -146,11 +144,11 @@ public:
     if (!ec)
       acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)
-      return Status::error(
-          DLRT_UNAVAILABLE,
-          "rank 0 cannot host the rendezvous: port " + std::to_string(port) +
-              " is taken (" + ec.message() +
-              "); set MASTER_PORT to a free port");
+      return Status::error(DLRT_UNAVAILABLE,
+                           "rank 0 cannot host the rendezvous: port " +
+                               std::to_string(port) + " is taken (" +
+                               ec.message() +
+                               "); set MASTER_PORT to a free port");
     port_ = acceptor_.local_endpoint().port();
     accept();
     thread_ = std::thread([this] { io_.run(); });
@@ -166,7 +164,8 @@ public:
 
 private:
   struct Connection : std::enable_shared_from_this<Connection> {
-    Connection(Server &s, tcp::socket sock) : server(s), socket(std::move(sock)) {}
+    Connection(Server &s, tcp::socket sock)
+        : server(s), socket(std::move(sock)) {}
     Server &server;
     tcp::socket socket;
     int rank = -1;
@@ -216,15 +215,16 @@ private:
         break;
       int rank = int(decodeI64(in[0])), world = int(decodeI64(in[1]));
       if (world != worldSize_) {
-        out->push_back("world size mismatch: rank " + std::to_string(rank) +
-                       " has WORLD_SIZE=" + std::to_string(world) +
-                       " but rank 0 has WORLD_SIZE=" +
-                       std::to_string(worldSize_));
+        out->push_back(
+            "world size mismatch: rank " + std::to_string(rank) +
+            " has WORLD_SIZE=" + std::to_string(world) +
+            " but rank 0 has WORLD_SIZE=" + std::to_string(worldSize_));
         return Error;
       }
       if (rank < 0 || rank >= worldSize_) {
         out->push_back("rank " + std::to_string(rank) +
-                       " is outside the world of " + std::to_string(worldSize_));
+                       " is outside the world of " +
+                       std::to_string(worldSize_));
         return Error;
       }
       if (joined_.count(rank) && !lost_.count(rank)) {
@@ -406,7 +406,8 @@ public:
       if (!st.ok() || code == Ok)
         return st;
       if (Clock::now() >= deadline)
-        return Status::error(DLRT_UNAVAILABLE, what + " did not appear within " +
+        return Status::error(DLRT_UNAVAILABLE, what +
+                                                   " did not appear within " +
                                                    seconds(timeout));
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(20));
@@ -482,8 +483,9 @@ Status TcpStore::create(const TcpStoreOptions &options,
     return st;
   uint8_t code;
   Parts reply;
-  st = impl->call(Hello, {encodeI64(options.rank), encodeI64(options.worldSize)},
-                  &code, &reply);
+  st =
+      impl->call(Hello, {encodeI64(options.rank), encodeI64(options.worldSize)},
+                 &code, &reply);
   if (!st.ok())
     return st;
   out->reset(new TcpStore(std::move(impl)));

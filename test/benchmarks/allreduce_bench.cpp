@@ -69,20 +69,25 @@ int main(int argc, char **argv) {
         int(std::clamp<size_t>((size_t(256) << 20) / bytes, 3, 200));
     for (int i = 0; i < 2; ++i) // warm-up
       if (!(st = comm->allReduce(data.data(), count, DataType::F32,
-                                 ReduceOp::Sum)->wait()).ok())
+                                 ReduceOp::Sum)
+                     ->wait())
+               .ok())
         return fail(st);
     if (!(st = comm->barrier()->wait()).ok())
       return fail(st);
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i)
       if (!(st = comm->allReduce(data.data(), count, DataType::F32,
-                                 ReduceOp::Sum)->wait()).ok())
+                                 ReduceOp::Sum)
+                     ->wait())
+               .ok())
         return fail(st);
     if (!(st = comm->barrier()->wait()).ok())
       return fail(st);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count() / iters;
+            .count() /
+        iters;
     double algbw = double(bytes) / seconds / 1e9;
     double busbw = algbw * 2.0 * (W - 1) / W;
     if (r.rank == 0) {

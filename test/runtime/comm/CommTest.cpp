@@ -1,4 +1,5 @@
-//===- CommTest.cpp - rendezvous, TCP store, Gloo and NCCL communicators ---===//
+//===- CommTest.cpp - rendezvous, TCP store, Gloo and NCCL communicators
+//---===//
 // Multi-rank tests fork one process per rank on 127.0.0.1 (Gloo's state is
 // per process, as in real jobs); a child reports failures on stderr and
 // through its exit status, and the parent kills children that outlive a
@@ -175,8 +176,9 @@ TEST(Rendezvous, Torchrun) {
   EXPECT_EQ(r.masterAddr, "node0");
   EXPECT_EQ(r.masterPort, 1234);
   EXPECT_FALSE(r.masterDefaulted);
-  EXPECT_EQ(r.describe(),
-            "rank 5 of 8 (local 1 of 4) from torchrun, rendezvous at node0:1234");
+  EXPECT_EQ(
+      r.describe(),
+      "rank 5 of 8 (local 1 of 4) from torchrun, rendezvous at node0:1234");
 }
 
 TEST(Rendezvous, OpenMpiOverSlurm) {
@@ -221,18 +223,27 @@ TEST(Rendezvous, Errors) {
     std::map<std::string, std::string> env;
     std::string message;
   } cases[] = {
-      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}}, "RANK=2 is not below WORLD_SIZE=2"},
-      {{{"RANK", "x1"}, {"WORLD_SIZE", "2"}}, "RANK='x1' is not a whole number"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}}, "WORLD_SIZE='0' is not a whole number >= 1"},
-      {{{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, "RANK='-1' is not a whole number"},
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}},
+       "RANK=2 is not below WORLD_SIZE=2"},
+      {{{"RANK", "x1"}, {"WORLD_SIZE", "2"}},
+       "RANK='x1' is not a whole number"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}},
+       "WORLD_SIZE='0' is not a whole number >= 1"},
+      {{{"RANK", "-1"}, {"WORLD_SIZE", "2"}},
+       "RANK='-1' is not a whole number"},
       {{{"RANK", "0"}}, "RANK is set but WORLD_SIZE is not"},
       {{{"WORLD_SIZE", "2"}}, "WORLD_SIZE is set but RANK is not"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"},
+      {{{"RANK", "0"},
+        {"WORLD_SIZE", "4"},
+        {"LOCAL_RANK", "2"},
         {"LOCAL_WORLD_SIZE", "2"}},
        "LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2"},
-      {{{"OMPI_COMM_WORLD_RANK", "1"}}, "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"},
-      {{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "3"}}, "SLURM_PROCID=3 is not below SLURM_NTASKS=3"},
-      {{{"MASTER_PORT", "70000"}}, "MASTER_PORT='70000' is not a port number (1..65535)"},
+      {{{"OMPI_COMM_WORLD_RANK", "1"}},
+       "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"},
+      {{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "3"}},
+       "SLURM_PROCID=3 is not below SLURM_NTASKS=3"},
+      {{{"MASTER_PORT", "70000"}},
+       "MASTER_PORT='70000' is not a port number (1..65535)"},
       {{{"MASTER_PORT", "12ab"}}, "MASTER_PORT='12ab' is not a port number"},
       {{{"MASTER_ADDR", ""}}, "MASTER_ADDR is empty"},
   };
@@ -279,10 +290,12 @@ TcpStoreOptions storeOptions(int port, bool server, int rank, int world,
 
 TEST(TcpStore, SetGetAddWait) {
   std::unique_ptr<TcpStore> server, client;
-  ASSERT_TRUE(TcpStore::create(storeOptions(0, true, 0, 2, 5000ms), &server).ok());
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 2, 5000ms), &server).ok());
   const int port = server->port();
   ASSERT_GT(port, 0);
-  Status st = TcpStore::create(storeOptions(port, false, 1, 2, 5000ms), &client);
+  Status st =
+      TcpStore::create(storeOptions(port, false, 1, 2, 5000ms), &client);
   ASSERT_TRUE(st.ok()) << st.message;
 
   ASSERT_TRUE(server->set("a", {'x', '\0', 'y'}).ok());
@@ -323,7 +336,8 @@ TEST(TcpStore, SetGetAddWait) {
 
 TEST(TcpStore, GetTimesOut) {
   std::unique_ptr<TcpStore> server;
-  ASSERT_TRUE(TcpStore::create(storeOptions(0, true, 0, 1, 400ms), &server).ok());
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 1, 400ms), &server).ok());
   std::vector<char> v;
   auto t0 = Clock::now();
   Status st = server->get("nobody", &v);
@@ -336,13 +350,14 @@ TEST(TcpStore, GetTimesOut) {
 
 TEST(TcpStore, PortTaken) {
   std::unique_ptr<TcpStore> first, second;
-  ASSERT_TRUE(TcpStore::create(storeOptions(0, true, 0, 1, 1000ms), &first).ok());
-  Status st = TcpStore::create(
-      storeOptions(first->port(), true, 0, 1, 1000ms), &second);
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 1, 1000ms), &first).ok());
+  Status st = TcpStore::create(storeOptions(first->port(), true, 0, 1, 1000ms),
+                               &second);
   EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
-  EXPECT_NE(st.message.find("port " + std::to_string(first->port()) +
-                            " is taken"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message.find("port " + std::to_string(first->port()) + " is taken"),
+      std::string::npos)
       << st.message;
   EXPECT_NE(st.message.find("MASTER_PORT"), std::string::npos) << st.message;
 }
@@ -365,7 +380,8 @@ TEST(TcpStore, UnreachableAfterTimeout) {
 
 TEST(TcpStore, WorldSizeMismatchAndDuplicateRank) {
   std::unique_ptr<TcpStore> server, client;
-  ASSERT_TRUE(TcpStore::create(storeOptions(0, true, 0, 2, 2000ms), &server).ok());
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 2, 2000ms), &server).ok());
   Status st = TcpStore::create(
       storeOptions(server->port(), false, 1, 3, 2000ms), &client);
   EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
@@ -381,7 +397,8 @@ TEST(TcpStore, WorldSizeMismatchAndDuplicateRank) {
 
 TEST(TcpStore, NamesRanksThatLeftWithoutGoodbye) {
   std::unique_ptr<TcpStore> server;
-  ASSERT_TRUE(TcpStore::create(storeOptions(0, true, 0, 3, 5000ms), &server).ok());
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 3, 5000ms), &server).ok());
   const int port = server->port();
   // Rank 1 closes cleanly; rank 2's process ends without a goodbye.
   pid_t pid = fork();
@@ -396,7 +413,8 @@ TEST(TcpStore, NamesRanksThatLeftWithoutGoodbye) {
   ASSERT_EQ(WEXITSTATUS(status), 0);
   {
     std::unique_ptr<TcpStore> c;
-    ASSERT_TRUE(TcpStore::create(storeOptions(port, false, 1, 3, 5000ms), &c).ok());
+    ASSERT_TRUE(
+        TcpStore::create(storeOptions(port, false, 1, 3, 5000ms), &c).ok());
   }
   std::vector<int> lost;
   for (int i = 0; i < 100 && lost.empty(); ++i) {
@@ -416,10 +434,12 @@ TEST(Gloo, OneRankIsLocal) {
   EXPECT_EQ(comm->size(), 1);
   EXPECT_STREQ(comm->backend(), "gloo");
   std::vector<float> x = {1.5f, -2.0f};
-  EXPECT_TRUE(comm->allReduce(x.data(), 2, DataType::F32, ReduceOp::Avg)->wait().ok());
+  EXPECT_TRUE(
+      comm->allReduce(x.data(), 2, DataType::F32, ReduceOp::Avg)->wait().ok());
   EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
   std::vector<float> y(2);
-  EXPECT_TRUE(comm->allGather(x.data(), y.data(), 2, DataType::F32)->wait().ok());
+  EXPECT_TRUE(
+      comm->allGather(x.data(), y.data(), 2, DataType::F32)->wait().ok());
   EXPECT_EQ(y, x);
   EXPECT_TRUE(comm->barrier()->wait().ok());
   Status st = comm->send(x.data(), 2, DataType::F32, 0)->wait();
@@ -491,7 +511,8 @@ void collectives(int world) {
     }
     // i64 sum beyond 2^53 (not representable in f64).
     std::vector<int64_t> big = {(int64_t(1) << 60) + rank, -rank};
-    Status st = c.allReduce(big.data(), 2, DataType::I64, ReduceOp::Sum)->wait();
+    Status st =
+        c.allReduce(big.data(), 2, DataType::I64, ReduceOp::Sum)->wait();
     check(st.ok(), st.message);
     int64_t ranks = int64_t(world) * (world - 1) / 2;
     check(big[0] == int64_t(world) * ((int64_t(1) << 60)) + ranks &&
@@ -508,7 +529,8 @@ void collectives(int world) {
           "broadcast");
 
     // All-gather: rank r contributes 3 values 10r, 10r+1, 10r+2.
-    std::vector<float> mine = {10.0f * rank, 10.0f * rank + 1, 10.0f * rank + 2};
+    std::vector<float> mine = {10.0f * rank, 10.0f * rank + 1,
+                               10.0f * rank + 2};
     std::vector<float> all(3 * world, -1);
     st = c.allGather(mine.data(), all.data(), 3, DataType::F32)->wait();
     check(st.ok(), st.message);
@@ -523,7 +545,8 @@ void collectives(int world) {
     for (size_t j = 0; j < in.size(); ++j)
       in[j] = float(j) + rank;
     st = c.reduceScatter(in.data(), out.data(), per, DataType::F32,
-                         ReduceOp::Sum)->wait();
+                         ReduceOp::Sum)
+             ->wait();
     check(st.ok(), st.message);
     for (size_t k = 0; k < per; ++k)
       check(out[k] == float(world) * float(rank * per + k) + float(ranks),
@@ -565,35 +588,44 @@ TEST(Gloo, CollectivesFourRanks) { collectives(4); }
 /// one must fail within the 3 s timeout, naming it (rank 0 hosts the store:
 /// its loss is seen as the store's connection closing).
 void peerExits(int leaver) {
-  auto codes = runRanks(3, [leaver](int rank, int port, Checker &check) {
-    Member m;
-    if (!join(rank, 3, port, 3000ms, &m, check))
-      return;
-    std::vector<float> x(1 << 20, 1.0f); // 4 MiB
-    Status st = m.comm->allReduce(x.data(), x.size(), DataType::F32,
-                                  ReduceOp::Sum)->wait();
-    check(st.ok(), st.message);
-    if (rank == leaver) {
-      std::fflush(stderr);
-      _exit(0); // gone without a goodbye
-    }
-    std::this_thread::sleep_for(100ms);
-    auto t0 = Clock::now();
-    st = m.comm->allReduce(x.data(), x.size(), DataType::F32,
-                           ReduceOp::Sum)->wait();
-    auto took = Clock::now() - t0;
-    const std::string cause = "rank " + std::to_string(leaver) +
-                              " closed its connection (process exited?)";
-    check(st.code == DLRT_UNAVAILABLE, "code");
-    check(st.message == "all_reduce of 4.0 MiB failed: " + cause,
-          "message: " + st.message);
-    check(took < 4000ms, "took " + std::to_string(
-                             std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
-                             " ms");
-    // The group is broken: later operations fail at once with the cause.
-    st = m.comm->barrier()->wait();
-    check(st.message == "barrier failed: " + cause, "later op: " + st.message);
-  }, 30s);
+  auto codes = runRanks(
+      3,
+      [leaver](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 3, port, 3000ms, &m, check))
+          return;
+        std::vector<float> x(1 << 20, 1.0f); // 4 MiB
+        Status st =
+            m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                ->wait();
+        check(st.ok(), st.message);
+        if (rank == leaver) {
+          std::fflush(stderr);
+          _exit(0); // gone without a goodbye
+        }
+        std::this_thread::sleep_for(100ms);
+        auto t0 = Clock::now();
+        st = m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                 ->wait();
+        auto took = Clock::now() - t0;
+        const std::string cause = "rank " + std::to_string(leaver) +
+                                  " closed its connection (process exited?)";
+        check(st.code == DLRT_UNAVAILABLE, "code");
+        check(st.message == "all_reduce of 4.0 MiB failed: " + cause,
+              "message: " + st.message);
+        check(
+            took < 4000ms,
+            "took " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(took)
+                        .count()) +
+                " ms");
+        // The group is broken: later operations fail at once with the cause.
+        st = m.comm->barrier()->wait();
+        check(st.message == "barrier failed: " + cause,
+              "later op: " + st.message);
+      },
+      30s);
   EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
 }
 
@@ -603,26 +635,35 @@ TEST(Gloo, StoreHostThatExitsIsNamed) { peerExits(0); }
 TEST(Gloo, HungPeerTimesOut) {
   // Rank 1 never issues the all-reduce (but stays alive): rank 0 gives up
   // after its 1.5 s timeout instead of hanging.
-  auto codes = runRanks(2, [](int rank, int port, Checker &check) {
-    Member m;
-    if (!join(rank, 2, port, 1500ms, &m, check))
-      return;
-    if (rank == 1) {
-      std::this_thread::sleep_for(4000ms);
-      return;
-    }
-    std::vector<float> x(256, 1.0f);
-    auto t0 = Clock::now();
-    Status st = m.comm->allReduce(x.data(), x.size(), DataType::F32,
-                                  ReduceOp::Sum)->wait();
-    auto took = Clock::now() - t0;
-    check(st.message == "all_reduce of 1.0 KiB failed: timed out after 1.5 s "
-                        "(a peer is hung, gone or slower than the timeout)",
-          "message: " + st.message);
-    check(took >= 1400ms && took < 3000ms, "took " + std::to_string(
-              std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
-              " ms");
-  }, 30s);
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 1500ms, &m, check))
+          return;
+        if (rank == 1) {
+          std::this_thread::sleep_for(4000ms);
+          return;
+        }
+        std::vector<float> x(256, 1.0f);
+        auto t0 = Clock::now();
+        Status st =
+            m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                ->wait();
+        auto took = Clock::now() - t0;
+        check(st.message ==
+                  "all_reduce of 1.0 KiB failed: timed out after 1.5 s "
+                  "(a peer is hung, gone or slower than the timeout)",
+              "message: " + st.message);
+        check(
+            took >= 1400ms && took < 3000ms,
+            "took " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(took)
+                        .count()) +
+                " ms");
+      },
+      30s);
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
@@ -647,27 +688,32 @@ TEST(Gloo, MissingRankFailsTheSetup) {
 }
 
 TEST(Gloo, AbortFailsPendingWork) {
-  auto codes = runRanks(2, [](int rank, int port, Checker &check) {
-    Member m;
-    if (!join(rank, 2, port, 5000ms, &m, check))
-      return;
-    if (rank == 1) { // never takes part; rank 0 aborts its own op
-      std::this_thread::sleep_for(1500ms);
-      return;
-    }
-    std::vector<float> x(16, 1.0f);
-    auto w = m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum);
-    std::this_thread::sleep_for(200ms);
-    auto t0 = Clock::now();
-    m.comm->abort();
-    Status st = w->wait();
-    check(st.message == "all_reduce of 64 B failed: the communicator was aborted",
-          "message: " + st.message);
-    check(Clock::now() - t0 < 2000ms, "abort took too long");
-    st = m.comm->barrier()->wait();
-    check(st.message == "barrier failed: the communicator was aborted",
-          "later: " + st.message);
-  }, 30s);
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 5000ms, &m, check))
+          return;
+        if (rank == 1) { // never takes part; rank 0 aborts its own op
+          std::this_thread::sleep_for(1500ms);
+          return;
+        }
+        std::vector<float> x(16, 1.0f);
+        auto w =
+            m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum);
+        std::this_thread::sleep_for(200ms);
+        auto t0 = Clock::now();
+        m.comm->abort();
+        Status st = w->wait();
+        check(st.message ==
+                  "all_reduce of 64 B failed: the communicator was aborted",
+              "message: " + st.message);
+        check(Clock::now() - t0 < 2000ms, "abort took too long");
+        st = m.comm->barrier()->wait();
+        check(st.message == "barrier failed: the communicator was aborted",
+              "later: " + st.message);
+      },
+      30s);
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
@@ -687,7 +733,8 @@ TEST(Nccl, LoadErrorsAreClean) {
           "message: " + st.message);
     std::unique_ptr<Communicator> comm;
     int dummyStream = 0;
-    st = createNcclCommunicator(Rendezvous(), nullptr, &dummyStream, 1000ms, &comm);
+    st = createNcclCommunicator(Rendezvous(), nullptr, &dummyStream, 1000ms,
+                                &comm);
     check(st.message.rfind("NCCL is not available", 0) == 0,
           "create: " + st.message);
     setenv("DLRT_NCCL_LIBRARY", "libm.so.6", 1);
@@ -705,14 +752,16 @@ TEST(Nccl, WithoutDriverTheErrorNamesIt) {
     int version = 0;
     Status st = loadNccl(&version);
     if (!st.ok()) { // no NCCL on this machine: that error must be clean
-      check(st.message.rfind("NCCL is not available: cannot load libnccl.so.2 (", 0) == 0,
+      check(st.message.rfind(
+                "NCCL is not available: cannot load libnccl.so.2 (", 0) == 0,
             "message: " + st.message);
       return;
     }
     check(version >= 21200, "version " + std::to_string(version));
     std::unique_ptr<Communicator> comm;
     int dummyStream = 0;
-    st = createNcclCommunicator(Rendezvous(), nullptr, &dummyStream, 1000ms, &comm);
+    st = createNcclCommunicator(Rendezvous(), nullptr, &dummyStream, 1000ms,
+                                &comm);
     // Here there is no GPU: the driver's absence is the error. With a GPU
     // (and a null-free stream) this would go on to ncclCommInitRank, which
     // this test does not reach.
