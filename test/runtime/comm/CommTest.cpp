@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -334,6 +335,32 @@ TEST(TcpStore, SetGetAddWait) {
   EXPECT_TRUE(lost.empty());
 }
 
+TEST(TcpStore, AddIsAtomicAcrossClients) {
+  std::unique_ptr<TcpStore> server;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 5, 5000ms), &server).ok());
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int rank = 1; rank <= 4; ++rank)
+    clients.emplace_back([&, rank] {
+      std::unique_ptr<TcpStore> c;
+      if (!TcpStore::create(
+               storeOptions(server->port(), false, rank, 5, 5000ms), &c)
+               .ok())
+        ++failures;
+      int64_t v;
+      for (int i = 0; i < 100; ++i)
+        if (!c || !c->add("counter", 1, &v).ok())
+          ++failures;
+    });
+  for (std::thread &t : clients)
+    t.join();
+  EXPECT_EQ(failures.load(), 0);
+  int64_t total = 0;
+  ASSERT_TRUE(server->add("counter", 0, &total).ok());
+  EXPECT_EQ(total, 400);
+}
+
 TEST(TcpStore, GetTimesOut) {
   std::unique_ptr<TcpStore> server;
   ASSERT_TRUE(
@@ -552,6 +579,16 @@ void collectives(int world) {
       check(out[k] == float(world) * float(rank * per + k) + float(ranks),
             "reduce_scatter block " + std::to_string(rank));
 
+    // Reduce-scatter with the mean (W is a power of two: exact).
+    st = c.reduceScatter(in.data(), out.data(), per, DataType::F32,
+                         ReduceOp::Avg)
+             ->wait();
+    check(st.ok(), st.message);
+    for (size_t k = 0; k < per; ++k)
+      check(out[k] == (float(world) * float(rank * per + k) + float(ranks)) /
+                          float(world),
+            "reduce_scatter avg block " + std::to_string(rank));
+
     // Send/recv around the ring, twice (message order kept).
     const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
     std::vector<int64_t> s1 = {rank, 100}, s2 = {rank, 200}, r1(2), r2(2);
@@ -584,9 +621,10 @@ void collectives(int world) {
 TEST(Gloo, CollectivesTwoRanks) { collectives(2); }
 TEST(Gloo, CollectivesFourRanks) { collectives(4); }
 
-/// Rank |leaver| of 3 leaves after the first all-reduce; the others' next
-/// one must fail within the 3 s timeout, naming it (rank 0 hosts the store:
-/// its loss is seen as the store's connection closing).
+/// Rank |leaver| of 3 exits in the middle of the second all-reduce (64 MiB,
+/// 20 ms after issuing it); the others' must fail within the 3 s timeout,
+/// naming it (rank 0 hosts the store: its loss is seen as the store's
+/// connection closing).
 void peerExits(int leaver) {
   auto codes = runRanks(
       3,
@@ -594,7 +632,7 @@ void peerExits(int leaver) {
         Member m;
         if (!join(rank, 3, port, 3000ms, &m, check))
           return;
-        std::vector<float> x(1 << 20, 1.0f); // 4 MiB
+        std::vector<float> x(16 << 20, 1.0f); // 64 MiB
         Status st =
             m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
                 ->wait();
@@ -611,7 +649,7 @@ void peerExits(int leaver) {
         const std::string cause = "rank " + std::to_string(leaver) +
                                   " closed its connection (process exited?)";
         check(st.code == DLRT_UNAVAILABLE, "code");
-        check(st.message == "all_reduce of 4.0 MiB failed: " + cause,
+        check(st.message == "all_reduce of 64.0 MiB failed: " + cause,
               "message: " + st.message);
         check(
             took < 4000ms,
