@@ -310,8 +310,11 @@ public:
     do {
       std::error_code ec;
       tcp::resolver resolver(io);
-      auto endpoints =
-          resolver.resolve(options.host, std::to_string(options.port), ec);
+      // Rank 0 reaches its own server through loopback, whatever
+      // MASTER_ADDR resolves to from inside its host.
+      auto endpoints = resolver.resolve(
+          options.isServer ? std::string("127.0.0.1") : options.host,
+          std::to_string(options.port), ec);
       if (!ec) {
         bool done = false;
         asio::async_connect(socket, endpoints,

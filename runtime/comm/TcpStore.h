@@ -45,6 +45,9 @@ TcpStoreOptions tcpStoreOptions(const Rendezvous &rendezvous,
 
 /// A client of the rendezvous store, and on rank 0 also its server. Calls
 /// are thread-safe (serialized). Keys are byte strings; values are bytes.
+/// The server listens on IPv4 (all interfaces) and ends with rank 0's
+/// TcpStore, so rank 0 should destroy it last (after a barrier); a client
+/// destroyed normally says goodbye, so lostRanks() does not name it.
 class TcpStore {
 public:
   /// Starts the server when |options.isServer|, then connects, retrying
