@@ -21,6 +21,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -317,6 +318,7 @@ public:
       std::shared_ptr<gloo::transport::UnboundBuffer> buf =
           context_->createUnboundBuffer(const_cast<void *>(data), bytes);
       buf->send(peer, slot);
+      track(buf, true);
       return [buf, this] {
         if (!buf->waitSend(timeout_))
           throw std::runtime_error("aborted");
@@ -341,6 +343,7 @@ public:
       std::shared_ptr<gloo::transport::UnboundBuffer> buf =
           context_->createUnboundBuffer(data, bytes);
       buf->recv(peer, slot);
+      track(buf, false);
       return [buf, this] {
         if (!buf->waitRecv(timeout_))
           throw std::runtime_error("aborted");
@@ -382,6 +385,17 @@ public:
     for (Task &t : queued)
       t.work->finish(Status::error(
           DLRT_UNAVAILABLE, t.name + " failed: the communicator was aborted"));
+    // Posted sends and receives end their wait() now (Gloo keeps the abort
+    // for a wait that has not started yet).
+    std::vector<std::pair<std::weak_ptr<gloo::transport::UnboundBuffer>, bool>>
+        posted;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      posted.swap(posted_);
+    }
+    for (auto &[weak, isSend] : posted)
+      if (auto buf = weak.lock())
+        isSend ? buf->abortWaitSend() : buf->abortWaitRecv();
   }
 
 private:
@@ -393,6 +407,18 @@ private:
     std::shared_ptr<QueuedWork> work;
     std::function<std::function<void()>()> post;
   };
+
+  /// Remembers a posted send or receive for abort(), forgetting finished
+  /// ones.
+  void track(const std::shared_ptr<gloo::transport::UnboundBuffer> &buf,
+             bool isSend) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_.erase(
+        std::remove_if(posted_.begin(), posted_.end(),
+                       [](const auto &p) { return p.first.expired(); }),
+        posted_.end());
+    posted_.emplace_back(buf, isSend);
+  }
 
   /// Slots of point-to-point messages from |src| to |dst|: a prefix no Gloo
   /// collective uses, the direction, and the message's number.
@@ -562,6 +588,8 @@ private:
   std::shared_ptr<QueuedWork> current_; // the operation the worker runs
   std::string currentName_;
   std::vector<uint64_t> sendSeq_, recvSeq_;
+  std::vector<std::pair<std::weak_ptr<gloo::transport::UnboundBuffer>, bool>>
+      posted_; // sends and receives that wait() has not finished
   std::thread worker_;
 };
 

@@ -755,6 +755,33 @@ TEST(Gloo, AbortFailsPendingWork) {
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
+TEST(Gloo, AbortEndsAPostedReceive) {
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 10000ms, &m, check))
+          return;
+        if (rank == 1) { // never sends
+          std::this_thread::sleep_for(1500ms);
+          return;
+        }
+        std::vector<float> x(4);
+        auto w = m.comm->recv(x.data(), x.size(), DataType::F32, 1);
+        std::this_thread::sleep_for(200ms); // the worker has posted it
+        auto t0 = Clock::now();
+        m.comm->abort();
+        Status st = w->wait();
+        check(
+            st.message ==
+                "recv of 16 B from rank 1 failed: the communicator was aborted",
+            "message: " + st.message);
+        check(Clock::now() - t0 < 2000ms, "abort took too long");
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
 // ---------------------------------------------------------------------------
 // NCCL: loading only (no GPU here)
 
