@@ -12,6 +12,7 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libgloo-dev libasio-dev openmpi-bin
   clang-22 libclang-rt-22-dev
   python3-torch python3-torchvision python3-onnx python3-numpy
   dataset-fashion-mnist

@@ -44,7 +44,12 @@ namespace dlrt::cuda {
   X(cuModuleLoadData)                                                          \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                                                            \
+  X(cuStreamWaitEvent)                                                         \
+  X(cuEventCreate)                                                             \
+  X(cuEventRecord)                                                             \
+  X(cuEventQuery)                                                              \
+  X(cuEventDestroy)
 
 #define DLRT_NVRTC_FUNCTIONS(X)                                                \
   X(nvrtcVersion)                                                              \

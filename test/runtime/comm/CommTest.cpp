@@ -1,0 +1,841 @@
+//===- CommTest.cpp - rendezvous, TCP store, Gloo and NCCL communicators
+//---===//
+// Multi-rank tests fork one process per rank on 127.0.0.1 (Gloo's state is
+// per process, as in real jobs); a child reports failures on stderr and
+// through its exit status, and the parent kills children that outlive a
+// deadline, so a hang fails the test instead of blocking it.
+#include "comm/Communicator.h"
+#include "comm/Rendezvous.h"
+#include "comm/TcpStore.h"
+#include "src/HalfConversions.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <thread>
+
+using namespace dlrt;
+using namespace dlrt::comm;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// A TCP port that was free a moment ago (bind to 0, read, close).
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+Rendezvous makeRendezvous(int rank, int world, int port) {
+  Rendezvous r;
+  r.rank = rank;
+  r.worldSize = world;
+  r.localRank = rank;
+  r.localWorldSize = world;
+  r.masterAddr = "127.0.0.1";
+  r.masterPort = port;
+  r.masterDefaulted = false;
+  r.source = RendezvousSource::Torchrun;
+  return r;
+}
+
+/// Failures of a child rank: printed at once, counted for the exit status.
+struct Checker {
+  int rank;
+  int failures = 0;
+  void operator()(bool ok, const std::string &what) {
+    if (!ok) {
+      ++failures;
+      std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
+    }
+  }
+};
+
+/// Runs |body(rank, check)| in |world| forked processes and returns their
+/// exit statuses (0 = every check passed; 99 = killed at |deadline|).
+std::vector<int>
+runRanks(int world,
+         const std::function<void(int rank, int port, Checker &)> &body,
+         std::chrono::seconds deadline = 60s) {
+  const int port = freePort();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < world; ++rank) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      Checker check{rank};
+      body(rank, port, check);
+      std::fflush(stderr);
+      _exit(check.failures ? 1 : 0);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes(world, -1);
+  const auto end = Clock::now() + deadline;
+  int left = world;
+  while (left > 0) {
+    for (int i = 0; i < world; ++i) {
+      if (codes[i] != -1)
+        continue;
+      int status = 0;
+      if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+        codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+        --left;
+      }
+    }
+    if (left && Clock::now() > end) {
+      for (int i = 0; i < world; ++i)
+        if (codes[i] == -1) {
+          kill(pids[i], SIGKILL);
+          waitpid(pids[i], nullptr, 0);
+          codes[i] = 99;
+        }
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return codes;
+}
+
+/// Store + Gloo communicator of one rank; failures are checked.
+struct Member {
+  std::unique_ptr<TcpStore> store;
+  std::unique_ptr<Communicator> comm;
+};
+bool join(int rank, int world, int port, std::chrono::milliseconds timeout,
+          Member *m, Checker &check) {
+  Rendezvous r = makeRendezvous(rank, world, port);
+  Status st = TcpStore::create(tcpStoreOptions(r, timeout), &m->store);
+  check(st.ok(), "store: " + st.message);
+  if (!st.ok())
+    return false;
+  st = createGlooCommunicator(r, m->store.get(), timeout, &m->comm);
+  check(st.ok(), "gloo: " + st.message);
+  return st.ok();
+}
+
+// ---------------------------------------------------------------------------
+// Rendezvous
+
+Status parse(const std::map<std::string, std::string> &env, Rendezvous *r) {
+  return rendezvousFromEnvironment(
+      [&](const char *name) -> const char * {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      r);
+}
+
+TEST(Rendezvous, NothingSetIsOneProcess) {
+  Rendezvous r;
+  r.rank = 7;
+  ASSERT_TRUE(parse({}, &r).ok());
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.worldSize, 1);
+  EXPECT_EQ(r.source, RendezvousSource::SingleProcess);
+  EXPECT_EQ(r.masterAddr, "127.0.0.1");
+  EXPECT_EQ(r.masterPort, 29500);
+  EXPECT_TRUE(r.masterDefaulted);
+}
+
+TEST(Rendezvous, Torchrun) {
+  Rendezvous r;
+  Status st = parse({{"RANK", "5"},
+                     {"WORLD_SIZE", "8"},
+                     {"LOCAL_RANK", "1"},
+                     {"LOCAL_WORLD_SIZE", "4"},
+                     {"MASTER_ADDR", "node0"},
+                     {"MASTER_PORT", "1234"},
+                     {"OMPI_COMM_WORLD_RANK", "3"}, // torchrun wins
+                     {"OMPI_COMM_WORLD_SIZE", "4"}},
+                    &r);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(r.source, RendezvousSource::Torchrun);
+  EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.worldSize, 8);
+  EXPECT_EQ(r.localRank, 1);
+  EXPECT_EQ(r.localWorldSize, 4);
+  EXPECT_EQ(r.masterAddr, "node0");
+  EXPECT_EQ(r.masterPort, 1234);
+  EXPECT_FALSE(r.masterDefaulted);
+  EXPECT_EQ(
+      r.describe(),
+      "rank 5 of 8 (local 1 of 4) from torchrun, rendezvous at node0:1234");
+}
+
+TEST(Rendezvous, OpenMpiOverSlurm) {
+  Rendezvous r;
+  Status st = parse({{"OMPI_COMM_WORLD_RANK", "2"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                     {"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "4"}},
+                    &r);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(r.source, RendezvousSource::OpenMpi);
+  EXPECT_EQ(r.rank, 2);
+  EXPECT_EQ(r.worldSize, 4);
+  EXPECT_EQ(r.localRank, 0);
+  EXPECT_EQ(r.localWorldSize, 2);
+  EXPECT_EQ(r.masterPort, 29500);
+  EXPECT_TRUE(r.masterDefaulted);
+}
+
+TEST(Rendezvous, Slurm) {
+  Rendezvous r;
+  Status st = parse({{"SLURM_PROCID", "6"},
+                     {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "2"},
+                     {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                     {"MASTER_ADDR", "10.0.0.1"}},
+                    &r);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(r.source, RendezvousSource::Slurm);
+  EXPECT_EQ(r.rank, 6);
+  EXPECT_EQ(r.worldSize, 8);
+  EXPECT_EQ(r.localRank, 2);
+  EXPECT_EQ(r.localWorldSize, 4);
+  EXPECT_EQ(r.masterAddr, "10.0.0.1");
+  EXPECT_TRUE(r.masterDefaulted); // the port was defaulted
+}
+
+TEST(Rendezvous, Errors) {
+  struct Case {
+    std::map<std::string, std::string> env;
+    std::string message;
+  } cases[] = {
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}},
+       "RANK=2 is not below WORLD_SIZE=2"},
+      {{{"RANK", "x1"}, {"WORLD_SIZE", "2"}},
+       "RANK='x1' is not a whole number"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}},
+       "WORLD_SIZE='0' is not a whole number >= 1"},
+      {{{"RANK", "-1"}, {"WORLD_SIZE", "2"}},
+       "RANK='-1' is not a whole number"},
+      {{{"RANK", "0"}}, "RANK is set but WORLD_SIZE is not"},
+      {{{"WORLD_SIZE", "2"}}, "WORLD_SIZE is set but RANK is not"},
+      {{{"RANK", "0"},
+        {"WORLD_SIZE", "4"},
+        {"LOCAL_RANK", "2"},
+        {"LOCAL_WORLD_SIZE", "2"}},
+       "LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2"},
+      {{{"OMPI_COMM_WORLD_RANK", "1"}},
+       "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"},
+      {{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "3"}},
+       "SLURM_PROCID=3 is not below SLURM_NTASKS=3"},
+      {{{"MASTER_PORT", "70000"}},
+       "MASTER_PORT='70000' is not a port number (1..65535)"},
+      {{{"MASTER_PORT", "12ab"}}, "MASTER_PORT='12ab' is not a port number"},
+      {{{"MASTER_ADDR", ""}}, "MASTER_ADDR is empty"},
+  };
+  for (const Case &c : cases) {
+    Rendezvous r;
+    r.rank = 42;
+    Status st = parse(c.env, &r);
+    EXPECT_EQ(st.code, DLRT_INVALID_ARGUMENT) << c.message;
+    EXPECT_NE(st.message.find(c.message), std::string::npos)
+        << "got: " << st.message << "\nwanted: " << c.message;
+    EXPECT_EQ(st.message.find('\n'), std::string::npos);
+    EXPECT_EQ(r.rank, 42) << "output changed on error";
+  }
+}
+
+TEST(Rendezvous, ReadsTheProcessEnvironment) {
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "3", 1);
+  Rendezvous r;
+  Status st = rendezvousFromEnvironment(&r);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.worldSize, 3);
+  EXPECT_EQ(r.localRank, 1);
+  EXPECT_EQ(r.localWorldSize, 3);
+}
+
+// ---------------------------------------------------------------------------
+// TCP store
+
+TcpStoreOptions storeOptions(int port, bool server, int rank, int world,
+                             std::chrono::milliseconds timeout) {
+  TcpStoreOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.isServer = server;
+  o.rank = rank;
+  o.worldSize = world;
+  o.timeout = timeout;
+  return o;
+}
+
+TEST(TcpStore, SetGetAddWait) {
+  std::unique_ptr<TcpStore> server, client;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 2, 5000ms), &server).ok());
+  const int port = server->port();
+  ASSERT_GT(port, 0);
+  Status st =
+      TcpStore::create(storeOptions(port, false, 1, 2, 5000ms), &client);
+  ASSERT_TRUE(st.ok()) << st.message;
+
+  ASSERT_TRUE(server->set("a", {'x', '\0', 'y'}).ok());
+  std::vector<char> v;
+  ASSERT_TRUE(client->get("a", &v).ok());
+  EXPECT_EQ(v, (std::vector<char>{'x', '\0', 'y'}));
+  ASSERT_TRUE(client->set("a", {}).ok()); // replaced by an empty value
+  ASSERT_TRUE(server->get("a", &v).ok());
+  EXPECT_TRUE(v.empty());
+
+  int64_t n = 0;
+  ASSERT_TRUE(client->add("n", 5, &n).ok());
+  EXPECT_EQ(n, 5);
+  ASSERT_TRUE(server->add("n", -7, &n).ok());
+  EXPECT_EQ(n, -2);
+
+  // get blocks until another client sets the key.
+  std::thread late([&] {
+    std::this_thread::sleep_for(200ms);
+    (void)server->set("late", {'1'});
+  });
+  auto t0 = Clock::now();
+  st = client->get("late", &v);
+  late.join();
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(v, std::vector<char>{'1'});
+  EXPECT_GE(Clock::now() - t0, 150ms);
+
+  EXPECT_TRUE(client->wait({"a", "n", "late"}, 1000ms).ok());
+  st = client->wait({"a", "missing"}, 300ms);
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_EQ(st.message, "2 rendezvous keys did not appear within 0.3 s");
+
+  std::vector<int> lost;
+  ASSERT_TRUE(server->lostRanks(&lost).ok());
+  EXPECT_TRUE(lost.empty());
+}
+
+TEST(TcpStore, AddIsAtomicAcrossClients) {
+  std::unique_ptr<TcpStore> server;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 5, 5000ms), &server).ok());
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int rank = 1; rank <= 4; ++rank)
+    clients.emplace_back([&, rank] {
+      std::unique_ptr<TcpStore> c;
+      if (!TcpStore::create(
+               storeOptions(server->port(), false, rank, 5, 5000ms), &c)
+               .ok())
+        ++failures;
+      int64_t v;
+      for (int i = 0; i < 100; ++i)
+        if (!c || !c->add("counter", 1, &v).ok())
+          ++failures;
+    });
+  for (std::thread &t : clients)
+    t.join();
+  EXPECT_EQ(failures.load(), 0);
+  int64_t total = 0;
+  ASSERT_TRUE(server->add("counter", 0, &total).ok());
+  EXPECT_EQ(total, 400);
+}
+
+TEST(TcpStore, GetTimesOut) {
+  std::unique_ptr<TcpStore> server;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 1, 400ms), &server).ok());
+  std::vector<char> v;
+  auto t0 = Clock::now();
+  Status st = server->get("nobody", &v);
+  auto took = Clock::now() - t0;
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_EQ(st.message, "rendezvous key 'nobody' did not appear within 0.4 s");
+  EXPECT_GE(took, 400ms);
+  EXPECT_LT(took, 1500ms);
+}
+
+TEST(TcpStore, PortTaken) {
+  std::unique_ptr<TcpStore> first, second;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 1, 1000ms), &first).ok());
+  Status st = TcpStore::create(storeOptions(first->port(), true, 0, 1, 1000ms),
+                               &second);
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_NE(
+      st.message.find("port " + std::to_string(first->port()) + " is taken"),
+      std::string::npos)
+      << st.message;
+  EXPECT_NE(st.message.find("MASTER_PORT"), std::string::npos) << st.message;
+}
+
+TEST(TcpStore, UnreachableAfterTimeout) {
+  const int port = freePort(); // nobody listens there
+  std::unique_ptr<TcpStore> client;
+  auto t0 = Clock::now();
+  Status st = TcpStore::create(storeOptions(port, false, 1, 2, 700ms), &client);
+  auto took = Clock::now() - t0;
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_EQ(st.message.rfind("cannot reach the rendezvous at 127.0.0.1:" +
+                                 std::to_string(port) + " after 0.7 s",
+                             0),
+            0u)
+      << st.message;
+  EXPECT_GE(took, 700ms);
+  EXPECT_LT(took, 3000ms);
+}
+
+TEST(TcpStore, WorldSizeMismatchAndDuplicateRank) {
+  std::unique_ptr<TcpStore> server, client;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 2, 2000ms), &server).ok());
+  Status st = TcpStore::create(
+      storeOptions(server->port(), false, 1, 3, 2000ms), &client);
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_EQ(st.message, "world size mismatch: rank 1 has WORLD_SIZE=3 but "
+                        "rank 0 has WORLD_SIZE=2");
+  st = TcpStore::create(storeOptions(server->port(), false, 0, 2, 2000ms),
+                        &client);
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_NE(st.message.find("rank 0 joined the rendezvous twice"),
+            std::string::npos)
+      << st.message;
+}
+
+TEST(TcpStore, NamesRanksThatLeftWithoutGoodbye) {
+  std::unique_ptr<TcpStore> server;
+  ASSERT_TRUE(
+      TcpStore::create(storeOptions(0, true, 0, 3, 5000ms), &server).ok());
+  const int port = server->port();
+  // Rank 1 closes cleanly; rank 2's process ends without a goodbye.
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::unique_ptr<TcpStore> c;
+    if (!TcpStore::create(storeOptions(port, false, 2, 3, 5000ms), &c).ok())
+      _exit(1);
+    _exit(0); // no destructor: like a crash
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  {
+    std::unique_ptr<TcpStore> c;
+    ASSERT_TRUE(
+        TcpStore::create(storeOptions(port, false, 1, 3, 5000ms), &c).ok());
+  }
+  std::vector<int> lost;
+  for (int i = 0; i < 100 && lost.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    ASSERT_TRUE(server->lostRanks(&lost).ok());
+  }
+  EXPECT_EQ(lost, std::vector<int>{2});
+}
+
+// ---------------------------------------------------------------------------
+// Gloo
+
+TEST(Gloo, OneRankIsLocal) {
+  Rendezvous r; // single process, no store
+  std::unique_ptr<Communicator> comm;
+  ASSERT_TRUE(createGlooCommunicator(r, nullptr, 1000ms, &comm).ok());
+  EXPECT_EQ(comm->size(), 1);
+  EXPECT_STREQ(comm->backend(), "gloo");
+  std::vector<float> x = {1.5f, -2.0f};
+  EXPECT_TRUE(
+      comm->allReduce(x.data(), 2, DataType::F32, ReduceOp::Avg)->wait().ok());
+  EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
+  std::vector<float> y(2);
+  EXPECT_TRUE(
+      comm->allGather(x.data(), y.data(), 2, DataType::F32)->wait().ok());
+  EXPECT_EQ(y, x);
+  EXPECT_TRUE(comm->barrier()->wait().ok());
+  Status st = comm->send(x.data(), 2, DataType::F32, 0)->wait();
+  EXPECT_EQ(st.code, DLRT_INVALID_ARGUMENT);
+  EXPECT_EQ(st.message, "send of 8 B to rank 0 is invalid: the peer must be "
+                        "another rank of 1");
+  std::vector<int64_t> i = {3};
+  st = comm->allReduce(i.data(), 1, DataType::I64, ReduceOp::Avg)->wait();
+  EXPECT_EQ(st.code, DLRT_INVALID_ARGUMENT);
+  st = comm->broadcast(x.data(), 2, DataType::F32, 1)->wait();
+  EXPECT_EQ(st.code, DLRT_INVALID_ARGUMENT);
+}
+
+/// The value rank |r| holds at element |i|: small integers plus r/2, so
+/// every partial sum is exact in f16 and bf16 too.
+float input(int r, size_t i) { return float(i % 7) + 0.5f * float(r); }
+
+template <typename T, typename Encode>
+std::vector<T> fill(int rank, size_t n, Encode encode) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = encode(input(rank, i));
+  return v;
+}
+
+void collectives(int world) {
+  auto codes = runRanks(world, [world](int rank, int port, Checker &check) {
+    Member m;
+    if (!join(rank, world, port, 20000ms, &m, check))
+      return;
+    Communicator &c = *m.comm;
+    check(c.rank() == rank && c.size() == world, "rank/size");
+    const float rankSum = 0.5f * float(world * (world - 1) / 2);
+    // Odd count: the ring's chunks are uneven; 300001 f32 is > 1 MiB, so
+    // Gloo splits it into several segments.
+    for (size_t n : {size_t(1001), size_t(300001)}) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+        auto expect = [&](size_t i) {
+          float sum = float(world) * float(i % 7) + rankSum;
+          return op == ReduceOp::Sum ? sum : sum / float(world);
+        };
+        const char *opName = op == ReduceOp::Sum ? "sum" : "avg";
+        auto f32 = fill<float>(rank, n, [](float x) { return x; });
+        Status st = c.allReduce(f32.data(), n, DataType::F32, op)->wait();
+        check(st.ok(), st.message);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; ++i)
+          bad += f32[i] != expect(i);
+        check(bad == 0, "f32 " + std::string(opName) + ": " +
+                            std::to_string(bad) + " wrong of " +
+                            std::to_string(n));
+        auto f16 = fill<uint16_t>(rank, n, floatToHalfBits);
+        st = c.allReduce(f16.data(), n, DataType::F16, op)->wait();
+        check(st.ok(), st.message);
+        bad = 0;
+        for (size_t i = 0; i < n; ++i)
+          bad += halfBitsToFloat(f16[i]) != expect(i);
+        check(bad == 0, "f16 " + std::string(opName) + ": " +
+                            std::to_string(bad) + " wrong");
+        auto bf16 = fill<uint16_t>(rank, n, floatToBFloat16Bits);
+        st = c.allReduce(bf16.data(), n, DataType::BF16, op)->wait();
+        check(st.ok(), st.message);
+        bad = 0;
+        for (size_t i = 0; i < n; ++i)
+          bad += bfloat16BitsToFloat(bf16[i]) != expect(i);
+        check(bad == 0, "bf16 " + std::string(opName) + ": " +
+                            std::to_string(bad) + " wrong");
+      }
+    }
+    // i64 sum beyond 2^53 (not representable in f64).
+    std::vector<int64_t> big = {(int64_t(1) << 60) + rank, -rank};
+    Status st =
+        c.allReduce(big.data(), 2, DataType::I64, ReduceOp::Sum)->wait();
+    check(st.ok(), st.message);
+    int64_t ranks = int64_t(world) * (world - 1) / 2;
+    check(big[0] == int64_t(world) * ((int64_t(1) << 60)) + ranks &&
+              big[1] == -ranks,
+          "i64 sum");
+
+    // Broadcast from the last rank.
+    const int root = world - 1;
+    std::vector<float> b(1000, float(rank));
+    st = c.broadcast(b.data(), b.size(), DataType::F32, root)->wait();
+    check(st.ok(), st.message);
+    check(std::all_of(b.begin(), b.end(),
+                      [&](float x) { return x == float(root); }),
+          "broadcast");
+
+    // All-gather: rank r contributes 3 values 10r, 10r+1, 10r+2.
+    std::vector<float> mine = {10.0f * rank, 10.0f * rank + 1,
+                               10.0f * rank + 2};
+    std::vector<float> all(3 * world, -1);
+    st = c.allGather(mine.data(), all.data(), 3, DataType::F32)->wait();
+    check(st.ok(), st.message);
+    for (int r = 0; r < world; ++r)
+      for (int k = 0; k < 3; ++k)
+        check(all[3 * r + k] == 10.0f * r + k, "all_gather");
+
+    // Reduce-scatter: input j = j + rank; block r of the sum has
+    // world * j + sum of ranks.
+    const size_t per = 5;
+    std::vector<float> in(per * world), out(per, -1);
+    for (size_t j = 0; j < in.size(); ++j)
+      in[j] = float(j) + rank;
+    st = c.reduceScatter(in.data(), out.data(), per, DataType::F32,
+                         ReduceOp::Sum)
+             ->wait();
+    check(st.ok(), st.message);
+    for (size_t k = 0; k < per; ++k)
+      check(out[k] == float(world) * float(rank * per + k) + float(ranks),
+            "reduce_scatter block " + std::to_string(rank));
+
+    // Reduce-scatter with the mean (W is a power of two: exact).
+    st = c.reduceScatter(in.data(), out.data(), per, DataType::F32,
+                         ReduceOp::Avg)
+             ->wait();
+    check(st.ok(), st.message);
+    for (size_t k = 0; k < per; ++k)
+      check(out[k] == (float(world) * float(rank * per + k) + float(ranks)) /
+                          float(world),
+            "reduce_scatter avg block " + std::to_string(rank));
+
+    // Send/recv around the ring, twice (message order kept).
+    const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+    std::vector<int64_t> s1 = {rank, 100}, s2 = {rank, 200}, r1(2), r2(2);
+    auto ws1 = c.send(s1.data(), 2, DataType::I64, next);
+    auto ws2 = c.send(s2.data(), 2, DataType::I64, next);
+    auto wr1 = c.recv(r1.data(), 2, DataType::I64, prev);
+    auto wr2 = c.recv(r2.data(), 2, DataType::I64, prev);
+    for (auto *w : {&ws1, &ws2, &wr1, &wr2}) {
+      st = (*w)->wait();
+      check(st.ok(), st.message);
+    }
+    check(r1 == std::vector<int64_t>{prev, 100} &&
+              r2 == std::vector<int64_t>{prev, 200},
+          "send/recv");
+
+    // Overlap: issue two all-reduces, then wait for both (second first).
+    std::vector<float> o1(4096, 1.0f), o2(4096, float(rank));
+    auto w1 = c.allReduce(o1.data(), o1.size(), DataType::F32, ReduceOp::Sum);
+    auto w2 = c.allReduce(o2.data(), o2.size(), DataType::F32, ReduceOp::Sum);
+    check(w2->wait().ok() && w1->wait().ok(), "overlap");
+    check(o1[4095] == float(world) && o2[0] == float(ranks), "overlap values");
+
+    st = c.barrier()->wait();
+    check(st.ok(), st.message);
+  });
+  for (int r = 0; r < world; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r;
+}
+
+TEST(Gloo, CollectivesTwoRanks) { collectives(2); }
+TEST(Gloo, CollectivesFourRanks) { collectives(4); }
+
+/// Rank |leaver| of 3 exits in the middle of the second all-reduce (64 MiB,
+/// 20 ms after issuing it); the others' must fail within the 3 s timeout,
+/// naming it (rank 0 hosts the store: its loss is seen as the store's
+/// connection closing).
+void peerExits(int leaver) {
+  auto codes = runRanks(
+      3,
+      [leaver](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 3, port, 3000ms, &m, check))
+          return;
+        std::vector<float> x(16 << 20, 1.0f); // 64 MiB
+        Status st =
+            m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                ->wait();
+        check(st.ok(), st.message);
+        if (rank == leaver) {
+          std::fflush(stderr);
+          _exit(0); // gone without a goodbye
+        }
+        std::this_thread::sleep_for(100ms);
+        auto t0 = Clock::now();
+        st = m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                 ->wait();
+        auto took = Clock::now() - t0;
+        const std::string cause = "rank " + std::to_string(leaver) +
+                                  " closed its connection (process exited?)";
+        check(st.code == DLRT_UNAVAILABLE, "code");
+        check(st.message == "all_reduce of 64.0 MiB failed: " + cause,
+              "message: " + st.message);
+        check(
+            took < 4000ms,
+            "took " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(took)
+                        .count()) +
+                " ms");
+        // The group is broken: later operations fail at once with the cause.
+        st = m.comm->barrier()->wait();
+        check(st.message == "barrier failed: " + cause,
+              "later op: " + st.message);
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Gloo, PeerThatExitsIsNamed) { peerExits(2); }
+TEST(Gloo, StoreHostThatExitsIsNamed) { peerExits(0); }
+
+TEST(Gloo, HungPeerTimesOut) {
+  // Rank 1 never issues the all-reduce (but stays alive): rank 0 gives up
+  // after its 1.5 s timeout instead of hanging.
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 1500ms, &m, check))
+          return;
+        if (rank == 1) {
+          std::this_thread::sleep_for(4000ms);
+          return;
+        }
+        std::vector<float> x(256, 1.0f);
+        auto t0 = Clock::now();
+        Status st =
+            m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                ->wait();
+        auto took = Clock::now() - t0;
+        check(st.message ==
+                  "all_reduce of 1.0 KiB failed: timed out after 1.5 s "
+                  "(a peer is hung, gone or slower than the timeout)",
+              "message: " + st.message);
+        check(
+            took >= 1400ms && took < 3000ms,
+            "took " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(took)
+                        .count()) +
+                " ms");
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+TEST(Gloo, MissingRankFailsTheSetup) {
+  // Only rank 0 of 2 starts: creating the communicator fails within the
+  // timeout, naming the key of the rank that never came.
+  auto codes = runRanks(1, [](int rank, int port, Checker &check) {
+    Rendezvous r = makeRendezvous(0, 2, port);
+    std::unique_ptr<TcpStore> store;
+    Status st = TcpStore::create(tcpStoreOptions(r, 1000ms), &store);
+    check(st.ok(), st.message);
+    std::unique_ptr<Communicator> comm;
+    auto t0 = Clock::now();
+    st = createGlooCommunicator(r, store.get(), 1000ms, &comm);
+    check(st.code == DLRT_UNAVAILABLE, "code");
+    check(st.message == "rank 0 cannot connect to its peers (Gloo): rank(s) 1 "
+                        "did not join within 1 s",
+          "message: " + st.message);
+    check(Clock::now() - t0 < 5000ms, "took too long");
+  });
+  EXPECT_EQ(codes, std::vector<int>{0});
+}
+
+TEST(Gloo, AbortFailsPendingWork) {
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 5000ms, &m, check))
+          return;
+        if (rank == 1) { // never takes part; rank 0 aborts its own op
+          std::this_thread::sleep_for(1500ms);
+          return;
+        }
+        std::vector<float> x(16, 1.0f);
+        auto w =
+            m.comm->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum);
+        std::this_thread::sleep_for(200ms);
+        auto t0 = Clock::now();
+        m.comm->abort();
+        Status st = w->wait();
+        check(st.message ==
+                  "all_reduce of 64 B failed: the communicator was aborted",
+              "message: " + st.message);
+        check(Clock::now() - t0 < 2000ms, "abort took too long");
+        st = m.comm->barrier()->wait();
+        check(st.message == "barrier failed: the communicator was aborted",
+              "later: " + st.message);
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+TEST(Gloo, AbortEndsAPostedReceive) {
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 10000ms, &m, check))
+          return;
+        if (rank == 1) { // never sends
+          std::this_thread::sleep_for(1500ms);
+          return;
+        }
+        std::vector<float> x(4);
+        auto w = m.comm->recv(x.data(), x.size(), DataType::F32, 1);
+        std::this_thread::sleep_for(200ms); // the worker has posted it
+        auto t0 = Clock::now();
+        m.comm->abort();
+        Status st = w->wait();
+        check(
+            st.message ==
+                "recv of 16 B from rank 1 failed: the communicator was aborted",
+            "message: " + st.message);
+        check(Clock::now() - t0 < 2000ms, "abort took too long");
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: loading only (no GPU here)
+
+TEST(Nccl, LoadErrorsAreClean) {
+  // Each case in its own process: a successful load is kept per process.
+  auto codes = runRanks(1, [](int, int, Checker &check) {
+    setenv("DLRT_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+    int version = 0;
+    Status st = loadNccl(&version);
+    check(st.code == DLRT_UNAVAILABLE, "code");
+    check(st.message.rfind("NCCL is not available: cannot load "
+                           "/nonexistent/libnccl.so.2 (DLRT_NCCL_LIBRARY) (",
+                           0) == 0,
+          "message: " + st.message);
+    std::unique_ptr<Communicator> comm;
+    int dummyStream = 0;
+    st = createNcclCommunicator(Rendezvous(), nullptr, &dummyStream, 1000ms,
+                                &comm);
+    check(st.message.rfind("NCCL is not available", 0) == 0,
+          "create: " + st.message);
+    setenv("DLRT_NCCL_LIBRARY", "libm.so.6", 1);
+    st = loadNccl(&version);
+    check(st.message == "NCCL is not available: libm.so.6 (DLRT_NCCL_LIBRARY) "
+                        "lacks ncclGetVersion (not NCCL, or older than 2.12?)",
+          "message: " + st.message);
+  });
+  EXPECT_EQ(codes, std::vector<int>{0});
+}
+
+TEST(Nccl, WithoutDriverTheErrorNamesIt) {
+  auto codes = runRanks(1, [](int, int, Checker &check) {
+    unsetenv("DLRT_NCCL_LIBRARY");
+    int version = 0;
+    Status st = loadNccl(&version);
+    if (!st.ok()) { // no NCCL on this machine: that error must be clean
+      check(st.message.rfind(
+                "NCCL is not available: cannot load libnccl.so.2 (", 0) == 0,
+            "message: " + st.message);
+      return;
+    }
+    check(version >= 21200, "version " + std::to_string(version));
+    std::unique_ptr<Communicator> comm;
+    int dummyStream = 0;
+    st = createNcclCommunicator(Rendezvous(), nullptr, &dummyStream, 1000ms,
+                                &comm);
+    // Here there is no GPU: the driver's absence is the error. With a GPU
+    // (and a null-free stream) this would go on to ncclCommInitRank, which
+    // this test does not reach.
+    if (!st.ok())
+      check(st.message.rfind("no CUDA driver", 0) == 0 ||
+                st.message.rfind("no usable CUDA device", 0) == 0,
+            "message: " + st.message);
+  });
+  EXPECT_EQ(codes, std::vector<int>{0});
+}
+
+} // namespace
