@@ -15,6 +15,7 @@
 
 #include "Device.h"
 #include "Package.h"
+#include "../comm/Communicator.h"
 
 namespace dlrt {
 /// The objects behind the C API handles; in their own namespace so they
@@ -37,9 +38,13 @@ public:
   /// Held by Session::run for the length of a run: the device takes one
   /// session's workspace at a time (Device::setWorkspace).
   std::mutex &runMutex() { return runMutex_; }
+  /// The communicator of a distributed context (world size > 1), or null:
+  /// a package's collectives are then the identity (one rank).
+  comm::Communicator *communicator() { return communicator_.get(); }
 
 private:
   std::unique_ptr<Device> device_;
+  std::unique_ptr<comm::Communicator> communicator_;
   std::string name_;
   std::mutex runMutex_;
 };
