@@ -26,7 +26,10 @@ std::string Rendezvous::describe() const {
          " (local " + std::to_string(localRank) + " of " +
          std::to_string(localWorldSize) + ") from " +
          rendezvousSourceName(source) + ", rendezvous at " + masterAddr + ":" +
-         std::to_string(masterPort) + (masterDefaulted ? " (default)" : "");
+         std::to_string(masterPort) + (masterDefaulted ? " (default)" : "") +
+         (besideAgentStore ? " (MASTER_PORT + 1: torchrun's agent store "
+                             "holds MASTER_PORT)"
+                           : "");
 }
 
 namespace {
@@ -164,6 +167,17 @@ Status rendezvousFromEnvironment(const Lookup &lookup, Rendezvous *out) {
     return invalid(std::string("MASTER_PORT='") + port +
                    "' is not a port number (1..65535)");
   r.masterDefaulted = !addr || !port;
+  // torchrun's agent (static rendezvous) serves its own TCPStore on
+  // MASTER_PORT for the workers' torch.distributed; ours takes the next one.
+  const char *agentStore = lookup("TORCHELASTIC_USE_AGENT_STORE");
+  if (agentStore && std::strcmp(agentStore, "True") == 0) {
+    if (r.masterPort == 65535)
+      return invalid("MASTER_PORT=65535 is torchrun's agent store "
+                     "(TORCHELASTIC_USE_AGENT_STORE=True) and dlrt's store "
+                     "needs MASTER_PORT + 1; choose a lower --master-port");
+    r.masterPort += 1;
+    r.besideAgentStore = true;
+  }
   *out = r;
   return Status::OK();
 }

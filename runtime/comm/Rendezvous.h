@@ -32,8 +32,13 @@ struct Rendezvous {
   /// (TcpStore.h); MASTER_ADDR, else 127.0.0.1.
   std::string masterAddr = "127.0.0.1";
   /// TCP port of the store on masterAddr; MASTER_PORT, else 29500
-  /// (torchrun's default).
+  /// (torchrun's default). Under torchrun's static rendezvous
+  /// (TORCHELASTIC_USE_AGENT_STORE=True) torchrun's agent already serves
+  /// its own store on MASTER_PORT, so ours is MASTER_PORT + 1.
   int masterPort = 29500;
+  /// True when masterPort is MASTER_PORT + 1 because torchrun's agent store
+  /// holds MASTER_PORT.
+  bool besideAgentStore = false;
   /// True when MASTER_ADDR or MASTER_PORT was unset and its default used.
   bool masterDefaulted = true;
   RendezvousSource source = RendezvousSource::SingleProcess;
@@ -54,7 +59,10 @@ struct Rendezvous {
 ///     SLURM_TASKS_PER_NODE, else 1);
 ///  4. none of these: a single process (rank 0 of 1).
 /// MASTER_ADDR and MASTER_PORT are read for every source (defaults
-/// 127.0.0.1 and 29500). On error |*out| is left unchanged. Errors
+/// 127.0.0.1 and 29500); when TORCHELASTIC_USE_AGENT_STORE is "True"
+/// (torchrun, torch.distributed.run, with its default static rendezvous,
+/// whose agent hosts a store on MASTER_PORT) the store port is MASTER_PORT
+/// + 1 (an error when MASTER_PORT is 65535). On error |*out| is left unchanged. Errors
 /// (DLRT_INVALID_ARGUMENT, one line naming the variables and values): a
 /// value that is not a whole number, WORLD_SIZE < 1, RANK >= WORLD_SIZE,
 /// LOCAL_RANK >= LOCAL_WORLD_SIZE, a missing WORLD_SIZE (or size variable

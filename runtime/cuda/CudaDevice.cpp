@@ -230,6 +230,11 @@ public:
   /// Blocks until the copy is done, so |dst| holds the data on return.
   Status copyToHost(void *dst, const void *src, size_t bytes) override;
   Status fillZero(void *dst, size_t bytes) override;
+  void *stream() override {
+    if (!makeCurrent().ok())
+      return nullptr;
+    return ctx_->stream;
+  }
   /// The pool's reserved and used bytes and their high-water marks.
   Status memoryUsage(MemoryUsage *out) override;
   void setWorkspace(void *data, size_t bytes) override {

@@ -144,6 +144,8 @@ void dlrt_context_options_init(dlrt_context_options_t *options) {
   options->device_ordinal = 0;
   options->notice = nullptr;
   options->notice_user_data = nullptr;
+  options->distributed = 0;
+  options->comm_timeout_seconds = 0;
 }
 
 dlrt_status_t dlrt_context_create(const dlrt_context_options_t *options,
@@ -172,6 +174,39 @@ dlrt_device_kind_t dlrt_context_device(dlrt_context_t context) {
 
 const char *dlrt_context_device_name(dlrt_context_t context) {
   return context ? context->impl->deviceName().c_str() : "";
+}
+
+dlrt_status_t dlrt_context_rank(dlrt_context_t context, int32_t *out_rank,
+                                int32_t *out_world_size) {
+  if (out_rank)
+    *out_rank = 0;
+  if (out_world_size)
+    *out_world_size = 0;
+  if (!context)
+    return nullArgument("context");
+  if (!out_rank)
+    return nullArgument("out_rank");
+  if (!out_world_size)
+    return nullArgument("out_world_size");
+  *out_rank = context->impl->rank();
+  *out_world_size = context->impl->worldSize();
+  return nullptr;
+}
+
+dlrt_status_t dlrt_context_average(dlrt_context_t context, double *values,
+                                   size_t count) {
+  if (!context)
+    return nullArgument("context");
+  if (!values && count > 0)
+    return nullArgument("values");
+  return guarded(
+      [&] { return wrap(context->impl->average(values, count)); });
+}
+
+dlrt_status_t dlrt_context_barrier(dlrt_context_t context) {
+  if (!context)
+    return nullArgument("context");
+  return guarded([&] { return wrap(context->impl->barrier()); });
 }
 
 dlrt_status_t dlrt_model_load(dlrt_context_t context, const char *path,

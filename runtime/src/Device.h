@@ -102,6 +102,12 @@ public:
     (void)bytes;
   }
 
+  /// The CUDA stream (a CUstream) on which this device issues its work,
+  /// with the device's CUDA context made current on the calling thread, for
+  /// the NCCL communicator (comm::createNcclCommunicator); null for devices
+  /// without streams (the host).
+  virtual void *stream() { return nullptr; }
+
   /// Prepares the kernels of a package for launch. |host_library| is the
   /// package's host shared object (ELF bytes); |cuda_sources| and |cubins|
   /// give each kernel's CUDA C++ and any precompiled images (arch -> image).

@@ -1,6 +1,7 @@
 //===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
 #include "Session.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "Safetensors.h"
+#include "../comm/Rendezvous.h"
 
 namespace dlrt::exec {
 
@@ -59,8 +61,126 @@ Status Context::create(const dlrt_context_options_t &options,
         "path, not a GPU; its timings mean nothing";
     options.notice(options.notice_user_data, message.c_str());
   }
+  if (options.distributed) {
+    Status st = ctx->join(options);
+    if (!st.ok())
+      return st;
+  }
   *out = std::move(ctx);
   return Status::OK();
+}
+
+Status Context::join(const dlrt_context_options_t &options) {
+  double seconds = options.comm_timeout_seconds;
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "the communication timeout must be a finite number "
+                         "of seconds >= 0 (0: the default), got " +
+                             std::to_string(seconds));
+  // Beyond about 30 years the milliseconds would overflow; nobody waits
+  // that long.
+  std::chrono::milliseconds timeout =
+      seconds == 0 ? comm::kDefaultTimeout
+                   : std::chrono::milliseconds(static_cast<int64_t>(
+                         std::ceil(std::min(seconds, 1e9) * 1000)));
+  comm::Rendezvous r;
+  Status st = comm::rendezvousFromEnvironment(&r);
+  if (!st.ok())
+    return st;
+  if (r.worldSize == 1)
+    return Status::OK(); // one rank: the collectives are the identity
+  st = comm::TcpStore::create(comm::tcpStoreOptions(r, timeout), &store_);
+  if (!st.ok())
+    return st;
+  if (device_->kind() == DLRT_DEVICE_CUDA)
+    st = comm::createNcclCommunicator(r, store_.get(), device_->stream(),
+                                      timeout, &communicator_);
+  else
+    st = comm::createGlooCommunicator(r, store_.get(), timeout,
+                                      &communicator_);
+  if (!st.ok())
+    return st;
+  if (options.notice) {
+    std::string message = "joined the job as " + r.describe() + "; " +
+                          communicator_->backend() + " communicator";
+    options.notice(options.notice_user_data, message.c_str());
+  }
+  return Status::OK();
+}
+
+Context::~Context() {
+  // The communicator may ask the store which peer failed; the server (on
+  // rank 0) goes after it.
+  communicator_.reset();
+  store_.reset();
+}
+
+namespace {
+/// Runs the operation |issue| makes on the |bytes| of host memory at |host|
+/// (given its base address): directly on Gloo; on NCCL, whose pointers are
+/// device memory, on a device copy that is copied back afterwards.
+template <typename Issue>
+Status onHostMemory(Device &device, comm::Communicator &c, void *host,
+                    size_t bytes, Issue issue) {
+  if (std::string(c.backend()) != "nccl")
+    return issue(host)->wait();
+  DeviceBuffer buf;
+  Status st = device.allocate(bytes, &buf);
+  if (!st.ok())
+    return st;
+  st = device.copyToDevice(buf.data, host, bytes);
+  if (st.ok())
+    st = issue(buf.data)->wait();
+  if (st.ok())
+    st = device.copyToHost(host, buf.data, bytes);
+  device.release(buf);
+  return st;
+}
+} // namespace
+
+Status Context::average(double *values, size_t count) {
+  if (!communicator_ || count == 0)
+    return Status::OK();
+  comm::Communicator &c = *communicator_;
+  const size_t w = static_cast<size_t>(c.size());
+  // [this rank's values | every rank's, by rank]; doubles travel as i64 bit
+  // patterns, so no reduction type is involved.
+  std::vector<double> staging(count + count * w);
+  std::copy(values, values + count, staging.begin());
+  Status st = onHostMemory(
+      *device_, c, staging.data(), staging.size() * sizeof(double),
+      [&](void *base) {
+        double *p = static_cast<double *>(base);
+        return c.allGather(p, p + count, count, comm::DataType::I64);
+      });
+  if (!st.ok())
+    return st;
+  for (size_t i = 0; i < count; ++i) {
+    double sum = 0;
+    for (size_t r = 0; r < w; ++r)
+      sum += staging[count + r * count + i];
+    values[i] = sum / static_cast<double>(w);
+  }
+  return Status::OK();
+}
+
+Status Context::broadcast(void *data, size_t bytes, int root) {
+  if (!communicator_ || bytes == 0)
+    return Status::OK();
+  if (bytes % 8 != 0)
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "broadcast of " + std::to_string(bytes) +
+                             " bytes: not a multiple of 8");
+  comm::Communicator &c = *communicator_;
+  return onHostMemory(*device_, c, data, bytes, [&](void *base) {
+    return c.broadcast(base, bytes / 8, comm::DataType::I64, root);
+  });
+}
+
+Status Context::barrier() {
+  if (!communicator_)
+    return Status::OK();
+  return communicator_->barrier()->wait();
 }
 
 std::unique_ptr<Context> Context::withDevice(std::unique_ptr<Device> device) {
@@ -157,7 +277,53 @@ Status Session::create(std::shared_ptr<Model> model,
       j = static_cast<size_t>(pkg.buffers[j].aliasOf); // acyclic per loader
     s->pointers_[i] = s->pointers_[j];
   }
+  st = s->broadcastState();
+  if (!st.ok())
+    return st;
   *out = std::move(s);
+  return Status::OK();
+}
+
+Status Session::broadcastState() {
+  Context &ctx = model_->context();
+  if (ctx.worldSize() == 1 || state_.empty())
+    return Status::OK();
+  const Package &pkg = model_->package();
+  // One broadcast of every state buffer, each at an 8-byte aligned offset
+  // of a host staging buffer.
+  auto padded = [](int64_t bytes) {
+    return (static_cast<size_t>(bytes) + 7) / 8 * 8;
+  };
+  size_t total = 0;
+  for (uint32_t i : state_)
+    total += padded(pkg.buffers[i].sizeBytes);
+  std::vector<uint64_t> staging(total / 8, 0);
+  uint8_t *base = reinterpret_cast<uint8_t *>(staging.data());
+  Status st;
+  size_t offset = 0;
+  if (ctx.rank() == 0)
+    for (uint32_t i : state_) {
+      st = device_.copyToHost(base + offset, pointers_[i],
+                              static_cast<size_t>(pkg.buffers[i].sizeBytes));
+      if (!st.ok())
+        return st;
+      offset += padded(pkg.buffers[i].sizeBytes);
+    }
+  st = ctx.broadcast(base, total, /*root=*/0);
+  if (!st.ok())
+    return Status::error(st.code,
+                         "broadcasting the model state from rank 0: " +
+                             st.message);
+  if (ctx.rank() == 0)
+    return Status::OK();
+  offset = 0;
+  for (uint32_t i : state_) {
+    st = device_.copyToDevice(pointers_[i], base + offset,
+                              static_cast<size_t>(pkg.buffers[i].sizeBytes));
+    if (!st.ok())
+      return st;
+    offset += padded(pkg.buffers[i].sizeBytes);
+  }
   return Status::OK();
 }
 

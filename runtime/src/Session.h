@@ -16,6 +16,7 @@
 #include "Device.h"
 #include "Package.h"
 #include "../comm/Communicator.h"
+#include "../comm/TcpStore.h"
 
 namespace dlrt {
 /// The objects behind the C API handles; in their own namespace so they
@@ -25,9 +26,16 @@ namespace exec {
 class Context {
 public:
   /// Opens the device |options| asks for. DLRT_DEVICE_AUTO falls back to the
-  /// host device (with a notice) when no CUDA device is usable. Errors:
-  /// DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA without a usable GPU),
-  /// DLRT_INVALID_ARGUMENT (unknown device kind).
+  /// host device (with a notice) when no CUDA device is usable. With
+  /// |options.distributed|, reads the job from the environment
+  /// (comm::rendezvousFromEnvironment) and, for a world size above 1, joins
+  /// it: the TCP store (rank 0 hosts it) and a communicator, Gloo on the
+  /// host device and NCCL on CUDA, both bounded by
+  /// |options.comm_timeout_seconds| (0: comm::kDefaultTimeout). Errors:
+  /// DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA without a usable GPU; the store or a
+  /// peer unreachable within the timeout, the port taken, NCCL missing),
+  /// DLRT_INVALID_ARGUMENT (unknown device kind, a bad rendezvous
+  /// environment, a negative or non-finite timeout).
   static Status create(const dlrt_context_options_t &options,
                        std::unique_ptr<Context> *out);
   /// A context on |device| (not null), for tests and fuzz targets that bring
@@ -41,9 +49,37 @@ public:
   /// The communicator of a distributed context (world size > 1), or null:
   /// a package's collectives are then the identity (one rank).
   comm::Communicator *communicator() { return communicator_.get(); }
+  /// This process's rank and the number of ranks (0 and 1 without a
+  /// communicator).
+  int rank() const { return communicator_ ? communicator_->rank() : 0; }
+  int worldSize() const { return communicator_ ? communicator_->size() : 1; }
+
+  /// Replaces each of the |count| host doubles at |values| by its mean over
+  /// the ranks: an all-gather of their bits (so no precision is lost in the
+  /// transfer) summed in rank order, identical on every rank. Through a
+  /// device buffer on NCCL. Errors: those of the communicator's wait().
+  Status average(double *values, size_t count);
+  /// Replaces the |bytes| bytes (a multiple of 8) of host memory at |data|
+  /// by rank |root|'s, through a device buffer on NCCL. Errors: those of the
+  /// communicator's wait(), DLRT_INVALID_ARGUMENT (|bytes| not a multiple of
+  /// 8).
+  Status broadcast(void *data, size_t bytes, int root);
+  /// Returns when every rank has called it. Errors: those of wait().
+  Status barrier();
+
+  /// Ends the communicator first, then the store it may still ask (Gloo
+  /// names failed ranks through it), then the device.
+  ~Context();
 
 private:
+  /// Joins the job of the environment (Context::create with distributed).
+  Status join(const dlrt_context_options_t &options);
+
   std::unique_ptr<Device> device_;
+  /// The rendezvous store of a distributed context; lives as long as the
+  /// communicator (rank 0 hosts the server, which must outlive the peers'
+  /// last lookups of failed ranks).
+  std::unique_ptr<comm::TcpStore> store_;
   std::unique_ptr<comm::Communicator> communicator_;
   std::string name_;
   std::mutex runMutex_;
@@ -71,7 +107,9 @@ class Session {
 public:
   /// Allocates and initializes the memory of |model|'s buffers: persistent
   /// and Input buffers, the arena and the library-call workspace, exactly
-  /// what the package's MemoryPlan predicts.
+  /// what the package's MemoryPlan predicts; on a context of several ranks
+  /// then broadcasts the state from rank 0 (broadcastState), so every rank
+  /// must create its sessions in the same order.
   static Status create(std::shared_ptr<Model> model,
                        std::unique_ptr<Session> *out);
   ~Session();
@@ -109,6 +147,12 @@ public:
 
 private:
   explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
+  /// On a context of several ranks, makes every checkpointed buffer
+  /// (parameters, optimizer state, running statistics, step counters) rank
+  /// 0's: one broadcast of them all (DistributedDataParallel broadcasts its
+  /// parameters and buffers at construction the same way). Errors: those of
+  /// Context::broadcast and of the device's copies.
+  Status broadcastState();
   /// The checkpointed buffer named |name|, or -1.
   int64_t findState(const std::string &name) const;
 

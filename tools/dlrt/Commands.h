@@ -28,6 +28,8 @@ struct TrainOptions {
   int64_t logEvery = 100;
   std::string memoryReport; ///< --memory-report FILE.json
   bool quiet = false;       ///< --quiet: nothing on stdout
+  /// --comm-timeout seconds; 0: $DLRT_COMM_TIMEOUT, else 300.
+  double commTimeout = 0;
 };
 
 struct RunOptions {

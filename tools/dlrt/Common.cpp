@@ -1,7 +1,9 @@
 //===- Common.cpp - shared pieces of the dlrt subcommands -----------------===//
 #include "Common.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace dlrt::cli {
 
@@ -19,17 +21,20 @@ static void printNotice(void *, const char *message) {
   std::fprintf(stderr, "dlrt: note: %s\n", message);
 }
 
+static dlrt_device_kind_t deviceKind(const std::string &device) {
+  if (device == "auto")
+    return DLRT_DEVICE_AUTO;
+  if (device == "host")
+    return DLRT_DEVICE_HOST;
+  if (device == "cuda")
+    return DLRT_DEVICE_CUDA;
+  fail("unknown device '" + device + "' (expected auto, host or cuda)");
+}
+
 ContextPtr openContext(const std::string &device, bool announce) {
   dlrt_context_options_t options;
   dlrt_context_options_init(&options);
-  if (device == "auto")
-    options.device = DLRT_DEVICE_AUTO;
-  else if (device == "host")
-    options.device = DLRT_DEVICE_HOST;
-  else if (device == "cuda")
-    options.device = DLRT_DEVICE_CUDA;
-  else
-    fail("unknown device '" + device + "' (expected auto, host or cuda)");
+  options.device = deviceKind(device);
   options.notice = printNotice;
   dlrt_context_t context = nullptr;
   check(dlrt_context_create(&options, &context));
@@ -39,6 +44,58 @@ ContextPtr openContext(const std::string &device, bool announce) {
     std::fflush(stdout);
   }
   return owned;
+}
+
+static void keepNotice(void *notices, const char *message) {
+  static_cast<std::vector<std::string> *>(notices)->push_back(message);
+}
+
+ContextPtr openDistributedContext(const std::string &device, bool announce,
+                                  double commTimeout) {
+  dlrt_context_options_t options;
+  dlrt_context_options_init(&options);
+  options.device = deviceKind(device);
+  options.distributed = 1;
+  options.comm_timeout_seconds = commTimeout;
+  // The rank is known only once the context exists: keep the notices until
+  // then, so that ranks other than 0 print nothing but errors.
+  std::vector<std::string> notices;
+  options.notice = keepNotice;
+  options.notice_user_data = &notices;
+  dlrt_context_t context = nullptr;
+  check(dlrt_context_create(&options, &context));
+  ContextPtr owned(context);
+  int32_t rank, worldSize;
+  contextRank(context, &rank, &worldSize);
+  if (rank != 0)
+    return owned;
+  for (const std::string &notice : notices)
+    printNotice(nullptr, notice.c_str());
+  if (announce) {
+    std::printf("device: %s\n", dlrt_context_device_name(context));
+    if (worldSize > 1)
+      std::printf("ranks: %d\n", worldSize);
+    std::fflush(stdout);
+  }
+  return owned;
+}
+
+void contextRank(dlrt_context_t context, int32_t *rank, int32_t *worldSize) {
+  check(dlrt_context_rank(context, rank, worldSize));
+}
+
+double commTimeoutSeconds(double flag) {
+  if (flag > 0)
+    return flag;
+  const char *env = std::getenv("DLRT_COMM_TIMEOUT");
+  if (!env)
+    return 300;
+  char *end = nullptr;
+  double v = std::strtod(env, &end);
+  if (!*env || *end != '\0' || !(v > 0) || !std::isfinite(v))
+    fail(std::string("DLRT_COMM_TIMEOUT='") + env +
+         "' is not a positive number of seconds");
+  return v;
 }
 
 ModelPtr loadModel(dlrt_context_t context, const std::string &path) {

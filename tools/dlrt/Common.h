@@ -42,6 +42,21 @@ using SessionPtr = std::unique_ptr<dlrt_session, SessionDeleter>;
 /// notices go to stderr as "dlrt: note: ...". When |announce| is set, prints
 /// "device: <name>" on stdout.
 ContextPtr openContext(const std::string &device, bool announce);
+
+/// Opens the device as openContext does and joins the distributed job of
+/// the environment (dlrt_context_options_t::distributed; world size 1 is
+/// one process), with |commTimeout| seconds for the rendezvous and every
+/// collective. Notices and the announcement are printed by rank 0 only.
+ContextPtr openDistributedContext(const std::string &device, bool announce,
+                                  double commTimeout);
+
+/// The rank and world size of |context| (0 and 1 for one process).
+void contextRank(dlrt_context_t context, int32_t *rank, int32_t *worldSize);
+
+/// The communication timeout in seconds: |flag| when positive (the
+/// --comm-timeout flag), else $DLRT_COMM_TIMEOUT when set (a positive
+/// number, else an error naming it), else 300.
+double commTimeoutSeconds(double flag);
 /// Loads the package at |path| (errors are the C API's messages).
 ModelPtr loadModel(dlrt_context_t context, const std::string &path);
 SessionPtr createSession(dlrt_model_t model);

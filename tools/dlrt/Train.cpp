@@ -2,7 +2,9 @@
 // Feeds batches to a package's train_step, logs losses, evaluates the test
 // split, and saves / resumes checkpoints. The data order is a function of
 // (seed, epoch) only, so a resumed run recomputes its epoch's permutation,
-// skips the consumed batches and continues bit-identically on the host.
+// skips the consumed samples and continues bit-identically on the host.
+// Under a launcher every rank runs this loop on its shard of each global
+// batch (DistributedSampler's sharding); rank 0 alone prints and writes.
 #include "Commands.h"
 #include "Common.h"
 
@@ -207,14 +209,27 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
   std::fflush(stdout);
 }
 
+/// Where a run stands: global steps done, the epoch, and the samples of
+/// that epoch's order consumed so far (a multiple of the global batch of
+/// the run that consumed them).
+struct Position {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  int64_t sample = 0;
+};
+
 void saveCheckpoint(dlrt_session_t session, const TrainOptions &o,
-                    int64_t step, int64_t stepsPerEpoch, uint64_t seed) {
+                    const Position &at, int64_t stepsPerEpoch,
+                    int64_t globalBatch, int32_t worldSize, uint64_t seed) {
   nlohmann::json meta = {
-      {"step", std::to_string(step)},
-      {"epoch", std::to_string(step / stepsPerEpoch)},
+      {"step", std::to_string(at.step)},
+      {"epoch", std::to_string(at.epoch)},
+      {"epoch_position", std::to_string(at.sample)},
       {"seed", std::to_string(seed)},
       {"package", o.package},
       {"steps_per_epoch", std::to_string(stepsPerEpoch)},
+      {"global_batch", std::to_string(globalBatch)},
+      {"world_size", std::to_string(worldSize)},
       {"shuffle", o.shuffle ? "1" : "0"}};
   check(dlrt_session_save_checkpoint(session, o.save.c_str(),
                                      meta.dump().c_str()));
@@ -325,10 +340,15 @@ int runTrain(const TrainOptions &o) {
   if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
     fail("--steps, --epochs, --log-every and --batch-size must be positive");
 
-  gQuiet = o.quiet;
-  if (!o.memoryReport.empty())
+  ContextPtr context = openDistributedContext(
+      o.device, /*announce=*/!o.quiet, commTimeoutSeconds(o.commTimeout));
+  int32_t rank = 0, worldSize = 1;
+  contextRank(context.get(), &rank, &worldSize);
+  // Ranks other than 0 print nothing but errors, and only rank 0 writes.
+  const bool lead = rank == 0;
+  gQuiet = o.quiet || !lead;
+  if (!o.memoryReport.empty() && lead)
     checkReportPath(o.memoryReport);
-  ContextPtr context = openContext(o.device, /*announce=*/!o.quiet);
   ModelPtr model = loadModel(context.get(), o.package);
   if (!dlrt_model_has_function(model.get(), "train_step"))
     fail("'" + o.package + "' is not a training package (it has no "
@@ -347,10 +367,17 @@ int runTrain(const TrainOptions &o) {
     bindNpz(o, model.get(), batch, d);
   else
     bindFashionMnist(o, model.get(), batch, d);
-  if (d.samples < batch)
+  // Sharding as torch.utils.data.DistributedSampler (without padding): every
+  // rank computes the same order; global batch k is positions
+  // [k*B*W, (k+1)*B*W) of it, of which rank r takes k*B*W + r, + r + W, ...
+  const int64_t globalBatch = batch * worldSize;
+  if (d.samples < globalBatch)
     fail(d.what + " has " + std::to_string(d.samples) +
-         " samples, fewer than one batch of " + std::to_string(batch));
-  const int64_t stepsPerEpoch = d.samples / batch;
+         " samples, fewer than one " +
+         (worldSize > 1 ? "global batch of " + std::to_string(batch) +
+                              " x " + std::to_string(worldSize) + " ranks"
+                        : "batch of " + std::to_string(batch)));
+  const int64_t stepsPerEpoch = d.samples / globalBatch;
 
   std::vector<dlrt_tensor_info_t> outputs = outputInfos(model.get(),
                                                         "train_step");
@@ -361,6 +388,7 @@ int runTrain(const TrainOptions &o) {
          "' is not an output of train_step");
   const dlrt_tensor_info_t lossInfo = outputs[lossIndex];
 
+  // Every rank creates its session (which broadcasts rank 0's state).
   SessionPtr session = createSession(model.get());
   const LossScaleOutputs lossScale =
       findLossScaleOutputs(session.get(), outputs);
@@ -370,15 +398,20 @@ int runTrain(const TrainOptions &o) {
     if (grads.empty())
       fail("--save-gradients: '" + o.package + "' has no gradient outputs "
            "(compile it with dlc --train --expose-gradients)");
+    if (!lead)
+      grads.clear(); // the gradients are averaged: rank 0 writes them
     std::error_code ec;
-    std::filesystem::create_directories(o.saveGradients, ec);
+    if (lead)
+      std::filesystem::create_directories(o.saveGradients, ec);
     if (ec)
       fail("--save-gradients: cannot create '" + o.saveGradients +
            "': " + ec.message());
   }
-  int64_t step = 0;
+  Position at;
   uint64_t seed = o.seed;
   if (!o.resume.empty()) {
+    // Every rank reads the checkpoint (across nodes it must be on a shared
+    // file system); its state is the same on every rank.
     char *metaText = nullptr;
     check(dlrt_session_load_checkpoint(session.get(), o.resume.c_str(),
                                        &metaText));
@@ -389,38 +422,86 @@ int runTrain(const TrainOptions &o) {
     if (!metaNumber(meta, "step", o.resume, value))
       fail(o.resume + ": checkpoint has no 'step' metadata (not written by "
                       "dlrt train?)");
-    step = static_cast<int64_t>(value);
+    at.step = static_cast<int64_t>(value);
     if (metaNumber(meta, "seed", o.resume, value)) {
       if (!o.seedGiven)
         seed = value;
-      else if (value != o.seed)
+      else if (value != o.seed && lead)
         std::fprintf(stderr, "dlrt: note: checkpoint was trained with --seed "
                              "%llu; continuing with --seed %llu\n",
                      static_cast<unsigned long long>(value),
                      static_cast<unsigned long long>(o.seed));
     }
-    if (metaNumber(meta, "steps_per_epoch", o.resume, value) &&
-        static_cast<int64_t>(value) != stepsPerEpoch)
-      std::fprintf(stderr, "dlrt: note: checkpoint had %llu steps per epoch, "
-                           "this data gives %lld; the data order differs\n",
-                   static_cast<unsigned long long>(value),
-                   static_cast<long long>(stepsPerEpoch));
+    uint64_t epoch, sample, savedSteps;
+    if (metaNumber(meta, "epoch", o.resume, epoch) &&
+        metaNumber(meta, "epoch_position", o.resume, sample)) {
+      // The position is in samples, so it carries over to another number
+      // of ranks (another global batch).
+      at.epoch = static_cast<int64_t>(epoch);
+      at.sample = static_cast<int64_t>(sample);
+      if (metaNumber(meta, "global_batch", o.resume, value) &&
+          static_cast<int64_t>(value) != globalBatch && lead)
+        std::fprintf(stderr,
+                     "dlrt: note: checkpoint was trained with a global batch "
+                     "of %llu, this run's is %lld (%d rank(s) x %lld); "
+                     "continuing from sample %lld of epoch %lld\n",
+                     static_cast<unsigned long long>(value),
+                     static_cast<long long>(globalBatch), worldSize,
+                     static_cast<long long>(batch),
+                     static_cast<long long>(at.sample),
+                     static_cast<long long>(at.epoch + 1));
+    } else {
+      // Checkpoints of one process from before epoch_position existed.
+      int64_t spe = stepsPerEpoch;
+      if (metaNumber(meta, "steps_per_epoch", o.resume, savedSteps) &&
+          savedSteps > 0) {
+        if (static_cast<int64_t>(savedSteps) != stepsPerEpoch && lead)
+          std::fprintf(stderr,
+                       "dlrt: note: checkpoint had %llu steps per epoch, "
+                       "this data gives %lld; the data order differs\n",
+                       static_cast<unsigned long long>(savedSteps),
+                       static_cast<long long>(stepsPerEpoch));
+        spe = static_cast<int64_t>(savedSteps);
+      }
+      at.epoch = at.step / spe;
+      at.sample = at.step % spe * batch;
+    }
     say("resumed from %s at step %lld\n", o.resume.c_str(),
-        static_cast<long long>(step));
+        static_cast<long long>(at.step));
   }
 
-  const int64_t target = o.steps > 0 ? o.steps : o.epochs * stepsPerEpoch;
-  const int64_t totalEpochs = (target + stepsPerEpoch - 1) / stepsPerEpoch;
-  if (step >= target) {
-    say("nothing to do: at step %lld of %lld\n", static_cast<long long>(step),
-        static_cast<long long>(target));
-    if (!o.memoryReport.empty())
+  // --steps counts global steps; --epochs counts epochs from the first.
+  auto done = [&](const Position &p) {
+    return o.steps > 0 ? p.step >= o.steps : p.epoch >= o.epochs;
+  };
+  // An epoch ends when the next global batch does not fit.
+  auto normalize = [&](Position &p) {
+    if (p.sample + globalBatch > d.samples) {
+      ++p.epoch;
+      p.sample = 0;
+    }
+  };
+  normalize(at);
+  const int64_t totalEpochs =
+      o.steps > 0
+          ? at.epoch + (o.steps - at.step + at.sample / globalBatch +
+                        stepsPerEpoch - 1) /
+                           stepsPerEpoch
+          : o.epochs;
+  if (done(at)) {
+    say("nothing to do: at step %lld%s\n", static_cast<long long>(at.step),
+        o.steps > 0 ? (" of " + std::to_string(o.steps)).c_str()
+                    : (", epoch " + std::to_string(at.epoch) + " of " +
+                       std::to_string(o.epochs))
+                          .c_str());
+    if (!o.memoryReport.empty() && lead)
       reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
+    check(dlrt_context_barrier(context.get()));
     return 0;
   }
 
   FILE *log = nullptr;
-  if (!o.logJsonl.empty()) {
+  if (!o.logJsonl.empty() && lead) {
     // A resumed run continues its log; a fresh run starts a new one.
     log = std::fopen(o.logJsonl.c_str(), o.resume.empty() ? "w" : "a");
     if (!log)
@@ -434,16 +515,16 @@ int runTrain(const TrainOptions &o) {
     }
   } logCloser{log};
 
-  const bool evaluate =
-      d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
+  const bool evaluate = lead && d.isFashionMnist &&
+                        dlrt_model_has_function(model.get(), "forward");
   std::vector<int64_t> identity(static_cast<size_t>(d.samples));
   std::iota(identity.begin(), identity.end(), 0);
+  std::vector<int64_t> shard(static_cast<size_t>(batch));
   bool warnedNonFinite = false;
   bool savedAtEnd = false;
 
-  while (step < target) {
-    const int64_t epoch = step / stepsPerEpoch;
-    const int64_t first = step % stepsPerEpoch;
+  while (!done(at)) {
+    const int64_t epoch = at.epoch;
     std::vector<int64_t> shuffled;
     if (o.shuffle)
       shuffled = data::epochPermutation(d.samples, seed, epoch);
@@ -452,10 +533,10 @@ int runTrain(const TrainOptions &o) {
     double epochLoss = 0, windowLoss = 0;
     int64_t epochSteps = 0, windowSteps = 0;
     Clock::time_point epochStart = Clock::now(), windowStart = epochStart;
-    int64_t k = first;
-    for (; k < stepsPerEpoch && step < target; ++k) {
-      feedBatch(session.get(), "train_step", d.bindings,
-                order.data() + k * batch, batch);
+    while (at.epoch == epoch && !done(at)) {
+      for (int64_t j = 0; j < batch; ++j)
+        shard[j] = order[at.sample + rank + j * worldSize];
+      feedBatch(session.get(), "train_step", d.bindings, shard.data(), batch);
       check(dlrt_session_run(session.get(), "train_step"));
       std::vector<double> lossValues =
           readOutput(session.get(), "train_step", lossInfo);
@@ -464,12 +545,19 @@ int runTrain(const TrainOptions &o) {
         loss += v;
       if (!lossValues.empty())
         loss /= static_cast<double>(lossValues.size());
-      ++step;
+      // The mean over the ranks: the loss of the global batch when the
+      // loss is a mean over samples (every shard has B of them).
+      if (worldSize > 1)
+        check(dlrt_context_average(context.get(), &loss, 1));
+      ++at.step;
+      at.sample += globalBatch;
+      const int64_t k = at.sample / globalBatch; // global batches this epoch
+      normalize(at);
       if (!grads.empty())
-        saveGradients(session.get(), o.saveGradients, step, grads);
-      if (!std::isfinite(loss) && !warnedNonFinite) {
+        saveGradients(session.get(), o.saveGradients, at.step, grads);
+      if (!std::isfinite(loss) && !warnedNonFinite && lead) {
         std::fprintf(stderr, "dlrt: note: loss is %g at step %lld\n", loss,
-                     static_cast<long long>(step));
+                     static_cast<long long>(at.step));
         warnedNonFinite = true;
       }
       double scaleUsed = 0;
@@ -485,23 +573,24 @@ int runTrain(const TrainOptions &o) {
                                         sizeof(next)));
         if (next != scaleUsed)
           say("step %lld: loss scale %.9g -> %.9g (%s)\n",
-              static_cast<long long>(step), scaleUsed,
+              static_cast<long long>(at.step), scaleUsed,
               static_cast<double>(next),
               skipped ? "inf/NaN gradients, step skipped"
                       : "growth interval of finite steps reached");
         else if (skipped)
           say("step %lld: inf/NaN gradients, step skipped (loss "
               "scale %.9g)\n",
-              static_cast<long long>(step), scaleUsed);
+              static_cast<long long>(at.step), scaleUsed);
       }
       if (log) {
-        // f32 losses print exactly with 9 significant digits, f64 with 17.
-        if (lossInfo.dtype == DLRT_F64)
+        // f32 losses print exactly with 9 significant digits, f64 with 17;
+        // a mean over ranks is a double and keeps 17.
+        if (lossInfo.dtype == DLRT_F64 || worldSize > 1)
           std::fprintf(log, "{\"step\": %lld, \"loss\": %.17g",
-                       static_cast<long long>(step), loss);
+                       static_cast<long long>(at.step), loss);
         else
           std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g",
-                       static_cast<long long>(step), loss);
+                       static_cast<long long>(at.step), loss);
         if (lossScale.present())
           std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s",
                        scaleUsed, skipped ? "true" : "false");
@@ -511,15 +600,16 @@ int runTrain(const TrainOptions &o) {
       windowLoss += loss;
       ++epochSteps;
       ++windowSteps;
-      if (step % o.logEvery == 0) {
+      if (at.step % o.logEvery == 0) {
         double secs = secondsSince(windowStart);
         say("epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
             "samples/s\n",
             static_cast<long long>(epoch + 1),
-            static_cast<long long>(totalEpochs), static_cast<long long>(k + 1),
+            static_cast<long long>(totalEpochs), static_cast<long long>(k),
             static_cast<long long>(stepsPerEpoch),
             windowLoss / static_cast<double>(windowSteps),
-            secs > 0 ? static_cast<double>(windowSteps * batch) / secs : 0.0);
+            secs > 0 ? static_cast<double>(windowSteps * globalBatch) / secs
+                     : 0.0);
         std::fflush(stdout);
         windowLoss = 0;
         windowSteps = 0;
@@ -529,35 +619,44 @@ int runTrain(const TrainOptions &o) {
     if (log)
       std::fflush(log);
     double secs = secondsSince(epochStart);
-    double rate =
-        secs > 0 ? static_cast<double>(epochSteps * batch) / secs : 0.0;
-    bool finished = k == stepsPerEpoch;
-    if (finished)
+    double rate = secs > 0 ? static_cast<double>(epochSteps * globalBatch) /
+                                 secs
+                           : 0.0;
+    bool finished = at.epoch != epoch;
+    if (epochSteps == 0) {
+      // A resumed position at the very end of an epoch: nothing ran.
+    } else if (finished) {
       say("epoch %lld: mean loss %.4f, %.0f samples/s, %.1f s\n",
           static_cast<long long>(epoch + 1),
           epochLoss / static_cast<double>(epochSteps), rate, secs);
-    else
+    } else {
       say("epoch %lld (stopped at step %lld, %lld/%lld of the epoch): "
           "mean loss %.4f, %.0f samples/s, %.1f s\n",
-          static_cast<long long>(epoch + 1), static_cast<long long>(step),
-          static_cast<long long>(k), static_cast<long long>(stepsPerEpoch),
+          static_cast<long long>(epoch + 1), static_cast<long long>(at.step),
+          static_cast<long long>(at.sample / globalBatch),
+          static_cast<long long>(stepsPerEpoch),
           epochLoss / static_cast<double>(epochSteps), rate, secs);
+    }
     std::fflush(stdout);
-    if (evaluate)
+    if (evaluate && epochSteps > 0)
       testAccuracy(session.get(), model.get(), batch, d);
-    if (!o.save.empty()) {
-      saveCheckpoint(session.get(), o, step, stepsPerEpoch, seed);
-      savedAtEnd = step >= target;
+    if (!o.save.empty() && lead && epochSteps > 0) {
+      saveCheckpoint(session.get(), o, at, stepsPerEpoch, globalBatch,
+                     worldSize, seed);
+      savedAtEnd = done(at);
     }
   }
-  if (!o.save.empty()) {
+  if (!o.save.empty() && lead) {
     if (!savedAtEnd)
-      saveCheckpoint(session.get(), o, step, stepsPerEpoch, seed);
+      saveCheckpoint(session.get(), o, at, stepsPerEpoch, globalBatch,
+                     worldSize, seed);
     say("saved checkpoint %s (step %lld)\n", o.save.c_str(),
-        static_cast<long long>(step));
+        static_cast<long long>(at.step));
   }
-  if (!o.memoryReport.empty())
+  if (!o.memoryReport.empty() && lead)
     reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
+  // No rank closes its connections while another may still read from them.
+  check(dlrt_context_barrier(context.get()));
   return 0;
 }
 

@@ -77,15 +77,16 @@ int main(int argc, char **argv) {
   stepsOpt->check(positive);
   CLI::Option *epochsOpt = trainCmd->add_option(
       "--epochs", train.epochs,
-      "Epochs to train, counted from step 0 (default 1); each epoch drops "
-      "its final partial batch");
+      "Epochs to train, counted from the first (default 1); each epoch "
+      "drops its final partial global batch");
   epochsOpt->check(positive);
   stepsOpt->excludes(epochsOpt);
   epochsOpt->excludes(stepsOpt);
   trainCmd
       ->add_option("--batch-size", train.batchSize,
-                   "Must equal the package's compiled batch size (recompile "
-                   "with dlc --batch-size to change it)")
+                   "Samples per rank and step; must equal the package's "
+                   "compiled batch size (recompile with dlc --batch-size to "
+                   "change it)")
       ->check(positive);
   trainCmd->add_flag(
       "--no-shuffle", [&](int64_t) { train.shuffle = false; },
@@ -103,7 +104,8 @@ int main(int argc, char **argv) {
                        "each epoch and at the end");
   trainCmd->add_option("--resume", train.resume,
                        "Restore a checkpoint written by --save and continue "
-                       "from its step with the same data order");
+                       "from its step and data position with the same data "
+                       "order (also with another number of ranks)");
   trainCmd->add_option(
       "--save-gradients", train.saveGradients,
       "Write each step's gradients to DIR/step-<N>.safetensors (N: the "
@@ -126,10 +128,29 @@ int main(int argc, char **argv) {
   trainCmd->add_flag("--quiet", train.quiet,
                      "Print nothing on stdout (errors and notes still go to "
                      "stderr)");
+  trainCmd
+      ->add_option("--comm-timeout", train.commTimeout,
+                   "With several ranks: seconds the rendezvous and each "
+                   "collective may take before the run fails naming the "
+                   "rank at fault (default $DLRT_COMM_TIMEOUT, else 300)")
+      ->check(CLI::Validator(
+          [](std::string &value) -> std::string {
+            char *end = nullptr;
+            double v = std::strtod(value.c_str(), &end);
+            if (value.empty() || *end != '\0' || !(v > 0) || v > 1e9)
+              return "'" + value + "' is not a positive number of seconds";
+            return "";
+          },
+          "SECONDS"));
   trainCmd->footer(
       "Exactly one of --data or --dataset. The batch size is the package's. "
       "Progress lines, per-epoch mean loss and throughput go to stdout "
-      "(none with --quiet).");
+      "(none with --quiet). Under a launcher (dlrt launch, torchrun "
+      "--no-python, mpirun, srun) the run is data-parallel over its ranks: "
+      "--batch-size is per rank, rank r of W takes samples r, r+W, ... of "
+      "each global batch of B*W (as torch's DistributedSampler), the logged "
+      "loss is the mean over the ranks, and only rank 0 prints, logs and "
+      "saves.");
 
   RunOptions run;
   CLI::App *runCmd = app.add_subcommand(

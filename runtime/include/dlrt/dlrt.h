@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* Version of this API (major * 10000 + minor * 100 + patch). */
-#define DLRT_API_VERSION 300
+#define DLRT_API_VERSION 400
 
 /* ---------------------------------------------------------------- status */
 
@@ -95,14 +95,32 @@ typedef struct dlrt_context_options_t {
    * host device"); NULL prints nothing. */
   void (*notice)(void *user_data, const char *message);
   void *notice_user_data;
+  /* Since API 0.4 (DLRT_API_VERSION 400). 0 (default): one process, no
+   * communication. 1: join the distributed job the environment describes
+   * (torchrun's or `dlrt launch`'s RANK, WORLD_SIZE, MASTER_ADDR,
+   * MASTER_PORT; Open MPI's OMPI_COMM_WORLD_*; Slurm's SLURM_PROCID,
+   * SLURM_NTASKS; docs/distributed.md). With world size 1 this is the same
+   * as 0; with more, dlrt_context_create meets the other ranks: rank 0
+   * hosts the rendezvous store on MASTER_PORT (MASTER_PORT + 1 under
+   * torchrun, whose agent already listens on MASTER_PORT), and every rank
+   * connects a communicator: Gloo (TCP) on the host device, NCCL on CUDA. */
+  int32_t distributed;
+  /* Seconds that joining the job and every collective may take before they
+   * fail (a peer gone, hung or unreachable); 0 (default) means 300. */
+  double comm_timeout_seconds;
 } dlrt_context_options_t;
 
 /* Sets |options| to the defaults. */
 void dlrt_context_options_init(dlrt_context_options_t *options);
 
-/* Opens a device. On success the caller owns |*out_context| and releases it
- * with dlrt_context_release. Errors: DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA
- * asked for and no driver or GPU; AUTO falls back to host with a notice). */
+/* Opens a device, and with |options->distributed| joins the job. On success
+ * the caller owns |*out_context| and releases it with dlrt_context_release.
+ * Errors: DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA asked for and no driver or GPU;
+ * AUTO falls back to host with a notice; distributed: the rendezvous or a
+ * peer could not be reached within the timeout, the port is taken, NCCL is
+ * missing), DLRT_INVALID_ARGUMENT (a bad rendezvous environment, e.g.
+ * RANK >= WORLD_SIZE, or a negative timeout). Every message is one line
+ * naming the variable, address or rank at fault. */
 dlrt_status_t dlrt_context_create(const dlrt_context_options_t *options,
                                   dlrt_context_t *out_context);
 void dlrt_context_release(dlrt_context_t context);
@@ -111,6 +129,30 @@ dlrt_device_kind_t dlrt_context_device(dlrt_context_t context);
 /* A one-line description of the device, e.g. "host (2 threads)" or
  * "cuda:0 NVIDIA H100 (sm_90)"; borrowed from |context|. */
 const char *dlrt_context_device_name(dlrt_context_t context);
+
+/* This process's rank (0 .. world size - 1) and the number of ranks of
+ * |context|'s job: 0 and 1 unless the context was created distributed with
+ * a world size above 1. Since API 0.4. Errors: DLRT_INVALID_ARGUMENT (NULL
+ * argument). */
+dlrt_status_t dlrt_context_rank(dlrt_context_t context, int32_t *out_rank,
+                                int32_t *out_world_size);
+
+/* Replaces each of the |count| host doubles at |values| by its mean over the
+ * ranks (every rank must call it with the same count; for a few scalars such
+ * as a logged loss). The ranks' values are gathered bit-exactly and summed in
+ * rank order in double precision, so every rank gets the same bits. With one
+ * rank the values are unchanged. Since API 0.4. Errors:
+ * DLRT_INVALID_ARGUMENT (NULL argument), DLRT_UNAVAILABLE (a peer failed or
+ * the collective timed out; one line naming the operation and the rank). */
+dlrt_status_t dlrt_context_average(dlrt_context_t context, double *values,
+                                   size_t count);
+
+/* Blocks until every rank of |context|'s job has called it (immediate with
+ * one rank). A job calls it before releasing its contexts, so that no rank
+ * tears down its connections while another still reads from them. Since API
+ * 0.4. Errors: DLRT_INVALID_ARGUMENT (NULL context), DLRT_UNAVAILABLE (a
+ * peer failed or the timeout passed). */
+dlrt_status_t dlrt_context_barrier(dlrt_context_t context);
 
 /* ---------------------------------------------------------------- model */
 
@@ -144,7 +186,12 @@ int64_t dlrt_model_batch_size(dlrt_model_t model);
 /* -------------------------------------------------------------- session */
 
 /* Creates a session: device memory for persistent buffers (initialized from
- * the package's weights), the activation arena and inputs. The caller owns
+ * the package's weights), the activation arena and inputs. On a context of
+ * several ranks every rank must create its sessions in the same order: each
+ * ends by broadcasting every persistent tensor (parameters, optimizer state,
+ * running statistics, step counters) from rank 0, so all ranks start equal,
+ * as PyTorch's DistributedDataParallel does at construction; a failed
+ * broadcast is DLRT_UNAVAILABLE. The caller owns
  * |*out_session| and releases it with dlrt_session_release. The session
  * keeps its model (and the model its context) alive, so the handles may be
  * released in any order. Errors: DLRT_OUT_OF_MEMORY, DLRT_INTERNAL (kernel

@@ -81,6 +81,16 @@ public:
   }
   dlrt_device_kind_t device() const { return dlrt_context_device(handle_); }
   const char *deviceName() const { return dlrt_context_device_name(handle_); }
+  /// This process's rank and the job's world size (dlrt_context_rank).
+  Error rank(int32_t *rank, int32_t *worldSize) const {
+    return Error(dlrt_context_rank(handle_, rank, worldSize));
+  }
+  /// Mean over the ranks of |count| host doubles (dlrt_context_average).
+  Error average(double *values, size_t count) {
+    return Error(dlrt_context_average(handle_, values, count));
+  }
+  /// Waits for every rank (dlrt_context_barrier).
+  Error barrier() { return Error(dlrt_context_barrier(handle_)); }
 };
 
 /// A loaded package (dlrt_model_t).
