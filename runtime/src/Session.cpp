@@ -1,8 +1,11 @@
 //===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
 #include "Session.h"
 
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
+
+#include <signal.h>
 
 #include <algorithm>
 #include <set>
@@ -89,6 +92,13 @@ Status Context::join(const dlrt_context_options_t &options) {
     return st;
   if (r.worldSize == 1)
     return Status::OK(); // one rank: the collectives are the identity
+  // Gloo's TCP transport writes without MSG_NOSIGNAL: a peer that dies would
+  // end this process with SIGPIPE instead of failing the collective with a
+  // message naming it. Python does the same for PyTorch (SIGPIPE ignored).
+  struct sigaction current;
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+      current.sa_handler == SIG_DFL)
+    std::signal(SIGPIPE, SIG_IGN);
   st = comm::TcpStore::create(comm::tcpStoreOptions(r, timeout), &store_);
   if (!st.ok())
     return st;

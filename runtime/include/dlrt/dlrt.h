@@ -103,7 +103,10 @@ typedef struct dlrt_context_options_t {
    * as 0; with more, dlrt_context_create meets the other ranks: rank 0
    * hosts the rendezvous store on MASTER_PORT (MASTER_PORT + 1 under
    * torchrun, whose agent already listens on MASTER_PORT), and every rank
-   * connects a communicator: Gloo (TCP) on the host device, NCCL on CUDA. */
+   * connects a communicator: Gloo (TCP) on the host device, NCCL on CUDA.
+   * Joining sets SIGPIPE to be ignored when it has its default action, so
+   * that a peer that dies fails a collective instead of killing this
+   * process (Gloo writes to its sockets without MSG_NOSIGNAL). */
   int32_t distributed;
   /* Seconds that joining the job and every collective may take before they
    * fail (a peer gone, hung or unreachable); 0 (default) means 300. */
