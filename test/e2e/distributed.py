@@ -24,13 +24,15 @@ It also checks that ranks other than 0 print nothing, that with 2 ranks
 ranks logs the same losses as one process resuming it at batch 4B (the data
 position is global, in samples).
 
---check kill: 2 ranks started directly (not under a launcher, which would
+--check kill (and hang): 2 ranks started directly (not under a launcher, which would
 end the survivor itself) with --comm-timeout 10 and a checkpoint every
 epoch of 4 steps; once a checkpoint exists, rank 1 is killed with SIGKILL.
 Rank 0 must exit with status 1 within the timeout (plus 5 s of slack for a
 loaded machine), printing one line `dlrt: error: ...` naming the collective
 and rank 1; the checkpoint must then load (`dlrt train --resume` one more
-step).
+step). --check hang is the same with SIGSTOP: rank 1 hangs with its
+connections open, and rank 0 must fail after --comm-timeout with the
+collective "timed out after 10 s", no sooner and at most 5 s later.
 
 Why 1e-5: all of these are fp32 computations of the same mathematics that
 differ only in the order of floating-point sums (the gradient of a global
@@ -122,6 +124,16 @@ def make_model(name, batch, samples):
     if name == "gpt":
         model, _, _ = make_gpt(batch)
         gen = torch.Generator().manual_seed(22)
+        # Distinct LayerNorm parameters: torch.onnx.export merges initializers
+        # with equal values (every LayerNorm starts as ones and zeros), which
+        # would tie them into one parameter in the package but not in the
+        # PyTorch model the DDP reference trains.
+        ln_gen = torch.Generator().manual_seed(24)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, nn.LayerNorm):
+                    m.weight.uniform_(0.8, 1.2, generator=ln_gen)
+                    m.bias.uniform_(-0.1, 0.1, generator=ln_gen)
         x = torch.randint(0, 50, (samples, 8), generator=gen)
         y = torch.randint(0, 50, (samples, 8), generator=gen)
     else:
@@ -322,7 +334,7 @@ def check_losses(args, w, x, y, state):
     return ok
 
 
-def check_kill(args, w, x, y):
+def check_kill(args, w, x, y, hang):
     name, b = args.model, PER_RANK_BATCH[args.model]
     onnx_path = w(f"{name}.onnx")
     dp = w("dp.dlcp")
@@ -360,30 +372,41 @@ def check_kill(args, w, x, y):
     time.sleep(0.5)  # well into training
     if procs[1].poll() is not None:
         sys.exit(f"FAIL: rank 1 exited by itself: {procs[1].communicate()}")
-    procs[1].send_signal(signal.SIGKILL)
+    procs[1].send_signal(signal.SIGSTOP if hang else signal.SIGKILL)
     killed = time.time()
     try:
         out0, err0 = procs[0].communicate(timeout=KILL_TIMEOUT + KILL_SLACK)
     except subprocess.TimeoutExpired:
-        procs[0].kill()
-        procs[0].communicate()
+        for p in procs:
+            p.kill()
+            p.communicate()
         sys.exit(f"FAIL: rank 0 still ran {KILL_TIMEOUT + KILL_SLACK} s after rank 1 "
-                 f"was killed (--comm-timeout {KILL_TIMEOUT})")
+                 f"was {'stopped' if hang else 'killed'} (--comm-timeout {KILL_TIMEOUT})")
     elapsed = time.time() - killed
+    if hang:
+        procs[1].kill()
     procs[1].communicate()
     status = procs[0].returncode
-    log(f"rank 0 exited with status {status} {elapsed:.2f} s after rank 1 was killed")
+    log(f"rank 0 exited with status {status} {elapsed:.2f} s after rank 1 was "
+        f"{'stopped (SIGSTOP)' if hang else 'killed (SIGKILL)'}")
     log(f"rank 0 stderr:\n{err0}")
     ok &= status == 1
     log(f"{'ok' if status == 1 else 'MISMATCH'}: exit status {status} (expected 1)")
     lines = [line for line in err0.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("dlrt: error:")]
-    named = (len(errors) == 1 and re.search(r"rank 1\b", errors[0]) and
+    # A dead rank's connections close, and the store names it; a stopped
+    # one keeps them open, so the collective times out (no rank to name).
+    cause = (r"timed out after %d s" % KILL_TIMEOUT) if hang else r"rank 1\b"
+    named = (len(errors) == 1 and re.search(cause, errors[0]) and
              re.search(r"all_reduce|all_gather|broadcast|barrier", errors[0]))
     log(f"{'ok' if named else 'MISMATCH'}: one 'dlrt: error:' line naming the "
-        f"collective and rank 1: {errors}")
+        f"collective and '{cause}': {errors}")
     ok &= bool(named)
     within = elapsed <= KILL_TIMEOUT + KILL_SLACK
+    if hang:
+        within = within and elapsed >= KILL_TIMEOUT - 1
+    log(f"{'ok' if within else 'MISMATCH'}: {elapsed:.2f} s (at most {KILL_TIMEOUT} + "
+        f"{KILL_SLACK}{'; a hang is detected by the timeout' if hang else ''})")
     ok &= within
     # The checkpoint saved before is intact: it parses and dlrt resumes it.
     tensors, meta = read_safetensors(ckpt)
@@ -405,7 +428,7 @@ def check_kill(args, w, x, y):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["mlp", "gpt"], required=True)
-    ap.add_argument("--check", choices=["losses", "kill"], default="losses")
+    ap.add_argument("--check", choices=["losses", "kill", "hang"], default="losses")
     ap.add_argument("--ranks", default="2,4", help="world sizes under dlrt launch")
     ap.add_argument("--launchers", default="dlrt",
                     help="comma-separated: dlrt, torchrun, mpirun (2 ranks each)")
@@ -435,7 +458,7 @@ def main():
     if args.check == "losses":
         ok = check_losses(args, w, x, y, state)
     else:
-        ok = check_kill(args, w, x, y)
+        ok = check_kill(args, w, x, y, hang=args.check == "hang")
     log(f"total {time.time() - t0:.1f} s")
     if not ok:
         sys.exit("FAIL")
