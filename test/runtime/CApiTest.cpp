@@ -509,3 +509,242 @@ TEST(CApiContext, CudaWithoutGpuIsUnavailable) {
 }
 
 } // namespace
+
+// Distributed contexts (API 0.4): the rendezvous environment, the mean over
+// ranks, and the state broadcast at session creation, with a second rank in
+// a forked child process over loopback (Gloo).
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+namespace {
+
+/// Sets (or with null unsets) environment variables for one scope.
+class ScopedEnv {
+public:
+  ScopedEnv(std::initializer_list<std::pair<const char *, const char *>> vars) {
+    for (const auto &[name, value] : vars) {
+      const char *old = std::getenv(name);
+      saved_.push_back({name, old ? std::optional<std::string>(old)
+                                  : std::nullopt});
+      if (value)
+        setenv(name, value, 1);
+      else
+        unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto &[name, old] : saved_) {
+      if (old)
+        setenv(name.c_str(), old->c_str(), 1);
+      else
+        unsetenv(name.c_str());
+    }
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+/// The variables of every launcher the rendezvous reads, unset.
+std::initializer_list<std::pair<const char *, const char *>> kNoLauncher = {
+    {"RANK", nullptr},
+    {"WORLD_SIZE", nullptr},
+    {"LOCAL_RANK", nullptr},
+    {"LOCAL_WORLD_SIZE", nullptr},
+    {"OMPI_COMM_WORLD_RANK", nullptr},
+    {"SLURM_PROCID", nullptr},
+    {"TORCHELASTIC_USE_AGENT_STORE", nullptr},
+    {"MASTER_ADDR", nullptr},
+    {"MASTER_PORT", nullptr}};
+
+/// A TCP port that was free a moment ago.
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) ||
+      getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len))
+    return 29577;
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+dlrt_context_options_t distributedHost(double timeout) {
+  dlrt_context_options_t opts;
+  dlrt_context_options_init(&opts);
+  opts.device = DLRT_DEVICE_HOST;
+  opts.distributed = 1;
+  opts.comm_timeout_seconds = timeout;
+  return opts;
+}
+
+TEST(CApiDistributed, OptionsDefaultToOneProcess) {
+  dlrt_context_options_t opts;
+  dlrt_context_options_init(&opts);
+  EXPECT_EQ(opts.distributed, 0);
+  EXPECT_EQ(opts.comm_timeout_seconds, 0.0);
+  EXPECT_GE(DLRT_API_VERSION, 400);
+}
+
+TEST(CApiDistributed, WithoutLauncherIsOneRank) {
+  ScopedEnv env(kNoLauncher);
+  dlrt_context_options_t opts = distributedHost(0);
+  dlrt::Context ctx;
+  dlrt::Error e = dlrt::Context::create(&opts, &ctx);
+  ASSERT_FALSE(e) << e.message();
+  int32_t rank = -1, size = -1;
+  ASSERT_FALSE(ctx.rank(&rank, &size));
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(size, 1);
+  double values[2] = {1.25, -3.5};
+  ASSERT_FALSE(ctx.average(values, 2));
+  EXPECT_EQ(values[0], 1.25);
+  EXPECT_EQ(values[1], -3.5);
+  EXPECT_FALSE(ctx.barrier());
+  // WORLD_SIZE=1 is one rank too: no store is started (port 1 would fail).
+  ScopedEnv one({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_PORT", "1"}});
+  dlrt::Context single;
+  e = dlrt::Context::create(&opts, &single);
+  ASSERT_FALSE(e) << e.message();
+  ASSERT_FALSE(single.rank(&rank, &size));
+  EXPECT_EQ(size, 1);
+}
+
+TEST(CApiDistributed, BadArgumentsAndEnvironment) {
+  EXPECT_EQ(dlrt_status_code(dlrt_context_rank(nullptr, nullptr, nullptr)),
+            DLRT_INVALID_ARGUMENT);
+  dlrt::Error e(dlrt_context_average(nullptr, nullptr, 0));
+  EXPECT_EQ(e.code(), DLRT_INVALID_ARGUMENT);
+  EXPECT_STREQ(e.message(), "context is NULL");
+  ScopedEnv env(kNoLauncher);
+  dlrt::Context ctx;
+  dlrt_context_options_t opts = distributedHost(-1);
+  e = dlrt::Context::create(&opts, &ctx);
+  EXPECT_EQ(e.code(), DLRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(e.message()).find("timeout"), std::string::npos)
+      << e.message();
+  opts = distributedHost(0);
+  {
+    ScopedEnv bad({{"RANK", "2"}, {"WORLD_SIZE", "2"}});
+    e = dlrt::Context::create(&opts, &ctx);
+    EXPECT_EQ(e.code(), DLRT_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.message()).find("RANK=2 is not below WORLD_SIZE=2"),
+              std::string::npos)
+        << e.message();
+    EXPECT_FALSE(ctx);
+  }
+  {
+    // torchrun's agent store holds MASTER_PORT; ours would need 65536.
+    ScopedEnv agent({{"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_PORT", "65535"},
+                     {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+    e = dlrt::Context::create(&opts, &ctx);
+    EXPECT_EQ(e.code(), DLRT_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.message()).find("MASTER_PORT + 1"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
+TEST(CApiDistributed, MissingPeerIsAnErrorWithinTheTimeout) {
+  ScopedEnv env(kNoLauncher);
+  std::string port = std::to_string(freePort());
+  ScopedEnv job({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT",
+                                                      port.c_str()}});
+  dlrt_context_options_t opts = distributedHost(1.0);
+  dlrt::Context ctx;
+  auto start = std::chrono::steady_clock::now();
+  dlrt::Error e = dlrt::Context::create(&opts, &ctx);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  EXPECT_EQ(e.code(), DLRT_UNAVAILABLE) << e.message();
+  std::printf("message: %s\n", e.message());
+  EXPECT_NE(std::string(e.message()).find("rank(s) 1 did not join"),
+            std::string::npos)
+      << e.message();
+  EXPECT_EQ(std::string(e.message()).find('\n'), std::string::npos);
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_FALSE(ctx);
+}
+
+/// Rank |rank| of a 2-rank job on |port| with the package at |path|: checks
+/// rank and size, that its session starts with rank 0's weights |expectW|
+/// (read back as parameter "w"), and the mean of {10 + 10 rank, -1 + 4
+/// rank}. Returns "" or the first failure.
+std::string runRank(int rank, const std::string &port, const std::string &path,
+                    const std::vector<float> &expectW) {
+  std::string r = std::to_string(rank);
+  ScopedEnv job({{"RANK", r.c_str()},
+                 {"WORLD_SIZE", "2"},
+                 {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", port.c_str()}});
+  dlrt_context_options_t opts = distributedHost(30);
+  dlrt::Context ctx;
+  if (dlrt::Error e = dlrt::Context::create(&opts, &ctx))
+    return std::string("context: ") + e.message();
+  int32_t gotRank = -1, size = -1;
+  if (dlrt::Error e = ctx.rank(&gotRank, &size))
+    return e.message();
+  if (gotRank != rank || size != 2)
+    return "rank " + std::to_string(gotRank) + " of " + std::to_string(size);
+  dlrt::Model model;
+  if (dlrt::Error e = dlrt::Model::load(ctx, path, &model))
+    return e.message();
+  dlrt::Session session;
+  if (dlrt::Error e = dlrt::Session::create(model, &session))
+    return std::string("session: ") + e.message();
+  std::vector<float> w(expectW.size());
+  if (dlrt::Error e = session.readState("w", w.data(), w.size() * 4))
+    return e.message();
+  if (std::memcmp(w.data(), expectW.data(), w.size() * 4) != 0)
+    return "parameter 'w' is not rank 0's after the session's broadcast";
+  double values[2] = {10.0 + 10 * rank, -1.0 + 4 * rank};
+  if (dlrt::Error e = ctx.average(values, 2))
+    return std::string("average: ") + e.message();
+  if (values[0] != 15.0 || values[1] != 1.0)
+    return "average gave " + std::to_string(values[0]) + ", " +
+           std::to_string(values[1]) + " (expected 15, 1)";
+  if (dlrt::Error e = ctx.barrier())
+    return std::string("barrier: ") + e.message();
+  return "";
+}
+
+TEST_F(CApiTest, DistributedSessionsStartFromRankZerosState) {
+  ScopedEnv env(kNoLauncher);
+  // Rank 1's package has other weights; the session must replace them.
+  Weights other;
+  other.w = randomVector(weights.w.size(), 101);
+  other.wg = randomVector(weights.wg.size(), 103);
+  ASSERT_NE(other.w, weights.w);
+  std::string otherPath = dir.file("other.dlcp");
+  writeBytes(otherPath, buildPackage(modelSpec(*library, other)));
+  std::string port = std::to_string(freePort());
+  std::fflush(nullptr);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string error = runRank(1, port, otherPath, weights.w);
+    if (!error.empty())
+      std::fprintf(stderr, "rank 1: %s\n", error.c_str());
+    _exit(error.empty() ? 0 : 1);
+  }
+  std::string error = runRank(0, port, path, weights.w);
+  EXPECT_EQ(error, "");
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "rank 1 failed (its message is above), status " << status;
+}
+
+} // namespace
