@@ -34,6 +34,11 @@ step). --check hang is the same with SIGSTOP: rank 1 hangs with its
 connections open, and rank 0 must fail after --comm-timeout with the
 collective "timed out after 10 s", no sooner and at most 5 s later.
 
+--check environment: a wrong environment (a bad DLRT_COMM_TIMEOUT, RANK >=
+WORLD_SIZE, the port taken, no rank 0, a missing rank 1, torchrun's agent
+store on port 65535) is one line `dlrt: error: ...` naming the cause and
+exit status 1, within --comm-timeout 2 where waiting is involved.
+
 Why 1e-5: all of these are fp32 computations of the same mathematics that
 differ only in the order of floating-point sums (the gradient of a global
 batch summed as W partial means, or in one GEMM), whose relative effect
@@ -425,10 +430,58 @@ def check_kill(args, w, x, y, hang):
     return ok
 
 
+def check_environment(args, w, x, y):
+    """A wrong environment is one clear line and exit status 1, never a hang:
+    each case runs one rank alone with --comm-timeout 2."""
+    name, b = args.model, PER_RANK_BATCH[args.model]
+    dp = w("dp.dlcp")
+    run([args.dlc, w(f"{name}.onnx"), "--train", "--loss", "softmax-cross-entropy",
+         "--optimizer", "sgd", "--lr", repr(LR[name]), "--quiet", "--batch-size", str(b),
+         "-o", dp] + args.dp_flag)
+    data = w("env.npz")
+    np.savez(data, input=x[:4 * b].numpy(), labels=y[:4 * b].numpy())
+    train = [args.dlrt] + dlrt_train_args(args, dp, data, ["--steps", "2"])
+    busy = socket.socket()
+    busy.bind(("0.0.0.0", 0))
+    busy.listen()
+    taken = busy.getsockname()[1]
+    unused = free_port()
+    cases = [
+        ("bad DLRT_COMM_TIMEOUT", dict(DLRT_COMM_TIMEOUT="abc"), [],
+         r"DLRT_COMM_TIMEOUT='abc' is not a positive number of seconds"),
+        ("rank beyond the world", dict(RANK=2, WORLD_SIZE=2), [],
+         r"RANK=2 is not below WORLD_SIZE=2"),
+        ("port taken", dict(RANK=0, WORLD_SIZE=2, MASTER_PORT=taken), [],
+         r"port %d is taken" % taken),
+        ("no rank 0", dict(RANK=1, WORLD_SIZE=2, MASTER_PORT=unused),
+         ["--comm-timeout", "2"], r"cannot reach the rendezvous at 127\.0\.0\.1:%d" % unused),
+        ("no rank 1", dict(RANK=0, WORLD_SIZE=2, MASTER_PORT=unused),
+         ["--comm-timeout", "2"], r"rank\(s\) 1 did not join within 2 s"),
+        ("torchrun's agent store at 65535",
+         dict(RANK=0, WORLD_SIZE=2, MASTER_PORT=65535, TORCHELASTIC_USE_AGENT_STORE="True"),
+         [], r"MASTER_PORT \+ 1"),
+    ]
+    ok = True
+    for what, env, extra, pattern in cases:
+        t = time.time()
+        status, out, err = run(train + extra, env=rank_env(**env), check=False, timeout=60)
+        secs = time.time() - t
+        lines = [line for line in err.splitlines() if line.strip()]
+        errors = [line for line in lines if line.startswith("dlrt: error:")]
+        good = (status == 1 and len(errors) == 1 and re.search(pattern, errors[0])
+                and secs < 20)
+        log(f"{'ok' if good else 'MISMATCH'}: {what}: status {status} after {secs:.1f} s: "
+            f"{errors or lines}")
+        ok &= bool(good)
+    busy.close()
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["mlp", "gpt"], required=True)
-    ap.add_argument("--check", choices=["losses", "kill", "hang"], default="losses")
+    ap.add_argument("--check", choices=["losses", "kill", "hang", "environment"],
+                    default="losses")
     ap.add_argument("--ranks", default="2,4", help="world sizes under dlrt launch")
     ap.add_argument("--launchers", default="dlrt",
                     help="comma-separated: dlrt, torchrun, mpirun (2 ranks each)")
@@ -457,6 +510,8 @@ def main():
     export(model, x[:b], w(f"{args.model}.onnx"))
     if args.check == "losses":
         ok = check_losses(args, w, x, y, state)
+    elif args.check == "environment":
+        ok = check_environment(args, w, x, y)
     else:
         ok = check_kill(args, w, x, y, hang=args.check == "hang")
     log(f"total {time.time() - t0:.1f} s")
