@@ -1,7 +1,6 @@
 //===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
 #include "Session.h"
 
-#include <csignal>
 #include <cmath>
 #include <cstdlib>
 
@@ -13,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "Safetensors.h"
-#include "../comm/Rendezvous.h"
 
 namespace dlrt::exec {
 
@@ -21,12 +19,21 @@ Status Context::create(const dlrt_context_options_t &options,
                        std::unique_ptr<Context> *out) {
   out->reset();
   auto ctx = std::unique_ptr<Context>(new Context());
+  // A distributed job's environment is read first: it is checked before any
+  // device is opened, and each local rank takes its own GPU.
+  comm::Rendezvous rendezvous;
+  if (options.distributed) {
+    Status st = comm::rendezvousFromEnvironment(&rendezvous);
+    if (!st.ok())
+      return st;
+  }
+  const int ordinal = options.device_ordinal + rendezvous.localRank;
   switch (options.device) {
   case DLRT_DEVICE_HOST:
     ctx->device_ = createHostDevice();
     break;
   case DLRT_DEVICE_CUDA: {
-    Status s = createCudaDevice(options.device_ordinal, &ctx->device_);
+    Status s = createCudaDevice(ordinal, &ctx->device_);
     if (!s.ok())
       return s;
     if (!ctx->device_)
@@ -34,7 +41,7 @@ Status Context::create(const dlrt_context_options_t &options,
     break;
   }
   case DLRT_DEVICE_AUTO: {
-    Status s = createCudaDevice(options.device_ordinal, &ctx->device_);
+    Status s = createCudaDevice(ordinal, &ctx->device_);
     if (!s.ok() || !ctx->device_) {
       ctx->device_ = createHostDevice();
       if (options.notice) {
@@ -65,7 +72,7 @@ Status Context::create(const dlrt_context_options_t &options,
     options.notice(options.notice_user_data, message.c_str());
   }
   if (options.distributed) {
-    Status st = ctx->join(options);
+    Status st = ctx->join(options, rendezvous);
     if (!st.ok())
       return st;
   }
@@ -73,7 +80,8 @@ Status Context::create(const dlrt_context_options_t &options,
   return Status::OK();
 }
 
-Status Context::join(const dlrt_context_options_t &options) {
+Status Context::join(const dlrt_context_options_t &options,
+                     const comm::Rendezvous &r) {
   double seconds = options.comm_timeout_seconds;
   if (!(seconds >= 0) || !std::isfinite(seconds))
     return Status::error(DLRT_INVALID_ARGUMENT,
@@ -86,10 +94,6 @@ Status Context::join(const dlrt_context_options_t &options) {
       seconds == 0 ? comm::kDefaultTimeout
                    : std::chrono::milliseconds(static_cast<int64_t>(
                          std::ceil(std::min(seconds, 1e9) * 1000)));
-  comm::Rendezvous r;
-  Status st = comm::rendezvousFromEnvironment(&r);
-  if (!st.ok())
-    return st;
   if (r.worldSize == 1)
     return Status::OK(); // one rank: the collectives are the identity
   // Gloo's TCP transport writes without MSG_NOSIGNAL: a peer that dies would
@@ -98,8 +102,9 @@ Status Context::join(const dlrt_context_options_t &options) {
   struct sigaction current;
   if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
       current.sa_handler == SIG_DFL)
-    std::signal(SIGPIPE, SIG_IGN);
-  st = comm::TcpStore::create(comm::tcpStoreOptions(r, timeout), &store_);
+    signal(SIGPIPE, SIG_IGN);
+  Status st =
+      comm::TcpStore::create(comm::tcpStoreOptions(r, timeout), &store_);
   if (!st.ok())
     return st;
   if (device_->kind() == DLRT_DEVICE_CUDA)

@@ -16,6 +16,7 @@
 #include "Device.h"
 #include "Package.h"
 #include "../comm/Communicator.h"
+#include "../comm/Rendezvous.h"
 #include "../comm/TcpStore.h"
 
 namespace dlrt {
@@ -30,7 +31,8 @@ public:
   /// |options.distributed|, reads the job from the environment
   /// (comm::rendezvousFromEnvironment) and, for a world size above 1, joins
   /// it: the TCP store (rank 0 hosts it) and a communicator, Gloo on the
-  /// host device and NCCL on CUDA, both bounded by
+  /// host device and NCCL on CUDA (on GPU device_ordinal + LOCAL_RANK, so
+  /// that the ranks of a node take one GPU each), both bounded by
   /// |options.comm_timeout_seconds| (0: comm::kDefaultTimeout). Errors:
   /// DLRT_UNAVAILABLE (DLRT_DEVICE_CUDA without a usable GPU; the store or a
   /// peer unreachable within the timeout, the port taken, NCCL missing),
@@ -72,8 +74,9 @@ public:
   ~Context();
 
 private:
-  /// Joins the job of the environment (Context::create with distributed).
-  Status join(const dlrt_context_options_t &options);
+  /// Joins the job of |rendezvous| (Context::create with distributed).
+  Status join(const dlrt_context_options_t &options,
+              const comm::Rendezvous &rendezvous);
 
   std::unique_ptr<Device> device_;
   /// The rendezvous store of a distributed context; lives as long as the

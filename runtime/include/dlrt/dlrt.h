@@ -90,7 +90,8 @@ typedef struct dlrt_session *dlrt_session_t;
 
 typedef struct dlrt_context_options_t {
   dlrt_device_kind_t device; /* default DLRT_DEVICE_AUTO */
-  int32_t device_ordinal;    /* CUDA device index; default 0 */
+  int32_t device_ordinal;    /* CUDA device index; default 0 (+ the local
+                              * rank when distributed) */
   /* Called with a one-line notice (e.g. "no CUDA driver found; using the
    * host device"); NULL prints nothing. */
   void (*notice)(void *user_data, const char *message);
@@ -104,6 +105,8 @@ typedef struct dlrt_context_options_t {
    * hosts the rendezvous store on MASTER_PORT (MASTER_PORT + 1 under
    * torchrun, whose agent already listens on MASTER_PORT), and every rank
    * connects a communicator: Gloo (TCP) on the host device, NCCL on CUDA.
+   * With 1 the CUDA device is device_ordinal + the local rank (LOCAL_RANK,
+   * OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), one GPU per rank of a node.
    * Joining sets SIGPIPE to be ignored when it has its default action, so
    * that a peer that dies fails a collective instead of killing this
    * process (Gloo writes to its sockets without MSG_NOSIGNAL). */
