@@ -46,6 +46,10 @@ struct PlanBuffer {
 };
 
 struct PlanStep {
+  /// Collectives: 0 for a launch or library call, else the step kind.
+  enum class Collective { None, AllReduce, Wait };
+  Collective collective = Collective::None;
+  bool average = false; // AllReduce: "avg" (else "sum")
   bool isLaunch = true;
   std::string name; // kernel name or library callee
   unsigned kernel = 0;
@@ -297,6 +301,20 @@ LogicalResult PlanBuilder::addFunction(exec::FuncOp func) {
       if (step.isLaunch)
         step.name = plan.kernelNames[step.kernel];
       fn.steps.push_back(std::move(step));
+    } else if (isa<exec::AllReduceOp, exec::WaitOp>(op)) {
+      PlanStep step;
+      step.isLaunch = false;
+      auto idx = indexOf(&op, op.getOperand(0));
+      if (failed(idx))
+        return failure();
+      step.args.push_back(*idx);
+      if (auto ar = dyn_cast<exec::AllReduceOp>(op)) {
+        step.collective = PlanStep::Collective::AllReduce;
+        step.average = ar.getReduction() == "avg";
+      } else {
+        step.collective = PlanStep::Collective::Wait;
+      }
+      fn.steps.push_back(std::move(step));
     } else if (auto output = dyn_cast<exec::OutputOp>(op)) {
       auto idx = indexOf(&op, output.getBuffer());
       if (failed(idx))
@@ -308,7 +326,8 @@ LogicalResult PlanBuilder::addFunction(exec::FuncOp func) {
       return op.emitOpError() << "cannot be written to a package; a "
                                  "dlexec.func may hold input, output, "
                                  "variable_ref, alloc, reshape, kernel, "
-                                 "builtin_kernel and library_call";
+                                 "builtin_kernel, library_call, all_reduce "
+                                 "and wait";
     }
   }
   plan.functions.push_back(std::move(fn));
@@ -603,7 +622,15 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   for (const PlanFunction &fn : plan.functions) {
     std::vector<flatbuffers::Offset<pkg::Step>> steps;
     for (const PlanStep &s : fn.steps) {
-      if (s.isLaunch) {
+      if (s.collective == PlanStep::Collective::AllReduce) {
+        auto ar = pkg::CreateAllReduce(
+            fbb, s.args[0], s.average ? pkg::ReduceOp::Avg : pkg::ReduceOp::Sum);
+        steps.push_back(pkg::CreateStep(fbb, pkg::Op::AllReduce, ar.Union()));
+      } else if (s.collective == PlanStep::Collective::Wait) {
+        auto w = pkg::CreateWaitCollective(fbb, s.args[0]);
+        steps.push_back(
+            pkg::CreateStep(fbb, pkg::Op::WaitCollective, w.Union()));
+      } else if (s.isLaunch) {
         auto launch = pkg::CreateLaunchKernelDirect(fbb, s.kernel, &s.args);
         steps.push_back(
             pkg::CreateStep(fbb, pkg::Op::LaunchKernel, launch.Union()));
@@ -690,6 +717,14 @@ std::string describePlan(ModuleOp planned) {
       os << "  output " << name << " = " << bufferRef(idx) << "\n";
     for (size_t i = 0; i < fn.steps.size(); ++i) {
       const PlanStep &s = fn.steps[i];
+      if (s.collective != PlanStep::Collective::None) {
+        os << "  " << i << ": "
+           << (s.collective == PlanStep::Collective::Wait
+                   ? "wait "
+                   : (s.average ? "all_reduce avg " : "all_reduce sum "))
+           << bufferRef(s.args[0]) << "\n";
+        continue;
+      }
       os << "  " << i << ": " << (s.isLaunch ? "kernel " : "library ") << s.name
          << " ins(";
       for (size_t a = 0; a < s.args.size(); ++a) {

@@ -9,6 +9,7 @@
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/MemoryBudget.h"
+#include "compiler/Training/DataParallel/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -228,6 +229,18 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
       return "--memory-budget chooses what to recompute itself (--remat "
              "auto); it cannot be combined with --remat sqrt";
   }
+  if (p.dataParallel && !p.train)
+    return "--data-parallel needs --train (it averages the gradients over "
+           "the ranks)";
+  if (!options.bucketSize.empty()) {
+    if (!p.dataParallel)
+      return "--bucket-size needs --data-parallel";
+    std::optional<int64_t> size = parseByteSize(options.bucketSize);
+    if (!size || *size < 1)
+      return "--bucket-size must be a positive size in bytes, optionally with "
+             "KiB, MiB or GiB (e.g. 26214400, 25MiB), got '" +
+             options.bucketSize + "'";
+  }
   for (llvm::StringRef t : options.cudaArchs)
     if (!t.starts_with("sm_") ||
         !llvm::all_of(t.drop_front(3), llvm::isDigit) || t.size() < 5)
@@ -281,6 +294,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
         buildGraphPipeline(pm, pipeline, /*withRemat=*/false);
       })))
     return failure();
+  std::vector<GradientBucket> buckets = readGradientBuckets(*module);
 
   // Rematerialization (docs/remat.md): the plan without it is made first
   // when the stats print it or the budget search starts from it.
@@ -361,6 +375,18 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                    << summary.addedFlops << " FLOPs added ("
                    << llvm::format("%.1f", share) << "% of the step's "
                    << summary.stepFlops << ")\n";
+    }
+    if (pipeline.dataParallel) {
+      int64_t total = 0;
+      for (const GradientBucket &b : buckets)
+        total += b.bytes;
+      llvm::outs() << "gradient buckets: " << buckets.size() << ", "
+                   << formatBytes(total) << " all-reduced per step (in this "
+                   << "order, each as soon as the backward finishes it)\n";
+      for (auto [i, b] : llvm::enumerate(buckets))
+        llvm::outs() << "  bucket " << i << ": " << formatBytes(b.bytes)
+                     << ", " << b.gradients.size() << " gradients: "
+                     << llvm::join(b.gradients, ", ") << "\n";
     }
   }
 

@@ -53,6 +53,8 @@ struct CompileOptions {
   /// workspace) the training step must fit, as parseByteSize reads it
   /// ("512MiB"); empty: no budget. Implies remat auto.
   std::string memoryBudget;
+  /// `--bucket-size` as written (empty: the default, 25 MiB).
+  std::string bucketSize;
   /// Training and its hyper-parameters.
   PipelineOptions pipeline;
 };

@@ -34,6 +34,7 @@ void dlc::lowering::populateLowerToExecTable(LoweringTable &table) {
   populateLowerToExecLosses(table);
   populateLowerToExecRandom(table);
   populateLowerToExecOptimizers(table);
+  populateLowerToExecCollectives(table);
 }
 
 namespace {

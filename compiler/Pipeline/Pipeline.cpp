@@ -2,6 +2,7 @@
 #include "compiler/Pipeline/Pipeline.h"
 
 #include "compiler/Lowering/Pipelines.h"
+#include "compiler/Training/DataParallel/Passes.h"
 #include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -11,7 +12,15 @@ using namespace mlir;
 void dlc::buildGraphPipeline(OpPassManager &pm,
                              const PipelineOptions &options, bool withRemat) {
   if (options.train)
-    buildTrainingStepPipeline(pm, options);
+    buildTrainingStepPipeline(pm, options, [&](OpPassManager &gradients) {
+      // Data parallelism (--data-parallel): the gradients' mean over the
+      // ranks; compiler/Training/DataParallel.
+      if (options.dataParallel) {
+        DataParallelPassOptions dp;
+        dp.bucketSize = options.bucketSize;
+        gradients.addPass(createDataParallelPass(dp));
+      }
+    });
   else
     pm.addPass(createRenameMainToForwardPass());
 

@@ -49,6 +49,17 @@ struct PipelineOptions : TrainingOptions {
       *this, "loss-scale-growth-interval",
       llvm::cl::desc("Finite steps between loss scale growths"),
       llvm::cl::init(MixedPrecisionDefaults::kGrowthInterval)};
+  /// Data-parallel training (dlgraph-data-parallel; docs/distributed.md).
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Average the gradients over the ranks with bucketed "
+                     "all-reduces (as PyTorch DDP)"),
+      llvm::cl::init(false)};
+  Option<int64_t> bucketSize{
+      *this, "bucket-size",
+      llvm::cl::desc("With data-parallel: the most bytes of one gradient "
+                     "bucket (default 25 MiB)"),
+      llvm::cl::init(int64_t(25) << 20)};
   /// Rematerialization of @train_step (dlgraph-remat; docs/remat.md).
   Option<std::string> remat{
       *this, "remat",

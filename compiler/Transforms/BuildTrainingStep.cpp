@@ -22,14 +22,17 @@ double dlc::resolveWeightDecay(llvm::StringRef optimizer, double weightDecay) {
   return optimizer == "adamw" ? 0.01 : 0.0;
 }
 
-void dlc::buildTrainingStepPipeline(OpPassManager &pm,
-                                    const TrainingOptions &options) {
+void dlc::buildTrainingStepPipeline(
+    OpPassManager &pm, const TrainingOptions &options,
+    llvm::function_ref<void(OpPassManager &)> beforeOptimizer) {
   AppendLossPassOptions loss;
   loss.loss = options.loss;
   loss.lossOutput = options.lossOutput;
   pm.addPass(createAppendLossPass(loss));
   pm.addPass(createDecomposeBatchNormForTrainingPass());
   pm.addPass(createDifferentiatePass());
+  if (beforeOptimizer)
+    beforeOptimizer(pm);
   ApplyOptimizerPassOptions optimizer;
   optimizer.optimizer = options.optimizer;
   optimizer.lr = options.lr;
@@ -49,5 +52,7 @@ void dlc::registerTrainingStepPipeline() {
       "update) next to @forward: dlgraph-append-loss, "
       "dlgraph-decompose-batch-norm-for-training, dlgraph-differentiate, "
       "dlgraph-apply-optimizer",
-      buildTrainingStepPipeline);
+      [](OpPassManager &pm, const TrainingOptions &options) {
+        buildTrainingStepPipeline(pm, options);
+      });
 }

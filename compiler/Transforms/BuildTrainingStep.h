@@ -12,6 +12,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -85,10 +86,13 @@ double resolveWeightDecay(llvm::StringRef optimizer, double weightDecay);
 
 /// Adds the training passes to |pm| (on a builtin.module), in order:
 /// dlgraph-append-loss, dlgraph-decompose-batch-norm-for-training,
-/// dlgraph-differentiate, dlgraph-apply-optimizer, each with its part of
-/// |options|. Registered as the pipeline `dlgraph-build-training-step`.
-void buildTrainingStepPipeline(mlir::OpPassManager &pm,
-                               const TrainingOptions &options);
+/// dlgraph-differentiate, what |beforeOptimizer| adds (passes on the
+/// gradients, e.g. data-parallel averaging), dlgraph-apply-optimizer, each
+/// with its part of |options|. Registered as the pipeline
+/// `dlgraph-build-training-step`.
+void buildTrainingStepPipeline(
+    mlir::OpPassManager &pm, const TrainingOptions &options,
+    llvm::function_ref<void(mlir::OpPassManager &)> beforeOptimizer = {});
 
 /// Registers the `dlgraph-build-training-step` pipeline (with the options of
 /// TrainingOptions) with the global pass registry.

@@ -80,6 +80,17 @@ LogicalResult InputOp::verify() {
   return verifyBufferType(*this, cast<MemRefType>(getType()));
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getReduction() != "sum" && getReduction() != "avg")
+    return emitOpError() << "reduction '" << getReduction()
+                         << "' is not supported; supported: sum, avg";
+  Type e = cast<MemRefType>(getBuffer().getType()).getElementType();
+  if (!e.isF32() && !e.isF16() && !e.isBF16())
+    return emitOpError() << "element type " << e
+                         << " is not supported; supported: f32, f16, bf16";
+  return success();
+}
+
 LogicalResult AllocOp::verify() {
   return verifyBufferType(*this, cast<MemRefType>(getType()));
 }
@@ -101,11 +112,13 @@ LogicalResult FuncOp::verify() {
   // arith.constant holds scalars that kernel bodies capture.
   for (Operation &op : getBody().front())
     if (!isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, KernelOp,
-             BuiltinKernelOp, LibraryCallOp, arith::ConstantOp>(op))
+             BuiltinKernelOp, LibraryCallOp, AllReduceOp, WaitOp,
+             arith::ConstantOp>(op))
       return op.emitOpError()
              << "cannot be in a dlexec.func; a step holds dlexec.input, "
                 "output, variable_ref, alloc, reshape, kernel, "
-                "builtin_kernel and library_call (and arith.constant)";
+                "builtin_kernel, library_call, all_reduce and wait (and "
+                "arith.constant)";
   return success();
 }
 

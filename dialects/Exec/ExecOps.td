@@ -96,6 +96,39 @@ def Exec_ReshapeOp : Exec_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Exec_AllReduceOp : Exec_Op<"all_reduce"> {
+  let summary = "Starts an in-place all-reduce of a buffer over the ranks";
+  let description = [{
+    Issues, on the rank's communicator, the all-reduce (`reduction` "sum" or
+    "avg", the sum divided by the number of ranks) of the whole buffer, in
+    place, and returns at once: the communication runs while later steps
+    do. Nothing may read or write the buffer until the `dlexec.wait` on it
+    (the lowering places the wait before the buffer's first later use). On
+    one rank (no communicator) it is the identity. Every rank issues its
+    all-reduces in the same order (the program order).
+    ```mlir
+    dlexec.all_reduce %bucket {reduction = "avg"} : memref<1024xf32>
+    ...
+    dlexec.wait %bucket : memref<1024xf32>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$buffer, StrAttr:$reduction);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Exec_WaitOp : Exec_Op<"wait"> {
+  let summary = "Waits for the collective in flight on a buffer";
+  let description = [{
+    Blocks the step until the `dlexec.all_reduce` issued on `buffer` has
+    finished; an error of the communication (a rank failed, the timeout
+    passed) fails the step there.
+    `dlexec.wait %bucket : memref<1024xf32>`
+  }];
+  let arguments = (ins AnyMemRef:$buffer);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
 def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments, IsolatedFromAbove,
                                        SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "A generated loop-nest kernel whose body is arith/math ops";

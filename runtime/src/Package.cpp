@@ -79,7 +79,8 @@ MemoryPlan computeMemoryPlan(const Package &pkg) {
     m.arenaBytes =
         std::max(m.arenaBytes, std::min(kMaxPlanBytes, f.arenaBytes));
     for (const StepInfo &s : f.steps)
-      if (!s.isLaunch && !s.args.empty()) // the output is the last argument
+      if (s.kind == StepInfo::Kind::LibraryCall &&
+          !s.args.empty()) // the output is the last argument
         largestCallOutput =
             std::max(largestCallOutput, pkg.buffers[s.args.back()].sizeBytes);
   }
@@ -853,7 +854,6 @@ bool convertFunctions(const fb::Package *p, Package *out, Checker &c) {
             "step " + std::to_string(si) + " of function '" + fn.name + "'";
         StepInfo step;
         if (const fb::LaunchKernel *lk = s->op_as_LaunchKernel()) {
-          step.isLaunch = true;
           step.kernel = lk->kernel();
           if (step.kernel >= out->kernels.size())
             return c.fail(where + " launches kernel " +
@@ -864,8 +864,27 @@ bool convertFunctions(const fb::Package *p, Package *out, Checker &c) {
           if (!checkArgs(step.args, out->buffers.size(), where, c))
             return false;
         } else if (const fb::LibraryCall *lc = s->op_as_LibraryCall()) {
-          step.isLaunch = false;
+          step.kind = StepInfo::Kind::LibraryCall;
           if (!convertLibraryCall(lc, out->formatVersion, *out, &step, where, c))
+            return false;
+        } else if (const fb::AllReduce *ar = s->op_as_AllReduce()) {
+          step.kind = StepInfo::Kind::AllReduce;
+          step.args = {ar->buffer()};
+          step.average = ar->reduction() == fb::ReduceOp::Avg;
+          if (ar->reduction() != fb::ReduceOp::Sum && !step.average)
+            return c.fail(where + " has an unknown reduction " +
+                          std::to_string(int(ar->reduction())));
+          if (!checkArgs(step.args, out->buffers.size(), where, c))
+            return false;
+          dlrt_dtype_t t = out->buffers[ar->buffer()].dtype;
+          if (t != DLRT_F32 && t != DLRT_F16 && t != DLRT_BF16)
+            return c.fail(where + " all-reduces buffer " +
+                          std::to_string(ar->buffer()) +
+                          ", which is not f32, f16 or bf16");
+        } else if (const fb::WaitCollective *w = s->op_as_WaitCollective()) {
+          step.kind = StepInfo::Kind::Wait;
+          step.args = {w->buffer()};
+          if (!checkArgs(step.args, out->buffers.size(), where, c))
             return false;
         } else {
           return c.fail(where + " has no operation");

@@ -53,9 +53,15 @@ struct BufferInfo {
 };
 
 struct StepInfo {
-  bool isLaunch = true;
+  /// A kernel launch, a library call, or a collective: an asynchronous
+  /// in-place all-reduce of args[0], or the wait for the collective in
+  /// flight on args[0].
+  enum class Kind { Launch, LibraryCall, AllReduce, Wait };
+  Kind kind = Kind::Launch;
+  bool isLaunch() const { return kind == Kind::Launch; }
   uint32_t kernel = 0; // LaunchKernel: index into Package::kernels
   std::vector<uint32_t> args; // buffer indices, inputs then outputs
+  bool average = false; // AllReduce: the mean over the ranks (else the sum)
   /// LibraryCall: the call (a row of dialects/Exec/LibraryCalls.def) and
   /// the parameters of its family.
   dlc::exec::LibraryCallParams call;

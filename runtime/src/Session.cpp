@@ -400,6 +400,31 @@ Status Session::setInput(const std::string &function, const std::string &name,
   return device_.copyToDevice(pointers_[nb->buffer], data, bytes);
 }
 
+/// Issues |step|'s all-reduce of the buffer at |data| (AllReduce steps hold
+/// f32, f16 or bf16 buffers; Package checks it) on |communicator|. On the
+/// host device the device is synchronized first, so that the buffer holds
+/// its final values when the communicator's thread reads it; the NCCL
+/// communicator orders itself after the CUDA device's stream.
+Status Session::startAllReduce(
+    comm::Communicator &communicator, const StepInfo &step, void *data,
+    std::map<uint32_t, std::shared_ptr<comm::Work>> *inFlight) {
+  const BufferInfo &buffer = model_->package().buffers[step.args[0]];
+  comm::DataType type = buffer.dtype == DLRT_F16    ? comm::DataType::F16
+                        : buffer.dtype == DLRT_BF16 ? comm::DataType::BF16
+                                                    : comm::DataType::F32;
+  if (device_.kind() == DLRT_DEVICE_HOST) {
+    Status st = device_.synchronize();
+    if (!st.ok())
+      return st;
+  }
+  size_t count =
+      static_cast<size_t>(buffer.sizeBytes) / comm::dataTypeBytes(type);
+  (*inFlight)[step.args[0]] = communicator.allReduce(
+      data, count, type,
+      step.average ? comm::ReduceOp::Avg : comm::ReduceOp::Sum);
+  return Status::OK();
+}
+
 Status Session::run(const std::string &function) {
   const Package &pkg = model_->package();
   const FunctionInfo *fn = pkg.function(function);
@@ -413,6 +438,19 @@ Status Session::run(const std::string &function) {
     Device &device;
     ~ClearWorkspace() { device.setWorkspace(nullptr, 0); }
   } clearWorkspace{device_};
+  // Collectives in flight, by buffer (docs/distributed.md): issued by
+  // AllReduce steps, waited for by Wait steps; whatever is still in flight
+  // when the run ends early (an error) is waited for before its buffers can
+  // be reused.
+  comm::Communicator *communicator = model_->context().communicator();
+  std::map<uint32_t, std::shared_ptr<comm::Work>> inFlight;
+  struct DrainCollectives {
+    std::map<uint32_t, std::shared_ptr<comm::Work>> &works;
+    ~DrainCollectives() {
+      for (auto &entry : works)
+        (void)entry.second->wait();
+    }
+  } drain{inFlight};
   std::vector<void *> args;
   for (size_t i = 0; i < fn->steps.size(); ++i) {
     const StepInfo &step = fn->steps[i];
@@ -421,7 +459,16 @@ Status Session::run(const std::string &function) {
       args.push_back(pointers_[a]);
     auto f = [&](size_t k) { return args[k]; };
     Status st;
-    if (step.isLaunch) {
+    if (step.kind == StepInfo::Kind::AllReduce) {
+      if (communicator && communicator->size() > 1)
+        st = startAllReduce(*communicator, step, args[0], &inFlight);
+    } else if (step.kind == StepInfo::Kind::Wait) {
+      auto it = inFlight.find(step.args[0]);
+      if (it != inFlight.end()) {
+        st = it->second->wait();
+        inFlight.erase(it);
+      }
+    } else if (step.isLaunch()) {
       st = device_.launch(*(*kernels_)[step.kernel], args);
     } else {
       const dlc::exec::LibraryCallParams &call = step.call;

@@ -158,6 +158,9 @@ private:
   Status broadcastState();
   /// The checkpointed buffer named |name|, or -1.
   int64_t findState(const std::string &name) const;
+  Status startAllReduce(comm::Communicator &communicator, const StepInfo &step,
+                        void *data,
+                        std::map<uint32_t, std::shared_ptr<comm::Work>> *inFlight);
 
   std::shared_ptr<Model> model_; // kept alive by its sessions
   Device &device_ = model_->context().device();

@@ -100,7 +100,7 @@ TEST(LowPrecisionPackage, PackagesWithoutTheFieldReadAsF32) {
     int calls = 0;
     for (const FunctionInfo &f : p.functions)
       for (const StepInfo &step : f.steps)
-        if (!step.isLaunch) {
+        if (!step.isLaunch()) {
           ++calls;
           EXPECT_EQ(dlc::exec::elementTypeOf(step.call), ElementType::F32);
         }

@@ -450,9 +450,9 @@ TEST(Package, FormatVersionsDecodeToTheSameCalls) {
       const auto &s0 = p[0].functions[f].steps, &s1 = p[1].functions[f].steps;
       ASSERT_EQ(s0.size(), s1.size());
       for (size_t i = 0; i < s0.size(); ++i) {
-        ASSERT_EQ(s0[i].isLaunch, s1[i].isLaunch);
+        ASSERT_EQ(s0[i].kind, s1[i].kind);
         EXPECT_EQ(s0[i].args, s1[i].args);
-        if (s0[i].isLaunch)
+        if (s0[i].isLaunch())
           continue;
         ++calls;
         const dlc::exec::LibraryCallParams &a = s0[i].call, &b = s1[i].call;

@@ -4,6 +4,7 @@
 // default comes from CompileOptions or TrainingOptions.
 #include "compiler/Driver/Driver.h"
 #include "compiler/InitAll/InitAll.h"
+#include "compiler/Pipeline/MemoryBudget.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -120,6 +121,18 @@ static cl::opt<double> lossScaleBackoffFactor(
                   num(dlc::MixedPrecisionDefaults::kBackoffFactor) + ")")),
     cl::init(dlc::MixedPrecisionDefaults::kBackoffFactor),
     cl::cat(dlcCategory));
+static cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("With --train: a step for data-parallel training on any number "
+             "of ranks (dlrt launch, torchrun, mpirun): the gradients are "
+             "averaged over the ranks with all-reduces in buckets, issued "
+             "while the backward runs, as PyTorch DDP; docs/distributed.md"),
+    cl::init(false), cl::cat(dlcCategory));
+static cl::opt<std::string> bucketSize(
+    "bucket-size",
+    cl::desc("With --data-parallel: the most bytes of one gradient bucket, "
+             "in bytes or with KiB, MiB or GiB (default 25MiB, DDP's)"),
+    cl::value_desc("SIZE"), cl::cat(dlcCategory));
 static cl::opt<std::string> remat(
     "remat",
     cl::desc("Activation checkpointing for --train: none, sqrt (Chen et al. "
@@ -274,6 +287,11 @@ int main(int argc, char **argv) {
   p.lossScaleGrowthInterval = lossScaleGrowthInterval;
   p.remat = remat;
   options.memoryBudget = memoryBudget;
+  p.dataParallel = dataParallel;
+  options.bucketSize = bucketSize;
+  if (std::optional<int64_t> size = dlc::parseByteSize(bucketSize);
+      size && *size > 0)
+    p.bucketSize = *size; // checkCompileOptions rejects anything else
 
   if (checkOnly) {
     mlir::FailureOr<bool> supported = dlc::checkModel(options, llvm::outs());

@@ -250,9 +250,44 @@ LogicalResult FuncLowering::run() {
                                       b.getStringAttr(name))
                        .getResult();
   }
-  for (Operation &op : src.getBody().front())
+  // Waits for the collectives in flight on |root| (once per buffer).
+  auto waitFor = [&](Value root) {
+    x::WaitOp::create(b, floc, root);
+    for (auto it = inFlight.begin(); it != inFlight.end();) {
+      auto cur = it++;
+      if (cur->second == root)
+        inFlight.erase(cur);
+    }
+  };
+  for (Operation &op : src.getBody().front()) {
+    if (!inFlight.empty()) {
+      // A view of a value in flight is in flight too; any other use waits.
+      bool view = isa<graph::ReshapeOp>(op);
+      SmallVector<Value> roots;
+      for (Value v : op.getOperands()) {
+        auto it = inFlight.find(v);
+        if (it == inFlight.end())
+          continue;
+        if (view)
+          inFlight[op.getResult(0)] = it->second;
+        else if (!llvm::is_contained(roots, it->second))
+          roots.push_back(it->second);
+      }
+      if (!view)
+        for (Value root : roots)
+          waitFor(root);
+    }
     if (failed(lowerOp(&op)))
       return failure();
+  }
+  // Nothing is left in flight at the end of the function.
+  SmallVector<Value> pending; // in issue order
+  for (auto start : body.getOps<x::AllReduceOp>())
+    if (llvm::any_of(inFlight,
+                     [&](auto &e) { return e.second == start.getBuffer(); }))
+      pending.push_back(start.getBuffer());
+  for (Value root : pending)
+    waitFor(root);
   // Outputs first (so that a write into a returned buffer is seen as unsafe),
   // then the variable writes are placed before them.
   for (auto &[name, v] : results) {

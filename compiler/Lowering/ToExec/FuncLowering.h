@@ -66,6 +66,7 @@ void populateLowerToExecDataMovement(LoweringTable &table);
 void populateLowerToExecLosses(LoweringTable &table);
 void populateLowerToExecRandom(LoweringTable &table);
 void populateLowerToExecOptimizers(LoweringTable &table);
+void populateLowerToExecCollectives(LoweringTable &table);
 
 /// The memref type of ranked tensor type |t| (same shape and element type).
 mlir::MemRefType toMemRef(mlir::Type t);
@@ -187,6 +188,11 @@ public:
   llvm::DenseMap<mlir::Value, mlir::TypedAttr> splats;
   llvm::SmallVector<std::pair<mlir::StringAttr, mlir::Value>> writes;
   llvm::SmallVector<std::pair<std::string, mlir::Value>> results;
+  /// Values whose buffer an asynchronous collective is writing (dlgraph
+  /// value -> the dlexec buffer it was issued on): run() waits for it before
+  /// the first op that reads the value (views of it stay in flight), and at
+  /// the end of the function.
+  llvm::DenseMap<mlir::Value, mlir::Value> inFlight;
 
 private:
   mlir::LogicalResult lowerOp(mlir::Operation *op);

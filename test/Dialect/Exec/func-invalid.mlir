@@ -41,6 +41,22 @@ dlexec.func @reshape_size {
 
 dlexec.func @foreign_op {
   %c = arith.constant 1.0 : f32
-  // expected-error @+1 {{'arith.addf' op cannot be in a dlexec.func; a step holds dlexec.input, output, variable_ref, alloc, reshape, kernel, builtin_kernel and library_call (and arith.constant)}}
+  // expected-error @+1 {{'arith.addf' op cannot be in a dlexec.func; a step holds dlexec.input, output, variable_ref, alloc, reshape, kernel, builtin_kernel, library_call, all_reduce and wait (and arith.constant)}}
   %d = arith.addf %c, %c : f32
+}
+
+// -----
+
+dlexec.func @f {
+  %0 = dlexec.alloc : memref<4xi64>
+  // expected-error @+1 {{'dlexec.all_reduce' op element type 'i64' is not supported; supported: f32, f16, bf16}}
+  dlexec.all_reduce %0 {reduction = "sum"} : memref<4xi64>
+}
+
+// -----
+
+dlexec.func @f {
+  %0 = dlexec.alloc : memref<4xf32>
+  // expected-error @+1 {{'dlexec.all_reduce' op reduction 'max' is not supported; supported: sum, avg}}
+  dlexec.all_reduce %0 {reduction = "max"} : memref<4xf32>
 }
