@@ -24,14 +24,15 @@ It also checks that ranks other than 0 print nothing, that with 2 ranks
 ranks logs the same losses as one process resuming it at batch 4B (the data
 position is global, in samples).
 
---check kill (and hang): 2 ranks started directly (not under a launcher, which would
-end the survivor itself) with --comm-timeout 10 and a checkpoint every
-epoch of 4 steps; once a checkpoint exists, rank 1 is killed with SIGKILL.
-Rank 0 must exit with status 1 within the timeout (plus 5 s of slack for a
-loaded machine), printing one line `dlrt: error: ...` naming the collective
-and rank 1; the checkpoint must then load (`dlrt train --resume` one more
-step). --check hang is the same with SIGSTOP: rank 1 hangs with its
-connections open, and rank 0 must fail after --comm-timeout with the
+--check kill (and hang): --world ranks (default 2) started directly (not
+under a launcher, which would end the survivors itself) with --comm-timeout
+10 and a checkpoint every epoch of 4 steps; once a checkpoint exists, rank
+--victim (default 1) is killed with SIGKILL. Every other rank must exit
+with status 1 within the timeout (plus 5 s of slack for a loaded machine),
+printing one line `dlrt: error: ...` naming the collective and the killed
+rank; the checkpoint must then load (`dlrt train --resume` one more step).
+--check hang is the same with SIGSTOP: the victim hangs with its
+connections open, and the others must fail after --comm-timeout with the
 collective "timed out after 10 s", no sooner and at most 5 s later.
 
 --check environment: a wrong environment (a bad DLRT_COMM_TIMEOUT, RANK >=
@@ -340,7 +341,10 @@ def check_losses(args, w, x, y, state):
 
 
 def check_kill(args, w, x, y, hang):
+    """Starts args.world ranks, stops or kills rank args.victim once a
+    checkpoint exists, and checks every survivor's exit and message."""
     name, b = args.model, PER_RANK_BATCH[args.model]
+    world, victim = args.world, args.victim
     onnx_path = w(f"{name}.onnx")
     dp = w("dp.dlcp")
     run([args.dlc, onnx_path, "--train", "--loss", "softmax-cross-entropy",
@@ -348,7 +352,7 @@ def check_kill(args, w, x, y, hang):
          "--quiet", "--batch-size", str(b), "-o", dp] + args.dp_flag)
     # 4 global batches per epoch: a checkpoint every 4 steps.
     data = w("kill.npz")
-    n = 4 * 2 * b
+    n = 4 * world * b
     np.savez(data, input=x[:n].numpy(), labels=y[:n].numpy())
     ckpt = w("kill.st")
     for f in (ckpt, w("kill.jsonl")):
@@ -356,13 +360,14 @@ def check_kill(args, w, x, y, hang):
             os.remove(f)
     port = free_port()
     procs = []
-    for rank in range(2):
-        env = rank_env(RANK=rank, WORLD_SIZE=2, MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    for rank in range(world):
+        env = rank_env(RANK=rank, WORLD_SIZE=world, MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=port)
         cmd = [args.dlrt] + dlrt_train_args(
             args, dp, data, ["--steps", "1000000", "--save", ckpt,
                              "--log-jsonl", w("kill.jsonl"),
                              "--comm-timeout", str(KILL_TIMEOUT)])
-        log(f"+ RANK={rank} WORLD_SIZE=2 MASTER_PORT={port} " + " ".join(cmd))
+        log(f"+ RANK={rank} WORLD_SIZE={world} MASTER_PORT={port} " + " ".join(cmd))
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     ok = True
@@ -372,47 +377,53 @@ def check_kill(args, w, x, y, hang):
             for p in procs:
                 p.kill()
             outs = [p.communicate() for p in procs]
-            sys.exit(f"FAIL: no checkpoint appeared while both ranks trained: {outs}")
+            sys.exit(f"FAIL: no checkpoint appeared while the ranks trained: {outs}")
         time.sleep(0.05)
     time.sleep(0.5)  # well into training
-    if procs[1].poll() is not None:
-        sys.exit(f"FAIL: rank 1 exited by itself: {procs[1].communicate()}")
-    procs[1].send_signal(signal.SIGSTOP if hang else signal.SIGKILL)
+    if any(p.poll() is not None for p in procs):
+        sys.exit(f"FAIL: a rank exited by itself: {[p.poll() for p in procs]}")
+    how = "stopped (SIGSTOP)" if hang else "killed (SIGKILL)"
+    procs[victim].send_signal(signal.SIGSTOP if hang else signal.SIGKILL)
     killed = time.time()
-    try:
-        out0, err0 = procs[0].communicate(timeout=KILL_TIMEOUT + KILL_SLACK)
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-            p.communicate()
-        sys.exit(f"FAIL: rank 0 still ran {KILL_TIMEOUT + KILL_SLACK} s after rank 1 "
-                 f"was {'stopped' if hang else 'killed'} (--comm-timeout {KILL_TIMEOUT})")
-    elapsed = time.time() - killed
+    survivors = [r for r in range(world) if r != victim]
+    results = {}
+    for r in survivors:
+        try:
+            left = max(0.1, killed + KILL_TIMEOUT + KILL_SLACK - time.time())
+            out, err = procs[r].communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+                p.communicate()
+            sys.exit(f"FAIL: rank {r} still ran {KILL_TIMEOUT + KILL_SLACK} s after rank "
+                     f"{victim} was {how} (--comm-timeout {KILL_TIMEOUT})")
+        results[r] = (procs[r].returncode, time.time() - killed, err)
     if hang:
-        procs[1].kill()
-    procs[1].communicate()
-    status = procs[0].returncode
-    log(f"rank 0 exited with status {status} {elapsed:.2f} s after rank 1 was "
-        f"{'stopped (SIGSTOP)' if hang else 'killed (SIGKILL)'}")
-    log(f"rank 0 stderr:\n{err0}")
-    ok &= status == 1
-    log(f"{'ok' if status == 1 else 'MISMATCH'}: exit status {status} (expected 1)")
-    lines = [line for line in err0.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("dlrt: error:")]
+        procs[victim].kill()
+    procs[victim].communicate()
     # A dead rank's connections close, and the store names it; a stopped
     # one keeps them open, so the collective times out (no rank to name).
-    cause = (r"timed out after %d s" % KILL_TIMEOUT) if hang else r"rank 1\b"
-    named = (len(errors) == 1 and re.search(cause, errors[0]) and
-             re.search(r"all_reduce|all_gather|broadcast|barrier", errors[0]))
-    log(f"{'ok' if named else 'MISMATCH'}: one 'dlrt: error:' line naming the "
-        f"collective and '{cause}': {errors}")
-    ok &= bool(named)
-    within = elapsed <= KILL_TIMEOUT + KILL_SLACK
-    if hang:
-        within = within and elapsed >= KILL_TIMEOUT - 1
-    log(f"{'ok' if within else 'MISMATCH'}: {elapsed:.2f} s (at most {KILL_TIMEOUT} + "
-        f"{KILL_SLACK}{'; a hang is detected by the timeout' if hang else ''})")
-    ok &= within
+    cause = (r"timed out after %d s" % KILL_TIMEOUT) if hang else r"rank %d\b" % victim
+    for r, (status, elapsed, err) in results.items():
+        log(f"rank {r} exited with status {status} {elapsed:.2f} s after rank {victim} "
+            f"was {how}")
+        ok &= status == 1
+        log(f"{'ok' if status == 1 else 'MISMATCH'}: rank {r}: exit status {status} "
+            f"(expected 1)")
+        lines = [line for line in err.splitlines() if line.strip()]
+        errors = [line for line in lines if line.startswith("dlrt: error:")]
+        named = (len(errors) == 1 and re.search(cause, errors[0]) and
+                 re.search(r"all_reduce|all_gather|broadcast|barrier", errors[0]))
+        log(f"{'ok' if named else 'MISMATCH'}: rank {r}: one 'dlrt: error:' line naming "
+            f"the collective and '{cause}': {errors or lines}")
+        ok &= bool(named)
+        within = elapsed <= KILL_TIMEOUT + KILL_SLACK
+        if hang:
+            within = within and elapsed >= KILL_TIMEOUT - 1
+        log(f"{'ok' if within else 'MISMATCH'}: rank {r}: {elapsed:.2f} s (at most "
+            f"{KILL_TIMEOUT} + {KILL_SLACK}"
+            f"{'; a hang is detected by the timeout' if hang else ''})")
+        ok &= within
     # The checkpoint saved before is intact: it parses and dlrt resumes it.
     tensors, meta = read_safetensors(ckpt)
     step = int(meta.get("step", "0"))
@@ -487,6 +498,9 @@ def main():
                     help="comma-separated: dlrt, torchrun, mpirun (2 ranks each)")
     ap.add_argument("--resume", action="store_true",
                     help="also resume a 2-rank checkpoint on 4 ranks")
+    ap.add_argument("--world", type=int, default=2, help="ranks of --check kill/hang")
+    ap.add_argument("--victim", type=int, default=1,
+                    help="the rank --check kill/hang kills or stops")
     ap.add_argument("--dp-flag", default="--data-parallel",
                     help="dlc's data-parallel flag ('' compiles without it: plumbing "
                          "only, the loss checks then fail)")
@@ -504,7 +518,7 @@ def main():
     torch.set_num_threads(1)
 
     b = PER_RANK_BATCH[args.model]
-    samples = b * max(args.ranks + [2]) * STEPS
+    samples = b * max(args.ranks + [2, args.world]) * STEPS
     model, x, y = make_model(args.model, b, samples)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     export(model, x[:b], w(f"{args.model}.onnx"))
