@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -107,6 +108,7 @@ Status Context::join(const dlrt_context_options_t &options,
       comm::TcpStore::create(comm::tcpStoreOptions(r, timeout), &store_);
   if (!st.ok())
     return st;
+  hostsStore_ = r.rank == 0;
   if (device_->kind() == DLRT_DEVICE_CUDA)
     st = comm::createNcclCommunicator(r, store_.get(), device_->stream(),
                                       timeout, &communicator_);
@@ -127,6 +129,13 @@ Context::~Context() {
   // The communicator may ask the store which peer failed; the server (on
   // rank 0) goes after it.
   communicator_.reset();
+  // When a rank died, the others learn which one from the server's lost
+  // ranks as their collectives fail, which may be just as rank 0's closed
+  // connections (above) break them: rank 0 keeps serving a moment longer,
+  // or they would blame rank 0 for the store that went away.
+  std::vector<int> lost;
+  if (store_ && hostsStore_ && store_->lostRanks(&lost).ok() && !lost.empty())
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   store_.reset();
 }
 

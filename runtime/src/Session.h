@@ -70,7 +70,9 @@ public:
   Status barrier();
 
   /// Ends the communicator first, then the store it may still ask (Gloo
-  /// names failed ranks through it), then the device.
+  /// names failed ranks through it), then the device. On rank 0, when a
+  /// rank has died, the store serves 1 s longer so that the others can
+  /// still name it.
   ~Context();
 
 private:
@@ -83,6 +85,7 @@ private:
   /// communicator (rank 0 hosts the server, which must outlive the peers'
   /// last lookups of failed ranks).
   std::unique_ptr<comm::TcpStore> store_;
+  bool hostsStore_ = false; ///< rank 0 runs the store's server
   std::unique_ptr<comm::Communicator> communicator_;
   std::string name_;
   std::mutex runMutex_;
