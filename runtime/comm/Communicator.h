@@ -46,6 +46,16 @@ public:
   /// out), DLRT_INVALID_ARGUMENT (bad arguments, found when issuing),
   /// DLRT_INTERNAL (the backend failed otherwise).
   virtual Status wait() = 0;
+  /// When the backend started and finished moving the data, on the steady
+  /// clock (for traces), once the operation has finished; false when the
+  /// backend does not measure it (NCCL: the work runs on a CUDA stream) or
+  /// the operation has not finished yet.
+  virtual bool timing(std::chrono::steady_clock::time_point *start,
+                      std::chrono::steady_clock::time_point *end) const {
+    (void)start;
+    (void)end;
+    return false;
+  }
 };
 
 /// A group of `size()` ranks that run collectives together. Every rank must

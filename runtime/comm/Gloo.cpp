@@ -66,11 +66,27 @@ public:
       status_ = st;
     return status_;
   }
+  bool timing(std::chrono::steady_clock::time_point *start,
+              std::chrono::steady_clock::time_point *end) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_ || !started_)
+      return false;
+    *start = start_;
+    *end = end_;
+    return true;
+  }
+  /// The worker starts running the operation.
+  void start() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    start_ = std::chrono::steady_clock::now();
+    started_ = true;
+  }
   void finish(Status s, std::function<Status()> complete = nullptr) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (done_)
         return;
+      end_ = std::chrono::steady_clock::now();
       status_ = std::move(s);
       complete_ = std::move(complete);
       done_ = true;
@@ -79,9 +95,11 @@ public:
   }
 
 private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+  bool started_ = false;
+  std::chrono::steady_clock::time_point start_, end_;
   Status status_;
   std::function<Status()> complete_;
 };
@@ -542,6 +560,7 @@ private:
       }
       std::string error;
       std::function<void()> complete;
+      task.work->start();
       try {
         if (task.post)
           complete = task.post();

@@ -457,3 +457,29 @@ dlrt_status_t dlrt_session_memory(dlrt_session_t session,
     return nullptr;
   });
 }
+
+dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled) {
+  if (!session)
+    return nullArgument("session");
+  return guarded([&]() -> dlrt_status_t {
+    dlrt::Trace &trace = session->impl->trace();
+    if (enabled && !trace.enabled())
+      trace.clear();
+    trace.setEnabled(enabled != 0);
+    return nullptr;
+  });
+}
+
+dlrt_status_t dlrt_session_write_trace(dlrt_session_t session,
+                                       const char *path, int32_t pid,
+                                       const char *process_name) {
+  if (!session)
+    return nullArgument("session");
+  if (!path)
+    return nullArgument("path");
+  if (!process_name)
+    return nullArgument("process_name");
+  return guarded([&]() -> dlrt_status_t {
+    return wrap(session->impl->trace().write(path, pid, process_name));
+  });
+}

@@ -414,9 +414,9 @@ Status Session::setInput(const std::string &function, const std::string &name,
 /// host device the device is synchronized first, so that the buffer holds
 /// its final values when the communicator's thread reads it; the NCCL
 /// communicator orders itself after the CUDA device's stream.
-Status Session::startAllReduce(
-    comm::Communicator &communicator, const StepInfo &step, void *data,
-    std::map<uint32_t, std::shared_ptr<comm::Work>> *inFlight) {
+Status Session::startAllReduce(comm::Communicator &communicator,
+                               const StepInfo &step, void *data,
+                               std::map<uint32_t, InFlight> *inFlight) {
   const BufferInfo &buffer = model_->package().buffers[step.args[0]];
   comm::DataType type = buffer.dtype == DLRT_F16    ? comm::DataType::F16
                         : buffer.dtype == DLRT_BF16 ? comm::DataType::BF16
@@ -428,10 +428,59 @@ Status Session::startAllReduce(
   }
   size_t count =
       static_cast<size_t>(buffer.sizeBytes) / comm::dataTypeBytes(type);
-  (*inFlight)[step.args[0]] = communicator.allReduce(
+  InFlight &entry = (*inFlight)[step.args[0]];
+  entry.issuedNs = trace_.enabled() ? Trace::now() : 0;
+  entry.work = communicator.allReduce(
       data, count, type,
       step.average ? comm::ReduceOp::Avg : comm::ReduceOp::Sum);
   return Status::OK();
+}
+
+void Session::traceStep(const StepInfo &step, int64_t beginNs) {
+  const Package &pkg = model_->package();
+  Trace::Event e;
+  e.beginNs = beginNs;
+  e.endNs = Trace::now();
+  switch (step.kind) {
+  case StepInfo::Kind::Launch:
+    e.category = "kernel";
+    e.name = pkg.kernels[step.kernel].name;
+    break;
+  case StepInfo::Kind::LibraryCall:
+    e.category = "library";
+    e.name = dlc::exec::libraryCallInfo(step.call.call).name;
+    break;
+  case StepInfo::Kind::AllReduce:
+    e.category = "all_reduce";
+    e.name = "issue all_reduce #" + std::to_string(step.args[0]);
+    break;
+  case StepInfo::Kind::Wait:
+    e.category = "wait";
+    e.name = "wait #" + std::to_string(step.args[0]);
+    break;
+  }
+  if (!step.args.empty())
+    e.bytes = pkg.buffers[step.args.back()].sizeBytes;
+  trace_.add(std::move(e));
+}
+
+void Session::traceTransfer(uint32_t buffer, const InFlight &entry) {
+  if (!trace_.enabled())
+    return;
+  Trace::Event e;
+  e.category = "all_reduce";
+  e.name = "all_reduce #" + std::to_string(buffer);
+  e.lane = Trace::Communication;
+  e.bytes = model_->package().buffers[buffer].sizeBytes;
+  std::chrono::steady_clock::time_point start, end;
+  if (entry.work->timing(&start, &end)) {
+    e.beginNs = Trace::ns(start);
+    e.endNs = Trace::ns(end);
+  } else { // the backend does not measure: from the issue to the wait's end
+    e.beginNs = entry.issuedNs;
+    e.endNs = Trace::now();
+  }
+  trace_.add(std::move(e));
 }
 
 Status Session::run(const std::string &function) {
@@ -452,14 +501,15 @@ Status Session::run(const std::string &function) {
   // when the run ends early (an error) is waited for before its buffers can
   // be reused.
   comm::Communicator *communicator = model_->context().communicator();
-  std::map<uint32_t, std::shared_ptr<comm::Work>> inFlight;
+  std::map<uint32_t, InFlight> inFlight;
   struct DrainCollectives {
-    std::map<uint32_t, std::shared_ptr<comm::Work>> &works;
+    std::map<uint32_t, InFlight> &works;
     ~DrainCollectives() {
       for (auto &entry : works)
-        (void)entry.second->wait();
+        (void)entry.second.work->wait();
     }
   } drain{inFlight};
+  const int64_t runBegin = trace_.enabled() ? Trace::now() : 0;
   std::vector<void *> args;
   for (size_t i = 0; i < fn->steps.size(); ++i) {
     const StepInfo &step = fn->steps[i];
@@ -467,6 +517,7 @@ Status Session::run(const std::string &function) {
     for (uint32_t a : step.args)
       args.push_back(pointers_[a]);
     auto f = [&](size_t k) { return args[k]; };
+    const int64_t stepBegin = trace_.enabled() ? Trace::now() : 0;
     Status st;
     if (step.kind == StepInfo::Kind::AllReduce) {
       if (communicator && communicator->size() > 1)
@@ -474,7 +525,8 @@ Status Session::run(const std::string &function) {
     } else if (step.kind == StepInfo::Kind::Wait) {
       auto it = inFlight.find(step.args[0]);
       if (it != inFlight.end()) {
-        st = it->second->wait();
+        st = it->second.work->wait();
+        traceTransfer(step.args[0], it->second);
         inFlight.erase(it);
       }
     } else if (step.isLaunch()) {
@@ -511,6 +563,8 @@ Status Session::run(const std::string &function) {
         break;
       }
     }
+    if (trace_.enabled())
+      traceStep(step, stepBegin);
     if (!st.ok())
       return Status::error(st.code, "step " + std::to_string(i) +
                                         " of function '" + function +
@@ -519,6 +573,8 @@ Status Session::run(const std::string &function) {
   Status st = device_.synchronize();
   if (!st.ok())
     return Status::error(st.code, "function '" + function + "': " + st.message);
+  if (trace_.enabled())
+    trace_.add({function, "step", runBegin, Trace::now(), Trace::Compute, -1});
   std::map<std::string, std::vector<uint8_t>> outs;
   for (const NamedBufferInfo &nb : fn->outputs) {
     std::vector<uint8_t> &host = outs[nb.name];

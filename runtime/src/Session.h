@@ -15,6 +15,7 @@
 
 #include "Device.h"
 #include "Package.h"
+#include "Trace.h"
 #include "../comm/Communicator.h"
 #include "../comm/Rendezvous.h"
 #include "../comm/TcpStore.h"
@@ -151,6 +152,10 @@ public:
   /// those of Device::memoryUsage.
   Status memory(MemoryPlan *predicted, MemoryUsage *measured);
 
+  /// The timeline of this session's runs (Trace.h), recorded while enabled:
+  /// every step of every run, and each collective's transfer.
+  Trace &trace() { return trace_; }
+
 private:
   explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
   /// On a context of several ranks, makes every checkpointed buffer
@@ -161,9 +166,17 @@ private:
   Status broadcastState();
   /// The checkpointed buffer named |name|, or -1.
   int64_t findState(const std::string &name) const;
+  /// A collective issued by an AllReduce step and not yet waited for.
+  struct InFlight {
+    std::shared_ptr<comm::Work> work;
+    int64_t issuedNs = 0; // Trace::now() at the issue, when tracing
+  };
   Status startAllReduce(comm::Communicator &communicator, const StepInfo &step,
-                        void *data,
-                        std::map<uint32_t, std::shared_ptr<comm::Work>> *inFlight);
+                        void *data, std::map<uint32_t, InFlight> *inFlight);
+  /// Trace events of one step that began at |beginNs| and of the transfer
+  /// of the collective on |buffer| that a wait has just finished.
+  void traceStep(const StepInfo &step, int64_t beginNs);
+  void traceTransfer(uint32_t buffer, const InFlight &entry);
 
   std::shared_ptr<Model> model_; // kept alive by its sessions
   Device &device_ = model_->context().device();
@@ -173,6 +186,7 @@ private:
   std::vector<void *> pointers_; // per package buffer
   std::vector<uint32_t> state_;
   std::vector<std::unique_ptr<DeviceKernel>> *kernels_ = nullptr;
+  Trace trace_;
   /// Host copies of each function's outputs after its last run.
   std::map<std::string, std::map<std::string, std::vector<uint8_t>>> outputs_;
 };

@@ -105,7 +105,15 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
           fb::CreateNamedBufferDirect(b, out.first.c_str(), out.second));
     std::vector<flatbuffers::Offset<fb::Step>> steps;
     for (const StepSpec &s : f.steps) {
-      if (s.launch) {
+      if (s.collective == 1) {
+        auto op = fb::CreateAllReduce(
+            b, s.args.at(0), s.average ? fb::ReduceOp::Avg : fb::ReduceOp::Sum);
+        steps.push_back(fb::CreateStep(b, fb::Op::AllReduce, op.Union()));
+      } else if (s.collective == 2) {
+        auto op = fb::CreateWaitCollective(b, s.args.at(0));
+        steps.push_back(
+            fb::CreateStep(b, fb::Op::WaitCollective, op.Union()));
+      } else if (s.launch) {
         auto op = fb::CreateLaunchKernelDirect(b, s.kernel, &s.args);
         steps.push_back(fb::CreateStep(b, fb::Op::LaunchKernel, op.Union()));
       } else {

@@ -36,6 +36,10 @@ struct StepSpec {
   /// Format version 2: the typed parameters (package.fbs LibraryCallAttrs);
   /// absent = no attrs table.
   std::optional<dlc::exec::LibraryCallParams> params;
+  /// A collective instead (args[0] is its buffer): 1 AllReduce ("avg" when
+  /// |average|, else "sum"), 2 WaitCollective.
+  int collective = 0;
+  bool average = true;
 };
 
 struct FnSpec {

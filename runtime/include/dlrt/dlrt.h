@@ -297,6 +297,26 @@ dlrt_status_t dlrt_model_memory(dlrt_model_t model,
 dlrt_status_t dlrt_session_memory(dlrt_session_t session,
                                   dlrt_memory_info_t *out_info);
 
+/* ---------------------------------------------------------------- trace */
+
+/* Starts (|enabled| != 0) or stops recording |session|'s timeline: every
+ * step of every run (kernels, library calls, the issue of each collective
+ * and the wait for it) on the compute lane, and each collective's transfer
+ * on the communication lane, in nanoseconds of the steady clock (one clock
+ * for all processes of a machine). Starting clears what was recorded. On
+ * the host device the steps run synchronously, so their spans are their
+ * run times; on CUDA they are the host's issue times. Errors:
+ * DLRT_INVALID_ARGUMENT (NULL session). */
+dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled);
+
+/* Writes what |session| recorded as a Chrome trace event file (JSON, opened
+ * by Perfetto and chrome://tracing) at |path|, atomically, as process |pid|
+ * named |process_name| (e.g. the rank and "rank 0"). Errors:
+ * DLRT_INVALID_ARGUMENT (NULL argument), DLRT_IO_ERROR (naming |path|). */
+dlrt_status_t dlrt_session_write_trace(dlrt_session_t session,
+                                       const char *path, int32_t pid,
+                                       const char *process_name);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
