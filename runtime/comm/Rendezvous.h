@@ -62,8 +62,8 @@ struct Rendezvous {
 /// 127.0.0.1 and 29500); when TORCHELASTIC_USE_AGENT_STORE is "True"
 /// (torchrun, torch.distributed.run, with its default static rendezvous,
 /// whose agent hosts a store on MASTER_PORT) the store port is MASTER_PORT
-/// + 1 (an error when MASTER_PORT is 65535). On error |*out| is left unchanged. Errors
-/// (DLRT_INVALID_ARGUMENT, one line naming the variables and values): a
+/// + 1 (an error when MASTER_PORT is 65535). On error |*out| is left unchanged.
+/// Errors (DLRT_INVALID_ARGUMENT, one line naming the variables and values): a
 /// value that is not a whole number, WORLD_SIZE < 1, RANK >= WORLD_SIZE,
 /// LOCAL_RANK >= LOCAL_WORLD_SIZE, a missing WORLD_SIZE (or size variable
 /// of MPI/Slurm), a port outside 1..65535, an empty MASTER_ADDR.

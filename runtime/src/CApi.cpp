@@ -199,8 +199,7 @@ dlrt_status_t dlrt_context_average(dlrt_context_t context, double *values,
     return nullArgument("context");
   if (!values && count > 0)
     return nullArgument("values");
-  return guarded(
-      [&] { return wrap(context->impl->average(values, count)); });
+  return guarded([&] { return wrap(context->impl->average(values, count)); });
 }
 
 dlrt_status_t dlrt_context_barrier(dlrt_context_t context) {

@@ -113,8 +113,7 @@ Status Context::join(const dlrt_context_options_t &options,
     st = comm::createNcclCommunicator(r, store_.get(), device_->stream(),
                                       timeout, &communicator_);
   else
-    st = comm::createGlooCommunicator(r, store_.get(), timeout,
-                                      &communicator_);
+    st = comm::createGlooCommunicator(r, store_.get(), timeout, &communicator_);
   if (!st.ok())
     return st;
   if (options.notice) {
@@ -171,12 +170,12 @@ Status Context::average(double *values, size_t count) {
   // patterns, so no reduction type is involved.
   std::vector<double> staging(count + count * w);
   std::copy(values, values + count, staging.begin());
-  Status st = onHostMemory(
-      *device_, c, staging.data(), staging.size() * sizeof(double),
-      [&](void *base) {
-        double *p = static_cast<double *>(base);
-        return c.allGather(p, p + count, count, comm::DataType::I64);
-      });
+  Status st = onHostMemory(*device_, c, staging.data(),
+                           staging.size() * sizeof(double), [&](void *base) {
+                             double *p = static_cast<double *>(base);
+                             return c.allGather(p, p + count, count,
+                                                comm::DataType::I64);
+                           });
   if (!st.ok())
     return st;
   for (size_t i = 0; i < count; ++i) {
@@ -335,9 +334,8 @@ Status Session::broadcastState() {
     }
   st = ctx.broadcast(base, total, /*root=*/0);
   if (!st.ok())
-    return Status::error(st.code,
-                         "broadcasting the model state from rank 0: " +
-                             st.message);
+    return Status::error(st.code, "broadcasting the model state from rank 0: " +
+                                      st.message);
   if (ctx.rank() == 0)
     return Status::OK();
   offset = 0;

@@ -530,8 +530,8 @@ public:
   ScopedEnv(std::initializer_list<std::pair<const char *, const char *>> vars) {
     for (const auto &[name, value] : vars) {
       const char *old = std::getenv(name);
-      saved_.push_back({name, old ? std::optional<std::string>(old)
-                                  : std::nullopt});
+      saved_.push_back(
+          {name, old ? std::optional<std::string>(old) : std::nullopt});
       if (value)
         setenv(name, value, 1);
       else
@@ -659,15 +659,15 @@ TEST(CApiDistributed, BadArgumentsAndEnvironment) {
 TEST(CApiDistributed, MissingPeerIsAnErrorWithinTheTimeout) {
   ScopedEnv env(kNoLauncher);
   std::string port = std::to_string(freePort());
-  ScopedEnv job({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT",
-                                                      port.c_str()}});
+  ScopedEnv job(
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", port.c_str()}});
   dlrt_context_options_t opts = distributedHost(1.0);
   dlrt::Context ctx;
   auto start = std::chrono::steady_clock::now();
   dlrt::Error e = dlrt::Context::create(&opts, &ctx);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_EQ(e.code(), DLRT_UNAVAILABLE) << e.message();
   std::printf("message: %s\n", e.message());
   EXPECT_NE(std::string(e.message()).find("rank(s) 1 did not join"),

@@ -146,13 +146,17 @@ std::vector<double> readOutput(dlrt_session_t session, const char *function,
 
 /// Runs `forward` over the Fashion-MNIST t10k split and prints the accuracy
 /// of argmax over the last axis of output 0. Padding rows of the final
-/// batch are zeros and are not counted.
-void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
-                  TrainData &d) {
+/// batch are zeros and are not counted. On W ranks, rank r evaluates test
+/// samples r, r+W, ... and the counts are summed over the ranks (every rank
+/// must call this, with the same files).
+void testAccuracy(dlrt_context_t context, dlrt_session_t session,
+                  dlrt_model_t model, int64_t batch, TrainData &d, int32_t rank,
+                  int32_t worldSize) {
   std::string err;
   if (d.test.images.data.empty() &&
       !data::loadFashionMnist(d.fashionDir, /*train=*/false, d.test, err)) {
-    std::fprintf(stderr, "dlrt: note: no test accuracy: %s\n", err.c_str());
+    if (rank == 0)
+      std::fprintf(stderr, "dlrt: note: no test accuracy: %s\n", err.c_str());
     return;
   }
   std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "forward");
@@ -167,9 +171,11 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
     bindings.push_back(std::move(b));
   }
   if (bindings.size() != 1 || outputs.empty()) {
-    std::fprintf(stderr, "dlrt: note: no test accuracy: forward has %zu "
-                         "image inputs and %zu outputs (expected 1 and >= 1)\n",
-                 bindings.size(), outputs.size());
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "dlrt: note: no test accuracy: forward has %zu "
+                   "image inputs and %zu outputs (expected 1 and >= 1)\n",
+                   bindings.size(), outputs.size());
     return;
   }
   checkFeedable(bindings[0].info, batch, d.test.images,
@@ -177,20 +183,26 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
   const dlrt_tensor_info_t &out = outputs[0];
   int64_t classes = out.rank >= 1 ? out.shape[out.rank - 1] : 0;
   if (classes < 1 || numel(out) != batch * classes) {
-    std::fprintf(stderr, "dlrt: note: no test accuracy: forward output '%s' "
-                         "%s is not [batch, classes]\n",
-                 out.name, describe(out).c_str());
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "dlrt: note: no test accuracy: forward output '%s' "
+                   "%s is not [batch, classes]\n",
+                   out.name, describe(out).c_str());
     return;
   }
   // Only forward's own inputs are set: train_step's stay as they were.
-  int64_t n = d.test.images.shape[0], correct = 0;
+  const int64_t total = d.test.images.shape[0];
+  // This rank's shard: samples rank, rank + W, ...
+  const int64_t n =
+      total > rank ? (total - rank + worldSize - 1) / worldSize : 0;
+  int64_t correct = 0;
   const int64_t *labels =
       reinterpret_cast<const int64_t *>(d.test.labels.data.data());
   std::vector<int64_t> idx(static_cast<size_t>(batch));
   for (int64_t start = 0; start < n; start += batch) {
     int64_t real = std::min(batch, n - start);
     for (int64_t i = 0; i < batch; ++i)
-      idx[i] = i < real ? start + i : -1;
+      idx[i] = i < real ? rank + (start + i) * worldSize : -1;
     feedBatch(session, "forward", bindings, idx.data(), batch);
     check(dlrt_session_run(session, "forward"));
     std::vector<double> logits = readOutput(session, "forward", out);
@@ -200,12 +212,18 @@ void testAccuracy(dlrt_session_t session, dlrt_model_t model, int64_t batch,
       for (int64_t c = 1; c < classes; ++c)
         if (row[c] > row[best])
           best = c;
-      correct += best == labels[start + i];
+      correct += best == labels[idx[i]];
     }
   }
-  say("test accuracy %.2f%% (%lld samples)\n",
-      100.0 * static_cast<double>(correct) / static_cast<double>(n),
-      static_cast<long long>(n));
+  // Counts below 2^53 are exact as doubles, and so are their means times W.
+  double counts[2] = {static_cast<double>(correct), static_cast<double>(n)};
+  if (worldSize > 1) {
+    check(dlrt_context_average(context, counts, 2));
+    counts[0] = std::round(counts[0] * worldSize);
+    counts[1] = std::round(counts[1] * worldSize);
+  }
+  say("test accuracy %.2f%% (%lld samples)\n", 100.0 * counts[0] / counts[1],
+      static_cast<long long>(counts[1]));
   std::fflush(stdout);
 }
 
@@ -221,16 +239,15 @@ struct Position {
 void saveCheckpoint(dlrt_session_t session, const TrainOptions &o,
                     const Position &at, int64_t stepsPerEpoch,
                     int64_t globalBatch, int32_t worldSize, uint64_t seed) {
-  nlohmann::json meta = {
-      {"step", std::to_string(at.step)},
-      {"epoch", std::to_string(at.epoch)},
-      {"epoch_position", std::to_string(at.sample)},
-      {"seed", std::to_string(seed)},
-      {"package", o.package},
-      {"steps_per_epoch", std::to_string(stepsPerEpoch)},
-      {"global_batch", std::to_string(globalBatch)},
-      {"world_size", std::to_string(worldSize)},
-      {"shuffle", o.shuffle ? "1" : "0"}};
+  nlohmann::json meta = {{"step", std::to_string(at.step)},
+                         {"epoch", std::to_string(at.epoch)},
+                         {"epoch_position", std::to_string(at.sample)},
+                         {"seed", std::to_string(seed)},
+                         {"package", o.package},
+                         {"steps_per_epoch", std::to_string(stepsPerEpoch)},
+                         {"global_batch", std::to_string(globalBatch)},
+                         {"world_size", std::to_string(worldSize)},
+                         {"shuffle", o.shuffle ? "1" : "0"}};
   check(dlrt_session_save_checkpoint(session, o.save.c_str(),
                                      meta.dump().c_str()));
 }
@@ -374,8 +391,8 @@ int runTrain(const TrainOptions &o) {
   if (d.samples < globalBatch)
     fail(d.what + " has " + std::to_string(d.samples) +
          " samples, fewer than one " +
-         (worldSize > 1 ? "global batch of " + std::to_string(batch) +
-                              " x " + std::to_string(worldSize) + " ranks"
+         (worldSize > 1 ? "global batch of " + std::to_string(batch) + " x " +
+                              std::to_string(worldSize) + " ranks"
                         : "batch of " + std::to_string(batch)));
   const int64_t stepsPerEpoch = d.samples / globalBatch;
 
@@ -483,11 +500,10 @@ int runTrain(const TrainOptions &o) {
   };
   normalize(at);
   const int64_t totalEpochs =
-      o.steps > 0
-          ? at.epoch + (o.steps - at.step + at.sample / globalBatch +
-                        stepsPerEpoch - 1) /
-                           stepsPerEpoch
-          : o.epochs;
+      o.steps > 0 ? at.epoch + (o.steps - at.step + at.sample / globalBatch +
+                                stepsPerEpoch - 1) /
+                                   stepsPerEpoch
+                  : o.epochs;
   if (done(at)) {
     say("nothing to do: at step %lld%s\n", static_cast<long long>(at.step),
         o.steps > 0 ? (" of " + std::to_string(o.steps)).c_str()
@@ -515,8 +531,8 @@ int runTrain(const TrainOptions &o) {
     }
   } logCloser{log};
 
-  const bool evaluate = lead && d.isFashionMnist &&
-                        dlrt_model_has_function(model.get(), "forward");
+  const bool evaluate =
+      d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
   std::vector<int64_t> identity(static_cast<size_t>(d.samples));
   std::iota(identity.begin(), identity.end(), 0);
   std::vector<int64_t> shard(static_cast<size_t>(batch));
@@ -619,9 +635,8 @@ int runTrain(const TrainOptions &o) {
     if (log)
       std::fflush(log);
     double secs = secondsSince(epochStart);
-    double rate = secs > 0 ? static_cast<double>(epochSteps * globalBatch) /
-                                 secs
-                           : 0.0;
+    double rate =
+        secs > 0 ? static_cast<double>(epochSteps * globalBatch) / secs : 0.0;
     bool finished = at.epoch != epoch;
     if (epochSteps == 0) {
       // A resumed position at the very end of an epoch: nothing ran.
@@ -639,7 +654,8 @@ int runTrain(const TrainOptions &o) {
     }
     std::fflush(stdout);
     if (evaluate && epochSteps > 0)
-      testAccuracy(session.get(), model.get(), batch, d);
+      testAccuracy(context.get(), session.get(), model.get(), batch, d, rank,
+                   worldSize);
     if (!o.save.empty() && lead && epochSteps > 0) {
       saveCheckpoint(session.get(), o, at, stepsPerEpoch, globalBatch,
                      worldSize, seed);
