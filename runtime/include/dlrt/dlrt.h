@@ -105,8 +105,10 @@ typedef struct dlrt_context_options_t {
    * hosts the rendezvous store on MASTER_PORT (MASTER_PORT + 1 under
    * torchrun, whose agent already listens on MASTER_PORT), and every rank
    * connects a communicator: Gloo (TCP) on the host device, NCCL on CUDA.
-   * With 1 the CUDA device is device_ordinal + the local rank (LOCAL_RANK,
-   * OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), one GPU per rank of a node.
+   * One distributed context per process at a time (rank 0's store holds
+   * the port). With 1 the CUDA device is device_ordinal + the local rank
+   * (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), one GPU per
+   * rank of a node.
    * Joining sets SIGPIPE to be ignored when it has its default action, so
    * that a peer that dies fails a collective instead of killing this
    * process (Gloo writes to its sockets without MSG_NOSIGNAL). */
