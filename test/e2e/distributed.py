@@ -37,7 +37,7 @@ collective "timed out after 10 s", no sooner and at most 5 s later.
 
 --check environment: a wrong environment (a bad DLRT_COMM_TIMEOUT, RANK >=
 WORLD_SIZE, the port taken, no rank 0, a missing rank 1, torchrun's agent
-store on port 65535) is one line `dlrt: error: ...` naming the cause and
+store on port 65535, ranks that disagree on WORLD_SIZE) is one line `dlrt: error: ...` naming the cause and
 exit status 1, within --comm-timeout 2 where waiting is involved.
 
 Why 1e-5: all of these are fp32 computations of the same mathematics that
@@ -485,6 +485,34 @@ def check_environment(args, w, x, y):
             f"{errors or lines}")
         ok &= bool(good)
     busy.close()
+
+    # Ranks that disagree on the world size: rank 1 is refused by rank 0's
+    # store at once; rank 0 then misses rank 1 until the timeout.
+    port = free_port()
+    t = time.time()
+    first = subprocess.Popen(train + ["--comm-timeout", "2"],
+                             env=rank_env(RANK=0, WORLD_SIZE=2, MASTER_PORT=port),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    status1, _, err1 = run(train + ["--comm-timeout", "2"],
+                           env=rank_env(RANK=1, WORLD_SIZE=3, MASTER_PORT=port),
+                           check=False, timeout=60)
+    try:
+        _, err0 = first.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        first.kill()
+        first.communicate()
+        sys.exit("FAIL: rank 0 of a mismatched job did not exit within 30 s")
+    secs = time.time() - t
+    errors1 = [line for line in err1.splitlines() if line.startswith("dlrt: error:")]
+    errors0 = [line for line in err0.splitlines() if line.startswith("dlrt: error:")]
+    good = (status1 == 1 and len(errors1) == 1 and
+            "world size mismatch: rank 1 has WORLD_SIZE=3 but rank 0 has WORLD_SIZE=2"
+            in errors1[0] and first.returncode == 1 and len(errors0) == 1 and secs < 20)
+    log(f"{'ok' if good else 'MISMATCH'}: world size mismatch: rank 1 status {status1}: "
+        f"{errors1 or err1}; rank 0 status {first.returncode}: {errors0 or err0} "
+        f"({secs:.1f} s)")
+    ok &= bool(good)
     return ok
 
 
