@@ -27,6 +27,7 @@ struct TrainOptions {
   std::string device = "auto";
   int64_t logEvery = 100;
   std::string memoryReport; ///< --memory-report FILE.json
+  std::string trace;        ///< --trace FILE.json
   bool quiet = false;       ///< --quiet: nothing on stdout
   /// --comm-timeout seconds; 0: $DLRT_COMM_TIMEOUT, else 300.
   double commTimeout = 0;

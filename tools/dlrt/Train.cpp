@@ -42,6 +42,20 @@ __attribute__((format(printf, 1, 2))) void say(const char *format, ...) {
   va_end(args);
 }
 
+/// |path| for |rank| of |worldSize|: itself on one rank, else with
+/// ".rank<R>" before its extension (trace.json -> trace.rank1.json).
+std::string rankFileName(const std::string &path, int32_t rank,
+                         int32_t worldSize) {
+  if (worldSize <= 1)
+    return path;
+  size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    dot = path.size();
+  return path.substr(0, dot) + ".rank" + std::to_string(rank) +
+         path.substr(dot);
+}
+
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -407,6 +421,11 @@ int runTrain(const TrainOptions &o) {
 
   // Every rank creates its session (which broadcasts rank 0's state).
   SessionPtr session = createSession(model.get());
+  std::string tracePath;
+  if (!o.trace.empty()) {
+    tracePath = rankFileName(o.trace, rank, worldSize);
+    check(dlrt_session_set_trace(session.get(), 1));
+  }
   const LossScaleOutputs lossScale =
       findLossScaleOutputs(session.get(), outputs);
   std::vector<GradientOutput> grads;
@@ -671,6 +690,11 @@ int runTrain(const TrainOptions &o) {
   }
   if (!o.memoryReport.empty() && lead)
     reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
+  if (!tracePath.empty()) {
+    check(dlrt_session_write_trace(session.get(), tracePath.c_str(), rank,
+                                   ("rank " + std::to_string(rank)).c_str()));
+    say("trace: %s\n", tracePath.c_str());
+  }
   // No rank closes its connections while another may still read from them.
   check(dlrt_context_barrier(context.get()));
   return 0;

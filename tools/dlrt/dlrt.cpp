@@ -125,6 +125,13 @@ int main(int argc, char **argv) {
       "mark), used_peak_bytes, plan_from_package and device; and print "
       "'memory: predicted X, measured Y bytes (...)'";
   trainCmd->add_option("--memory-report", train.memoryReport, memoryReportHelp);
+  trainCmd->add_option(
+      "--trace", train.trace,
+      "Record every step (kernels, library calls, collectives and the waits "
+      "for them, on one clock) and write it after the last step as a Chrome "
+      "trace event file (opens in Perfetto or chrome://tracing), "
+      "atomically; on W > 1 ranks each rank writes FILE with .rankR before "
+      "its extension (trace.json -> trace.rank0.json)");
   trainCmd->add_flag("--quiet", train.quiet,
                      "Print nothing on stdout (errors and notes still go to "
                      "stderr)");

@@ -307,13 +307,13 @@ dlrt_status_t dlrt_session_memory(dlrt_session_t session,
  * on the communication lane, in nanoseconds of the steady clock (one clock
  * for all processes of a machine). Starting clears what was recorded. On
  * the host device the steps run synchronously, so their spans are their
- * run times; on CUDA they are the host's issue times. Errors:
- * DLRT_INVALID_ARGUMENT (NULL session). */
+ * run times; on CUDA they are the host's issue times. Since API 0.4.
+ * Errors: DLRT_INVALID_ARGUMENT (NULL session). */
 dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled);
 
 /* Writes what |session| recorded as a Chrome trace event file (JSON, opened
  * by Perfetto and chrome://tracing) at |path|, atomically, as process |pid|
- * named |process_name| (e.g. the rank and "rank 0"). Errors:
+ * named |process_name| (e.g. the rank and "rank 0"). Since API 0.4. Errors:
  * DLRT_INVALID_ARGUMENT (NULL argument), DLRT_IO_ERROR (naming |path|). */
 dlrt_status_t dlrt_session_write_trace(dlrt_session_t session,
                                        const char *path, int32_t pid,
