@@ -11,12 +11,16 @@ cd "$(dirname "$0")/../.."
 BUILD_DIR=${DLC_BUILD_DIR:-build}
 OUT=.device-carry
 rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/e2e"
-cp "$BUILD_DIR"/bin/{dlrt,dlrt-cuda-tests,dlrt-runtime-tests} "$OUT/bin/"
+cp "$BUILD_DIR"/bin/{dlrt,dlrt-cuda-tests,dlrt-runtime-tests,dlrt-comm-tests} "$OUT/bin/"
 # The binaries need libdlrt under its soname (libdlrt.so.<major>).
 soname=$(objdump -p "$BUILD_DIR/lib/libdlrt.so" | awk '$1 == "SONAME" { print $2 }')
 cp -L "$BUILD_DIR/lib/$soname" "$OUT/lib/"
 for lib in libdnnl.so.2 libOpenCL.so.1 libgomp.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$lib" "$OUT/lib/"
+done
+# Gloo (the host communicator, issue 12) and what Debian's libgloo0 needs.
+for lib in $(ldd "$BUILD_DIR/lib/libdlrt.so" | awk '/libgloo|libhiredis|libibverbs|libnl-/ { print $3 }'); do
+  cp -L "$lib" "$OUT/lib/"
 done
 # ResNet-18's packages hold 45 MB of weights each: they do not fit in one
 # 64 MiB carry with the rest, so they are left out unless DLC_GPU_E2E names

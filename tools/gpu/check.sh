@@ -15,6 +15,11 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 echo "== dlrt-cuda-tests"; bin/dlrt-cuda-tests || status=1
 echo "== dlrt-runtime-tests"; bin/dlrt-runtime-tests --gtest_brief=1 || status=1
+# NCCL (issue 12): one rank's all-reduce on the GPU (NCCL from the CUDA
+# toolkit's lib64 or the pip nvidia-nccl package) and its load errors.
+NCCL_LIB=$($PY -c 'import os, nvidia.nccl as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
+echo "== dlrt-comm-tests Nccl.*"
+LD_LIBRARY_PATH="$LD_LIBRARY_PATH:${NCCL_LIB}" bin/dlrt-comm-tests --gtest_filter='Nccl.*' || status=1
 for d in e2e/*/; do
   name=$(basename "$d")
   echo "== $name: train 5 steps on cuda"

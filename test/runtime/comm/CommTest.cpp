@@ -839,3 +839,51 @@ TEST(Nccl, WithoutDriverTheErrorNamesIt) {
 }
 
 } // namespace
+
+// ---------------------------------------------------------------------------
+// NCCL on a GPU: one rank (tools/gpu/check.sh runs it on the lent GPU
+// machine; elsewhere there is no CUDA device and it skips).
+
+TEST(Nccl, OneRankAllReduceOnTheGpu) {
+  std::unique_ptr<Device> device;
+  Status st = createCudaDevice(0, &device);
+  if (!st.ok())
+    GTEST_SKIP() << "no CUDA device: " << st.message;
+  int version = 0;
+  st = loadNccl(&version);
+  ASSERT_TRUE(st.ok()) << st.message;
+  std::unique_ptr<Communicator> comm;
+  st = createNcclCommunicator(Rendezvous(), nullptr, device->stream(), 60000ms,
+                              &comm);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(comm->size(), 1);
+  EXPECT_STREQ(comm->backend(), "nccl");
+  // 4 MiB of f32 values; on one rank sum and mean leave every bit as it was
+  // (also when the bytes are read as bf16 or f16 pairs).
+  const size_t n = size_t(1) << 20;
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i)
+    host[i] = float(int(i % 2001) - 1000) * 0.125f;
+  DeviceBuffer buffer;
+  ASSERT_TRUE(device->allocate(n * 4, &buffer).ok());
+  ASSERT_TRUE(device->copyToDevice(buffer.data, host.data(), n * 4).ok());
+  struct Case {
+    DataType type;
+    size_t count;
+    ReduceOp op;
+  } cases[] = {{DataType::F32, n, ReduceOp::Sum},
+               {DataType::F32, n, ReduceOp::Avg},
+               {DataType::BF16, 2 * n, ReduceOp::Sum},
+               {DataType::F16, 2 * n, ReduceOp::Avg}};
+  for (const Case &c : cases) {
+    std::shared_ptr<Work> work =
+        comm->allReduce(buffer.data, c.count, c.type, c.op);
+    st = work->wait();
+    ASSERT_TRUE(st.ok()) << dataTypeName(c.type) << ": " << st.message;
+    std::vector<float> back(n);
+    ASSERT_TRUE(device->copyToHost(back.data(), buffer.data, n * 4).ok());
+    EXPECT_EQ(0, std::memcmp(back.data(), host.data(), n * 4))
+        << dataTypeName(c.type) << " on one rank changed the data";
+  }
+  device->release(buffer);
+}
