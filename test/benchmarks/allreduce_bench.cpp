@@ -67,22 +67,18 @@ int main(int argc, char **argv) {
     // About 256 MiB moved per size, between 3 and 200 iterations.
     const int iters =
         int(std::clamp<size_t>((size_t(256) << 20) / bytes, 3, 200));
-    for (int i = 0; i < 2; ++i) // warm-up
-      if (!(st = comm->allReduce(data.data(), count, DataType::F32,
-                                 ReduceOp::Sum)
-                     ->wait())
-               .ok())
-        return fail(st);
-    if (!(st = comm->barrier()->wait()).ok())
+    // |n| all-reduces one after the other, then a barrier.
+    auto allReduces = [&](int n) {
+      Status s;
+      for (int i = 0; i < n && s.ok(); ++i)
+        s = comm->allReduce(data.data(), count, DataType::F32, ReduceOp::Sum)
+                ->wait();
+      return s.ok() ? comm->barrier()->wait() : s;
+    };
+    if (!(st = allReduces(2)).ok()) // warm-up
       return fail(st);
     auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i)
-      if (!(st = comm->allReduce(data.data(), count, DataType::F32,
-                                 ReduceOp::Sum)
-                     ->wait())
-               .ok())
-        return fail(st);
-    if (!(st = comm->barrier()->wait()).ok())
+    if (!(st = allReduces(iters)).ok())
       return fail(st);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)

@@ -71,7 +71,12 @@ static const char *const kServed[] = {"cuDeviceGet",
                                       "cuModuleLoadData",
                                       "cuModuleUnload",
                                       "cuModuleGetFunction",
-                                      "cuLaunchKernel"};
+                                      "cuLaunchKernel",
+                                      "cuStreamWaitEvent",
+                                      "cuEventCreate",
+                                      "cuEventRecord",
+                                      "cuEventQuery",
+                                      "cuEventDestroy"};
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                              cuuint64_t flags,
