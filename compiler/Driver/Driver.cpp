@@ -17,6 +17,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/STLExtras.h"
+#include "compiler/Partition/Cost/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
@@ -27,6 +29,38 @@
 using namespace mlir;
 
 namespace {
+
+/// The `--stats` lines of dlgraph-partition-pipeline's record on @main: one
+/// per stage, then `balance: slowest/mean = X`.
+std::string describePipelineStages(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  auto stages = main ? main->getAttrOfType<ArrayAttr>("dlgraph.pipeline.stages")
+                     : ArrayAttr();
+  if (!stages)
+    return "";
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  double slowest = 0, total = 0;
+  os << "pipeline stages: " << stages.size() << "\n";
+  for (auto [i, a] : llvm::enumerate(stages)) {
+    auto d = cast<DictionaryAttr>(a);
+    double cost = cast<FloatAttr>(d.get("cost")).getValueAsDouble();
+    slowest = std::max(slowest, cost);
+    total += cost;
+    os << "  stage " << i << ": "
+       << cast<IntegerAttr>(d.get("ops")).getInt() << " ops, "
+       << llvm::format("%.3f", cost * 1e3) << " ms, parameters "
+       << cast<IntegerAttr>(d.get("param_bytes")).getInt()
+       << " bytes, activations "
+       << cast<IntegerAttr>(d.get("activation_bytes")).getInt() << " bytes, "
+       << cast<StringAttr>(d.get("first")).getValue() << " .. "
+       << cast<StringAttr>(d.get("last")).getValue() << "\n";
+  }
+  os << "balance: slowest/mean = "
+     << llvm::format("%.3f", total > 0 ? slowest / (total / stages.size()) : 1.0)
+     << "\n";
+  return out;
+}
 
 /// The name diagnostics and progress lines start with.
 constexpr llvm::StringLiteral kTool = "dlc";
@@ -229,6 +263,21 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
       return "--memory-budget chooses what to recompute itself (--remat "
              "auto); it cannot be combined with --remat sqrt";
   }
+  if (options.pipelineStages < 0)
+    return "--pipeline-stages must be >= 1, got " +
+           std::to_string(options.pipelineStages);
+  if (options.pipelineStages > 0 && !p.train)
+    return "--pipeline-stages needs --train (it splits a training step)";
+  if (options.pipelineStages > 1 && !options.stats &&
+      options.emit != EmitKind::DLGraph)
+    return "pipeline execution is not implemented yet; use --stats to see "
+           "the split";
+  if (!options.pipelineSplit.empty() && options.pipelineStages < 2)
+    return "--pipeline-split needs --pipeline-stages >= 2";
+  if (options.deviceModel != "h100" &&
+      !llvm::StringRef(options.deviceModel).ends_with(".json"))
+    return "unknown --device-model '" + options.deviceModel +
+           "'; supported: h100, FILE.json";
   if (p.dataParallel && !p.train)
     return "--data-parallel needs --train (it averages the gradients over "
            "the ranks)";
@@ -287,6 +336,25 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   }
   if (!module)
     return failure();
+
+  // Pipeline partitioning (docs/pipeline.md): analysis of @main only.
+  std::string pipelineStats;
+  if (options.pipelineStages > 0) {
+    progress.stage("splitting @main into " +
+                   std::to_string(options.pipelineStages) + " pipeline stages");
+    PartitionPipelinePassOptions po;
+    po.stages = options.pipelineStages;
+    po.deviceModel = options.deviceModel;
+    if (!options.pipelineSplit.empty())
+      for (llvm::StringRef name :
+           llvm::split(llvm::StringRef(options.pipelineSplit), ','))
+        po.split.push_back(name.str());
+    if (failed(runPipeline(*module, [&](OpPassManager &pm) {
+          pm.addPass(createPartitionPipelinePass(po));
+        })))
+      return failure();
+    pipelineStats = describePipelineStages(*module);
+  }
 
   if (pipeline.train)
     progress.stage("building the training step (" + pipeline.optimizer + ")");
@@ -389,6 +457,9 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                      << llvm::join(b.gradients, ", ") << "\n";
     }
   }
+
+  if (options.stats)
+    llvm::outs() << pipelineStats;
 
   switch (options.emit) {
   case EmitKind::DLGraph: // with --stats: the stats are the output

@@ -55,6 +55,15 @@ struct CompileOptions {
   std::string memoryBudget;
   /// `--bucket-size` as written (empty: the default, 25 MiB).
   std::string bucketSize;
+  /// `--pipeline-stages`: pipeline stages to split @main into (analysis
+  /// only, docs/pipeline.md); 0: no split. Needs train; > 1 needs stats or
+  /// EmitKind::DLGraph.
+  int64_t pipelineStages = 0;
+  /// `--device-model`: h100 or FILE.json (compiler/Partition/Cost).
+  std::string deviceModel = "h100";
+  /// `--pipeline-split`: comma-separated node names ending each stage but
+  /// the last; empty: the cost model's split.
+  std::string pipelineSplit;
   /// Training and its hyper-parameters.
   PipelineOptions pipeline;
 };

@@ -4,6 +4,7 @@
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Partition/Cost/Passes.h"
 #include "compiler/Training/DataParallel/Passes.h"
 #include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Training/Remat/Passes.h"
@@ -21,6 +22,7 @@ void dlc::registerAllPasses() {
   dlc::registerDLCMixedPrecisionPasses();
   dlc::registerDLCDataParallelPasses();
   dlc::registerDLCRematPasses();
+  dlc::registerDLCPartitionCostPasses();
   registerAllPipelines();
 }
 

@@ -133,6 +133,25 @@ static cl::opt<std::string> bucketSize(
     cl::desc("With --data-parallel: the most bytes of one gradient bucket, "
              "in bytes or with KiB, MiB or GiB (default 25MiB, DDP's)"),
     cl::value_desc("SIZE"), cl::cat(dlcCategory));
+static cl::opt<int64_t> pipelineStages(
+    "pipeline-stages",
+    cl::desc("With --train: split the forward into S pipeline stages by a "
+             "roofline cost model (analysis only: with S > 1 it needs --stats, "
+             "which prints the stages, or --emit=dlgraph; pipeline execution "
+             "is not implemented yet, and a package written alongside is the "
+             "ordinary single-device one; docs/pipeline.md)"),
+    cl::value_desc("S"), cl::init(0), cl::cat(dlcCategory));
+static cl::opt<std::string> deviceModel(
+    "device-model",
+    cl::desc("With --pipeline-stages: the device the cost model assumes: h100 "
+             "or FILE.json (default h100)"),
+    cl::value_desc("h100|FILE.json"), cl::init("h100"), cl::cat(dlcCategory));
+static cl::opt<std::string> pipelineSplit(
+    "pipeline-split",
+    cl::desc("With --pipeline-stages: the ONNX node names ending each stage "
+             "but the last, comma-separated, instead of the cost model's "
+             "split"),
+    cl::value_desc("NODE[,NODE...]"), cl::cat(dlcCategory));
 static cl::opt<std::string> remat(
     "remat",
     cl::desc("Activation checkpointing for --train: none, sqrt (Chen et al. "
@@ -288,6 +307,9 @@ int main(int argc, char **argv) {
   p.remat = remat;
   options.memoryBudget = memoryBudget;
   p.dataParallel = dataParallel;
+  options.pipelineStages = pipelineStages;
+  options.deviceModel = deviceModel;
+  options.pipelineSplit = pipelineSplit;
   options.bucketSize = bucketSize;
   if (std::optional<int64_t> size = dlc::parseByteSize(bucketSize);
       size && *size > 0)
