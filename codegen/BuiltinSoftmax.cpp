@@ -2,7 +2,9 @@
 //
 // softmax, log_softmax (BuiltinFamily::Softmax) and softmax_cross_entropy
 // with its gradient (BuiltinFamily::CrossEntropy). Softmax subtracts the
-// slice maximum before exponentiating.
+// slice maximum before exponentiating. On CUDA, rows along the last axis
+// are shared by the lanes of a warp (shuffle reductions); the host runs the
+// same function one row per iteration.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
@@ -11,11 +13,72 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 
 using namespace mlir;
 
 namespace dlc::codegen::detail {
+
+namespace {
+/// How a row's statistics are read: the C type |t| they are computed in,
+/// the load of element k of the row (|x| applied to the index), and the
+/// names of exp, log and infinity for |t|.
+struct RowMath {
+  std::string t, exp, log, inf;
+  std::function<std::string(const std::string &)> x;
+};
+
+/// CUDA: the maximum `m` and the sum of exp(x - m) `s` of a row of |n|
+/// elements, over the 32 lanes of a warp (`lane`): lane l takes elements
+/// l, l + 32, ... in order, then an xor butterfly of shuffles combines the
+/// lanes, which leaves the same bits in every lane (each level combines the
+/// same two values, in either order).
+std::string warpRowStats(const RowMath &r, int64_t n, StringRef in) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << in << r.t << " m = -" << r.inf << ";\n"
+     << in << "for (long long k = lane; k < " << n << "LL; k += 32) { const "
+     << r.t << " v = " << r.x("k") << "; if (v > m || v != v) m = v; }\n"
+     << in << "for (int o = 16; o > 0; o >>= 1) { const " << r.t
+     << " v = __shfl_xor_sync(0xffffffffu, m, o); if (v > m || v != v) m = "
+        "v; }\n"
+     << in << r.t << " s = 0;\n"
+     << in << "for (long long k = lane; k < " << n << "LL; k += 32) s += "
+     << r.exp << "(" << r.x("k") << " - m);\n"
+     << in << "for (int o = 16; o > 0; o >>= 1) s += "
+        "__shfl_xor_sync(0xffffffffu, s, o);\n";
+  return out;
+}
+
+/// Host: the same statistics computed in the same order as warpRowStats
+/// (32 lane partials, the same butterfly), so the host and CUDA kernels
+/// agree bit for bit wherever exp and log do. Leaves lane 0's `m` and `s`.
+std::string hostRowStats(const RowMath &r, int64_t n, StringRef in) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << in << r.t << " lm[32], ls[32], nx[32];\n"
+     << in << "for (int l = 0; l < 32; ++l) { lm[l] = -" << r.inf
+     << "; ls[l] = 0; }\n"
+     << in << "for (long long k = 0; k < " << n << "LL; ++k) { const " << r.t
+     << " v = " << r.x("k")
+     << "; if (v > lm[k & 31] || v != v) lm[k & 31] = v; }\n"
+     << in << "for (int o = 16; o > 0; o >>= 1) {\n"
+     << in << "  for (int l = 0; l < 32; ++l) { const " << r.t
+     << " v = lm[l ^ o]; nx[l] = (v > lm[l] || v != v) ? v : lm[l]; }\n"
+     << in << "  for (int l = 0; l < 32; ++l) lm[l] = nx[l];\n"
+     << in << "}\n"
+     << in << "for (long long k = 0; k < " << n << "LL; ++k) ls[k & 31] += "
+     << r.exp << "(" << r.x("k") << " - lm[k & 31]);\n"
+     << in << "for (int o = 16; o > 0; o >>= 1) {\n"
+     << in << "  for (int l = 0; l < 32; ++l) nx[l] = ls[l] + ls[l ^ o];\n"
+     << in << "  for (int l = 0; l < 32; ++l) ls[l] = nx[l];\n"
+     << in << "}\n"
+     << in << "const " << r.t << " m = lm[0], s = ls[0];\n";
+  return out;
+}
+} // namespace
 
 FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
   if (failed(expectOperands(op, 1, 1, "x -> y")))
@@ -44,9 +107,40 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
   bool f32 = *t == "float";
   std::string exp = f32 ? "expf" : "exp", log = f32 ? "logf" : "log";
   KernelCode code;
-  code.numThreads = outer * inner;
   std::string body;
   llvm::raw_string_ostream os(body);
+  if (inner == 1) {
+    // Rows along the last axis. CUDA: one warp per row, lanes striding over
+    // it (coalesced), 8 rows per block; the host computes the same lane
+    // partials in the same order (hostRowStats), one row per iteration.
+    RowMath r{*t, exp, log, f32 ? "DLC_INF_F" : "DLC_INF_D",
+              [](const std::string &k) { return "a0[base + " + k + "]"; }};
+    auto write = [&](llvm::raw_ostream &out, StringRef loop) {
+      if (isLog)
+        out << "  const " << *t << " lse = " << log << "(s);\n"
+            << "  " << loop << " a1[base + k] = a0[base + k] - m - lse;\n";
+      else
+        out << "  " << loop << " a1[base + k] = " << exp
+            << "(a0[base + k] - m) / s;\n";
+    };
+    code.blockSize = 256;
+    code.numThreads = (outer * 32 + 255) / 256 * 256;
+    code.hostThreads = outer;
+    llvm::raw_string_ostream cs(code.cudaBody);
+    cs << "  const long long row = tid >> 5;\n"
+       << "  const int lane = (int)(tid & 31);\n"
+       << "  if (row >= " << outer << "LL) return;\n"
+       << "  const long long base = row * " << n << "LL;\n"
+       << warpRowStats(r, n, "  ");
+    write(cs, "for (long long k = lane; k < " + std::to_string(n) +
+                  "LL; k += 32)");
+    os << "  const long long base = tid * " << n << "LL;\n"
+       << hostRowStats(r, n, "  ");
+    write(os, "for (long long k = 0; k < " + std::to_string(n) + "LL; ++k)");
+    code.body = std::move(body);
+    return code;
+  }
+  code.numThreads = outer * inner;
   os << "  const long long base = (tid / " << inner << "LL) * " << n * inner
      << "LL + tid % " << inner << "LL;\n"
      << "  " << *t << " m = -" << (f32 ? "DLC_INF_F" : "DLC_INF_D") << ";\n"
@@ -116,42 +210,88 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
   bool f32 = *t == "float";
   std::string exp = f32 ? "expf" : "exp", log = f32 ? "logf" : "log";
   std::string inf = f32 ? "DLC_INF_F" : "DLC_INF_D";
+  RowMath r{*t, exp, log, inf, x};
   KernelCode code;
   std::string body;
   llvm::raw_string_ostream os(body);
-  auto rowStats = [&](StringRef indent) {
-    os << indent << "const " << *storage << "* x = a0 + row * " << c << "LL;\n"
-       << indent << "const long long label = (long long)a1[row];\n"
-       << indent << *t << " m = -" << inf << ";\n"
-       << indent << "for (long long k = 0; k < " << c << "LL; ++k) { const "
-       << *t << " v = " << x("k") << "; if (v > m || v != v) m = v; }\n"
-       << indent << *t << " s = 0;\n"
-       << indent << "for (long long k = 0; k < " << c << "LL; ++k) s += " << exp
-       << "(" << x("k") << " - m);\n";
+  llvm::raw_string_ostream cs(code.cudaBody);
+  // CUDA: one warp per row (warpRowStats); the host computes the same lane
+  // partials in the same order (hostRowStats). No atomics anywhere: the
+  // results do not depend on the order threads run in, and the host and
+  // CUDA kernels agree bit for bit wherever exp and log do.
+  auto rowBase = [&](llvm::raw_ostream &out, StringRef in) {
+    out << in << "const " << *storage << "* x = a0 + row * " << c << "LL;\n"
+        << in << "const long long label = (long long)a1[row];\n";
   };
   if (!grad) {
-    // One thread; the mean accumulates in double.
-    code.numThreads = 1;
-    os << "  double total = 0;\n"
-       << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";
-    rowStats("    ");
-    os << "    if (label < 0 || label >= " << c << "LL) continue;\n"
-       << "    total += (double)(m + " << log << "(s) - " << x("label") << ");\n"
+    // CUDA: one block of W <= 32 warps; warp w takes rows w, w + W, ...,
+    // and its lane 0 adds each row's loss in double; thread 0 then adds
+    // the warps' sums in warp order. No second kernel or scratch buffer;
+    // one block reads the logits (C * rows elements) at the rate of one
+    // SM, which is fine up to a few MB of logits. The host keeps the same
+    // W sums.
+    const int64_t warps = std::min<int64_t>(32, std::max<int64_t>(1, rows));
+    code.blockSize = static_cast<int32_t>(32 * warps);
+    code.numThreads = code.blockSize;
+    code.hostThreads = 1;
+    auto lossTerm = "(double)(m + " + log + "(s) - " + x("label") + ")";
+    cs << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+       << "  double acc = 0;\n"
+       << "  for (long long row = warp; row < " << rows << "LL; row += "
+       << warps << ") {\n";
+    rowBase(cs, "    ");
+    cs << warpRowStats(r, c, "    ") << "    if (lane == 0 && label >= 0 && label < "
+       << c << "LL) acc += " << lossTerm << ";\n"
        << "  }\n"
+       << "  __shared__ double dlc_partial[" << warps << "];\n"
+       << "  if (lane == 0) dlc_partial[warp] = acc;\n"
+       << "  __syncthreads();\n"
+       << "  if (threadIdx.x == 0) {\n"
+       << "    double total = 0;\n"
+       << "    for (int w = 0; w < " << warps
+       << "; ++w) total += dlc_partial[w];\n"
+       << "    a2[0] = (" << *t << ")(total / " << rows << ".0);\n"
+       << "  }\n";
+    os << "  double acc[" << warps << "] = {0};\n"
+       << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";
+    rowBase(os, "    ");
+    os << hostRowStats(r, c, "    ") << "    if (label >= 0 && label < " << c
+       << "LL) acc[row % " << warps << "] += " << lossTerm << ";\n"
+       << "  }\n"
+       << "  double total = 0;\n"
+       << "  for (int w = 0; w < " << warps << "; ++w) total += acc[w];\n"
        << "  a2[0] = (" << *t << ")(total / " << rows << ".0);\n";
   } else {
-    code.numThreads = rows;
+    // CUDA: one warp per row, 8 rows per block; a warp past the last row
+    // returns whole (rows * 32 threads are whole warps).
+    code.blockSize = 256;
+    code.numThreads = (rows * 32 + 255) / 256 * 256;
+    code.hostThreads = rows;
+    auto writeGrad = [&](llvm::raw_ostream &out, StringRef in, StringRef loop) {
+      out << in << *storage << "* dx = a3 + row * " << c << "LL;\n"
+          << in << "const " << *t << " scale = a2[0] / (" << *t << ")" << rows
+          << ";\n"
+          << in << "const bool valid = label >= 0 && label < " << c << "LL;\n"
+          << in << loop << "\n"
+          << in << "  dx[k] = "
+          << storeExpr(elem, "valid ? (" + exp + "(" + x("k") +
+                                 " - m) / s - (k == label ? (" + *t +
+                                 ")1 : (" + *t + ")0)) * scale : (" + *t +
+                                 ")0")
+          << ";\n";
+    };
+    cs << "  const long long row = tid >> 5;\n"
+       << "  const int lane = (int)(tid & 31);\n"
+       << "  if (row >= " << rows << "LL) return;\n";
+    rowBase(cs, "  ");
+    cs << warpRowStats(r, c, "  ");
+    writeGrad(cs, "  ",
+              "for (long long k = lane; k < " + std::to_string(c) +
+                  "LL; k += 32)");
     os << "  const long long row = tid;\n";
-    rowStats("  ");
-    os << "  " << *storage << "* dx = a3 + row * " << c << "LL;\n"
-       << "  const " << *t << " scale = a2[0] / (" << *t << ")" << rows << ";\n"
-       << "  const bool valid = label >= 0 && label < " << c << "LL;\n"
-       << "  for (long long k = 0; k < " << c << "LL; ++k)\n"
-       << "    dx[k] = "
-       << storeExpr(elem, "valid ? (" + exp + "(" + x("k") +
-                              " - m) / s - (k == label ? (" + *t +
-                              ")1 : (" + *t + ")0)) * scale : (" + *t + ")0")
-       << ";\n";
+    rowBase(os, "  ");
+    os << hostRowStats(r, c, "  ");
+    writeGrad(os, "  ", "for (long long k = 0; k < " + std::to_string(c) + "LL; ++k)");
   }
   code.body = std::move(body);
   return code;

@@ -157,8 +157,12 @@ std::string wrapCuda(const KernelCode &code) {
     os << (i ? ", " : "") << paramDecl(code, i);
   os << ") {\n"
      << "  const long long tid = (long long)blockIdx.x * blockDim.x + "
-        "threadIdx.x;\n"
-     << "  if (tid >= " << code.numThreads << "LL) return;\n"
+        "threadIdx.x;\n";
+  if (!code.cudaBody.empty()) {
+    os << "  {\n" << code.cudaBody << "  }\n}\n";
+    return out;
+  }
+  os << "  if (tid >= " << code.numThreads << "LL) return;\n"
      << code.invariant << "  {\n"
      << code.body << "  }\n}\n";
   return out;
@@ -179,12 +183,13 @@ std::string wrapHost(const KernelCode &code) {
   // Iterations are independent and each output element is computed by one
   // thread, so the parallel loop is deterministic. Kernels below the size
   // threshold run serially rather than pay for waking the thread team.
-  bool parallel = code.numThreads >= kHostParallelThreshold;
+  const int64_t threads =
+      code.cudaBody.empty() ? code.numThreads : code.hostThreads;
+  bool parallel = threads >= kHostParallelThreshold;
   if (!code.loopNest) {
     if (parallel)
       os << "#pragma omp parallel for\n";
-    os << "  for (long long tid = 0; tid < " << code.numThreads
-       << "LL; ++tid) {\n"
+    os << "  for (long long tid = 0; tid < " << threads << "LL; ++tid) {\n"
        << code.body << "  }\n}\n";
     return out;
   }
@@ -228,7 +233,7 @@ FailureOr<std::vector<KernelSource>> emitCudaKernels(ModuleOp module) {
     return failure();
   std::vector<KernelSource> out;
   for (const detail::KernelCode &k : *kernels)
-    out.push_back({k.name, detail::wrapCuda(k), k.numThreads, 256});
+    out.push_back({k.name, detail::wrapCuda(k), k.numThreads, k.blockSize});
   return out;
 }
 

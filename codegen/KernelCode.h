@@ -55,6 +55,18 @@ struct KernelCode {
   /// The kernel stores f16 / bf16 elements: the target wrapper adds the
   /// storage types and conversions (halfHelpers) for it.
   bool usesF16 = false, usesBF16 = false;
+
+  /// A cooperative CUDA kernel (threads of a warp or block share a row's work
+  /// through shuffles, shared memory and barriers) sets `cudaBody`, which
+  /// replaces `body` on CUDA: it runs numThreads threads (a multiple of
+  /// blockSize, so every thread of a block reaches its barriers; no thread
+  /// returns before the body) in blocks of blockSize, reads `tid`,
+  /// `threadIdx` and `blockIdx`, and bounds-checks itself. The host keeps
+  /// `body` in a flat loop of hostThreads trips: the same function, with its
+  /// sums in another order.
+  std::string cudaBody;
+  int32_t blockSize = 256;
+  int64_t hostThreads = 0;
 };
 
 /// Builds the body of a generated loop-nest kernel.

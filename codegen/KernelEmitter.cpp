@@ -25,6 +25,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -243,6 +244,16 @@ private:
   LogicalResult emitBodyOp(Operation *bodyOp, const std::string &indent);
   FailureOr<std::string> nameOf(Value v, Operation *user);
   std::string fresh() { return "v" + std::to_string(counter++); }
+  /// Adds the CUDA form of a reduction longer than a warp: several threads
+  /// per output, each combining a strided slice of the reduction, their
+  /// partials combined through shared memory (KernelCode::cudaBody). Leaves
+  /// |code| serial where an output's update is not a recognised associative
+  /// combiner.
+  void emitCooperativeReduction(KernelCode &code, ArrayRef<unsigned> parallel,
+                                ArrayRef<unsigned> reduction,
+                                ArrayRef<AffineMap> maps,
+                                const std::string &inner,
+                                const std::string &stores);
 
   exec::KernelOp op;
   std::string body;
@@ -260,6 +271,8 @@ private:
   /// and their only use is its yield): computed in float and not rounded,
   /// so that the accumulator is rounded once, when it is stored.
   llvm::DenseSet<Operation *> halfAccumulates;
+  /// Per output: the C type of its accumulator and its initial value.
+  std::vector<std::string> accTypes, accInits;
   int counter = 0;
 };
 } // namespace
@@ -749,6 +762,8 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     os << in << t << " acc" << o << (initValue.empty() ? "" : " = " + initValue)
        << ";\n";
     names[block.getArgument(operand)] = "acc" + std::to_string(o);
+    accTypes.push_back(t);
+    accInits.push_back(initValue);
   }
 
   for (unsigned d : reduction) {
@@ -756,6 +771,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
        << loopSizes[d] << "LL; ++i" << d << ") {\n";
     in += "  ";
   }
+  const size_t innerBegin = body.size();
   for (unsigned i = 0; i < numInputs; ++i) {
     BlockArgument arg = block.getArgument(i);
     if (arg.use_empty())
@@ -797,18 +813,22 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
        << " y" << o << " = " << yielded[o] << ";\n";
   for (unsigned o = 0; o < yielded.size(); ++o)
     os << in << "acc" << o << " = y" << o << ";\n";
+  const std::string inner = body.substr(innerBegin);
   for (size_t k = 0; k < reduction.size(); ++k) {
     in.resize(in.size() - 2);
     os << in << "}\n";
   }
+  std::string stores;
   for (unsigned o = 0; o < op.getOutputs().size(); ++o)
-    os << in << "a" << numInputs + o << "[" << offsets[numInputs + o] << "] = "
-       << (rawOperands.count(numInputs + o)
-               ? "acc" + std::to_string(o)
-               : storeExpr(elemTypes[numInputs + o],
-                           (promoted[o] ? "(float)acc" : "acc") +
-                               std::to_string(o)))
-       << ";\n";
+    stores += in + "a" + std::to_string(numInputs + o) + "[" +
+              offsets[numInputs + o] + "] = " +
+              (rawOperands.count(numInputs + o)
+                   ? "acc" + std::to_string(o)
+                   : storeExpr(elemTypes[numInputs + o],
+                               (promoted[o] ? "(float)acc" : "acc") +
+                                   std::to_string(o))) +
+              ";\n";
+  os << stores;
   code.invariant = std::move(invariantBody);
   code.loopBody = body;
   code.body = decode + body;
@@ -816,13 +836,217 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   for (unsigned d : parallel)
     code.hostLoops.push_back({"i" + std::to_string(d), loopSizes[d]});
   if (!parallel.empty()) {
-    AffineExpr inner = getAffineDimExpr(parallel.back(), op.getContext());
+    AffineExpr innerDim = getAffineDimExpr(parallel.back(), op.getContext());
     code.innerIndependent = llvm::all_of(
         llvm::seq<unsigned>(numInputs, operands.size()), [&](unsigned i) {
-          return llvm::is_contained(maps[i].getResults(), inner);
+          return llvm::is_contained(maps[i].getResults(), innerDim);
         });
   }
+  emitCooperativeReduction(code, parallel, reduction, maps, inner, stores);
   return code;
+}
+
+/// The identity of a recognised combiner and the C expression combining two
+/// partial results |a| and |b| of type |t| with it; empty when |combiner| is
+/// none of addf, mulf, maximumf, minimumf.
+static std::pair<std::string, std::string>
+combinerOf(Operation *combiner, const std::string &t, const std::string &a,
+           const std::string &b) {
+  std::string inf = t == "double" ? "DLC_INF_D" : "DLC_INF_F";
+  if (isa<arith::AddFOp>(combiner)) // -0 + x == x for every x, +0 included
+    return {"(" + t + ")-0.0", a + " + " + b};
+  if (isa<arith::MulFOp>(combiner))
+    return {"(" + t + ")1", a + " * " + b};
+  if (isa<arith::MaximumFOp>(combiner))
+    return {"-" + inf, "((" + a + " > " + b + " || " + a + " != " + a +
+                           ") ? " + a + " : " + b + ")"};
+  if (isa<arith::MinimumFOp>(combiner))
+    return {inf, "((" + a + " < " + b + " || " + a + " != " + a + ") ? " + a +
+                     " : " + b + ")"};
+  return {};
+}
+
+void GeneratedKernelEmitter::emitCooperativeReduction(
+    KernelCode &code, ArrayRef<unsigned> parallel, ArrayRef<unsigned> reduction,
+    ArrayRef<AffineMap> maps, const std::string &inner,
+    const std::string &stores) {
+  int64_t trips = 1;
+  for (unsigned d : reduction)
+    trips *= loopSizes[d];
+  const int64_t outputs = code.numThreads;
+  if (reduction.empty() || trips <= 32 || outputs <= 0)
+    return;
+  // Every output must be updated only by `acc = combine(acc, x)` with a
+  // combiner that is associative, so that partial results over slices of
+  // the reduction combine into the whole; anything else stays serial.
+  Block &block = op.getBody().front();
+  auto yield = cast<exec::YieldOp>(block.getTerminator());
+  unsigned numInputs = op.getInputs().size();
+  SmallVector<std::pair<std::string, std::string>> combiners;
+  SmallVector<Operation *> combinerOps;
+  for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+    BlockArgument acc = block.getArgument(numInputs + o);
+    if (!acc.hasOneUse() || accInits[o].empty())
+      return;
+    Operation *user = *acc.getUsers().begin();
+    if (user->getNumOperands() != 2 || user->getOperand(0) == user->getOperand(1) ||
+        !user->getResult(0).hasOneUse() ||
+        *user->getResult(0).getUsers().begin() != yield.getOperation() ||
+        yield.getValues()[o] != user->getResult(0))
+      return;
+    auto c = combinerOf(user, accTypes[o], "a", "b");
+    if (c.first.empty())
+      return;
+    combiners.push_back(c);
+    combinerOps.push_back(user);
+  }
+  // Rows or columns: when the innermost reduction loop walks the last
+  // (contiguous) axis of the first input that reads it, consecutive lanes
+  // take consecutive reduction steps of one output (a row reduction: S
+  // lanes per output, W outputs per block); otherwise consecutive lanes
+  // take consecutive outputs (a column reduction: W = 32) and the S thread
+  // rows of the block split the reduction. Either way a warp's loads are
+  // coalesced.
+  unsigned last = reduction.back();
+  bool rowReduction = false;
+  for (unsigned i = 0; i < numInputs; ++i)
+    if (maps[i].isFunctionOfDim(last)) {
+      auto dim = dyn_cast<AffineDimExpr>(maps[i].getResults().back());
+      rowReduction = dim && dim.getPosition() == last;
+      break;
+    }
+  int64_t lanes = 1; // S: threads sharing one output
+  if (rowReduction) {
+    while (lanes < trips && lanes < 256)
+      lanes *= 2;
+  } else {
+    while (lanes * 16 < trips && lanes < 32)
+      lanes *= 2;
+    lanes = std::max<int64_t>(lanes, 8);
+  }
+  const int64_t width = rowReduction ? 256 / lanes : 32; // W
+  code.blockSize = static_cast<int32_t>(width * lanes);
+  code.numThreads = (outputs + width - 1) / width * code.blockSize;
+  code.hostThreads = outputs;
+
+  std::string out;
+  llvm::raw_string_ostream cs(out);
+  const bool narrowOut = outputs <= INT32_MAX, narrowT = trips <= INT32_MAX;
+  cs << "  const int w = threadIdx.x % " << width << ", s = threadIdx.x / "
+     << width << ";\n"
+     << "  const long long out = (long long)blockIdx.x * " << width
+     << " + w;\n"
+     << "  const bool live = out < " << outputs << "LL;\n"
+     << code.invariant;
+  // Outputs live in accumulators; thread row 0 starts from the output's
+  // initial value, the others from the combiner's identity.
+  for (unsigned o = 0; o < accTypes.size(); ++o)
+    cs << "  " << accTypes[o] << " acc" << o << " = " << combiners[o].first
+       << ";\n";
+  cs << "  if (live) {\n";
+  if (!parallel.empty()) {
+    cs << "    " << (narrowOut ? "unsigned rem = (unsigned)out;\n"
+                               : "long long rem = out;\n");
+    for (int k = (int)parallel.size() - 1; k >= 0; --k) {
+      unsigned d = parallel[k];
+      if (k == 0)
+        cs << "    const long long i" << d << " = rem;\n";
+      else
+        cs << "    const long long i" << d << " = rem % " << loopSizes[d]
+           << (narrowOut ? "u" : "LL") << "; rem /= " << loopSizes[d]
+           << (narrowOut ? "u" : "LL") << ";\n";
+    }
+  }
+  for (unsigned o = 0; o < accTypes.size(); ++o)
+    cs << "    if (s == 0) acc" << o << " = " << accInits[o] << ";\n";
+  cs << "    for (long long t = s; t < " << trips << "LL; t += " << lanes
+     << ") {\n"
+     << "      " << (narrowT ? "unsigned r = (unsigned)t;\n"
+                             : "long long r = t;\n");
+  for (int k = (int)reduction.size() - 1; k >= 0; --k) {
+    unsigned d = reduction[k];
+    if (k == 0)
+      cs << "      const long long i" << d << " = r;\n";
+    else
+      cs << "      const long long i" << d << " = r % " << loopSizes[d]
+         << (narrowT ? "u" : "LL") << "; r /= " << loopSizes[d]
+         << (narrowT ? "u" : "LL") << ";\n";
+  }
+  cs << inner << "    }\n"
+     << "  }\n";
+  // Partials through shared memory; thread row 0 combines them in row
+  // order (a fixed order: the result does not depend on scheduling).
+  for (unsigned o = 0; o < accTypes.size(); ++o)
+    cs << "  __shared__ " << accTypes[o] << " dlc_part" << o << "["
+       << code.blockSize << "];\n"
+       << "  dlc_part" << o << "[threadIdx.x] = acc" << o << ";\n";
+  cs << "  __syncthreads();\n"
+     << "  if (!live || s != 0) return;\n";
+  if (!parallel.empty())
+    cs << "  " << (narrowOut ? "unsigned rem = (unsigned)out;\n"
+                             : "long long rem = out;\n");
+  for (int k = (int)parallel.size() - 1; k >= 0; --k) {
+    unsigned d = parallel[k];
+    if (k == 0)
+      cs << "  const long long i" << d << " = rem;\n";
+    else
+      cs << "  const long long i" << d << " = rem % " << loopSizes[d]
+         << (narrowOut ? "u" : "LL") << "; rem /= " << loopSizes[d]
+         << (narrowOut ? "u" : "LL") << ";\n";
+  }
+  for (unsigned o = 0; o < accTypes.size(); ++o) {
+    auto c = combinerOf(combinerOps[o], accTypes[o],
+                        "acc" + std::to_string(o), "v");
+    cs << "  for (int k = 1; k < " << lanes << "; ++k) { const " << accTypes[o]
+       << " v = dlc_part" << o << "[k * " << width << " + w]; acc" << o
+       << " = " << c.second << "; }\n";
+  }
+  cs << stores;
+  code.cudaBody = std::move(out);
+
+  // The host runs the same arithmetic in the same order, so both targets
+  // agree bit for bit: S partials per output, partial t % S taking
+  // reduction step t (in increasing t, as CUDA's thread row t % S does),
+  // combined in row order. Walking t in order keeps the host's memory
+  // access sequential.
+  std::string host;
+  llvm::raw_string_ostream hs(host);
+  for (unsigned o = 0; o < accTypes.size(); ++o)
+    hs << "    " << accTypes[o] << " dlc_part" << o << "[" << lanes << "];\n"
+       << "    dlc_part" << o << "[0] = " << accInits[o] << ";\n"
+       << "    for (int k = 1; k < " << lanes << "; ++k) dlc_part" << o
+       << "[k] = " << combiners[o].first << ";\n";
+  hs << "    for (long long t = 0; t < " << trips << "LL; ++t) {\n"
+     << "      " << (narrowT ? "unsigned r = (unsigned)t;\n"
+                             : "long long r = t;\n");
+  for (int k = (int)reduction.size() - 1; k >= 0; --k) {
+    unsigned d = reduction[k];
+    if (k == 0)
+      hs << "      const long long i" << d << " = r;\n";
+    else
+      hs << "      const long long i" << d << " = r % " << loopSizes[d]
+         << (narrowT ? "u" : "LL") << "; r /= " << loopSizes[d]
+         << (narrowT ? "u" : "LL") << ";\n";
+  }
+  for (unsigned o = 0; o < accTypes.size(); ++o)
+    hs << "      " << accTypes[o] << " acc" << o << " = dlc_part" << o
+       << "[t & " << lanes - 1 << "];\n";
+  hs << inner;
+  for (unsigned o = 0; o < accTypes.size(); ++o)
+    hs << "      dlc_part" << o << "[t & " << lanes - 1 << "] = acc" << o
+       << ";\n";
+  hs << "    }\n";
+  for (unsigned o = 0; o < accTypes.size(); ++o) {
+    auto c = combinerOf(combinerOps[o], accTypes[o],
+                        "acc" + std::to_string(o), "v");
+    hs << "    " << accTypes[o] << " acc" << o << " = dlc_part" << o
+       << "[0];\n"
+       << "    for (int k = 1; k < " << lanes << "; ++k) { const "
+       << accTypes[o] << " v = dlc_part" << o << "[k]; acc" << o << " = "
+       << c.second << "; }\n";
+  }
+  hs << stores;
+  code.loopBody = std::move(host);
 }
 
 FailureOr<KernelCode> buildGeneratedKernel(exec::KernelOp op) {

@@ -473,7 +473,8 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     std::string text;
     for (const auto &k : *kernels)
       text += "// kernel " + k.name + ": " + std::to_string(k.numThreads) +
-              " threads\n" + k.cudaSource + "\n";
+              " threads in blocks of " + std::to_string(k.blockSize) + "\n" +
+              k.cudaSource + "\n";
     return writeText(options, text);
   }
   case EmitKind::Host: {

@@ -1028,7 +1028,10 @@ TEST_F(CodegenTest, WritesAndVerifiesPackage) {
   EXPECT_EQ(p->kernels()->Get(0)->name()->str(), "bias_relu");
   EXPECT_EQ(p->kernels()->Get(0)->num_threads(), 6);
   EXPECT_EQ(p->kernels()->Get(1)->name()->str(), "loss");
-  EXPECT_EQ(p->kernels()->Get(1)->num_threads(), 1);
+  // The loss over 2 rows: one block of 2 warps, a warp per row.
+  EXPECT_EQ(p->kernels()->Get(1)->num_threads(), 64);
+  EXPECT_EQ(p->kernels()->Get(1)->block_size(), 64);
+  EXPECT_EQ(p->kernels()->Get(0)->block_size(), 256);
 
   ASSERT_EQ(p->functions()->size(), 1u);
   const auto *fn = p->functions()->Get(0);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,9 @@ namespace mean {
 }
 namespace xent {
 #include "kernels/dlc_softmax_cross_entropy.cu"
+}
+namespace xent_grad {
+#include "kernels/dlc_softmax_cross_entropy_grad.cu"
 }
 
 namespace {
@@ -123,38 +127,118 @@ TEST(EmittedKernels, MaxPool2x2) {
   EXPECT_TRUE(std::isnan(y[1 * 14 + 3])); // the window holding x[28 * 3 + 7]
 }
 
-TEST(EmittedKernels, ReduceMeanAccumulatesInDouble) {
-  std::vector<float> x = values(4 * 8 * 28 * 28, 2.0f, 11), y(8, 0.0f);
-  auto r = launch(mean::train_step_k0_reduce_mean, gridFor(8), dim3(256),
-                  options(), x.data(), y.data());
-  ASSERT_TRUE(r.ok()) << r.message;
-  for (int c = 0; c < 8; ++c) {
-    double acc = 0;
-    for (int n = 0; n < 4; ++n)
-      for (int i = 0; i < 784; ++i)
-        acc += (double)(float)(x[n * 6272 + c * 784 + i] * 3.188775445e-04f);
-    EXPECT_EQ(y[c], (float)acc) << c;
+// BatchNorm's mean over N, H, W of [4, 8, 28, 28]: one block of 256 threads
+// per channel, thread s adding steps s, s + 256, ... in double, thread 0
+// adding the 256 partials in order. Every thread order (seed) must give the
+// reference's bits.
+TEST(EmittedKernels, ReduceMeanSplitOverABlock) {
+  std::vector<float> x = values(4 * 8 * 28 * 28, 2.0f, 11);
+  for (unsigned seed : {1u, 2u}) {
+    std::vector<float> y(8, NAN);
+    options o = options();
+    o.seed = seed;
+    auto r = launch(mean::train_step_k5_reduce_mean, gridFor(2048), dim3(256),
+                    o, x.data(), y.data());
+    ASSERT_TRUE(r.ok()) << r.message;
+    for (int c = 0; c < 8; ++c) {
+      double part[256];
+      for (int s = 0; s < 256; ++s)
+        part[s] = s == 0 ? 0.0 : -0.0;
+      for (int t = 0; t < 3136; ++t) {
+        const int n = t / 784, i = t % 784;
+        part[t % 256] +=
+            (double)(float)(x[n * 6272 + c * 784 + i] * 3.188775445e-04f);
+      }
+      double acc = part[0];
+      for (int s = 1; s < 256; ++s)
+        acc += part[s];
+      EXPECT_EQ(y[c], (float)acc) << c << ", seed " << seed;
+    }
   }
 }
 
-TEST(EmittedKernels, SoftmaxCrossEntropyOneThread) {
-  std::vector<float> logits = values(40, 4.0f, 13), loss(1, 0.0f);
+// The loss: one block of 4 warps (one per row), each row's maximum and sum
+// combined by an xor butterfly of shuffles, the rows' losses added by lane 0
+// in double and the warps' sums by thread 0 in warp order. The reference does
+// the butterfly's additions in the same order; every thread order (seed)
+// must give the same bits.
+struct CrossEntropyRows {
+  std::vector<float> logits = values(40, 4.0f, 13);
   std::vector<long long> labels = {3, 0, 9, 42}; // 42: out of range, skipped
-  auto r =
-      launch(xent::train_step_k34_softmax_cross_entropy, gridFor(1), dim3(256),
-             options(), logits.data(), labels.data(), loss.data());
-  ASSERT_TRUE(r.ok()) << r.message;
+  // Lane l holds element l (rows have 10 < 32 elements); the butterfly
+  // combines lanes l and l ^ o at each level o = 16, 8, 4, 2, 1.
+  static float butterflySum(const float *v, int n) {
+    float lane[32];
+    for (int l = 0; l < 32; ++l)
+      lane[l] = l < n ? v[l] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) {
+      float next[32];
+      for (int l = 0; l < 32; ++l)
+        next[l] = lane[l] + lane[l ^ o];
+      std::copy(next, next + 32, lane);
+    }
+    return lane[0];
+  }
+  void stats(int row, float *m, float *s) const {
+    const float *x = logits.data() + row * 10;
+    *m = -INFINITY;
+    for (int k = 0; k < 10; ++k)
+      *m = x[k] > *m ? x[k] : *m;
+    float e[10];
+    for (int k = 0; k < 10; ++k)
+      e[k] = expf(x[k] - *m);
+    *s = butterflySum(e, 10);
+  }
+};
+
+TEST(EmittedKernels, SoftmaxCrossEntropyWarpPerRow) {
+  CrossEntropyRows c;
   double total = 0;
   for (int row = 0; row < 3; ++row) {
-    const float *x = logits.data() + row * 10;
-    float m = -INFINITY, s = 0;
-    for (int k = 0; k < 10; ++k)
-      m = x[k] > m ? x[k] : m;
-    for (int k = 0; k < 10; ++k)
-      s += expf(x[k] - m);
-    total += (double)(m + logf(s) - x[labels[row]]);
+    float m, s;
+    c.stats(row, &m, &s);
+    total += (double)(m + logf(s) - c.logits[row * 10 + c.labels[row]]);
   }
-  EXPECT_EQ(loss[0], (float)(total / 4.0));
+  const float want = (float)(total / 4.0);
+  for (unsigned seed : {1u, 2u, 3u, 4u}) {
+    std::vector<float> loss(1, NAN);
+    options o = options();
+    o.seed = seed;
+    o.fibers = 1;
+    auto r = launch(xent::train_step_k2_softmax_cross_entropy, dim3(1),
+                    dim3(128), o, c.logits.data(), c.labels.data(),
+                    loss.data());
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(loss[0], want) << "seed " << seed;
+  }
+}
+
+TEST(EmittedKernels, SoftmaxCrossEntropyGradWarpPerRow) {
+  CrossEntropyRows c;
+  const float seed = 0.5f; // d loss
+  std::vector<float> want(40);
+  for (int row = 0; row < 4; ++row) {
+    float m, s;
+    c.stats(row, &m, &s);
+    const bool valid = c.labels[row] >= 0 && c.labels[row] < 10;
+    for (int k = 0; k < 10; ++k)
+      want[row * 10 + k] =
+          valid ? (expf(c.logits[row * 10 + k] - m) / s -
+                   (k == c.labels[row] ? 1.0f : 0.0f)) *
+                      (seed / 4.0f)
+                : 0.0f;
+  }
+  for (unsigned rseed : {1u, 2u, 3u}) {
+    std::vector<float> dx(40, NAN), dloss(1, seed);
+    options o = options();
+    o.seed = rseed;
+    o.fibers = 1;
+    auto r = launch(xent_grad::train_step_k3_softmax_cross_entropy_grad,
+                    dim3(1), dim3(256), o, c.logits.data(), c.labels.data(),
+                    dloss.data(), dx.data());
+    ASSERT_TRUE(r.ok()) << r.message;
+    expectSameFloats(dx, want);
+  }
 }
 
 // Not a pass/fail figure: prints emulated threads per second for an

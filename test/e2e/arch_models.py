@@ -84,7 +84,7 @@ class TinyGPT(nn.Module):
 
     def forward(self, idx):
         _, t = idx.shape
-        pos = torch.arange(0, t, dtype=torch.long)
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.drop(self.tok(idx) + self.pos(pos))
         for block in self.blocks:
             x = block(x)

@@ -37,7 +37,15 @@ _RESNET_REASON = (
     "ill-conditioned: batch norm over 2 samples (8 values per channel in "
     "layer4) amplifies summation-order differences; the host device alone, "
     "1 thread against 2, differs by up to 2.7e-5 in these gradients")
+_ADAM_EPS_REASON = (
+    "Adam near its eps: a few weights (4 of 50176 in 1.weight) have gradients "
+    "of ~1.5e-8, sums that cancel to 1e-6 of their terms, so the GEMMs' "
+    "summation order changes them by ~1e-2 relative, and at |g| ~ eps = 1e-8 "
+    "Adam's step lr*g/(|g|+eps) follows that; measured 6.3e-6 before the "
+    "loss and reductions were split over warps and blocks (issue 14), "
+    "1.7e-5 after, both devices running the same order outside the GEMMs")
 TOLERANCES = {
+    ("mlp", "checkpoint"): (5e-5, _ADAM_EPS_REASON),
     ("resnet18", "gradients"): (1e-4, _RESNET_REASON),
     ("resnet18", "later gradients"): (1e-4, _RESNET_REASON),
     ("resnet18", "checkpoint"): (1e-4, _RESNET_REASON),

@@ -4,6 +4,7 @@
 // package runs on the host and the CUDA device: dlrt_session_memory's
 // predicted figures are the package's plan, and the measured peak is exactly
 // what the session allocated (nothing else in a step allocates).
+#include <cstdlib>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -132,6 +133,15 @@ int64_t sessionReserved(int64_t workspace) {
          round256(kArena) + round256(workspace);
 }
 
+/// The CUDA device on a GPU rather than on the stand-in. Its memory pool's
+/// used mark counts bytes as asked (as the host's does), and its reserved
+/// mark grows by whole chunks of the driver's choosing (32 MiB on an H100,
+/// driver 580), so there the measured (reserved) peak is at least the
+/// prediction, not equal to it; docs/memory.md says so.
+bool onRealGpu(const std::string &device) {
+  return device == "cuda" && !std::getenv("DLRT_CUDA_STANDIN");
+}
+
 TEST_P(MemoryTest, MeasuredPeakIsThePredictedPlan) {
   train(memorySpec(
             std::array<int64_t, 4>{kPersistent, kInputs, kArena, kWorkspace}),
@@ -144,10 +154,16 @@ TEST_P(MemoryTest, MeasuredPeakIsThePredictedPlan) {
   EXPECT_EQ(m.predicted_peak_bytes, 9472); // 2560 + 2048 + 2816 + 2048
   EXPECT_EQ(m.plan_from_package, 1);
   // The prediction counts each allocation as the device rounds it: the
-  // reserved peak equals it exactly.
-  EXPECT_EQ(m.measured_peak_bytes, sessionReserved(kWorkspace));
-  EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
-  if (GetParam() == "host")
+  // reserved peak equals it exactly (on a GPU: the pool's chunks hold it).
+  if (onRealGpu(GetParam())) {
+    EXPECT_GE(m.measured_peak_bytes, m.predicted_peak_bytes);
+    EXPECT_EQ(m.used_peak_bytes, kRequested + kW);
+  } else {
+    EXPECT_EQ(m.measured_peak_bytes, sessionReserved(kWorkspace));
+    EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
+  }
+  if (onRealGpu(GetParam())) {
+  } else if (GetParam() == "host")
     EXPECT_EQ(m.used_peak_bytes, kRequested + kW); // sizes as asked
   else
     EXPECT_EQ(m.used_peak_bytes, sessionReserved(kWorkspace)); // as rounded
@@ -219,7 +235,10 @@ TEST_P(MemoryTest, PackageWithoutMemoryPlanGetsItComputed) {
   EXPECT_EQ(m.workspace_bytes, kWorkspace);
   EXPECT_EQ(m.predicted_peak_bytes,
             kPersistent + kInputs + kArena + kWorkspace);
-  EXPECT_EQ(m.measured_peak_bytes, sessionReserved(kWorkspace));
+  if (onRealGpu(GetParam()))
+    EXPECT_GE(m.measured_peak_bytes, m.predicted_peak_bytes);
+  else
+    EXPECT_EQ(m.measured_peak_bytes, sessionReserved(kWorkspace));
 
   dlrt_memory_info_t fromModel;
   ASSERT_FALSE(model.memory(&fromModel));
@@ -244,6 +263,9 @@ TEST_P(MemoryTest, WorkspaceFromTheTableAndUnplannedScratchIsMeasured) {
     EXPECT_EQ(m.measured_peak_bytes, reserved);
     EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
     EXPECT_EQ(m.used_peak_bytes, kRequested);
+  } else if (onRealGpu(GetParam())) {
+    EXPECT_EQ(m.used_peak_bytes, kRequested + padded);
+    EXPECT_GE(m.measured_peak_bytes, m.used_peak_bytes);
   } else {
     EXPECT_EQ(m.used_peak_bytes, reserved + round256(padded));
     EXPECT_GE(m.measured_peak_bytes, m.used_peak_bytes);
@@ -295,7 +317,10 @@ TEST_P(MemoryTest, GemmBroadcastTemporaryComesFromTheWorkspace) {
   dlrt_memory_info_t m = memory();
   EXPECT_EQ(m.workspace_bytes, 256);
   EXPECT_EQ(m.predicted_peak_bytes, 5 * 256); // each rounded to 256 bytes
-  EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
+  if (onRealGpu(GetParam())) // no allocation beyond the five planned ones
+    EXPECT_LE(m.used_peak_bytes, m.predicted_peak_bytes);
+  else
+    EXPECT_EQ(m.measured_peak_bytes, m.predicted_peak_bytes);
 }
 
 TEST_P(MemoryTest, NegativeMemoryPlanIsCorrupt) {

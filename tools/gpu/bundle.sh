@@ -50,5 +50,27 @@ for p in fp32 bf16; do
     --batch-size 64 --precision $p --target sm_90 --quiet \
     -o "$OUT/mlp$([ $p = bf16 ] && echo -bf16).dlcp"
 done
+# Rematerialization (issue 11): test/e2e/remat.py's packages (none, sqrt and
+# the budget plan) with the host's losses, for the bit-identity and the
+# predicted/measured peak on the GPU. ResNet-18's are too large to carry.
+for d in "$BUILD_DIR"/test/e2e/remat/{mlp,cnn,gpt}/; do
+  [ -f "$d/none.dlcp" ] || continue
+  name=$(basename "$d")
+  mkdir -p "$OUT/remat/$name"
+  cp "$d"/{none,sqrt,budget}.dlcp "$d"/batch.npz "$d"/none.jsonl "$OUT/remat/$name/"
+done
+# The training-step benchmark against PyTorch (issue 14 item 5): packages
+# compiled here for sm_90; the PyTorch side builds the same models there.
+if [ -z "${DLC_GPU_NO_BENCH:-}" ]; then
+  /usr/bin/python3 test/benchmarks/gpu/train_step.py prepare --dlc "$BUILD_DIR/bin/dlc" \
+    --out "$OUT/bench" --models "${DLC_GPU_BENCH_MODELS:-gpt}"
+  cp test/benchmarks/gpu/train_step.py test/e2e/arch_models.py "$OUT/"
+fi
 cp tools/gpu/check.sh tools/gpu/compare.py "$OUT/"
+du -sh "$OUT"/* | sort -h | tail -6
+# The carry is limited to 64 MiB: everything but check.sh travels as one xz
+# archive (libdnnl and the kernel sources compress well; weights do not),
+# which check.sh unpacks.
+(cd "$OUT" && ls | grep -vx check.sh | XZ_OPT="-6 -T$(nproc)" tar -cJf payload.tar.xz -T - &&
+  ls | grep -vx -e check.sh -e payload.tar.xz | xargs rm -rf)
 du -sh "$OUT"

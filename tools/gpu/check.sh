@@ -2,55 +2,89 @@
 # Runs on the GPU machine, from the folder made by tools/gpu/bundle.sh:
 # the CUDA device tests, the runtime tests, the end-to-end packages on
 # --device ${DEVICE:-cuda} compared with the host's results (fp32, and the bf16
-# mixed-precision packages), and throughput runs of the main job's package
-# in fp32 and bf16 with their step-time ratio (random data, since the
-# dataset does not travel).
+# mixed-precision packages), rematerialization on the GPU (bit-identical
+# losses, predicted vs measured peak), throughput runs of the main job's
+# package in fp32 and bf16 (random data, since the dataset does not travel)
+# and the training-step benchmark against PyTorch (test/benchmarks/gpu).
+# SECTIONS (default "tests e2e mp remat mlp bench") picks what runs; every
+# command has a time limit, so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
+SECTIONS=${SECTIONS:-tests e2e mp remat mlp bench}
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+if [ -f payload.tar.xz ]; then tar -xJf payload.tar.xz && rm payload.tar.xz; fi
 CUDNN_LIB=$($PY -c 'import os, nvidia.cudnn as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$PWD/lib:${CUDNN_LIB}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export DLRT_CACHE_DIR=${DLRT_CACHE_DIR:-/tmp/dlrt-cache}
+T=${T:-120}
 status=0
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-echo "== dlrt-cuda-tests"; bin/dlrt-cuda-tests || status=1
-echo "== dlrt-runtime-tests"; bin/dlrt-runtime-tests --gtest_brief=1 || status=1
-# NCCL (issue 12): one rank's all-reduce on the GPU (NCCL from the CUDA
-# toolkit's lib64 or the pip nvidia-nccl package) and its load errors.
-NCCL_LIB=$($PY -c 'import os, nvidia.nccl as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
-echo "== dlrt-comm-tests Nccl.*"
-LD_LIBRARY_PATH="$LD_LIBRARY_PATH:${NCCL_LIB}" bin/dlrt-comm-tests --gtest_filter='Nccl.*' || status=1
-for d in e2e/*/; do
-  name=$(basename "$d")
-  echo "== $name: train 5 steps on cuda"
-  rm -f "$d/cuda.jsonl"
-  bin/dlrt train "$d/train.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
-    --device ${DEVICE:-cuda} --log-jsonl "$d/cuda.jsonl" --log-every 1 || { status=1; continue; }
-  $PY compare.py losses "$d/train.jsonl" "$d/cuda.jsonl" || status=1
-  echo "== $name: inference on cuda"
-  bin/dlrt run "$d/infer.dlcp" --inputs "$d/inputs.npz" --outputs "$d/cuda-out.npz" --device ${DEVICE:-cuda} || { status=1; continue; }
-  $PY compare.py outputs "$d/outputs.npz" "$d/cuda-out.npz" || status=1
-done
-for d in mixed_precision/*/; do
-  [ -f "$d/bf16.dlcp" ] || continue
-  name=$(basename "$d")
-  # 5 steps, as the stand-in e2e tests: over 20 Adam steps on one batch the
-  # CNN's trajectories drift apart (3.5e-3 at step 20 on the stand-in).
-  echo "== mixed precision $name: bf16, 5 steps on cuda against the host's bf16 losses"
-  rm -f "$d/cuda.jsonl"
-  head -5 "$d/bf16.jsonl" > "$d/host5.jsonl"
-  bin/dlrt train "$d/bf16.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
-    --device ${DEVICE:-cuda} --log-jsonl "$d/cuda.jsonl" --log-every 5 || { status=1; continue; }
-  $PY compare.py losses "$d/host5.jsonl" "$d/cuda.jsonl" || status=1
-done
-echo "== main job package on cuda (random data, 60000 samples, 1 epoch), fp32 then bf16"
-$PY -c "import numpy as np; r = np.random.default_rng(0); np.savez('/tmp/fm.npz', input=r.random((60000, 1, 28, 28), dtype=np.float32), labels=r.integers(0, 10, 60000))"
-for pkg in mlp.dlcp mlp-bf16.dlcp; do
-  [ -f "$pkg" ] || continue
-  bin/dlrt train "$pkg" --data /tmp/fm.npz --epochs 1 --device ${DEVICE:-cuda} \
-    --log-every 200 | tee "/tmp/$pkg.log" || status=1
-done
-# The step-time ratio bf16/fp32 from the epochs' throughput (samples/s).
-$PY compare.py step-time /tmp/mlp.dlcp.log /tmp/mlp-bf16.dlcp.log || true
+fail() { echo "!! FAILED: $*"; status=1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader || true
+if want tests; then
+  echo "== dlrt-cuda-tests"; timeout $T bin/dlrt-cuda-tests || fail dlrt-cuda-tests
+  echo "== dlrt-runtime-tests"; timeout $T bin/dlrt-runtime-tests --gtest_brief=1 || fail dlrt-runtime-tests
+  # NCCL (issue 12): one rank's all-reduce on the GPU (NCCL from the CUDA
+  # toolkit's lib64 or the pip nvidia-nccl package) and its load errors.
+  NCCL_LIB=$($PY -c 'import os, nvidia.nccl as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
+  echo "== dlrt-comm-tests Nccl.*"
+  LD_LIBRARY_PATH="$LD_LIBRARY_PATH:${NCCL_LIB}" timeout $T bin/dlrt-comm-tests --gtest_filter='Nccl.*' || fail Nccl
+fi
+if want e2e; then
+  for d in e2e/*/; do
+    name=$(basename "$d")
+    echo "== $name: train 5 steps on cuda"
+    rm -f "$d/cuda.jsonl"
+    timeout $T bin/dlrt train "$d/train.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
+      --device ${DEVICE:-cuda} --log-jsonl "$d/cuda.jsonl" --log-every 1 || { fail "$name train"; continue; }
+    $PY compare.py losses "$d/train.jsonl" "$d/cuda.jsonl" || fail "$name losses"
+    echo "== $name: inference on cuda"
+    timeout $T bin/dlrt run "$d/infer.dlcp" --inputs "$d/inputs.npz" --outputs "$d/cuda-out.npz" --device ${DEVICE:-cuda} || { fail "$name run"; continue; }
+    $PY compare.py outputs "$d/outputs.npz" "$d/cuda-out.npz" || fail "$name outputs"
+  done
+fi
+if want mp; then
+  for d in mixed_precision/*/; do
+    [ -f "$d/bf16.dlcp" ] || continue
+    name=$(basename "$d")
+    # 5 steps, as the stand-in e2e tests: over 20 Adam steps on one batch the
+    # CNN's trajectories drift apart (3.5e-3 at step 20 on the stand-in).
+    echo "== mixed precision $name: bf16, 5 steps on cuda against the host's bf16 losses"
+    rm -f "$d/cuda.jsonl"
+    head -5 "$d/bf16.jsonl" > "$d/host5.jsonl"
+    timeout $T bin/dlrt train "$d/bf16.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
+      --device ${DEVICE:-cuda} --log-jsonl "$d/cuda.jsonl" --log-every 5 || { fail "mp $name train"; continue; }
+    $PY compare.py losses "$d/host5.jsonl" "$d/cuda.jsonl" || fail "mp $name losses"
+  done
+fi
+if want remat; then
+  for d in remat/*/; do
+    name=$(basename "$d")
+    echo "== remat $name: none, sqrt and the budget plan, 5 steps on cuda"
+    for tag in none sqrt budget; do
+      [ -f "$d/$tag.dlcp" ] || continue
+      rm -f "$d/cuda-$tag.jsonl"
+      timeout $T bin/dlrt train "$d/$tag.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
+        --device ${DEVICE:-cuda} --log-jsonl "$d/cuda-$tag.jsonl" --quiet \
+        --memory-report "$d/cuda-$tag-memory.json" || fail "remat $name $tag"
+    done
+    $PY compare.py remat "$d" || fail "remat $name"
+  done
+fi
+if want mlp; then
+  echo "== main job package on cuda (random data, 60000 samples, 1 epoch), fp32 then bf16"
+  $PY -c "import numpy as np; r = np.random.default_rng(0); np.savez('/tmp/fm.npz', input=r.random((60000, 1, 28, 28), dtype=np.float32), labels=r.integers(0, 10, 60000))"
+  for pkg in mlp.dlcp mlp-bf16.dlcp; do
+    [ -f "$pkg" ] || continue
+    timeout $T bin/dlrt train "$pkg" --data /tmp/fm.npz --epochs 1 --device ${DEVICE:-cuda} \
+      --log-every 300 | tee "/tmp/$pkg.log" || fail "$pkg"
+  done
+  # The step-time ratio bf16/fp32 from the epochs' throughput (samples/s).
+  $PY compare.py step-time /tmp/mlp.dlcp.log /tmp/mlp-bf16.dlcp.log || true
+fi
+if want bench && [ -d bench ]; then
+  echo "== training step against PyTorch eager and torch.compile (test/benchmarks/gpu/train_step.py)"
+  timeout 400 $PY train_step.py run --dlrt bin/dlrt --dir bench ${OUT:+--json $OUT/bench.json} || fail bench
+fi
 echo "exit status $status"
 exit $status

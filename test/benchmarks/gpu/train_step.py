@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Training-step time of dlc + dlrt against PyTorch eager and torch.compile on
+one GPU (issue 14 item 5), in one run on the same card.
+
+Two halves, because dlc (MLIR) is built on the development machine and the
+GPU machine has PyTorch but no MLIR:
+
+  train_step.py prepare --dlc build/bin/dlc --out DIR [--models gpt,resnet18]
+      (development machine) exports each model with PyTorch, compiles its
+      training step with `dlc --train --target sm_90` (fp32, and bf16 with
+      --precision bf16) and writes DIR/<model>/{fp32,bf16}.dlcp, batch.npz
+      and config.json.
+  train_step.py run --dlrt .../dlrt --dir DIR
+      (GPU machine) for each package: dlrt's steady-state step time on
+      --device cuda; PyTorch's on the same model, seeded identically (the
+      same initial weights: arch_models' factories seed torch's CPU generator;
+      the check is that the first-step losses of dlrt and PyTorch fp32 agree
+      to 1e-4 relative), the same batch and the same optimizer, in eager mode
+      and under torch.compile (default mode; compile time printed); and a
+      profile of one dlrt step (CUDA_LAUNCH_BLOCKING=1 and dlrt's trace: the
+      kernels and library calls that take the time).
+
+Fairness, stated: PyTorch fp32 runs with TF32 off (dlc's fp32 GEMMs and
+convolutions use no TF32), bf16 under torch.autocast; Adam with fused=True
+(PyTorch's fastest); both read the loss back every step (dlrt train does);
+PyTorch keeps the batch on the GPU while dlrt train copies it in each step.
+Step times are medians of windows of steps after warm-up.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# arch_models.py: beside this script in the GPU bundle, else in test/e2e.
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "e2e")]
+
+# Sizes: big enough that the GPU is not idle between launches for PyTorch,
+# small enough that each package's weights fit the GPU machine's carry.
+MODELS = {
+    "gpt": dict(factory="gpt", batch=16,
+                kwargs=dict(seq=128, vocab=512, embed=256, heads=4, layers=4)),
+    "resnet18": dict(factory="resnet18", batch=32, kwargs={}),
+}
+LR = 1e-3
+
+
+def make(name):
+    from arch_models import make_gpt, make_resnet18
+    spec = MODELS[name]
+    if spec["factory"] == "gpt":
+        return make_gpt(spec["batch"], **spec["kwargs"])
+    return make_resnet18(spec["batch"])
+
+
+def prepare(args):
+    import numpy as np
+    import torch
+    from architectures import export
+    for name in args.models.split(","):
+        d = os.path.join(args.out, name)
+        os.makedirs(d, exist_ok=True)
+        model, x, y = make(name)
+        export(model, x, os.path.join(d, "train.onnx"), training=True)
+        np.savez(os.path.join(d, "batch.npz"), input=x.numpy(), labels=y.numpy())
+        for precision in args.precisions.split(","):
+            cmd = [args.dlc, os.path.join(d, "train.onnx"), "--train",
+                   "--loss", "softmax-cross-entropy", "--optimizer", "adam",
+                   "--lr", repr(LR), "--batch-size", str(MODELS[name]["batch"]),
+                   "--precision", precision, "--target", "sm_90", "--quiet",
+                   "-o", os.path.join(d, f"{precision}.dlcp")]
+            print("+ " + " ".join(cmd), flush=True)
+            subprocess.run(cmd, check=True)
+        os.remove(os.path.join(d, "train.onnx"))
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump({"model": name, "batch": MODELS[name]["batch"], "lr": LR,
+                       "precisions": args.precisions.split(",")}, f)
+        print(f"prepared {d}")
+
+
+def dlrt_step_ms(args, pkg, batch_npz, batch, steps, window):
+    """Median step time (ms) over windows of |window| steps after the first
+    window, from dlrt train's samples/s lines; and the first logged loss."""
+    jsonl = pkg + ".jsonl"
+    if os.path.exists(jsonl):
+        os.remove(jsonl)
+    cmd = [args.dlrt, "train", pkg, "--data", batch_npz, "--steps", str(steps),
+           "--no-shuffle", "--device", "cuda", "--log-every", str(window),
+           "--log-jsonl", jsonl]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=args.timeout)
+    if r.returncode != 0:
+        print(r.stdout)
+        raise RuntimeError(f"dlrt train {pkg} failed ({r.returncode})")
+    rates = [float(m) for m in re.findall(r"loss \S+\s+([0-9.]+) samples/s", r.stdout)]
+    if len(rates) < 2:
+        print(r.stdout)
+        raise RuntimeError("dlrt train printed too few throughput lines")
+    losses = [json.loads(l)["loss"] for l in open(jsonl) if l.strip()]
+    return statistics.median(1e3 * batch / v for v in rates[1:]), losses
+
+
+def torch_step_ms(name, precision, steps, window, compiled):
+    """(median ms/step over windows after warm-up, first loss, compile s)."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model, x, y = make(name)
+    model = model.cuda().train()
+    x, y = x.cuda(), y.cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=LR, fused=True)
+    fwd = torch.compile(model) if compiled else model
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            logits = fwd(x)
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    t0 = time.perf_counter()
+    first = step()
+    compile_s = time.perf_counter() - t0
+    for _ in range(window - 1):
+        step()
+    times = []
+    for _ in range(max(1, steps // window - 1)):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(window):
+            step()
+        torch.cuda.synchronize()
+        times.append(1e3 * (time.perf_counter() - t) / window)
+    return statistics.median(times), first, compile_s
+
+
+def profile(args, pkg, batch_npz, top):
+    """One dlrt step's kernels and library calls with synchronous launches,
+    from dlrt's trace: (steps' total ms, rows of (name, count, ms))."""
+    trace = pkg + ".trace.json"
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
+    cmd = [args.dlrt, "train", pkg, "--data", batch_npz, "--steps", "3",
+           "--no-shuffle", "--device", "cuda", "--trace", trace, "--quiet"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, env=env, timeout=args.timeout)
+    if r.returncode != 0 or not os.path.exists(trace):
+        print(r.stdout)
+        return None
+    events = json.load(open(trace))
+    events = events.get("traceEvents", events)
+    steps = [e for e in events if e.get("cat") == "step" and e.get("ph") == "X"]
+    if not steps:
+        return None
+    last = steps[-1]
+    lo, hi = last["ts"], last["ts"] + last["dur"]
+    agg = {}
+    count = 0
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") in ("step",) or not lo <= e["ts"] < hi:
+            continue
+        count += 1
+        base = re.sub(r"_k\d+_", "_", e["name"])
+        n, t = agg.get((e.get("cat"), base), (0, 0.0))
+        agg[(e.get("cat"), base)] = (n + 1, t + e["dur"] / 1e3)
+    rows = sorted(agg.items(), key=lambda kv: -kv[1][1])[:top]
+    return last["dur"] / 1e3, count, rows
+
+
+def run(args):
+    results = []
+    for name in sorted(os.listdir(args.dir)):
+        d = os.path.join(args.dir, name)
+        cfg_path = os.path.join(d, "config.json")
+        if not os.path.exists(cfg_path):
+            continue
+        cfg = json.load(open(cfg_path))
+        batch = cfg["batch"]
+        for precision in cfg["precisions"]:
+            pkg = os.path.join(d, f"{precision}.dlcp")
+            row = {"model": name, "precision": precision}
+            try:
+                row["dlrt_ms"], losses = dlrt_step_ms(
+                    args, pkg, os.path.join(d, "batch.npz"), batch, args.steps, args.window)
+                row["dlrt_loss1"] = losses[0]
+            except Exception as e:  # report and go on with the others
+                print(f"{name} {precision}: dlrt failed: {e}")
+            for mode, compiled in (("eager", False), ("compile", True)):
+                try:
+                    ms, first, cs = torch_step_ms(name, precision, args.steps,
+                                                  args.window, compiled)
+                    row[f"{mode}_ms"], row[f"{mode}_loss1"] = ms, first
+                    if compiled:
+                        row["compile_s"] = cs
+                except Exception as e:
+                    print(f"{name} {precision}: torch {mode} failed: {e}")
+            prof = profile(args, pkg, os.path.join(d, "batch.npz"), args.top)
+            if prof:
+                total, count, rows = prof
+                print(f"\n{name} {precision}: one dlrt step with synchronous launches: "
+                      f"{total:.2f} ms, {count} kernels and library calls")
+                for (cat, base), (n, t) in rows:
+                    print(f"  {t:8.3f} ms {n:5d}x {cat:8s} {base}")
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    print("\nmodel     prec  dlrt ms  eager ms  compile ms  dlrt/eager  dlrt/compile  "
+          "loss1 dlrt vs torch")
+    for r in results:
+        def f(k):
+            return f"{r[k]:.3f}" if k in r else "-"
+        ratio = lambda k: f"{r['dlrt_ms'] / r[k]:.2f}" if k in r and "dlrt_ms" in r else "-"  # noqa: E731
+        agree = "-"
+        if "dlrt_loss1" in r and "eager_loss1" in r:
+            agree = f"{abs(r['dlrt_loss1'] - r['eager_loss1']) / abs(r['eager_loss1']):.1e}"
+        print(f"{r['model']:9s} {r['precision']:5s} {f('dlrt_ms'):>8} {f('eager_ms'):>9} "
+              f"{f('compile_ms'):>11} {ratio('eager_ms'):>11} {ratio('compile_ms'):>13}  {agree}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--dlc", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--models", default="gpt")
+    p.add_argument("--precisions", default="fp32,bf16")
+    r = sub.add_parser("run")
+    r.add_argument("--dlrt", required=True)
+    r.add_argument("--dir", required=True)
+    r.add_argument("--steps", type=int, default=120)
+    r.add_argument("--window", type=int, default=20)
+    r.add_argument("--top", type=int, default=12)
+    r.add_argument("--timeout", type=int, default=300)
+    r.add_argument("--json", default=None)
+    args = ap.parse_args()
+    prepare(args) if args.cmd == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    main()
