@@ -165,6 +165,11 @@ Status loadDriverImpl(DriverApi &api) {
     return missingSymbol(kLib, DLRT_CUDA_XSTR(name));
   DLRT_CUDA_DRIVER_FUNCTIONS(DLRT_CUDA_LOAD)
 #undef DLRT_CUDA_LOAD
+  api.has_graphs = true;
+#define DLRT_CUDA_LOAD_OPTIONAL(name)                                          \
+  api.has_graphs &= lookup(#name, DLRT_CUDA_XSTR(name), &api.name);
+  DLRT_CUDA_GRAPH_FUNCTIONS(DLRT_CUDA_LOAD_OPTIONAL)
+#undef DLRT_CUDA_LOAD_OPTIONAL
   if (CUresult r = api.cuDriverGetVersion(&api.driver_version);
       r != CUDA_SUCCESS)
     return Status::error(DLRT_UNAVAILABLE,

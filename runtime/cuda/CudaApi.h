@@ -51,6 +51,16 @@ namespace dlrt::cuda {
   X(cuEventQuery)                                                              \
   X(cuEventDestroy)
 
+/// CUDA Graphs (stream capture and replay): optional. A driver or stand-in
+/// without them leaves these null and the device runs steps without graphs.
+#define DLRT_CUDA_GRAPH_FUNCTIONS(X)                                           \
+  X(cuStreamBeginCapture)                                                      \
+  X(cuStreamEndCapture)                                                        \
+  X(cuGraphInstantiateWithFlags)                                               \
+  X(cuGraphLaunch)                                                             \
+  X(cuGraphExecDestroy)                                                        \
+  X(cuGraphDestroy)
+
 #define DLRT_NVRTC_FUNCTIONS(X)                                                \
   X(nvrtcVersion)                                                              \
   X(nvrtcGetErrorString)                                                       \
@@ -124,7 +134,10 @@ struct DriverApi {
   decltype(&::cuGetErrorName) cuGetErrorName = nullptr;
   decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
   DLRT_CUDA_DRIVER_FUNCTIONS(DLRT_CUDA_DECLARE_MEMBER)
+  DLRT_CUDA_GRAPH_FUNCTIONS(DLRT_CUDA_DECLARE_MEMBER)
   int driver_version = 0; ///< e.g. 13000
+  /// Every entry of DLRT_CUDA_GRAPH_FUNCTIONS resolved.
+  bool has_graphs = false;
 };
 
 /// NVRTC (libnvrtc.so.<CUDA major> (13), else libnvrtc.so).

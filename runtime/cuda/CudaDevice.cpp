@@ -256,6 +256,9 @@ public:
   Status convBackwardFilter(const ConvParams &p, const void *x, const void *dy,
                             void *dw) override;
   Status synchronize() override;
+  Status beginCapture() override;
+  Status endCapture(std::unique_ptr<Graph> *out) override;
+  Status launchGraph(Graph &graph) override;
 
   CudaKernelStats stats() const {
     CudaKernelStats s;
@@ -332,6 +335,7 @@ private:
   Status deferred_; // first error of a call that cannot return one
   void *workspace_ = nullptr; // setWorkspace: the session's, for this run
   size_t workspaceBytes_ = 0;
+  bool capturing_ = false; // between beginCapture and endCapture
   std::atomic<int64_t> embedded_{0}, cacheHits_{0}, compiled_{0};
   std::mutex algoMutex_;
   std::map<std::vector<int64_t>, std::pair<int, size_t>> convAlgos_;
@@ -538,6 +542,12 @@ Status CudaDevice::scratch(size_t bytes, size_t *offset, DeviceBuffer *own,
     *offset = std::min(workspaceBytes_, (*offset + bytes + 255) / 256 * 256);
     return Status::OK();
   }
+  // A graph would hold this call's own allocation: such steps run step by
+  // step (the session falls back when the capture fails).
+  if (capturing_)
+    return Status::error(DLRT_UNAVAILABLE,
+                         "a library call needs " + std::to_string(bytes) +
+                             " bytes of scratch beyond the planned workspace");
   DLRT_TRY(allocate(bytes, own));
   *out = own->data;
   return Status::OK();
@@ -586,6 +596,68 @@ Status CudaDevice::synchronize() {
     return status;
   }
   return Status::OK();
+}
+
+namespace {
+/// An instantiated CUDA graph of a session's steps.
+class CudaGraph : public Device::Graph {
+public:
+  CudaGraph(const DriverApi *cu, CUgraphExec exec) : cu_(cu), exec_(exec) {}
+  ~CudaGraph() override { cu_->cuGraphExecDestroy(exec_); }
+  CUgraphExec exec() const { return exec_; }
+
+private:
+  const DriverApi *cu_;
+  CUgraphExec exec_;
+};
+} // namespace
+
+Status CudaDevice::beginCapture() {
+  if (!cu_->has_graphs)
+    return Status::error(DLRT_UNAVAILABLE,
+                         "the CUDA driver has no graph API (cuStreamBeginCapture "
+                         "and cuGraphLaunch)");
+  DLRT_TRY(makeCurrent());
+  // Thread-local mode: only this thread's calls may not be ones a capture
+  // forbids (a synchronous copy or allocation); other threads are free.
+  if (CUresult r = cu_->cuStreamBeginCapture(ctx_->stream,
+                                              CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+      r != CUDA_SUCCESS)
+    return Status::error(DLRT_UNAVAILABLE,
+                         describeCuResult(*cu_, r, "cuStreamBeginCapture"));
+  capturing_ = true;
+  return Status::OK();
+}
+
+Status CudaDevice::endCapture(std::unique_ptr<Graph> *out) {
+  out->reset();
+  if (!capturing_)
+    return Status::error(DLRT_UNAVAILABLE, "no capture in progress");
+  capturing_ = false;
+  DLRT_TRY(makeCurrent());
+  CUgraph graph = nullptr;
+  if (CUresult r = cu_->cuStreamEndCapture(ctx_->stream, &graph);
+      r != CUDA_SUCCESS || !graph) {
+    if (graph)
+      cu_->cuGraphDestroy(graph);
+    return Status::error(DLRT_UNAVAILABLE,
+                         describeCuResult(*cu_, r, "cuStreamEndCapture"));
+  }
+  CUgraphExec exec = nullptr;
+  CUresult r = cu_->cuGraphInstantiateWithFlags(&exec, graph, 0);
+  cu_->cuGraphDestroy(graph);
+  if (r != CUDA_SUCCESS || !exec)
+    return Status::error(DLRT_UNAVAILABLE,
+                         describeCuResult(*cu_, r, "cuGraphInstantiateWithFlags"));
+  *out = std::make_unique<CudaGraph>(cu_, exec);
+  return Status::OK();
+}
+
+Status CudaDevice::launchGraph(Graph &graph) {
+  DLRT_TRY(makeCurrent());
+  return check(cu_->cuGraphLaunch(static_cast<CudaGraph &>(graph).exec(),
+                                  ctx_->stream),
+               "cuGraphLaunch");
 }
 
 Status CudaDevice::loadModule(const std::string &name,

@@ -469,6 +469,43 @@ dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled) {
   });
 }
 
+dlrt_status_t dlrt_session_set_graphs(dlrt_session_t session,
+                                      int32_t enabled) {
+  if (!session)
+    return nullArgument("session");
+  return guarded([&]() -> dlrt_status_t {
+    session->impl->setGraphs(enabled != 0);
+    return nullptr;
+  });
+}
+
+dlrt_status_t dlrt_session_graph_status(dlrt_session_t session,
+                                        const char *function,
+                                        int32_t *out_replayed,
+                                        const char **out_reason) {
+  if (out_replayed)
+    *out_replayed = 0;
+  if (out_reason)
+    *out_reason = nullptr;
+  if (!session)
+    return nullArgument("session");
+  if (!function)
+    return nullArgument("function");
+  if (!out_replayed)
+    return nullArgument("out_replayed");
+  return guarded([&]() -> dlrt_status_t {
+    bool replayed = false;
+    const std::string *reason = nullptr;
+    dlrt::Status st = session->impl->graphStatus(function, &replayed, &reason);
+    if (!st.ok())
+      return wrap(st);
+    *out_replayed = replayed ? 1 : 0;
+    if (out_reason)
+      *out_reason = reason && !reason->empty() ? reason->c_str() : nullptr;
+    return nullptr;
+  });
+}
+
 dlrt_status_t dlrt_session_write_trace(dlrt_session_t session,
                                        const char *path, int32_t pid,
                                        const char *process_name) {

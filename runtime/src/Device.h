@@ -170,6 +170,35 @@ public:
 
   /// Waits until everything issued has finished. Errors: DLRT_INTERNAL.
   virtual Status synchronize() = 0;
+
+  /// Step graphs (CUDA Graphs): the calls issued between beginCapture and
+  /// endCapture are recorded, not run, into a graph that launchGraph then
+  /// replays with the same pointers and parameters, as one submission.
+  /// A device without graphs (the host) says DLRT_UNAVAILABLE from
+  /// beginCapture. A call the device cannot record (one that would
+  /// allocate memory outside the session's plan, say) makes endCapture
+  /// fail; the caller then issues the calls again without a graph.
+  class Graph {
+  public:
+    virtual ~Graph() = default;
+  };
+  virtual Status beginCapture() {
+    return Status::error(DLRT_UNAVAILABLE,
+                         "device '" + name() + "' has no step graphs");
+  }
+  /// Ends the capture begun by beginCapture; on success |*out| replays it.
+  /// Errors: DLRT_UNAVAILABLE (the capture could not be completed: the
+  /// calls issued since beginCapture did not run).
+  virtual Status endCapture(std::unique_ptr<Graph> *out) {
+    (void)out;
+    return Status::error(DLRT_UNAVAILABLE, "no capture in progress");
+  }
+  /// Issues |graph| (from this device's endCapture) on the device's stream.
+  /// Errors: DLRT_INTERNAL.
+  virtual Status launchGraph(Graph &graph) {
+    (void)graph;
+    return Status::error(DLRT_UNAVAILABLE, "no step graphs");
+  }
 };
 
 /// Creates the host device. Never fails.

@@ -481,6 +481,24 @@ void Session::traceTransfer(uint32_t buffer, const InFlight &entry) {
   trace_.add(std::move(e));
 }
 
+void Session::setGraphs(bool enabled) {
+  graphsEnabled_ = enabled;
+  if (!enabled)
+    graphs_.clear();
+}
+
+Status Session::graphStatus(const std::string &function, bool *replayed,
+                            const std::string **reason) const {
+  if (!model_->package().function(function))
+    return noFunction(function);
+  auto it = graphs_.find(function);
+  *replayed = it != graphs_.end() && it->second.lastReplayed;
+  *reason = it != graphs_.end() && !it->second.lastReplayed
+                ? &it->second.reason
+                : nullptr;
+  return Status::OK();
+}
+
 Status Session::run(const std::string &function) {
   const Package &pkg = model_->package();
   const FunctionInfo *fn = pkg.function(function);
@@ -509,6 +527,8 @@ Status Session::run(const std::string &function) {
   } drain{inFlight};
   const int64_t runBegin = trace_.enabled() ? Trace::now() : 0;
   std::vector<void *> args;
+  // Issues every step of |fn| on the device (or records them, in a capture).
+  auto issueSteps = [&]() -> Status {
   for (size_t i = 0; i < fn->steps.size(); ++i) {
     const StepInfo &step = fn->steps[i];
     args.clear();
@@ -567,6 +587,45 @@ Status Session::run(const std::string &function) {
       return Status::error(st.code, "step " + std::to_string(i) +
                                         " of function '" + function +
                                         "': " + st.message);
+  }
+  return Status::OK();
+  };
+  // A graph replays the steps with the pointers they had when captured;
+  // collectives run on the host between steps and the trace times each
+  // step, so those runs go step by step.
+  FunctionGraph &graph = graphs_[function];
+  graph.lastReplayed = false;
+  const bool graphable =
+      graphsEnabled_ && !trace_.enabled() &&
+      std::none_of(fn->steps.begin(), fn->steps.end(), [](const StepInfo &s) {
+        return s.kind == StepInfo::Kind::AllReduce ||
+               s.kind == StepInfo::Kind::Wait;
+      });
+  if (graphable && !graph.graph && !graph.failed && graph.plainRuns > 0) {
+    Status begun = device_.beginCapture();
+    if (begun.ok()) {
+      Status issued = issueSteps();
+      std::unique_ptr<Device::Graph> captured;
+      Status ended = device_.endCapture(&captured);
+      if (issued.ok() && ended.ok())
+        graph.graph = std::move(captured);
+      else
+        graph.reason = !issued.ok() ? issued.message : ended.message;
+    } else {
+      graph.reason = begun.message;
+    }
+    graph.failed = !graph.graph;
+  }
+  if (graphable && graph.graph) {
+    Status st = device_.launchGraph(*graph.graph);
+    if (!st.ok())
+      return Status::error(st.code,
+                           "function '" + function + "': " + st.message);
+    graph.lastReplayed = true;
+  } else {
+    if (Status issued = issueSteps(); !issued.ok())
+      return issued;
+    ++graph.plainRuns;
   }
   Status st = device_.synchronize();
   if (!st.ok())

@@ -156,6 +156,15 @@ public:
   /// every step of every run, and each collective's transfer.
   Trace &trace() { return trace_; }
 
+  /// Step graphs (dlrt_session_set_graphs): on by default; off drops the
+  /// graphs captured so far.
+  void setGraphs(bool enabled);
+  /// Whether the last run of |function| replayed a graph, and why a capture
+  /// that was tried did not succeed (empty if none was tried or it did).
+  /// Errors: DLRT_NOT_FOUND (no such function).
+  Status graphStatus(const std::string &function, bool *replayed,
+                     const std::string **reason) const;
+
 private:
   explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
   /// On a context of several ranks, makes every checkpointed buffer
@@ -187,6 +196,18 @@ private:
   std::vector<uint32_t> state_;
   std::vector<std::unique_ptr<DeviceKernel>> *kernels_ = nullptr;
   Trace trace_;
+  /// Per function: its step graph, once captured (Device::beginCapture),
+  /// after one run step by step (which initializes what the library calls
+  /// set up lazily, so that the capture records only stream work).
+  struct FunctionGraph {
+    int plainRuns = 0;
+    bool failed = false;       // a capture was tried and did not succeed
+    std::string reason;        // why, for graphStatus
+    bool lastReplayed = false; // the last run replayed |graph|
+    std::unique_ptr<Device::Graph> graph;
+  };
+  bool graphsEnabled_ = true;
+  std::map<std::string, FunctionGraph> graphs_;
   /// Host copies of each function's outputs after its last run.
   std::map<std::string, std::map<std::string, std::vector<uint8_t>>> outputs_;
 };

@@ -247,6 +247,78 @@ TEST_P(MemoryTest, PackageWithoutMemoryPlanGetsItComputed) {
   EXPECT_EQ(fromModel.measured_peak_bytes, 0);
 }
 
+// Step graphs (dlrt_session_set_graphs) with this fixture's step: a GEMM, a
+// GEMM that updates a parameter in place and a convolution whose
+// asymmetric padding the CUDA device makes explicit in scratch. On CUDA the
+// second run captures the step and every later run replays it; the host has
+// no graphs and says so. Either way every run computes the bits a session
+// without graphs computes.
+struct StepResults {
+  std::vector<float> w, wc, h, y;
+  bool operator==(const StepResults &o) const {
+    auto same = [](const std::vector<float> &a, const std::vector<float> &b) {
+      return a.size() == b.size() &&
+             std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+    };
+    return same(w, o.w) && same(wc, o.wc) && same(h, o.h) && same(y, o.y);
+  }
+};
+
+StepResults readResults(dlrt::Session &session) {
+  StepResults r{std::vector<float>(K * N), std::vector<float>(CK * CC * 9),
+                std::vector<float>(M * N), std::vector<float>(kY / 4)};
+  EXPECT_FALSE(session.readState("w", r.w.data(), kW));
+  EXPECT_FALSE(session.readState("wc", r.wc.data(), kWc));
+  EXPECT_FALSE(session.getOutput("train_step", "loss", r.h.data(), kH));
+  EXPECT_FALSE(session.getOutput("train_step", "y", r.y.data(), kY));
+  return r;
+}
+
+TEST_P(MemoryTest, StepGraphReplaysTheSameStep) {
+  for (bool workspace : {true, false}) {
+    SCOPED_TRACE(workspace ? "planned workspace" : "no workspace");
+    std::array<int64_t, 4> plan{kPersistent, kInputs, kArena,
+                                workspace ? kWorkspace : 0};
+    std::vector<StepResults> results[2];
+    for (bool graphs : {true, false}) {
+      train(memorySpec(plan), 0);
+      ASSERT_FALSE(session.setGraphs(graphs));
+      for (int i = 0; i < 4; ++i) {
+        ASSERT_FALSE(session.setInput("train_step", "x", x.data(), kX));
+        ASSERT_FALSE(session.setInput("train_step", "x2", x2.data(), kX2));
+        dlrt::Error run = session.run("train_step");
+        ASSERT_FALSE(run) << run.message();
+        results[graphs].push_back(readResults(session));
+        bool replayed = true;
+        std::string reason;
+        ASSERT_FALSE(session.graphStatus("train_step", &replayed, &reason));
+        // The first run goes step by step; from the second on, CUDA
+        // replays, unless the convolution's padded input does not fit the
+        // workspace (no workspace): that scratch would be memory outside
+        // the plan, so the capture fails and the runs go step by step.
+        const bool cuda = GetParam() == "cuda";
+        EXPECT_EQ(replayed, graphs && cuda && workspace && i > 0) << "run " << i;
+        if (!graphs || i == 0)
+          EXPECT_EQ(reason, "") << "run " << i;
+        else if (!cuda)
+          EXPECT_NE(reason.find("has no step graphs"), std::string::npos)
+              << reason;
+        else if (!workspace)
+          EXPECT_NE(reason.find("scratch beyond the planned workspace"),
+                    std::string::npos)
+              << reason;
+      }
+    }
+    for (int i = 0; i < 4; ++i)
+      EXPECT_TRUE(results[1][i] == results[0][i]) << "run " << i;
+    // The runs did train: w moved.
+    EXPECT_FALSE(results[1][3].w == results[1][0].w);
+  }
+  bool replayed = false;
+  dlrt::Error e = session.graphStatus("no_such_function", &replayed);
+  EXPECT_EQ(e.code(), DLRT_NOT_FOUND);
+}
+
 // The session allocates the workspace the package's table names (not the
 // runtime's own figure), and a device that needs scratch beyond it shows
 // that in the measured peak: with no workspace, the CUDA device's padded

@@ -29,6 +29,7 @@ struct TrainOptions {
   std::string memoryReport; ///< --memory-report FILE.json
   std::string trace;        ///< --trace FILE.json
   bool quiet = false;       ///< --quiet: nothing on stdout
+  bool noCudaGraph = false; ///< --no-cuda-graph: every step issued one by one
   /// --comm-timeout seconds; 0: $DLRT_COMM_TIMEOUT, else 300.
   double commTimeout = 0;
 };

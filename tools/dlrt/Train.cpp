@@ -421,6 +421,10 @@ int runTrain(const TrainOptions &o) {
 
   // Every rank creates its session (which broadcasts rank 0's state).
   SessionPtr session = createSession(model.get());
+  if (o.noCudaGraph)
+    check(dlrt_session_set_graphs(session.get(), 0));
+  int64_t sessionRuns = 0; // reports how the step runs after the second
+
   std::string tracePath;
   if (!o.trace.empty()) {
     tracePath = rankFileName(o.trace, rank, worldSize);
@@ -573,6 +577,21 @@ int runTrain(const TrainOptions &o) {
         shard[j] = order[at.sample + rank + j * worldSize];
       feedBatch(session.get(), "train_step", d.bindings, shard.data(), batch);
       check(dlrt_session_run(session.get(), "train_step"));
+      // The second step is the first that may replay a CUDA graph.
+      if (++sessionRuns == 2 &&
+          dlrt_context_device(context.get()) == DLRT_DEVICE_CUDA) {
+        int32_t replayed = 0;
+        const char *why = nullptr;
+        check(dlrt_session_graph_status(session.get(), "train_step", &replayed,
+                                        &why));
+        if (replayed)
+          say("cuda graph: each step replays as one CUDA graph\n");
+        else
+          say("cuda graph: not used (%s)\n",
+              o.noCudaGraph ? "--no-cuda-graph"
+              : why         ? why
+                            : "the step has collectives or is traced");
+      }
       std::vector<double> lossValues =
           readOutput(session.get(), "train_step", lossInfo);
       double loss = 0;

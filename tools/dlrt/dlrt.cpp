@@ -132,6 +132,12 @@ int main(int argc, char **argv) {
       "trace event file (opens in Perfetto or chrome://tracing), "
       "atomically; on W > 1 ranks each rank writes FILE with .rankR before "
       "its extension (trace.json -> trace.rank0.json)");
+  trainCmd->add_flag(
+      "--no-cuda-graph", train.noCudaGraph,
+      "On CUDA, issue the step's kernels and library calls one by one in "
+      "every step instead of recording them into a CUDA graph on the second "
+      "step and replaying it (the default; steps with collectives and "
+      "traced runs always go one by one)");
   trainCmd->add_flag("--quiet", train.quiet,
                      "Print nothing on stdout (errors and notes still go to "
                      "stderr)");

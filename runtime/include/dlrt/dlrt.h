@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* Version of this API (major * 10000 + minor * 100 + patch). */
-#define DLRT_API_VERSION 400
+#define DLRT_API_VERSION 500
 
 /* ---------------------------------------------------------------- status */
 
@@ -310,6 +310,30 @@ dlrt_status_t dlrt_session_memory(dlrt_session_t session,
  * run times; on CUDA they are the host's issue times. Since API 0.4.
  * Errors: DLRT_INVALID_ARGUMENT (NULL session). */
 dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled);
+
+/* ---------------------------------------------------------- step graphs */
+
+/* On the CUDA device a session records each function's steps (kernels and
+ * library calls) into a CUDA graph on its second run and replays the graph
+ * from then on: one submission per run instead of one launch per step, with
+ * the same pointers, parameters and results. Functions with collectives
+ * (data-parallel training), runs while the trace is recording, devices
+ * without graphs (the host) and steps the device cannot record (one needing
+ * memory outside the session's plan) run step by step instead; that is
+ * never an error. |enabled| = 0 turns graphs off for |session| (the
+ * default is on); turning them off drops the graphs already captured.
+ * Since API 0.5. Errors: DLRT_INVALID_ARGUMENT (NULL session). */
+dlrt_status_t dlrt_session_set_graphs(dlrt_session_t session, int32_t enabled);
+
+/* How |session| ran |function| last: 1 as a replayed graph, 0 step by step.
+ * When it ran step by step after a capture was tried, |out_reason| (may be
+ * NULL) names why the capture did not succeed; it is borrowed until the
+ * next call on |session|. Since API 0.5. Errors: DLRT_INVALID_ARGUMENT
+ * (NULL argument), DLRT_NOT_FOUND (no such function). */
+dlrt_status_t dlrt_session_graph_status(dlrt_session_t session,
+                                        const char *function,
+                                        int32_t *out_replayed,
+                                        const char **out_reason);
 
 /* Writes what |session| recorded as a Chrome trace event file (JSON, opened
  * by Perfetto and chrome://tracing) at |path|, atomically, as process |pid|

@@ -179,6 +179,22 @@ public:
     dlrt_string_free(meta);
     return e;
   }
+  /// Step graphs on or off (dlrt_session_set_graphs).
+  Error setGraphs(bool enabled) {
+    return Error(dlrt_session_set_graphs(handle_, enabled ? 1 : 0));
+  }
+  /// Whether the last run of |function| replayed a graph; |reason| (may be
+  /// null) gets why a capture tried did not succeed, else "".
+  Error graphStatus(const char *function, bool *replayed,
+                    std::string *reason = nullptr) const {
+    int32_t r = 0;
+    const char *why = nullptr;
+    Error e(dlrt_session_graph_status(handle_, function, &r, &why));
+    *replayed = r != 0;
+    if (reason)
+      *reason = why ? why : "";
+    return e;
+  }
   /// Predicted and measured memory, bytes (dlrt_session_memory).
   Error memory(dlrt_memory_info_t *out) const {
     return Error(dlrt_session_memory(handle_, out));

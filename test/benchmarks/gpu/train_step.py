@@ -16,7 +16,9 @@ GPU machine has PyTorch but no MLIR:
       same initial weights: arch_models' factories seed torch's CPU generator;
       the check is that the first-step losses of dlrt and PyTorch fp32 agree
       to 1e-4 relative), the same batch and the same optimizer, in eager mode
-      and under torch.compile (default mode; compile time printed); and a
+      and under torch.compile (default mode, and mode="reduce-overhead",
+      which replays CUDA graphs; compile times kept in the JSON); dlrt with
+      and without its own CUDA graph (--no-cuda-graph); and a
       profile of one dlrt step (CUDA_LAUNCH_BLOCKING=1 and dlrt's trace: the
       kernels and library calls that take the time).
 
@@ -82,7 +84,7 @@ def prepare(args):
         print(f"prepared {d}")
 
 
-def dlrt_step_ms(args, pkg, batch_npz, batch, steps, window):
+def dlrt_step_ms(args, pkg, batch_npz, batch, steps, window, extra=()):
     """Median step time (ms) over windows of |window| steps after the first
     window, from dlrt train's samples/s lines; and the first logged loss."""
     jsonl = pkg + ".jsonl"
@@ -90,7 +92,7 @@ def dlrt_step_ms(args, pkg, batch_npz, batch, steps, window):
         os.remove(jsonl)
     cmd = [args.dlrt, "train", pkg, "--data", batch_npz, "--steps", str(steps),
            "--no-shuffle", "--device", "cuda", "--log-every", str(window),
-           "--log-jsonl", jsonl]
+           "--log-jsonl", jsonl, *extra]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=args.timeout)
     if r.returncode != 0:
@@ -105,7 +107,9 @@ def dlrt_step_ms(args, pkg, batch_npz, batch, steps, window):
 
 
 def torch_step_ms(name, precision, steps, window, compiled):
-    """(median ms/step over windows after warm-up, first loss, compile s)."""
+    """(median ms/step over windows after warm-up, first loss, compile s).
+    |compiled|: False (eager), or a torch.compile mode ("default",
+    "reduce-overhead": CUDA graphs through cudagraph trees)."""
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -113,7 +117,7 @@ def torch_step_ms(name, precision, steps, window, compiled):
     model = model.cuda().train()
     x, y = x.cuda(), y.cuda()
     opt = torch.optim.Adam(model.parameters(), lr=LR, fused=True)
-    fwd = torch.compile(model) if compiled else model
+    fwd = torch.compile(model, mode=compiled) if compiled else model
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
@@ -185,19 +189,22 @@ def run(args):
         for precision in cfg["precisions"]:
             pkg = os.path.join(d, f"{precision}.dlcp")
             row = {"model": name, "precision": precision}
-            try:
-                row["dlrt_ms"], losses = dlrt_step_ms(
-                    args, pkg, os.path.join(d, "batch.npz"), batch, args.steps, args.window)
-                row["dlrt_loss1"] = losses[0]
-            except Exception as e:  # report and go on with the others
-                print(f"{name} {precision}: dlrt failed: {e}")
-            for mode, compiled in (("eager", False), ("compile", True)):
+            for key, extra in (("dlrt_ms", ()), ("dlrt_nograph_ms", ("--no-cuda-graph",))):
+                try:
+                    row[key], losses = dlrt_step_ms(
+                        args, pkg, os.path.join(d, "batch.npz"), batch, args.steps,
+                        args.window, extra)
+                    row["dlrt_loss1"] = losses[0]
+                except Exception as e:  # report and go on with the others
+                    print(f"{name} {precision}: dlrt {' '.join(extra)} failed: {e}")
+            for mode, compiled in (("eager", False), ("compile", "default"),
+                                   ("compile_ro", "reduce-overhead")):
                 try:
                     ms, first, cs = torch_step_ms(name, precision, args.steps,
                                                   args.window, compiled)
                     row[f"{mode}_ms"], row[f"{mode}_loss1"] = ms, first
                     if compiled:
-                        row["compile_s"] = cs
+                        row[f"{mode}_s"] = cs
                 except Exception as e:
                     print(f"{name} {precision}: torch {mode} failed: {e}")
             prof = profile(args, pkg, os.path.join(d, "batch.npz"), args.top)
@@ -209,8 +216,11 @@ def run(args):
                     print(f"  {t:8.3f} ms {n:5d}x {cat:8s} {base}")
             results.append(row)
             print(json.dumps(row), flush=True)
-    print("\nmodel     prec  dlrt ms  eager ms  compile ms  dlrt/eager  dlrt/compile  "
-          "loss1 dlrt vs torch")
+    print("\nms per training step (median of windows); dlrt: CUDA graph replay, "
+          "no-graph: --no-cuda-graph; compile: torch.compile default mode, "
+          "compile-ro: mode='reduce-overhead' (CUDA graphs)")
+    print("model     prec  dlrt   no-graph  eager   compile  compile-ro  "
+          "dlrt/eager  dlrt/compile  dlrt/compile-ro  loss1 dlrt vs torch")
     for r in results:
         def f(k):
             return f"{r[k]:.3f}" if k in r else "-"
@@ -218,8 +228,10 @@ def run(args):
         agree = "-"
         if "dlrt_loss1" in r and "eager_loss1" in r:
             agree = f"{abs(r['dlrt_loss1'] - r['eager_loss1']) / abs(r['eager_loss1']):.1e}"
-        print(f"{r['model']:9s} {r['precision']:5s} {f('dlrt_ms'):>8} {f('eager_ms'):>9} "
-              f"{f('compile_ms'):>11} {ratio('eager_ms'):>11} {ratio('compile_ms'):>13}  {agree}")
+        print(f"{r['model']:9s} {r['precision']:5s} {f('dlrt_ms'):>6} {f('dlrt_nograph_ms'):>8} "
+              f"{f('eager_ms'):>7} {f('compile_ms'):>8} {f('compile_ro_ms'):>10} "
+              f"{ratio('eager_ms'):>10} {ratio('compile_ms'):>13} {ratio('compile_ro_ms'):>16}"
+              f"  {agree}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

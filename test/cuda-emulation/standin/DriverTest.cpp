@@ -110,7 +110,7 @@ TEST(StandinInit, ProcAddressServesVersionedEntries) {
         << name;
     EXPECT_NE(fn, nullptr) << name;
   }
-  EXPECT_EQ(cuGetProcAddress("cuGraphLaunch", &fn, 13000, 0, &found),
+  EXPECT_EQ(cuGetProcAddress("cuGraphAddKernelNode", &fn, 13000, 0, &found),
             CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(found, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   EXPECT_EQ(fn, nullptr);
@@ -148,6 +148,11 @@ TEST(StandinInit, ServesEveryEntryTheRuntimeLoads) {
   std::vector<std::string> driver =
       runtimeEntries("DLRT_CUDA_DRIVER_FUNCTIONS");
   EXPECT_GE(driver.size(), 24u);
+  // The graph entries are optional for a driver, but the stand-in has them,
+  // so that the runtime's step graphs run in CI.
+  std::vector<std::string> graphs = runtimeEntries("DLRT_CUDA_GRAPH_FUNCTIONS");
+  EXPECT_EQ(graphs.size(), 6u);
+  driver.insert(driver.end(), graphs.begin(), graphs.end());
   for (const std::string &name : driver) {
     void *fn = nullptr;
     CUdriverProcAddressQueryResult found{};
@@ -569,6 +574,55 @@ TEST_F(StandinTest, EventsOrderStreamsAndTime) {
   EXPECT_EQ(cuEventDestroy(never), CUDA_SUCCESS);
   EXPECT_EQ(cuEventQuery(never), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+// Stream capture records instead of running; a graph replays the recorded
+// work, in order, once per launch; synchronizing or recording an event on
+// a capturing stream invalidates the capture (as a real driver does).
+TEST_F(StandinTest, CapturedWorkReplaysPerGraphLaunch) {
+  CUstream stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  std::vector<int> order;
+  ASSERT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            CUDA_ERROR_ILLEGAL_STATE);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(dlc::standin::enqueue(stream, "step",
+                                    [&order, i](std::string *) {
+                                      order.push_back(i);
+                                      return CUDA_SUCCESS;
+                                    }),
+              CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_TRUE(order.empty()); // recorded, not run
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(order, std::vector<int>({0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+
+  ASSERT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(cuStreamEndCapture(stream, &graph),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(graph, nullptr);
+  CUevent event = nullptr;
+  ASSERT_EQ(cuEventCreate(&event, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            CUDA_SUCCESS);
+  EXPECT_EQ(cuEventRecord(event, stream), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(cuStreamEndCapture(stream, &graph),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(cuStreamEndCapture(stream, &graph), CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(cuEventDestroy(event), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
 }
 
 TEST_F(StandinTest, EnqueuedLibraryWorkRunsInOrderAndFailsSticky) {

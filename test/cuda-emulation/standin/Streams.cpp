@@ -43,6 +43,11 @@ struct Stream {
   uint64_t completed = 0; // tasks finished so far
   bool stop = false;
   std::thread worker;
+  /// Stream capture (cuStreamBeginCapture): work enqueued while capturing
+  /// is recorded in |captured| instead of run; |invalidated| once a call
+  /// the capture cannot record was made on the stream.
+  bool capturing = false, invalidated = false;
+  std::vector<Task> captured;
 
   void run();
   void waitFor(uint64_t target) {
@@ -338,6 +343,13 @@ CUresult enqueue(CUstream stream, std::string label,
   Task task;
   task.label = std::move(label);
   task.work = std::move(work);
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (s->capturing) {
+      s->captured.push_back(std::move(task));
+      return CUDA_SUCCESS;
+    }
+  }
   push(s, isLegacy(stream), std::move(task));
   return CUDA_SUCCESS;
 }
@@ -358,6 +370,12 @@ CUresult synchronizeStream(CUstream stream) {
   uint64_t target;
   {
     std::lock_guard<std::mutex> lock(s->mutex);
+    // As a real driver: synchronizing a capturing stream is not allowed
+    // and invalidates the capture.
+    if (s->capturing) {
+      s->invalidated = true;
+      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     target = s->issued;
   }
   s->waitFor(target);
@@ -401,6 +419,22 @@ void resetStreams() {
   if (legacy)
     stopStream(legacy);
   gSticky.store(CUDA_SUCCESS);
+}
+
+/// A captured graph (CUgraph) or its instance (CUgraphExec): the tasks of
+/// a stream capture, in order.
+struct StandinGraph {
+  std::vector<Task> tasks;
+};
+
+/// True (and the capture invalidated) when |s| is capturing: for calls a
+/// capture here cannot record (events, synchronization).
+bool refuseWhileCapturing(const std::shared_ptr<Stream> &s) {
+  std::lock_guard<std::mutex> lock(s->mutex);
+  if (!s->capturing)
+    return false;
+  s->invalidated = true;
+  return true;
 }
 
 } // namespace dlc::standin
@@ -511,6 +545,8 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   }
   if (!stream)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (refuseWhileCapturing(stream))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (CUresult r = stickyError(); r != CUDA_SUCCESS)
     return r;
   auto when = std::make_shared<std::atomic<int64_t>>(-1);
@@ -616,6 +652,8 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
   }
   if (!stream)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (refuseWhileCapturing(stream))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!other || other == stream)
     return CUDA_SUCCESS; // nothing to wait for / already in order
   Task task;
@@ -623,6 +661,102 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
   task.work = [](std::string *) { return CUDA_SUCCESS; };
   task.waits.emplace_back(other, target);
   push(stream, isLegacy(hStream), std::move(task));
+  return CUDA_SUCCESS;
+}
+
+// Stream capture and graphs: a graph is the list of tasks captured on a
+// stream; launching it enqueues copies of them, in order, on the launch
+// stream (each task's work copies its parameters when it is made, so it can
+// run again). Only the capture of a whole stream is modelled (no graph
+// editing, no events inside a capture).
+
+CUresult cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode) {
+  if (CUresult r = checkInitialized(); r != CUDA_SUCCESS)
+    return r;
+  (void)mode;
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (isLegacy(hStream))
+      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    s = lookupLocked(hStream);
+  }
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  if (s->capturing)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  s->capturing = true;
+  s->invalidated = false;
+  s->captured.clear();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  if (CUresult r = checkInitialized(); r != CUDA_SUCCESS)
+    return r;
+  if (!phGraph)
+    return CUDA_ERROR_INVALID_VALUE;
+  *phGraph = nullptr;
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    s = lookupLocked(hStream);
+  }
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  if (!s->capturing)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  s->capturing = false;
+  std::vector<Task> tasks;
+  tasks.swap(s->captured);
+  if (s->invalidated)
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  auto *graph = new StandinGraph{std::move(tasks)};
+  *phGraph = reinterpret_cast<CUgraph>(graph);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags) {
+  if (CUresult r = checkInitialized(); r != CUDA_SUCCESS)
+    return r;
+  if (!phGraphExec || !hGraph || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto *exec = new StandinGraph(*reinterpret_cast<StandinGraph *>(hGraph));
+  *phGraphExec = reinterpret_cast<CUgraphExec>(exec);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  if (CUresult r = checkInitialized(); r != CUDA_SUCCESS)
+    return r;
+  if (!hGraphExec)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    s = lookupLocked(hStream);
+  }
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  for (const Task &t : reinterpret_cast<StandinGraph *>(hGraphExec)->tasks) {
+    Task copy;
+    copy.label = "graph: " + t.label;
+    copy.work = t.work;
+    push(s, isLegacy(hStream), std::move(copy));
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  delete reinterpret_cast<StandinGraph *>(hGraphExec);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph) {
+  delete reinterpret_cast<StandinGraph *>(hGraph);
   return CUDA_SUCCESS;
 }
 
