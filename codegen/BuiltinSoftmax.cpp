@@ -52,30 +52,18 @@ std::string warpRowStats(const RowMath &r, int64_t n, StringRef in) {
   return out;
 }
 
-/// Host: the same statistics computed in the same order as warpRowStats
-/// (32 lane partials, the same butterfly), so the host and CUDA kernels
-/// agree bit for bit wherever exp and log do. Leaves lane 0's `m` and `s`.
+/// Host: the same statistics serially, one element after another (the
+/// order of the host kernels before the CUDA ones shared rows among lanes;
+/// the two targets differ in the last bits of the sum, as in a GEMM).
 std::string hostRowStats(const RowMath &r, int64_t n, StringRef in) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << in << r.t << " lm[32], ls[32], nx[32];\n"
-     << in << "for (int l = 0; l < 32; ++l) { lm[l] = -" << r.inf
-     << "; ls[l] = 0; }\n"
+  os << in << r.t << " m = -" << r.inf << ";\n"
      << in << "for (long long k = 0; k < " << n << "LL; ++k) { const " << r.t
-     << " v = " << r.x("k")
-     << "; if (v > lm[k & 31] || v != v) lm[k & 31] = v; }\n"
-     << in << "for (int o = 16; o > 0; o >>= 1) {\n"
-     << in << "  for (int l = 0; l < 32; ++l) { const " << r.t
-     << " v = lm[l ^ o]; nx[l] = (v > lm[l] || v != v) ? v : lm[l]; }\n"
-     << in << "  for (int l = 0; l < 32; ++l) lm[l] = nx[l];\n"
-     << in << "}\n"
-     << in << "for (long long k = 0; k < " << n << "LL; ++k) ls[k & 31] += "
-     << r.exp << "(" << r.x("k") << " - lm[k & 31]);\n"
-     << in << "for (int o = 16; o > 0; o >>= 1) {\n"
-     << in << "  for (int l = 0; l < 32; ++l) nx[l] = ls[l] + ls[l ^ o];\n"
-     << in << "  for (int l = 0; l < 32; ++l) ls[l] = nx[l];\n"
-     << in << "}\n"
-     << in << "const " << r.t << " m = lm[0], s = ls[0];\n";
+     << " v = " << r.x("k") << "; if (v > m || v != v) m = v; }\n"
+     << in << r.t << " s = 0;\n"
+     << in << "for (long long k = 0; k < " << n << "LL; ++k) s += " << r.exp
+     << "(" << r.x("k") << " - m);\n";
   return out;
 }
 } // namespace
@@ -111,8 +99,8 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
   llvm::raw_string_ostream os(body);
   if (inner == 1) {
     // Rows along the last axis. CUDA: one warp per row, lanes striding over
-    // it (coalesced), 8 rows per block; the host computes the same lane
-    // partials in the same order (hostRowStats), one row per iteration.
+    // it (coalesced), 8 rows per block; the host goes through a row per
+    // iteration (hostRowStats).
     RowMath r{*t, exp, log, f32 ? "DLC_INF_F" : "DLC_INF_D",
               [](const std::string &k) { return "a0[base + " + k + "]"; }};
     auto write = [&](llvm::raw_ostream &out, StringRef loop) {
@@ -141,6 +129,7 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
     return code;
   }
   code.numThreads = outer * inner;
+  code.serialReductionSteps = n; // softmax over a middle axis: a thread a row
   os << "  const long long base = (tid / " << inner << "LL) * " << n * inner
      << "LL + tid % " << inner << "LL;\n"
      << "  " << *t << " m = -" << (f32 ? "DLC_INF_F" : "DLC_INF_D") << ";\n"
@@ -215,10 +204,9 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
   std::string body;
   llvm::raw_string_ostream os(body);
   llvm::raw_string_ostream cs(code.cudaBody);
-  // CUDA: one warp per row (warpRowStats); the host computes the same lane
-  // partials in the same order (hostRowStats). No atomics anywhere: the
-  // results do not depend on the order threads run in, and the host and
-  // CUDA kernels agree bit for bit wherever exp and log do.
+  // CUDA: one warp per row (warpRowStats); the host goes through each row
+  // serially (hostRowStats). No atomics anywhere: the results do not depend
+  // on the order threads run in.
   auto rowBase = [&](llvm::raw_ostream &out, StringRef in) {
     out << in << "const " << *storage << "* x = a0 + row * " << c << "LL;\n"
         << in << "const long long label = (long long)a1[row];\n";
@@ -228,8 +216,7 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     // and its lane 0 adds each row's loss in double; thread 0 then adds
     // the warps' sums in warp order. No second kernel or scratch buffer;
     // one block reads the logits (C * rows elements) at the rate of one
-    // SM, which is fine up to a few MB of logits. The host keeps the same
-    // W sums.
+    // SM, which is fine up to a few MB of logits.
     const int64_t warps = std::min<int64_t>(32, std::max<int64_t>(1, rows));
     code.blockSize = static_cast<int32_t>(32 * warps);
     code.numThreads = code.blockSize;
@@ -252,14 +239,13 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
        << "; ++w) total += dlc_partial[w];\n"
        << "    a2[0] = (" << *t << ")(total / " << rows << ".0);\n"
        << "  }\n";
-    os << "  double acc[" << warps << "] = {0};\n"
+    // Host: one thread; the mean accumulates in double, row after row.
+    os << "  double total = 0;\n"
        << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";
     rowBase(os, "    ");
     os << hostRowStats(r, c, "    ") << "    if (label >= 0 && label < " << c
-       << "LL) acc[row % " << warps << "] += " << lossTerm << ";\n"
+       << "LL) total += " << lossTerm << ";\n"
        << "  }\n"
-       << "  double total = 0;\n"
-       << "  for (int w = 0; w < " << warps << "; ++w) total += acc[w];\n"
        << "  a2[0] = (" << *t << ")(total / " << rows << ".0);\n";
   } else {
     // CUDA: one warp per row, 8 rows per block; a warp past the last row

@@ -26,6 +26,12 @@ struct KernelSource {
   std::string cudaSource;
   int64_t numThreads;
   int32_t blockSize = 256;
+  /// The threads of a warp or block share each output's work (shuffles,
+  /// shared memory, barriers): a reduction or row split over them.
+  bool cooperative = false;
+  /// The most reduction steps one thread walks alone for one output of a
+  /// generated kernel (0: none; cooperative kernels share theirs).
+  int64_t serialReductionSteps = 0;
 };
 
 /// CUDA C++ for every dlexec.kernel and dlexec.builtin_kernel in |module|, one

@@ -233,7 +233,8 @@ FailureOr<std::vector<KernelSource>> emitCudaKernels(ModuleOp module) {
     return failure();
   std::vector<KernelSource> out;
   for (const detail::KernelCode &k : *kernels)
-    out.push_back({k.name, detail::wrapCuda(k), k.numThreads, k.blockSize});
+    out.push_back({k.name, detail::wrapCuda(k), k.numThreads, k.blockSize,
+                   !k.cudaBody.empty(), k.serialReductionSteps});
   return out;
 }
 

@@ -67,6 +67,8 @@ struct KernelCode {
   std::string cudaBody;
   int32_t blockSize = 256;
   int64_t hostThreads = 0;
+  /// KernelSource::serialReductionSteps.
+  int64_t serialReductionSteps = 0;
 };
 
 /// Builds the body of a generated loop-nest kernel.

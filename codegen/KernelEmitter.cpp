@@ -244,6 +244,11 @@ private:
   LogicalResult emitBodyOp(Operation *bodyOp, const std::string &indent);
   FailureOr<std::string> nameOf(Value v, Operation *user);
   std::string fresh() { return "v" + std::to_string(counter++); }
+  /// C statements declaring `const long long i<d>` for each loop of |dims|
+  /// (outermost first, the last fastest) from the flat index |var|, each
+  /// line indented by |indent|; 32-bit arithmetic when |narrow|.
+  std::string decodeIndices(ArrayRef<unsigned> dims, StringRef var,
+                            bool narrow, StringRef indent) const;
   /// Adds the CUDA form of a reduction longer than a warp: several threads
   /// per output, each combining a strided slice of the reduction, their
   /// partials combined through shared memory (KernelCode::cudaBody). Leaves
@@ -673,25 +678,10 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
 
   // Thread index -> parallel loop indices (last parallel loop fastest), for
   // CUDA; the host runs the same element code in a loop nest instead.
-  std::string decode;
   std::string in = "  ";
-  if (!parallel.empty()) {
-    llvm::raw_string_ostream ds(decode);
-    // 32-bit division by constants is much cheaper on the GPU.
-    bool narrow = code.numThreads <= UINT32_MAX;
-    const char *suffix = narrow ? "u" : "LL";
-    ds << in
-       << (narrow ? "unsigned rem = (unsigned)tid;\n"
-                  : "long long rem = tid;\n");
-    for (int k = (int)parallel.size() - 1; k >= 0; --k) {
-      unsigned d = parallel[k];
-      if (k == 0)
-        ds << in << "const long long i" << d << " = rem;\n";
-      else
-        ds << in << "const long long i" << d << " = rem % " << loopSizes[d]
-           << suffix << "; rem /= " << loopSizes[d] << suffix << ";\n";
-    }
-  }
+  // 32-bit division by constants is much cheaper on the GPU.
+  std::string decode =
+      decodeIndices(parallel, "tid", code.numThreads <= UINT32_MAX, in);
 
   // Outputs live in accumulators; their positions may not depend on
   // reduction loops.
@@ -866,6 +856,28 @@ combinerOf(Operation *combiner, const std::string &t, const std::string &a,
   return {};
 }
 
+std::string GeneratedKernelEmitter::decodeIndices(ArrayRef<unsigned> dims,
+                                                  StringRef var, bool narrow,
+                                                  StringRef indent) const {
+  std::string out;
+  if (dims.empty())
+    return out;
+  llvm::raw_string_ostream os(out);
+  const char *suffix = narrow ? "u" : "LL";
+  os << indent
+     << (narrow ? "unsigned rem = (unsigned)" : "long long rem = ") << var
+     << ";\n";
+  for (int k = (int)dims.size() - 1; k >= 0; --k) {
+    unsigned d = dims[k];
+    if (k == 0)
+      os << indent << "const long long i" << d << " = rem;\n";
+    else
+      os << indent << "const long long i" << d << " = rem % " << loopSizes[d]
+         << suffix << "; rem /= " << loopSizes[d] << suffix << ";\n";
+  }
+  return out;
+}
+
 void GeneratedKernelEmitter::emitCooperativeReduction(
     KernelCode &code, ArrayRef<unsigned> parallel, ArrayRef<unsigned> reduction,
     ArrayRef<AffineMap> maps, const std::string &inner,
@@ -874,6 +886,8 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
   for (unsigned d : reduction)
     trips *= loopSizes[d];
   const int64_t outputs = code.numThreads;
+  if (!reduction.empty())
+    code.serialReductionSteps = trips; // until the split below succeeds
   if (reduction.empty() || trips <= 32 || outputs <= 0)
     return;
   // Every output must be updated only by `acc = combine(acc, x)` with a
@@ -943,36 +957,12 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
   for (unsigned o = 0; o < accTypes.size(); ++o)
     cs << "  " << accTypes[o] << " acc" << o << " = " << combiners[o].first
        << ";\n";
-  cs << "  if (live) {\n";
-  if (!parallel.empty()) {
-    cs << "    " << (narrowOut ? "unsigned rem = (unsigned)out;\n"
-                               : "long long rem = out;\n");
-    for (int k = (int)parallel.size() - 1; k >= 0; --k) {
-      unsigned d = parallel[k];
-      if (k == 0)
-        cs << "    const long long i" << d << " = rem;\n";
-      else
-        cs << "    const long long i" << d << " = rem % " << loopSizes[d]
-           << (narrowOut ? "u" : "LL") << "; rem /= " << loopSizes[d]
-           << (narrowOut ? "u" : "LL") << ";\n";
-    }
-  }
+  cs << "  if (live) {\n" << decodeIndices(parallel, "out", narrowOut, "    ");
   for (unsigned o = 0; o < accTypes.size(); ++o)
     cs << "    if (s == 0) acc" << o << " = " << accInits[o] << ";\n";
   cs << "    for (long long t = s; t < " << trips << "LL; t += " << lanes
      << ") {\n"
-     << "      " << (narrowT ? "unsigned r = (unsigned)t;\n"
-                             : "long long r = t;\n");
-  for (int k = (int)reduction.size() - 1; k >= 0; --k) {
-    unsigned d = reduction[k];
-    if (k == 0)
-      cs << "      const long long i" << d << " = r;\n";
-    else
-      cs << "      const long long i" << d << " = r % " << loopSizes[d]
-         << (narrowT ? "u" : "LL") << "; r /= " << loopSizes[d]
-         << (narrowT ? "u" : "LL") << ";\n";
-  }
-  cs << inner << "    }\n"
+     << decodeIndices(reduction, "t", narrowT, "      ") << inner << "    }\n"
      << "  }\n";
   // Partials through shared memory; thread row 0 combines them in row
   // order (a fixed order: the result does not depend on scheduling).
@@ -981,19 +971,8 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
        << code.blockSize << "];\n"
        << "  dlc_part" << o << "[threadIdx.x] = acc" << o << ";\n";
   cs << "  __syncthreads();\n"
-     << "  if (!live || s != 0) return;\n";
-  if (!parallel.empty())
-    cs << "  " << (narrowOut ? "unsigned rem = (unsigned)out;\n"
-                             : "long long rem = out;\n");
-  for (int k = (int)parallel.size() - 1; k >= 0; --k) {
-    unsigned d = parallel[k];
-    if (k == 0)
-      cs << "  const long long i" << d << " = rem;\n";
-    else
-      cs << "  const long long i" << d << " = rem % " << loopSizes[d]
-         << (narrowOut ? "u" : "LL") << "; rem /= " << loopSizes[d]
-         << (narrowOut ? "u" : "LL") << ";\n";
-  }
+     << "  if (!live || s != 0) return;\n"
+     << decodeIndices(parallel, "out", narrowOut, "  ");
   for (unsigned o = 0; o < accTypes.size(); ++o) {
     auto c = combinerOf(combinerOps[o], accTypes[o],
                         "acc" + std::to_string(o), "v");
@@ -1003,50 +982,10 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
   }
   cs << stores;
   code.cudaBody = std::move(out);
+  code.serialReductionSteps = 0;
 
-  // The host runs the same arithmetic in the same order, so both targets
-  // agree bit for bit: S partials per output, partial t % S taking
-  // reduction step t (in increasing t, as CUDA's thread row t % S does),
-  // combined in row order. Walking t in order keeps the host's memory
-  // access sequential.
-  std::string host;
-  llvm::raw_string_ostream hs(host);
-  for (unsigned o = 0; o < accTypes.size(); ++o)
-    hs << "    " << accTypes[o] << " dlc_part" << o << "[" << lanes << "];\n"
-       << "    dlc_part" << o << "[0] = " << accInits[o] << ";\n"
-       << "    for (int k = 1; k < " << lanes << "; ++k) dlc_part" << o
-       << "[k] = " << combiners[o].first << ";\n";
-  hs << "    for (long long t = 0; t < " << trips << "LL; ++t) {\n"
-     << "      " << (narrowT ? "unsigned r = (unsigned)t;\n"
-                             : "long long r = t;\n");
-  for (int k = (int)reduction.size() - 1; k >= 0; --k) {
-    unsigned d = reduction[k];
-    if (k == 0)
-      hs << "      const long long i" << d << " = r;\n";
-    else
-      hs << "      const long long i" << d << " = r % " << loopSizes[d]
-         << (narrowT ? "u" : "LL") << "; r /= " << loopSizes[d]
-         << (narrowT ? "u" : "LL") << ";\n";
-  }
-  for (unsigned o = 0; o < accTypes.size(); ++o)
-    hs << "      " << accTypes[o] << " acc" << o << " = dlc_part" << o
-       << "[t & " << lanes - 1 << "];\n";
-  hs << inner;
-  for (unsigned o = 0; o < accTypes.size(); ++o)
-    hs << "      dlc_part" << o << "[t & " << lanes - 1 << "] = acc" << o
-       << ";\n";
-  hs << "    }\n";
-  for (unsigned o = 0; o < accTypes.size(); ++o) {
-    auto c = combinerOf(combinerOps[o], accTypes[o],
-                        "acc" + std::to_string(o), "v");
-    hs << "    " << accTypes[o] << " acc" << o << " = dlc_part" << o
-       << "[0];\n"
-       << "    for (int k = 1; k < " << lanes << "; ++k) { const "
-       << accTypes[o] << " v = dlc_part" << o << "[k]; acc" << o << " = "
-       << c.second << "; }\n";
-  }
-  hs << stores;
-  code.loopBody = std::move(host);
+  // The host keeps its serial loop nest (loopBody): the two targets differ
+  // in the order of the sum's terms, as they do inside a GEMM.
 }
 
 FailureOr<KernelCode> buildGeneratedKernel(exec::KernelOp op) {

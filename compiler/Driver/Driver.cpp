@@ -456,6 +456,30 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                      << ", " << b.gradients.size() << " gradients: "
                      << llvm::join(b.gradients, ", ") << "\n";
     }
+    // CUDA launch sizes: the kernels whose threads share rows, and any
+    // reduction a thread still walks alone for more than a warp's work.
+    auto kernels = codegen::emitCudaKernels(*module);
+    if (failed(kernels))
+      return failure();
+    int64_t cooperative = 0;
+    std::string shared, serial;
+    for (const codegen::KernelSource &k : *kernels) {
+      std::string launch = "  " + k.name + ": " + std::to_string(k.numThreads) +
+                           " threads in blocks of " +
+                           std::to_string(k.blockSize);
+      if (k.cooperative) {
+        ++cooperative;
+        shared += launch + "\n";
+      } else if (k.serialReductionSteps > 32) {
+        serial += launch + ", " + std::to_string(k.serialReductionSteps) +
+                  " reduction steps in one thread\n";
+      }
+    }
+    llvm::outs() << "cuda launches: " << kernels->size() << " kernels, "
+                 << cooperative
+                 << " with a warp or block sharing each row or reduction\n"
+                 << shared << "serial reductions longer than a warp: "
+                 << (serial.empty() ? "none\n" : "\n" + serial);
   }
 
   if (options.stats)

@@ -421,6 +421,12 @@ void resetStreams() {
   gSticky.store(CUDA_SUCCESS);
 }
 
+/// The stream of |handle| (the legacy stream for 0), or null.
+std::shared_ptr<Stream> findStream(CUstream handle) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return lookupLocked(handle);
+}
+
 /// A captured graph (CUgraph) or its instance (CUgraphExec): the tasks of
 /// a stream capture, in order.
 struct StandinGraph {
@@ -698,11 +704,7 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
   if (!phGraph)
     return CUDA_ERROR_INVALID_VALUE;
   *phGraph = nullptr;
-  std::shared_ptr<Stream> s;
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    s = lookupLocked(hStream);
-  }
+  std::shared_ptr<Stream> s = findStream(hStream);
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard<std::mutex> lock(s->mutex);
@@ -734,11 +736,7 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
     return r;
   if (!hGraphExec)
     return CUDA_ERROR_INVALID_VALUE;
-  std::shared_ptr<Stream> s;
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    s = lookupLocked(hStream);
-  }
+  std::shared_ptr<Stream> s = findStream(hStream);
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
   for (const Task &t : reinterpret_cast<StandinGraph *>(hGraphExec)->tasks) {
