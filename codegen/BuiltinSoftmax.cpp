@@ -45,9 +45,10 @@ std::string warpRowStats(const RowMath &r, int64_t n, StringRef in) {
      << " v = __shfl_xor_sync(0xffffffffu, m, o); if (v > m || v != v) m = "
         "v; }\n"
      << in << r.t << " s = 0;\n"
-     << in << "for (long long k = lane; k < " << n << "LL; k += 32) s += "
-     << r.exp << "(" << r.x("k") << " - m);\n"
-     << in << "for (int o = 16; o > 0; o >>= 1) s += "
+     << in << "for (long long k = lane; k < " << n
+     << "LL; k += 32) s += " << r.exp << "(" << r.x("k") << " - m);\n"
+     << in
+     << "for (int o = 16; o > 0; o >>= 1) s += "
         "__shfl_xor_sync(0xffffffffu, s, o);\n";
   return out;
 }
@@ -65,6 +66,20 @@ std::string hostRowStats(const RowMath &r, int64_t n, StringRef in) {
      << in << "for (long long k = 0; k < " << n << "LL; ++k) s += " << r.exp
      << "(" << r.x("k") << " - m);\n";
   return out;
+}
+/// Launches |code| with one warp per row of |rows| rows, 8 rows per block,
+/// and returns the CUDA body's first lines: `row` and `lane`, and the
+/// return of a warp past the last row (rows * 32 threads are whole warps,
+/// so warps return whole and the shuffles after stay full). The host runs
+/// one row per `tid`.
+std::string warpPerRow(KernelCode &code, int64_t rows) {
+  code.blockSize = 256;
+  code.numThreads = (rows * 32 + 255) / 256 * 256;
+  code.hostThreads = rows;
+  return "  const long long row = tid >> 5;\n"
+         "  const int lane = (int)(tid & 31);\n"
+         "  if (row >= " +
+         std::to_string(rows) + "LL) return;\n";
 }
 } // namespace
 
@@ -111,17 +126,12 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
         out << "  " << loop << " a1[base + k] = " << exp
             << "(a0[base + k] - m) / s;\n";
     };
-    code.blockSize = 256;
-    code.numThreads = (outer * 32 + 255) / 256 * 256;
-    code.hostThreads = outer;
     llvm::raw_string_ostream cs(code.cudaBody);
-    cs << "  const long long row = tid >> 5;\n"
-       << "  const int lane = (int)(tid & 31);\n"
-       << "  if (row >= " << outer << "LL) return;\n"
-       << "  const long long base = row * " << n << "LL;\n"
+    cs << warpPerRow(code, outer) << "  const long long base = row * " << n
+       << "LL;\n"
        << warpRowStats(r, n, "  ");
-    write(cs, "for (long long k = lane; k < " + std::to_string(n) +
-                  "LL; k += 32)");
+    write(cs,
+          "for (long long k = lane; k < " + std::to_string(n) + "LL; k += 32)");
     os << "  const long long base = tid * " << n << "LL;\n"
        << hostRowStats(r, n, "  ");
     write(os, "for (long long k = 0; k < " + std::to_string(n) + "LL; ++k)");
@@ -224,11 +234,12 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     auto lossTerm = "(double)(m + " + log + "(s) - " + x("label") + ")";
     cs << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
        << "  double acc = 0;\n"
-       << "  for (long long row = warp; row < " << rows << "LL; row += "
-       << warps << ") {\n";
+       << "  for (long long row = warp; row < " << rows
+       << "LL; row += " << warps << ") {\n";
     rowBase(cs, "    ");
-    cs << warpRowStats(r, c, "    ") << "    if (lane == 0 && label >= 0 && label < "
-       << c << "LL) acc += " << lossTerm << ";\n"
+    cs << warpRowStats(r, c, "    ")
+       << "    if (lane == 0 && label >= 0 && label < " << c
+       << "LL) acc += " << lossTerm << ";\n"
        << "  }\n"
        << "  __shared__ double dlc_partial[" << warps << "];\n"
        << "  if (lane == 0) dlc_partial[warp] = acc;\n"
@@ -248,11 +259,7 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
        << "  }\n"
        << "  a2[0] = (" << *t << ")(total / " << rows << ".0);\n";
   } else {
-    // CUDA: one warp per row, 8 rows per block; a warp past the last row
-    // returns whole (rows * 32 threads are whole warps).
-    code.blockSize = 256;
-    code.numThreads = (rows * 32 + 255) / 256 * 256;
-    code.hostThreads = rows;
+    // CUDA: one warp per row (warpPerRow).
     auto writeGrad = [&](llvm::raw_ostream &out, StringRef in, StringRef loop) {
       out << in << *storage << "* dx = a3 + row * " << c << "LL;\n"
           << in << "const " << *t << " scale = a2[0] / (" << *t << ")" << rows
@@ -261,14 +268,11 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
           << in << loop << "\n"
           << in << "  dx[k] = "
           << storeExpr(elem, "valid ? (" + exp + "(" + x("k") +
-                                 " - m) / s - (k == label ? (" + *t +
-                                 ")1 : (" + *t + ")0)) * scale : (" + *t +
-                                 ")0")
+                                 " - m) / s - (k == label ? (" + *t + ")1 : (" +
+                                 *t + ")0)) * scale : (" + *t + ")0")
           << ";\n";
     };
-    cs << "  const long long row = tid >> 5;\n"
-       << "  const int lane = (int)(tid & 31);\n"
-       << "  if (row >= " << rows << "LL) return;\n";
+    cs << warpPerRow(code, rows);
     rowBase(cs, "  ");
     cs << warpRowStats(r, c, "  ");
     writeGrad(cs, "  ",
@@ -277,7 +281,8 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     os << "  const long long row = tid;\n";
     rowBase(os, "  ");
     os << hostRowStats(r, c, "  ");
-    writeGrad(os, "  ", "for (long long k = 0; k < " + std::to_string(c) + "LL; ++k)");
+    writeGrad(os, "  ",
+              "for (long long k = 0; k < " + std::to_string(c) + "LL; ++k)");
   }
   code.body = std::move(body);
   return code;

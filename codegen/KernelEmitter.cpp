@@ -247,8 +247,8 @@ private:
   /// C statements declaring `const long long i<d>` for each loop of |dims|
   /// (outermost first, the last fastest) from the flat index |var|, each
   /// line indented by |indent|; 32-bit arithmetic when |narrow|.
-  std::string decodeIndices(ArrayRef<unsigned> dims, StringRef var,
-                            bool narrow, StringRef indent) const;
+  std::string decodeIndices(ArrayRef<unsigned> dims, StringRef var, bool narrow,
+                            StringRef indent) const;
   /// Adds the CUDA form of a reduction longer than a warp: several threads
   /// per output, each combining a strided slice of the reduction, their
   /// partials combined through shared memory (KernelCode::cudaBody). Leaves
@@ -456,6 +456,14 @@ static std::string cmpiExpr(arith::CmpIPredicate p, const std::string &a,
   return "false";
 }
 
+/// C for arith.maximumf / minimumf of |a| and |b| (|max| picks which):
+/// NaN-propagating, as the ops are.
+static std::string nanPropagatingMinMax(bool max, const std::string &a,
+                                        const std::string &b) {
+  return "((" + a + (max ? " > " : " < ") + b + " || " + a + " != " + a +
+         ") ? " + a + " : " + b + ")";
+}
+
 LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
                                                  const std::string &indent) {
   if (bodyOp->getNumResults() != 1)
@@ -519,13 +527,9 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
     expr = "(" + *cType + ")(" + args[0] + " " + binop + " " + args[1] + ")";
   } else if (isa<arith::NegFOp>(bodyOp)) {
     expr = "-" + args[0];
-  } else if (isa<arith::MaximumFOp>(bodyOp)) {
-    // NaN-propagating maximum.
-    expr = "((" + args[0] + " > " + args[1] + " || " + args[0] +
-           " != " + args[0] + ") ? " + args[0] + " : " + args[1] + ")";
-  } else if (isa<arith::MinimumFOp>(bodyOp)) {
-    expr = "((" + args[0] + " < " + args[1] + " || " + args[0] +
-           " != " + args[0] + ") ? " + args[0] + " : " + args[1] + ")";
+  } else if (isa<arith::MaximumFOp, arith::MinimumFOp>(bodyOp)) {
+    expr =
+        nanPropagatingMinMax(isa<arith::MaximumFOp>(bodyOp), args[0], args[1]);
   } else if (isa<arith::MaxSIOp>(bodyOp)) {
     expr = "(" + args[0] + " > " + args[1] + " ? " + args[0] + " : " + args[1] +
            ")";
@@ -839,20 +843,19 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
 /// The identity of a recognised combiner and the C expression combining two
 /// partial results |a| and |b| of type |t| with it; empty when |combiner| is
 /// none of addf, mulf, maximumf, minimumf.
-static std::pair<std::string, std::string>
-combinerOf(Operation *combiner, const std::string &t, const std::string &a,
-           const std::string &b) {
+static std::pair<std::string, std::string> combinerOf(Operation *combiner,
+                                                      const std::string &t,
+                                                      const std::string &a,
+                                                      const std::string &b) {
   std::string inf = t == "double" ? "DLC_INF_D" : "DLC_INF_F";
   if (isa<arith::AddFOp>(combiner)) // -0 + x == x for every x, +0 included
     return {"(" + t + ")-0.0", a + " + " + b};
   if (isa<arith::MulFOp>(combiner))
     return {"(" + t + ")1", a + " * " + b};
   if (isa<arith::MaximumFOp>(combiner))
-    return {"-" + inf, "((" + a + " > " + b + " || " + a + " != " + a +
-                           ") ? " + a + " : " + b + ")"};
+    return {"-" + inf, nanPropagatingMinMax(true, a, b)};
   if (isa<arith::MinimumFOp>(combiner))
-    return {inf, "((" + a + " < " + b + " || " + a + " != " + a + ") ? " + a +
-                     " : " + b + ")"};
+    return {inf, nanPropagatingMinMax(false, a, b)};
   return {};
 }
 
@@ -864,9 +867,8 @@ std::string GeneratedKernelEmitter::decodeIndices(ArrayRef<unsigned> dims,
     return out;
   llvm::raw_string_ostream os(out);
   const char *suffix = narrow ? "u" : "LL";
-  os << indent
-     << (narrow ? "unsigned rem = (unsigned)" : "long long rem = ") << var
-     << ";\n";
+  os << indent << (narrow ? "unsigned rem = (unsigned)" : "long long rem = ")
+     << var << ";\n";
   for (int k = (int)dims.size() - 1; k >= 0; --k) {
     unsigned d = dims[k];
     if (k == 0)
@@ -896,22 +898,20 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
   Block &block = op.getBody().front();
   auto yield = cast<exec::YieldOp>(block.getTerminator());
   unsigned numInputs = op.getInputs().size();
-  SmallVector<std::pair<std::string, std::string>> combiners;
   SmallVector<Operation *> combinerOps;
   for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
     BlockArgument acc = block.getArgument(numInputs + o);
     if (!acc.hasOneUse() || accInits[o].empty())
       return;
     Operation *user = *acc.getUsers().begin();
-    if (user->getNumOperands() != 2 || user->getOperand(0) == user->getOperand(1) ||
+    if (user->getNumOperands() != 2 ||
+        user->getOperand(0) == user->getOperand(1) ||
         !user->getResult(0).hasOneUse() ||
         *user->getResult(0).getUsers().begin() != yield.getOperation() ||
         yield.getValues()[o] != user->getResult(0))
       return;
-    auto c = combinerOf(user, accTypes[o], "a", "b");
-    if (c.first.empty())
+    if (combinerOf(user, accTypes[o], "a", "b").first.empty())
       return;
-    combiners.push_back(c);
     combinerOps.push_back(user);
   }
   // Rows or columns: when the innermost reduction loop walks the last
@@ -948,15 +948,14 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
   const bool narrowOut = outputs <= INT32_MAX, narrowT = trips <= INT32_MAX;
   cs << "  const int w = threadIdx.x % " << width << ", s = threadIdx.x / "
      << width << ";\n"
-     << "  const long long out = (long long)blockIdx.x * " << width
-     << " + w;\n"
+     << "  const long long out = (long long)blockIdx.x * " << width << " + w;\n"
      << "  const bool live = out < " << outputs << "LL;\n"
      << code.invariant;
   // Outputs live in accumulators; thread row 0 starts from the output's
   // initial value, the others from the combiner's identity.
   for (unsigned o = 0; o < accTypes.size(); ++o)
-    cs << "  " << accTypes[o] << " acc" << o << " = " << combiners[o].first
-       << ";\n";
+    cs << "  " << accTypes[o] << " acc" << o << " = "
+       << combinerOf(combinerOps[o], accTypes[o], "a", "b").first << ";\n";
   cs << "  if (live) {\n" << decodeIndices(parallel, "out", narrowOut, "    ");
   for (unsigned o = 0; o < accTypes.size(); ++o)
     cs << "    if (s == 0) acc" << o << " = " << accInits[o] << ";\n";
@@ -974,18 +973,17 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
      << "  if (!live || s != 0) return;\n"
      << decodeIndices(parallel, "out", narrowOut, "  ");
   for (unsigned o = 0; o < accTypes.size(); ++o) {
-    auto c = combinerOf(combinerOps[o], accTypes[o],
-                        "acc" + std::to_string(o), "v");
+    auto c =
+        combinerOf(combinerOps[o], accTypes[o], "acc" + std::to_string(o), "v");
     cs << "  for (int k = 1; k < " << lanes << "; ++k) { const " << accTypes[o]
-       << " v = dlc_part" << o << "[k * " << width << " + w]; acc" << o
-       << " = " << c.second << "; }\n";
+       << " v = dlc_part" << o << "[k * " << width << " + w]; acc" << o << " = "
+       << c.second << "; }\n";
   }
   cs << stores;
-  code.cudaBody = std::move(out);
-  code.serialReductionSteps = 0;
-
   // The host keeps its serial loop nest (loopBody): the two targets differ
   // in the order of the sum's terms, as they do inside a GEMM.
+  code.cudaBody = std::move(out);
+  code.serialReductionSteps = 0;
 }
 
 FailureOr<KernelCode> buildGeneratedKernel(exec::KernelOp op) {

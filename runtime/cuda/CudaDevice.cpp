@@ -614,14 +614,15 @@ private:
 
 Status CudaDevice::beginCapture() {
   if (!cu_->has_graphs)
-    return Status::error(DLRT_UNAVAILABLE,
-                         "the CUDA driver has no graph API (cuStreamBeginCapture "
-                         "and cuGraphLaunch)");
+    return Status::error(
+        DLRT_UNAVAILABLE,
+        "the CUDA driver has no graph API (cuStreamBeginCapture "
+        "and cuGraphLaunch)");
   DLRT_TRY(makeCurrent());
   // Thread-local mode: only this thread's calls may not be ones a capture
   // forbids (a synchronous copy or allocation); other threads are free.
-  if (CUresult r = cu_->cuStreamBeginCapture(ctx_->stream,
-                                              CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (CUresult r = cu_->cuStreamBeginCapture(
+          ctx_->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
       r != CUDA_SUCCESS)
     return Status::error(DLRT_UNAVAILABLE,
                          describeCuResult(*cu_, r, "cuStreamBeginCapture"));
@@ -647,17 +648,18 @@ Status CudaDevice::endCapture(std::unique_ptr<Graph> *out) {
   CUresult r = cu_->cuGraphInstantiateWithFlags(&exec, graph, 0);
   cu_->cuGraphDestroy(graph);
   if (r != CUDA_SUCCESS || !exec)
-    return Status::error(DLRT_UNAVAILABLE,
-                         describeCuResult(*cu_, r, "cuGraphInstantiateWithFlags"));
+    return Status::error(
+        DLRT_UNAVAILABLE,
+        describeCuResult(*cu_, r, "cuGraphInstantiateWithFlags"));
   *out = std::make_unique<CudaGraph>(cu_, exec);
   return Status::OK();
 }
 
 Status CudaDevice::launchGraph(Graph &graph) {
   DLRT_TRY(makeCurrent());
-  return check(cu_->cuGraphLaunch(static_cast<CudaGraph &>(graph).exec(),
-                                  ctx_->stream),
-               "cuGraphLaunch");
+  return check(
+      cu_->cuGraphLaunch(static_cast<CudaGraph &>(graph).exec(), ctx_->stream),
+      "cuGraphLaunch");
 }
 
 Status CudaDevice::loadModule(const std::string &name,

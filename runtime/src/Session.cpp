@@ -493,9 +493,8 @@ Status Session::graphStatus(const std::string &function, bool *replayed,
     return noFunction(function);
   auto it = graphs_.find(function);
   *replayed = it != graphs_.end() && it->second.lastReplayed;
-  *reason = it != graphs_.end() && !it->second.lastReplayed
-                ? &it->second.reason
-                : nullptr;
+  *reason = it != graphs_.end() && !it->second.lastReplayed ? &it->second.reason
+                                                            : nullptr;
   return Status::OK();
 }
 
@@ -529,78 +528,82 @@ Status Session::run(const std::string &function) {
   std::vector<void *> args;
   // Issues every step of |fn| on the device (or records them, in a capture).
   auto issueSteps = [&]() -> Status {
-  for (size_t i = 0; i < fn->steps.size(); ++i) {
-    const StepInfo &step = fn->steps[i];
-    args.clear();
-    for (uint32_t a : step.args)
-      args.push_back(pointers_[a]);
-    auto f = [&](size_t k) { return args[k]; };
-    const int64_t stepBegin = trace_.enabled() ? Trace::now() : 0;
-    Status st;
-    if (step.kind == StepInfo::Kind::AllReduce) {
-      if (communicator && communicator->size() > 1)
-        st = startAllReduce(*communicator, step, args[0], &inFlight);
-    } else if (step.kind == StepInfo::Kind::Wait) {
-      auto it = inFlight.find(step.args[0]);
-      if (it != inFlight.end()) {
-        st = it->second.work->wait();
-        traceTransfer(step.args[0], it->second);
-        inFlight.erase(it);
-      }
-    } else if (step.isLaunch()) {
-      st = device_.launch(*(*kernels_)[step.kernel], args);
-    } else {
-      const dlc::exec::LibraryCallParams &call = step.call;
-      const dlc::exec::LibraryCallInfo &info =
-          dlc::exec::libraryCallInfo(call.call);
-      using dlc::exec::ConvDirection;
-      using dlc::exec::LibraryCallFamily;
-      switch (info.family) {
-      case LibraryCallFamily::Gemm:
-        st = device_.gemm(call.gemm, f(0), f(1),
-                          call.gemm.has_c ? f(2) : nullptr, f(args.size() - 1));
-        break;
-      case LibraryCallFamily::BatchedGemm:
-        st = device_.batchedGemm(call.batched, f(0), f(1), f(2));
-        break;
-      case LibraryCallFamily::Conv:
-        switch (info.direction) {
-        case ConvDirection::Forward:
-        case ConvDirection::None:
-          st = device_.convForward(call.conv, f(0), f(1),
-                                   call.conv.has_bias ? f(2) : nullptr,
-                                   f(args.size() - 1));
+    for (size_t i = 0; i < fn->steps.size(); ++i) {
+      const StepInfo &step = fn->steps[i];
+      args.clear();
+      for (uint32_t a : step.args)
+        args.push_back(pointers_[a]);
+      auto f = [&](size_t k) { return args[k]; };
+      const int64_t stepBegin = trace_.enabled() ? Trace::now() : 0;
+      Status st;
+      if (step.kind == StepInfo::Kind::AllReduce) {
+        if (communicator && communicator->size() > 1)
+          st = startAllReduce(*communicator, step, args[0], &inFlight);
+      } else if (step.kind == StepInfo::Kind::Wait) {
+        auto it = inFlight.find(step.args[0]);
+        if (it != inFlight.end()) {
+          st = it->second.work->wait();
+          traceTransfer(step.args[0], it->second);
+          inFlight.erase(it);
+        }
+      } else if (step.isLaunch()) {
+        st = device_.launch(*(*kernels_)[step.kernel], args);
+      } else {
+        const dlc::exec::LibraryCallParams &call = step.call;
+        const dlc::exec::LibraryCallInfo &info =
+            dlc::exec::libraryCallInfo(call.call);
+        using dlc::exec::ConvDirection;
+        using dlc::exec::LibraryCallFamily;
+        switch (info.family) {
+        case LibraryCallFamily::Gemm:
+          st = device_.gemm(call.gemm, f(0), f(1),
+                            call.gemm.has_c ? f(2) : nullptr,
+                            f(args.size() - 1));
           break;
-        case ConvDirection::BackwardData:
-          st = device_.convBackwardData(call.conv, f(0), f(1), f(2));
+        case LibraryCallFamily::BatchedGemm:
+          st = device_.batchedGemm(call.batched, f(0), f(1), f(2));
           break;
-        case ConvDirection::BackwardFilter:
-          st = device_.convBackwardFilter(call.conv, f(0), f(1), f(2));
+        case LibraryCallFamily::Conv:
+          switch (info.direction) {
+          case ConvDirection::Forward:
+          case ConvDirection::None:
+            st = device_.convForward(call.conv, f(0), f(1),
+                                     call.conv.has_bias ? f(2) : nullptr,
+                                     f(args.size() - 1));
+            break;
+          case ConvDirection::BackwardData:
+            st = device_.convBackwardData(call.conv, f(0), f(1), f(2));
+            break;
+          case ConvDirection::BackwardFilter:
+            st = device_.convBackwardFilter(call.conv, f(0), f(1), f(2));
+            break;
+          }
           break;
         }
-        break;
       }
+      if (trace_.enabled())
+        traceStep(step, stepBegin);
+      if (!st.ok())
+        return Status::error(st.code, "step " + std::to_string(i) +
+                                          " of function '" + function +
+                                          "': " + st.message);
     }
-    if (trace_.enabled())
-      traceStep(step, stepBegin);
-    if (!st.ok())
-      return Status::error(st.code, "step " + std::to_string(i) +
-                                        " of function '" + function +
-                                        "': " + st.message);
-  }
-  return Status::OK();
+    return Status::OK();
   };
   // A graph replays the steps with the pointers they had when captured;
   // collectives run on the host between steps and the trace times each
   // step, so those runs go step by step.
-  FunctionGraph &graph = graphs_[function];
+  auto [entry, first] = graphs_.try_emplace(function);
+  FunctionGraph &graph = entry->second;
+  if (first)
+    graph.hasCollectives =
+        std::any_of(fn->steps.begin(), fn->steps.end(), [](const StepInfo &s) {
+          return s.kind == StepInfo::Kind::AllReduce ||
+                 s.kind == StepInfo::Kind::Wait;
+        });
   graph.lastReplayed = false;
   const bool graphable =
-      graphsEnabled_ && !trace_.enabled() &&
-      std::none_of(fn->steps.begin(), fn->steps.end(), [](const StepInfo &s) {
-        return s.kind == StepInfo::Kind::AllReduce ||
-               s.kind == StepInfo::Kind::Wait;
-      });
+      graphsEnabled_ && !trace_.enabled() && !graph.hasCollectives;
   if (graphable && !graph.graph && !graph.failed && graph.plainRuns > 0) {
     Status begun = device_.beginCapture();
     if (begun.ok()) {

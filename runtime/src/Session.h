@@ -200,6 +200,7 @@ private:
   /// after one run step by step (which initializes what the library calls
   /// set up lazily, so that the capture records only stream work).
   struct FunctionGraph {
+    bool hasCollectives = false; // set at the first run: never graphed
     int plainRuns = 0;
     bool failed = false;       // a capture was tried and did not succeed
     std::string reason;        // why, for graphStatus
