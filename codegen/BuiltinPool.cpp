@@ -1,6 +1,7 @@
 //===- BuiltinPool.cpp - pooling kernel templates -------------------------===//
 //
-// max_pool2d, average_pool2d and their gradients (BuiltinFamily::Pool).
+// max_pool2d, average_pool2d and their gradients, and max pooling's argmax
+// indices and the gradient from them (BuiltinFamily::Pool).
 // Semantics follow PyTorch's CPU kernels (aten/src/ATen/native/cpu), which
 // the end-to-end tests compare against: max pooling picks the first maximum
 // in window scan order (a NaN wins) and its gradient is gathered per input
@@ -162,10 +163,14 @@ static void printAvgWindow(llvm::raw_ostream &os, const Pool2dParams &p,
 FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
   bool grad = tmpl.ends_with("_grad");
   bool isMax = tmpl.starts_with("max");
-  if (failed(
-          expectOperands(op, grad ? 2 : 1, 1, grad ? "x, dy -> dx" : "x -> y")))
+  // max_pool2d_indices: x -> indices (i32, the flat ih * W + iw of each
+  // window's first maximum); max_pool2d_indices_grad: indices, dy -> dx.
+  bool indices = tmpl.contains("indices");
+  const char *roles = indices ? (grad ? "indices, dy -> dx" : "x -> indices")
+                              : (grad ? "x, dy -> dx" : "x -> y");
+  if (failed(expectOperands(op, grad ? 2 : 1, 1, roles)))
     return failure();
-  Value x = op.getInputs()[0];
+  Value x = indices && grad ? op.getOutputs()[0] : op.getInputs()[0];
   Value y = grad ? op.getInputs()[1] : op.getOutputs()[0];
   auto pr = poolParams(op, x, y);
   if (failed(pr))
@@ -173,11 +178,17 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
   const Pool2dParams &p = *pr;
   if (!isMax && (p.dh != 1 || p.dw != 1))
     return op.emitOpError() << "average pooling supports dilations 1 only";
-  if (grad && op.getOutputs()[0].getType() != x.getType())
+  if (grad && !indices && op.getOutputs()[0].getType() != x.getType())
     return op.emitOpError() << "dx must have the type of x, " << x.getType();
-  if (cast<MemRefType>(y.getType()).getElementType() !=
-      cast<MemRefType>(x.getType()).getElementType())
+  if (indices) {
+    auto it = cast<MemRefType>(
+        (grad ? op.getInputs() : op.getOutputs())[0].getType());
+    if (!it.getElementType().isInteger(32))
+      return op.emitOpError() << "indices must be i32, got " << it;
+  } else if (cast<MemRefType>(y.getType()).getElementType() !=
+             cast<MemRefType>(x.getType()).getElementType()) {
     return op.emitOpError() << "operands must share the element type";
+  }
 
   KernelCode code;
   std::string body;
@@ -186,7 +197,10 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
     code.numThreads = p.n * p.c * p.oh * p.ow;
     unflatten(os, "tid", {{"nc", p.n * p.c}, {"oh", p.oh}, {"ow", p.ow}});
     os << "  const " << p.st << "* xp = a0 + nc * " << p.h * p.w << "LL;\n";
-    if (isMax) {
+    if (indices) {
+      printWindowArgmax(os, p, "  ");
+      os << "  a1[tid] = (int)best;\n";
+    } else if (isMax) {
       printWindowArgmax(os, p, "  ");
       os << "  a1[tid] = " << storeExpr(p.elem, "m") << ";\n";
     } else {
@@ -205,8 +219,11 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
     // output order.
     code.numThreads = p.n * p.c * p.h * p.w;
     unflatten(os, "tid", {{"nc", p.n * p.c}, {"ih0", p.h}, {"iw0", p.w}});
-    os << "  const " << p.st << "* xp = a0 + nc * " << p.h * p.w << "LL;\n"
-       << "  const " << p.st << "* dyp = a1 + nc * " << p.oh * p.ow << "LL;\n"
+    if (indices)
+      os << "  const int* ip = a0 + nc * " << p.oh * p.ow << "LL;\n";
+    else
+      os << "  const " << p.st << "* xp = a0 + nc * " << p.h * p.w << "LL;\n";
+    os << "  const " << p.st << "* dyp = a1 + nc * " << p.oh * p.ow << "LL;\n"
        << "  " << p.t << " g = 0;\n";
     int64_t spanH = (p.kh - 1) * p.dh, spanW = (p.kw - 1) * p.dw;
     os << "  long long ohLo = dlc_ceildiv(ih0 + " << p.pt - spanH << "LL, "
@@ -225,7 +242,11 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
        << "    for (long long ow = owLo; ow <= owHi; ++ow) {\n"
        << "      if (dlc_mod(iw0 + " << p.pl << "LL - ow * " << p.sw << "LL, "
        << p.dw << "LL) != 0) continue;\n";
-    if (isMax) {
+    if (indices) {
+      os << "      if (ip[oh * " << p.ow << "LL + ow] == ih0 * " << p.w
+         << "LL + iw0) g += "
+         << p.load("dyp[oh * " + std::to_string(p.ow) + "LL + ow]") << ";\n";
+    } else if (isMax) {
       printWindowArgmax(os, p, "      ");
       os << "      if (best == ih0 * " << p.w << "LL + iw0) g += "
          << p.load("dyp[oh * " + std::to_string(p.ow) + "LL + ow]") << ";\n";

@@ -574,6 +574,40 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
                         });
           return dx;
         })
+        .Case([&](MaxPoolIndicesOp o) {
+          const Tensor &x = get(o.getInput());
+          Tensor idx(shapeOf(o.getIndices()));
+          forEachWindow(x.shape, idx.shape, windowOf(o), false,
+                        [&](int64_t n, int64_t c, int64_t oh, int64_t ow,
+                            auto &pos, int64_t) {
+                          int64_t arg = -1;
+                          double best = 0;
+                          for (auto [ih, iw] : pos) {
+                            double v = x.data[at4(x.shape, n, c, ih, iw)];
+                            if (arg < 0 || v > best) {
+                              best = v;
+                              arg = ih * x.shape[3] + iw;
+                            }
+                          }
+                          idx.data[at4(idx.shape, n, c, oh, ow)] =
+                              static_cast<double>(arg);
+                        });
+          return idx;
+        })
+        .Case([&](MaxPoolIndicesGradOp o) {
+          const Tensor &idx = get(o.getIndices()),
+                       &dy = get(o.getResultGrad());
+          Tensor dx(shapeOf(o.getInputGrad()));
+          int64_t plane = dx.shape[2] * dx.shape[3];
+          int64_t pooled = dy.shape[2] * dy.shape[3];
+          for (int64_t nc = 0; nc < dx.shape[0] * dx.shape[1]; ++nc)
+            for (int64_t k = 0; k < pooled; ++k) {
+              auto i = static_cast<int64_t>(idx.data[nc * pooled + k]);
+              if (i >= 0 && i < plane)
+                dx.data[nc * plane + i] += dy.data[nc * pooled + k];
+            }
+          return dx;
+        })
         .Case([&](AveragePoolOp o) {
           const Tensor &x = get(o.getInput());
           Tensor y(shapeOf(o.getResult()));

@@ -42,8 +42,22 @@ LogicalResult floatElementType(BuiltinKernelOp op, Value v) {
 }
 
 LogicalResult verifyPool(BuiltinKernelOp op, bool grad, bool isMax) {
-  Value x = op.getInputs()[0];
+  // The argmax forms: `x -> indices` and `indices, dy -> dx`, with i32
+  // indices of the pooled shape; x (or dx) and y (or dy) as below.
+  bool indices = op.getTemplateName().contains("indices");
+  Value x = indices && grad ? op.getOutputs()[0] : op.getInputs()[0];
   Value y = grad ? op.getInputs()[1] : op.getOutputs()[0];
+  if (indices) {
+    Value idx = grad ? op.getInputs()[0] : op.getOutputs()[0];
+    MemRefType it = typeOf(idx);
+    if (!it.getElementType().isInteger(32) ||
+        (grad && it.getShape() != typeOf(y).getShape()))
+      return op.emitOpError()
+             << "indices must be i32" << (grad ? " with the shape of dy" : "")
+             << ", got " << it;
+    if (!grad)
+      y = idx;
+  }
   MemRefType xt = typeOf(x), yt = typeOf(y);
   if (xt.getRank() != 4 || yt.getRank() != 4 ||
       xt.getDimSize(0) != yt.getDimSize(0) ||
@@ -73,9 +87,9 @@ LogicalResult verifyPool(BuiltinKernelOp op, bool grad, bool isMax) {
     return failure();
   if (!isMax && ((*dil)[0] != 1 || (*dil)[1] != 1))
     return op.emitOpError() << "average pooling supports dilations 1 only";
-  if (grad && op.getOutputs()[0].getType() != x.getType())
+  if (grad && !indices && op.getOutputs()[0].getType() != x.getType())
     return op.emitOpError() << "dx must have the type of x, " << x.getType();
-  if (yt.getElementType() != xt.getElementType())
+  if ((grad || !indices) && yt.getElementType() != xt.getElementType())
     return op.emitOpError() << "operands must share the element type";
   return success();
 }
@@ -124,8 +138,8 @@ LogicalResult verifyCrossEntropy(BuiltinKernelOp op, bool grad) {
   }
   MemRefType ot = typeOf(out);
   if (ot.getRank() != 0 || ot.getElementType() != lossType)
-    return op.emitOpError() << "loss must be a rank-0 " << lossType
-                            << " memref, got " << ot;
+    return op.emitOpError()
+           << "loss must be a rank-0 " << lossType << " memref, got " << ot;
   return success();
 }
 

@@ -239,7 +239,10 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
     - `max_pool2d`: ins(X) outs(Y); `average_pool2d`: ins(X) outs(Y)
     - `max_pool2d_grad`: ins(X, dY) outs(dX) (X is the forward input);
       `average_pool2d_grad`: ins(X, dY) outs(dX)
-      all four with the attributes of the dlgraph pooling op: `kernel_shape`,
+    - `max_pool2d_indices`: ins(X) outs(I), I i32 of the pooled shape (the
+      flat index ih * W + iw of each window's first maximum);
+      `max_pool2d_indices_grad`: ins(I, dY) outs(dX)
+      all six with the attributes of the dlgraph pooling op: `kernel_shape`,
       `strides`, `pads` [top, left, bottom, right], `dilations`, and
       `ceil_mode = true`, `count_include_pad = true` (BoolAttr) when set.
     - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, >= 0).

@@ -56,6 +56,17 @@ template <typename ConcreteType>
 class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 };
 
+/// Marks an op that copies elements of its operand through an index map;
+/// see Graph_MovesElements in GraphInterfaces.td.
+template <typename ConcreteType>
+class MovesElements
+    : public mlir::OpTrait::TraitBase<ConcreteType, MovesElements> {};
+
+/// Marks a reduction lowered to a generated loop kernel over its input's
+/// shape; see Graph_Reduction in GraphInterfaces.td.
+template <typename ConcreteType>
+class Reduction : public mlir::OpTrait::TraitBase<ConcreteType, Reduction> {};
+
 /// Precision-class traits: each provides the kPrecisionClass that
 /// PrecisionClassOpInterface returns; two on one op do not compile.
 template <typename ConcreteType>

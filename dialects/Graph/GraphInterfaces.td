@@ -21,6 +21,23 @@ def Graph_Elementwise : NativeOpTrait<"Elementwise"> {
   let cppNamespace = "::dlc::graph::GraphTrait";
 }
 
+// Each result element is one element of the one operand at an index that
+// is an affine function of the result index, or a constant (transpose,
+// broadcast_to, slice, pad): lowered, like elementwise ops, to an
+// all-parallel generated kernel, which elementwise fusion can fold into its
+// consumer (rematerialization's memory model counts on this).
+def Graph_MovesElements : NativeOpTrait<"MovesElements"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
+// A reduction of its one input (operand 0) over some of its axes, lowered
+// to a generated loop kernel over the input's shape that reads each input
+// element at its own index: elementwise fusion can fold a producer of the
+// input into it (rematerialization's memory model counts on this).
+def Graph_Reduction : NativeOpTrait<"Reduction"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
 //===----------------------------------------------------------------------===//
 // Precision class
 //===----------------------------------------------------------------------===//
@@ -79,7 +96,9 @@ def Graph_PrecisionClassOpInterface : OpInterface<"PrecisionClassOpInterface"> {
 // Moderate (O(reduced extent) per output element: reductions, softmax,
 // pooling windows, losses, scatter-adds), Expensive (O(K) multiply-adds per
 // output element: gemm, matmul, conv and their gradients), Never (side
-// effects: duplicating the op changes what the program does). Exactly one of
+// effects: duplicating the op changes what the program does; or a value made
+// to be kept for the backward, max_pool_indices, whose recomputation would
+// need the input it stands in for). Exactly one of
 // these traits is on every dlgraph op; it provides `kRecomputeCost`.
 def Graph_RecomputeFree : NativeOpTrait<"RecomputeFree"> {
   let cppNamespace = "::dlc::graph::GraphTrait";

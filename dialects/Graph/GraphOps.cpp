@@ -305,6 +305,49 @@ template <typename PoolOp> static LogicalResult verifyPool(PoolOp op) {
 LogicalResult MaxPoolOp::verify() { return verifyPool(*this); }
 LogicalResult AveragePoolOp::verify() { return verifyPool(*this); }
 
+LogicalResult MaxPoolIndicesOp::verify() {
+  if (failed(verifyPool(*this)))
+    return failure();
+  Type elem = rankedType(getIndices()).getElementType();
+  if (!elem.isInteger(32))
+    return emitOpError() << "indices must be i32, got " << elem;
+  return success();
+}
+
+LogicalResult MaxPoolIndicesGradOp::verify() {
+  auto dx = rankedType(getInputGrad()), dy = rankedType(getResultGrad()),
+       idx = rankedType(getIndices());
+  if (!idx.getElementType().isInteger(32) || idx.getShape() != dy.getShape())
+    return emitOpError() << "indices must be i32 with the shape of "
+                            "result_grad "
+                         << shapeStr(dy.getShape()) << ", got " << idx;
+  if (dx.getElementType() != dy.getElementType())
+    return emitOpError()
+           << "input_grad and result_grad must share the element type";
+  if (dx.getRank() != 4 || dy.getRank() != 4 ||
+      dx.getDimSize(0) != dy.getDimSize(0) ||
+      dx.getDimSize(1) != dy.getDimSize(1))
+    return emitOpError() << "expects [N, C, H, W] input_grad and [N, C, OH, "
+                            "OW] result_grad, got "
+                         << shapeStr(dx.getShape()) << " and "
+                         << shapeStr(dy.getShape());
+  if (getKernelShape().size() != 2)
+    return emitOpError() << "expects 2 kernel dims";
+  if (failed(
+          verifyWindowAttrs(*this, getStrides(), getPads(), getDilations())))
+    return failure();
+  for (int i = 0; i < 2; ++i) {
+    auto out = semantics::windowOutputSize(
+        dx.getDimSize(2 + i), getKernelShape()[i], getStrides()[i],
+        getPads()[i], getPads()[i + 2], getDilations()[i], getCeilMode());
+    if (!out || *out != dy.getDimSize(2 + i))
+      return emitOpError() << "result_grad " << shapeStr(dy.getShape())
+                           << " is not the pooled shape of input_grad "
+                           << shapeStr(dx.getShape());
+  }
+  return success();
+}
+
 LogicalResult GlobalAveragePoolOp::verify() {
   auto x = rankedType(getInput());
   if (x.getRank() < 3)

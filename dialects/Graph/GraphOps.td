@@ -109,7 +109,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_FollowsOperands,
 }
 
 def Graph_TransposeOp : Graph_Op<"transpose", [Pure, Graph_InferType,
-    Graph_FollowsOperands, Graph_RecomputeCheap]> {
+    Graph_FollowsOperands, Graph_RecomputeCheap, Graph_MovesElements]> {
   let summary = "Permutes dimensions (ONNX Transpose)";
   let description = [{
     `result.shape[i] = input.shape[perm[i]]`.
@@ -126,7 +126,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, Graph_InferType,
 
 // The target shape is the result type, so it is not inferred.
 def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure,
-    Graph_FollowsOperands, Graph_RecomputeCheap]> {
+    Graph_FollowsOperands, Graph_RecomputeCheap, Graph_MovesElements]> {
   let summary = "Broadcasts to the result shape with NumPy rules (ONNX Expand)";
   let description = [{
     ```mlir
@@ -424,7 +424,8 @@ def Graph_MaxPoolOp : Graph_PoolOp<"max_pool", "MaxPool">;
 def Graph_AveragePoolOp : Graph_PoolOp<"average_pool", "AveragePool">;
 
 def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool", [Pure,
-    Graph_InferType, Graph_FollowsOperands, Graph_RecomputeModerate]> {
+    Graph_InferType, Graph_FollowsOperands, Graph_RecomputeModerate,
+    Graph_Reduction]> {
   let summary = "Mean over all spatial axes, keeping them as size 1 (ONNX GlobalAveragePool)";
   let description = "`%y = dlgraph.global_average_pool %x : tensor<8x16x4x4xf32> -> tensor<8x16x1x1xf32>`";
   let arguments = (ins AnyRankedTensor:$input);
@@ -463,7 +464,7 @@ def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure,
 class Graph_ReduceOp<string mnemonic, string onnx,
                      Trait precision = Graph_KeepsF32>
     : Graph_Op<mnemonic, [Pure, Graph_InferType, precision,
-                          Graph_RecomputeModerate]> {
+                          Graph_RecomputeModerate, Graph_Reduction]> {
   let summary = "Reduces over `axes` (ONNX " # onnx # ")";
   let description = [{
     With `keepdims` the reduced axes stay as size 1.
@@ -574,7 +575,7 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure, Graph_InferType,
 // The element counts are the result type (there is no `ends`), so the
 // result type is not inferred.
 def Graph_SliceOp : Graph_Op<"slice", [Pure, Graph_FollowsOperands,
-    Graph_RecomputeCheap]> {
+    Graph_RecomputeCheap, Graph_MovesElements]> {
   let summary = "Strided slice: result[i] = input[starts + steps * i] (ONNX Slice, Split)";
   let description = [{
     One `starts`/`steps` entry per input dimension; `starts` are
@@ -596,7 +597,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, Graph_FollowsOperands,
 
 // The trailing padding is only in the result type, so it is not inferred.
 def Graph_PadOp : Graph_Op<"pad", [Pure, Graph_FollowsOperands,
-    Graph_RecomputeCheap]> {
+    Graph_RecomputeCheap, Graph_MovesElements]> {
   let summary = "Places the input at starts + steps * i in a tensor filled with `value` (ONNX Pad, constant mode; the gradient of slice)";
   let description = [{
     result = splat(value); result[starts + steps * i] = input[i]. With

@@ -122,6 +122,62 @@ class Graph_PoolGradOp<string mnemonic, string fwd>
 def Graph_MaxPoolGradOp : Graph_PoolGradOp<"max_pool_grad", "max_pool">;
 def Graph_AveragePoolGradOp : Graph_PoolGradOp<"average_pool_grad", "average_pool">;
 
+// Max pooling's backward from the argmax instead of the input, as PyTorch's
+// max_pool2d_with_indices / max_pool2d_with_indices_backward: the indices
+// (i32, a quarter of an f32 input's bytes at stride 2) replace the input
+// that max_pool_grad reads. Rematerialization (--dlgraph-remat) uses them
+// so that the pooling's input need not be kept or recomputed for it.
+// NotRecomputable: the indices are made to be kept (recomputing them would
+// need the input they stand in for).
+def Graph_MaxPoolIndicesOp : Graph_Op<"max_pool_indices", [Pure,
+    Graph_InferType, Graph_FollowsOperands, Graph_NotRecomputable]> {
+  let summary = "Where 2-D max pooling takes each output from, as i32 indices";
+  let description = [{
+    Same attributes as dlgraph.max_pool; the result has the pooled shape
+    [N, C, OH, OW] and element type i32: for each window, the flat index
+    ih * W + iw within its [H, W] input plane of the first maximum in window
+    scan order (a NaN wins), the element max_pool returns and max_pool_grad
+    sends the gradient to.
+    ```mlir
+    %i = dlgraph.max_pool_indices %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+           pads = array<i64: 0, 0, 0, 0>} : tensor<8x16x8x8xf32> -> tensor<8x16x4x4xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs AnyRankedTensor:$indices);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($indices)";
+  let hasVerifier = 1;
+}
+
+// The forward input's shape is only in the result type, so it is not
+// inferred.
+def Graph_MaxPoolIndicesGradOp : Graph_Op<"max_pool_indices_grad", [Pure,
+    Graph_FollowsOperands, Graph_RecomputeModerate]> {
+  let summary = "Gradient of max_pool with respect to its input, from the argmax";
+  let description = [{
+    `indices` are dlgraph.max_pool_indices of the forward input (same
+    attributes); the result has the forward input's type and is bit-identical
+    to dlgraph.max_pool_grad's: each input element sums, in ascending output
+    order, the gradients of the windows whose index names it.
+    ```mlir
+    %dx = dlgraph.max_pool_indices_grad %i, %dy {kernel_shape = array<i64: 2, 2>,
+            strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+          : (tensor<8x16x4x4xi32>, tensor<8x16x4x4xf32>) -> tensor<8x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$indices, AnyRankedTensor:$result_grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs AnyRankedTensor:$input_grad);
+  let assemblyFormat = "$indices `,` $result_grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 // The forward input's shape is only in the result type, so it is not
 // inferred.
 def Graph_ResizeGradOp : Graph_Op<"resize_grad", [Pure, Graph_FollowsOperands,

@@ -1,4 +1,5 @@
-//===- GraphTypeInference.cpp - dlgraph result-type inference ---------------===//
+//===- GraphTypeInference.cpp - dlgraph result-type inference
+//---------------===//
 // InferTypeOpInterface for the dlgraph ops whose result types follow from
 // their operands and attributes, with the formulas of dialects/Semantics.
 // In verification these run after the op's verify(), which has checked what
@@ -286,6 +287,17 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   return inferPool<MaxPoolOp>(loc, adaptor, inferred);
+}
+
+LogicalResult
+MaxPoolIndicesOp::inferReturnTypes(MLIRContext *ctx,
+                                   std::optional<Location> loc, Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  if (failed(inferPool<MaxPoolIndicesOp>(loc, adaptor, inferred)))
+    return failure();
+  inferred[0] =
+      cast<RankedTensorType>(inferred[0]).clone(IntegerType::get(ctx, 32));
+  return success();
 }
 
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,

@@ -26,9 +26,9 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <functional>
-#include <tuple>
 #include <limits>
 #include <random>
+#include <tuple>
 
 using namespace mlir;
 using namespace dlc::codegen;
@@ -383,8 +383,7 @@ dlexec.func @f {
   EXPECT_NE(src.find("dlc_round_bf16((float)(x0 * x0))"), std::string::npos)
       << src;
   // The update is not rounded.
-  EXPECT_NE(src.find("const float v1 = (float)(v0 + acc0);"),
-            std::string::npos)
+  EXPECT_NE(src.find("const float v1 = (float)(v0 + acc0);"), std::string::npos)
       << src;
   EXPECT_NE(src.find("dlc_f32_to_bf16(acc0)"), std::string::npos) << src;
   checkCuda(*module, 1);
@@ -705,11 +704,18 @@ dlexec.func @f {
   %adx = dlexec.alloc : memref<2x3x5x6xf32>
   %ay2 = dlexec.alloc : memref<2x3x3x3xf32>
   %adx2 = dlexec.alloc : memref<2x3x5x6xf32>
+  %idx = dlexec.alloc : memref<2x3x3x3xi32>
+  %dxi = dlexec.alloc : memref<2x3x5x6xf32>
   dlexec.builtin_kernel @mp "max_pool2d" ins(%x : memref<2x3x5x6xf32>) outs(%y : memref<2x3x3x3xf32>)
       {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>,
        dilations = array<i64: 1, 1>, ceil_mode = 0 : i64}
   dlexec.builtin_kernel @mp_grad "max_pool2d_grad" ins(%x, %dy : memref<2x3x5x6xf32>, memref<2x3x3x3xf32>)
       outs(%dx : memref<2x3x5x6xf32>)
+      {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>}
+  dlexec.builtin_kernel @mp_idx "max_pool2d_indices" ins(%x : memref<2x3x5x6xf32>) outs(%idx : memref<2x3x3x3xi32>)
+      {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>}
+  dlexec.builtin_kernel @mp_idx_grad "max_pool2d_indices_grad" ins(%idx, %dy : memref<2x3x3x3xi32>, memref<2x3x3x3xf32>)
+      outs(%dxi : memref<2x3x5x6xf32>)
       {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>}
   dlexec.builtin_kernel @ap "average_pool2d" ins(%x : memref<2x3x5x6xf32>) outs(%ay : memref<2x3x3x3xf32>)
       {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>,
@@ -731,6 +737,8 @@ dlexec.func @f {
 /// Reference pooling by scatter (the opposite formulation of the kernels).
 struct PoolReference {
   std::vector<float> maxY, maxDx, avgY, avgDx, avgPadY, avgPadDx;
+  /// Per output: the flat index ih * W + iw of its first maximum.
+  std::vector<int32_t> argmax;
   PoolReference(const std::vector<float> &x, const std::vector<float> &dy) {
     maxY.assign(N * C * OH * OW, 0);
     avgY = avgPadY = maxY;
@@ -761,6 +769,7 @@ struct PoolReference {
           int padCount = (he - hs) * (we - ws);
           maxY[o] = best;
           maxDx[bestIdx] += dy[o];
+          argmax.push_back(bestIdx - nc * H * W);
           avgY[o] = sum / count;
           avgPadY[o] = sum / padCount;
           for (int kh = 0; kh < KH; ++kh)
@@ -802,6 +811,22 @@ TEST_F(CodegenTest, PoolingTemplatesOnHost) {
   std::vector<float> ySize(N * C * OH * OW, -7), xSize(N * C * H * W, -7);
   expectClose(run("mp", ySize, false), ref.maxY, 0.0f, "max_pool2d");
   expectClose(run("mp_grad", xSize, true), ref.maxDx, 1e-6f, "max_pool2d_grad");
+  // The argmax form: the indices of the first maxima, and a gradient
+  // bit-identical to max_pool2d_grad's.
+  std::vector<int32_t> idx(N * C * OH * OW, -7);
+  if (HostKernel k = lib.get("mp_idx")) {
+    std::vector<void *> args = {x.data(), idx.data()};
+    k(args.data());
+  }
+  EXPECT_EQ(idx, ref.argmax) << "max_pool2d_indices";
+  std::vector<float> dxi(N * C * H * W, -7);
+  if (HostKernel k = lib.get("mp_idx_grad")) {
+    std::vector<void *> args = {idx.data(), dy.data(), dxi.data()};
+    k(args.data());
+  }
+  std::vector<float> dx = run("mp_grad", xSize, true);
+  EXPECT_EQ(0, std::memcmp(dxi.data(), dx.data(), dx.size() * sizeof(float)))
+      << "max_pool2d_indices_grad differs from max_pool2d_grad";
   expectClose(run("ap", ySize, false), ref.avgY, 1e-6f, "average_pool2d");
   expectClose(run("ap_grad", xSize, true), ref.avgDx, 1e-6f,
               "average_pool2d_grad");
@@ -814,7 +839,7 @@ TEST_F(CodegenTest, PoolingTemplatesOnHost) {
 TEST_F(CodegenTest, PoolingTemplatesCompileWithNVRTC) {
   auto module = parse(kPooling);
   ASSERT_TRUE(module);
-  checkCuda(*module, 6);
+  checkCuda(*module, 8);
 }
 
 // softmax / log_softmax over the middle axis of [2, 3, 4]; cross entropy of

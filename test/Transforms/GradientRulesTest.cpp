@@ -63,6 +63,8 @@ const char *const kNonDifferentiableOps[] = {
     "mod",
     "conv_backward_filter",
     "max_pool_grad",
+    "max_pool_indices",
+    "max_pool_indices_grad",
     "softmax_cross_entropy_grad",
     "gather_grad",
     "one_hot",

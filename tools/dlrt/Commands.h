@@ -12,9 +12,9 @@ namespace dlrt::cli {
 
 struct TrainOptions {
   std::string package;
-  std::string dataFile;  ///< --data FILE.npz
-  std::string dataset;   ///< --dataset fashion-mnist[:DIR]
-  int64_t steps = 0;     ///< 0: run --epochs epochs
+  std::string dataFile; ///< --data FILE.npz
+  std::string dataset;  ///< --dataset fashion-mnist[:DIR]
+  int64_t steps = 0;    ///< 0: run --epochs epochs
   int64_t epochs = 1;
   int64_t batchSize = 0; ///< 0: the package's
   bool shuffle = true;
@@ -40,6 +40,7 @@ struct RunOptions {
   std::string outputs;
   std::string device = "auto";
   std::string memoryReport; ///< --memory-report FILE.json
+  int64_t repeat = 0;       ///< --repeat N: time N more runs
 };
 
 struct InfoOptions {

@@ -4,6 +4,8 @@
 
 #include "data/Npy.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 namespace dlrt::cli {
@@ -34,12 +36,12 @@ int runRun(const RunOptions &o) {
                                     a->array.shape[0] == info.shape[0]));
     if (!same)
       fail(o.inputs + ": array '" + info.name + "' has shape " +
-           data::shapeString(a->array.shape) + "; forward input '" +
-           info.name + "' is " + describe(info) +
+           data::shapeString(a->array.shape) + "; forward input '" + info.name +
+           "' is " + describe(info) +
            " (the package was compiled for this batch size)");
     staging.resize(byteSize(info));
-    data::convertElements(a->array.data.data(), a->array.dtype,
-                          staging.data(), toDataType(info.dtype),
+    data::convertElements(a->array.data.data(), a->array.dtype, staging.data(),
+                          toDataType(info.dtype),
                           static_cast<size_t>(numel(info)));
     check(dlrt_session_set_input(session.get(), "forward", info.name,
                                  staging.data(), staging.size()));
@@ -47,6 +49,7 @@ int runRun(const RunOptions &o) {
   check(dlrt_session_run(session.get(), "forward"));
 
   std::vector<data::NamedArray> results;
+  // Read the outputs before any repeat: the outputs are the first run's.
   for (const dlrt_tensor_info_t &info : outputInfos(model.get(), "forward")) {
     data::NamedArray r;
     r.name = info.name;
@@ -57,10 +60,23 @@ int runRun(const RunOptions &o) {
                                   r.array.data.data(), r.array.data.size()));
     results.push_back(std::move(r));
   }
+  if (o.repeat > 0) {
+    std::vector<double> ms;
+    for (int64_t i = 0; i < o.repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      check(dlrt_session_run(session.get(), "forward"));
+      ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("forward: %lld runs, median %.4f ms, fastest %.4f ms\n",
+                static_cast<long long>(o.repeat), ms[ms.size() / 2],
+                ms.front());
+  }
   if (!data::writeNpz(o.outputs, results, err))
     fail(err);
-  std::printf("wrote %zu output(s) to %s\n", results.size(),
-              o.outputs.c_str());
+  std::printf("wrote %zu output(s) to %s\n", results.size(), o.outputs.c_str());
   if (!o.memoryReport.empty())
     reportMemory(context.get(), session.get(), o.memoryReport,
                  /*quiet=*/false);

@@ -1,4 +1,5 @@
-//===- dlrt.cpp - the dlrt command-line tool: train, run, info -------------===//
+//===- dlrt.cpp - the dlrt command-line tool: train, run, info
+//-------------===//
 // Thin main(): parses the command line with CLI11 and dispatches to the
 // subcommands. Every failure is one line "dlrt: error: ..." and a non-zero
 // exit (2 for command-line errors, 1 for everything else).
@@ -185,6 +186,15 @@ int main(int argc, char **argv) {
   runCmd->add_option("--device", run.device, deviceHelp)->check(deviceCheck);
   runCmd->add_option("--memory-report", run.memoryReport,
                      "As for train, after the forward run");
+  runCmd
+      ->add_option("--repeat", run.repeat,
+                   "After the first run, run the forward N more times on the "
+                   "same inputs (already on the device) and print the "
+                   "median and fastest wall time of one run in ms (each run "
+                   "waits for the device; on CUDA from the second run on a "
+                   "replayed CUDA graph); the outputs are the first run's "
+                   "(default 0)")
+      ->check(CLI::NonNegativeNumber);
 
   InfoOptions info;
   CLI::App *infoCmd = app.add_subcommand(

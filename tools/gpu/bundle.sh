@@ -66,6 +66,13 @@ if [ -z "${DLC_GPU_NO_BENCH:-}" ]; then
     --out "$OUT/bench" --models "${DLC_GPU_BENCH_MODELS:-gpt}"
   cp test/benchmarks/gpu/train_step.py test/e2e/arch_models.py "$OUT/"
 fi
+# Kernel microbenchmarks against a device copy and cuBLAS (issue 14 item 5):
+# forward packages without weights, inputs made there.
+if [ -z "${DLC_GPU_NO_KERNELS:-}" ]; then
+  /usr/bin/python3 test/benchmarks/gpu/kernels.py prepare --dlc "$BUILD_DIR/bin/dlc" \
+    --out "$OUT/kernels"
+  cp test/benchmarks/gpu/kernels.py "$OUT/"
+fi
 cp tools/gpu/check.sh tools/gpu/compare.py "$OUT/"
 du -sh "$OUT"/* | sort -h | tail -6
 # The carry is limited to 64 MiB: everything but check.sh travels as one xz

@@ -4,14 +4,15 @@
 # --device ${DEVICE:-cuda} compared with the host's results (fp32, and the bf16
 # mixed-precision packages), rematerialization on the GPU (bit-identical
 # losses, predicted vs measured peak), throughput runs of the main job's
-# package in fp32 and bf16 (random data, since the dataset does not travel)
-# and the training-step benchmark against PyTorch (test/benchmarks/gpu).
-# SECTIONS (default "tests e2e mp remat mlp bench") picks what runs; every
+# package in fp32 and bf16 (random data, since the dataset does not travel),
+# kernel microbenchmarks against a device copy and cuBLAS, and the
+# training-step benchmark against PyTorch (test/benchmarks/gpu).
+# SECTIONS (default "tests e2e mp remat mlp kernels bench") picks what runs; every
 # command has a time limit, so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
-SECTIONS=${SECTIONS:-tests e2e mp remat mlp bench}
+SECTIONS=${SECTIONS:-tests e2e mp remat mlp kernels bench}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 if [ -f payload.tar.xz ]; then tar -xJf payload.tar.xz && rm payload.tar.xz; fi
 CUDNN_LIB=$($PY -c 'import os, nvidia.cudnn as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
@@ -81,6 +82,10 @@ if want mlp; then
   done
   # The step-time ratio bf16/fp32 from the epochs' throughput (samples/s).
   $PY compare.py step-time /tmp/mlp.dlcp.log /tmp/mlp-bf16.dlcp.log || true
+fi
+if want kernels && [ -d kernels ]; then
+  echo "== kernels against a device copy and cuBLAS (test/benchmarks/gpu/kernels.py)"
+  timeout 300 $PY kernels.py run --dlrt bin/dlrt --dir kernels ${OUT:+--json $OUT/kernels.json} || fail kernels
 fi
 if want bench && [ -d bench ]; then
   echo "== training step against PyTorch eager and torch.compile (test/benchmarks/gpu/train_step.py)"

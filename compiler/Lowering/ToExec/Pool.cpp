@@ -29,6 +29,17 @@ void dlc::lowering::populateLowerToExecPool(LoweringTable &table) {
                    poolAttrs);
         return success();
       });
+  table.add<g::MaxPoolIndicesOp>(
+      [](FuncLowering &fl, g::MaxPoolIndicesOp p) -> LogicalResult {
+        fl.builtin(p, "max_pool2d_indices", {p.getInput()}, poolAttrs);
+        return success();
+      });
+  table.add<g::MaxPoolIndicesGradOp>(
+      [](FuncLowering &fl, g::MaxPoolIndicesGradOp p) -> LogicalResult {
+        fl.builtin(p, "max_pool2d_indices_grad",
+                   {p.getIndices(), p.getResultGrad()}, poolAttrs);
+        return success();
+      });
   table.add<g::AveragePoolGradOp>(
       [](FuncLowering &fl, g::AveragePoolGradOp p) -> LogicalResult {
         fl.builtin(p, "average_pool2d_grad", {p.getInput(), p.getResultGrad()},

@@ -38,6 +38,28 @@ static bool isPersistent(Operation *op) {
   return isFree(op) && op->getNumOperands() == 0;
 }
 
+/// Does |op| lower to an all-parallel generated kernel with one output,
+/// which elementwise fusion can fold into its one consumer kernel?
+static bool isFusableProducer(Operation *op) {
+  return op->getNumResults() == 1 &&
+         (op->hasTrait<graph::GraphTrait::Elementwise>() ||
+          op->hasTrait<graph::GraphTrait::MovesElements>());
+}
+
+/// Can |reader| take |v| as the one consumer that elementwise fusion folds
+/// |v|'s kernel into: an elementwise op with one result of v's shape (the
+/// same iteration space), or a reduction of v, reading v directly?
+static bool fusesInto(Value v, Operation *reader) {
+  if (!llvm::is_contained(reader->getOperands(), v))
+    return false;
+  if (reader->hasTrait<graph::GraphTrait::Reduction>())
+    return reader->getOperand(0) == v;
+  return reader->hasTrait<graph::GraphTrait::Elementwise>() &&
+         reader->getNumResults() == 1 &&
+         cast<ShapedType>(reader->getResult(0).getType()).getShape() ==
+             cast<ShapedType>(v.getType()).getShape();
+}
+
 StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
     : boundary(boundaryPos) {
   Block &body = train.getBody().front();
@@ -62,20 +84,23 @@ StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
       root.op = op;
       // A value only written to a variable is written in place (the
       // lowering's direct write): not in the arena.
-      bool onlyWritten = !r.use_empty() &&
-                         llvm::all_of(r.getUsers(), [](Operation *u) {
-                           return isa<graph::WriteVariableOp>(u);
-                         });
+      bool onlyWritten =
+          !r.use_empty() && llvm::all_of(r.getUsers(), [](Operation *u) {
+            return isa<graph::WriteVariableOp>(u);
+          });
       root.bytes = onlyWritten ? 0 : tensorBytes(r.getType());
       root.def = pos[op];
       root.lastUse = root.def;
       root.forward = root.def < boundary;
       auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
-      root.recomputable = root.forward && cost &&
-                          cost.getRecomputeCost() !=
-                              graph::RecomputeCost::Never &&
-                          op->getNumRegions() == 0;
+      root.recomputable =
+          root.forward && cost &&
+          cost.getRecomputeCost() != graph::RecomputeCost::Never &&
+          op->getNumRegions() == 0;
       root.flops = cost ? cost.getRecomputeFlops() : 0;
+      root.elementwise = op->hasTrait<graph::GraphTrait::Elementwise>() &&
+                         op->getNumResults() == 1;
+      root.fusable = isFusableProducer(op);
       rootIndex_[r] = static_cast<int>(roots.size());
       roots.push_back(root);
     }
@@ -91,17 +116,16 @@ StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
   // (--dlexec-fuse-elementwise) folds an all-parallel kernel into its single
   // consumer kernel, which then reads the producer's operands itself. Here:
   // an Elementwise op whose result has one use, by an Elementwise op of the
-  // same shape on the same side of the loss. Such a value takes no memory,
-  // and its consumer's use counts as a use of its operands.
+  // same shape or a reduction of it (fusesInto), on the same side of the
+  // loss. Such a value takes no memory, and its consumer's use counts as a
+  // use of its operands.
   for (Root &root : roots) {
     Value v = root.value;
-    if (!root.op->hasTrait<graph::GraphTrait::Elementwise>() || !v.hasOneUse())
+    if (!isFusableProducer(root.op) || !v.hasOneUse())
       continue;
     Operation *user = *v.getUsers().begin();
     auto it = pos.find(user);
-    if (it == pos.end() || user->getNumResults() != 1 ||
-        !user->hasTrait<graph::GraphTrait::Elementwise>() ||
-        user->getResult(0).getType() != v.getType() ||
+    if (it == pos.end() || !fusesInto(v, user) ||
         (it->second <= boundary) != (root.def <= boundary))
       continue;
     root.fused = true;
@@ -129,8 +153,14 @@ StepGraph::StepGraph(func::FuncOp train, int boundaryPos)
     };
     op->walk([&](Operation *user) {
       for (Value v : user->getOperands())
-        if (int r = rootOf(v); r >= 0)
+        if (int r = rootOf(v); r >= 0) {
           use(r);
+          if (roots[r].value != v || user != op)
+            roots[r].readDirectly = false;
+          if (p > boundary && !isReturn &&
+              !llvm::is_contained(roots[r].lateReaders, p))
+            roots[r].lateReaders.push_back(p);
+        }
     });
   }
 }
@@ -147,6 +177,21 @@ int StepGraph::rootOf(Value v) const {
   }
 }
 
+namespace {
+
+/// One stretch of storage in the simulation: a root's original value or its
+/// clone, from its definition to its last reader; in-place chains share one
+/// group (and one allocation).
+struct Interval {
+  int root = -1;
+  bool clone = false;
+  double start = 0, end = 0;
+  int64_t bytes = 0;
+  int group = -1;
+};
+
+} // namespace
+
 Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
   size_t n = g.roots.size();
   Simulation s;
@@ -158,26 +203,64 @@ Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
     const Root &r = g.roots[i];
     s.end[i] = dropped[i] ? std::max(r.def, r.lastEarlyUse) : r.lastUse;
   }
+  // Which dropped roots get a clone: those the backward reads, and the
+  // dropped operands of clones.
+  std::function<void(int)> mark = [&](int i) {
+    if (!dropped[i] || s.cloned[i])
+      return;
+    s.cloned[i] = true;
+    for (int o : g.roots[i].operandRoots)
+      mark(o);
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (dropped[i] && g.roots[i].firstLateUse >= 0)
+      mark(static_cast<int>(i));
+  // Clones that fusion folds into their one reader: a clone of an
+  // elementwise or element-moving op, read directly by exactly one op (a
+  // backward op or another clone) that fusesInto accepts.
+  SmallVector<int> cloneReaders(n, 0), cloneReader(n, -1);
+  for (size_t j = 0; j < n; ++j)
+    if (s.cloned[j])
+      for (int o : g.roots[j].operandRoots)
+        if (s.cloned[o]) {
+          ++cloneReaders[o];
+          cloneReader[o] = static_cast<int>(j);
+        }
+  SmallVector<bool> fusedClone(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Root &r = g.roots[i];
+    if (!s.cloned[i] || !r.fusable || !r.readDirectly)
+      continue;
+    size_t readers = r.lateReaders.size() + cloneReaders[i];
+    if (readers != 1)
+      continue;
+    Operation *reader = r.lateReaders.empty() ? g.roots[cloneReader[i]].op
+                                              : g.ops[r.lateReaders.front()];
+    fusedClone[i] = fusesInto(r.value, reader);
+  }
   // Clones are made before the op at position p, in the order the rewrite
   // makes them (operands first): the k-th clone of the step sits at time
   // p - 0.5 + k * 1e-6, and an operand lives until the clone that reads it.
   int64_t sequence = 0;
+  SmallVector<int> made; // clones in the order they are made
+  SmallVector<bool> done(n, false);
   std::function<void(int, int, double)> materialize = [&](int i, int p,
                                                           double userTime) {
     if (!dropped[i]) {
       s.end[i] = std::max(s.end[i], userTime);
       return;
     }
-    if (s.cloned[i]) {
+    if (done[i]) {
       s.cloneEnd[i] = std::max(s.cloneEnd[i], userTime);
       return;
     }
-    s.cloned[i] = true;
+    done[i] = true;
     for (int o : g.roots[i].operandRoots)
       materialize(o, p, -1.0);
     double t = p - 0.5 + double(++sequence) * 1e-6;
     s.cloneStart[i] = t;
     s.cloneEnd[i] = std::max(t, userTime);
+    made.push_back(i);
     for (int o : g.roots[i].operandRoots)
       materialize(o, p, t);
   };
@@ -193,19 +276,94 @@ Simulation dlc::remat::simulate(const StepGraph &g, ArrayRef<bool> dropped) {
     materialize(i, r.firstLateUse, r.firstLateUse);
     s.cloneEnd[i] = std::max<double>(s.cloneEnd[i], r.lastLateUse);
   }
-  // Sweep: +bytes at each start, -bytes after each end.
-  SmallVector<std::pair<double, int64_t>> events;
-  events.reserve(2 * n);
+  // A fused clone's operands are read where it is (by its reader): latest
+  // made first, so that a chain of fused clones reaches its real reader.
+  for (int i : llvm::reverse(made)) {
+    if (!fusedClone[i])
+      continue;
+    for (int o : g.roots[i].operandRoots) {
+      if (dropped[o])
+        s.cloneEnd[o] = std::max(s.cloneEnd[o], s.cloneEnd[i]);
+      else
+        s.end[o] = std::max(s.end[o], s.cloneEnd[i]);
+    }
+  }
+  // The intervals: each root's original and its clone.
+  SmallVector<Interval> iv;
+  SmallVector<int> originalOf(n, -1), cloneOf(n, -1);
   for (size_t i = 0; i < n; ++i) {
     const Root &r = g.roots[i];
-    if (r.bytes == 0)
-      continue;
-    events.push_back({double(r.def), r.bytes});
-    events.push_back({s.end[i] + kFreeAfter, -r.bytes});
+    originalOf[i] = static_cast<int>(iv.size());
+    iv.push_back({static_cast<int>(i), false, double(r.def), s.end[i], r.bytes,
+                  static_cast<int>(iv.size())});
     if (s.cloned[i]) {
-      events.push_back({s.cloneStart[i], r.bytes});
-      events.push_back({s.cloneEnd[i] + kFreeAfter, -r.bytes});
+      cloneOf[i] = static_cast<int>(iv.size());
+      iv.push_back({static_cast<int>(i), true, s.cloneStart[i], s.cloneEnd[i],
+                    fusedClone[i] ? 0 : r.bytes, static_cast<int>(iv.size())});
     }
+  }
+  // In place: an elementwise value with its own bytes takes the bytes of an
+  // operand of its type whose stretch ends where it starts (read directly;
+  // through a fused operand, that operand's own operands). The version it
+  // reads: the clone when the reader is a clone or a backward op and the
+  // operand is dropped, else the original.
+  SmallVector<bool> taken(iv.size(), false);
+  for (size_t k = 0; k < iv.size(); ++k) {
+    Interval &w = iv[k];
+    const Root &r = g.roots[w.root];
+    if (w.bytes == 0 || !r.elementwise)
+      continue;
+    bool late = w.clone || r.def > g.boundary;
+    SmallVector<int, 8> operands(r.operandRoots.begin(), r.operandRoots.end());
+    for (size_t q = 0; q < operands.size() && q < 32; ++q) {
+      int o = operands[q];
+      bool readsClone = late && dropped[o];
+      bool fusedOperand =
+          readsClone ? fusedClone[o] : (!readsClone && g.roots[o].fused);
+      if (fusedOperand) {
+        for (int oo : g.roots[o].operandRoots)
+          if (!llvm::is_contained(operands, oo))
+            operands.push_back(oo);
+        continue;
+      }
+      int v = readsClone ? cloneOf[o] : originalOf[o];
+      if (v < 0 || taken[v] || iv[v].bytes != w.bytes || iv[v].end != w.start ||
+          !g.roots[o].readDirectly ||
+          g.roots[o].value.getType() != r.value.getType())
+        continue;
+      taken[v] = true;
+      w.group = iv[v].group;
+      break;
+    }
+  }
+  // Groups: allocated at their first member's start, freed after their last
+  // member's end.
+  SmallVector<double> groupStart(iv.size(), 0), groupEnd(iv.size(), -1);
+  SmallVector<int64_t> groupBytes(iv.size(), 0);
+  for (size_t k = 0; k < iv.size(); ++k) {
+    // Members come after the interval that founded their group (a writer
+    // starts where its operand ends), so the founder is seen first.
+    int grp = iv[k].group;
+    while (iv[grp].group != grp)
+      grp = iv[grp].group;
+    iv[k].group = grp;
+    if (groupEnd[grp] < 0) {
+      groupStart[grp] = iv[k].start;
+      groupEnd[grp] = iv[k].end;
+    } else {
+      groupStart[grp] = std::min(groupStart[grp], iv[k].start);
+      groupEnd[grp] = std::max(groupEnd[grp], iv[k].end);
+    }
+    groupBytes[grp] = std::max(groupBytes[grp], iv[k].bytes);
+  }
+  // Sweep: +bytes at each start, -bytes after each end.
+  SmallVector<std::pair<double, int64_t>> events;
+  events.reserve(2 * iv.size());
+  for (size_t k = 0; k < iv.size(); ++k) {
+    if (iv[k].group != static_cast<int>(k) || groupBytes[k] == 0)
+      continue;
+    events.push_back({groupStart[k], groupBytes[k]});
+    events.push_back({groupEnd[k] + kFreeAfter, -groupBytes[k]});
   }
   llvm::sort(events, [](const auto &a, const auto &b) {
     if (a.first != b.first)

@@ -1,4 +1,5 @@
-//===- MemoryModel.h - the training step's activations, for remat -*- C++ -*-===//
+//===- MemoryModel.h - the training step's activations, for remat -*- C++
+//-*-===//
 //
 // Internal to dlgraph-remat: the held activations of @train_step and a
 // simulation of its activation memory over the program order, for a given
@@ -25,18 +26,30 @@ struct Root {
   mlir::Operation *op = nullptr; ///< defining op (top level of the body)
   int64_t bytes = 0;
   int def = 0;
-  int lastEarlyUse = -1;  ///< last use at or before the boundary (-1: none)
-  int firstLateUse = -1;  ///< first use after the boundary (-1: none)
+  int lastEarlyUse = -1; ///< last use at or before the boundary (-1: none)
+  int firstLateUse = -1; ///< first use after the boundary (-1: none)
   int lastLateUse = -1;
-  int lastUse = 0;        ///< last use of any kind (def when unused)
-  bool forward = false;   ///< defined before the boundary
+  int lastUse = 0;           ///< last use of any kind (def when unused)
+  bool forward = false;      ///< defined before the boundary
   bool recomputable = false; ///< forward, cost not never, no regions, not
                              ///< returned
-  int64_t flops = 0;      ///< the defining op's getRecomputeFlops
+  int64_t flops = 0;         ///< the defining op's getRecomputeFlops
   /// Folded into its consumer by elementwise fusion: no memory of its own
   /// (bytes 0), and its consumer's position counts as a use of its operands.
   bool fused = false;
+  /// Its op is Elementwise with this one result: the lowering makes it (or
+  /// the fused kernel it joins) an all-parallel kernel, which may write its
+  /// result in place over an operand of the result's type that dies there.
+  bool elementwise = false;
+  /// Its op lowers to an all-parallel kernel that fusion can fold into its
+  /// one consumer (Elementwise or MovesElements).
+  bool fusable = false;
+  /// Only read directly (no view of it is read): a kernel reading it can
+  /// fuse it or take its buffer in place.
+  bool readDirectly = true;
   llvm::SmallVector<int, 4> operandRoots; ///< roots its op reads (deduped)
+  /// The backward ops (after the boundary) that read it, in order (deduped).
+  llvm::SmallVector<int, 2> lateReaders;
 };
 
 /// The storage roots of @train_step and their uses.
@@ -84,7 +97,11 @@ struct Simulation {
 /// dropped root's backward uses read a clone made before its first backward
 /// use (or earlier, before the first clone that reads it); the operands of a
 /// clone live until it. Clones before op p sit between p - 0.5 and p, in
-/// the order they are made (operands first).
+/// the order they are made (operands first). As the lowering does, a clone
+/// that fusion folds into its one reader (an elementwise clone read by one
+/// elementwise op of its type) takes no memory and its operands live until
+/// that reader; and an elementwise value (original or clone) whose operand
+/// of its type dies at it takes that operand's bytes in place.
 Simulation simulate(const StepGraph &g, llvm::ArrayRef<bool> dropped);
 
 } // namespace dlc::remat

@@ -4,14 +4,18 @@
 // XLA's HloRematerialization) and clones them there; see Passes.td.
 #include "compiler/Training/Remat/MemoryModel.h"
 #include "compiler/Training/Remat/Passes.h"
+#include "compiler/Transforms/Gradients/Gradients.h"
 #include "compiler/Transforms/TrainingStepUtils.h"
 
 #include "dialects/Graph/GraphInterfaces.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
+#include <unordered_map>
 
 namespace dlc {
 #define GEN_PASS_DEF_REMATERIALIZATIONPASS
@@ -57,12 +61,21 @@ SmallVector<bool> chooseSqrt(const StepGraph &g) {
       running += g.roots[next].forward ? g.roots[next].bytes : 0;
       ++next;
     }
-    if (running * segments >= total * (segment + 1) &&
-        segment + 1 < segments)
+    if (running * segments >= total * (segment + 1) && segment + 1 < segments)
       ++segment;
   }
-  // A root read by an op of a later forward segment is a segment output.
+  // A root read by an op of a later forward segment is a segment output. A
+  // value that fusion folds into its reader has no buffer to keep: its
+  // operands are the segment outputs instead.
   SmallVector<bool> crosses(n, false);
+  std::function<void(int)> markCrossing = [&](int r) {
+    if (crosses[r])
+      return;
+    crosses[r] = true;
+    if (g.roots[r].fused)
+      for (int o : g.roots[r].operandRoots)
+        markCrossing(o);
+  };
   for (Operation *op : g.ops) {
     int p = g.pos.lookup(op);
     if (p > g.boundary)
@@ -71,10 +84,13 @@ SmallVector<bool> chooseSqrt(const StepGraph &g) {
       for (Value v : user->getOperands()) {
         int r = g.rootOf(v);
         if (r >= 0 && segmentOf[g.roots[r].def] < segmentOf[p])
-          crosses[r] = true;
+          markCrossing(r);
       }
     });
   }
+  for (size_t i = 0; i < n; ++i)
+    if (g.roots[i].fused)
+      crosses[i] = false;
   // The last segment's backward starts as soon as the forward ends, so its
   // values are kept (Chen et al.: recomputation is per earlier segment).
   int last = segmentOf[g.boundary];
@@ -115,8 +131,8 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
     for (size_t i = 0; i < n; ++i) {
       const Root &r = g.roots[i];
       // Held across t: kept, recomputable, not in use around t.
-      if (dropped[i] || !r.recomputable || r.firstLateUse < 0 ||
-          !liveAt(i) || r.lastEarlyUse + kFreeAfter > t || r.def >= t ||
+      if (dropped[i] || !r.recomputable || r.firstLateUse < 0 || !liveAt(i) ||
+          r.lastEarlyUse + kFreeAfter > t || r.def >= t ||
           r.firstLateUse - 0.5 <= t)
         continue;
       // The closure: i, and recomputable operands that are not live at t
@@ -127,7 +143,8 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
         for (int o : g.roots[c.closure[k]].operandRoots) {
           if (dropped[o] || liveAt(o) || llvm::is_contained(c.closure, o))
             continue;
-          if (g.roots[o].recomputable && c.closure.size() < (size_t)kMaxClosure) {
+          if (g.roots[o].recomputable &&
+              c.closure.size() < (size_t)kMaxClosure) {
             c.closure.push_back(o);
             flops += g.roots[o].flops;
           } else {
@@ -174,6 +191,43 @@ SmallVector<bool> chooseAuto(const StepGraph &g, int64_t target) {
   return dropped;
 }
 
+/// Merges identical pure ops of the backward (after |boundary|, the loss):
+/// autodiff of a decomposed BatchNorm computes some values twice, and each
+/// copy would look like a buffer of its own to the memory model. Forward
+/// ops are left alone: merging a backward value into a forward one would
+/// keep it alive from the forward on.
+void mergeBackwardDuplicates(Block &body, Operation *boundary) {
+  std::unordered_map<size_t, SmallVector<Operation *, 2>> seen;
+  bool backward = false;
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (&op == boundary) {
+      backward = true;
+      continue;
+    }
+    if (!backward || op.getNumRegions() != 0 || op.getNumResults() == 0 ||
+        !isPure(&op))
+      continue;
+    size_t h = static_cast<size_t>(OperationEquivalence::computeHash(
+        &op, OperationEquivalence::directHashValue,
+        OperationEquivalence::ignoreHashValue,
+        OperationEquivalence::IgnoreLocations));
+    Operation *same = nullptr;
+    for (Operation *prev : seen[h])
+      if (OperationEquivalence::isEquivalentTo(
+              &op, prev, OperationEquivalence::exactValueMatch, nullptr,
+              OperationEquivalence::IgnoreLocations)) {
+        same = prev;
+        break;
+      }
+    if (same) {
+      op.replaceAllUsesWith(same);
+      op.erase();
+    } else {
+      seen[h].push_back(&op);
+    }
+  }
+}
+
 /// Clones the dropped roots (and the views of them the backward reads)
 /// before their first backward use and redirects every backward use.
 /// Returns (ops cloned that are not views, their FLOPs).
@@ -193,8 +247,8 @@ std::pair<int64_t, int64_t> rewrite(const StepGraph &g,
       }
     });
   }
-  llvm::stable_sort(lateUses,
-                    [](const auto &a, const auto &b) { return a.first < b.first; });
+  llvm::stable_sort(
+      lateUses, [](const auto &a, const auto &b) { return a.first < b.first; });
   DenseMap<Operation *, Operation *> cloneOf;
   int64_t clonedOps = 0, addedFlops = 0;
   std::function<Value(Value, Operation *)> materialize =
@@ -241,6 +295,10 @@ struct RematerializationPass
     func::FuncOp train = training::lookupTrainStep(module, kPass);
     if (!train)
       return signalPassFailure();
+    // Max pooling's backward reads the argmax (i32) saved in the forward
+    // instead of the pooling's input: the input (often a ReLU output the
+    // pass recomputes) is then not needed before the ReLU's own backward.
+    useMaxPoolIndices(train);
     Block &body = train.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value loss;
@@ -260,6 +318,7 @@ struct RematerializationPass
     train.walk([&](graph::RecomputeCostOpInterface op) {
       stepFlops += op.getRecomputeFlops();
     });
+    mergeBackwardDuplicates(body, loss.getDefiningOp());
     int boundary = 0;
     for (Operation &op : body) {
       if (&op == loss.getDefiningOp())

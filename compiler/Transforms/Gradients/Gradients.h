@@ -3,6 +3,7 @@
 #define DLC_COMPILER_TRANSFORMS_GRADIENTS_GRADIENTS_H
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Operation.h"
 
 namespace dlc {
 
@@ -12,6 +13,17 @@ namespace dlc {
 /// differentiable dlgraph op. `registerAllDialects` calls it; a context built
 /// without that must call it before differentiating. Idempotent.
 void registerGradientInterfaceExternalModels(mlir::DialectRegistry &registry);
+
+/// Rewrites every dlgraph.max_pool_grad in |root| to read the argmax
+/// instead of the pooling's input, as PyTorch's max_pool2d_with_indices
+/// does: dlgraph.max_pool_indices of the input (i32, the pooled shape) is
+/// computed right after the forward max_pool that reads the same input with
+/// the same attributes (or right after the input's definition), and the
+/// gradient becomes dlgraph.max_pool_indices_grad, whose result is
+/// bit-identical. Rematerialization calls it, so that a pooling's input is
+/// neither kept nor recomputed for its backward. Returns the number of
+/// gradients rewritten.
+int64_t useMaxPoolIndices(mlir::Operation *root);
 
 } // namespace dlc
 

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Transforms/Gradients/GradientUtils.h"
+#include "compiler/Transforms/Gradients/Gradients.h"
 
 #include "dialects/Graph/GraphOps.h"
 
@@ -46,4 +47,45 @@ void dlc::gradients::registerPoolGradients(DialectRegistry &registry) {
         ctx);
     attachGradient<GlobalAveragePoolOp, globalAveragePoolGrad>(ctx);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// The argmax form of max pooling's gradient
+//===----------------------------------------------------------------------===//
+
+int64_t dlc::useMaxPoolIndices(Operation *root) {
+  SmallVector<MaxPoolGradOp> grads;
+  root->walk([&](MaxPoolGradOp g) { grads.push_back(g); });
+  auto sameWindow = [](MaxPoolOp p, MaxPoolGradOp g) {
+    return p.getKernelShape() == g.getKernelShape() &&
+           p.getStrides() == g.getStrides() && p.getPads() == g.getPads() &&
+           p.getDilations() == g.getDilations() &&
+           p.getCeilMode() == g.getCeilMode();
+  };
+  for (MaxPoolGradOp g : grads) {
+    Value x = g.getInput();
+    OpBuilder b(g);
+    if (Operation *def = x.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(x).getOwner());
+    // The forward pooling reads x after its definition: its indices go
+    // right after it, where the forward's last read of x is.
+    for (Operation *user : x.getUsers())
+      if (auto pool = dyn_cast<MaxPoolOp>(user))
+        if (pool->getBlock() == b.getInsertionBlock() && sameWindow(pool, g))
+          b.setInsertionPointAfter(pool);
+    Value indices = MaxPoolIndicesOp::create(
+        b, g.getLoc(), x, g.getKernelShapeAttr(), g.getStridesAttr(),
+        g.getPadsAttr(), g.getDilationsAttr(), g.getCeilModeAttr(),
+        g.getCountIncludePadAttr());
+    b.setInsertionPoint(g);
+    Value dx = MaxPoolIndicesGradOp::create(
+        b, g.getLoc(), g.getType(), indices, g.getResultGrad(),
+        g.getKernelShapeAttr(), g.getStridesAttr(), g.getPadsAttr(),
+        g.getDilationsAttr(), g.getCeilModeAttr(), g.getCountIncludePadAttr());
+    g.replaceAllUsesWith(dx);
+    g.erase();
+  }
+  return static_cast<int64_t>(grads.size());
 }
