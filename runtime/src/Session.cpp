@@ -404,6 +404,8 @@ Status Session::setInput(const std::string &function, const std::string &name,
   if (bytes > 0 && !data)
     return Status::error(DLRT_INVALID_ARGUMENT,
                          "input '" + name + "': data is NULL");
+  if (Status st = materializeOutputs(); !st.ok())
+    return st;
   return device_.copyToDevice(pointers_[nb->buffer], data, bytes);
 }
 
@@ -498,11 +500,36 @@ Status Session::graphStatus(const std::string &function, bool *replayed,
   return Status::OK();
 }
 
+Status Session::materializeOutputs() {
+  if (deviceOutputs_.empty())
+    return Status::OK();
+  const Package &pkg = model_->package();
+  const FunctionInfo *fn = pkg.function(deviceOutputs_);
+  std::map<std::string, std::vector<uint8_t>> outs;
+  for (const NamedBufferInfo &nb : fn->outputs) {
+    std::vector<uint8_t> &host = outs[nb.name];
+    host.resize(static_cast<size_t>(pkg.buffers[nb.buffer].sizeBytes));
+    Status st = device_.copyToHost(host.data(), pointers_[nb.buffer],
+                                   host.size());
+    if (!st.ok())
+      return st;
+  }
+  outputs_[deviceOutputs_] = std::move(outs);
+  deviceOutputs_.clear();
+  return Status::OK();
+}
+
 Status Session::run(const std::string &function) {
   const Package &pkg = model_->package();
   const FunctionInfo *fn = pkg.function(function);
   if (!fn)
     return noFunction(function);
+  // Another function's outputs still on the device are copied before this
+  // run can overwrite them; this function's own are replaced.
+  if (deviceOutputs_ == function)
+    deviceOutputs_.clear();
+  if (Status st = materializeOutputs(); !st.ok())
+    return st;
   outputs_.erase(function);
   // The device uses this session's workspace until the run ends.
   std::lock_guard<std::mutex> lock(model_->context().runMutex());
@@ -635,15 +662,7 @@ Status Session::run(const std::string &function) {
     return Status::error(st.code, "function '" + function + "': " + st.message);
   if (trace_.enabled())
     trace_.add({function, "step", runBegin, Trace::now(), Trace::Compute, -1});
-  std::map<std::string, std::vector<uint8_t>> outs;
-  for (const NamedBufferInfo &nb : fn->outputs) {
-    std::vector<uint8_t> &host = outs[nb.name];
-    host.resize(static_cast<size_t>(pkg.buffers[nb.buffer].sizeBytes));
-    st = device_.copyToHost(host.data(), pointers_[nb.buffer], host.size());
-    if (!st.ok())
-      return st;
-  }
-  outputs_[function] = std::move(outs);
+  deviceOutputs_ = function;
   return Status::OK();
 }
 
@@ -655,6 +674,16 @@ Status Session::getOutput(const std::string &function, const std::string &name,
   if (!findNamed(fn->outputs, name))
     return Status::error(DLRT_NOT_FOUND, "function '" + function +
                                              "' has no output '" + name + "'");
+  if (deviceOutputs_ == function) {
+    const NamedBufferInfo *nb = findNamed(fn->outputs, name);
+    int64_t size = model_->package().buffers[nb->buffer].sizeBytes;
+    if (static_cast<int64_t>(bytes) != size)
+      return sizeMismatch("output", name, bytes, size);
+    if (bytes > 0 && !data)
+      return Status::error(DLRT_INVALID_ARGUMENT,
+                           "output '" + name + "': data is NULL");
+    return device_.copyToHost(data, pointers_[nb->buffer], bytes);
+  }
   auto it = outputs_.find(function);
   if (it == outputs_.end())
     return Status::error(DLRT_INVALID_ARGUMENT,
@@ -701,6 +730,8 @@ Status Session::writeState(const std::string &name, const void *data,
     return sizeMismatch("persistent tensor", name, bytes, b.sizeBytes);
   if (bytes > 0 && !data)
     return Status::error(DLRT_INVALID_ARGUMENT, "data is NULL");
+  if (Status st = materializeOutputs(); !st.ok())
+    return st;
   return device_.copyToDevice(pointers_[i], data, bytes);
 }
 
@@ -792,6 +823,8 @@ Status Session::loadCheckpointBytes(const uint8_t *data, size_t size,
                                safetensorsDType(b.dtype) +
                                shapeString(b.shape));
   }
+  if (st = materializeOutputs(); !st.ok())
+    return st;
   for (uint32_t i : state_) {
     const safetensors::Tensor &t = *byName.at(pkg.buffers[i].name);
     st = device_.copyToDevice(pointers_[i], t.data.data(), t.data.size());

@@ -209,8 +209,18 @@ private:
   };
   bool graphsEnabled_ = true;
   std::map<std::string, FunctionGraph> graphs_;
-  /// Host copies of each function's outputs after its last run.
+  /// Host copies of each function's outputs after its last run, made when
+  /// something could overwrite them on the device (materializeOutputs).
   std::map<std::string, std::map<std::string, std::vector<uint8_t>>> outputs_;
+  /// The function whose last run's outputs are still only on the device
+  /// (read by getOutput straight from its buffers), or "" for none: a run
+  /// does not copy its outputs to the host, so that reading 4 bytes of a
+  /// loss does not cost a copy of every output.
+  std::string deviceOutputs_;
+  /// Copies the outputs of |deviceOutputs_| to outputs_ (before a call that
+  /// may overwrite the device buffers holding them: another run, an input,
+  /// a state write) and clears it.
+  Status materializeOutputs();
 };
 
 } // namespace exec
