@@ -36,6 +36,7 @@ const llvm::StringSet<> kNotInferred = {
     "dlgraph.resize_grad",
     "dlgraph.gather_grad",
     "dlgraph.gather_elements_grad",
+    "dlgraph.max_pool_indices_grad",
 };
 
 /// Ops without results (nothing to infer).
