@@ -64,6 +64,24 @@ struct CompileOptions {
   /// `--pipeline-split`: comma-separated node names ending each stage but
   /// the last; empty: the cost model's split.
   std::string pipelineSplit;
+  /// `--microbatches`: micro-batches M per step of a pipeline (>= 1); the
+  /// global batch is M x the compiled (micro-)batch size.
+  int64_t microbatches = 4;
+  /// `--schedule`: the pipeline schedule, gpipe or 1f1b
+  /// (dialects/Exec/PipelineSchedule.h).
+  std::string schedule = "1f1b";
+  /// `--simulate`: run the schedule on the cost model (the Simulator) and
+  /// print its table instead of writing a package.
+  bool simulate = false;
+  /// `--replicas`: data-parallel replicas D of every stage the simulator
+  /// assumes (S x D devices).
+  int64_t replicas = 1;
+  /// `--simulate-trace`: where --simulate writes its timeline (Chrome trace
+  /// JSON); empty: nowhere.
+  std::string simulateTrace;
+  /// `--stage-times`: a JSON file of measured per-stage times that replace
+  /// the cost model's in --simulate; empty: the cost model.
+  std::string stageTimes;
   /// Training and its hyper-parameters.
   PipelineOptions pipeline;
 };

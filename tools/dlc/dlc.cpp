@@ -152,6 +152,40 @@ static cl::opt<std::string> pipelineSplit(
              "but the last, comma-separated, instead of the cost model's "
              "split"),
     cl::value_desc("NODE[,NODE...]"), cl::cat(dlcCategory));
+static cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("With --pipeline-stages: micro-batches per step; the global "
+             "batch is M x --batch-size"),
+    cl::value_desc("M"), cl::init(defaults.microbatches),
+    cl::cat(dlcCategory));
+static cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("With --pipeline-stages: the pipeline schedule, gpipe (all "
+             "forwards, then all backwards) or 1f1b (PipeDream-Flush; "
+             "default)"),
+    cl::value_desc("gpipe|1f1b"), cl::init(defaults.schedule),
+    cl::cat(dlcCategory));
+static cl::opt<bool> simulate(
+    "simulate",
+    cl::desc("With --pipeline-stages: run the schedule on the cost model "
+             "and print per-stage busy time, bubble, memory and step time "
+             "instead of writing a package"),
+    cl::init(false), cl::cat(dlcCategory));
+static cl::opt<int64_t> replicas(
+    "replicas",
+    cl::desc("With --simulate: data-parallel replicas of every stage "
+             "(S x D devices; default 1)"),
+    cl::value_desc("D"), cl::init(defaults.replicas), cl::cat(dlcCategory));
+static cl::opt<std::string> simulateTrace(
+    "simulate-trace",
+    cl::desc("With --simulate: write the simulated timeline as a Chrome "
+             "trace (Perfetto, chrome://tracing)"),
+    cl::value_desc("FILE.json"), cl::cat(dlcCategory));
+static cl::opt<std::string> stageTimes(
+    "stage-times",
+    cl::desc("With --simulate: measured per-stage times (JSON) to use "
+             "instead of the cost model's"),
+    cl::value_desc("FILE.json"), cl::cat(dlcCategory));
 static cl::opt<std::string> remat(
     "remat",
     cl::desc("Activation checkpointing for --train: none, sqrt (Chen et al. "
@@ -310,6 +344,12 @@ int main(int argc, char **argv) {
   options.pipelineStages = pipelineStages;
   options.deviceModel = deviceModel;
   options.pipelineSplit = pipelineSplit;
+  options.microbatches = microbatches;
+  options.schedule = schedule;
+  options.simulate = simulate;
+  options.replicas = replicas;
+  options.simulateTrace = simulateTrace;
+  options.stageTimes = stageTimes;
   options.bucketSize = bucketSize;
   if (std::optional<int64_t> size = dlc::parseByteSize(bucketSize);
       size && *size > 0)
