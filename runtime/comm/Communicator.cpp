@@ -45,6 +45,55 @@ std::string formatBytes(size_t bytes) {
   return b;
 }
 
+std::string formatRanks(const std::vector<int> &ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+Status Communicator::createGroup(const std::vector<int> &ranks, int groupRank,
+                                 std::unique_ptr<Communicator> *out) {
+  (void)groupRank;
+  (void)out;
+  return Status::error(DLRT_INVALID_ARGUMENT,
+                       std::string("the ") + backend() +
+                           " communicator cannot make the group of ranks " +
+                           formatRanks(ranks));
+}
+
+Status createSubCommunicator(Communicator &parent,
+                             const std::vector<int> &ranks,
+                             std::unique_ptr<Communicator> *out) {
+  out->reset();
+  const int size = parent.size();
+  if (ranks.empty())
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "a sub-communicator needs at least one rank");
+  std::vector<bool> seen(size_t(size), false);
+  int groupRank = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    if (r < 0 || r >= size)
+      return Status::error(
+          DLRT_INVALID_ARGUMENT,
+          "sub-communicator ranks " + formatRanks(ranks) + ": " +
+              std::to_string(r) + " is not a rank of the parent's " +
+              std::to_string(size) + " (0.." + std::to_string(size - 1) + ")");
+    if (seen[size_t(r)])
+      return Status::error(DLRT_INVALID_ARGUMENT,
+                           "sub-communicator ranks " + formatRanks(ranks) +
+                               ": rank " + std::to_string(r) +
+                               " appears twice");
+    seen[size_t(r)] = true;
+    if (r == parent.rank())
+      groupRank = int(i);
+  }
+  if (groupRank < 0)
+    return Status::OK(); // not a member: nothing to make, nobody to wait for
+  return parent.createGroup(ranks, groupRank, out);
+}
+
 namespace {
 class FinishedWork : public Work {
 public:

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "../src/Device.h"
 
@@ -106,7 +107,52 @@ public:
   /// Ends the group: operations not yet finished fail with "aborted", and
   /// so do later ones. Safe to call from any thread, more than once.
   virtual void abort() = 0;
+
+protected:
+  /// The backend's part of createSubCommunicator: |ranks| (ranks of this
+  /// communicator) are already checked, and this rank is |ranks[groupRank]|.
+  /// The default refuses (DLRT_INVALID_ARGUMENT) for backends without
+  /// groups.
+  virtual Status createGroup(const std::vector<int> &ranks, int groupRank,
+                             std::unique_ptr<Communicator> *out);
+
+  friend Status createSubCommunicator(Communicator &parent,
+                                      const std::vector<int> &ranks,
+                                      std::unique_ptr<Communicator> *out);
 };
+
+/// Creates the communicator of a subset of |parent|'s ranks, with
+/// MPI_Comm_split's and torch.distributed.new_group's semantics: rank i of
+/// the new communicator is |parent|'s rank |ranks[i]|, so the order of
+/// |ranks| is the order of the group (all-gather, reduce-scatter blocks,
+/// roots and peers are group ranks). Pipeline parallelism with S stages of
+/// D data-parallel replicas makes, on every rank, the group of each stage s,
+/// {s*D + d : d in 0..D-1}, and all-reduces gradients in its own.
+///
+/// Every member must call it, and members must create the groups that
+/// share a list of ranks in the same order; a non-member gets a null
+/// |*out| and OK without communicating, so every rank may simply create
+/// every group in the same order (torch.distributed.new_group's rule).
+/// The group has |parent|'s backend, timeout and store (and, for NCCL, its
+/// CUDA context and stream): the store must outlive it, |parent| need not.
+/// Its store keys are under the parent's ("gloo/<n>/" or "nccl/<n>/")
+/// followed by "group/<ranks, comma-separated>/<k>/", k counting the groups
+/// of this list of ranks that this process made from |parent|, so they
+/// collide neither with the parent's keys nor between groups. Creating it
+/// waits (at most the timeout) for every member. A group of one rank needs
+/// no store: its operations are local copies (Gloo) or a one-rank NCCL
+/// communicator. Messages of the group name ranks by their rank in the job
+/// (the root communicator's), e.g. "rank 3 closed its connection".
+/// Sets |*out| to null first. Errors: DLRT_INVALID_ARGUMENT (|ranks|
+/// empty, a rank repeated or not a rank of |parent|, one line naming it as
+/// given); DLRT_UNAVAILABLE (|parent| is broken, naming its cause; a member
+/// did not join within the timeout, naming it; the backend's setup failed,
+/// as createGlooCommunicator and createNcclCommunicator say). A failed
+/// creation leaves the members' counts of groups out of step: stop the job
+/// rather than retry.
+Status createSubCommunicator(Communicator &parent,
+                             const std::vector<int> &ranks,
+                             std::unique_ptr<Communicator> *out);
 
 struct Rendezvous;
 class TcpStore;
@@ -158,6 +204,8 @@ Status loadNccl(int *version);
 
 /// "4.0 MiB", "512 B": the size of an operation in messages.
 std::string formatBytes(size_t bytes);
+/// "[1, 3]": a list of ranks in messages.
+std::string formatRanks(const std::vector<int> &ranks);
 
 /// A Work that is already finished with |status| (errors found when
 /// issuing, operations on one rank).

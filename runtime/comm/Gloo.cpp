@@ -3,7 +3,9 @@
 // order; a Work is that operation's completion. Gloo reports failures with
 // exceptions, which end here as a Status; the rank that caused them is
 // found through the rendezvous store, whose server sees which ranks'
-// connections ended without a goodbye.
+// connections ended without a goodbye. A sub-communicator (a group of the
+// job's ranks) is the same class over its own Gloo context, sharing the
+// parent's transport device and store.
 #define ASIO_STANDALONE
 #include "Communicator.h"
 #include "Rendezvous.h"
@@ -28,6 +30,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -167,10 +170,17 @@ std::string interfaceTowards(const std::string &master) {
 
 class GlooCommunicator : public Communicator {
 public:
+  /// |jobRanks[g]| is the job's rank of rank g (empty: the job itself, whose
+  /// ranks are their own); messages name ranks by it.
   GlooCommunicator(int rank, int size, std::chrono::milliseconds timeout,
-                   TcpStore *store)
+                   TcpStore *store, std::vector<int> jobRanks = {})
       : rank_(rank), size_(size), timeout_(timeout), store_(store),
-        sendSeq_(size), recvSeq_(size) {
+        jobRanks_(std::move(jobRanks)), sendSeq_(size), recvSeq_(size) {
+    if (jobRanks_.empty())
+      for (int r = 0; r < size_; ++r)
+        jobRanks_.push_back(r);
+    else
+      groupName_ = " of ranks " + formatRanks(jobRanks_);
     if (size_ > 1)
       worker_ = std::thread([this] { run(); });
   }
@@ -185,9 +195,12 @@ public:
   }
 
   /// Connects to every peer through Gloo's full-mesh rendezvous, which
-  /// publishes each rank's addresses under "<prefix><rank>".
+  /// publishes each rank's addresses under "<prefix><rank>"; groups made
+  /// from this communicator reuse |device| and extend |prefix|.
   Status connect(std::shared_ptr<gloo::transport::Device> device,
                  const std::string &prefix) {
+    device_ = device;
+    prefix_ = prefix;
     try {
       auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       context->setTimeout(timeout_);
@@ -201,17 +214,15 @@ public:
                  ->wait({prefix + std::to_string(r)},
                         std::chrono::milliseconds(0))
                  .ok())
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          missing +=
+              (missing.empty() ? "" : ", ") + std::to_string(jobRanks_[r]);
+      const std::string who = rankName(rank_) + " cannot connect to its peers" +
+                              groupName_ + " (Gloo): ";
       if (!missing.empty())
-        return Status::error(
-            DLRT_UNAVAILABLE,
-            "rank " + std::to_string(rank_) +
-                " cannot connect to its peers (Gloo): rank(s) " + missing +
-                " did not join within " + seconds(timeout_));
-      return Status::error(
-          DLRT_UNAVAILABLE,
-          "rank " + std::to_string(rank_) +
-              " cannot connect to its peers (Gloo): " + firstLine(e.what()));
+        return Status::error(DLRT_UNAVAILABLE, who + "rank(s) " + missing +
+                                                   " did not join within " +
+                                                   seconds(timeout_));
+      return Status::error(DLRT_UNAVAILABLE, who + firstLine(e.what()));
     }
   }
 
@@ -259,8 +270,8 @@ public:
   std::shared_ptr<Work> broadcast(void *data, size_t count, DataType type,
                                   int root) override {
     const size_t bytes = count * dataTypeBytes(type);
-    std::string name = "broadcast of " + formatBytes(bytes) + " from rank " +
-                       std::to_string(root);
+    std::string name =
+        "broadcast of " + formatBytes(bytes) + " from " + rankName(root);
     if (root < 0 || root >= size_)
       return invalid(name, "root is not a rank of " + std::to_string(size_));
     if (size_ == 1 || count == 0)
@@ -323,7 +334,7 @@ public:
                              int peer) override {
     const size_t bytes = count * dataTypeBytes(type);
     std::string name =
-        "send of " + formatBytes(bytes) + " to rank " + std::to_string(peer);
+        "send of " + formatBytes(bytes) + " to " + rankName(peer);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return invalid(name, "the peer must be another rank of " +
                                std::to_string(size_));
@@ -348,7 +359,7 @@ public:
                              int peer) override {
     const size_t bytes = count * dataTypeBytes(type);
     std::string name =
-        "recv of " + formatBytes(bytes) + " from rank " + std::to_string(peer);
+        "recv of " + formatBytes(bytes) + " from " + rankName(peer);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return invalid(name, "the peer must be another rank of " +
                                std::to_string(size_));
@@ -416,7 +427,50 @@ public:
         isSend ? buf->abortWaitSend() : buf->abortWaitRecv();
   }
 
+protected:
+  /// A Gloo context of |ranks| over this communicator's transport device,
+  /// its rendezvous under "<prefix_>group/<ranks>/<k>/".
+  Status createGroup(const std::vector<int> &ranks, int groupRank,
+                     std::unique_ptr<Communicator> *out) override {
+    std::vector<int> jobRanks;
+    std::string list;
+    for (int r : ranks) {
+      jobRanks.push_back(jobRanks_[r]);
+      list += (list.empty() ? "" : ",") + std::to_string(r);
+    }
+    int k = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!broken_.empty())
+        return Status::error(DLRT_UNAVAILABLE,
+                             "cannot create the communicator of ranks " +
+                                 formatRanks(jobRanks) +
+                                 ": its parent is broken (" + broken_ + ")");
+      k = groups_[ranks]++;
+    }
+    const int size = int(ranks.size());
+    auto comm = std::make_unique<GlooCommunicator>(groupRank, size, timeout_,
+                                                   store_, jobRanks);
+    if (size > 1) {
+      // The parent has more than one rank, so it has a store and a device.
+      Status st = comm->connect(device_, prefix_ + "group/" + list + "/" +
+                                             std::to_string(k) + "/");
+      if (!st.ok())
+        return st;
+    }
+    *out = std::move(comm);
+    return Status::OK();
+  }
+
 private:
+  /// "rank J" for rank |r| of this communicator, J its rank in the job;
+  /// "group rank r" when |r| is not a rank of it.
+  std::string rankName(int r) const {
+    if (r < 0 || r >= size_)
+      return (groupName_.empty() ? "rank " : "group rank ") + std::to_string(r);
+    return "rank " + std::to_string(jobRanks_[r]);
+  }
+
   /// What the worker runs; |post| instead of |run| for operations that
   /// the worker only starts, returning what completes them.
   struct Task {
@@ -513,6 +567,14 @@ private:
         lost = {0}; // rank 0 hosts the store: its process is gone
         break;
       }
+      // Only members of this group can have failed its operation.
+      lost.erase(std::remove_if(lost.begin(), lost.end(),
+                                [&](int r) {
+                                  return std::find(jobRanks_.begin(),
+                                                   jobRanks_.end(),
+                                                   r) == jobRanks_.end();
+                                }),
+                 lost.end());
       if (!lost.empty() || timedOut)
         break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -596,7 +658,12 @@ private:
   const int rank_, size_;
   const std::chrono::milliseconds timeout_;
   TcpStore *store_;
+  std::vector<int> jobRanks_; // the job's rank of each rank
+  std::string groupName_;     // " of ranks [1, 3]"; empty for the job
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::string prefix_; // of the store keys of this communicator
   std::shared_ptr<gloo::Context> context_;
+  std::map<std::vector<int>, int> groups_; // groups made, by their ranks
 
   std::mutex mutex_;
   std::condition_variable cv_;

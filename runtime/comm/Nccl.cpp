@@ -3,7 +3,9 @@
 // libdlrt starts without it and says clearly why it is missing. Each
 // collective runs on the communicator's own stream, ordered after the
 // caller's stream by an event, and the caller's stream is ordered after it
-// by another when its Work is waited for.
+// by another when its Work is waited for. A sub-communicator is another
+// NCCL communicator (ncclCommInitRank) over the group's ranks, its unique id
+// published under a key of the group.
 #include "Communicator.h"
 #include "Rendezvous.h"
 #include "TcpStore.h"
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -144,13 +147,24 @@ private:
   Status status_;
 };
 
+Status createNccl(const NcclApi &nccl, const cuda::DriverApi &cu, int rank,
+                  const std::vector<int> &jobRanks, CUstream stream,
+                  std::chrono::milliseconds timeout, TcpStore *store,
+                  const std::string &prefix, const std::string &group,
+                  std::unique_ptr<Communicator> *out);
+
 class NcclCommunicator : public Communicator {
 public:
+  /// |jobRanks[g]| is the job's rank of rank g (messages name ranks by it);
+  /// the store keys of this communicator are under |prefix|; |group| is
+  /// " of ranks [1, 3]" for a group, empty for the job.
   NcclCommunicator(const NcclApi &nccl, const cuda::DriverApi &cu, int rank,
-                   int size, CUstream user, std::chrono::milliseconds timeout,
-                   TcpStore *store, int index)
-      : nccl_(nccl), cu_(cu), rank_(rank), size_(size), user_(user),
-        timeout_(timeout), store_(store), index_(index) {}
+                   std::vector<int> jobRanks, CUstream user,
+                   std::chrono::milliseconds timeout, TcpStore *store,
+                   std::string prefix, std::string group)
+      : nccl_(nccl), cu_(cu), rank_(rank), size_(int(jobRanks.size())),
+        jobRanks_(std::move(jobRanks)), user_(user), timeout_(timeout),
+        store_(store), prefix_(std::move(prefix)), group_(std::move(group)) {}
   ~NcclCommunicator() override {
     if (comm_)
       (aborted_ ? nccl_.ncclCommAbort : nccl_.ncclCommDestroy)(comm_);
@@ -166,10 +180,9 @@ public:
     if (ncclResult_t r = nccl_.ncclCommInitRank(&comm_, size_, id, rank_);
         r != ncclSuccess) {
       comm_ = nullptr;
-      return Status::error(DLRT_UNAVAILABLE,
-                           "ncclCommInitRank failed on rank " +
-                               std::to_string(rank_) + ": " +
-                               nccl_.ncclGetErrorString(r));
+      return Status::error(DLRT_UNAVAILABLE, "ncclCommInitRank failed on " +
+                                                 rankName(rank_) + ": " +
+                                                 nccl_.ncclGetErrorString(r));
     }
     return Status::OK();
   }
@@ -193,8 +206,8 @@ public:
   std::shared_ptr<Work> broadcast(void *data, size_t count, DataType type,
                                   int root) override {
     std::string name = "broadcast of " +
-                       formatBytes(count * dataTypeBytes(type)) +
-                       " from rank " + std::to_string(root);
+                       formatBytes(count * dataTypeBytes(type)) + " from " +
+                       rankName(root);
     if (root < 0 || root >= size_)
       return invalid(name, "root is not a rank of " + std::to_string(size_));
     return issue(name, [&](cudaStream_t s) {
@@ -227,7 +240,7 @@ public:
   std::shared_ptr<Work> send(const void *data, size_t count, DataType type,
                              int peer) override {
     std::string name = "send of " + formatBytes(count * dataTypeBytes(type)) +
-                       " to rank " + std::to_string(peer);
+                       " to " + rankName(peer);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return invalid(name, "the peer must be another rank of " +
                                std::to_string(size_));
@@ -238,7 +251,7 @@ public:
   std::shared_ptr<Work> recv(void *data, size_t count, DataType type,
                              int peer) override {
     std::string name = "recv of " + formatBytes(count * dataTypeBytes(type)) +
-                       " from rank " + std::to_string(peer);
+                       " from " + rankName(peer);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return invalid(name, "the peer must be another rank of " +
                                std::to_string(size_));
@@ -254,8 +267,7 @@ public:
     if (!broken_.empty())
       return finishedWork(
           Status::error(DLRT_UNAVAILABLE, "barrier failed: " + broken_));
-    std::string key = "nccl/" + std::to_string(index_) + "/barrier/" +
-                      std::to_string(barriers_++);
+    std::string key = prefix_ + "barrier/" + std::to_string(barriers_++);
     int64_t arrived = 0;
     Status st = store_->add(key, 1, &arrived);
     const auto deadline = Clock::now() + timeout_;
@@ -323,7 +335,41 @@ public:
   }
   const cuda::DriverApi &driver() const { return cu_; }
 
+protected:
+  /// An NCCL communicator of |ranks| on the same stream and store; its keys
+  /// are under "<prefix_>group/<ranks>/<k>/".
+  Status createGroup(const std::vector<int> &ranks, int groupRank,
+                     std::unique_ptr<Communicator> *out) override {
+    std::vector<int> jobRanks;
+    std::string list;
+    for (int r : ranks) {
+      jobRanks.push_back(jobRanks_[r]);
+      list += (list.empty() ? "" : ",") + std::to_string(r);
+    }
+    int k = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!broken_.empty())
+        return Status::error(DLRT_UNAVAILABLE,
+                             "cannot create the communicator of ranks " +
+                                 formatRanks(jobRanks) +
+                                 ": its parent is broken (" + broken_ + ")");
+      k = groups_[ranks]++;
+    }
+    return createNccl(nccl_, cu_, groupRank, jobRanks, user_, timeout_, store_,
+                      prefix_ + "group/" + list + "/" + std::to_string(k) + "/",
+                      " of ranks " + formatRanks(jobRanks), out);
+  }
+
 private:
+  /// "rank J" for rank |r| of this communicator, J its rank in the job;
+  /// "group rank r" when |r| is not a rank of it.
+  std::string rankName(int r) const {
+    if (r >= 0 && r < size_)
+      return "rank " + std::to_string(jobRanks_[r]);
+    return (group_.empty() ? "rank " : "group rank ") + std::to_string(r);
+  }
+
   /// Marks the group broken (first cause wins) and aborts NCCL's
   /// communicator, which ends its kernels. Caller holds |mutex_|.
   void fail(const std::string &why) {
@@ -384,12 +430,15 @@ private:
   const NcclApi &nccl_;
   const cuda::DriverApi &cu_;
   const int rank_, size_;
+  const std::vector<int> jobRanks_; // the job's rank of each rank
   CUstream user_;
   CUstream stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
   const std::chrono::milliseconds timeout_;
   TcpStore *store_;
-  const int index_;
+  const std::string prefix_; // of the store keys of this communicator
+  const std::string group_;  // " of ranks [1, 3]"; empty for the job
+  std::map<std::vector<int>, int> groups_; // groups made, by their ranks
   std::mutex mutex_;
   std::string broken_;
   bool aborted_ = false;
@@ -407,6 +456,73 @@ Status NcclWork::wait() {
 }
 
 std::atomic<int> ncclCommunicators{0};
+
+/// Makes rank |rank| of the NCCL communicator of |jobRanks| (its size;
+/// |group| names it in messages, empty for the job):
+/// rank 0 makes the unique id and publishes it under "<prefix>id", every
+/// rank counts itself in "<prefix>joined" and waits (at most |timeout|) for
+/// the others before ncclCommInitRank, which would block without bound.
+Status createNccl(const NcclApi &nccl, const cuda::DriverApi &cu, int rank,
+                  const std::vector<int> &jobRanks, CUstream stream,
+                  std::chrono::milliseconds timeout, TcpStore *store,
+                  const std::string &prefix, const std::string &group,
+                  std::unique_ptr<Communicator> *out) {
+  const int size = int(jobRanks.size());
+  if (size > 1 && !store)
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "an NCCL communicator of " + std::to_string(size) +
+                             " ranks needs the rendezvous store");
+  Status st;
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (rank == 0) {
+    if (ncclResult_t r = nccl.ncclGetUniqueId(&id); r != ncclSuccess)
+      return Status::error(DLRT_UNAVAILABLE,
+                           std::string("ncclGetUniqueId failed: ") +
+                               nccl.ncclGetErrorString(r));
+    if (store && size > 1) {
+      st = store->set(
+          prefix + "id",
+          std::vector<char>(id.internal, id.internal + sizeof id.internal));
+      if (!st.ok())
+        return st;
+    }
+  } else {
+    std::vector<char> bytes;
+    st = store->get(prefix + "id", &bytes);
+    if (!st.ok())
+      return st;
+    if (bytes.size() != sizeof id.internal)
+      return Status::error(DLRT_INTERNAL,
+                           "malformed NCCL unique id in the store");
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+  }
+  // ncclCommInitRank blocks until every rank calls it; make sure all have
+  // arrived (bounded by the timeout) before entering it.
+  if (store && size > 1) {
+    int64_t joined = 0;
+    st = store->add(prefix + "joined", 1, &joined);
+    const auto deadline = Clock::now() + timeout;
+    while (st.ok() && joined < size) {
+      if (Clock::now() >= deadline)
+        return Status::error(
+            DLRT_UNAVAILABLE,
+            "NCCL setup" + group + " timed out after " + seconds(timeout) +
+                ": " + std::to_string(size - joined) + " ranks did not join");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      st = store->add(prefix + "joined", 0, &joined);
+    }
+    if (!st.ok())
+      return st;
+  }
+  auto comm = std::make_unique<NcclCommunicator>(
+      nccl, cu, rank, jobRanks, stream, timeout, store, prefix, group);
+  st = comm->init(id);
+  if (!st.ok())
+    return st;
+  *out = std::move(comm);
+  return Status::OK();
+}
 
 } // namespace
 
@@ -438,59 +554,13 @@ Status createNcclCommunicator(const Rendezvous &rendezvous, TcpStore *store,
                          "an NCCL communicator of " +
                              std::to_string(rendezvous.worldSize) +
                              " ranks needs the rendezvous store");
+  std::vector<int> ranks(size_t(rendezvous.worldSize));
+  for (int r = 0; r < rendezvous.worldSize; ++r)
+    ranks[size_t(r)] = r;
   const int index = ncclCommunicators++;
-  const std::string prefix = "nccl/" + std::to_string(index) + "/";
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  if (rendezvous.rank == 0) {
-    if (ncclResult_t r = nccl->ncclGetUniqueId(&id); r != ncclSuccess)
-      return Status::error(DLRT_UNAVAILABLE,
-                           std::string("ncclGetUniqueId failed: ") +
-                               nccl->ncclGetErrorString(r));
-    if (store) {
-      st = store->set(
-          prefix + "id",
-          std::vector<char>(id.internal, id.internal + sizeof id.internal));
-      if (!st.ok())
-        return st;
-    }
-  } else {
-    std::vector<char> bytes;
-    st = store->get(prefix + "id", &bytes);
-    if (!st.ok())
-      return st;
-    if (bytes.size() != sizeof id.internal)
-      return Status::error(DLRT_INTERNAL,
-                           "malformed NCCL unique id in the store");
-    std::memcpy(id.internal, bytes.data(), bytes.size());
-  }
-  // ncclCommInitRank blocks until every rank calls it; make sure all have
-  // arrived (bounded by the timeout) before entering it.
-  if (store && rendezvous.worldSize > 1) {
-    int64_t joined = 0;
-    st = store->add(prefix + "joined", 1, &joined);
-    const auto deadline = Clock::now() + timeout;
-    while (st.ok() && joined < rendezvous.worldSize) {
-      if (Clock::now() >= deadline)
-        return Status::error(DLRT_UNAVAILABLE,
-                             "NCCL setup timed out after " + seconds(timeout) +
-                                 ": " +
-                                 std::to_string(rendezvous.worldSize - joined) +
-                                 " ranks did not join");
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      st = store->add(prefix + "joined", 0, &joined);
-    }
-    if (!st.ok())
-      return st;
-  }
-  auto comm = std::make_unique<NcclCommunicator>(
-      *nccl, *cu, rendezvous.rank, rendezvous.worldSize,
-      static_cast<CUstream>(stream), timeout, store, index);
-  st = comm->init(id);
-  if (!st.ok())
-    return st;
-  *out = std::move(comm);
-  return Status::OK();
+  return createNccl(*nccl, *cu, rendezvous.rank, ranks,
+                    static_cast<CUstream>(stream), timeout, store,
+                    "nccl/" + std::to_string(index) + "/", "", out);
 }
 
 } // namespace dlrt::comm

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -783,6 +784,316 @@ TEST(Gloo, AbortEndsAPostedReceive) {
 }
 
 // ---------------------------------------------------------------------------
+// Gloo sub-communicators (groups of the job's ranks)
+
+/// Creates the group of |ranks| from |parent|; null for a non-member.
+std::unique_ptr<Communicator>
+group(Communicator &parent, const std::vector<int> &ranks, Checker &check) {
+  std::unique_ptr<Communicator> out;
+  Status st = createSubCommunicator(parent, ranks, &out);
+  check(st.ok(), "group " + formatRanks(ranks) + ": " + st.message);
+  const bool member =
+      std::find(ranks.begin(), ranks.end(), parent.rank()) != ranks.end();
+  check((out != nullptr) == member, "group " + formatRanks(ranks) +
+                                        ": membership of rank " +
+                                        std::to_string(parent.rank()));
+  return out;
+}
+
+TEST(GlooSubCommunicator, StagesAllReduceAmongTheirReplicas) {
+  // Pipeline of S = 2 stages x D = 2 replicas: rank r is stage r / 2,
+  // replica r % 2. Every rank creates both stages' groups, in stage order;
+  // each stage's all-reduce sums its own replicas' gradients only, while
+  // the job's communicator keeps working beside them.
+  auto codes = runRanks(4, [](int rank, int port, Checker &check) {
+    Member m;
+    if (!join(rank, 4, port, 20000ms, &m, check))
+      return;
+    const int D = 2;
+    std::unique_ptr<Communicator> stages[2];
+    for (int s = 0; s < 2; ++s)
+      stages[s] = group(*m.comm, {s * D, s * D + 1}, check);
+    Communicator *stage = stages[rank / D].get();
+    if (!stage)
+      return;
+    check(stage->rank() == rank % D && stage->size() == D &&
+              std::string(stage->backend()) == "gloo",
+          "stage rank/size/backend");
+    // Rank r's gradient is (r + 1) * (i % 5 + 1): stage 0 sums to 3x,
+    // stage 1 to 7x (small integers and halves: exact in f32).
+    const size_t n = 1001;
+    const float stageSum = rank / D == 0 ? 3.0f : 7.0f;
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      std::vector<float> g(n), all(n, 1.0f);
+      for (size_t i = 0; i < n; ++i)
+        g[i] = float(rank + 1) * float(i % 5 + 1);
+      // The stage's all-reduce and one of the job's, in flight together.
+      auto ws = stage->allReduce(g.data(), n, DataType::F32, op);
+      auto wj = m.comm->allReduce(all.data(), n, DataType::F32, ReduceOp::Sum);
+      Status st = ws->wait();
+      check(st.ok(), st.message);
+      st = wj->wait();
+      check(st.ok(), st.message);
+      const float scale = op == ReduceOp::Sum ? stageSum : stageSum / 2;
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i)
+        bad += g[i] != scale * float(i % 5 + 1) || all[i] != 4.0f;
+      check(bad == 0, std::string(op == ReduceOp::Sum ? "sum" : "avg") + ": " +
+                          std::to_string(bad) + " wrong of " +
+                          std::to_string(n));
+    }
+    Status st = stage->barrier()->wait();
+    check(st.ok(), st.message);
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0, 0}));
+}
+
+TEST(GlooSubCommunicator, GroupRanksFollowTheListsOrder) {
+  auto codes = runRanks(4, [](int rank, int port, Checker &check) {
+    Member m;
+    if (!join(rank, 4, port, 20000ms, &m, check))
+      return;
+    Communicator &world = *m.comm;
+    // Every rank creates every group, in the same order; non-members get
+    // null. [1, 3] and [3, 1] are different groups.
+    auto odd = group(world, {1, 3}, check);
+    auto reversedOdd = group(world, {3, 1}, check);
+    auto reversed = group(world, {3, 2, 1, 0}, check);
+    std::unique_ptr<Communicator> firstOfReversed; // job ranks 3 and 2
+    if (reversed)
+      firstOfReversed = group(*reversed, {0, 1}, check);
+    // The same ranks twice: two independent communicators.
+    auto even1 = group(world, {0, 2}, check);
+    auto even2 = group(world, {0, 2}, check);
+    std::vector<std::unique_ptr<Communicator>> singles;
+    for (int r = 0; r < 4; ++r)
+      singles.push_back(group(world, {r}, check));
+
+    const float mine = 10.0f * float(rank);
+    auto gathered = [&](Communicator &c, const std::vector<float> &want,
+                        const char *what) {
+      std::vector<float> all(size_t(c.size()), -1.0f);
+      Status st = c.allGather(&mine, all.data(), 1, DataType::F32)->wait();
+      check(st.ok(), std::string(what) + ": " + st.message);
+      check(all == want, std::string(what) + ": all_gather out of order");
+    };
+    if (odd) {
+      check(odd->rank() == (rank == 1 ? 0 : 1) && odd->size() == 2,
+            "[1, 3] rank");
+      gathered(*odd, {10, 30}, "[1, 3]");
+      std::vector<float> sum = {mine + 1};
+      Status st =
+          odd->allReduce(sum.data(), 1, DataType::F32, ReduceOp::Sum)->wait();
+      check(st.ok() && sum[0] == 42.0f, "[1, 3] all_reduce " + st.message);
+      // Group rank 1 is job rank 3.
+      std::vector<int64_t> b = {rank};
+      st = odd->broadcast(b.data(), 1, DataType::I64, 1)->wait();
+      check(st.ok() && b[0] == 3, "[1, 3] broadcast " + st.message);
+      // Point to point by group rank: job 1 (group 0) sends to job 3.
+      std::vector<int64_t> msg = {rank == 1 ? 77 : -1};
+      st = (rank == 1 ? odd->send(msg.data(), 1, DataType::I64, 1)
+                      : odd->recv(msg.data(), 1, DataType::I64, 0))
+               ->wait();
+      check(st.ok() && msg[0] == 77, "[1, 3] send/recv " + st.message);
+    }
+    if (reversedOdd) {
+      check(reversedOdd->rank() == (rank == 3 ? 0 : 1), "[3, 1] rank");
+      gathered(*reversedOdd, {30, 10}, "[3, 1]");
+      // Block g of the reduce-scatter goes to group rank g: job 3 gets
+      // block 0, the sum of (10 + r) over r = 1, 3.
+      std::vector<float> in = {10.0f + rank, 20.0f + rank}, out(1, -1);
+      Status st = reversedOdd
+                      ->reduceScatter(in.data(), out.data(), 1, DataType::F32,
+                                      ReduceOp::Sum)
+                      ->wait();
+      check(st.ok() && out[0] == (rank == 3 ? 24.0f : 44.0f),
+            "[3, 1] reduce_scatter " + st.message);
+    }
+    check(reversed != nullptr && reversed->rank() == 3 - rank,
+          "[3, 2, 1, 0] rank");
+    if (reversed)
+      gathered(*reversed, {30, 20, 10, 0}, "[3, 2, 1, 0]");
+    check((firstOfReversed != nullptr) == (rank >= 2),
+          "group [0, 1] of [3, 2, 1, 0]: membership");
+    if (firstOfReversed) {
+      check(firstOfReversed->rank() == 3 - rank, "[3, 2] rank");
+      gathered(*firstOfReversed, {30, 20}, "[0, 1] of [3, 2, 1, 0]");
+    }
+    if (even1 && even2) {
+      // Issued in opposite orders on the two members: the groups are
+      // separate, so neither waits for the other.
+      std::vector<float> a = {float(rank + 1)}, b = {float(10 * (rank + 1))};
+      std::shared_ptr<Work> wa, wb;
+      if (rank == 0) {
+        wa = even1->allReduce(a.data(), 1, DataType::F32, ReduceOp::Sum);
+        wb = even2->allReduce(b.data(), 1, DataType::F32, ReduceOp::Sum);
+      } else {
+        wb = even2->allReduce(b.data(), 1, DataType::F32, ReduceOp::Sum);
+        wa = even1->allReduce(a.data(), 1, DataType::F32, ReduceOp::Sum);
+      }
+      check(wa->wait().ok() && wb->wait().ok(), "[0, 2] twice");
+      check(a[0] == 4.0f && b[0] == 40.0f, "[0, 2] twice: values");
+    } else {
+      check(rank % 2 == 1, "[0, 2]: missing on an even rank");
+    }
+    // A group of one: local, no store traffic.
+    Communicator *self = singles[size_t(rank)].get();
+    check(self && self->rank() == 0 && self->size() == 1, "[r] rank/size");
+    if (self) {
+      std::vector<float> x = {mine, 0.5f};
+      Status st =
+          self->allReduce(x.data(), 2, DataType::F32, ReduceOp::Avg)->wait();
+      check(st.ok() && x == std::vector<float>{mine, 0.5f},
+            "[r] all_reduce " + st.message);
+      gathered(*self, {mine}, "[r]");
+    }
+    // The keys of the groups' Gloo rendezvous ("<prefix><group rank>"):
+    // under the job's prefix ("gloo/0/": the test process makes no Gloo
+    // communicator of several ranks, so a forked rank's job communicator is
+    // its first), then the group's ranks and its number among the groups of
+    // those ranks.
+    for (const char *key :
+         {"gloo/0/group/1,3/0/1", "gloo/0/group/3,1/0/0",
+          "gloo/0/group/0,2/0/1", "gloo/0/group/0,2/1/1",
+          "gloo/0/group/3,2,1,0/0/3", "gloo/0/group/3,2,1,0/0/group/0,1/0/1"})
+      check(m.store->wait({key}, 0ms).ok(), std::string("no key ") + key);
+    Status st = world.barrier()->wait();
+    check(st.ok(), st.message);
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0, 0}));
+}
+
+TEST(GlooSubCommunicator, InvalidRanksAndBrokenParent) {
+  Rendezvous r; // one process: no store
+  std::unique_ptr<Communicator> world, out;
+  ASSERT_TRUE(createGlooCommunicator(r, nullptr, 1000ms, &world).ok());
+  struct Case {
+    std::vector<int> ranks;
+    std::string message;
+  } cases[] = {
+      {{}, "a sub-communicator needs at least one rank"},
+      {{0, 0}, "sub-communicator ranks [0, 0]: rank 0 appears twice"},
+      {{0, 1},
+       "sub-communicator ranks [0, 1]: 1 is not a rank of the "
+       "parent's 1 (0..0)"},
+      {{-1},
+       "sub-communicator ranks [-1]: -1 is not a rank of the parent's "
+       "1 (0..0)"},
+  };
+  for (const Case &c : cases) {
+    // |*out| is reset even when it held a communicator.
+    ASSERT_TRUE(createGlooCommunicator(r, nullptr, 1000ms, &out).ok());
+    Status st = createSubCommunicator(*world, c.ranks, &out);
+    EXPECT_EQ(st.code, DLRT_INVALID_ARGUMENT) << c.message;
+    EXPECT_EQ(st.message, c.message);
+    EXPECT_EQ(out, nullptr);
+  }
+  // The group of the only rank; and its own group of one.
+  Status st = createSubCommunicator(*world, {0}, &out);
+  ASSERT_TRUE(st.ok()) << st.message;
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->size(), 1);
+  std::unique_ptr<Communicator> inner;
+  st = createSubCommunicator(*out, {0}, &inner);
+  ASSERT_TRUE(st.ok()) << st.message;
+  std::vector<float> x = {2.5f};
+  EXPECT_TRUE(
+      inner->allReduce(x.data(), 1, DataType::F32, ReduceOp::Sum)->wait().ok());
+  EXPECT_EQ(x[0], 2.5f);
+  // A broken parent makes no groups; the groups it made live on.
+  world->abort();
+  std::unique_ptr<Communicator> late;
+  st = createSubCommunicator(*world, {0}, &late);
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_EQ(st.message, "cannot create the communicator of ranks [0]: its "
+                        "parent is broken (the communicator was aborted)");
+  EXPECT_EQ(late, nullptr);
+  EXPECT_TRUE(out->barrier()->wait().ok());
+}
+
+TEST(GlooSubCommunicator, MemberThatExitsIsNamedByItsJobRank) {
+  // Group [3, 1] of 4 ranks: job rank 3 (group rank 0) exits after the first
+  // all-reduce; job rank 1's next one fails within the 3 s timeout naming
+  // rank 3, and so does a broadcast from it. Ranks 0 (the store's host) and
+  // 2 wait for rank 1 to finish.
+  auto codes = runRanks(
+      4,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 4, port, 3000ms, &m, check))
+          return;
+        auto g = group(*m.comm, {3, 1}, check);
+        if (!g) {
+          std::vector<char> v;
+          m.store->get("test/done", &v); // at most the 3 s timeout
+          return;
+        }
+        std::vector<float> x(1 << 18, 1.0f); // 1 MiB
+        Status st =
+            g->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                ->wait();
+        check(st.ok() && x[5] == 2.0f, "first all_reduce " + st.message);
+        if (rank == 3) {
+          std::fflush(stderr);
+          _exit(0); // gone without a goodbye
+        }
+        std::this_thread::sleep_for(100ms);
+        auto t0 = Clock::now();
+        st = g->allReduce(x.data(), x.size(), DataType::F32, ReduceOp::Sum)
+                 ->wait();
+        auto took = Clock::now() - t0;
+        const std::string cause =
+            "rank 3 closed its connection (process exited?)";
+        check(st.code == DLRT_UNAVAILABLE, "code");
+        check(st.message == "all_reduce of 1.0 MiB failed: " + cause,
+              "message: " + st.message);
+        check(took < 4000ms, "took too long");
+        st = g->broadcast(x.data(), 1, DataType::F32, 0)->wait();
+        check(st.message == "broadcast of 4 B from rank 3 failed: " + cause,
+              "later op: " + st.message);
+        std::unique_ptr<Communicator> sub;
+        st = createSubCommunicator(*g, {1}, &sub);
+        check(st.code == DLRT_UNAVAILABLE &&
+                  st.message == "cannot create the communicator of ranks "
+                                "[1]: its parent is broken (" +
+                                    cause + ")",
+              "group of a broken group: " + st.message);
+        m.store->set("test/done", {'1'});
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0, 0}));
+}
+
+TEST(GlooSubCommunicator, MemberThatNeverComesFailsTheSetup) {
+  // Group [1, 0] of 2 ranks, which job rank 0 (group rank 1) never creates:
+  // rank 1's creation fails within the 1 s timeout, naming job rank 0.
+  auto codes = runRanks(
+      2,
+      [](int rank, int port, Checker &check) {
+        Member m;
+        if (!join(rank, 2, port, 1000ms, &m, check))
+          return;
+        if (rank == 0) { // alive (hosting the store), but not in the group
+          std::vector<char> v;
+          m.store->get("test/done", &v);
+          return;
+        }
+        std::unique_ptr<Communicator> g;
+        auto t0 = Clock::now();
+        Status st = createSubCommunicator(*m.comm, {1, 0}, &g);
+        check(st.code == DLRT_UNAVAILABLE, "code");
+        check(st.message == "rank 1 cannot connect to its peers of ranks "
+                            "[1, 0] (Gloo): rank(s) 0 did not join within 1 s",
+              "message: " + st.message);
+        check(g == nullptr, "no communicator on error");
+        check(Clock::now() - t0 < 5000ms, "took too long");
+        m.store->set("test/done", {'1'});
+      },
+      30s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+// ---------------------------------------------------------------------------
 // NCCL: loading only (no GPU here)
 
 TEST(Nccl, LoadErrorsAreClean) {
@@ -889,5 +1200,61 @@ TEST(Nccl, OneRankAllReduceOnTheGpu) {
     EXPECT_EQ(0, std::memcmp(back.data(), host.data(), n * 4))
         << dataTypeName(c.type) << " on one rank changed the data";
   }
+  device->release(buffer);
+}
+
+TEST(Nccl, SubCommunicatorOfOneRankOnTheGpu) {
+  // One GPU holds one NCCL rank, so the group is the job's only rank; the
+  // multi-rank key exchange is Gloo's tests' (the same store and keys).
+  std::unique_ptr<Device> device;
+  Status st = createCudaDevice(0, &device);
+  if (!st.ok())
+    GTEST_SKIP() << "no CUDA device: " << st.message;
+  int version = 0;
+  st = loadNccl(&version);
+  ASSERT_TRUE(st.ok()) << st.message;
+  std::unique_ptr<Communicator> world, group, inner, late;
+  st = createNcclCommunicator(Rendezvous(), nullptr, device->stream(), 60000ms,
+                              &world);
+  ASSERT_TRUE(st.ok()) << st.message;
+  st = createSubCommunicator(*world, {0, 1}, &group);
+  EXPECT_EQ(st.code, DLRT_INVALID_ARGUMENT);
+  EXPECT_EQ(st.message, "sub-communicator ranks [0, 1]: 1 is not a rank of "
+                        "the parent's 1 (0..0)");
+  st = createSubCommunicator(*world, {0}, &group);
+  ASSERT_TRUE(st.ok()) << st.message;
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->rank(), 0);
+  EXPECT_EQ(group->size(), 1);
+  EXPECT_STREQ(group->backend(), "nccl");
+  st = createSubCommunicator(*group, {0}, &inner);
+  ASSERT_TRUE(st.ok()) << st.message;
+  // On one rank sum and mean leave every value as it was.
+  const size_t n = 4096;
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i)
+    host[i] = float(int(i % 201) - 100) * 0.25f;
+  DeviceBuffer buffer;
+  ASSERT_TRUE(device->allocate(n * 4, &buffer).ok());
+  ASSERT_TRUE(device->copyToDevice(buffer.data, host.data(), n * 4).ok());
+  for (Communicator *c : {group.get(), inner.get()})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      st = c->allReduce(buffer.data, n, DataType::F32, op)->wait();
+      ASSERT_TRUE(st.ok()) << st.message;
+    }
+  std::vector<float> back(n);
+  ASSERT_TRUE(device->copyToHost(back.data(), buffer.data, n * 4).ok());
+  EXPECT_EQ(back, host);
+  // A broken parent makes no groups; the group it made still works.
+  world->abort();
+  st = createSubCommunicator(*world, {0}, &late);
+  EXPECT_EQ(st.code, DLRT_UNAVAILABLE);
+  EXPECT_EQ(st.message, "cannot create the communicator of ranks [0]: its "
+                        "parent is broken (the communicator was aborted)");
+  st = group->allReduce(buffer.data, n, DataType::F32, ReduceOp::Sum)->wait();
+  EXPECT_TRUE(st.ok()) << st.message;
+  inner.reset();
+  group.reset();
+  world.reset();
   device->release(buffer);
 }
