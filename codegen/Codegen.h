@@ -73,6 +73,12 @@ struct PackageOptions {
   float learningRate = 0;
   int64_t batchSize = 0;
   std::string hostCompiler = "c++";
+  /// A pipeline package: the `dlgraph.pipeline` record of
+  /// dlgraph-split-pipeline-stages (read before lowering, which drops it);
+  /// the writer adds the Pipeline table and the step function `train_step`
+  /// whose inputs are the global batch (dim 0 times the micro-batches) and
+  /// whose output is the loss. Null: not a pipeline.
+  mlir::DictionaryAttr pipeline;
 };
 
 /// Writes the package (runtime/schema/package.fbs, format kFormatVersion) for a

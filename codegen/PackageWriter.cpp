@@ -597,6 +597,117 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   std::vector<uint8_t> weights =
       dlrt::safetensors::serialize(tensors, {{"producer", options.producer}});
 
+  // A pipeline package's step function: the global batch in, the loss out;
+  // the runtime runs the stages' functions for it (the Pipeline table).
+  flatbuffers::Offset<pkg::Pipeline> pipelineTable = 0;
+  int64_t stepInputBytes = 0;
+  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  if (options.pipeline) {
+    auto failedRecord = [&]() {
+      return planned.emitError()
+             << "internal error: malformed dlgraph.pipeline record";
+    };
+    DictionaryAttr rec = options.pipeline;
+    auto microBatches = rec.getAs<IntegerAttr>("micro_batches");
+    auto schedule = rec.getAs<StringAttr>("schedule");
+    auto lossStage = rec.getAs<IntegerAttr>("loss_stage");
+    auto stagesAttr = rec.getAs<ArrayAttr>("stages");
+    auto transfersAttr = rec.getAs<ArrayAttr>("transfers");
+    auto inputsAttr = rec.getAs<ArrayAttr>("inputs");
+    if (!microBatches || !schedule || !lossStage || !stagesAttr ||
+        !transfersAttr || !inputsAttr)
+      return failedRecord();
+    const int64_t m = microBatches.getInt();
+    PlanFunction step;
+    step.name = "train_step";
+    step.arenaBytes = 0;
+    std::vector<std::string> inputNames;
+    for (Attribute a : inputsAttr) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name)
+        return failedRecord();
+      // The micro-batch buffer of any stage function reading it.
+      const PlanBuffer *micro = nullptr;
+      for (const PlanFunction &fn : plan.functions)
+        for (auto &[inName, idx] : fn.inputs)
+          if (inName == name.getValue() && !micro)
+            micro = &plan.buffers[idx];
+      if (!micro)
+        continue; // read by no stage
+      PlanBuffer global = *micro;
+      global.op = nullptr;
+      if (global.shape.empty())
+        return planned.emitError()
+               << "pipeline input '" << name.getValue()
+               << "' is a scalar; micro-batches split dim 0 of every input";
+      global.shape[0] *= m;
+      global.bytes *= m;
+      stepInputBytes += global.bytes;
+      plan.buffers.push_back(global);
+      step.inputs.push_back({name.getValue().str(),
+                             static_cast<uint32_t>(plan.buffers.size() - 1)});
+      inputNames.push_back(name.getValue().str());
+    }
+    PlanBuffer loss;
+    loss.name = options.lossOutput;
+    loss.kind = pkg::BufferKind::Input;
+    loss.dtype = pkg::DType::F32;
+    loss.bytes = 4;
+    plan.buffers.push_back(loss);
+    stepInputBytes += loss.bytes;
+    step.outputs.push_back(
+        {options.lossOutput, static_cast<uint32_t>(plan.buffers.size() - 1)});
+    plan.functions.push_back(step);
+
+    std::vector<flatbuffers::Offset<pkg::PipelineStage>> stages;
+    for (Attribute a : stagesAttr) {
+      auto st = dyn_cast<DictionaryAttr>(a);
+      auto fwd = st ? st.getAs<StringAttr>("forward") : StringAttr();
+      auto bwd = st ? st.getAs<StringAttr>("backward") : StringAttr();
+      auto upd = st ? st.getAs<StringAttr>("update") : StringAttr();
+      auto accs = st ? st.getAs<ArrayAttr>("accumulators") : ArrayAttr();
+      if (!fwd || !bwd || !upd || !accs)
+        return failedRecord();
+      std::vector<std::string> accNames;
+      for (Attribute acc : accs)
+        accNames.push_back(cast<StringAttr>(acc).getValue().str());
+      // Strings and vectors are built before the table that holds them.
+      std::vector<flatbuffers::Offset<flatbuffers::String>> accOffsets;
+      for (const std::string &n : accNames)
+        accOffsets.push_back(fbb.CreateString(n));
+      auto accVector = fbb.CreateVector(accOffsets);
+      auto f = fbb.CreateString(fwd.getValue().str());
+      auto b = fbb.CreateString(bwd.getValue().str());
+      auto u = fbb.CreateString(upd.getValue().str());
+      stages.push_back(pkg::CreatePipelineStage(fbb, f, b, u, accVector));
+    }
+    std::vector<flatbuffers::Offset<pkg::PipelineTransfer>> transfers;
+    for (Attribute a : transfersAttr) {
+      auto t = dyn_cast<DictionaryAttr>(a);
+      auto name = t ? t.getAs<StringAttr>("name") : StringAttr();
+      auto from = t ? t.getAs<IntegerAttr>("from") : IntegerAttr();
+      auto to = t ? t.getAs<IntegerAttr>("to") : IntegerAttr();
+      auto backward = t ? t.getAs<BoolAttr>("backward") : BoolAttr();
+      if (!name || !from || !to || !backward)
+        return failedRecord();
+      transfers.push_back(pkg::CreatePipelineTransferDirect(
+          fbb, name.getValue().str().c_str(), from.getInt(), to.getInt(),
+          backward.getValue()));
+    }
+    std::vector<flatbuffers::Offset<flatbuffers::String>> inputOffsets;
+    for (const std::string &n : inputNames)
+      inputOffsets.push_back(fbb.CreateString(n));
+    auto inputVector = fbb.CreateVector(inputOffsets);
+    auto scheduleString = fbb.CreateString(schedule.getValue().str());
+    auto stepString = fbb.CreateString("train_step");
+    auto stageVector = fbb.CreateVector(stages);
+    auto transferVector = fbb.CreateVector(transfers);
+    pipelineTable = pkg::CreatePipeline(
+        fbb, scheduleString, static_cast<int32_t>(m),
+        static_cast<int32_t>(lossStage.getInt()), stepString, stageVector,
+        transferVector, inputVector);
+  }
+
   if (options.training) {
     bool hasLoss = false;
     for (const PlanFunction &fn : plan.functions)
@@ -608,7 +719,6 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
                                  << options.lossOutput << "'";
   }
 
-  flatbuffers::FlatBufferBuilder fbb(1 << 20);
   std::vector<flatbuffers::Offset<pkg::Buffer>> buffers;
   for (const PlanBuffer &b : plan.buffers)
     buffers.push_back(
@@ -663,13 +773,13 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   // The session's memory as dlc --stats reports it (docs/memory.md); an
   // optional table, so the format version stays.
   const PlanStats stats = computePlanStats(planned);
-  auto memory =
-      pkg::CreateMemoryPlan(fbb, stats.persistentBytes, stats.inputBytes,
-                            stats.arenaBytes, stats.workspaceBytes);
+  auto memory = pkg::CreateMemoryPlan(
+      fbb, stats.persistentBytes, stats.inputBytes + stepInputBytes,
+      stats.arenaBytes, stats.workspaceBytes);
   auto root = pkg::CreatePackageDirect(
       fbb, kFormatVersion, options.producer.c_str(), options.modelName.c_str(),
       &buffers, &kernels, &functions, training, &*hostLib, &weights, &cubins,
-      memory);
+      memory, pipelineTable);
   pkg::FinishPackageBuffer(fbb, root);
 
   std::string error;

@@ -5,6 +5,7 @@
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Partition/Cost/Passes.h"
+#include "compiler/Partition/Stages/Passes.h"
 #include "compiler/Training/DataParallel/Passes.h"
 #include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Training/Remat/Passes.h"
@@ -23,6 +24,7 @@ void dlc::registerAllPasses() {
   dlc::registerDLCDataParallelPasses();
   dlc::registerDLCRematPasses();
   dlc::registerDLCPartitionCostPasses();
+  dlc::registerDLCPartitionStagesPasses();
   registerAllPipelines();
 }
 

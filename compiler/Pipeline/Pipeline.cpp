@@ -2,6 +2,7 @@
 #include "compiler/Pipeline/Pipeline.h"
 
 #include "compiler/Lowering/Pipelines.h"
+#include "compiler/Partition/Stages/Passes.h"
 #include "compiler/Training/DataParallel/Passes.h"
 #include "compiler/Training/MixedPrecision/Passes.h"
 #include "compiler/Transforms/Passes.h"
@@ -23,6 +24,15 @@ void dlc::buildGraphPipeline(OpPassManager &pm,
     });
   else
     pm.addPass(createRenameMainToForwardPass());
+  // Pipeline stages (--pipeline-stages): the staged step cut into each
+  // stage's forward, backward and update; compiler/Partition/Stages.
+  const bool pipelined = options.train && options.pipelineMicroBatches > 0;
+  if (pipelined) {
+    SplitPipelineStagesPassOptions sp;
+    sp.microBatches = options.pipelineMicroBatches;
+    sp.schedule = options.pipelineSchedule;
+    pm.addPass(createSplitPipelineStagesPass(sp));
+  }
 
   // The graph pass families, in this order (DESIGN.md):
   //  1. mixed precision (--precision, --loss-scale): the cast policy on every
@@ -39,7 +49,7 @@ void dlc::buildGraphPipeline(OpPassManager &pm,
     // Each update right after its gradient is final (the gradients leave the
     // arena early); with loss scaling every update waits for the overflow
     // check instead.
-    if (scale == "none")
+    if (scale == "none" && !pipelined)
       pm.addPass(createScheduleUpdatesPass());
     if (scale != "none") {
       LossScalingPassOptions ls;

@@ -60,6 +60,19 @@ struct PipelineOptions : TrainingOptions {
       llvm::cl::desc("With data-parallel: the most bytes of one gradient "
                      "bucket (default 25 MiB)"),
       llvm::cl::init(int64_t(25) << 20)};
+  /// Pipeline execution (dlgraph-split-pipeline-stages; docs/pipeline.md):
+  /// with a @main split by dlgraph-partition-pipeline, the training step is
+  /// cut into per-stage functions for this many micro-batches; 0: no cut.
+  Option<int64_t> pipelineMicroBatches{
+      *this, "pipeline-micro-batches",
+      llvm::cl::desc("Cut the staged training step into per-stage "
+                     "functions for M micro-batches (0: do not)"),
+      llvm::cl::init(0)};
+  Option<std::string> pipelineSchedule{
+      *this, "pipeline-schedule",
+      llvm::cl::desc("The pipeline schedule the package records: gpipe or "
+                     "1f1b"),
+      llvm::cl::init("1f1b")};
   /// Rematerialization of @train_step (dlgraph-remat; docs/remat.md).
   Option<std::string> remat{
       *this, "remat",

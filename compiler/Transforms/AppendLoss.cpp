@@ -111,6 +111,7 @@ LogicalResult AppendLossPass::run() {
                                     nameAttr(b, "labels"), train.getLoc())))
       return train.emitError() << "cannot add the labels argument";
     Value labels = body.getArguments().back();
+    StageTagger tag(b, stageOf(ret.getOperand(0)), /*backward=*/false);
     lossValue = SoftmaxCrossEntropyOp::create(b, ret.getLoc(), f32Scalar,
                                               ret.getOperand(0), labels);
   }

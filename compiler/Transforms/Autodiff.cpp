@@ -10,6 +10,7 @@
 #include "compiler/Transforms/Autodiff.h"
 
 #include "compiler/Transforms/Gradients/GradientUtils.h"
+#include "compiler/Transforms/TrainingStepUtils.h"
 #include "dialects/Graph/DifferentiableOpInterface.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -54,6 +55,8 @@ dlc::computeGradients(OpBuilder &b, ArrayRef<Operation *> ops,
       grads[v] = g;
       return success();
     }
+    // The sum belongs to the stage that defines |v| (pipeline stages).
+    training::StageTagger tag(b, training::stageOf(v), /*backward=*/true);
     it->second = AddOp::create(b, at->getLoc(), v.getType(), it->second, g);
     return success();
   };
@@ -64,6 +67,9 @@ dlc::computeGradients(OpBuilder &b, ArrayRef<Operation *> ops,
     if (!llvm::any_of(op->getOperands(),
                       [&](Value v) { return active.contains(v); }))
       continue;
+    // What the rule builds runs in |op|'s pipeline stage, in the backward.
+    training::StageTagger tag(b, op->getAttr(training::kStageAttr),
+                              /*backward=*/true);
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
     if (!rule)
       return op->emitError()

@@ -49,6 +49,7 @@ LogicalResult decomposeBatchNorm(OpBuilder &b, BatchNormOp bn) {
   auto ct = RankedTensorType::get({channels}, xt.getElementType());
 
   b.setInsertionPoint(bn);
+  StageTagger tag(b, bn->getAttr(kStageAttr), /*backward=*/false);
   Value x = bn.getInput();
   Value mean = ReduceMeanOp::create(b, loc, kt, x, axes, /*keepdims=*/true);
   Value xc = SubOp::create(b, loc, xt, x, mean);

@@ -60,7 +60,11 @@ LogicalResult DifferentiatePass::run() {
   llvm::DenseSet<Value> active = computeActiveValues(ops, sources);
   OpBuilder b(ret);
   Location loc = train.getLoc();
-  Value seed = splat(b, loc, f32Scalar, 1.0);
+  Value seed;
+  {
+    StageTagger tag(b, stageOf(lossValue), /*backward=*/true);
+    seed = splat(b, loc, f32Scalar, 1.0);
+  }
   auto grads = computeGradients(b, ops, active, lossValue, seed);
   if (failed(grads))
     return failure();
@@ -73,6 +77,7 @@ LogicalResult DifferentiatePass::run() {
       continue;
     StringRef name = src.getDefiningOp<ReadVariableOp>().getVariable();
     Value &acc = paramGrads[name];
+    StageTagger tag(b, stageOf(g), /*backward=*/true);
     acc = acc ? AddOp::create(b, loc, g.getType(), acc, g).getResult() : g;
   }
   SmallVector<Value> results = {lossValue};

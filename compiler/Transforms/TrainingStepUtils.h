@@ -23,6 +23,49 @@ constexpr llvm::StringLiteral kLossName = "loss";
 /// The suffix of the gradient results: "<parameter>.grad".
 constexpr llvm::StringLiteral kGradSuffix = ".grad";
 
+/// The pipeline stage of an op (`i64`), set by dlgraph-partition-pipeline on
+/// @main and carried by the training passes to the ops they create from it
+/// (docs/pipeline.md).
+constexpr llvm::StringLiteral kStageAttr = "dlgraph.stage";
+/// Unit attribute on the ops of a staged @train_step that the backward pass
+/// created (with the stage of the forward op they differentiate).
+constexpr llvm::StringLiteral kBackwardAttr = "dlgraph.backward";
+
+/// While alive, tags every op |b| inserts with |stage| (when not null) and,
+/// when |backward|, kBackwardAttr; restores |b|'s listener at the end. Ops
+/// of a module without pipeline stages are left untouched.
+class StageTagger : public mlir::OpBuilder::Listener {
+public:
+  StageTagger(mlir::OpBuilder &b, mlir::Attribute stage, bool backward)
+      : b(b), previous(b.getListener()), stage(stage), backward(backward) {
+    if (stage)
+      b.setListener(this);
+  }
+  ~StageTagger() override {
+    if (stage)
+      b.setListener(previous);
+  }
+  void notifyOperationInserted(mlir::Operation *op,
+                               mlir::OpBuilder::InsertPoint) override {
+    op->setAttr(kStageAttr, stage);
+    if (backward)
+      op->setAttr(kBackwardAttr, mlir::UnitAttr::get(op->getContext()));
+  }
+
+private:
+  mlir::OpBuilder &b;
+  mlir::OpBuilder::Listener *previous;
+  mlir::Attribute stage;
+  bool backward;
+};
+
+/// The stage attribute of |v|'s defining op, or null (block arguments,
+/// unstaged modules).
+inline mlir::Attribute stageOf(mlir::Value v) {
+  mlir::Operation *def = v.getDefiningOp();
+  return def ? def->getAttr(kStageAttr) : mlir::Attribute();
+}
+
 /// A `dlgraph.constant` of |type| (floating-point elements) with every
 /// element |v|.
 inline mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc,

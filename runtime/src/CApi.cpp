@@ -270,6 +270,18 @@ int64_t dlrt_model_batch_size(dlrt_model_t model) {
   return model ? model->impl->package().batchSize : 0;
 }
 
+int32_t dlrt_model_pipeline_stages(dlrt_model_t model) {
+  if (!model || !model->impl->package().hasPipeline)
+    return 0;
+  return static_cast<int32_t>(model->impl->package().pipeline.stages.size());
+}
+
+int32_t dlrt_model_pipeline_micro_batches(dlrt_model_t model) {
+  if (!model || !model->impl->package().hasPipeline)
+    return 0;
+  return model->impl->package().pipeline.microBatches;
+}
+
 dlrt_status_t dlrt_session_create(dlrt_model_t model,
                                   dlrt_session_t *out_session) {
   if (!out_session)
@@ -466,6 +478,14 @@ dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled) {
       trace.clear();
     trace.setEnabled(enabled != 0);
     return nullptr;
+  });
+}
+
+dlrt_status_t dlrt_session_sync_pipeline_state(dlrt_session_t session) {
+  if (!session)
+    return nullArgument("session");
+  return guarded([&]() -> dlrt_status_t {
+    return wrap(session->impl->syncPipelineState());
   });
 }
 

@@ -78,6 +78,17 @@ public:
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
   virtual Status fillZero(void *dst, size_t bytes) = 0;
+  /// Copies |bytes| between two device buffers (ordered after the work
+  /// already issued). The default stages them through host memory; devices
+  /// with a direct copy override it.
+  virtual Status copyOnDevice(void *dst, const void *src, size_t bytes) {
+    if (bytes == 0)
+      return Status::OK();
+    std::vector<uint8_t> host(bytes);
+    if (Status st = copyToHost(host.data(), src, bytes); !st.ok())
+      return st;
+    return copyToDevice(dst, host.data(), bytes);
+  }
 
   /// The memory this device has allocated (MemoryUsage). Errors:
   /// DLRT_UNAVAILABLE (the device does not measure its memory),

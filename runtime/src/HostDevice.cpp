@@ -205,6 +205,11 @@ public:
       std::memset(dst, 0, bytes);
     return Status::OK();
   }
+  Status copyOnDevice(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
+    return Status::OK();
+  }
 
   Status loadKernels(const std::vector<uint8_t> &hostLibrary,
                      const std::vector<KernelSpec> &kernels,

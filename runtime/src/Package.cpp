@@ -901,6 +901,102 @@ bool convertFunctions(const fb::Package *p, Package *out, Checker &c) {
 
 } // namespace
 
+/// Reads and checks the Pipeline table (PipelineInfo's invariants).
+bool convertPipeline(const fb::Pipeline *pl, Package *out, Checker &c) {
+  PipelineInfo &info = out->pipeline;
+  info.schedule = str(pl->schedule());
+  info.microBatches = pl->micro_batches();
+  info.lossStage = pl->loss_stage();
+  info.stepFunction = str(pl->step_function());
+  if (info.schedule != "gpipe" && info.schedule != "1f1b")
+    return c.fail("the pipeline has unknown schedule '" + info.schedule +
+                  "' (supported: gpipe, 1f1b)");
+  if (info.microBatches < 1)
+    return c.fail("the pipeline has " + std::to_string(info.microBatches) +
+                  " micro-batches");
+  const FunctionInfo *step = out->function(info.stepFunction);
+  if (!step || !step->steps.empty())
+    return c.fail("the pipeline's step function '" + info.stepFunction +
+                  "' is missing or has steps");
+  if (pl->stages())
+    for (const fb::PipelineStage *st : *pl->stages()) {
+      PipelineInfo::Stage stage;
+      stage.forward = str(st->forward());
+      stage.backward = str(st->backward());
+      stage.update = str(st->update());
+      for (const std::string &fn : {stage.forward, stage.backward, stage.update})
+        if (!out->function(fn))
+          return c.fail("pipeline stage " + std::to_string(info.stages.size()) +
+                        " names a missing function '" + fn + "'");
+      if (st->gradient_accumulators())
+        for (const flatbuffers::String *a : *st->gradient_accumulators())
+          stage.gradientAccumulators.push_back(str(a));
+      info.stages.push_back(std::move(stage));
+    }
+  const int32_t stages = static_cast<int32_t>(info.stages.size());
+  if (stages < 1 || info.lossStage < 0 || info.lossStage >= stages)
+    return c.fail("the pipeline has " + std::to_string(stages) +
+                  " stages and loss stage " + std::to_string(info.lossStage));
+  auto has = [](const std::vector<NamedBufferInfo> &list,
+                const std::string &name) {
+    return std::any_of(list.begin(), list.end(),
+                       [&](const NamedBufferInfo &nb) { return nb.name == name; });
+  };
+  if (pl->transfers())
+    for (const fb::PipelineTransfer *t : *pl->transfers()) {
+      PipelineInfo::Transfer tr{str(t->name()), t->from_stage(), t->to_stage(),
+                                t->backward()};
+      std::string where = "pipeline transfer '" + tr.name + "'";
+      if (tr.fromStage < 0 || tr.fromStage >= stages || tr.toStage < 0 ||
+          tr.toStage >= stages || tr.fromStage == tr.toStage ||
+          (tr.backward ? tr.fromStage < tr.toStage
+                       : tr.fromStage > tr.toStage))
+        return c.fail(where + " goes from stage " +
+                      std::to_string(tr.fromStage) + " to stage " +
+                      std::to_string(tr.toStage));
+      const PipelineInfo::Stage &from = info.stages[tr.fromStage];
+      const PipelineInfo::Stage &to = info.stages[tr.toStage];
+      const FunctionInfo *sender =
+          out->function(tr.backward ? from.backward : from.forward);
+      if (!has(sender->outputs, tr.name))
+        return c.fail(where + " is not an output of '" + sender->name + "'");
+      const FunctionInfo *fwd = out->function(to.forward);
+      const FunctionInfo *bwd = out->function(to.backward);
+      if (!(tr.backward ? has(bwd->inputs, tr.name)
+                        : has(fwd->inputs, tr.name) ||
+                              has(bwd->inputs, tr.name)))
+        return c.fail(where + " is not an input of stage " +
+                      std::to_string(tr.toStage));
+      info.transfers.push_back(std::move(tr));
+    }
+  if (pl->inputs())
+    for (const flatbuffers::String *name : *pl->inputs()) {
+      info.inputs.push_back(str(name));
+      if (!has(step->inputs, info.inputs.back()))
+        return c.fail("pipeline input '" + info.inputs.back() +
+                      "' is not an input of '" + info.stepFunction + "'");
+    }
+  // Every input of a stage function comes from somewhere.
+  for (int32_t s = 0; s < stages; ++s) {
+    const PipelineInfo::Stage &stage = info.stages[s];
+    for (const std::string &fnName : {stage.forward, stage.backward}) {
+      const FunctionInfo *fn = out->function(fnName);
+      for (const NamedBufferInfo &in : fn->inputs) {
+        bool found = has(step->inputs, in.name) ||
+                     (fnName == stage.backward &&
+                      has(out->function(stage.forward)->outputs, in.name));
+        for (const PipelineInfo::Transfer &t : info.transfers)
+          found |= t.toStage == s && t.name == in.name;
+        if (!found)
+          return c.fail("input '" + in.name + "' of '" + fnName +
+                        "' comes from no step input, transfer or forward");
+      }
+    }
+  }
+  out->hasPipeline = true;
+  return true;
+}
+
 Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
                     Package *out) {
   *out = Package();
@@ -999,6 +1095,9 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
   } else {
     out->memory = computeMemoryPlan(*out);
   }
+  if (const fb::Pipeline *pl = p->pipeline())
+    if (!convertPipeline(pl, out, c))
+      return c.status;
   if (p->host_library())
     out->hostLibrary.assign(p->host_library()->begin(),
                             p->host_library()->end());

@@ -98,6 +98,30 @@ struct MemoryPlan {
   }
 };
 
+/// A pipeline package's schedule data (package.fbs Pipeline; docs/pipeline.md,
+/// "Running a pipeline"), checked by the loader: every function named exists,
+/// every transfer names an output of the sender's forward (or backward) and
+/// an input of the receiver's, every input of a stage function is a step
+/// input, a transfer, or an output of the stage's own forward.
+struct PipelineInfo {
+  struct Stage {
+    std::string forward, backward, update;
+    std::vector<std::string> gradientAccumulators;
+  };
+  struct Transfer {
+    std::string name;
+    int32_t fromStage = 0, toStage = 0;
+    bool backward = false;
+  };
+  std::string schedule; ///< "gpipe" | "1f1b"
+  int32_t microBatches = 1;
+  int32_t lossStage = 0;
+  std::string stepFunction; ///< "train_step"
+  std::vector<Stage> stages;
+  std::vector<Transfer> transfers;
+  std::vector<std::string> inputs;
+};
+
 struct TensorData {
   std::string dtype;
   std::vector<int64_t> shape;
@@ -119,6 +143,9 @@ struct Package {
   std::map<std::string, TensorData> weights;
   /// From the package's MemoryPlan table, or computeMemoryPlan when absent.
   MemoryPlan memory;
+  /// Pipeline packages only (hasPipeline).
+  bool hasPipeline = false;
+  PipelineInfo pipeline;
 
   /// The function named |name|, or null.
   const FunctionInfo *function(const std::string &name) const;

@@ -1,5 +1,6 @@
 //===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
 #include "Session.h"
+#include "PipelineState.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -350,6 +351,9 @@ Status Session::broadcastState() {
 }
 
 Session::~Session() {
+  if (pipeline_)
+    for (DeviceBuffer &b : pipeline_->allocations)
+      device_.release(b);
   for (DeviceBuffer &b : allocations_)
     device_.release(b);
   if (arena_.data)
@@ -531,6 +535,18 @@ Status Session::run(const std::string &function) {
   if (Status st = materializeOutputs(); !st.ok())
     return st;
   outputs_.erase(function);
+  Status st = pkg.hasPipeline && function == pkg.pipeline.stepFunction
+                  ? runPipelineStep()
+                  : execute(*fn);
+  if (!st.ok())
+    return st;
+  deviceOutputs_ = function;
+  return Status::OK();
+}
+
+Status Session::execute(const FunctionInfo &info) {
+  const FunctionInfo *fn = &info;
+  const std::string &function = info.name;
   // The device uses this session's workspace until the run ends.
   std::lock_guard<std::mutex> lock(model_->context().runMutex());
   device_.setWorkspace(workspace_.data, workspace_.bytes);
@@ -662,7 +678,6 @@ Status Session::run(const std::string &function) {
     return Status::error(st.code, "function '" + function + "': " + st.message);
   if (trace_.enabled())
     trace_.add({function, "step", runBegin, Trace::now(), Trace::Compute, -1});
-  deviceOutputs_ = function;
   return Status::OK();
 }
 

@@ -165,8 +165,26 @@ public:
   Status graphStatus(const std::string &function, bool *replayed,
                      const std::string **reason) const;
 
+  /// A pipeline package (Package::hasPipeline): makes every rank's copy of
+  /// every stage's checkpointed buffers the values of that stage's first
+  /// rank (one broadcast per stage), so that any rank can evaluate or save
+  /// the whole model. Every rank must call it. A no-op for other packages
+  /// and on one rank. Errors: those of Context::broadcast.
+  Status syncPipelineState();
+
 private:
   explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
+  /// Runs every step of |fn| and waits for the device (run without the
+  /// output bookkeeping).
+  Status execute(const FunctionInfo &fn);
+  /// One training step of a pipeline package (Pipeline.cpp): this rank's
+  /// stage's forwards and backwards over the micro-batches in the
+  /// schedule's order, exchanging activations and gradients with the
+  /// neighbouring stages, then the update; the loss output gets the mean
+  /// loss of the global batch.
+  Status runPipelineStep();
+  struct PipelineState;
+  std::shared_ptr<PipelineState> pipeline_; // shared_ptr: an incomplete type here
   /// On a context of several ranks, makes every checkpointed buffer
   /// (parameters, optimizer state, running statistics, step counters) rank
   /// 0's: one broadcast of them all (DistributedDataParallel broadcasts its

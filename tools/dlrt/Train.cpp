@@ -393,6 +393,21 @@ int runTrain(const TrainOptions &o) {
          std::to_string(batch) + " (recompile with dlc --batch-size " +
          std::to_string(o.batchSize) + ")");
 
+  // A pipeline package (docs/pipeline.md) on S x D ranks: the D replicas of
+  // every stage share the data as D data-parallel ranks would; the S stages
+  // of a replica read the same samples.
+  const int32_t stages = dlrt_model_pipeline_stages(model.get());
+  int32_t dataRank = rank, dataWorld = worldSize;
+  if (stages > 0 && worldSize > 1) {
+    if (worldSize % stages != 0)
+      fail("'" + o.package + "' is a pipeline of " + std::to_string(stages) +
+           " stages: it runs on one process or on a multiple of " +
+           std::to_string(stages) + " ranks (stages x replicas), not " +
+           std::to_string(worldSize));
+    dataWorld = worldSize / stages;
+    dataRank = rank % dataWorld;
+  }
+
   TrainData d;
   if (!o.dataFile.empty())
     bindNpz(o, model.get(), batch, d);
@@ -401,12 +416,12 @@ int runTrain(const TrainOptions &o) {
   // Sharding as torch.utils.data.DistributedSampler (without padding): every
   // rank computes the same order; global batch k is positions
   // [k*B*W, (k+1)*B*W) of it, of which rank r takes k*B*W + r, + r + W, ...
-  const int64_t globalBatch = batch * worldSize;
+  const int64_t globalBatch = batch * dataWorld;
   if (d.samples < globalBatch)
     fail(d.what + " has " + std::to_string(d.samples) +
          " samples, fewer than one " +
-         (worldSize > 1 ? "global batch of " + std::to_string(batch) + " x " +
-                              std::to_string(worldSize) + " ranks"
+         (dataWorld > 1 ? "global batch of " + std::to_string(batch) + " x " +
+                              std::to_string(dataWorld) + " ranks"
                         : "batch of " + std::to_string(batch)));
   const int64_t stepsPerEpoch = d.samples / globalBatch;
 
@@ -574,7 +589,7 @@ int runTrain(const TrainOptions &o) {
     Clock::time_point epochStart = Clock::now(), windowStart = epochStart;
     while (at.epoch == epoch && !done(at)) {
       for (int64_t j = 0; j < batch; ++j)
-        shard[j] = order[at.sample + rank + j * worldSize];
+        shard[j] = order[at.sample + dataRank + j * dataWorld];
       feedBatch(session.get(), "train_step", d.bindings, shard.data(), batch);
       check(dlrt_session_run(session.get(), "train_step"));
       // The second step is the first that may replay a CUDA graph.
@@ -601,7 +616,8 @@ int runTrain(const TrainOptions &o) {
         loss /= static_cast<double>(lossValues.size());
       // The mean over the ranks: the loss of the global batch when the
       // loss is a mean over samples (every shard has B of them).
-      if (worldSize > 1)
+      // (A pipeline's step gives every rank that mean already.)
+      if (worldSize > 1 && stages == 0)
         check(dlrt_context_average(context.get(), &loss, 1));
       ++at.step;
       at.sample += globalBatch;
@@ -691,6 +707,11 @@ int runTrain(const TrainOptions &o) {
           epochLoss / static_cast<double>(epochSteps), rate, secs);
     }
     std::fflush(stdout);
+    // Each pipeline rank updates only its stage's state: every rank gets
+    // the whole model before evaluating or saving it.
+    if (stages > 0 && epochSteps > 0 &&
+        (evaluate || (!o.save.empty())))
+      check(dlrt_session_sync_pipeline_state(session.get()));
     if (evaluate && epochSteps > 0)
       testAccuracy(context.get(), session.get(), model.get(), batch, d, rank,
                    worldSize);

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* Version of this API (major * 10000 + minor * 100 + patch). */
-#define DLRT_API_VERSION 500
+#define DLRT_API_VERSION 600
 
 /* ---------------------------------------------------------------- status */
 
@@ -190,6 +190,14 @@ dlrt_status_t dlrt_model_output_info(dlrt_model_t model, const char *function,
 const char *dlrt_model_loss_output(dlrt_model_t model);
 const char *dlrt_model_optimizer(dlrt_model_t model);
 int64_t dlrt_model_batch_size(dlrt_model_t model);
+/* Pipeline packages (dlc --pipeline-stages S; since API 0.6, DLRT_API_VERSION
+ * 600): the number of stages S, and the micro-batches of one step; 0 for
+ * other packages. A pipeline package runs on one process (every stage in
+ * turn) or on S x D ranks: rank r runs stage r / D of data-parallel replica
+ * r % D, and train_step's inputs on every rank are replica r % D's batch of
+ * dlrt_model_batch_size samples (M micro-batches). */
+int32_t dlrt_model_pipeline_stages(dlrt_model_t model);
+int32_t dlrt_model_pipeline_micro_batches(dlrt_model_t model);
 
 /* -------------------------------------------------------------- session */
 
@@ -323,6 +331,13 @@ dlrt_status_t dlrt_session_set_trace(dlrt_session_t session, int32_t enabled);
  * never an error. |enabled| = 0 turns graphs off for |session| (the
  * default is on); turning them off drops the graphs already captured.
  * Since API 0.5. Errors: DLRT_INVALID_ARGUMENT (NULL session). */
+/* Pipeline packages on several ranks: every rank's copy of every stage's
+ * state (parameters, optimizer state, running statistics) becomes the
+ * values of that stage's first rank, so that any rank can evaluate
+ * `forward` or save a checkpoint of the whole model. Every rank must call
+ * it. Does nothing for other packages or on one rank. Since API 0.6. */
+dlrt_status_t dlrt_session_sync_pipeline_state(dlrt_session_t session);
+
 dlrt_status_t dlrt_session_set_graphs(dlrt_session_t session, int32_t enabled);
 
 /* How |session| ran |function| last: 1 as a replayed graph, 0 step by step.

@@ -1,0 +1,468 @@
+//===- Pipeline.cpp - the training step of a pipeline package -------------===//
+//
+// A pipeline package (package.fbs Pipeline; docs/pipeline.md, "Running a
+// pipeline") splits the step into S stages. On S x D ranks, rank r runs
+// stage r / D of replica r % D; with one process, the process runs every
+// stage itself. Each stage runs its forward and backward once per
+// micro-batch, in the order its schedule (GPipe or 1F1B) gives: a forward
+// receives its inputs from earlier stages and sends its outputs on; a
+// backward receives the gradients of later stages and sends its own back.
+// The forward values a micro-batch needs in its backward stay in a stash
+// slot from the forward to the backward. After the last backward the
+// gradient accumulators are averaged over the stage's replicas and the
+// update runs.
+//
+//===----------------------------------------------------------------------===//
+#include "PipelineState.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dlrt::exec {
+
+namespace {
+
+using dlc::exec::PipelineAction;
+
+const NamedBufferInfo *findIn(const std::vector<NamedBufferInfo> &list,
+                              const std::string &name) {
+  for (const NamedBufferInfo &nb : list)
+    if (nb.name == name)
+      return &nb;
+  return nullptr;
+}
+
+/// The element type and count a point-to-point message of |bytes| bytes is
+/// sent as (the type only sizes the message).
+Status messageType(int64_t bytes, comm::DataType *type, size_t *count) {
+  if (bytes % 4 == 0) {
+    *type = comm::DataType::F32;
+    *count = static_cast<size_t>(bytes / 4);
+  } else if (bytes % 2 == 0) {
+    *type = comm::DataType::F16;
+    *count = static_cast<size_t>(bytes / 2);
+  } else {
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "a pipeline transfer of " + std::to_string(bytes) +
+                             " bytes (an odd size) is not supported");
+  }
+  return Status::OK();
+}
+
+} // namespace
+
+Status Session::runPipelineStep() {
+  const Package &pkg = model_->package();
+  const PipelineInfo &info = pkg.pipeline;
+  Context &context = model_->context();
+  comm::Communicator *world = context.communicator();
+  const int32_t S = static_cast<int32_t>(info.stages.size());
+  const int64_t M = info.microBatches;
+
+  // First step: the rank's place, its schedule, its replica group.
+  if (!pipeline_) {
+    auto state = std::make_shared<PipelineState>();
+    state->stages = S;
+    const int32_t W = context.worldSize();
+    auto kind = dlc::exec::parsePipelineSchedule(info.schedule, nullptr);
+    std::string error;
+    if (W == 1) {
+      state->local = true;
+      state->slots = M;
+      if (!dlc::exec::buildPipelineSchedule(
+              dlc::exec::PipelineScheduleKind::GPipe, S, M, state->actions,
+              &error))
+        return Status::error(DLRT_INTERNAL, error);
+    } else {
+      if (W % S != 0)
+        return Status::error(
+            DLRT_INVALID_ARGUMENT,
+            "a pipeline of " + std::to_string(S) +
+                " stages runs on a multiple of " + std::to_string(S) +
+                " ranks (stages x data-parallel replicas), got " +
+                std::to_string(W) + " ranks");
+      state->replicas = W / S;
+      state->stage = context.rank() / state->replicas;
+      state->replica = context.rank() % state->replicas;
+      state->actions.resize(1);
+      if (!kind || !dlc::exec::buildStageSchedule(*kind, S, state->stage, M,
+                                                  state->actions[0], &error))
+        return Status::error(DLRT_INTERNAL, error);
+      // In flight on stage s: M for GPipe, min(S - s, M) for 1F1B.
+      state->slots = *kind == dlc::exec::PipelineScheduleKind::GPipe
+                         ? M
+                         : std::min<int64_t>(S - state->stage, M);
+      // Every rank makes every stage's replica group, in stage order.
+      if (state->replicas > 1)
+        for (int32_t s = 0; s < S; ++s) {
+          std::vector<int> ranks;
+          for (int32_t d = 0; d < state->replicas; ++d)
+            ranks.push_back(s * state->replicas + d);
+          std::unique_ptr<comm::Communicator> group;
+          if (Status st = comm::createSubCommunicator(*world, ranks, &group);
+              !st.ok())
+            return st;
+          if (s == state->stage)
+            state->replicaGroup = std::move(group);
+        }
+    }
+    state->stash.resize(static_cast<size_t>(state->slots));
+    pipeline_ = std::move(state);
+  }
+  PipelineState &p = *pipeline_;
+  const FunctionInfo *step = pkg.function(info.stepFunction);
+
+  // Device memory of the pipeline, kept across steps.
+  auto bufferOf = [&](std::map<std::string, DeviceBuffer> &map,
+                      const std::string &name, int64_t bytes,
+                      DeviceBuffer **out) -> Status {
+    DeviceBuffer &b = map[name];
+    if (!b.data) {
+      if (Status st = device_.allocate(static_cast<size_t>(bytes), &b);
+          !st.ok())
+        return st;
+      p.allocations.push_back(b);
+    }
+    *out = &b;
+    return Status::OK();
+  };
+  auto peerRank = [&](int32_t stage) { return stage * p.replicas + p.replica; };
+  auto bytesOf = [&](const NamedBufferInfo &nb) {
+    return pkg.buffers[nb.buffer].sizeBytes;
+  };
+
+  // Sends in flight, waited for before their buffer is written again and at
+  // the end of the step.
+  std::vector<std::pair<const void *, std::shared_ptr<comm::Work>>> sends;
+  struct DrainSends {
+    std::vector<std::pair<const void *, std::shared_ptr<comm::Work>>> &works;
+    ~DrainSends() {
+      for (auto &w : works)
+        (void)w.second->wait();
+    }
+  } drain{sends};
+  auto waitSendsFrom = [&](const void *data) -> Status {
+    for (auto it = sends.begin(); it != sends.end();) {
+      if (it->first != data) {
+        ++it;
+        continue;
+      }
+      Status st = it->second->wait();
+      it = sends.erase(it);
+      if (!st.ok())
+        return st;
+    }
+    return Status::OK();
+  };
+  auto send = [&](const void *data, int64_t bytes, int32_t toStage) -> Status {
+    comm::DataType type;
+    size_t count;
+    if (Status st = messageType(bytes, &type, &count); !st.ok())
+      return st;
+    if (device_.kind() == DLRT_DEVICE_HOST)
+      if (Status st = device_.synchronize(); !st.ok())
+        return st;
+    sends.emplace_back(data, world->send(data, count, type, peerRank(toStage)));
+    return Status::OK();
+  };
+  auto receive = [&](void *data, int64_t bytes, int32_t fromStage,
+                     const std::string &name) -> Status {
+    comm::DataType type;
+    size_t count;
+    if (Status st = messageType(bytes, &type, &count); !st.ok())
+      return st;
+    const int64_t begin = trace_.enabled() ? Trace::now() : 0;
+    Status st = world->recv(data, count, type, peerRank(fromStage))->wait();
+    if (trace_.enabled())
+      trace_.add({"recv " + name, "pipeline_wait", begin, Trace::now(),
+                  Trace::Compute, bytes});
+    return st;
+  };
+  auto sliceOf = [&](const std::string &name, int64_t m, const void **data,
+                     int64_t *bytes) {
+    const NamedBufferInfo *nb = findIn(step->inputs, name);
+    *bytes = pkg.buffers[nb->buffer].sizeBytes / M;
+    *data = static_cast<const uint8_t *>(pointers_[nb->buffer]) + m * *bytes;
+  };
+  auto stashBytes = [&](int64_t slot) {
+    int64_t total = 0;
+    for (auto &[name, b] : p.stash[static_cast<size_t>(slot)])
+      total += static_cast<int64_t>(b.bytes);
+    return total;
+  };
+
+  double lossSum = 0;
+  int64_t inFlight = 0, stashPeak = 0, slotBytes = 0;
+  // One action of stage |s|.
+  auto runAction = [&](int32_t s, const PipelineAction &a) -> Status {
+    const PipelineInfo::Stage &stage = info.stages[static_cast<size_t>(s)];
+    const int64_t m = a.microBatch;
+    auto &slot = p.stash[static_cast<size_t>(m % p.slots)];
+    const bool forward = a.kind == PipelineAction::Kind::Forward;
+    const FunctionInfo *fn =
+        pkg.function(forward ? stage.forward : stage.backward);
+    const FunctionInfo *bwd = pkg.function(stage.backward);
+    // Inputs.
+    if (forward && !p.local)
+      // Forward values from earlier stages: into the slot (the backward
+      // may read them too).
+      for (const PipelineInfo::Transfer &t : info.transfers) {
+        if (t.backward || t.toStage != s)
+          continue;
+        const NamedBufferInfo *nb = findIn(fn->inputs, t.name);
+        if (!nb)
+          nb = findIn(bwd->inputs, t.name);
+        DeviceBuffer *b;
+        if (Status st = bufferOf(slot, t.name, bytesOf(*nb), &b); !st.ok())
+          return st;
+        if (Status st = receive(b->data, bytesOf(*nb), t.fromStage, t.name);
+            !st.ok())
+          return st;
+      }
+    for (const NamedBufferInfo &in : fn->inputs) {
+      void *dst = pointers_[in.buffer];
+      const int64_t bytes = bytesOf(in);
+      if (findIn(step->inputs, in.name)) {
+        const void *src;
+        int64_t sliceBytes;
+        sliceOf(in.name, m, &src, &sliceBytes);
+        if (Status st = device_.copyOnDevice(dst, src, bytes); !st.ok())
+          return st;
+        continue;
+      }
+      const PipelineInfo::Transfer *gradient = nullptr;
+      for (const PipelineInfo::Transfer &t : info.transfers)
+        if (t.backward && t.toStage == s && t.name == in.name)
+          gradient = &t;
+      if (gradient && !p.local) {
+        if (Status st = receive(dst, bytes, gradient->fromStage, in.name);
+            !st.ok())
+          return st;
+        continue;
+      }
+      auto it = slot.find(in.name);
+      if (it == slot.end())
+        return Status::error(DLRT_INTERNAL,
+                             "pipeline: '" + in.name + "' of '" + fn->name +
+                                 "' is not in micro-batch " +
+                                 std::to_string(m) + "'s stash");
+      if (Status st = device_.copyOnDevice(dst, it->second.data, bytes);
+          !st.ok())
+        return st;
+    }
+    // The function.
+    const int64_t begin = trace_.enabled() ? Trace::now() : 0;
+    if (Status st = execute(*fn); !st.ok())
+      return st;
+    if (trace_.enabled())
+      trace_.add({(forward ? "F" : "B") + std::to_string(m), "pipeline",
+                  begin, Trace::now(), Trace::Compute, -1});
+    // Outputs.
+    for (const NamedBufferInfo &out : fn->outputs) {
+      const void *src = pointers_[out.buffer];
+      const int64_t bytes = bytesOf(out);
+      if (out.name == pkg.lossOutput) {
+        float loss = 0;
+        if (Status st = device_.copyToHost(&loss, src, sizeof loss); !st.ok())
+          return st;
+        lossSum += loss;
+        continue;
+      }
+      // Kept in the slot: a forward value its own backward reads, and in
+      // local mode everything in transit; sent from the slot (or, for
+      // gradients, from a buffer per name) to the stages that read it.
+      bool keep = forward && (p.local || findIn(bwd->inputs, out.name));
+      if (!forward && p.local)
+        keep = true;
+      DeviceBuffer *b = nullptr;
+      if (keep) {
+        if (Status st = bufferOf(slot, out.name, bytes, &b); !st.ok())
+          return st;
+      } else {
+        if (Status st = bufferOf(forward ? slot : p.gradientOut, out.name,
+                                 bytes, &b);
+            !st.ok())
+          return st;
+      }
+      if (Status st = waitSendsFrom(b->data); !st.ok())
+        return st;
+      if (Status st = device_.copyOnDevice(b->data, src, bytes); !st.ok())
+        return st;
+      if (p.local)
+        continue;
+      for (const PipelineInfo::Transfer &t : info.transfers)
+        if (t.fromStage == s && t.name == out.name && t.backward == !forward)
+          if (Status st = send(b->data, bytes, t.toStage); !st.ok())
+            return st;
+    }
+    // The memory of micro-batches in flight.
+    if (forward) {
+      ++inFlight;
+      slotBytes = std::max(slotBytes, stashBytes(m % p.slots));
+      stashPeak = std::max(stashPeak, inFlight * slotBytes);
+    } else {
+      --inFlight;
+    }
+    return Status::OK();
+  };
+
+  if (p.local) {
+    // One process: every stage's forward of every micro-batch, then the
+    // backwards from the last stage down (GPipe order over the stages).
+    for (int64_t m = 0; m < M; ++m)
+      for (int32_t s = 0; s < S; ++s)
+        if (Status st = runAction(s, {PipelineAction::Kind::Forward, m});
+            !st.ok())
+          return st;
+    for (int64_t m = 0; m < M; ++m)
+      for (int32_t s = S - 1; s >= 0; --s)
+        if (Status st = runAction(s, {PipelineAction::Kind::Backward, m});
+            !st.ok())
+          return st;
+  } else {
+    for (const PipelineAction &a : p.actions[0])
+      if (Status st = runAction(p.stage, a); !st.ok())
+        return st;
+  }
+  p.peakStashBytes = std::max(p.peakStashBytes, stashPeak);
+  for (auto &w : sends)
+    if (Status st = w.second->wait(); !st.ok())
+      return st;
+  sends.clear();
+
+  // The update: the accumulated gradients averaged over the replicas.
+  auto update = [&](int32_t s) -> Status {
+    const PipelineInfo::Stage &stage = info.stages[static_cast<size_t>(s)];
+    if (p.replicaGroup) {
+      if (device_.kind() == DLRT_DEVICE_HOST)
+        if (Status st = device_.synchronize(); !st.ok())
+          return st;
+      std::vector<std::shared_ptr<comm::Work>> works;
+      for (const std::string &name : stage.gradientAccumulators) {
+        int64_t idx = findState(name);
+        if (idx < 0)
+          return Status::error(DLRT_INTERNAL, "pipeline: no accumulator '" +
+                                                  name + "'");
+        const BufferInfo &b = pkg.buffers[static_cast<size_t>(idx)];
+        works.push_back(p.replicaGroup->allReduce(
+            pointers_[static_cast<size_t>(idx)],
+            static_cast<size_t>(b.sizeBytes / 4), comm::DataType::F32,
+            comm::ReduceOp::Avg));
+      }
+      for (auto &w : works)
+        if (Status st = w->wait(); !st.ok())
+          return st;
+    }
+    const int64_t begin = trace_.enabled() ? Trace::now() : 0;
+    Status st = execute(*pkg.function(stage.update));
+    if (trace_.enabled())
+      trace_.add({"update", "pipeline", begin, Trace::now(), Trace::Compute,
+                  -1});
+    return st;
+  };
+  if (p.local) {
+    for (int32_t s = 0; s < S; ++s)
+      if (Status st = update(s); !st.ok())
+        return st;
+  } else if (Status st = update(p.stage); !st.ok()) {
+    return st;
+  }
+
+  // The loss of the global batch: the mean over the micro-batches, and over
+  // the last stage's replicas; every rank gets it (rank 0 logs it).
+  double loss = lossSum / static_cast<double>(M);
+  if (!p.local) {
+    const int32_t W = context.worldSize();
+    std::vector<double> mine(1, 0.0), all(static_cast<size_t>(W));
+    if (p.stage == info.lossStage)
+      mine[0] = loss;
+    DeviceBuffer in, out;
+    // All-gather of the doubles' bits, through device memory.
+    if (Status st = device_.allocate(sizeof(double), &in); !st.ok())
+      return st;
+    struct Release {
+      Device &d;
+      DeviceBuffer &a, &b;
+      ~Release() {
+        if (a.data)
+          d.release(a);
+        if (b.data)
+          d.release(b);
+      }
+    } release{device_, in, out};
+    if (Status st = device_.allocate(sizeof(double) * W, &out); !st.ok())
+      return st;
+    if (Status st = device_.copyToDevice(in.data, mine.data(), sizeof(double));
+        !st.ok())
+      return st;
+    if (device_.kind() == DLRT_DEVICE_HOST)
+      if (Status st = device_.synchronize(); !st.ok())
+        return st;
+    if (Status st = world->allGather(in.data, out.data, 1, comm::DataType::I64)
+                        ->wait();
+        !st.ok())
+      return st;
+    if (Status st = device_.copyToHost(all.data(), out.data,
+                                       sizeof(double) * W);
+        !st.ok())
+      return st;
+    double sum = 0;
+    for (int32_t d = 0; d < p.replicas; ++d)
+      sum += all[static_cast<size_t>(info.lossStage * p.replicas + d)];
+    loss = sum / p.replicas;
+  }
+  const NamedBufferInfo *lossOut = findIn(step->outputs, pkg.lossOutput);
+  float loss32 = static_cast<float>(loss);
+  return device_.copyToDevice(pointers_[lossOut->buffer], &loss32,
+                              sizeof loss32);
+}
+
+Status Session::syncPipelineState() {
+  const Package &pkg = model_->package();
+  Context &context = model_->context();
+  if (!pkg.hasPipeline || context.worldSize() == 1)
+    return Status::OK();
+  const int32_t S = static_cast<int32_t>(pkg.pipeline.stages.size());
+  const int32_t W = context.worldSize();
+  if (W % S != 0)
+    return Status::error(DLRT_INVALID_ARGUMENT,
+                         "a pipeline of " + std::to_string(S) +
+                             " stages runs on a multiple of " +
+                             std::to_string(S) + " ranks, got " +
+                             std::to_string(W));
+  const int32_t D = W / S;
+  // The state each stage's functions write is that stage's; the rest (the
+  // step counter every stage counts) is the same on every rank.
+  for (int32_t s = 0; s < S; ++s) {
+    const PipelineInfo::Stage &stage = pkg.pipeline.stages[static_cast<size_t>(s)];
+    std::vector<uint32_t> owned;
+    for (const std::string &fnName : {stage.forward, stage.backward,
+                                      stage.update}) {
+      const FunctionInfo *fn = pkg.function(fnName);
+      for (const StepInfo &step : fn->steps)
+        for (uint32_t a : step.args)
+          if (isCheckpointed(pkg.buffers[a].kind) &&
+              std::find(owned.begin(), owned.end(), a) == owned.end())
+            owned.push_back(a);
+    }
+    std::sort(owned.begin(), owned.end());
+    for (uint32_t a : owned) {
+      const BufferInfo &b = pkg.buffers[a];
+      std::vector<uint8_t> host(static_cast<size_t>(b.sizeBytes + 7) / 8 * 8);
+      if (Status st = device_.copyToHost(host.data(), pointers_[a],
+                                         static_cast<size_t>(b.sizeBytes));
+          !st.ok())
+        return st;
+      if (Status st = context.broadcast(host.data(), host.size(), s * D);
+          !st.ok())
+        return st;
+      if (Status st = device_.copyToDevice(pointers_[a], host.data(),
+                                           static_cast<size_t>(b.sizeBytes));
+          !st.ok())
+        return st;
+    }
+  }
+  return Status::OK();
+}
+
+} // namespace dlrt::exec

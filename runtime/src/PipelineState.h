@@ -1,0 +1,44 @@
+//===- PipelineState.h - what a session keeps between pipeline steps -*- C++ -*-===//
+// The rank's place in the pipeline, the schedule of its stage, and the device
+// memory of the micro-batches in flight (Pipeline.cpp runs the steps).
+#ifndef DLRT_SRC_PIPELINESTATE_H
+#define DLRT_SRC_PIPELINESTATE_H
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Session.h"
+#include "dialects/Exec/PipelineSchedule.h"
+
+namespace dlrt::exec {
+
+struct Session::PipelineState {
+  int32_t stages = 1, replicas = 1;
+  /// This rank's stage and replica; with one process (`local`) it runs
+  /// every stage itself and stage is unused.
+  int32_t stage = 0, replica = 0;
+  bool local = false;
+  /// Per stage (local) or for this rank's stage only: its actions in order.
+  std::vector<std::vector<dlc::exec::PipelineAction>> actions;
+  /// Slots of micro-batches in flight: micro-batch m uses slot m % slots.
+  int64_t slots = 1;
+  /// Per slot, by value name: the forward values a micro-batch keeps from
+  /// its forward to its backward (received or its own), and in local mode
+  /// also the values in transit between stages.
+  std::vector<std::map<std::string, DeviceBuffer>> stash;
+  /// By name: the gradient a backward sends (stable until the send ends).
+  std::map<std::string, DeviceBuffer> gradientOut;
+  /// The replicas of this rank's stage (data parallelism of the stage's
+  /// gradients), or null with one replica.
+  std::unique_ptr<comm::Communicator> replicaGroup;
+  /// Peak bytes of stash slots in use (micro-batches in flight x their
+  /// bytes), over all steps.
+  int64_t peakStashBytes = 0;
+  std::vector<DeviceBuffer> allocations;
+};
+
+} // namespace dlrt::exec
+
+#endif // DLRT_SRC_PIPELINESTATE_H
