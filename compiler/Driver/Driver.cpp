@@ -5,6 +5,7 @@
 
 #include "codegen/Codegen.h"
 #include "compiler/Driver/Diagnostics.h"
+#include "compiler/Driver/Simulate.h"
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Lowering/Pipelines.h"
@@ -17,7 +18,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/STLExtras.h"
+#include "compiler/Partition/Cost/DeviceModel.h"
 #include "compiler/Partition/Cost/Passes.h"
+#include "dialects/Exec/PipelineSchedule.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -268,16 +271,38 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
            std::to_string(options.pipelineStages);
   if (options.pipelineStages > 0 && !p.train)
     return "--pipeline-stages needs --train (it splits a training step)";
-  if (options.pipelineStages > 1 && !options.stats &&
+  if (options.pipelineStages > 1 && !options.stats && !options.simulate &&
       options.emit != EmitKind::DLGraph)
     return "pipeline execution is not implemented yet; use --stats to see "
            "the split";
   if (!options.pipelineSplit.empty() && options.pipelineStages < 2)
     return "--pipeline-split needs --pipeline-stages >= 2";
-  if (options.deviceModel != "h100" &&
+  if (!llvm::is_contained(builtinDeviceModels(), options.deviceModel) &&
       !llvm::StringRef(options.deviceModel).ends_with(".json"))
     return "unknown --device-model '" + options.deviceModel +
-           "'; supported: h100, FILE.json";
+           "'; supported: " + llvm::join(builtinDeviceModels(), ", ") +
+           ", FILE.json";
+  if (options.microbatches < 1)
+    return "--microbatches must be >= 1, got " +
+           std::to_string(options.microbatches);
+  if (std::string error;
+      !exec::parsePipelineSchedule(options.schedule, &error))
+    return "--schedule: " + error;
+  if (options.replicas < 1)
+    return "--replicas must be >= 1, got " + std::to_string(options.replicas);
+  if (options.pipelineStages < 1) {
+    const char *flag = options.simulate                 ? "--simulate"
+                       : options.replicas != 1          ? "--replicas"
+                       : !options.simulateTrace.empty() ? "--simulate-trace"
+                       : !options.stageTimes.empty()    ? "--stage-times"
+                                                        : nullptr;
+    if (flag)
+      return std::string(flag) + " needs --train --pipeline-stages S";
+  }
+  if (!options.simulate && !options.simulateTrace.empty())
+    return "--simulate-trace needs --simulate";
+  if (!options.simulate && !options.stageTimes.empty())
+    return "--stage-times needs --simulate";
   if (p.dataParallel && !p.train)
     return "--data-parallel needs --train (it averages the gradients over "
            "the ranks)";
@@ -355,6 +380,8 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
       return failure();
     pipelineStats = describePipelineStages(*module);
   }
+  if (options.simulate)
+    return simulatePipelineStep(*module, options, pipelineStats);
 
   if (pipeline.train)
     progress.stage("building the training step (" + pipeline.optimizer + ")");

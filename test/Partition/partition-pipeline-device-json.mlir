@@ -11,7 +11,8 @@
 
 // Two equal 1024x1024 GEMMs on 1024 rows on a 1 TFLOP/s device:
 // 2*1024^3 / 1e12 = 2.147 ms forward (bytes: 12 MiB / 1e11 = 0.126 ms),
-// 2x backward: 6.442 ms per stage; stage 0 adds 4 MiB / 1e10 B/s + 10 us = 0.429 ms.
+// 2x backward: 6.442 ms per stage; stage 0 adds 4 MiB / 1e10 B/s + 10 us = 0.429 ms
+// (its transfer), the last stage none.
 
 module {
   dlgraph.variable @fc0.weight : tensor<1024x1024xf32> = dense<0.1> : tensor<1024x1024xf32>
@@ -25,8 +26,10 @@ module {
   }
 }
 
-// CHECK: cost = 0.0068718{{[0-9]*}} : f64, first = "/fc0/Gemm"
-// CHECK-SAME: cost = 0.0064424{{[0-9]*}} : f64, first = "/fc1/Gemm"
+// CHECK: backward = 0.0042949{{[0-9]*}} : f64, cost = 0.0068718{{[0-9]*}} : f64, first = "/fc0/Gemm", forward = 0.0021474{{[0-9]*}} : f64
+// CHECK-SAME: transfer = 4.29430{{[0-9]*}}E-4 : f64
+// CHECK-SAME: backward = 0.0042949{{[0-9]*}} : f64, cost = 0.0064424{{[0-9]*}} : f64, first = "/fc1/Gemm", forward = 0.0021474{{[0-9]*}} : f64
+// CHECK-SAME: transfer = 0.000000e+00 : f64
 // MISSING: missing key 'all_reduce_busbw' (required: peak_fp32_flops, peak_half_flops, memory_bandwidth, link_bandwidth, link_latency, all_reduce_busbw)
 // ZERO: 'peak_fp32_flops' must be a number > 0
 // EXTRA: unknown key 'hbm' (supported: peak_fp32_flops,

@@ -21,4 +21,4 @@ module {
   }
 }
 
-// CHECK: dlgraph.pipeline.stages = [{{{.*}}first = "/fc0/Gemm", last = "/fc0/Gemm", ops = 1 : i64{{.*}}}, {{{.*}}first = "/fc1/Gemm", last = "/fc3/Gemm", ops = 3 : i64{{.*}}}]
+// CHECK: dlgraph.pipeline.stages = [{{{.*}}first = "/fc0/Gemm", forward = {{.*}}, last = "/fc0/Gemm", ops = 1 : i64{{.*}}}, {{{.*}}first = "/fc1/Gemm", forward = {{.*}}, last = "/fc3/Gemm", ops = 3 : i64{{.*}}}]

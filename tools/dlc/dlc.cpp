@@ -144,8 +144,9 @@ static cl::opt<int64_t> pipelineStages(
 static cl::opt<std::string> deviceModel(
     "device-model",
     cl::desc("With --pipeline-stages: the device the cost model assumes: h100 "
-             "or FILE.json (default h100)"),
-    cl::value_desc("h100|FILE.json"), cl::init("h100"), cl::cat(dlcCategory));
+             "(H100 SXM5 datasheet), host (this machine, one core per stage, "
+             "measured) or FILE.json (default h100)"),
+    cl::value_desc("h100|host|FILE.json"), cl::init("h100"), cl::cat(dlcCategory));
 static cl::opt<std::string> pipelineSplit(
     "pipeline-split",
     cl::desc("With --pipeline-stages: the ONNX node names ending each stage "

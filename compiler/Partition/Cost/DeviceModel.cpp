@@ -11,7 +11,7 @@ using namespace llvm;
 namespace dlc {
 
 ArrayRef<StringLiteral> builtinDeviceModels() {
-  static constexpr StringLiteral names[] = {"h100"};
+  static constexpr StringLiteral names[] = {"h100", "host"};
   return names;
 }
 
@@ -25,6 +25,22 @@ DeviceModel h100DeviceModel() {
   m.linkBandwidth = 450e9;   // NVLink 4: 900 GB/s total, 450 GB/s each way
   m.linkLatency = 5e-6;      // assumed per-transfer launch + link latency
   m.allReduceBusBandwidth = 450e9;
+  return m;
+}
+
+DeviceModel hostDeviceModel() {
+  // Measured on this project's 2-core x86 machine, one core per stage
+  // (OMP_NUM_THREADS=1, as a host pipeline runs one thread per rank), by
+  // test/benchmarks/host_device_model.py on 2026-11-27; how each figure is
+  // measured: docs/pipeline.md, "Device models".
+  DeviceModel m;
+  m.name = "host";
+  m.peakFp32Flops = 153e9;   // f32 1024^3 GEMM, dlrt run --repeat, fastest
+  m.peakHalfFlops = 98.2e9;  // the same GEMM in bf16
+  m.memoryBandwidth = 15.9e9; // f32 add of 64 Mi elements, 3 x 256 MiB moved
+  m.linkBandwidth = 1.42e9;  // Gloo loopback, 2-rank all-reduce busbw, best
+  m.linkLatency = 2.2e-3;    // fastest 2-rank all-reduce of <= 16 KiB
+  m.allReduceBusBandwidth = 1.42e9;
   return m;
 }
 
@@ -97,10 +113,12 @@ Expected<DeviceModel> parseDeviceModelJSON(StringRef text, StringRef name) {
 Expected<DeviceModel> loadDeviceModel(StringRef spec) {
   if (spec == "h100")
     return h100DeviceModel();
+  if (spec == "host")
+    return hostDeviceModel();
   if (!spec.ends_with(".json"))
     return createStringError(inconvertibleErrorCode(),
                              "unknown device model '%s' (supported: h100, "
-                             "FILE.json)",
+                             "host, FILE.json)",
                              spec.str().c_str());
   ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(spec);
   if (!buf)

@@ -18,7 +18,7 @@ namespace dlc {
 
 /// Hardware figures of one device; every field is > 0.
 struct DeviceModel {
-  std::string name;            ///< "h100", or the JSON file's path
+  std::string name;            ///< "h100", "host", or the JSON file's path
   double peakFp32Flops = 0;    ///< fp32 math peak, FLOP/s
   double peakHalfFlops = 0;    ///< bf16/fp16 math peak, FLOP/s
   double memoryBandwidth = 0;  ///< device memory bandwidth, bytes/s
@@ -32,6 +32,11 @@ llvm::ArrayRef<llvm::StringLiteral> builtinDeviceModels();
 
 /// The NVIDIA H100 SXM5 model (figures and sources in docs/pipeline.md).
 DeviceModel h100DeviceModel();
+
+/// This machine's measured figures for one core (one pipeline stage per
+/// core): test/benchmarks/host_device_model.py, figures and how each was
+/// measured in docs/pipeline.md.
+DeviceModel hostDeviceModel();
 
 /// Parses a device model from JSON text with exactly the keys
 /// peak_fp32_flops, peak_half_flops, memory_bandwidth, link_bandwidth,

@@ -127,6 +127,7 @@ struct PartitionPipelinePass
     // Per-op cost, parameter and activation bytes; bytes crossing each
     // boundary b (between ops b-1 and b).
     std::vector<double> cost(n + 1, 0);       // prefix sums of fwd + bwd
+    std::vector<double> fwd(n + 1, 0), bwd(n + 1, 0); // prefix sums of each
     std::vector<int64_t> params(n + 1, 0), acts(n + 1, 0);
     std::vector<int64_t> cross(n + 1, 0);
     for (int64_t i = 0; i < n; ++i) {
@@ -147,11 +148,17 @@ struct PartitionPipelinePass
           cross[b] += valueBytes(r);
       }
       cost[i + 1] = cost[i] + c.forward + c.backward;
+      fwd[i + 1] = fwd[i] + c.forward;
+      bwd[i + 1] = bwd[i] + c.backward;
       params[i + 1] = params[i] + p;
       acts[i + 1] = acts[i] + a;
     }
+    // Transfer time of the boundary after op j-1 (0 at the end of @main).
+    auto boundaryTime = [&](int64_t j) {
+      return j < n ? transferTime(cross[j], *model) : 0.0;
+    };
     auto stageCost = [&](int64_t i, int64_t j) {
-      return cost[j] - cost[i] + (j < n ? transferTime(cross[j], *model) : 0.0);
+      return cost[j] - cost[i] + boundaryTime(j);
     };
     auto fits = [&](int64_t i, int64_t j) {
       return memoryBudget == 0 ||
@@ -231,6 +238,10 @@ struct PartitionPipelinePass
       records.push_back(b.getDictionaryAttr({
           b.getNamedAttr("ops", b.getI64IntegerAttr(end - start)),
           b.getNamedAttr("cost", b.getF64FloatAttr(stageCost(start, end))),
+          b.getNamedAttr("forward", b.getF64FloatAttr(fwd[end] - fwd[start])),
+          b.getNamedAttr("backward",
+                         b.getF64FloatAttr(bwd[end] - bwd[start])),
+          b.getNamedAttr("transfer", b.getF64FloatAttr(boundaryTime(end))),
           b.getNamedAttr("param_bytes",
                          b.getI64IntegerAttr(params[end] - params[start])),
           b.getNamedAttr("activation_bytes",

@@ -26,13 +26,15 @@ def PartitionPipelinePass : Pass<"dlgraph-partition-pipeline", "mlir::ModuleOp">
 
     Every op of @main gets `dlgraph.stage = i : i64` (reads and constants
     take their first user's stage); @main gets `dlgraph.pipeline.stages`, an
-    array of dictionaries {ops, cost (seconds), param_bytes,
-    activation_bytes, first, last}.
+    array of dictionaries {ops, cost (seconds: forward + backward +
+    transfer), forward and backward (seconds per micro-batch, the sums of
+    its ops'), transfer (seconds, its outgoing boundary; 0 for the last
+    stage), param_bytes, activation_bytes, first, last}.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "1", "number of pipeline stages (>= 1)">,
     Option<"deviceModel", "device-model", "std::string", "\"h100\"",
-           "h100 or FILE.json (DeviceModel.h)">,
+           "h100, host or FILE.json (DeviceModel.h)">,
     ListOption<"split", "split", "std::string",
                "node names ending each stage but the last (stages-1 of them)">,
     Option<"memoryBudget", "memory-budget", "int64_t", "0",
