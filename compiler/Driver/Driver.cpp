@@ -9,6 +9,7 @@
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Lowering/Pipelines.h"
+#include "compiler/Partition/Stages/Passes.h"
 #include "compiler/Pipeline/MemoryBudget.h"
 #include "compiler/Training/DataParallel/Passes.h"
 
@@ -137,7 +138,7 @@ struct DriverContext {
 int64_t packageBatchSize(const dlc::CompileOptions &options, ModuleOp module) {
   if (options.batchSize)
     return options.batchSize;
-  for (llvm::StringRef name : {"train_step", "forward"}) {
+  for (llvm::StringRef name : {"train_step", "stage0_forward", "forward"}) {
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (fn && fn.getNumArguments() > 0)
       if (auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]))
@@ -271,10 +272,23 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
            std::to_string(options.pipelineStages);
   if (options.pipelineStages > 0 && !p.train)
     return "--pipeline-stages needs --train (it splits a training step)";
-  if (options.pipelineStages > 1 && !options.stats && !options.simulate &&
-      options.emit != EmitKind::DLGraph)
-    return "pipeline execution is not implemented yet; use --stats to see "
-           "the split";
+  if (options.pipelineStages > 1 && !options.simulate) {
+    // What the pipelined step does not combine with yet.
+    const char *with = " is not supported with --pipeline-stages yet";
+    if (p.precision != "fp32")
+      return "--precision " + std::string(p.precision) + with +
+             " (pipelines train in fp32)";
+    if (!p.lossScale.empty() && p.lossScale != "none")
+      return std::string("--loss-scale") + with;
+    if (p.remat != "none" || !options.memoryBudget.empty())
+      return std::string("--remat / --memory-budget") + with;
+    if (p.dataParallel)
+      return "--data-parallel is not needed with --pipeline-stages: a "
+             "pipeline package runs on S x D ranks, and the launcher's world "
+             "size gives the D replicas of every stage";
+    if (p.exposeGradients)
+      return std::string("--expose-gradients") + with;
+  }
   if (!options.pipelineSplit.empty() && options.pipelineStages < 2)
     return "--pipeline-split needs --pipeline-stages >= 2";
   if (!llvm::is_contained(builtinDeviceModels(), options.deviceModel) &&
@@ -434,6 +448,10 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     return writeModule(options, *module);
 
   int64_t packageBatch = packageBatchSize(options, *module);
+  // A pipeline package's batch is the global one: M micro-batches.
+  auto pipelineRecord = (*module)->getAttrOfType<DictionaryAttr>(kPipelineAttr);
+  if (pipelineRecord)
+    packageBatch *= pipeline.pipelineMicroBatches;
   progress.stage("lowering to dlexec, fusing, planning memory");
   if (failed(runPipeline(*module, buildLoweringPipeline)))
     return failure();
@@ -557,6 +575,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   packageOptions.learningRate = static_cast<float>(pipeline.lr);
   packageOptions.batchSize = packageBatch;
   packageOptions.hostCompiler = options.hostCompiler;
+  packageOptions.pipeline = pipelineRecord;
   progress.stage(options.cudaArchs.empty()
                      ? "generating kernels, compiling host library"
                      : "generating kernels, compiling host library and "

@@ -135,11 +135,10 @@ static cl::opt<std::string> bucketSize(
     cl::value_desc("SIZE"), cl::cat(dlcCategory));
 static cl::opt<int64_t> pipelineStages(
     "pipeline-stages",
-    cl::desc("With --train: split the forward into S pipeline stages by a "
-             "roofline cost model (analysis only: with S > 1 it needs --stats, "
-             "which prints the stages, or --emit=dlgraph; pipeline execution "
-             "is not implemented yet, and a package written alongside is the "
-             "ordinary single-device one; docs/pipeline.md)"),
+    cl::desc("With --train: split the training step into S pipeline stages "
+             "(by a roofline cost model, or --pipeline-split); the package "
+             "runs on S x D ranks under a launcher, each stage's forward and "
+             "backward per micro-batch in --schedule order (docs/pipeline.md)"),
     cl::value_desc("S"), cl::init(0), cl::cat(dlcCategory));
 static cl::opt<std::string> deviceModel(
     "device-model",
@@ -351,6 +350,10 @@ int main(int argc, char **argv) {
   options.replicas = replicas;
   options.simulateTrace = simulateTrace;
   options.stageTimes = stageTimes;
+  // A package of S > 1 stages runs them (docs/pipeline.md).
+  p.pipelineMicroBatches =
+      pipelineStages > 1 && !simulate ? int64_t(microbatches) : 0;
+  p.pipelineSchedule = schedule;
   options.bucketSize = bucketSize;
   if (std::optional<int64_t> size = dlc::parseByteSize(bucketSize);
       size && *size > 0)

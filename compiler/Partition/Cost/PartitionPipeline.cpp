@@ -202,10 +202,18 @@ struct PartitionPipelinePass
       for (int64_t j = 1; j <= n; ++j)
         if (fits(0, j))
           best[0][j] = stageCost(0, j);
+      // Stages end between ONNX nodes (the importer's decomposition of one
+      // node stays in one stage), so --pipeline-split can name every
+      // automatic split: inNode[i] when ops i-1 and i share a node name.
+      std::vector<bool> inNode(n + 1, false);
+      for (int64_t i = 1; i < n; ++i) {
+        std::string name = nodeName(ops[i]);
+        inNode[i] = !name.empty() && name == nodeName(ops[i - 1]);
+      }
       for (int64_t s = 1; s < stages; ++s)
         for (int64_t j = s + 1; j <= n; ++j)
           for (int64_t i = s; i < j; ++i) {
-            if (best[s - 1][i] == inf || !fits(i, j))
+            if (inNode[i] || best[s - 1][i] == inf || !fits(i, j))
               continue;
             double c = std::max(best[s - 1][i], stageCost(i, j));
             if (c < best[s][j]) {
