@@ -325,6 +325,9 @@ Status Session::runPipelineStep() {
         return st;
   }
   p.peakStashBytes = std::max(p.peakStashBytes, stashPeak);
+  if (trace_.enabled())
+    trace_.add({"activations in flight (peak)", "pipeline_memory",
+                Trace::now(), Trace::now(), Trace::Compute, stashPeak});
   for (auto &w : sends)
     if (Status st = w.second->wait(); !st.ok())
       return st;

@@ -728,8 +728,13 @@ int runTrain(const TrainOptions &o) {
     say("saved checkpoint %s (step %lld)\n", o.save.c_str(),
         static_cast<long long>(at.step));
   }
-  if (!o.memoryReport.empty() && lead)
-    reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
+  // A pipeline's ranks hold different stages: each reports its own memory
+  // (FILE.rankR.json, as traces).
+  if (!o.memoryReport.empty() && (lead || stages > 0))
+    reportMemory(context.get(), session.get(),
+                 stages > 0 ? rankFileName(o.memoryReport, rank, worldSize)
+                            : o.memoryReport,
+                 o.quiet || !lead);
   if (!tracePath.empty()) {
     check(dlrt_session_write_trace(session.get(), tracePath.c_str(), rank,
                                    ("rank " + std::to_string(rank)).c_str()));
