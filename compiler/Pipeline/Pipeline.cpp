@@ -67,10 +67,9 @@ void dlc::buildGraphPipeline(OpPassManager &pm,
   //     `dlc --memory-budget` runs it separately (MemoryBudget.h).
   if (withRemat)
     buildRematPipeline(pm, options);
-  // Slots for the coming families:
-  //  3. partitioning: pipeline stages, micro-batches, data/tensor-parallel
-  //     collectives; compiler/Partition.
-  // Each adds its passes here when its option asks for it.
+  //  3. partitioning: the pipeline stages are cut right after the training
+  //     step is built (above; compiler/Partition), data-parallel
+  //     collectives with the gradients (compiler/Training/DataParallel).
 }
 
 void dlc::buildRematPipeline(OpPassManager &pm,
