@@ -504,3 +504,114 @@ TEST(Package, HostileBytesNeverCrash) {
       expectOneLine(s.message);
     }
 }
+
+namespace {
+
+/// A two-stage pipeline package (no kernels): stage 0's forward sends x.0 to
+/// stage 1's forward, which outputs the loss; stage 1's backward sends g.1
+/// back to stage 0's backward, which also reads its own forward's x.0.
+PkgSpec pipelineSpec() {
+  PkgSpec s;
+  s.training = true;
+  s.buffers = {
+      {"input", 3, 0, {4}},   // 0 Input: train_step's global batch
+      {"loss", 3, 0, {}},     // 1 Input: train_step's loss output
+      {"input", 3, 0, {2}},   // 2 Input of stage0_forward
+      {"", 4, 0, {2}, 0},     // 3 Arena: x.0
+      {"x.0", 3, 0, {2}},     // 4 Input of stage1_forward
+      {"", 4, 0, {}, 8},      // 5 Arena: loss
+      {"x.0", 3, 0, {2}},     // 6 Input of stage1_backward
+      {"", 4, 0, {2}, 0},     // 7 Arena: g.1
+      {"x.0", 3, 0, {2}},     // 8 Input of stage0_backward
+      {"g.1", 3, 0, {2}},     // 9 Input of stage0_backward
+  };
+  auto fn = [](std::string name,
+               std::vector<std::pair<std::string, uint32_t>> ins,
+               std::vector<std::pair<std::string, uint32_t>> outs) {
+    FnSpec f;
+    f.name = std::move(name);
+    f.inputs = std::move(ins);
+    f.outputs = std::move(outs);
+    f.arenaBytes = 12;
+    return f;
+  };
+  s.functions = {fn("train_step", {{"input", 0}}, {{"loss", 1}}),
+                 fn("stage0_forward", {{"input", 2}}, {{"x.0", 3}}),
+                 fn("stage0_backward", {{"x.0", 8}, {"g.1", 9}}, {}),
+                 fn("stage0_update", {}, {}),
+                 fn("stage1_forward", {{"x.0", 4}}, {{"loss", 5}}),
+                 fn("stage1_backward", {{"x.0", 6}}, {{"g.1", 7}}),
+                 fn("stage1_update", {}, {})};
+  s.functions[0].arenaBytes = 0;
+  PipelineSpec p;
+  p.lossStage = 1;
+  p.stages = {{"stage0_forward", "stage0_backward", "stage0_update", {}},
+              {"stage1_forward", "stage1_backward", "stage1_update", {}}};
+  p.transfers = {{"x.0", 0, 1, false}, {"g.1", 1, 0, true}};
+  p.inputs = {"input"};
+  s.pipeline = p;
+  return s;
+}
+
+} // namespace
+
+TEST(Package, PipelineTableParses) {
+  std::vector<uint8_t> bytes = buildPackage(pipelineSpec());
+  Package p;
+  Status st = parsePackage(bytes.data(), bytes.size(), "t.dlcp", &p);
+  ASSERT_TRUE(st.ok()) << st.message;
+  ASSERT_TRUE(p.hasPipeline);
+  EXPECT_EQ(p.pipeline.schedule, "1f1b");
+  EXPECT_EQ(p.pipeline.microBatches, 2);
+  EXPECT_EQ(p.pipeline.lossStage, 1);
+  ASSERT_EQ(p.pipeline.stages.size(), 2u);
+  EXPECT_EQ(p.pipeline.stages[1].backward, "stage1_backward");
+  ASSERT_EQ(p.pipeline.transfers.size(), 2u);
+  EXPECT_TRUE(p.pipeline.transfers[1].backward);
+  EXPECT_EQ(p.pipeline.transfers[1].toStage, 0);
+  EXPECT_EQ(p.pipeline.inputs, std::vector<std::string>{"input"});
+  // Packages without the table are not pipelines.
+  std::vector<uint8_t> plain = buildPackage(validSpec());
+  Package q;
+  ASSERT_TRUE(parsePackage(plain.data(), plain.size(), "t.dlcp", &q).ok());
+  EXPECT_FALSE(q.hasPipeline);
+}
+
+TEST(Package, InvalidPipelineTablesAreCorrupt) {
+  const Corruption cases[] = {
+      {"schedule", [](PkgSpec &s) { s.pipeline->schedule = "zb"; },
+       "unknown schedule 'zb' (supported: gpipe, 1f1b)"},
+      {"micro-batches", [](PkgSpec &s) { s.pipeline->microBatches = 0; },
+       "0 micro-batches"},
+      {"step function",
+       [](PkgSpec &s) { s.pipeline->stepFunction = "step"; },
+       "step function 'step' is missing or has steps"},
+      {"missing function",
+       [](PkgSpec &s) { s.pipeline->stages[1].update = "nope"; },
+       "pipeline stage 1 names a missing function 'nope'"},
+      {"loss stage", [](PkgSpec &s) { s.pipeline->lossStage = 2; },
+       "2 stages and loss stage 2"},
+      {"forward against the pipeline",
+       [](PkgSpec &s) { s.pipeline->transfers[0] = {"x.0", 1, 0, false}; },
+       "pipeline transfer 'x.0' goes from stage 1 to stage 0"},
+      {"not an output",
+       [](PkgSpec &s) { s.pipeline->transfers[1].name = "x.0"; },
+       "pipeline transfer 'x.0' is not an output of 'stage1_backward'"},
+      {"input from nowhere",
+       [](PkgSpec &s) { s.pipeline->transfers.pop_back(); },
+       "input 'g.1' of 'stage0_backward' comes from no step input, transfer "
+       "or forward"},
+      {"unknown input",
+       [](PkgSpec &s) { s.pipeline->inputs = {"labels"}; },
+       "pipeline input 'labels' is not an input of 'train_step'"},
+  };
+  for (const Corruption &c : cases) {
+    SCOPED_TRACE(c.name);
+    PkgSpec spec = pipelineSpec();
+    c.apply(spec);
+    Status s = parse(spec);
+    EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+    EXPECT_NE(s.message.find(c.expect), std::string::npos) << s.message;
+    expectOneLine(s.message);
+  }
+}

@@ -139,11 +139,34 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
     memory =
         fb::CreateMemoryPlan(b, (*spec.memoryPlan)[0], (*spec.memoryPlan)[1],
                              (*spec.memoryPlan)[2], (*spec.memoryPlan)[3]);
+  flatbuffers::Offset<fb::Pipeline> pipeline;
+  if (const std::optional<PipelineSpec> &p = spec.pipeline) {
+    std::vector<flatbuffers::Offset<fb::PipelineStage>> stages;
+    for (const PipelineSpec::Stage &st : p->stages) {
+      std::vector<flatbuffers::Offset<flatbuffers::String>> accs;
+      for (const std::string &a : st.accumulators)
+        accs.push_back(b.CreateString(a));
+      stages.push_back(fb::CreatePipelineStageDirect(
+          b, st.forward.c_str(), st.backward.c_str(), st.update.c_str(),
+          &accs));
+    }
+    std::vector<flatbuffers::Offset<fb::PipelineTransfer>> transfers;
+    for (const PipelineSpec::Transfer &t : p->transfers)
+      transfers.push_back(fb::CreatePipelineTransferDirect(
+          b, t.name.c_str(), t.from, t.to, t.backward));
+    std::vector<flatbuffers::Offset<flatbuffers::String>> inputs;
+    for (const std::string &in : p->inputs)
+      inputs.push_back(b.CreateString(in));
+    pipeline = fb::CreatePipelineDirect(
+        b, p->schedule.c_str(), p->microBatches, p->lossStage,
+        p->stepFunction.c_str(), &stages, &transfers, &inputs);
+  }
   auto pkg = fb::CreatePackageDirect(
       b, spec.formatVersion, "dlc test", "test-model", &buffers, &kernels,
       &functions, training,
       spec.hostLibrary.empty() ? nullptr : &spec.hostLibrary,
-      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory);
+      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory,
+      pipeline);
   fb::FinishPackageBuffer(b, pkg);
   return std::vector<uint8_t>(b.GetBufferPointer(),
                               b.GetBufferPointer() + b.GetSize());

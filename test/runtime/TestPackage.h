@@ -49,6 +49,26 @@ struct FnSpec {
   int64_t arenaBytes = 0;
 };
 
+/// The Pipeline table of a pipeline package (package.fbs).
+struct PipelineSpec {
+  struct Stage {
+    std::string forward, backward, update;
+    std::vector<std::string> accumulators;
+  };
+  struct Transfer {
+    std::string name;
+    int32_t from = 0, to = 0;
+    bool backward = false;
+  };
+  std::string schedule = "1f1b";
+  int32_t microBatches = 2;
+  int32_t lossStage = 0;
+  std::string stepFunction = "train_step";
+  std::vector<Stage> stages;
+  std::vector<Transfer> transfers;
+  std::vector<std::string> inputs;
+};
+
 struct PkgSpec {
   uint32_t formatVersion = 1;  // 2: library calls carry `params`
   std::vector<BufSpec> buffers;
@@ -60,6 +80,8 @@ struct PkgSpec {
   /// The MemoryPlan table (persistent, input, arena, workspace bytes);
   /// absent = no table, as in packages written before issue 11.
   std::optional<std::array<int64_t, 4>> memoryPlan;
+  /// The Pipeline table; absent = not a pipeline package.
+  std::optional<PipelineSpec> pipeline;
 };
 
 /// Serializes |spec| with the FlatBuffers builder (file identifier "DLCP").
