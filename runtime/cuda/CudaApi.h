@@ -39,6 +39,7 @@ namespace dlrt::cuda {
   X(cuMemFreeAsync)                                                            \
   X(cuMemcpyHtoDAsync)                                                         \
   X(cuMemcpyDtoHAsync)                                                         \
+  X(cuMemcpyDtoDAsync)                                                         \
   X(cuMemsetD8Async)                                                           \
   X(cuMemsetD32Async)                                                          \
   X(cuModuleLoadData)                                                          \

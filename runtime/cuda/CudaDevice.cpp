@@ -230,6 +230,7 @@ public:
   /// Blocks until the copy is done, so |dst| holds the data on return.
   Status copyToHost(void *dst, const void *src, size_t bytes) override;
   Status fillZero(void *dst, size_t bytes) override;
+  Status copyOnDevice(void *dst, const void *src, size_t bytes) override;
   void *stream() override {
     if (!makeCurrent().ok())
       return nullptr;
@@ -572,6 +573,16 @@ Status CudaDevice::copyToHost(void *dst, const void *src, size_t bytes) {
                                         bytes, ctx_->stream),
                  "cuMemcpyDtoHAsync"));
   return synchronize();
+}
+
+Status CudaDevice::copyOnDevice(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status::OK();
+  DLRT_TRY(makeCurrent());
+  return check(cu_->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                      reinterpret_cast<CUdeviceptr>(src), bytes,
+                                      ctx_->stream),
+               "cuMemcpyDtoDAsync");
 }
 
 Status CudaDevice::fillZero(void *dst, size_t bytes) {
