@@ -12,8 +12,10 @@ steps with --no-shuffle on S ranks under `dlrt launch`, for every S in
 global batch: the model compiled *without* pipeline stages at batch b*M and
 trained by one `dlrt train` (a package with no stages at all: the honest
 reference). Also: 2 stages x 2 data-parallel replicas (4 ranks) against one
-process at batch b*M*2, and the pipeline package run by one process (every
-stage in turn) against the same reference.
+process at batch b*M*2, the pipeline package run by one process (every
+stage in turn) against the same reference, a checkpoint of 3 steps on 2
+ranks resumed for steps 4-5 (bit-identical losses to 5 steps in one go),
+and 3 ranks for 2 stages (a one-line error).
 
 --check split: the 8-layer tiny GPT split into 4 stages by the cost model
 (`dlc --stats`) has balance (slowest / mean stage) <= 1.1, and
@@ -132,6 +134,34 @@ def check_losses(args, w):
     ours = train(args, pkg, data, w("pp-s2-local.jsonl"), world=1)
     log(f"{name}: the 2-stage package on one process vs one process at batch {b * m}:")
     ok &= compare("S=2 in one process", ours, reference(b * m))
+    # A checkpoint of 3 steps on 2 ranks (rank 0 saves every stage's state),
+    # resumed for steps 4 and 5, logs what 5 steps in one go log.
+    ckpt = w("pp-s2.st")
+    for f in (ckpt, w("pp-resume-a.jsonl"), w("pp-resume-b.jsonl")):
+        if os.path.exists(f):
+            os.remove(f)
+    launch = [args.dlrt, "launch", "--nproc-per-node", "2", "--master-port"]
+    run(launch + [str(free_port()), "--", "dlrt"] +
+        dlrt_train_args(args, pkg, data, ["--steps", "3", "--save", ckpt]), env=rank_env())
+    run(launch + [str(free_port()), "--", "dlrt"] +
+        dlrt_train_args(args, pkg, data, ["--steps", str(STEPS), "--resume", ckpt,
+                                          "--log-jsonl", w("pp-resume-b.jsonl")]),
+        env=rank_env())
+    resumed = read_losses(w("pp-resume-b.jsonl"))
+    whole = read_losses(w(f"pp-s2-m{m}-1f1b.jsonl"))[3:]
+    log(f"{name}: 2 stages resumed after 3 steps vs 5 steps in one go:")
+    ok &= compare("resumed", resumed, whole, tol=0.0)
+    # A world size that is not a multiple of the stages is one line.
+    launch3 = [args.dlrt, "launch", "--nproc-per-node", "3", "--master-port",
+               str(free_port()), "--", "dlrt"]
+    status, out, err = run(launch3 + dlrt_train_args(args, pkg, data, ["--steps", "1"]),
+                           env=rank_env(), check=False)
+    expect = ("is a pipeline of 2 stages: it runs on one process or on a multiple of 2 "
+              "ranks (stages x replicas), not 3")
+    good = status != 0 and expect in out + err
+    log(f"{'ok' if good else 'MISMATCH'}: 3 ranks for 2 stages: exit status {status}, "
+        f"{'the' if expect in out + err else 'no'} one-line error")
+    ok &= good
     return ok
 
 
