@@ -976,20 +976,49 @@ bool convertPipeline(const fb::Pipeline *pl, Package *out, Checker &c) {
         return c.fail("pipeline input '" + info.inputs.back() +
                       "' is not an input of '" + info.stepFunction + "'");
     }
-  // Every input of a stage function comes from somewhere.
+  // Every input of a stage function comes from somewhere, with the size
+  // the runtime copies into it: a micro-batch's slice of a step input, or
+  // the value of that name a stage function outputs.
+  auto sizeOf = [&](const std::vector<NamedBufferInfo> &list,
+                    const std::string &name) -> int64_t {
+    for (const NamedBufferInfo &nb : list)
+      if (nb.name == name)
+        return out->buffers[nb.buffer].sizeBytes;
+    return -1;
+  };
   for (int32_t s = 0; s < stages; ++s) {
     const PipelineInfo::Stage &stage = info.stages[s];
     for (const std::string &fnName : {stage.forward, stage.backward}) {
       const FunctionInfo *fn = out->function(fnName);
       for (const NamedBufferInfo &in : fn->inputs) {
-        bool found = has(step->inputs, in.name) ||
-                     (fnName == stage.backward &&
-                      has(out->function(stage.forward)->outputs, in.name));
+        const int64_t size = out->buffers[in.buffer].sizeBytes;
+        std::string where = "input '" + in.name + "' of '" + fnName + "'";
+        if (int64_t global = sizeOf(step->inputs, in.name); global >= 0) {
+          if (global != size * info.microBatches)
+            return c.fail(where + " is " + std::to_string(size) +
+                          " bytes, not 1/" +
+                          std::to_string(info.microBatches) + " of the " +
+                          std::to_string(global) + "-byte step input");
+          continue;
+        }
+        int64_t sent = -1;
+        if (fnName == stage.backward)
+          sent = sizeOf(out->function(stage.forward)->outputs, in.name);
         for (const PipelineInfo::Transfer &t : info.transfers)
-          found |= t.toStage == s && t.name == in.name;
-        if (!found)
-          return c.fail("input '" + in.name + "' of '" + fnName +
-                        "' comes from no step input, transfer or forward");
+          if (t.toStage == s && t.name == in.name) {
+            const PipelineInfo::Stage &from = info.stages[t.fromStage];
+            sent = sizeOf(out->function(t.backward ? from.backward
+                                                   : from.forward)
+                              ->outputs,
+                          t.name);
+          }
+        if (sent < 0)
+          return c.fail(where + " comes from no step input, transfer or "
+                                "forward");
+        if (sent != size)
+          return c.fail(where + " is " + std::to_string(size) +
+                        " bytes, but the value sent is " +
+                        std::to_string(sent));
       }
     }
   }

@@ -604,6 +604,13 @@ TEST(Package, InvalidPipelineTablesAreCorrupt) {
       {"unknown input",
        [](PkgSpec &s) { s.pipeline->inputs = {"labels"}; },
        "pipeline input 'labels' is not an input of 'train_step'"},
+      {"slice size",
+       [](PkgSpec &s) { s.buffers[0].shape = {6}; },
+       "input 'input' of 'stage0_forward' is 8 bytes, not 1/2 of the "
+       "24-byte step input"},
+      {"transfer size",
+       [](PkgSpec &s) { s.buffers[4].shape = {3}; },
+       "input 'x.0' of 'stage1_forward' is 12 bytes, but the value sent is 8"},
   };
   for (const Corruption &c : cases) {
     SCOPED_TRACE(c.name);

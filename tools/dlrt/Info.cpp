@@ -118,6 +118,25 @@ int runInfo(const InfoOptions &o) {
                 str(t->loss_output()).c_str());
   else
     std::printf("training: none (inference package)\n");
+  if (const fb::Pipeline *pl = p->pipeline()) {
+    int64_t stages = pl->stages() ? pl->stages()->size() : 0;
+    std::printf("pipeline: %lld stages, %d micro-batches, schedule %s; runs "
+                "on one process or on a multiple of %lld ranks\n",
+                static_cast<long long>(stages), pl->micro_batches(),
+                str(pl->schedule()).c_str(), static_cast<long long>(stages));
+    if (pl->stages())
+      for (uint32_t s = 0; s < pl->stages()->size(); ++s) {
+        const fb::PipelineStage *st = pl->stages()->Get(s);
+        std::printf("  stage %u: %s, %s, %s\n", s,
+                    str(st->forward()).c_str(), str(st->backward()).c_str(),
+                    str(st->update()).c_str());
+      }
+    if (pl->transfers())
+      for (const fb::PipelineTransfer *t : *pl->transfers())
+        std::printf("  transfer %s: stage %d -> stage %d (%s)\n",
+                    str(t->name()).c_str(), t->from_stage(), t->to_stage(),
+                    t->backward() ? "gradient" : "activation");
+  }
 
   if (p->functions())
     for (const fb::Function *f : *p->functions()) {

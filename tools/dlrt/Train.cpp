@@ -601,6 +601,9 @@ int runTrain(const TrainOptions &o) {
                                         &why));
         if (replayed)
           say("cuda graph: each step replays as one CUDA graph\n");
+        else if (stages > 0)
+          say("cuda graph: not for the whole step (a pipeline runs its "
+              "stage functions per micro-batch)\n");
         else
           say("cuda graph: not used (%s)\n",
               o.noCudaGraph ? "--no-cuda-graph"
