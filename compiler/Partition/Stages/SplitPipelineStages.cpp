@@ -203,8 +203,9 @@ LogicalResult SplitPipelineStagesPass::run() {
       if (!inserted && at->second != fnStage(it->second))
         return read.emitError()
                << "parameter @\"" << read.getVariable() << "\" is used by "
-               << "pipeline stages " << at->second << " and "
-               << fnStage(it->second)
+               << "pipeline stages "
+               << std::min<int64_t>(at->second, fnStage(it->second))
+               << " and " << std::max<int64_t>(at->second, fnStage(it->second))
                << "; parameters shared across stages (tied weights) are not "
                   "supported: choose split points (--pipeline-split) that "
                   "keep its users in one stage";
