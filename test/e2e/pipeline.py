@@ -17,6 +17,10 @@ stage in turn) against the same reference, a checkpoint of 3 steps on 2
 ranks resumed for steps 4-5 (bit-identical losses to 5 steps in one go),
 and 3 ranks for 2 stages (a one-line error).
 
+--check local: pipeline packages of 2 and 4 stages trained by one process
+(every stage in turn) on --device, e.g. the CUDA stand-in, against that
+device's one-process reference.
+
 --check split: the 8-layer tiny GPT split into 4 stages by the cost model
 (`dlc --stats`) has balance (slowest / mean stage) <= 1.1, and
 --pipeline-split with the node names that end the automatic stages gives
@@ -81,6 +85,7 @@ def train(args, pkg, data, jsonl, world=1):
     if os.path.exists(jsonl):
         os.remove(jsonl)
     cmd = dlrt_train_args(args, pkg, data, ["--steps", str(STEPS), "--log-jsonl", jsonl])
+    cmd[cmd.index("--device") + 1] = args.device
     if world == 1:
         run([args.dlrt] + cmd, env=rank_env())
     else:
@@ -165,6 +170,32 @@ def check_losses(args, w):
     return ok
 
 
+def check_local(args, w):
+    """Pipeline packages of 2 and 4 stages (1F1B, M = 4) trained by one
+    process on --device against that device's single-process reference."""
+    name, b, m = args.model, MICRO_BATCH[args.model], 4
+    _, x, y = make_model(name, b * m * STEPS)
+    model, _, _ = make_model(name, 1)
+    onnx_path = w(f"{name}.onnx")
+    export(model, x[:b], onnx_path)
+    data = w("data.npz")
+    np.savez(data, input=x.numpy(), labels=y.numpy())
+    base = [args.dlc, onnx_path, "--train", "--optimizer", "sgd", "--lr", repr(LR[name]),
+            "--momentum", repr(MOMENTUM), "--quiet"]
+    run(base + ["--batch-size", str(b * m), "-o", w("single.dlcp")])
+    ref = train(args, w("single.dlcp"), data, w("single.jsonl"))
+    ok = True
+    for s in args.stages:
+        pkg = w(f"pp-s{s}.dlcp")
+        run(base + ["--batch-size", str(b), "--pipeline-stages", str(s), "--microbatches",
+                    str(m), "-o", pkg])
+        ours = train(args, pkg, data, w(f"pp-s{s}.jsonl"))
+        log(f"{name}: {s} stages in one process on {args.device} vs one process at "
+            f"batch {b * m}:")
+        ok &= compare(f"S={s} one process", ours, ref)
+    return ok
+
+
 def stages_of(stats):
     """[(ops, first, last)] and the balance from `dlc --stats` output."""
     stages = re.findall(r"stage \d+: (\d+) ops, .*? bytes, activations \d+ bytes, "
@@ -201,7 +232,10 @@ def check_split(args, w):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["mlp", "gpt"], default="mlp")
-    ap.add_argument("--check", choices=["losses", "split"], default="losses")
+    ap.add_argument("--check", choices=["losses", "split", "local"], default="losses")
+    ap.add_argument("--device", default="host",
+                    help="dlrt's device (--check local; cuda runs on the stand-in "
+                         "when DLRT_CUDA_STANDIN is set)")
     ap.add_argument("--stages", default="2,4")
     ap.add_argument("--microbatches", default="4,8")
     ap.add_argument("--dlc", required=True)
@@ -215,7 +249,8 @@ def main():
     w = lambda name: os.path.join(args.workdir, name)  # noqa: E731
     t0 = time.time()
     torch.set_num_threads(1)
-    ok = check_losses(args, w) if args.check == "losses" else check_split(args, w)
+    ok = {"losses": check_losses, "split": check_split,
+          "local": check_local}[args.check](args, w)
     log(f"total {time.time() - t0:.1f} s")
     if not ok:
         sys.exit("FAIL")
