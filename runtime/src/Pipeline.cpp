@@ -165,17 +165,66 @@ Status Session::runPipelineStep() {
     sends.emplace_back(data, world->send(data, count, type, peerRank(toStage)));
     return Status::OK();
   };
-  auto receive = [&](void *data, int64_t bytes, int32_t fromStage,
-                     const std::string &name) -> Status {
-    comm::DataType type;
-    size_t count;
-    if (Status st = messageType(bytes, &type, &count); !st.ok())
-      return st;
+  // Receives are posted one micro-batch ahead, into two buffers per value
+  // (by micro-batch parity), so that a value moves while the receiving
+  // stage still computes (a Gloo send moves its data only once the
+  // receive is posted). Peers send one kind each (forward values come from
+  // earlier stages, gradients from later ones), in micro-batch order, so
+  // posting ahead keeps every pair's messages in order.
+  struct Posted {
+    std::shared_ptr<comm::Work> work;
+    int64_t bytes = 0;
+  };
+  std::map<std::pair<int64_t, std::string>, Posted> posted[2]; // by kind
+  auto incoming = [&](bool gradients, int32_t s) {
+    std::vector<const PipelineInfo::Transfer *> list;
+    for (const PipelineInfo::Transfer &t : info.transfers)
+      if (t.backward == gradients && t.toStage == s)
+        list.push_back(&t);
+    return list;
+  };
+  auto post = [&](bool gradients, int32_t s, int64_t m) -> Status {
+    if (m >= M || posted[gradients].count({m, ""}))
+      return Status::OK();
+    posted[gradients][{m, ""}] = Posted(); // marks micro-batch m as posted
+    const PipelineInfo::Stage &stage = info.stages[static_cast<size_t>(s)];
+    for (const PipelineInfo::Transfer *t : incoming(gradients, s)) {
+      const NamedBufferInfo *nb =
+          findIn(pkg.function(gradients ? stage.backward : stage.forward)->inputs,
+                 t->name);
+      if (!nb)
+        nb = findIn(pkg.function(stage.backward)->inputs, t->name);
+      DeviceBuffer *b;
+      if (Status st = bufferOf(p.received[gradients][m % 2], t->name,
+                               bytesOf(*nb), &b);
+          !st.ok())
+        return st;
+      comm::DataType type;
+      size_t count;
+      if (Status st = messageType(bytesOf(*nb), &type, &count); !st.ok())
+        return st;
+      posted[gradients][{m, t->name}] = {
+          world->recv(b->data, count, type, peerRank(t->fromStage)),
+          bytesOf(*nb)};
+    }
+    return Status::OK();
+  };
+  // Waits for micro-batch |m|'s value |name|; returns its buffer.
+  auto received = [&](bool gradients, int64_t m, const std::string &name,
+                      void **data) -> Status {
+    auto it = posted[gradients].find({m, name});
+    if (it == posted[gradients].end())
+      return Status::error(DLRT_INTERNAL, "pipeline: '" + name +
+                                              "' of micro-batch " +
+                                              std::to_string(m) +
+                                              " was not received");
     const int64_t begin = trace_.enabled() ? Trace::now() : 0;
-    Status st = world->recv(data, count, type, peerRank(fromStage))->wait();
+    Status st = it->second.work->wait();
     if (trace_.enabled())
       trace_.add({"recv " + name, "pipeline_wait", begin, Trace::now(),
-                  Trace::Compute, bytes});
+                  Trace::Compute, it->second.bytes});
+    posted[gradients].erase(it);
+    *data = p.received[gradients][m % 2][name].data;
     return st;
   };
   auto sliceOf = [&](const std::string &name, int64_t m, const void **data,
@@ -202,52 +251,51 @@ Status Session::runPipelineStep() {
     const FunctionInfo *fn =
         pkg.function(forward ? stage.forward : stage.backward);
     const FunctionInfo *bwd = pkg.function(stage.backward);
-    // Inputs.
+    // Inputs. Forward values from earlier stages are kept in the slot when
+    // the backward reads them too.
+    if (!p.local) {
+      if (Status st = post(!forward, s, m); !st.ok())
+        return st;
+      if (Status st = post(!forward, s, m + 1); !st.ok())
+        return st;
+    }
     if (forward && !p.local)
-      // Forward values from earlier stages: into the slot (the backward
-      // may read them too).
-      for (const PipelineInfo::Transfer &t : info.transfers) {
-        if (t.backward || t.toStage != s)
-          continue;
-        const NamedBufferInfo *nb = findIn(fn->inputs, t.name);
-        if (!nb)
-          nb = findIn(bwd->inputs, t.name);
-        DeviceBuffer *b;
-        if (Status st = bufferOf(slot, t.name, bytesOf(*nb), &b); !st.ok())
+      for (const PipelineInfo::Transfer *t : incoming(false, s)) {
+        void *data;
+        if (Status st = received(false, m, t->name, &data); !st.ok())
           return st;
-        if (Status st = receive(b->data, bytesOf(*nb), t.fromStage, t.name);
-            !st.ok())
-          return st;
+        if (const NamedBufferInfo *nb = findIn(bwd->inputs, t->name)) {
+          DeviceBuffer *b;
+          if (Status st = bufferOf(slot, t->name, bytesOf(*nb), &b); !st.ok())
+            return st;
+          if (Status st = device_.copyOnDevice(b->data, data, bytesOf(*nb));
+              !st.ok())
+            return st;
+        }
       }
     for (const NamedBufferInfo &in : fn->inputs) {
       void *dst = pointers_[in.buffer];
       const int64_t bytes = bytesOf(in);
+      const void *src = nullptr;
+      int64_t sliceBytes;
       if (findIn(step->inputs, in.name)) {
-        const void *src;
-        int64_t sliceBytes;
         sliceOf(in.name, m, &src, &sliceBytes);
-        if (Status st = device_.copyOnDevice(dst, src, bytes); !st.ok())
-          return st;
-        continue;
-      }
-      const PipelineInfo::Transfer *gradient = nullptr;
-      for (const PipelineInfo::Transfer &t : info.transfers)
-        if (t.backward && t.toStage == s && t.name == in.name)
-          gradient = &t;
-      if (gradient && !p.local) {
-        if (Status st = receive(dst, bytes, gradient->fromStage, in.name);
-            !st.ok())
-          return st;
-        continue;
-      }
-      auto it = slot.find(in.name);
-      if (it == slot.end())
+      } else if (!p.local && p.received[!forward][m % 2].count(in.name)) {
+        if (!forward) { // a gradient: wait for it now
+          void *data;
+          if (Status st = received(true, m, in.name, &data); !st.ok())
+            return st;
+        }
+        src = p.received[!forward][m % 2][in.name].data;
+      } else if (auto it = slot.find(in.name); it != slot.end()) {
+        src = it->second.data;
+      } else {
         return Status::error(DLRT_INTERNAL,
                              "pipeline: '" + in.name + "' of '" + fn->name +
                                  "' is not in micro-batch " +
                                  std::to_string(m) + "'s stash");
-      if (Status st = device_.copyOnDevice(dst, it->second.data, bytes);
-          !st.ok())
+      }
+      if (Status st = device_.copyOnDevice(dst, src, bytes); !st.ok())
         return st;
     }
     // The function.
@@ -320,6 +368,11 @@ Status Session::runPipelineStep() {
             !st.ok())
           return st;
   } else {
+    // The first micro-batch's activations and gradients can move as soon as
+    // their senders have them.
+    for (bool gradients : {false, true})
+      if (Status st = post(gradients, p.stage, 0); !st.ok())
+        return st;
     for (const PipelineAction &a : p.actions[0])
       if (Status st = runAction(p.stage, a); !st.ok())
         return st;

@@ -30,6 +30,10 @@ struct Session::PipelineState {
   std::vector<std::map<std::string, DeviceBuffer>> stash;
   /// By name: the gradient a backward sends (stable until the send ends).
   std::map<std::string, DeviceBuffer> gradientOut;
+  /// Receive buffers, [0] forward values and [1] gradients, each by
+  /// micro-batch parity and name (receives are posted one micro-batch
+  /// ahead).
+  std::map<std::string, DeviceBuffer> received[2][2];
   /// The replicas of this rank's stage (data parallelism of the stage's
   /// gradients), or null with one replica.
   std::unique_ptr<comm::Communicator> replicaGroup;
