@@ -45,6 +45,28 @@ std::string formatBytes(size_t bytes) {
   return b;
 }
 
+Status nameGroup(const std::vector<int> &ranks,
+                 const std::vector<int> &parentJobRanks,
+                 const std::string &parentBroken,
+                 const std::string &parentPrefix,
+                 std::map<std::vector<int>, int> &counts,
+                 std::vector<int> *jobRanks, std::string *prefix) {
+  jobRanks->clear();
+  std::string list;
+  for (int r : ranks) {
+    jobRanks->push_back(parentJobRanks[static_cast<size_t>(r)]);
+    list += (list.empty() ? "" : ",") + std::to_string(r);
+  }
+  if (!parentBroken.empty())
+    return Status::error(DLRT_UNAVAILABLE,
+                         "cannot create the communicator of ranks " +
+                             formatRanks(*jobRanks) +
+                             ": its parent is broken (" + parentBroken + ")");
+  *prefix = parentPrefix + "group/" + list + "/" +
+            std::to_string(counts[ranks]++) + "/";
+  return Status::OK();
+}
+
 std::string formatRanks(const std::vector<int> &ranks) {
   std::string s = "[";
   for (size_t i = 0; i < ranks.size(); ++i)

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -206,6 +207,20 @@ Status loadNccl(int *version);
 std::string formatBytes(size_t bytes);
 /// "[1, 3]": a list of ranks in messages.
 std::string formatRanks(const std::vector<int> &ranks);
+
+/// What the backends' createGroup share, called under the parent's lock:
+/// the job ranks of the group |ranks| of a parent whose rank i is job rank
+/// |parentJobRanks|[i], and the group's store prefix
+/// "<parentPrefix>group/<ranks, comma-separated>/<k>/", k counting the
+/// groups of |ranks| made so far in |counts| (which it increments).
+/// Errors: DLRT_UNAVAILABLE when |parentBroken| (the parent's failure) is
+/// not empty, naming it.
+Status nameGroup(const std::vector<int> &ranks,
+                 const std::vector<int> &parentJobRanks,
+                 const std::string &parentBroken,
+                 const std::string &parentPrefix,
+                 std::map<std::vector<int>, int> &counts,
+                 std::vector<int> *jobRanks, std::string *prefix);
 
 /// A Work that is already finished with |status| (errors found when
 /// issuing, operations on one rank).

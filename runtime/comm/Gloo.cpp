@@ -433,28 +433,20 @@ protected:
   Status createGroup(const std::vector<int> &ranks, int groupRank,
                      std::unique_ptr<Communicator> *out) override {
     std::vector<int> jobRanks;
-    std::string list;
-    for (int r : ranks) {
-      jobRanks.push_back(jobRanks_[r]);
-      list += (list.empty() ? "" : ",") + std::to_string(r);
-    }
-    int k = 0;
+    std::string prefix;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!broken_.empty())
-        return Status::error(DLRT_UNAVAILABLE,
-                             "cannot create the communicator of ranks " +
-                                 formatRanks(jobRanks) +
-                                 ": its parent is broken (" + broken_ + ")");
-      k = groups_[ranks]++;
+      if (Status st = nameGroup(ranks, jobRanks_, broken_, prefix_, groups_,
+                                &jobRanks, &prefix);
+          !st.ok())
+        return st;
     }
     const int size = int(ranks.size());
     auto comm = std::make_unique<GlooCommunicator>(groupRank, size, timeout_,
                                                    store_, jobRanks);
     if (size > 1) {
       // The parent has more than one rank, so it has a store and a device.
-      Status st = comm->connect(device_, prefix_ + "group/" + list + "/" +
-                                             std::to_string(k) + "/");
+      Status st = comm->connect(device_, prefix);
       if (!st.ok())
         return st;
     }

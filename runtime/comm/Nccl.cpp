@@ -341,24 +341,16 @@ protected:
   Status createGroup(const std::vector<int> &ranks, int groupRank,
                      std::unique_ptr<Communicator> *out) override {
     std::vector<int> jobRanks;
-    std::string list;
-    for (int r : ranks) {
-      jobRanks.push_back(jobRanks_[r]);
-      list += (list.empty() ? "" : ",") + std::to_string(r);
-    }
-    int k = 0;
+    std::string prefix;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!broken_.empty())
-        return Status::error(DLRT_UNAVAILABLE,
-                             "cannot create the communicator of ranks " +
-                                 formatRanks(jobRanks) +
-                                 ": its parent is broken (" + broken_ + ")");
-      k = groups_[ranks]++;
+      if (Status st = nameGroup(ranks, jobRanks_, broken_, prefix_, groups_,
+                                &jobRanks, &prefix);
+          !st.ok())
+        return st;
     }
     return createNccl(nccl_, cu_, groupRank, jobRanks, user_, timeout_, store_,
-                      prefix_ + "group/" + list + "/" + std::to_string(k) + "/",
-                      " of ranks " + formatRanks(jobRanks), out);
+                      prefix, " of ranks " + formatRanks(jobRanks), out);
   }
 
 private:

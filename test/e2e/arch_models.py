@@ -139,6 +139,19 @@ def make_gpt(batch, seq=8, dropout=0.0, vocab=50, embed=32, heads=2, layers=2):
     return model, x, y
 
 
+def distinct_layer_norms(model, seed=24):
+    """Gives every LayerNorm of |model| its own seeded weight and bias:
+    torch.onnx.export merges initializers with equal values (every LayerNorm
+    starts as ones and zeros), which would tie them into one parameter in a
+    package but not in the PyTorch model."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.8, 1.2, generator=gen)
+                m.bias.uniform_(-0.1, 0.1, generator=gen)
+
+
 def make_transformer(batch):
     torch.manual_seed(30)
     model = EncoderClassifier()

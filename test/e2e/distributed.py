@@ -60,7 +60,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(__file__))
-from arch_models import make_gpt  # noqa: E402
+from arch_models import distinct_layer_norms, make_gpt  # noqa: E402
 from models import make_mlp  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
@@ -130,16 +130,8 @@ def make_model(name, batch, samples):
     if name == "gpt":
         model, _, _ = make_gpt(batch)
         gen = torch.Generator().manual_seed(22)
-        # Distinct LayerNorm parameters: torch.onnx.export merges initializers
-        # with equal values (every LayerNorm starts as ones and zeros), which
-        # would tie them into one parameter in the package but not in the
-        # PyTorch model the DDP reference trains.
-        ln_gen = torch.Generator().manual_seed(24)
-        with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, nn.LayerNorm):
-                    m.weight.uniform_(0.8, 1.2, generator=ln_gen)
-                    m.bias.uniform_(-0.1, 0.1, generator=ln_gen)
+        # Untied in the package as in the PyTorch model DDP trains.
+        distinct_layer_norms(model)
         x = torch.randint(0, 50, (samples, 8), generator=gen)
         y = torch.randint(0, 50, (samples, 8), generator=gen)
     else:

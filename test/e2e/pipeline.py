@@ -39,10 +39,9 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
 
 sys.path.insert(0, os.path.dirname(__file__))
-from arch_models import make_gpt  # noqa: E402
+from arch_models import distinct_layer_norms, make_gpt  # noqa: E402
 from distributed import (compare, dlrt_train_args, export, free_port,  # noqa: E402
                          log, read_losses, run, rank_env)
 from models import make_mlp  # noqa: E402
@@ -60,14 +59,9 @@ def make_model(name, samples, layers=GPT_LAYERS, **gpt):
     if name == "gpt":
         model, _, _ = make_gpt(1, layers=layers, **gpt)
         gen = torch.Generator().manual_seed(22)
-        # Distinct LayerNorm parameters: torch.onnx.export merges equal
-        # initializers, which would tie the LayerNorms of different stages.
-        ln_gen = torch.Generator().manual_seed(24)
-        with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, nn.LayerNorm):
-                    m.weight.uniform_(0.8, 1.2, generator=ln_gen)
-                    m.bias.uniform_(-0.1, 0.1, generator=ln_gen)
+        # Otherwise the LayerNorms of different stages would be one tied
+        # parameter in the package.
+        distinct_layer_norms(model)
         seq = gpt.get("seq", 8)
         x = torch.randint(0, 50, (samples, seq), generator=gen)
         y = torch.randint(0, 50, (samples, seq), generator=gen)
@@ -77,6 +71,20 @@ def make_model(name, samples, layers=GPT_LAYERS, **gpt):
         x = torch.rand(samples, 1, 28, 28, generator=gen)
         y = torch.randint(0, 10, (samples,), generator=gen)
     return model, x, y
+
+
+def prepare(args, w, samples):
+    """Exports --model at the micro-batch size and writes |samples| samples;
+    returns the data file and dlc's training command without batch flags."""
+    name, b = args.model, MICRO_BATCH[args.model]
+    _, x, y = make_model(name, samples)
+    model, _, _ = make_model(name, 1)
+    onnx_path = w(f"{name}.onnx")
+    export(model, x[:b], onnx_path)
+    data = w("data.npz")
+    np.savez(data, input=x.numpy(), labels=y.numpy())
+    return data, [args.dlc, onnx_path, "--train", "--optimizer", "sgd", "--lr",
+                  repr(LR[name]), "--momentum", repr(MOMENTUM), "--quiet"]
 
 
 def train(args, pkg, data, jsonl, world=1):
@@ -96,15 +104,7 @@ def train(args, pkg, data, jsonl, world=1):
 
 def check_losses(args, w):
     name, b = args.model, MICRO_BATCH[args.model]
-    samples = b * max(args.microbatches) * 2 * STEPS
-    _, x, y = make_model(name, samples)
-    model, _, _ = make_model(name, 1)
-    onnx_path = w(f"{name}.onnx")
-    export(model, x[:b], onnx_path)
-    data = w("data.npz")
-    np.savez(data, input=x.numpy(), labels=y.numpy())
-    base = [args.dlc, onnx_path, "--train", "--optimizer", "sgd", "--lr", repr(LR[name]),
-            "--momentum", repr(MOMENTUM), "--quiet"]
+    data, base = prepare(args, w, b * max(args.microbatches) * 2 * STEPS)
     refs = {}
 
     def reference(batch):
@@ -174,14 +174,7 @@ def check_local(args, w):
     """Pipeline packages of 2 and 4 stages (1F1B, M = 4) trained by one
     process on --device against that device's single-process reference."""
     name, b, m = args.model, MICRO_BATCH[args.model], 4
-    _, x, y = make_model(name, b * m * STEPS)
-    model, _, _ = make_model(name, 1)
-    onnx_path = w(f"{name}.onnx")
-    export(model, x[:b], onnx_path)
-    data = w("data.npz")
-    np.savez(data, input=x.numpy(), labels=y.numpy())
-    base = [args.dlc, onnx_path, "--train", "--optimizer", "sgd", "--lr", repr(LR[name]),
-            "--momentum", repr(MOMENTUM), "--quiet"]
+    data, base = prepare(args, w, b * m * STEPS)
     run(base + ["--batch-size", str(b * m), "-o", w("single.dlcp")])
     ref = train(args, w("single.dlcp"), data, w("single.jsonl"))
     ok = True
