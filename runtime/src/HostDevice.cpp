@@ -141,8 +141,18 @@ size_t roundedSize(size_t bytes) {
 class HostDevice : public Device {
 public:
   HostDevice() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {
-    unsigned threads = std::thread::hardware_concurrency();
-    deviceName = "host (" + std::to_string(threads ? threads : 1) + " threads)";
+    // The OpenMP runtime's default team: OMP_NUM_THREADS's first value when
+    // set, else one thread per hardware thread.
+    unsigned long threads = std::thread::hardware_concurrency();
+    if (const char *env = std::getenv("OMP_NUM_THREADS")) {
+      char *end = nullptr;
+      unsigned long n = std::strtoul(env, &end, 10);
+      if (end != env && n > 0 && (*end == '\0' || *end == ','))
+        threads = n;
+    }
+    threads = threads ? threads : 1;
+    deviceName = "host (" + std::to_string(threads) +
+                 (threads == 1 ? " thread)" : " threads)");
   }
 
   dlrt_device_kind_t kind() const override { return DLRT_DEVICE_HOST; }
