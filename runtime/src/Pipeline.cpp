@@ -306,6 +306,7 @@ Status Session::runPipelineStep() {
       trace_.add({(forward ? "F" : "B") + std::to_string(m), "pipeline",
                   begin, Trace::now(), Trace::Compute, -1});
     // Outputs.
+    std::map<std::string, std::pair<const void *, int64_t>> outgoing;
     for (const NamedBufferInfo &out : fn->outputs) {
       const void *src = pointers_[out.buffer];
       const int64_t bytes = bytesOf(out);
@@ -316,33 +317,30 @@ Status Session::runPipelineStep() {
         lossSum += loss;
         continue;
       }
-      // Kept in the slot: a forward value its own backward reads, and in
-      // local mode everything in transit; sent from the slot (or, for
-      // gradients, from a buffer per name) to the stages that read it.
-      bool keep = forward && (p.local || findIn(bwd->inputs, out.name));
-      if (!forward && p.local)
-        keep = true;
+      // Forward values go to the slot (their own backward, or locally later
+      // stages, read them there), gradients to a buffer per name (locally
+      // to the slot, where the earlier stage's backward reads them); sends
+      // leave from there.
       DeviceBuffer *b = nullptr;
-      if (keep) {
-        if (Status st = bufferOf(slot, out.name, bytes, &b); !st.ok())
-          return st;
-      } else {
-        if (Status st = bufferOf(forward ? slot : p.gradientOut, out.name,
-                                 bytes, &b);
-            !st.ok())
-          return st;
-      }
+      if (Status st = bufferOf(forward || p.local ? slot : p.gradientOut,
+                               out.name, bytes, &b);
+          !st.ok())
+        return st;
       if (Status st = waitSendsFrom(b->data); !st.ok())
         return st;
       if (Status st = device_.copyOnDevice(b->data, src, bytes); !st.ok())
         return st;
-      if (p.local)
-        continue;
-      for (const PipelineInfo::Transfer &t : info.transfers)
-        if (t.fromStage == s && t.name == out.name && t.backward == !forward)
-          if (Status st = send(b->data, bytes, t.toStage); !st.ok())
-            return st;
+      outgoing[out.name] = {b->data, bytes};
     }
+    // Sent in the order of the package's transfers, the order in which the
+    // receivers post their receives (incoming).
+    if (!p.local)
+      for (const PipelineInfo::Transfer &t : info.transfers)
+        if (t.fromStage == s && t.backward == !forward) {
+          auto [data, bytes] = outgoing.at(t.name); // checked by the loader
+          if (Status st = send(data, bytes, t.toStage); !st.ok())
+            return st;
+        }
     // The memory of micro-batches in flight.
     if (forward) {
       ++inFlight;
