@@ -350,6 +350,65 @@ LossScaleOutputs findLossScaleOutputs(
   return ls;
 }
 
+/// A one-element output of train_step that --log-jsonl writes under its own
+/// name: every one other than the loss and the loss-scaling outputs (which
+/// have their own fields), e.g. "lr" and "grad_norm" of dlc's LR schedules
+/// and gradient clipping. Its value is read as a double.
+struct ScalarOutput {
+  dlrt_tensor_info_t info;
+  std::string key; ///< the name as a JSON string, quotes included
+};
+
+/// The ScalarOutputs of |outputs| (train_step's), in output order: the
+/// outputs of one element, except the loss (|lossIndex|), the loss-scaling
+/// outputs when |lossScale| is present, and outputs named like a field the
+/// record already has ("step", "loss"), which are left out with a note on
+/// stderr when |lead|. Tensors of more elements (gradients of
+/// --expose-gradients) are not scalars and are not logged.
+std::vector<ScalarOutput>
+scalarOutputs(const std::vector<dlrt_tensor_info_t> &outputs, int lossIndex,
+              const LossScaleOutputs &lossScale, bool lead) {
+  std::vector<ScalarOutput> scalars;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const dlrt_tensor_info_t &info = outputs[i];
+    if (static_cast<int>(i) == lossIndex || numel(info) != 1)
+      continue;
+    std::string name = info.name;
+    if (lossScale.present() && (static_cast<int>(i) == lossScale.scaleIndex ||
+                                static_cast<int>(i) == lossScale.skippedIndex))
+      continue;
+    if (name == "step" || name == "loss") {
+      if (lead)
+        std::fprintf(stderr,
+                     "dlrt: note: train_step output '%s' is not logged: "
+                     "--log-jsonl records have a field of that name\n",
+                     name.c_str());
+      continue;
+    }
+    scalars.push_back({info, nlohmann::json(name).dump()});
+  }
+  return scalars;
+}
+
+/// Writes |value| to |f| as a JSON number with |digits| significant digits;
+/// NaN and infinities, which JSON has no numbers for, as NaN, Infinity and
+/// -Infinity (what Python's json module writes and reads).
+void writeJsonNumber(FILE *f, double value, int digits) {
+  if (std::isnan(value))
+    std::fputs("NaN", f);
+  else if (std::isinf(value))
+    std::fputs(value > 0 ? "Infinity" : "-Infinity", f);
+  else
+    std::fprintf(f, "%.*g", digits, value);
+}
+
+/// Significant digits that print a value of |dtype| exactly: 9 for f32 (and
+/// the narrower floats), 17 for f64 and for |averaged| values (means over
+/// ranks are doubles); integers print exactly either way.
+int exactDigits(dlrt_dtype_t dtype, bool averaged) {
+  return dtype == DLRT_F64 || averaged ? 17 : 9;
+}
+
 /// Parses the unsigned decimal metadata value |key| of checkpoint |path|.
 bool metaNumber(const nlohmann::json &meta, const char *key,
                 const std::string &path, uint64_t &out) {
@@ -447,6 +506,12 @@ int runTrain(const TrainOptions &o) {
   }
   const LossScaleOutputs lossScale =
       findLossScaleOutputs(session.get(), outputs);
+  const std::vector<ScalarOutput> scalars =
+      scalarOutputs(outputs, lossIndex, lossScale, lead);
+  int lrIndex = -1; // in scalars
+  for (size_t i = 0; i < scalars.size(); ++i)
+    if (std::string(scalars[i].info.name) == "lr")
+      lrIndex = static_cast<int>(i);
   std::vector<GradientOutput> grads;
   if (!o.saveGradients.empty()) {
     grads = gradientOutputs(session.get(), outputs);
@@ -620,8 +685,16 @@ int runTrain(const TrainOptions &o) {
       // The mean over the ranks: the loss of the global batch when the
       // loss is a mean over samples (every shard has B of them).
       // (A pipeline's step gives every rank that mean already.)
+      // The scalar outputs too (one collective for all): a value every
+      // rank has alike (the lr, the norm of all-reduced gradients) comes
+      // back unchanged.
+      std::vector<double> averaged = {loss};
+      for (const ScalarOutput &s : scalars)
+        averaged.push_back(readOutput(session.get(), "train_step", s.info)[0]);
       if (worldSize > 1 && stages == 0)
-        check(dlrt_context_average(context.get(), &loss, 1));
+        check(dlrt_context_average(context.get(), averaged.data(),
+                                   averaged.size()));
+      loss = averaged[0];
       ++at.step;
       at.sample += globalBatch;
       const int64_t k = at.sample / globalBatch; // global batches this epoch
@@ -658,15 +731,22 @@ int runTrain(const TrainOptions &o) {
       if (log) {
         // f32 losses print exactly with 9 significant digits, f64 with 17;
         // a mean over ranks is a double and keeps 17.
-        if (lossInfo.dtype == DLRT_F64 || worldSize > 1)
-          std::fprintf(log, "{\"step\": %lld, \"loss\": %.17g",
-                       static_cast<long long>(at.step), loss);
-        else
-          std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g",
-                       static_cast<long long>(at.step), loss);
+        std::fprintf(log, "{\"step\": %lld, \"loss\": ",
+                     static_cast<long long>(at.step));
+        writeJsonNumber(log, loss,
+                        exactDigits(lossInfo.dtype, worldSize > 1));
         if (lossScale.present())
           std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s",
                        scaleUsed, skipped ? "true" : "false");
+        for (size_t i = 0; i < scalars.size(); ++i) {
+          std::fprintf(log, ", %s: ", scalars[i].key.c_str());
+          const dlrt_dtype_t t = scalars[i].info.dtype;
+          if (t == DLRT_BOOL) // true when any rank's is
+            std::fputs(averaged[i + 1] != 0 ? "true" : "false", log);
+          else
+            writeJsonNumber(log, averaged[i + 1],
+                            exactDigits(t, worldSize > 1 && stages == 0));
+        }
         std::fprintf(log, "}\n");
       }
       epochLoss += loss;
@@ -675,12 +755,20 @@ int runTrain(const TrainOptions &o) {
       ++windowSteps;
       if (at.step % o.logEvery == 0) {
         double secs = secondsSince(windowStart);
-        say("epoch %lld/%lld  step %lld/%lld  loss %.4f  %.0f "
+        // The lr of the last step, when the step reports one.
+        std::string lr;
+        if (lrIndex >= 0) {
+          char text[32];
+          std::snprintf(text, sizeof(text), "  lr %.4g",
+                        averaged[lrIndex + 1]);
+          lr = text;
+        }
+        say("epoch %lld/%lld  step %lld/%lld  loss %.4f%s  %.0f "
             "samples/s\n",
             static_cast<long long>(epoch + 1),
             static_cast<long long>(totalEpochs), static_cast<long long>(k),
             static_cast<long long>(stepsPerEpoch),
-            windowLoss / static_cast<double>(windowSteps),
+            windowLoss / static_cast<double>(windowSteps), lr.c_str(),
             secs > 0 ? static_cast<double>(windowSteps * globalBatch) / secs
                      : 0.0);
         std::fflush(stdout);

@@ -98,8 +98,10 @@ int main(int argc, char **argv) {
       "Seed of the per-epoch permutation (default 0, or the checkpoint's "
       "when resuming)");
   trainCmd->add_option("--log-jsonl", train.logJsonl,
-                       "Write {\"step\": i, \"loss\": x} per step to FILE "
-                       "(appended to when resuming)");
+                       "Write {\"step\": i, \"loss\": x, ...} per step to "
+                       "FILE (appended to when resuming), with every other "
+                       "one-element output of train_step (e.g. lr, "
+                       "grad_norm) under its name");
   trainCmd->add_option("--save", train.save,
                        "Write a checkpoint (safetensors, atomically) after "
                        "each epoch and at the end");
