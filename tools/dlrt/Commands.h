@@ -24,6 +24,8 @@ struct TrainOptions {
   std::string save;
   std::string resume;
   std::string saveGradients; ///< --save-gradients DIR
+  std::string evalData;      ///< --eval-data FILE.npz
+  int64_t evalEvery = 0;     ///< --eval-every K; 0: at the end only
   std::string device = "auto";
   int64_t logEvery = 100;
   std::string memoryReport; ///< --memory-report FILE.json

@@ -225,4 +225,15 @@ void feedBatch(dlrt_session_t session, const char *function,
   }
 }
 
+std::vector<double> readOutput(dlrt_session_t session, const char *function,
+                               const dlrt_tensor_info_t &info) {
+  std::vector<uint8_t> raw(byteSize(info));
+  check(dlrt_session_get_output(session, function, info.name, raw.data(),
+                                raw.size()));
+  std::vector<double> out(static_cast<size_t>(numel(info)));
+  data::convertElements(raw.data(), toDataType(info.dtype), out.data(),
+                        data::DType::F64, out.size());
+  return out;
+}
+
 } // namespace dlrt::cli

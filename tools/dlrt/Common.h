@@ -96,6 +96,12 @@ void feedBatch(dlrt_session_t session, const char *function,
                std::vector<Binding> &bindings, const int64_t *indices,
                int64_t batch);
 
+/// Reads output |info| of the last run of |function| in |session|, every
+/// element converted to double (exactly: f64 and narrower floats, integers
+/// below 2^53).
+std::vector<double> readOutput(dlrt_session_t session, const char *function,
+                               const dlrt_tensor_info_t &info);
+
 /// Fails when the --memory-report file |path| cannot be written (its
 /// directory is missing or not writable), before any work is done.
 void checkReportPath(const std::string &path);

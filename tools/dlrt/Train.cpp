@@ -1,12 +1,14 @@
 //===- Train.cpp - `dlrt train`: the training loop -------------------------===//
-// Feeds batches to a package's train_step, logs losses, evaluates the test
-// split, and saves / resumes checkpoints. The data order is a function of
+// Feeds batches to a package's train_step, logs losses (and the step's other
+// scalar outputs), evaluates the test split or the user's --eval-data, and
+// saves / resumes checkpoints. The data order is a function of
 // (seed, epoch) only, so a resumed run recomputes its epoch's permutation,
 // skips the consumed samples and continues bit-identically on the host.
 // Under a launcher every rank runs this loop on its shard of each global
 // batch (DistributedSampler's sharding); rank 0 alone prints and writes.
 #include "Commands.h"
 #include "Common.h"
+#include "Evaluate.h"
 
 #include "data/FashionMnist.h"
 #include "data/Npy.h"
@@ -22,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <set>
 
 namespace dlrt::cli {
@@ -144,18 +147,6 @@ int findInfo(const std::vector<dlrt_tensor_info_t> &infos,
     if (name == infos[i].name)
       return static_cast<int>(i);
   return -1;
-}
-
-/// Reads output |info| of the last run of |function| as doubles.
-std::vector<double> readOutput(dlrt_session_t session, const char *function,
-                               const dlrt_tensor_info_t &info) {
-  std::vector<uint8_t> raw(byteSize(info));
-  check(dlrt_session_get_output(session, function, info.name, raw.data(),
-                                raw.size()));
-  std::vector<double> out(static_cast<size_t>(numel(info)));
-  data::convertElements(raw.data(), toDataType(info.dtype), out.data(),
-                        data::DType::F64, out.size());
-  return out;
 }
 
 /// Runs `forward` over the Fashion-MNIST t10k split and prints the accuracy
@@ -483,6 +474,16 @@ int runTrain(const TrainOptions &o) {
                               std::to_string(dataWorld) + " ranks"
                         : "batch of " + std::to_string(batch)));
   const int64_t stepsPerEpoch = d.samples / globalBatch;
+  // --eval-data: every rank reads the file (all take part in evaluating).
+  std::optional<EvalSet> evalSet;
+  if (!o.evalData.empty()) {
+    const dlrt_tensor_info_t *trainLabels = nullptr;
+    for (const Binding &b : d.bindings)
+      if (std::string(b.info.name) == "labels")
+        trainLabels = &b.info;
+    evalSet.emplace(
+        loadEvalSet(model.get(), o.package, trainLabels, o.evalData));
+  }
 
   std::vector<dlrt_tensor_info_t> outputs = outputInfos(model.get(),
                                                         "train_step");
@@ -607,18 +608,6 @@ int runTrain(const TrainOptions &o) {
                                 stepsPerEpoch - 1) /
                                    stepsPerEpoch
                   : o.epochs;
-  if (done(at)) {
-    say("nothing to do: at step %lld%s\n", static_cast<long long>(at.step),
-        o.steps > 0 ? (" of " + std::to_string(o.steps)).c_str()
-                    : (", epoch " + std::to_string(at.epoch) + " of " +
-                       std::to_string(o.epochs))
-                          .c_str());
-    if (!o.memoryReport.empty() && lead)
-      reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
-    check(dlrt_context_barrier(context.get()));
-    return 0;
-  }
-
   FILE *log = nullptr;
   if (!o.logJsonl.empty() && lead) {
     // A resumed run continues its log; a fresh run starts a new one.
@@ -634,7 +623,63 @@ int runTrain(const TrainOptions &o) {
     }
   } logCloser{log};
 
-  const bool evaluate =
+  // --eval-data: evaluates the weights as they are now; prints and logs
+  // the result. Every rank calls it at the same step. Returns the time it
+  // took, which the throughput figures leave out.
+  int64_t evaluatedAt = -1;
+  auto runEvaluation = [&]() -> Clock::duration {
+    Clock::time_point start = Clock::now();
+    // Each pipeline rank updates only its stage's state.
+    if (stages > 0)
+      check(dlrt_session_sync_pipeline_state(session.get()));
+    EvalResult r =
+        evaluate(context.get(), session.get(), *evalSet, rank, worldSize);
+    evaluatedAt = at.step;
+    std::string how;
+    if (worldSize > 1 && !r.alone)
+      how = " over " + std::to_string(worldSize) + " ranks";
+    else if (worldSize > 1)
+      how = " on rank 0 alone: the ranks' states differ, e.g. BatchNorm "
+            "statistics";
+    else if (r.lastRows < evalSet->batch)
+      how = ", the last " + std::to_string(r.lastRows) + " + " +
+            std::to_string(evalSet->batch - r.lastRows) + " padding rows";
+    say("eval at step %lld: loss %.9g, accuracy %.9g (%lld/%lld correct; "
+        "%lld samples in %lld batches of %lld%s)\n",
+        static_cast<long long>(at.step), r.loss, r.accuracy,
+        static_cast<long long>(r.correct),
+        static_cast<long long>(r.predictions),
+        static_cast<long long>(r.samples), static_cast<long long>(r.batches),
+        static_cast<long long>(evalSet->batch), how.c_str());
+    std::fflush(stdout);
+    if (log) {
+      std::fprintf(log, "{\"step\": %lld, \"eval_loss\": ",
+                   static_cast<long long>(at.step));
+      writeJsonNumber(log, r.loss, 17);
+      std::fprintf(log, ", \"eval_accuracy\": ");
+      writeJsonNumber(log, r.accuracy, 17);
+      std::fprintf(log, ", \"eval_samples\": %lld}\n",
+                   static_cast<long long>(r.samples));
+      std::fflush(log);
+    }
+    return Clock::now() - start;
+  };
+
+  if (done(at)) {
+    say("nothing to do: at step %lld%s\n", static_cast<long long>(at.step),
+        o.steps > 0 ? (" of " + std::to_string(o.steps)).c_str()
+                    : (", epoch " + std::to_string(at.epoch) + " of " +
+                       std::to_string(o.epochs))
+                          .c_str());
+    if (evalSet)
+      runEvaluation();
+    if (!o.memoryReport.empty() && lead)
+      reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
+    check(dlrt_context_barrier(context.get()));
+    return 0;
+  }
+
+  const bool testSplit =
       d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
   std::vector<int64_t> identity(static_cast<size_t>(d.samples));
   std::iota(identity.begin(), identity.end(), 0);
@@ -776,6 +821,11 @@ int runTrain(const TrainOptions &o) {
         windowSteps = 0;
         windowStart = Clock::now();
       }
+      if (evalSet && o.evalEvery > 0 && at.step % o.evalEvery == 0) {
+        Clock::duration spent = runEvaluation();
+        windowStart += spent;
+        epochStart += spent;
+      }
     }
     if (log)
       std::fflush(log);
@@ -801,9 +851,9 @@ int runTrain(const TrainOptions &o) {
     // Each pipeline rank updates only its stage's state: every rank gets
     // the whole model before evaluating or saving it.
     if (stages > 0 && epochSteps > 0 &&
-        (evaluate || (!o.save.empty())))
+        (testSplit || (!o.save.empty())))
       check(dlrt_session_sync_pipeline_state(session.get()));
-    if (evaluate && epochSteps > 0)
+    if (testSplit && epochSteps > 0)
       testAccuracy(context.get(), session.get(), model.get(), batch, d, rank,
                    worldSize);
     if (!o.save.empty() && lead && epochSteps > 0) {
@@ -812,6 +862,8 @@ int runTrain(const TrainOptions &o) {
       savedAtEnd = done(at);
     }
   }
+  if (evalSet && evaluatedAt != at.step)
+    runEvaluation();
   if (!o.save.empty() && lead) {
     if (!savedAtEnd)
       saveCheckpoint(session.get(), o, at, stepsPerEpoch, globalBatch,

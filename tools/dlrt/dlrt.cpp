@@ -114,6 +114,21 @@ int main(int argc, char **argv) {
       "Write each step's gradients to DIR/step-<N>.safetensors (N: the "
       "global step, from 1), one tensor per parameter named by it; needs a "
       "package compiled with dlc --train --expose-gradients");
+  CLI::Option *evalDataOpt = trainCmd->add_option(
+      "--eval-data", train.evalData,
+      "Evaluate on FILE.npz at the end of training (and with --eval-every): "
+      "one array per forward input (named by the input) plus 'labels' "
+      "(integer class indices), batch-major; runs forward in batches of the "
+      "package's batch size (the last padded, its padding not counted) and "
+      "prints and logs the mean softmax cross-entropy and top-1 accuracy "
+      "over all samples (eval_loss, eval_accuracy); needs a package trained "
+      "with dlc's softmax-cross-entropy loss");
+  trainCmd
+      ->add_option("--eval-every", train.evalEvery,
+                   "With --eval-data, also evaluate after every K-th global "
+                   "step")
+      ->check(positive)
+      ->needs(evalDataOpt);
   trainCmd->add_option("--device", train.device, deviceHelp)
       ->check(deviceCheck);
   trainCmd
