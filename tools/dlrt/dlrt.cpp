@@ -116,13 +116,15 @@ int main(int argc, char **argv) {
       "package compiled with dlc --train --expose-gradients");
   CLI::Option *evalDataOpt = trainCmd->add_option(
       "--eval-data", train.evalData,
-      "Evaluate on FILE.npz at the end of training (and with --eval-every): "
-      "one array per forward input (named by the input) plus 'labels' "
-      "(integer class indices), batch-major; runs forward in batches of the "
-      "package's batch size (the last padded, its padding not counted) and "
-      "prints and logs the mean softmax cross-entropy and top-1 accuracy "
-      "over all samples (eval_loss, eval_accuracy); needs a package trained "
-      "with dlc's softmax-cross-entropy loss");
+      "Evaluate on FILE.npz at the end of training (and with --eval-every; "
+      "also when a resumed run has nothing left to train): one array per "
+      "forward input (named by the input) plus 'labels' (integer class "
+      "indices), batch-major; runs forward in batches of its compiled batch "
+      "size (the last padded, its padding not counted) and prints and logs "
+      "the mean softmax cross-entropy and top-1 accuracy over all samples "
+      "(eval_loss, eval_accuracy); needs a package trained with dlc's "
+      "softmax-cross-entropy loss. On several ranks each evaluates a shard "
+      "when their states agree, else rank 0 alone");
   trainCmd
       ->add_option("--eval-every", train.evalEvery,
                    "With --eval-data, also evaluate after every K-th global "
