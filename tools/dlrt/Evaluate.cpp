@@ -28,10 +28,8 @@ std::string expectedArrays(const std::vector<dlrt_tensor_info_t> &inputs,
          ", integer class indices)";
 }
 
-/// Whether every rank of |context| holds the same persistent state in
-/// |session| (FNV-1a over every state tensor's bytes; every rank must call
-/// it). Ranks of a data-parallel package agree, except where each updates
-/// state from its own shard (BatchNorm's running statistics).
+} // namespace
+
 bool ranksAgree(dlrt_context_t context, dlrt_session_t session) {
   uint64_t hash = 14695981039346656037ull;
   std::vector<uint8_t> bytes;
@@ -54,6 +52,8 @@ bool ranksAgree(dlrt_context_t context, dlrt_session_t session) {
   check(dlrt_context_average(context, &same, 1));
   return same == 1.0;
 }
+
+namespace {
 
 bool isIntegerType(data::DType t) {
   return t == data::DType::I64 || t == data::DType::I32 ||

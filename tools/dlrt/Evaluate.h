@@ -47,6 +47,14 @@ EvalSet loadEvalSet(dlrt_model_t model, const std::string &package,
                     const dlrt_tensor_info_t *trainLabels,
                     const std::string &path);
 
+/// Whether every rank of |context| holds the same persistent state in
+/// |session|: an FNV-1a hash of every state tensor's bytes (read to the host)
+/// compared over the ranks, exactly (all ranks' values equal their mean only
+/// when they are all equal). Every rank must call it; all get the same
+/// answer. Ranks of a data-parallel package agree, except where each updates
+/// state from its own shard (BatchNorm's running statistics).
+bool ranksAgree(dlrt_context_t context, dlrt_session_t session);
+
 /// What one evaluation found, over every rank.
 struct EvalResult {
   double loss = 0;     ///< mean cross-entropy over all predictions (nats)
