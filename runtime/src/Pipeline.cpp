@@ -107,6 +107,30 @@ Status Session::runPipelineStep() {
         }
     }
     state->stash.resize(static_cast<size_t>(state->slots));
+    // What a run of a stage function can bind instead of copying.
+    const size_t n = pkg.buffers.size();
+    auto root = [&](uint32_t i) {
+      while (pkg.buffers[i].kind == BufferKind::Alias)
+        i = static_cast<uint32_t>(pkg.buffers[i].aliasOf); // acyclic
+      return i;
+    };
+    state->sharers.resize(n);
+    for (uint32_t i = 0; i < n; ++i)
+      state->sharers[root(i)].push_back(i);
+    for (const PipelineInfo::Stage &stage : info.stages)
+      for (const std::string &name : {stage.forward, stage.backward}) {
+        const FunctionInfo *fn = pkg.function(name);
+        std::map<uint32_t, int> uses; // by root
+        for (const auto *list : {&fn->inputs, &fn->outputs})
+          for (const NamedBufferInfo &nb : *list)
+            ++uses[root(nb.buffer)];
+        std::set<uint32_t> &ok = state->bindable[name];
+        for (const auto *list : {&fn->inputs, &fn->outputs})
+          for (const NamedBufferInfo &nb : *list)
+            if (pkg.buffers[nb.buffer].kind != BufferKind::Alias &&
+                uses[nb.buffer] == 1)
+              ok.insert(nb.buffer);
+      }
     pipeline_ = std::move(state);
   }
   PipelineState &p = *pipeline_;
@@ -273,8 +297,25 @@ Status Session::runPipelineStep() {
             return st;
         }
       }
+    // A run points its bindable inputs and outputs at the pipeline's memory
+    // (no copies); the function's own pointers come back when it is done.
+    const std::set<uint32_t> &bindable = p.bindable.at(fn->name);
+    std::vector<std::pair<uint32_t, void *>> bound;
+    struct Unbind {
+      std::vector<std::pair<uint32_t, void *>> &bound;
+      std::vector<void *> &pointers;
+      ~Unbind() {
+        for (auto it = bound.rbegin(); it != bound.rend(); ++it)
+          pointers[it->first] = it->second;
+      }
+    } unbind{bound, pointers_};
+    auto bind = [&](uint32_t buffer, const void *data) {
+      for (uint32_t j : p.sharers[buffer]) {
+        bound.emplace_back(j, pointers_[j]);
+        pointers_[j] = const_cast<void *>(data); // inputs are only read
+      }
+    };
     for (const NamedBufferInfo &in : fn->inputs) {
-      void *dst = pointers_[in.buffer];
       const int64_t bytes = bytesOf(in);
       const void *src = nullptr;
       int64_t sliceBytes;
@@ -295,42 +336,60 @@ Status Session::runPipelineStep() {
                                  "' is not in micro-batch " +
                                  std::to_string(m) + "'s stash");
       }
-      if (Status st = device_.copyOnDevice(dst, src, bytes); !st.ok())
+      if (bindable.count(in.buffer))
+        bind(in.buffer, src);
+      else if (Status st = device_.copyOnDevice(pointers_[in.buffer], src,
+                                                bytes);
+               !st.ok())
         return st;
     }
-    // The function.
+    // Forward values go to the slot (their own backward, or locally later
+    // stages, read them there), gradients to two buffers per name, by
+    // micro-batch parity (locally to the slot, where the earlier stage's
+    // backward reads them); sends leave from there, and the last send from
+    // a buffer ends before it is written again.
+    std::vector<std::pair<const NamedBufferInfo *, DeviceBuffer *>> outputs;
+    for (const NamedBufferInfo &out : fn->outputs) {
+      if (out.name == pkg.lossOutput)
+        continue;
+      DeviceBuffer *b = nullptr;
+      Status st =
+          forward || p.local
+              ? bufferOf(slot, out.name, bytesOf(out), &b)
+              : bufferOf(p.gradientOut[m % 2], out.name, bytesOf(out), &b);
+      if (!st.ok())
+        return st;
+      if (Status st = waitSendsFrom(b->data); !st.ok())
+        return st;
+      if (bindable.count(out.buffer))
+        bind(out.buffer, b->data);
+      outputs.emplace_back(&out, b);
+    }
+    // The function: one graph per micro-batch, whose pointers these are.
     const int64_t begin = trace_.enabled() ? Trace::now() : 0;
-    if (Status st = execute(*fn); !st.ok())
+    if (Status st = execute(*fn, fn->name + "#" + std::to_string(m));
+        !st.ok())
       return st;
     if (trace_.enabled())
       trace_.add({(forward ? "F" : "B") + std::to_string(m), "pipeline",
                   begin, Trace::now(), Trace::Compute, -1});
     // Outputs.
-    std::map<std::string, std::pair<const void *, int64_t>> outgoing;
-    for (const NamedBufferInfo &out : fn->outputs) {
-      const void *src = pointers_[out.buffer];
-      const int64_t bytes = bytesOf(out);
-      if (out.name == pkg.lossOutput) {
-        float loss = 0;
-        if (Status st = device_.copyToHost(&loss, src, sizeof loss); !st.ok())
-          return st;
-        lossSum += loss;
-        continue;
-      }
-      // Forward values go to the slot (their own backward, or locally later
-      // stages, read them there), gradients to a buffer per name (locally
-      // to the slot, where the earlier stage's backward reads them); sends
-      // leave from there.
-      DeviceBuffer *b = nullptr;
-      if (Status st = bufferOf(forward || p.local ? slot : p.gradientOut,
-                               out.name, bytes, &b);
+    if (const NamedBufferInfo *lossOut = findIn(fn->outputs, pkg.lossOutput)) {
+      float loss = 0;
+      if (Status st = device_.copyToHost(&loss, pointers_[lossOut->buffer],
+                                         sizeof loss);
           !st.ok())
         return st;
-      if (Status st = waitSendsFrom(b->data); !st.ok())
-        return st;
-      if (Status st = device_.copyOnDevice(b->data, src, bytes); !st.ok())
-        return st;
-      outgoing[out.name] = {b->data, bytes};
+      lossSum += loss;
+    }
+    std::map<std::string, std::pair<const void *, int64_t>> outgoing;
+    for (auto [out, b] : outputs) {
+      if (!bindable.count(out->buffer))
+        if (Status st = device_.copyOnDevice(b->data, pointers_[out->buffer],
+                                             bytesOf(*out));
+            !st.ok())
+          return st;
+      outgoing[out->name] = {b->data, bytesOf(*out)};
     }
     // Sent in the order of the package's transfers, the order in which the
     // receivers post their receives (incoming).

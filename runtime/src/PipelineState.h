@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,9 @@ struct Session::PipelineState {
   /// its forward to its backward (received or its own), and in local mode
   /// also the values in transit between stages.
   std::vector<std::map<std::string, DeviceBuffer>> stash;
-  /// By name: the gradient a backward sends (stable until the send ends).
-  std::map<std::string, DeviceBuffer> gradientOut;
+  /// By micro-batch parity and name: the gradient a backward sends (stable
+  /// until the send ends).
+  std::map<std::string, DeviceBuffer> gradientOut[2];
   /// Receive buffers, [0] forward values and [1] gradients, each by
   /// micro-batch parity and name (receives are posted one micro-batch
   /// ahead).
@@ -41,6 +43,15 @@ struct Session::PipelineState {
   /// bytes), over all steps.
   int64_t peakStashBytes = 0;
   std::vector<DeviceBuffer> allocations;
+  /// Per package buffer: the buffers that share its memory (itself and the
+  /// aliases that resolve to it), the pointers a binding changes.
+  std::vector<std::vector<uint32_t>> sharers;
+  /// Per stage function: the inputs and outputs a run points straight at
+  /// the pipeline's memory (received values, stash slots, the global
+  /// batch's slice) instead of copying them in and out of the function's
+  /// own buffers: those that are not aliases and share their memory with
+  /// no other input or output of the function.
+  std::map<std::string, std::set<uint32_t>> bindable;
 };
 
 } // namespace dlrt::exec

@@ -544,7 +544,8 @@ Status Session::run(const std::string &function) {
   return Status::OK();
 }
 
-Status Session::execute(const FunctionInfo &info) {
+Status Session::execute(const FunctionInfo &info,
+                        const std::string &graphKey) {
   const FunctionInfo *fn = &info;
   const std::string &function = info.name;
   // The device uses this session's workspace until the run ends.
@@ -636,7 +637,8 @@ Status Session::execute(const FunctionInfo &info) {
   // A graph replays the steps with the pointers they had when captured;
   // collectives run on the host between steps and the trace times each
   // step, so those runs go step by step.
-  auto [entry, first] = graphs_.try_emplace(function);
+  auto [entry, first] =
+      graphs_.try_emplace(graphKey.empty() ? function : graphKey);
   FunctionGraph &graph = entry->second;
   if (first)
     graph.hasCollectives =

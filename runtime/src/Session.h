@@ -175,8 +175,11 @@ public:
 private:
   explicit Session(std::shared_ptr<Model> model) : model_(std::move(model)) {}
   /// Runs every step of |fn| and waits for the device (run without the
-  /// output bookkeeping).
-  Status execute(const FunctionInfo &fn);
+  /// output bookkeeping). |graphKey| names its entry in graphs_ (default:
+  /// the function's name): a captured graph replays the pointers it was
+  /// captured with, so a caller that points the function's buffers
+  /// elsewhere between runs (the pipeline) passes one key per pointer set.
+  Status execute(const FunctionInfo &fn, const std::string &graphKey = {});
   /// One training step of a pipeline package (Pipeline.cpp): this rank's
   /// stage's forwards and backwards over the micro-batches in the
   /// schedule's order, exchanging activations and gradients with the
