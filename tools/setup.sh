@@ -15,6 +15,10 @@ PACKAGES=(
   libgloo-dev libasio-dev openmpi-bin
   clang-22 libclang-rt-22-dev
   python3-torch python3-torchvision python3-onnx python3-numpy
+  # An optimized BLAS for the PyTorch baseline of the host benchmarks:
+  # Debian's python3-torch is built with BLAS_INFO=generic and otherwise runs
+  # its GEMMs on the reference libblas3 (test/benchmarks/host_steps.py).
+  libopenblas0-pthread
   dataset-fashion-mnist
 )
 
