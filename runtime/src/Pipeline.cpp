@@ -200,6 +200,7 @@ Status Session::runPipelineStep() {
     int64_t bytes = 0;
   };
   std::map<std::pair<int64_t, std::string>, Posted> posted[2]; // by kind
+  std::set<int64_t> postedBatches[2]; // by kind: micro-batches posted
   auto incoming = [&](bool gradients, int32_t s) {
     std::vector<const PipelineInfo::Transfer *> list;
     for (const PipelineInfo::Transfer &t : info.transfers)
@@ -208,9 +209,8 @@ Status Session::runPipelineStep() {
     return list;
   };
   auto post = [&](bool gradients, int32_t s, int64_t m) -> Status {
-    if (m >= M || posted[gradients].count({m, ""}))
+    if (m >= M || !postedBatches[gradients].insert(m).second)
       return Status::OK();
-    posted[gradients][{m, ""}] = Posted(); // marks micro-batch m as posted
     const PipelineInfo::Stage &stage = info.stages[static_cast<size_t>(s)];
     for (const PipelineInfo::Transfer *t : incoming(gradients, s)) {
       const NamedBufferInfo *nb =
