@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """PyTorch reference for the main job's recipe: the bundled MLP on
 Fashion-MNIST, Adam lr 1e-3, batch 64, one epoch, final partial batch
-dropped (as dlrt does). Prints JSON: epoch seconds, mean loss, test accuracy.
+dropped (as dlrt does). Prints JSON: epoch seconds, mean loss, test accuracy,
+threads, and the BLAS torch loaded (host_steps.blas_info). DLC_BENCH_THREADS
+sets torch's threads (fashion_mnist_epoch.py sets it to dlrt's).
 
     /usr/bin/python3 test/benchmarks/fashion_mnist_pytorch.py [DATASET_DIR]
 """
@@ -16,6 +18,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "mlp"))
 from export_mlp import make_model  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from host_steps import blas_info  # noqa: E402
 
 
 def read_idx(path: str) -> np.ndarray:
@@ -59,7 +64,8 @@ def main() -> None:
         acc = (model(tx).argmax(dim=1) == ty).float().mean().item()
     print(json.dumps({"epoch_seconds": seconds, "steps": steps,
                       "mean_loss": float(np.mean(losses)), "test_accuracy": acc,
-                      "threads": torch.get_num_threads()}))
+                      "threads": torch.get_num_threads(),
+                      "blas": blas_info(torch.get_num_threads())}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,558 @@
+#!/usr/bin/python3
+"""Host training-step benchmark (issue 15 items 4 and 5): dlc + dlrt on the
+host device against PyTorch eager on the CPU, on the same machine, in one run.
+
+    /usr/bin/python3 test/benchmarks/host_steps.py --dlc build/bin/dlc \\
+        --dlrt build/bin/dlrt --workdir /tmp/host-steps [--quick] [--models a,b]
+
+Models (--models picks some; --quick is mlp,cnn with 3 measured steps):
+  mlp           the bundled MLP (examples/mlp/export_mlp.py), batch 64, Adam
+  cnn           test/e2e/models.py's CNN with BatchNorm, batch 64, SGD momentum
+  resnet18      torchvision ResNet-18 (10 classes), batch 8 of 3x64x64, SGD momentum
+  mobilenet_v2  torchvision MobileNetV2 (classifier dropout removed: dlc's
+                dropout mask is not PyTorch's), batch 8 of 3x64x64, SGD momentum
+  densenet121   torchvision DenseNet-121, batch 2 of 3x64x64, SGD (issue 15's case)
+  vit           a small ViT defined here (torchvision 0.14 has only ViT-B and
+                larger): 32x32 images, 4x4 patches, width 192, 6 pre-norm
+                encoder layers of 3 heads, batch 8, AdamW
+  gpt2          test/e2e/arch_models.py's TinyGPT at GPT-2 size (12 layers, d 768,
+                12 heads, vocab 50,257, sequence 128; 162 M parameters), batch 2, AdamW
+
+Both sides start from the same weights (the model is built from a seeded
+factory, exported to ONNX for dlc, and built again for PyTorch), train on the
+same batch with the same optimizer and hyper-parameters, and the first step's
+losses are compared (they must agree to --loss-tol relative, else the row is
+marked MISMATCH and the script exits 1): the comparison is of the same
+computation. torchvision is Debian's python3-torchvision 0.14.
+
+Fairness, stated:
+  threads   both sides run with the same thread count (--threads, default the
+            machine's cores): OMP_NUM_THREADS and OPENBLAS_NUM_THREADS in both
+            commands' environments, and torch.set_num_threads in PyTorch's.
+  BLAS      Debian's python3-torch is built with BLAS_INFO=generic: its GEMMs
+            run on whatever libblas.so.3 the alternatives point to. The
+            PyTorch command prints the BLAS library it loaded (from
+            /proc/self/maps) and the GFLOP/s of a 1024x1024 matmul; with the
+            reference BLAS (no libopenblas0-pthread) the script refuses to run
+            (--allow-reference-blas overrides). OPENBLAS_CORETYPE and
+            OPENBLAS_L2_SIZE are removed from PyTorch's environment only.
+  step time dlrt: from `dlrt train --trace`, the interval between the starts
+            of consecutive train_step calls (so it includes the batch copy-in
+            and the loss read-back between calls) after --warmup steps;
+            PyTorch: wall time of zero_grad, forward, loss, backward, step and
+            loss.item() per step after the same warm-up. Medians.
+  compile   wall time of `dlc --train` (the host library compiled by the
+            system C++ compiler), kernels and library calls per train_step
+            from `dlrt info`.
+Start-up (item 5): wall time of `dlrt train` on the bundled MLP's package for
+1 step (process start, package load, first step) and for 5 steps, medians
+of 5 runs, and `dlrt --version` alone.
+
+The machine is shared: the 1-minute load average before each model is in
+the table. Exits 0 when every model ran and the losses agree (speed is
+measured, not judged), 1 otherwise. --peers (PyTorch 2.x, torch.compile and
+ONNX Runtime columns) is not implemented.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "test", "e2e"), os.path.join(ROOT, "examples", "mlp")]
+
+# name: batch, optimizer flags for dlc, steps measured in a full run.
+MODELS = {
+    "mlp": dict(batch=64, opt="adam", lr=1e-3, steps=20),
+    "cnn": dict(batch=64, opt="sgd", lr=0.01, momentum=0.9, steps=10),
+    "resnet18": dict(batch=8, opt="sgd", lr=0.01, momentum=0.9, steps=5),
+    "mobilenet_v2": dict(batch=8, opt="sgd", lr=0.01, momentum=0.9, steps=5),
+    "densenet121": dict(batch=2, opt="sgd", lr=0.01, steps=5),
+    "vit": dict(batch=8, opt="adamw", lr=1e-3, steps=5),
+    "gpt2": dict(batch=2, opt="adamw", lr=1e-4, steps=2),
+}
+QUICK = ["mlp", "cnn"]
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def build(name):
+    """(model, x, y) for |name|, seeded: the same weights every call."""
+    import torch
+    import torchvision
+    from torch import nn
+    if name == "mlp":
+        from export_mlp import make_model
+        model = make_model()
+        gen = torch.Generator().manual_seed(40)
+        return model, torch.rand(64, 1, 28, 28, generator=gen), torch.randint(
+            0, 10, (64,), generator=gen)
+    if name == "cnn":
+        from models import make_cnn
+        model = make_cnn()
+        gen = torch.Generator().manual_seed(41)
+        return model, torch.rand(64, 1, 28, 28, generator=gen), torch.randint(
+            0, 10, (64,), generator=gen)
+    batch = MODELS[name]["batch"]
+    if name in ("resnet18", "mobilenet_v2", "densenet121"):
+        torch.manual_seed(7)
+        if name == "mobilenet_v2":
+            model = torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0)
+            model.classifier[0] = nn.Identity()
+        else:
+            model = getattr(torchvision.models, name)(num_classes=10)
+        gen = torch.Generator().manual_seed(42)
+        return model, torch.rand(batch, 3, 64, 64, generator=gen), torch.randint(
+            0, 10, (batch,), generator=gen)
+    from arch_models import distinct_layer_norms
+    if name == "vit":
+        torch.manual_seed(8)
+        model = SmallViT()
+        distinct_layer_norms(model)
+        gen = torch.Generator().manual_seed(43)
+        return model, torch.rand(batch, 3, 32, 32, generator=gen), torch.randint(
+            0, 10, (batch,), generator=gen)
+    if name == "gpt2":
+        from arch_models import make_gpt
+        model, x, y = make_gpt(batch, seq=128, vocab=50257, embed=768, heads=12, layers=12)
+        distinct_layer_norms(model)
+        return model, x, y
+    raise ValueError(name)
+
+
+def _vit_class():
+    import torch
+    from torch import nn
+
+    class _SmallViT(nn.Module):
+        """ViT (Dosovitskiy et al. 2021) at ViT-Tiny width, 6 layers, on 32x32
+        images: Conv2d patch embedding, class token, learned positions,
+        pre-LayerNorm encoder layers with GELU MLPs, LayerNorm + linear head
+        on the class token."""
+
+        def __init__(self, image=32, patch=4, dim=192, depth=6, heads=3, classes=10):
+            super().__init__()
+            self.patch = nn.Conv2d(3, dim, patch, stride=patch)
+            tokens = (image // patch) ** 2 + 1
+            self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+            self.pos = nn.Parameter(torch.randn(1, tokens, dim) * 0.02)
+            self.layers = nn.ModuleList([
+                nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0,
+                                           activation="gelu", batch_first=True,
+                                           norm_first=True) for _ in range(depth)])
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, x):
+            x = self.patch(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(self.norm(x[:, 0]))
+    return _SmallViT
+
+
+def SmallViT():  # noqa: N802 (a class made on demand: torch is imported late)
+    return _vit_class()()
+
+
+def blas_info(threads):
+    """The BLAS this process's torch uses: library paths from /proc/self/maps,
+    OpenBLAS's config string and threads, and a 1024^2 matmul's GFLOP/s."""
+    import torch
+    a, b = torch.rand(1024, 1024), torch.rand(1024, 1024)
+    a @ b
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    with open("/proc/self/maps") as f:
+        libs = sorted({line.split()[-1] for line in f
+                       if re.search(r"/lib(open)?blas[^/]*\.so", line)})
+    config = None
+    for lib in libs:
+        if "openblas" in lib:
+            try:
+                so = ctypes.CDLL(lib)
+                so.openblas_get_config.restype = ctypes.c_char_p
+                so.openblas_get_corename.restype = ctypes.c_char_p
+                # The config names the build's base target; the core name is
+                # the kernel set DYNAMIC_ARCH chose for this CPU.
+                config = f"{so.openblas_get_config().decode()}; core " \
+                         f"{so.openblas_get_corename().decode()}, " \
+                         f"{so.openblas_get_num_threads()} threads"
+            except OSError:
+                pass
+    return {"libs": [os.path.realpath(x) for x in libs], "openblas": config,
+            "matmul_gflops": 2 * 1024 ** 3 / min(times) / 1e9,
+            "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "blas_info": re.search(r"BLAS_INFO=(\w+)", torch.__config__.show()).group(1)}
+
+
+def torch_child(args):
+    """PyTorch side of one model (runs in its own process, see run_torch)."""
+    import torch
+    torch.set_num_threads(args.threads)
+    spec = MODELS[args.torch_child]
+    model, x, y = build(args.torch_child)
+    model.train()
+    params = model.parameters()
+    if spec["opt"] == "adam":
+        opt = torch.optim.Adam(params, lr=spec["lr"])
+    elif spec["opt"] == "adamw":
+        opt = torch.optim.AdamW(params, lr=spec["lr"])
+    else:
+        opt = torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0))
+    times, losses = [], []
+    for _ in range(args.warmup + args.steps):
+        t = time.perf_counter()
+        opt.zero_grad()
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 y.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - t)
+    print(json.dumps({"times": times, "losses": losses, "blas": blas_info(args.threads)}))
+
+
+def run(cmd, env=None, timeout=None):
+    """(rc, combined output, wall seconds) of |cmd|."""
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=env, timeout=timeout)
+    return r.returncode, r.stdout, time.perf_counter() - t
+
+
+def thread_env(args, baseline=False):
+    """The environment of dlrt's commands, or with |baseline| PyTorch's: the
+    same threads and OpenMP wait policy on both sides; PyTorch's without the
+    inherited OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, with the core type chosen
+    by pick_coretype (if any)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
+               OPENBLAS_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY=args.omp_wait_policy)
+    if baseline:
+        for k in BLAS_ENV:
+            env.pop(k, None)
+        if args.coretype:
+            env["OPENBLAS_CORETYPE"] = args.coretype
+    return env
+
+
+PROBE = """
+import ctypes, json, re, time, torch
+a, b = torch.rand(1024, 1024), torch.rand(1024, 1024)
+a @ b
+best = 1e9
+for _ in range(3):
+    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+core = None
+for line in open("/proc/self/maps"):
+    if re.search(r"/libopenblas[^/]*[.]so", line):
+        so = ctypes.CDLL(line.split()[-1])
+        so.openblas_get_corename.restype = ctypes.c_char_p
+        core = so.openblas_get_corename().decode()
+        break
+print(json.dumps({"gflops": 2 * 1024 ** 3 / best / 1e9, "core": core}))
+"""
+
+
+def pick_coretype(args):
+    """OpenBLAS's kernel set for the baseline. OpenBLAS 0.3.21's DYNAMIC_ARCH
+    does not know every CPU (on this machine's Xeon, family 6 model 207, it
+    falls back to Prescott's SSE3 kernels at a fraction of the speed), so the
+    autodetected choice, SkylakeX (AVX-512) and Haswell (AVX2) are timed on a
+    1024^2 matmul in PyTorch and the fastest is used: the baseline runs at
+    its best. Returns (OPENBLAS_CORETYPE or None for autodetect, lines)."""
+    lines, best = [], (0.0, None)
+    for ct in (None, "SkylakeX", "Haswell"):
+        env = dict(thread_env(args, baseline=True))
+        env.pop("OPENBLAS_CORETYPE", None)
+        if ct:
+            env["OPENBLAS_CORETYPE"] = ct
+        rc, out, _ = run([sys.executable, "-c", PROBE], env=env)
+        if rc != 0:
+            lines.append(f"{ct or 'autodetect'}: failed")
+            continue
+        r = json.loads(out.strip().splitlines()[-1])
+        if r["core"] is None:
+            return None, ["PyTorch has no OpenBLAS loaded: no core type to choose"]
+        lines.append(f"OPENBLAS_CORETYPE={ct or '(unset: autodetect)'} -> core {r['core']}, "
+                     f"{r['gflops']:.1f} GFLOP/s")
+        if r["gflops"] > best[0] * 1.05:  # autodetect unless clearly slower
+            best = (r["gflops"], ct)
+    return best[1], lines
+
+
+def run_torch(args, name, steps):
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-child", name,
+           "--threads", str(args.threads), "--warmup", str(args.warmup),
+           "--steps", str(steps)]
+    rc, out, _ = run(cmd, env=thread_env(args, baseline=True))
+    if rc != 0:
+        raise RuntimeError(f"PyTorch exit status {rc}:\n{out[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def export(name, w):
+    """Exports |name| in training mode; (onnx path, batch npz path)."""
+    import numpy as np
+    from architectures import export as export_onnx
+    model, x, y = build(name)
+    onnx_path, batch = w(f"{name}.onnx"), w(f"{name}-batch.npz")
+    export_onnx(model, x, onnx_path, training=True)
+    np.savez(batch, input=x.numpy(), labels=y.numpy())
+    return onnx_path, batch
+
+
+def compile_dlc(args, name, onnx_path, pkg):
+    spec = MODELS[name]
+    cmd = [args.dlc, onnx_path, "--train", "--loss", "softmax-cross-entropy",
+           "--optimizer", spec["opt"], "--lr", repr(spec["lr"]),
+           "--batch-size", str(spec["batch"]), "--quiet", "-o", pkg]
+    if "momentum" in spec:
+        cmd += ["--momentum", repr(spec["momentum"])]
+    rc, out, secs = run(cmd)
+    if rc != 0:
+        lines = [ln for ln in out.splitlines() if "error" in ln] or out.splitlines()[-1:]
+        raise RuntimeError("dlc: " + (lines[0] if lines else f"exit {rc}"))
+    return secs
+
+
+def package_counts(args, pkg):
+    """(kernel launches, library calls text) of train_step from dlrt info."""
+    rc, out, _ = run([args.dlrt, "info", pkg])
+    part = out[out.find("function train_step:"):]
+    k = re.search(r"kernel launches: (\d+)", part)
+    lib = re.search(r"library calls: (\d+)(?: \(([^)]*)\))?", part)
+    return (int(k.group(1)) if k else None,
+            (f"{lib.group(1)}" + (f" ({lib.group(2)})" if lib.group(2) else "")) if lib else "?")
+
+
+def run_dlrt(args, pkg, batch, steps, w, name):
+    """(median step seconds, first loss, kernels and library calls per step
+    counted in the trace) of `dlrt train` on the host."""
+    trace, log = w(f"{name}-trace.json"), w(f"{name}.jsonl")
+    for p in (trace, log):
+        if os.path.exists(p):
+            os.remove(p)
+    rc, out, _ = run([args.dlrt, "train", pkg, "--data", batch, "--no-shuffle",
+                      "--steps", str(args.warmup + steps), "--device", "host", "--quiet",
+                      "--trace", trace, "--log-jsonl", log], env=thread_env(args))
+    if rc != 0:
+        raise RuntimeError(f"dlrt train exit status {rc}:\n{out[-2000:]}")
+    with open(trace) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    starts = sorted(e["ts"] for e in events if e["cat"] == "step")
+    last = max(e["ts"] + e["dur"] for e in events if e["cat"] == "step")
+    bounds = starts + [last]
+    # Intervals between consecutive step starts (the last: to its end).
+    intervals = [(bounds[i + 1] - bounds[i]) * 1e-6 for i in range(args.warmup, len(starts))]
+    lo = starts[-1]
+    per_step = {c: sum(1 for e in events if e["cat"] == c and e["ts"] >= lo)
+                for c in ("kernel", "library")}
+    with open(log) as f:
+        loss1 = json.loads(f.readline())["loss"]
+    return statistics.median(intervals), loss1, per_step
+
+
+def startup(args, w):
+    """Start-up of the bundled MLP's package (issue 15 item 5)."""
+    import numpy as np
+    pkg = w("startup-mlp.dlcp")
+    rc, out, _ = run([args.dlc, os.path.join(ROOT, "examples/mlp/mlp.onnx"), "--train",
+                      "--optimizer", "adam", "--lr", "1e-3", "--batch-size", "64",
+                      "--quiet", "-o", pkg])
+    if rc != 0:
+        raise RuntimeError(out)
+    gen = np.random.default_rng(5)
+    data = w("startup-batch.npz")
+    np.savez(data, input=gen.random((64, 1, 28, 28), dtype=np.float32),
+             labels=gen.integers(0, 10, 64))
+    env = thread_env(args)
+    res = {}
+    for key, cmd in (("version", [args.dlrt, "--help"]),
+                     ("1 step", [args.dlrt, "train", pkg, "--data", data, "--steps", "1",
+                                 "--device", "host", "--quiet"]),
+                     ("5 steps", [args.dlrt, "train", pkg, "--data", data, "--steps", "5",
+                                  "--device", "host", "--quiet"])):
+        walls = []
+        for _ in range(5):
+            rc, out, secs = run(cmd, env=env)
+            if rc != 0:
+                raise RuntimeError(out)
+            walls.append(secs)
+        res[key] = statistics.median(walls)
+    # Inside the process: the first step against the later ones (the first
+    # pays for oneDNN's primitive creation and JIT).
+    trace = w("startup-trace.json")
+    rc, out, _ = run([args.dlrt, "train", pkg, "--data", data, "--steps", "5", "--device",
+                      "host", "--quiet", "--trace", trace], env=env)
+    if rc != 0:
+        raise RuntimeError(out)
+    with open(trace) as f:
+        steps = sorted((e["ts"], e["dur"]) for e in json.load(f)["traceEvents"]
+                       if e.get("ph") == "X" and e.get("cat") == "step")
+    res["first step"] = steps[0][1] * 1e-6
+    res["later steps"] = statistics.median(d for _, d in steps[1:]) * 1e-6
+    return res
+
+
+def first_error(e):
+    """The line of |e|'s text that says what failed: the first naming an
+    error, else its last line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    named = [ln for ln in lines if re.search(r"error|Error|unsupported", ln)]
+    return (named[0] if named else lines[-1] if lines else "failed")[:300]
+
+
+def fmt_ms(s):
+    return "-" if s is None else (f"{s * 1e3:.1f}" if s < 10 else f"{s * 1e3:.0f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dlc")
+    ap.add_argument("--dlrt")
+    ap.add_argument("--workdir", default="/tmp/dlc-host-steps")
+    ap.add_argument("--models", default=None, help=f"comma list of {','.join(MODELS)}")
+    ap.add_argument("--quick", action="store_true", help="mlp,cnn; 3 measured steps")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=None, help="measured steps (default per model)")
+    ap.add_argument("--loss-tol", type=float, default=1e-4,
+                    help="first-step loss agreement, relative (fp32, same weights and batch)")
+    ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--allow-reference-blas", action="store_true")
+    ap.add_argument("--omp-wait-policy", default=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
+                    help="OMP_WAIT_POLICY of both sides (default PASSIVE, dlrt's own default)")
+    ap.add_argument("--coretype", default="auto",
+                    help="OPENBLAS_CORETYPE of the baseline: auto (time the candidates and "
+                         "take the fastest), '' for OpenBLAS's autodetection, or a name")
+    ap.add_argument("--json", default=None, help="also write the rows as JSON here")
+    ap.add_argument("--torch-child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.torch_child:
+        return torch_child(args)
+    if not args.dlc or not args.dlrt:
+        ap.error("--dlc and --dlrt are required")
+    names = args.models.split(",") if args.models else (QUICK if args.quick else list(MODELS))
+    for n in names:
+        if n not in MODELS:
+            ap.error(f"unknown model '{n}' (known: {', '.join(MODELS)})")
+    os.makedirs(args.workdir, exist_ok=True)
+    w = lambda name: os.path.join(args.workdir, name)  # noqa: E731
+    t0 = time.time()
+    print(f"host_steps: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"{os.cpu_count()} cores, {args.threads} threads on both sides "
+          f"(OMP_NUM_THREADS={args.threads}, OPENBLAS_NUM_THREADS={args.threads}, "
+          f"torch.set_num_threads({args.threads})); {args.warmup} warm-up steps")
+    print(f"  OMP_WAIT_POLICY={args.omp_wait_policy} on both sides (dlrt's default: with "
+          f"the default spinning, PyTorch's steps on a busy 2-core machine were 10-40x slower)")
+    removed = [k for k in BLAS_ENV if k in os.environ]
+    if removed:
+        print(f"  removed from PyTorch's environment only: {', '.join(removed)}")
+    if args.coretype == "auto":
+        args.coretype, lines = pick_coretype(args)
+        for line in lines:
+            print(f"  OpenBLAS probe: {line}")
+    print(f"  PyTorch runs with OPENBLAS_CORETYPE={args.coretype or '(unset)'}", flush=True)
+
+    rows, failed, blas = [], False, None
+    for name in names:
+        spec = MODELS[name]
+        steps = args.steps or (3 if args.quick else spec["steps"])
+        row = {"model": name, "batch": spec["batch"], "optimizer": spec["opt"],
+               "load": os.getloadavg()[0]}
+        rows.append(row)
+        print(f"{name}: batch {spec['batch']}, {spec['opt']}, {steps} measured steps "
+              f"(load average {row['load']:.2f})", flush=True)
+        try:
+            onnx_path, batch = export(name, w)
+            pkg = w(f"{name}.dlcp")
+            row["compile_s"] = compile_dlc(args, name, onnx_path, pkg)
+            row["kernels"], row["library"] = package_counts(args, pkg)
+            row["dlrt_s"], row["dlrt_loss1"], row["traced"] = run_dlrt(
+                args, pkg, batch, steps, w, name)
+            os.remove(onnx_path)
+        except Exception as e:  # the table names the failure
+            row["error"] = first_error(e)
+            failed = True
+            print(f"  {name}: {row['error']}", flush=True)
+        try:
+            ref = run_torch(args, name, steps)
+            blas = ref["blas"]
+            row["torch_s"] = statistics.median(ref["times"][args.warmup:])
+            row["torch_loss1"] = ref["losses"][0]
+        except Exception as e:
+            row["torch_error"] = first_error(e)
+            failed = True
+            print(f"  {name}: {row['torch_error']}", flush=True)
+        if "dlrt_loss1" in row and "torch_loss1" in row:
+            row["loss_rel"] = abs(row["dlrt_loss1"] - row["torch_loss1"]) / abs(
+                row["torch_loss1"])
+            if not row["loss_rel"] <= args.loss_tol:
+                failed = True
+        print(f"  {json.dumps(row)}", flush=True)
+        if blas and not args.allow_reference_blas and not any(
+                "openblas" in x for x in blas["libs"]):
+            print(f"host_steps: PyTorch runs on the reference BLAS ({blas['libs']}): install "
+                  f"libopenblas0-pthread (tools/setup.sh) or pass --allow-reference-blas")
+            sys.exit(1)
+
+    if blas:
+        print(f"\nPyTorch {blas['torch']} (BLAS_INFO={blas['blas_info']}), "
+              f"{blas['torch_threads']} threads; BLAS loaded: {', '.join(blas['libs'])}"
+              + (f" ({blas['openblas']})" if blas["openblas"] else "")
+              + f"; 1024x1024 fp32 matmul: {blas['matmul_gflops']:.1f} GFLOP/s")
+    print("\nms per training step (median after warm-up); kernels and library calls per "
+          "train_step (dlrt info); loss1: first-step losses, relative difference")
+    print("| model | batch | optimizer | dlc compile s | kernels | library calls | dlrt ms "
+          "| PyTorch ms | dlrt / PyTorch | loss1 rel diff | load avg |")
+    print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        ratio = (f"{r['dlrt_s'] / r['torch_s']:.2f}x" if "dlrt_s" in r and "torch_s" in r
+                 else "-")
+        rel = f"{r['loss_rel']:.1e}" if "loss_rel" in r else "-"
+        if "loss_rel" in r and not r["loss_rel"] <= args.loss_tol:
+            rel += " MISMATCH"
+        dl = fmt_ms(r.get("dlrt_s")) if "error" not in r else f"failed: {r['error']}"
+        tr = fmt_ms(r.get("torch_s")) if "torch_error" not in r else \
+            f"failed: {r['torch_error']}"
+        comp = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        print(f"| {r['model']} | {r['batch']} | {r['optimizer']} | {comp} "
+              f"| {r.get('kernels', '-')} | {r.get('library', '-')} | {dl} | {tr} | {ratio} "
+              f"| {rel} | {r['load']:.2f} |")
+
+    if not args.no_startup:
+        try:
+            s = startup(args, w)
+            print(f"\nstart-up, bundled MLP (batch 64, Adam), wall, median of 5: "
+                  f"`dlrt --help` {fmt_ms(s['version'])} ms; `dlrt train --steps 1` "
+                  f"(process start + package load + first step) {fmt_ms(s['1 step'])} ms; "
+                  f"`--steps 5` {fmt_ms(s['5 steps'])} ms: the 1-step run is "
+                  f"{s['1 step'] / s['5 steps']:.0%} of the 5-step run; in the trace, "
+                  f"the first train_step {fmt_ms(s['first step'])} ms, later ones "
+                  f"{fmt_ms(s['later steps'])} ms (so process start + package load "
+                  f"~{fmt_ms(s['1 step'] - s['first step'])} ms)")
+            rows.append({"startup": s})
+        except Exception as e:
+            print(f"\nstart-up: failed: {e}")
+            failed = True
+    print(f"\nhost_steps: {time.time() - t0:.0f} s; {'FAIL' if failed else 'ok'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
