@@ -672,10 +672,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
       for (Attribute acc : accs)
         accNames.push_back(cast<StringAttr>(acc).getValue().str());
       // Strings and vectors are built before the table that holds them.
-      std::vector<flatbuffers::Offset<flatbuffers::String>> accOffsets;
-      for (const std::string &n : accNames)
-        accOffsets.push_back(fbb.CreateString(n));
-      auto accVector = fbb.CreateVector(accOffsets);
+      auto accVector = fbb.CreateVectorOfStrings(accNames);
       auto f = fbb.CreateString(fwd.getValue().str());
       auto b = fbb.CreateString(bwd.getValue().str());
       auto u = fbb.CreateString(upd.getValue().str());
@@ -694,10 +691,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
           fbb, name.getValue().str().c_str(), from.getInt(), to.getInt(),
           backward.getValue()));
     }
-    std::vector<flatbuffers::Offset<flatbuffers::String>> inputOffsets;
-    for (const std::string &n : inputNames)
-      inputOffsets.push_back(fbb.CreateString(n));
-    auto inputVector = fbb.CreateVector(inputOffsets);
+    auto inputVector = fbb.CreateVectorOfStrings(inputNames);
     auto scheduleString = fbb.CreateString(schedule.getValue().str());
     auto stepString = fbb.CreateString("train_step");
     auto stageVector = fbb.CreateVector(stages);
