@@ -40,7 +40,11 @@ Fairness, stated:
             of consecutive train_step calls (so it includes the batch copy-in
             and the loss read-back between calls) after --warmup steps;
             PyTorch: wall time of zero_grad, forward, loss, backward, step and
-            loss.item() per step after the same warm-up. Medians.
+            loss.item() per step after the same warm-up. Median and minimum
+            (on a shared machine the minimum is the less disturbed figure).
+  waiting   OMP_WAIT_POLICY=PASSIVE on both sides (dlrt sets it for itself
+            unless given; PyTorch's steps with OpenMP's default spinning were
+            10-40x slower whenever other processes took the cores).
   compile   wall time of `dlc --train` (the host library compiled by the
             system C++ compiler), kernels and library calls per train_step
             from `dlrt info`.
@@ -361,7 +365,7 @@ def run_dlrt(args, pkg, batch, steps, w, name):
                 for c in ("kernel", "library")}
     with open(log) as f:
         loss1 = json.loads(f.readline())["loss"]
-    return statistics.median(intervals), loss1, per_step
+    return intervals, loss1, per_step
 
 
 def startup(args, w):
@@ -416,6 +420,12 @@ def first_error(e):
 
 def fmt_ms(s):
     return "-" if s is None else (f"{s * 1e3:.1f}" if s < 10 else f"{s * 1e3:.0f}")
+
+
+def fmt_steps(r, key):
+    """'median (min)' ms of the measured steps of row |r|'s |key| side."""
+    steps = r.get(f"{key}_steps_s")
+    return f"{fmt_ms(statistics.median(steps))} ({fmt_ms(min(steps))})" if steps else "-"
 
 
 def main():
@@ -480,8 +490,9 @@ def main():
             pkg = w(f"{name}.dlcp")
             row["compile_s"] = compile_dlc(args, name, onnx_path, pkg)
             row["kernels"], row["library"] = package_counts(args, pkg)
-            row["dlrt_s"], row["dlrt_loss1"], row["traced"] = run_dlrt(
+            row["dlrt_steps_s"], row["dlrt_loss1"], row["traced"] = run_dlrt(
                 args, pkg, batch, steps, w, name)
+            row["dlrt_s"] = statistics.median(row["dlrt_steps_s"])
             os.remove(onnx_path)
         except Exception as e:  # the table names the failure
             row["error"] = first_error(e)
@@ -490,7 +501,8 @@ def main():
         try:
             ref = run_torch(args, name, steps)
             blas = ref["blas"]
-            row["torch_s"] = statistics.median(ref["times"][args.warmup:])
+            row["torch_steps_s"] = ref["times"][args.warmup:]
+            row["torch_s"] = statistics.median(row["torch_steps_s"])
             row["torch_loss1"] = ref["losses"][0]
         except Exception as e:
             row["torch_error"] = first_error(e)
@@ -513,19 +525,22 @@ def main():
               f"{blas['torch_threads']} threads; BLAS loaded: {', '.join(blas['libs'])}"
               + (f" ({blas['openblas']})" if blas["openblas"] else "")
               + f"; 1024x1024 fp32 matmul: {blas['matmul_gflops']:.1f} GFLOP/s")
-    print("\nms per training step (median after warm-up); kernels and library calls per "
-          "train_step (dlrt info); loss1: first-step losses, relative difference")
+    print("\nms per training step after warm-up: median (min) of the measured steps; "
+          "ratio of the medians (of the minima); kernels and library calls per "
+          "train_step (dlrt info); loss1: first-step losses, relative difference; load avg: "
+          "1-minute load average before the model")
     print("| model | batch | optimizer | dlc compile s | kernels | library calls | dlrt ms "
           "| PyTorch ms | dlrt / PyTorch | loss1 rel diff | load avg |")
     print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        ratio = (f"{r['dlrt_s'] / r['torch_s']:.2f}x" if "dlrt_s" in r and "torch_s" in r
-                 else "-")
+        ratio = (f"{r['dlrt_s'] / r['torch_s']:.2f}x ("
+                 f"{min(r['dlrt_steps_s']) / min(r['torch_steps_s']):.2f}x)"
+                 if "dlrt_s" in r and "torch_s" in r else "-")
         rel = f"{r['loss_rel']:.1e}" if "loss_rel" in r else "-"
         if "loss_rel" in r and not r["loss_rel"] <= args.loss_tol:
             rel += " MISMATCH"
-        dl = fmt_ms(r.get("dlrt_s")) if "error" not in r else f"failed: {r['error']}"
-        tr = fmt_ms(r.get("torch_s")) if "torch_error" not in r else \
+        dl = fmt_steps(r, "dlrt") if "error" not in r else f"failed: {r['error']}"
+        tr = fmt_steps(r, "torch") if "torch_error" not in r else \
             f"failed: {r['torch_error']}"
         comp = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
         print(f"| {r['model']} | {r['batch']} | {r['optimizer']} | {comp} "
