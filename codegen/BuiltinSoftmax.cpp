@@ -67,6 +67,36 @@ std::string hostRowStats(const RowMath &r, int64_t n, StringRef in) {
      << "(" << r.x("k") << " - m);\n";
   return out;
 }
+/// The sum `sx` of a row's |n| elements (label smoothing's mean log
+/// probability): on CUDA over the lanes (|cuda|) with the butterfly of
+/// warpRowStats, on the host serially.
+std::string rowSum(const RowMath &r, int64_t n, StringRef in, bool cuda) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << in << r.t << " sx = 0;\n";
+  if (cuda)
+    os << in << "for (long long k = lane; k < " << n << "LL; k += 32) sx += "
+       << r.x("k") << ";\n"
+       << in
+       << "for (int o = 16; o > 0; o >>= 1) sx += "
+          "__shfl_xor_sync(0xffffffffu, sx, o);\n";
+  else
+    os << in << "for (long long k = 0; k < " << n << "LL; ++k) sx += "
+       << r.x("k") << ";\n";
+  return out;
+}
+
+/// |v| as a C literal of |t| ("float" or "double").
+std::string literal(const std::string &t, double v) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (t == "float")
+    os << llvm::format("%.8e", v) << "f";
+  else
+    os << llvm::format("%.16e", v);
+  return "(" + t + ")" + out;
+}
+
 /// Launches |code| with one warp per row of |rows| rows, 8 rows per block,
 /// and returns the CUDA body's first lines: `row` and `lane`, and the
 /// return of a warp past the last row (rows * 32 threads are whole warps,
@@ -164,7 +194,10 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
 
 /// softmax_cross_entropy(_grad): logits [..., C], labels [...] (i64 or i32).
 /// A label outside [0, C) contributes neither loss nor gradient but still
-/// counts in the mean (count = number of label elements).
+/// counts in the mean (count = number of label elements). With
+/// `label_smoothing` e > 0 (dlgraph.softmax_cross_entropy's formula) the
+/// loss needs each row's sum of logits too; with e = 0 the code is the
+/// plain cross-entropy's.
 FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
   if (failed(expectOperands(op, grad ? 3 : 2, 1,
                             grad ? "logits, labels, loss_grad -> dlogits"
@@ -206,6 +239,12 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     return op.emitOpError() << "unsupported logits type " << elem;
   auto x = [&](const std::string &k) { return loadExpr(elem, "x[" + k + "]"); };
   int64_t c = lt.getShape().back(), rows = bt.getNumElements();
+  auto smoothing = dlc::exec::getFloat(op, "label_smoothing", 0.0f);
+  if (failed(smoothing))
+    return failure();
+  const double e = *smoothing;
+  if (!(e >= 0 && e <= 1))
+    return op.emitOpError() << "label_smoothing must be in [0, 1], got " << e;
   bool f32 = *t == "float";
   std::string exp = f32 ? "expf" : "exp", log = f32 ? "logf" : "log";
   std::string inf = f32 ? "DLC_INF_F" : "DLC_INF_D";
@@ -232,12 +271,20 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     code.numThreads = code.blockSize;
     code.hostThreads = 1;
     auto lossTerm = "(double)(m + " + log + "(s) - " + x("label") + ")";
+    std::string smooth;
+    if (e != 0) {
+      // (1 - e) (lse - x[label]) + e / C (C lse - sum_k x[k])
+      lossTerm = "(double)((m + " + log + "(s) - " + x("label") + ") * " +
+                 literal(*t, 1.0 - e) + " + ((m + " + log + "(s)) * " +
+                 literal(*t, double(c)) + " - sx) * " +
+                 literal(*t, e / double(c)) + ")";
+    }
     cs << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
        << "  double acc = 0;\n"
        << "  for (long long row = warp; row < " << rows
        << "LL; row += " << warps << ") {\n";
     rowBase(cs, "    ");
-    cs << warpRowStats(r, c, "    ")
+    cs << warpRowStats(r, c, "    ") << (e != 0 ? rowSum(r, c, "    ", true) : "")
        << "    if (lane == 0 && label >= 0 && label < " << c
        << "LL) acc += " << lossTerm << ";\n"
        << "  }\n"
@@ -254,12 +301,20 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     os << "  double total = 0;\n"
        << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";
     rowBase(os, "    ");
-    os << hostRowStats(r, c, "    ") << "    if (label >= 0 && label < " << c
+    os << hostRowStats(r, c, "    ")
+       << (e != 0 ? rowSum(r, c, "    ", false) : "")
+       << "    if (label >= 0 && label < " << c
        << "LL) total += " << lossTerm << ";\n"
        << "  }\n"
        << "  a2[0] = (" << *t << ")(total / " << rows << ".0);\n";
   } else {
-    // CUDA: one warp per row (warpPerRow).
+    // CUDA: one warp per row (warpPerRow). The target of class k: on for
+    // the label, off for the others ((1 - e) one_hot + e / C).
+    std::string on = "(" + *t + ")1", off = "(" + *t + ")0";
+    if (e != 0) {
+      on = literal(*t, 1.0 - e + e / double(c));
+      off = literal(*t, e / double(c));
+    }
     auto writeGrad = [&](llvm::raw_ostream &out, StringRef in, StringRef loop) {
       out << in << *storage << "* dx = a3 + row * " << c << "LL;\n"
           << in << "const " << *t << " scale = a2[0] / (" << *t << ")" << rows
@@ -268,8 +323,8 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
           << in << loop << "\n"
           << in << "  dx[k] = "
           << storeExpr(elem, "valid ? (" + exp + "(" + x("k") +
-                                 " - m) / s - (k == label ? (" + *t + ")1 : (" +
-                                 *t + ")0)) * scale : (" + *t + ")0")
+                                 " - m) / s - (k == label ? " + on + " : " +
+                                 off + ")) * scale : (" + *t + ")0")
           << ";\n";
     };
     cs << warpPerRow(code, rows);

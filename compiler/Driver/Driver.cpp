@@ -12,6 +12,7 @@
 #include "compiler/Partition/Stages/Passes.h"
 #include "compiler/Pipeline/MemoryBudget.h"
 #include "compiler/Training/DataParallel/Passes.h"
+#include "compiler/Transforms/TrainingStepUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -63,6 +64,42 @@ std::string describePipelineStages(ModuleOp module) {
   os << "balance: slowest/mean = "
      << llvm::format("%.3f", total > 0 ? slowest / (total / stages.size()) : 1.0)
      << "\n";
+  return out;
+}
+
+/// The `--stats` lines of the training step's parameter groups: the trained,
+/// frozen (--freeze) and no-weight-decay (--no-weight-decay) variables, each
+/// with its element count, from the attributes the training passes set.
+std::string describeParameterGroups(ModuleOp module) {
+  struct Group {
+    const char *title;
+    std::vector<std::pair<std::string, int64_t>> tensors;
+    int64_t elements = 0;
+  };
+  Group trained{"trained tensors", {}}, frozen{"frozen tensors", {}},
+      noDecay{"no-weight-decay tensors", {}};
+  for (auto var : module.getOps<dlc::graph::VariableOp>()) {
+    auto type = cast<ShapedType>(var.getType());
+    int64_t n = type.getNumElements();
+    auto add = [&](Group &g) {
+      g.tensors.push_back({var.getSymName().str(), n});
+      g.elements += n;
+    };
+    if (var.getTrainable())
+      add(trained);
+    if (var->hasAttr(dlc::training::kFrozenAttr))
+      add(frozen);
+    if (var->hasAttr(dlc::training::kNoWeightDecayAttr))
+      add(noDecay);
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  for (Group *g : {&trained, &frozen, &noDecay}) {
+    os << g->title << ": " << g->tensors.size() << ", " << g->elements
+       << " elements\n";
+    for (auto &[name, n] : g->tensors)
+      os << "  " << name << ": " << n << "\n";
+  }
   return out;
 }
 
@@ -229,6 +266,32 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
     return "--batch-size must be positive";
   if (p.exposeGradients && !p.train)
     return "--expose-gradients needs --train";
+  if (!p.train) {
+    const char *flag = !p.lrSchedule.empty()     ? "--lr-schedule"
+                       : p.clipGradNorm != 0     ? "--clip-grad-norm"
+                       : !p.noWeightDecay.empty() ? "--no-weight-decay"
+                       : !p.freeze.empty()        ? "--freeze"
+                       : p.labelSmoothing != 0    ? "--label-smoothing"
+                                                  : nullptr;
+    if (flag)
+      return std::string(flag) + " needs --train";
+  }
+  if (std::string problem = checkTrainingRecipe(recipeOf(p));
+      !problem.empty())
+    return problem;
+  if (p.labelSmoothing != 0 && !p.lossOutput.empty())
+    return "--label-smoothing applies to softmax-cross-entropy, not to a "
+           "model-computed --loss-output";
+  if (p.accumulate < 1)
+    return "--accumulate must be >= 1, got " + std::to_string(p.accumulate);
+  if (p.accumulate > 1 && !p.train)
+    return "--accumulate needs --train";
+  if (p.accumulate > 1 && resolveLossScale(p) != "none")
+    return "--accumulate is not supported with loss scaling yet (each call's "
+           "gradients would be scaled differently); use --loss-scale none";
+  if (p.clipGradNorm != 0 && resolveLossScale(p) != "none")
+    return "--clip-grad-norm is not supported with loss scaling yet (it "
+           "would clip the scaled gradients); use --loss-scale none";
   if (!llvm::is_contained(supportedPrecisions(), p.precision))
     return "unknown --precision '" + p.precision +
            "'; supported: " + llvm::join(supportedPrecisions(), ", ");
@@ -288,6 +351,13 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
              "size gives the D replicas of every stage";
     if (p.exposeGradients)
       return std::string("--expose-gradients") + with;
+    if (!p.lrSchedule.empty())
+      return std::string("--lr-schedule") + with;
+    if (p.clipGradNorm != 0)
+      return std::string("--clip-grad-norm") + with;
+    if (p.accumulate > 1)
+      return "--accumulate is not needed with --pipeline-stages: "
+             "--microbatches accumulates the gradients of M micro-batches";
   }
   if (!options.pipelineSplit.empty() && options.pipelineStages < 2)
     return "--pipeline-split needs --pipeline-stages >= 2";
@@ -404,6 +474,8 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
       })))
     return failure();
   std::vector<GradientBucket> buckets = readGradientBuckets(*module);
+  std::string parameterGroups =
+      pipeline.train ? describeParameterGroups(*module) : std::string();
 
   // Rematerialization (docs/remat.md): the plan without it is made first
   // when the stats print it or the budget search starts from it.
@@ -528,7 +600,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   }
 
   if (options.stats)
-    llvm::outs() << pipelineStats;
+    llvm::outs() << pipelineStats << parameterGroups;
 
   switch (options.emit) {
   case EmitKind::DLGraph: // with --stats: the stats are the output

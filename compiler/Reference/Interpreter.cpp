@@ -777,6 +777,8 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           double scale = 1.0 / rows;
           if (isGrad)
             scale *= get(op->getOperand(2)).data[0];
+          // Label smoothing e: the target (1 - e) one_hot + e / C.
+          double e = o.getLabelSmoothing().convertToDouble();
           for (int64_t r = 0; r < rows; ++r) {
             const double *row = &x.data[r * c];
             double mx = -std::numeric_limits<double>::infinity(), s = 0;
@@ -785,17 +787,24 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
             for (int64_t k = 0; k < c; ++k)
               s += std::exp(row[k] - mx);
             int64_t label = (int64_t)t.data[r];
-            loss.data[0] += (mx + std::log(s) - row[label]) / rows;
+            if (label < 0 || label >= c)
+              continue; // no loss, no gradient; counts in the mean
+            double lse = mx + std::log(s), smooth = 0;
             for (int64_t k = 0; k < c; ++k)
-              dx.data[r * c + k] =
-                  (std::exp(row[k] - mx) / s - (k == label ? 1.0 : 0.0)) * scale;
+              smooth += lse - row[k];
+            loss.data[0] +=
+                ((1 - e) * (lse - row[label]) + e / c * smooth) / rows;
+            for (int64_t k = 0; k < c; ++k)
+              dx.data[r * c + k] = (std::exp(row[k] - mx) / s -
+                                    ((k == label ? 1 - e : 0.0) + e / c)) *
+                                   scale;
           }
           return isGrad ? dx : loss;
         })
         .Case([&](SGDUpdateOp o) {
           const Tensor &p = get(o.getParam()), &g = get(o.getGrad()),
                        &buf = get(o.getMomentumBuffer());
-          double lr = o.getLr().convertToDouble(),
+          double lr = get(o.getLr()).data[0],
                  mom = o.getMomentum().convertToDouble(),
                  wd = o.getWeightDecay().convertToDouble();
           bool first = get(o.getStep()).data[0] == 1.0;
@@ -816,7 +825,7 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
         .Case([&](AdamUpdateOp o) {
           const Tensor &p = get(o.getParam()), &g = get(o.getGrad()),
                        &m = get(o.getExpAvg()), &v = get(o.getExpAvgSq());
-          double lr = o.getLr().convertToDouble(),
+          double lr = get(o.getLr()).data[0],
                  b1 = o.getBeta1().convertToDouble(),
                  b2 = o.getBeta2().convertToDouble(),
                  eps = o.getEpsilon().convertToDouble(),

@@ -36,6 +36,13 @@ LogicalResult AppendLossPass::run() {
            << "unknown loss '" << loss << "'; expected "
            << llvm::join(supportedLosses(), ", ")
            << " (or set loss-output to a scalar model output)";
+  if (!(labelSmoothing >= 0 && labelSmoothing <= 1))
+    return module.emitError() << "--label-smoothing must be in [0, 1], got "
+                              << labelSmoothing;
+  if (labelSmoothing != 0 && !lossOutput.empty())
+    return module.emitError()
+           << "--label-smoothing applies to softmax-cross-entropy, not to a "
+              "model-computed --loss-output";
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main || main.isExternal())
     return module.emitError()
@@ -112,8 +119,9 @@ LogicalResult AppendLossPass::run() {
       return train.emitError() << "cannot add the labels argument";
     Value labels = body.getArguments().back();
     StageTagger tag(b, stageOf(ret.getOperand(0)), /*backward=*/false);
-    lossValue = SoftmaxCrossEntropyOp::create(b, ret.getLoc(), f32Scalar,
-                                              ret.getOperand(0), labels);
+    lossValue = SoftmaxCrossEntropyOp::create(
+        b, ret.getLoc(), f32Scalar, ret.getOperand(0), labels,
+        b.getF32FloatAttr(labelSmoothing));
   }
   setResults(train, {lossValue}, {nameAttr(b, kLossName)});
   return success();

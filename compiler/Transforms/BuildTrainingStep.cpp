@@ -3,6 +3,11 @@
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -14,6 +19,99 @@ llvm::ArrayRef<llvm::StringLiteral> dlc::supportedOptimizers() {
 llvm::ArrayRef<llvm::StringLiteral> dlc::supportedLosses() {
   static constexpr llvm::StringLiteral kLosses[] = {"softmax-cross-entropy"};
   return kLosses;
+}
+
+llvm::ArrayRef<llvm::StringLiteral> dlc::supportedLrSchedules() {
+  static constexpr llvm::StringLiteral kSchedules[] = {"constant", "linear",
+                                                       "cosine", "step"};
+  return kSchedules;
+}
+
+dlc::TrainingRecipe dlc::recipeOf(const TrainingOptions &o) {
+  TrainingRecipe r;
+  r.lrSchedule = o.lrSchedule;
+  r.lr = o.lr;
+  r.warmupSteps = o.warmupSteps;
+  r.totalSteps = o.totalSteps;
+  r.stepSize = o.stepSize;
+  r.minLr = o.minLr;
+  r.gamma = o.gamma;
+  r.clipGradNorm = o.clipGradNorm;
+  r.labelSmoothing = o.labelSmoothing;
+  return r;
+}
+
+std::string dlc::checkTrainingRecipe(const TrainingRecipe &o) {
+  auto num = [](double v) {
+    std::string s;
+    llvm::raw_string_ostream(s) << llvm::format("%g", v);
+    return s;
+  };
+  const std::string kind = o.lrSchedule;
+  if (!(o.labelSmoothing >= 0 && o.labelSmoothing <= 1))
+    return "--label-smoothing must be in [0, 1], got " + num(o.labelSmoothing);
+  if (!(o.clipGradNorm >= 0) || !std::isfinite(o.clipGradNorm))
+    return "--clip-grad-norm must be a positive number (0: no clipping), "
+           "got " +
+           num(o.clipGradNorm);
+  if (kind.empty()) {
+    const char *flag = o.warmupSteps != 0                ? "--warmup-steps"
+                       : o.totalSteps != 0               ? "--total-steps"
+                       : o.minLr != 0                    ? "--min-lr"
+                       : o.stepSize != 0                 ? "--step-size"
+                       : o.gamma != TrainingOptions::kDefaultGamma ? "--gamma"
+                                                                   : nullptr;
+    if (flag)
+      return std::string(flag) + " needs --lr-schedule";
+    return "";
+  }
+  if (!llvm::is_contained(supportedLrSchedules(), kind))
+    return "unknown --lr-schedule '" + kind +
+           "'; supported: " + llvm::join(supportedLrSchedules(), ", ");
+  if (o.warmupSteps < 0)
+    return "--warmup-steps must be >= 0, got " + std::to_string(o.warmupSteps);
+  if (o.totalSteps < 0)
+    return "--total-steps must be >= 0, got " + std::to_string(o.totalSteps);
+  if (o.stepSize < 0)
+    return "--step-size must be >= 1, got " + std::to_string(o.stepSize);
+  if (!(o.minLr >= 0) || !std::isfinite(o.minLr))
+    return "--min-lr must be >= 0, got " + num(o.minLr);
+  // The schedule counts updates in f32 (the step counter): exact to 2^24.
+  for (int64_t v : {o.warmupSteps, o.totalSteps, o.stepSize})
+    if (v > (int64_t(1) << 24))
+      return "--warmup-steps, --total-steps and --step-size must be at most "
+             "2^24 (the step counter is f32), got " +
+             std::to_string(v);
+  bool decays = kind == "linear" || kind == "cosine";
+  if (decays) {
+    if (o.totalSteps == 0)
+      return "--lr-schedule " + kind + " needs --total-steps T";
+    if (o.warmupSteps > o.totalSteps)
+      return "--warmup-steps " + std::to_string(o.warmupSteps) +
+             " must not exceed --total-steps " + std::to_string(o.totalSteps);
+    if (o.minLr > o.lr)
+      return "--min-lr " + num(o.minLr) + " must not exceed --lr " +
+             num(o.lr);
+  } else {
+    if (o.totalSteps != 0)
+      return "--total-steps applies to --lr-schedule linear and cosine, not " +
+             kind;
+    if (o.minLr != 0)
+      return "--min-lr applies to --lr-schedule linear and cosine, not " +
+             kind;
+  }
+  if (kind == "step") {
+    if (o.stepSize < 1)
+      return "--lr-schedule step needs --step-size K >= 1";
+    if (!(o.gamma > 0) || !std::isfinite(o.gamma))
+      return "--gamma must be positive, got " + num(o.gamma);
+  } else {
+    if (o.stepSize != 0)
+      return "--step-size applies to --lr-schedule step, not " + kind;
+    if (o.gamma != TrainingOptions::kDefaultGamma)
+      return "--gamma applies to --lr-schedule step, not " + kind;
+  }
+  return "";
 }
 
 double dlc::resolveWeightDecay(llvm::StringRef optimizer, double weightDecay) {
@@ -28,9 +126,12 @@ void dlc::buildTrainingStepPipeline(
   AppendLossPassOptions loss;
   loss.loss = options.loss;
   loss.lossOutput = options.lossOutput;
+  loss.labelSmoothing = options.labelSmoothing;
   pm.addPass(createAppendLossPass(loss));
   pm.addPass(createDecomposeBatchNormForTrainingPass());
-  pm.addPass(createDifferentiatePass());
+  DifferentiatePassOptions differentiate;
+  differentiate.freeze = options.freeze;
+  pm.addPass(createDifferentiatePass(differentiate));
   if (beforeOptimizer)
     beforeOptimizer(pm);
   ApplyOptimizerPassOptions optimizer;
@@ -42,6 +143,15 @@ void dlc::buildTrainingStepPipeline(
   optimizer.beta2 = options.beta2;
   optimizer.adamEpsilon = options.adamEpsilon;
   optimizer.exposeGradients = options.exposeGradients;
+  optimizer.noWeightDecay = options.noWeightDecay;
+  optimizer.lrSchedule = options.lrSchedule;
+  optimizer.warmupSteps = options.warmupSteps;
+  optimizer.totalSteps = options.totalSteps;
+  optimizer.minLr = options.minLr;
+  optimizer.stepSize = options.stepSize;
+  optimizer.gamma = options.gamma;
+  optimizer.clipGradNorm = options.clipGradNorm;
+  optimizer.accumulate = options.accumulate;
   pm.addPass(createApplyOptimizerPass(optimizer));
 }
 

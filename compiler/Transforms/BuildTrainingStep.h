@@ -34,6 +34,8 @@ struct TrainingOptions : mlir::PassPipelineOptions<TrainingOptions> {
   static constexpr double kDefaultBeta1 = 0.9;
   static constexpr double kDefaultBeta2 = 0.999;
   static constexpr double kDefaultAdamEpsilon = 1.0e-8;
+  /// StepLR's default decay factor (torch.optim.lr_scheduler.StepLR).
+  static constexpr double kDefaultGamma = 0.1;
 
   Option<std::string> loss{
       *this, "loss",
@@ -71,7 +73,76 @@ struct TrainingOptions : mlir::PassPipelineOptions<TrainingOptions> {
       llvm::cl::desc("Also return each trainable parameter's gradient from "
                      "@train_step, named \"<parameter>.grad\""),
       llvm::cl::init(false)};
+  /// Training recipes (issue 16; docs/dlc.md "Training recipes").
+  Option<double> labelSmoothing{
+      *this, "label-smoothing",
+      llvm::cl::desc("Label smoothing of softmax-cross-entropy in [0, 1] "
+                     "(torch.nn.functional.cross_entropy's label_smoothing)"),
+      llvm::cl::init(0.0)};
+  Option<std::string> freeze{
+      *this, "freeze",
+      llvm::cl::desc("Regex (POSIX extended, matched anywhere in the name) of "
+                     "the variables that are not trained")};
+  Option<std::string> noWeightDecay{
+      *this, "no-weight-decay",
+      llvm::cl::desc("Regex of the trained parameters updated without weight "
+                     "decay")};
+  Option<std::string> lrSchedule{
+      *this, "lr-schedule",
+      llvm::cl::desc("constant, linear, cosine or step; empty: a constant lr "
+                     "and no `lr` result")};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("Linear warm-up updates"),
+                              llvm::cl::init(0)};
+  Option<int64_t> totalSteps{
+      *this, "total-steps",
+      llvm::cl::desc("Update at which linear/cosine decay reaches min-lr"),
+      llvm::cl::init(0)};
+  Option<double> minLr{*this, "min-lr",
+                       llvm::cl::desc("Final lr of linear/cosine decay"),
+                       llvm::cl::init(0.0)};
+  Option<int64_t> stepSize{
+      *this, "step-size",
+      llvm::cl::desc("step schedule: updates between lr decays"),
+      llvm::cl::init(0)};
+  Option<double> gamma{*this, "gamma",
+                       llvm::cl::desc("step schedule: lr decay factor"),
+                       llvm::cl::init(kDefaultGamma)};
+  Option<int64_t> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("Accumulate the gradients of N calls; the optimizer "
+                     "applies on every N-th call"),
+      llvm::cl::init(1)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Clip the global L2 norm of the gradients to this value "
+                     "(torch.nn.utils.clip_grad_norm_); 0: no clipping"),
+      llvm::cl::init(0.0)};
 };
+
+/// The learning-rate schedules of `lr-schedule`, in the order messages list
+/// them: "constant", "linear", "cosine", "step" (docs/dlc.md).
+llvm::ArrayRef<llvm::StringLiteral> supportedLrSchedules();
+
+/// The plain values of the recipe options that --dlgraph-apply-optimizer and
+/// --dlgraph-append-loss take (TrainingOptions' members of the same names).
+struct TrainingRecipe {
+  std::string lrSchedule;
+  double lr = TrainingOptions::kDefaultLearningRate;
+  int64_t warmupSteps = 0, totalSteps = 0, stepSize = 0;
+  double minLr = 0, gamma = TrainingOptions::kDefaultGamma;
+  double clipGradNorm = 0, labelSmoothing = 0;
+};
+
+/// The recipe values of |o|.
+TrainingRecipe recipeOf(const TrainingOptions &o);
+
+/// Checks a recipe: the learning-rate schedule (lr-schedule, warmup-steps,
+/// total-steps, min-lr, step-size, gamma, with lr), clip-grad-norm and
+/// label-smoothing. Returns the first problem as one line naming dlc's flag
+/// (e.g. "--lr-schedule cosine needs --total-steps T"), or "" when there is
+/// none. The one check both `dlc` and the training passes run.
+std::string checkTrainingRecipe(const TrainingRecipe &o);
 
 /// The optimizers the training step supports, in the order messages list
 /// them: "sgd", "adam", "adamw" (torch.optim semantics).

@@ -3,7 +3,10 @@
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/TrainingStepUtils.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Regex.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_DIFFERENTIATEPASS
@@ -48,13 +51,40 @@ LogicalResult DifferentiatePass::run() {
                              << ret.getOperand(0).getType();
   Value lossValue = ret.getOperand(0);
 
-  // Reverse-mode differentiation from the loss; every f32 read is a source.
+  // Frozen variables (--freeze): marked, and not sources.
+  llvm::StringSet<> frozen;
+  if (!freeze.empty()) {
+    llvm::Regex re(freeze); // POSIX extended
+    std::string error;
+    if (!re.isValid(error))
+      return module.emitError()
+             << "--freeze '" << freeze << "' is not a valid regex: " << error;
+    bool any = false;
+    SmallVector<StringRef> names;
+    for (VariableOp var : module.getOps<VariableOp>()) {
+      names.push_back(var.getSymName());
+      if (re.match(var.getSymName())) {
+        var->setAttr(kFrozenAttr, UnitAttr::get(&getContext()));
+        frozen.insert(var.getSymName());
+        any = true;
+      }
+    }
+    if (!any)
+      return module.emitError()
+             << "--freeze '" << freeze
+             << "' matches no initializer; they are: "
+             << (names.empty() ? std::string("none") : llvm::join(names, ", "));
+  }
+
+  // Reverse-mode differentiation from the loss; every f32 read of a
+  // variable that is not frozen is a source.
   SmallVector<Operation *> ops;
   SmallVector<Value> sources;
   for (Operation &op : body.without_terminator()) {
     ops.push_back(&op);
     if (auto read = dyn_cast<ReadVariableOp>(op))
-      if (isa<Float32Type>(read.getType().getElementType()))
+      if (isa<Float32Type>(read.getType().getElementType()) &&
+          !frozen.contains(read.getVariable()))
         sources.push_back(read.getResult());
   }
   llvm::DenseSet<Value> active = computeActiveValues(ops, sources);
@@ -93,7 +123,9 @@ LogicalResult DifferentiatePass::run() {
   if (results.size() == 1)
     return module.emitError()
            << "no trainable parameters: the loss does not depend on any f32 "
-              "dlgraph.variable through differentiable ops";
+              "dlgraph.variable"
+           << (freeze.empty() ? "" : " that --freeze leaves trainable")
+           << " through differentiable ops";
   setResults(train, results, names);
   return success();
 }

@@ -69,10 +69,14 @@ def AppendLossPass : Pass<"dlgraph-append-loss", "mlir::ModuleOp"> {
       return %loss : tensor<f32>
     }
     ```
+    With `label-smoothing` e > 0 the loss op carries `label_smoothing = e`
+    (PyTorch's semantics: the target is (1 - e) one_hot + e / C).
+
     Errors (at the module or at `@main`): an unknown loss, no `@main`, an
     existing `@forward`/`@train_step`/`@__step`, `loss-output` not an output
     or not a scalar f32, a first output of rank 0 or not float, an input
-    already named `labels`.
+    already named `labels`, label-smoothing outside [0, 1] or with
+    loss-output.
   }];
   let options = [
     Option<"loss", "loss", "std::string",
@@ -80,6 +84,8 @@ def AppendLossPass : Pass<"dlgraph-append-loss", "mlir::ModuleOp"> {
            "Loss applied to the first output: softmax-cross-entropy">,
     Option<"lossOutput", "loss-output", "std::string", /*default=*/"\"\"",
            "Name (dlgraph.name) of a scalar model output to use as the loss instead">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "label_smoothing of the softmax cross-entropy, in [0, 1]">,
   ];
   let dependentDialects = ["::dlc::graph::GraphDialect", "::mlir::func::FuncDialect"];
 }
@@ -150,10 +156,19 @@ def DifferentiatePass : Pass<"dlgraph-differentiate", "mlir::ModuleOp"> {
       return %loss, %dw
     }
     ```
+    With `freeze` (a regex, POSIX extended, matched anywhere in the name),
+    the variables whose names match are marked `dlgraph.frozen` and are not
+    sources: they get no gradient and stay constant (`--freeze`).
+
     Errors: no `@train_step`, a loss that is not one `tensor<f32>` result,
     an op without a gradient rule on a path from a parameter to the loss (at
-    the op), no trainable parameter (at the module).
+    the op), no trainable parameter (at the module), a `freeze` regex that
+    is invalid or matches no variable (naming the variables).
   }];
+  let options = [
+    Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
+           "Regex of the variables not to train (no gradient, no optimizer state)">,
+  ];
   let dependentDialects = ["::dlc::graph::GraphDialect"];
 }
 
@@ -187,9 +202,34 @@ def ApplyOptimizerPass : Pass<"dlgraph-apply-optimizer", "mlir::ModuleOp"> {
       dlgraph.write_variable @w, %p ...
       return %loss
     ```
+    Training recipes (docs/dlc.md, "Training recipes"):
+
+    * `lr-schedule` (constant, linear, cosine, step): the updates read an lr
+      computed in the step from the incremented counter t = `@__step`
+      (1, 2, ...): base * t / W while t <= W (warmup-steps); then cosine
+      M + (base - M) / 2 * (1 + cos(pi (t - W) / (T - W))), linear
+      M + (base - M) (T - t) / (T - W) up to T (total-steps), M (min-lr)
+      after; step base * gamma^floor(t / step-size); constant base. The step
+      returns it as a result named "lr" after the loss. Without a schedule
+      the lr is a constant and there is no "lr" result.
+    * `clip-grad-norm` MAX > 0: norm = sqrt(sum of every trained gradient's
+      squares); every gradient the updates read is multiplied by
+      min(1, MAX / (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_); the
+      norm is a result named "grad_norm" (after "lr").
+    * `no-weight-decay` (a regex): the matching trained parameters are
+      updated with weight decay 0 and marked `dlgraph.no_weight_decay`.
+    * `accumulate` N > 1: a persistent call count `@__accumulate_count` and
+      per parameter `@"<p>.grad_accumulator"`; each call adds its gradient
+      to the accumulator, the updates read the mean over the calls (before
+      clipping), and only every N-th call's writes of the parameters, their
+      state and `@__step` take effect (selects between the new and the old
+      value), which also zeroes the accumulators. The updates run on every
+      call (their results discarded on N - 1 of N).
+
     Errors (at the module): an unknown optimizer or an option out of range,
     a `@train_step` without gradient results, an existing optimizer-state
-    symbol.
+    symbol, an invalid recipe (checkTrainingRecipe's one-line messages), a
+    `no-weight-decay` regex that is invalid or matches no trained parameter.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string",
@@ -215,6 +255,26 @@ def ApplyOptimizerPass : Pass<"dlgraph-apply-optimizer", "mlir::ModuleOp"> {
     Option<"exposeGradients", "expose-gradients", "bool", /*default=*/"false",
            "Keep returning each trainable parameter's gradient from "
            "@train_step, named \"<parameter>.grad\"">,
+    Option<"noWeightDecay", "no-weight-decay", "std::string",
+           /*default=*/"\"\"",
+           "Regex of the trained parameters updated without weight decay">,
+    Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"\"",
+           "constant, linear, cosine or step (empty: constant lr, no lr result)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Linear warm-up over the first W updates">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "linear/cosine: the update at which the lr reaches min-lr">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "linear/cosine: the final lr">,
+    Option<"stepSize", "step-size", "int64_t", /*default=*/"0",
+           "step: updates between decays">,
+    Option<"gamma", "gamma", "double",
+           /*default=*/"::dlc::TrainingOptions::kDefaultGamma",
+           "step: the decay factor">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip the gradients' global L2 norm to this value (0: off)">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Accumulate the gradients of N calls; the optimizer applies on every N-th">,
   ];
   let dependentDialects = ["::dlc::graph::GraphDialect"];
 }

@@ -22,6 +22,22 @@ constexpr llvm::StringLiteral kTrainStep = "train_step";
 constexpr llvm::StringLiteral kLossName = "loss";
 /// The suffix of the gradient results: "<parameter>.grad".
 constexpr llvm::StringLiteral kGradSuffix = ".grad";
+/// The result of @train_step with the learning rate of the update (rank-0
+/// f32), present with an lr schedule.
+constexpr llvm::StringLiteral kLrName = "lr";
+/// The result of @train_step with the gradients' global L2 norm before
+/// clipping (rank-0 f32), present with clip-grad-norm.
+constexpr llvm::StringLiteral kGradNormName = "grad_norm";
+/// With --accumulate: the persistent f32 count of calls since the last
+/// update, and the suffix of each parameter's gradient accumulator.
+constexpr llvm::StringLiteral kAccumulateCountVar = "__accumulate_count";
+constexpr llvm::StringLiteral kAccumulatorSuffix = ".grad_accumulator";
+/// Unit attribute on the variables --freeze keeps constant (no gradient, no
+/// optimizer state).
+constexpr llvm::StringLiteral kFrozenAttr = "dlgraph.frozen";
+/// Unit attribute on the trained parameters --no-weight-decay updates
+/// without weight decay.
+constexpr llvm::StringLiteral kNoWeightDecayAttr = "dlgraph.no_weight_decay";
 
 /// The pipeline stage of an op (`i64`), set by dlgraph-partition-pipeline on
 /// @main and carried by the training passes to the ops they create from it

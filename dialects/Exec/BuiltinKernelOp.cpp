@@ -114,6 +114,12 @@ LogicalResult verifyCrossEntropy(BuiltinKernelOp op, bool grad) {
   Value logits = op.getInputs()[0], labels = op.getInputs()[1];
   if (failed(floatElementType(op, logits)))
     return failure();
+  auto smoothing = getFloat(op, "label_smoothing", 0.0f);
+  if (failed(smoothing))
+    return failure();
+  if (!(*smoothing >= 0.0f && *smoothing <= 1.0f))
+    return op.emitOpError() << "label_smoothing must be in [0, 1], got "
+                            << *smoothing;
   MemRefType lt = typeOf(logits), bt = typeOf(labels);
   if (lt.getRank() < 1 || bt.getRank() != lt.getRank() - 1 ||
       lt.getShape().drop_back() != bt.getShape())

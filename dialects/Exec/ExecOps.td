@@ -247,9 +247,10 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
       `ceil_mode = true`, `count_include_pad = true` (BoolAttr) when set.
     - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, >= 0).
     - `softmax_cross_entropy`: ins(logits [..., C] f32, labels [...] i64)
-      outs(loss, rank 0): mean cross-entropy (dlgraph.softmax_cross_entropy).
+      outs(loss, rank 0): mean cross-entropy (dlgraph.softmax_cross_entropy),
+      `label_smoothing` (f32 in [0, 1], default 0).
     - `softmax_cross_entropy_grad`: ins(logits, labels, loss_grad rank 0)
-      outs(dlogits) (dlgraph.softmax_cross_entropy_grad).
+      outs(dlogits) (dlgraph.softmax_cross_entropy_grad), `label_smoothing`.
     - `gather`: ins(data, indices i32/i64) outs(Y); `gather_grad`:
       ins(indices, dY) outs(dData); `gather_elements`, `gather_elements_grad`
       likewise; all with `axis` (i64, >= 0). Out-of-range indices read 0 and

@@ -462,6 +462,9 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
     return emitOpError() << "labels have shape " << shapeStr(t.getShape())
                          << ", expected " << shapeStr(x.getShape().drop_back())
                          << " (the logits' shape without the class axis)";
+  float e = getLabelSmoothing().convertToFloat();
+  if (!(e >= 0.0f && e <= 1.0f))
+    return emitOpError() << "label_smoothing must be in [0, 1], got " << e;
   return success();
 }
 

@@ -17,12 +17,18 @@ def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure,
     is the mean over all label elements, a rank-0 tensor (as
     `torch.nn.functional.cross_entropy` with reduction='mean'). f16/bf16
     logits are widened as they are read and the loss is computed and
-    returned in f32.
+    returned in f32. With `label_smoothing` e in [0, 1] (PyTorch's
+    `label_smoothing`), the target of a row is (1 - e) one_hot(label) + e / C:
+    row loss = (1 - e) (lse - x[label]) + e / C * sum_k (lse - x[k]), lse =
+    log(sum_k exp(x[k])). A label outside [0, C) contributes nothing but
+    counts in the mean.
     ```mlir
     %l = dlgraph.softmax_cross_entropy %x, %t : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
+    %s = dlgraph.softmax_cross_entropy %x, %t {label_smoothing = 1.0e-01 : f32} : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$labels);
+  let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$labels,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs AnyRankedTensor:$loss);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -34,15 +40,18 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
      Graph_KeepsF32, Graph_ReadsLowPrecision, Graph_RecomputeModerate]> {
   let summary = "Gradient of softmax_cross_entropy with respect to the logits";
   let description = [{
-    d_logits = (softmax(logits) - one_hot(labels)) * d_loss / count(labels).
-    With f16/bf16 logits, `loss_grad` is f32, everything is computed in f32
-    and d_logits is rounded once to the logits' type.
+    d_logits = (softmax(logits) - ((1 - e) one_hot(labels) + e / C)) * d_loss
+    / count(labels), e = `label_smoothing` (0 by default); rows whose label
+    is outside [0, C) get 0. With f16/bf16 logits, `loss_grad` is f32,
+    everything is computed in f32 and d_logits is rounded once to the
+    logits' type.
     ```mlir
     %g = dlgraph.softmax_cross_entropy_grad %x, %t, %dl : (tensor<64x10xf32>, tensor<64xi64>, tensor<f32>) -> tensor<64x10xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$labels,
-                       AnyRankedTensor:$loss_grad);
+                       AnyRankedTensor:$loss_grad,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)";
 }
@@ -213,17 +222,20 @@ def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure,
     With g = grad + weight_decay * param: when momentum != 0,
     buf' = momentum * buf + g (buf' = g on the first step, `step` == 1), and
     param' = param - lr * buf'; else param' = param - lr * g and buf' = buf.
-    `step` is the rank-0 f32 step count after increment (1 on the first step).
+    `step` is the rank-0 f32 step count after increment (1 on the first step);
+    `lr` is the rank-0 f32 learning rate of this step (a constant, or the
+    schedule --dlgraph-apply-optimizer computes from the step counter).
     ```mlir
-    %p, %b = dlgraph.sgd_update %w, %g, %buf, %step {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32}
-           : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+    %p, %b = dlgraph.sgd_update %w, %g, %buf, %step, %lr {momentum = 0.9 : f32, weight_decay = 0.0 : f32}
+           : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
                        AnyRankedTensor:$momentum_buffer, AnyRankedTensor:$step,
-                       F32Attr:$lr, F32Attr:$momentum, F32Attr:$weight_decay);
+                       AnyRankedTensor:$lr,
+                       F32Attr:$momentum, F32Attr:$weight_decay);
   let results = (outs AnyRankedTensor:$new_param, AnyRankedTensor:$new_momentum_buffer);
-  let assemblyFormat = "$param `,` $grad `,` $momentum_buffer `,` $step attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$param `,` $grad `,` $momentum_buffer `,` $step `,` $lr attr-dict `:` functional-type(operands, results)";
 }
 
 def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure,
@@ -236,24 +248,25 @@ def Graph_AdamUpdateOp : Graph_Op<"adam_update", [Pure,
   let summary = "One torch.optim.Adam / AdamW step for one parameter";
   let description = [{
     Kingma & Ba 2015; AdamW (Loshchilov & Hutter 2019) when `decoupled`.
-    `step` is the rank-0 f32 step count after increment. Adam: g = grad +
-    weight_decay * param; AdamW: param *= (1 - lr * weight_decay) first.
+    `step` is the rank-0 f32 step count after increment and `lr` the rank-0
+    f32 learning rate of this step. Adam: g = grad + weight_decay * param;
+    AdamW: param *= (1 - lr * weight_decay) first.
     m' = beta1 m + (1-beta1) g; v' = beta2 v + (1-beta2) g^2;
     param' = param - lr * (m' / (1-beta1^t)) / (sqrt(v' / (1-beta2^t)) + epsilon).
     ```mlir
-    %p, %m2, %v2 = dlgraph.adam_update %w, %g, %m, %v, %t {lr = 1.0e-03 : f32, beta1 = 0.9 : f32,
+    %p, %m2, %v2 = dlgraph.adam_update %w, %g, %m, %v, %t, %lr {beta1 = 0.9 : f32,
            beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32}
-         : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+         : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
                        AnyRankedTensor:$exp_avg, AnyRankedTensor:$exp_avg_sq,
-                       AnyRankedTensor:$step,
-                       F32Attr:$lr, F32Attr:$beta1, F32Attr:$beta2, F32Attr:$epsilon,
+                       AnyRankedTensor:$step, AnyRankedTensor:$lr,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$epsilon,
                        F32Attr:$weight_decay, UnitAttr:$decoupled);
   let results = (outs AnyRankedTensor:$new_param, AnyRankedTensor:$new_exp_avg,
                       AnyRankedTensor:$new_exp_avg_sq);
-  let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step `,` $lr attr-dict `:` functional-type(operands, results)";
 }
 
 // The forward data's shape is only in the result type, so it is not

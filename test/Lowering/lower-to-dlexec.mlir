@@ -28,7 +28,8 @@ module {
     %dw1 = dlgraph.gemm %dh, %x {trans_a = true} : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xf32>
     %s1 = dlgraph.add %s0, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
     dlgraph.write_variable @__step, %s1 : tensor<f32>
-    %p:3 = dlgraph.adam_update %w1, %dw1, %m, %v, %s1 {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
+    %lr = dlgraph.constant dense<1.0e-03> : tensor<f32>
+    %p:3 = dlgraph.adam_update %w1, %dw1, %m, %v, %s1, %lr {beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
     dlgraph.write_variable @fc1.weight, %p#0 : tensor<8x4xf32>
     dlgraph.write_variable @fc1.weight.exp_avg, %p#1 : tensor<8x4xf32>
     dlgraph.write_variable @fc1.weight.exp_avg_sq, %p#2 : tensor<8x4xf32>
@@ -302,7 +303,8 @@ module {
     %mean = dlgraph.reduce_mean %dy {axes = array<i64: 0, 2, 3>} : tensor<2x4x8x8xf32> -> tensor<4xf32>
     %mx = dlgraph.reduce_max %x {axes = array<i64: 1>, keepdims} : tensor<2x3x8x8xf32> -> tensor<2x1x8x8xf32>
     %ls = dlgraph.log_softmax %p {axis = 1 : i64} : tensor<2x4x4x4xf32>
-    %np, %nb = dlgraph.sgd_update %mean, %g, %buf, %step {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.01 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+    %lr1 = dlgraph.constant dense<0.1> : tensor<f32>
+    %np, %nb = dlgraph.sgd_update %mean, %g, %buf, %step, %lr1 {momentum = 0.9 : f32, weight_decay = 0.01 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
     return %dx, %dw, %mg, %ag, %ap, %mean, %mx, %ls, %np, %nb : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<2x1x8x8xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>
   }
 }
@@ -331,7 +333,9 @@ module {
 // CHECK: dlexec.builtin_kernel @backward_k5_log_softmax "log_softmax" ins(%[[P]] : {{.*}}) {axis = 1 : i64}
 // SGD with weight decay and momentum: g = grad + wd * p; buf' = step == 1 ? g : m * buf + g.
 // CHECK: dlexec.kernel @backward_k6_sgd_update ins(%[[MEAN]], %{{.+}}, %{{.+}}, %{{.+}} : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<f32>) outs(%{{.+}}, %{{.+}} : memref<4xf32>, memref<4xf32>)
+// A constant lr is a constant of the kernel body, not a buffer.
 // CHECK-NEXT: ^bb0(%[[SP:.+]]: f32, %[[SG:.+]]: f32, %[[SB:.+]]: f32, %[[SS:.+]]: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[LR:.+]] = arith.constant 1.000000e-01 : f32
 // CHECK-NEXT: %[[WD:.+]] = arith.constant 0.00999999977 : f32
 // CHECK-NEXT: %[[WP:.+]] = arith.mulf %[[WD]], %[[SP]] : f32
 // CHECK-NEXT: %[[G:.+]] = arith.addf %[[SG]], %[[WP]] : f32
@@ -341,7 +345,6 @@ module {
 // CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[FIRST:.+]] = arith.cmpf oeq, %[[SS]], %[[ONE]] : f32
 // CHECK-NEXT: %[[NB:.+]] = arith.select %[[FIRST]], %[[G]], %[[ACC2]] : f32
-// CHECK-NEXT: %[[LR:.+]] = arith.constant 1.000000e-01 : f32
 // CHECK-NEXT: %[[U:.+]] = arith.mulf %[[LR]], %[[NB]] : f32
 // CHECK-NEXT: %[[NP:.+]] = arith.subf %[[SP]], %[[U]] : f32
 // CHECK-NEXT: dlexec.yield %[[NP]], %[[NB]] : f32, f32

@@ -31,7 +31,8 @@ module {
     %dw1 = dlgraph.gemm %dh, %x {trans_a = true} : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<8x4xf32>
     %s1 = dlgraph.add %s0, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
     dlgraph.write_variable @__step, %s1 : tensor<f32>
-    %p:3 = dlgraph.adam_update %w1, %dw1, %m, %v, %s1 {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
+    %lr = dlgraph.constant dense<1.0e-03> : tensor<f32>
+    %p:3 = dlgraph.adam_update %w1, %dw1, %m, %v, %s1, %lr {beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.0 : f32} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>)
     dlgraph.write_variable @fc1.weight, %p#0 : tensor<8x4xf32>
     dlgraph.write_variable @fc1.weight.exp_avg, %p#1 : tensor<8x4xf32>
     dlgraph.write_variable @fc1.weight.exp_avg_sq, %p#2 : tensor<8x4xf32>

@@ -56,15 +56,17 @@ protected:
   }
 
   /// Parses |text| and builds the training step (SGD, lr 1); |lossOutput|
-  /// is the pass's loss-output option.
-  Prepared prepare(const char *text, const std::string &lossOutput = "") {
+  /// and |labelSmoothing| are the loss pass's options.
+  Prepared prepare(const char *text, const std::string &lossOutput = "",
+                   double labelSmoothing = 0.0) {
     return prepareModule(parseSourceString<ModuleOp>(text, &context),
-                         lossOutput);
+                         lossOutput, labelSmoothing);
   }
 
   /// Builds the training step of an already parsed or imported module.
   Prepared prepareModule(OwningOpRef<ModuleOp> module,
-                         const std::string &lossOutput = "") {
+                         const std::string &lossOutput = "",
+                         double labelSmoothing = 0.0) {
     Prepared p;
     p.module = std::move(module);
     EXPECT_TRUE(p.module);
@@ -77,6 +79,7 @@ protected:
     options.momentum = 0.0;
     options.weightDecay = 0.0;
     options.lossOutput = lossOutput;
+    options.labelSmoothing = labelSmoothing;
     dlc::buildTrainingStepPipeline(pm, options);
     EXPECT_TRUE(succeeded(pm.run(*p.module)));
     p.trainStep = p.module->lookupSymbol<func::FuncOp>("train_step");

@@ -46,6 +46,29 @@ TEST_F(GradientCheck, MlpGemmReluSoftmaxCrossEntropy) {
   check(p, *interp, {random({3, 4}), labels}, 4);
 }
 
+// softmax_cross_entropy with label_smoothing 0.3 (and one label outside
+// [0, C), which adds nothing): its gradient rule against finite
+// differences of its loss.
+TEST_F(GradientCheck, SoftmaxCrossEntropyLabelSmoothing) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @w : tensor<5x4xf32>
+    func.func @main(%x: tensor<4x4xf32>) -> tensor<4x5xf32> {
+      %w = dlgraph.read_variable @w : tensor<5x4xf32>
+      %y = dlgraph.gemm %x, %w {trans_b = true} : (tensor<4x4xf32>, tensor<5x4xf32>) -> tensor<4x5xf32>
+      return %y : tensor<4x5xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text, "", 0.3);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["w"] = random({5, 4});
+  Tensor labels({4});
+  labels.data = {0, 4, 2, 7};
+  check(p, *interp, {random({4, 4}), labels}, 1);
+}
+
 TEST_F(GradientCheck, ConvBatchNormMaxPool) {
   const char *text = R"mlir(
   module {
@@ -783,20 +806,23 @@ TEST_F(GradientCheck, OptimizerUpdatesMatchTorchOptim) {
       dlgraph.write_variable @__step, %s : tensor<f32>
       %p = dlgraph.read_variable @p : tensor<4xf32>
       %pb = dlgraph.read_variable @pb : tensor<4xf32>
-      %p1, %pb1 = dlgraph.sgd_update %p, %g, %pb, %s {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.01 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+      %lr0 = dlgraph.constant dense<0.1> : tensor<f32>
+      %p1, %pb1 = dlgraph.sgd_update %p, %g, %pb, %s, %lr0 {momentum = 0.9 : f32, weight_decay = 0.01 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
       dlgraph.write_variable @p, %p1 : tensor<4xf32>
       dlgraph.write_variable @pb, %pb1 : tensor<4xf32>
       %q = dlgraph.read_variable @q : tensor<4xf32>
       %qm = dlgraph.read_variable @qm : tensor<4xf32>
       %qv = dlgraph.read_variable @qv : tensor<4xf32>
-      %q1, %qm1, %qv1 = dlgraph.adam_update %q, %g, %qm, %qv, %s {lr = 0.01 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-8 : f32, weight_decay = 0.1 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      %lr1 = dlgraph.constant dense<0.01> : tensor<f32>
+      %q1, %qm1, %qv1 = dlgraph.adam_update %q, %g, %qm, %qv, %s, %lr1 {beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-8 : f32, weight_decay = 0.1 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
       dlgraph.write_variable @q, %q1 : tensor<4xf32>
       dlgraph.write_variable @qm, %qm1 : tensor<4xf32>
       dlgraph.write_variable @qv, %qv1 : tensor<4xf32>
       %r = dlgraph.read_variable @r : tensor<4xf32>
       %rm = dlgraph.read_variable @rm : tensor<4xf32>
       %rv = dlgraph.read_variable @rv : tensor<4xf32>
-      %r1, %rm1, %rv1 = dlgraph.adam_update %r, %g, %rm, %rv, %s {lr = 0.01 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-8 : f32, weight_decay = 0.1 : f32, decoupled} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      %lr2 = dlgraph.constant dense<0.01> : tensor<f32>
+      %r1, %rm1, %rv1 = dlgraph.adam_update %r, %g, %rm, %rv, %s, %lr2 {beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-8 : f32, weight_decay = 0.1 : f32, decoupled} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
       dlgraph.write_variable @r, %r1 : tensor<4xf32>
       dlgraph.write_variable @rm, %rm1 : tensor<4xf32>
       dlgraph.write_variable @rv, %rv1 : tensor<4xf32>

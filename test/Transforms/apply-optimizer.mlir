@@ -30,8 +30,9 @@ module {
 // CHECK-NEXT: dlgraph.constant dense<1.000000e+00>
 // CHECK-NEXT: %[[STEP:.+]] = dlgraph.add
 // CHECK-NEXT: dlgraph.write_variable @__step, %[[STEP]]
+// CHECK-NEXT: %[[LR:.+]] = dlgraph.constant dense<0.00999999977> : tensor<f32>
 // CHECK-NEXT: %[[BUF:.+]] = dlgraph.read_variable @w.momentum_buffer
-// CHECK-NEXT: dlgraph.sgd_update %[[W]], %[[X]], %[[BUF]], %[[STEP]] {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32}
+// CHECK-NEXT: dlgraph.sgd_update %[[W]], %[[X]], %[[BUF]], %[[STEP]], %[[LR]] {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32}
 // CHECK: return %[[LOSS]] : tensor<f32>
 
 // ADAMW: dlgraph.variable @w.exp_avg : tensor<3xf32> {dlgraph.optimizer_state}

@@ -95,7 +95,7 @@ module {
 // CHECK-DAG: %[[DW:.+]] = dlgraph.conv_backward_filter %{{.+}}, %{{.+}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x1x4x4xf32>, tensor<2x4x4x4xf32>) -> tensor<4x1x3x3xf32>
 // The first layer's input gradient is not needed.
 // CHECK-NOT: dlgraph.conv_backward_data
-// CHECK-DAG: %[[U:[^,]+]], %[[UB:[^ ]+]] = dlgraph.sgd_update %{{.+}}, %[[DW]], %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f32, momentum = 0.899999976 : f32, weight_decay = 5.000000e-04 : f32}
+// CHECK-DAG: %[[U:[^,]+]], %[[UB:[^ ]+]] = dlgraph.sgd_update %{{.+}}, %[[DW]], %{{.+}}, %{{.+}}, %{{.+}} {momentum = 0.899999976 : f32, weight_decay = 5.000000e-04 : f32}
 // CHECK-DAG: dlgraph.write_variable @conv.weight, %[[U]]
 // CHECK-DAG: dlgraph.write_variable @conv.weight.momentum_buffer, %[[UB]]
 // CHECK-DAG: dlgraph.write_variable @bn.weight,

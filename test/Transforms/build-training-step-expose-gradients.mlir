@@ -23,8 +23,8 @@ module {
 // CHECK-SAME: -> (tensor<f32> {dlgraph.name = "loss"}, tensor<3x4xf32> {dlgraph.name = "w.grad"}, tensor<3xf32> {dlgraph.name = "b.grad"})
 // CHECK: %[[LOSS:.+]] = dlgraph.softmax_cross_entropy
 // CHECK: %[[DB:.+]] = dlgraph.add %{{.+}}, %{{.+}} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
-// CHECK-DAG: dlgraph.sgd_update %{{.+}}, %[[DW:[^,]+]], %{{.+}}, %{{.+}} {{.*}}(tensor<3x4xf32>,
-// CHECK-DAG: dlgraph.sgd_update %{{.+}}, %[[DB]], %{{.+}}, %{{.+}} {{.*}}(tensor<3xf32>,
+// CHECK-DAG: dlgraph.sgd_update %{{.+}}, %[[DW:[^,]+]], %{{.+}}, %{{.+}}, %{{.+}} {{.*}}(tensor<3x4xf32>,
+// CHECK-DAG: dlgraph.sgd_update %{{.+}}, %[[DB]], %{{.+}}, %{{.+}}, %{{.+}} {{.*}}(tensor<3xf32>,
 // CHECK: return %[[LOSS]], %[[DW]], %[[DB]] : tensor<f32>, tensor<3x4xf32>, tensor<3xf32>
 
 // DEFAULT-LABEL: func.func @train_step(

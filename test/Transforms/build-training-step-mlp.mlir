@@ -60,13 +60,15 @@ module {
 // CHECK-DAG: %[[S0:.+]] = dlgraph.read_variable @__step : tensor<f32>
 // CHECK-DAG: %[[S1:.+]] = dlgraph.add %[[S0]], %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // CHECK-DAG: dlgraph.write_variable @__step, %[[S1]]
-// CHECK-DAG: %[[P1:[^,]+]], %[[P1M:[^,]+]], %[[P1V:[^ ]+]] = dlgraph.adam_update %[[W1]], %[[DW1]], %{{.+}}, %{{.+}}, %[[S1]] {beta1 = 0.899999976 : f32, beta2 = 9.990000e-01 : f32, epsilon = 9.99999993E-9 : f32, lr = 0.00999999977 : f32, weight_decay = 0.000000e+00 : f32}
+// CHECK-DAG: %[[P1:[^,]+]], %[[P1M:[^,]+]], %[[P1V:[^ ]+]] = dlgraph.adam_update %[[W1]], %[[DW1]], %{{.+}}, %{{.+}}, %[[S1]], %[[LR:[^ ]+]] {beta1 = 0.899999976 : f32, beta2 = 9.990000e-01 : f32, epsilon = 9.99999993E-9 : f32, weight_decay = 0.000000e+00 : f32}
+// Without a schedule the lr is one constant that every update reads.
+// CHECK-DAG: %[[LR]] = dlgraph.constant dense<0.00999999977> : tensor<f32>
 // CHECK-DAG: dlgraph.write_variable @fc1.weight, %[[P1]]
 // CHECK-DAG: dlgraph.write_variable @fc1.weight.exp_avg, %[[P1M]]
 // CHECK-DAG: dlgraph.write_variable @fc1.weight.exp_avg_sq, %[[P1V]]
-// CHECK-DAG: %[[P2:[^,]+]], %[[P2M:[^,]+]], %[[P2V:[^ ]+]] = dlgraph.adam_update %[[W2]], %[[DW2]], %{{.+}}, %{{.+}}, %[[S1]]
+// CHECK-DAG: %[[P2:[^,]+]], %[[P2M:[^,]+]], %[[P2V:[^ ]+]] = dlgraph.adam_update %[[W2]], %[[DW2]], %{{.+}}, %{{.+}}, %[[S1]], %[[LR]]
 // CHECK-DAG: dlgraph.write_variable @fc2.weight, %[[P2]]
-// CHECK-DAG: %[[P3:[^,]+]], %[[P3M:[^,]+]], %[[P3V:[^ ]+]] = dlgraph.adam_update %{{.+}}, %[[DB2]], %{{.+}}, %{{.+}}, %[[S1]]
+// CHECK-DAG: %[[P3:[^,]+]], %[[P3M:[^,]+]], %[[P3V:[^ ]+]] = dlgraph.adam_update %{{.+}}, %[[DB2]], %{{.+}}, %{{.+}}, %[[S1]], %[[LR]]
 // CHECK-DAG: dlgraph.write_variable @fc2.bias, %[[P3]]
 // CHECK-DAG: dlgraph.write_variable @fc1.bias,
 // CHECK: return %[[LOSS]] : tensor<f32>
@@ -75,7 +77,7 @@ module {
 // SGD-DAG: dlgraph.variable @fc2.bias.momentum_buffer : tensor<3xf32> {dlgraph.optimizer_state}
 // SGD-LABEL: func.func @train_step(
 // SGD-DAG: %[[B:.+]] = dlgraph.read_variable @fc1.weight.momentum_buffer
-// SGD-DAG: %[[U:[^,]+]], %[[UB:[^ ]+]] = dlgraph.sgd_update %{{.+}}, %{{.+}}, %[[B]], %{{.+}} {lr = 1.000000e-01 : f32, momentum = 0.899999976 : f32, weight_decay = 0.000000e+00 : f32}
+// SGD-DAG: %[[U:[^,]+]], %[[UB:[^ ]+]] = dlgraph.sgd_update %{{.+}}, %{{.+}}, %[[B]], %{{.+}}, %{{.+}} {momentum = 0.899999976 : f32, weight_decay = 0.000000e+00 : f32}
 // SGD-DAG: dlgraph.write_variable @fc1.weight, %[[U]]
 // SGD-DAG: dlgraph.write_variable @fc1.weight.momentum_buffer, %[[UB]]
 // SGD-NOT: adam_update

@@ -247,6 +247,67 @@ static cl::opt<bool> exposeGradients(
              "train --save-gradients; costs their memory and a copy per "
              "step)"),
     cl::init(defaults.pipeline.exposeGradients), cl::cat(dlcCategory));
+static cl::opt<std::string> lrSchedule(
+    "lr-schedule",
+    cl::desc("With --train: the learning rate of update t = 1, 2, ... "
+             "(counted in the step, so --resume continues it): constant, "
+             "linear, cosine or step, after a linear warm-up of "
+             "--warmup-steps; train_step returns it as output 'lr' "
+             "(docs/dlc.md, Training recipes)"),
+    cl::value_desc("constant|linear|cosine|step"), cl::cat(dlcCategory));
+static cl::opt<int64_t> warmupSteps(
+    "warmup-steps",
+    cl::desc("With --lr-schedule: lr = lr * t / W for the first W updates "
+             "(default 0)"),
+    cl::value_desc("W"), cl::init(0), cl::cat(dlcCategory));
+static cl::opt<int64_t> totalSteps(
+    "total-steps",
+    cl::desc("With --lr-schedule linear or cosine: the update T at which the "
+             "lr reaches --min-lr (and stays)"),
+    cl::value_desc("T"), cl::init(0), cl::cat(dlcCategory));
+static cl::opt<double> minLr(
+    "min-lr",
+    cl::desc("With --lr-schedule linear or cosine: the final lr (default 0)"),
+    cl::value_desc("M"), cl::init(0.0), cl::cat(dlcCategory));
+static cl::opt<int64_t> stepSize(
+    "step-size",
+    cl::desc("With --lr-schedule step: lr = lr * gamma^floor(t / K)"),
+    cl::value_desc("K"), cl::init(0), cl::cat(dlcCategory));
+static cl::opt<double> gammaOpt(
+    "gamma",
+    cl::desc(keep("With --lr-schedule step: the decay factor (default " +
+                  num(TrainingOptions::kDefaultGamma) + ")")),
+    cl::init(TrainingOptions::kDefaultGamma), cl::cat(dlcCategory));
+static cl::opt<double> clipGradNorm(
+    "clip-grad-norm",
+    cl::desc("With --train: scale the gradients by MAX / (norm + 1e-6) when "
+             "their global L2 norm exceeds MAX (torch.nn.utils."
+             "clip_grad_norm_); train_step returns the norm as output "
+             "'grad_norm'"),
+    cl::value_desc("MAX"), cl::init(0.0), cl::cat(dlcCategory));
+static cl::opt<int64_t> accumulate(
+    "accumulate",
+    cl::desc("With --train: each call of train_step adds its gradients to "
+             "persistent accumulators and the optimizer applies their mean "
+             "on every N-th call (one step on the N-times batch; the step "
+             "counter and --lr-schedule count updates; default 1)"),
+    cl::value_desc("N"), cl::init(1), cl::cat(dlcCategory));
+static cl::opt<std::string> noWeightDecay(
+    "no-weight-decay",
+    cl::desc("With --train: initializers whose name matches REGEX (POSIX "
+             "extended, anywhere in the name) get weight decay 0"),
+    cl::value_desc("REGEX"), cl::cat(dlcCategory));
+static cl::opt<std::string> freeze(
+    "freeze",
+    cl::desc("With --train: initializers whose name matches REGEX are not "
+             "trained (no gradient, no optimizer state)"),
+    cl::value_desc("REGEX"), cl::cat(dlcCategory));
+static cl::opt<double> labelSmoothing(
+    "label-smoothing",
+    cl::desc("With --train: label smoothing E in [0, 1] of the "
+             "softmax-cross-entropy loss (PyTorch's label_smoothing; "
+             "default 0)"),
+    cl::value_desc("E"), cl::init(0.0), cl::cat(dlcCategory));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Batch size; fixes dim 0 of every model input"),
@@ -283,10 +344,12 @@ int main(int argc, char **argv) {
   if (auto it = registered.find("stats"); it != registered.end())
     it->second->setArgStr("llvm-stats");
   cl::opt<bool> stats("stats",
-                      cl::desc("Print kernels, library calls and the "
+                      cl::desc("Print kernels, library calls, the "
                                "predicted peak memory in bytes (persistent, "
                                "inputs, arena, workspace; before and after "
-                               "rematerialization)"),
+                               "rematerialization) and, with --train, the "
+                               "trained, frozen and no-weight-decay tensors "
+                               "with their element counts"),
                       cl::init(defaults.stats), cl::cat(dlcCategory));
   cl::HideUnrelatedOptions(dlcCategory);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
@@ -332,6 +395,17 @@ int main(int argc, char **argv) {
   p.beta2 = beta2;
   p.adamEpsilon = adamEpsilon;
   p.exposeGradients = exposeGradients;
+  p.lrSchedule = lrSchedule;
+  p.warmupSteps = warmupSteps;
+  p.totalSteps = totalSteps;
+  p.minLr = minLr;
+  p.stepSize = stepSize;
+  p.gamma = gammaOpt;
+  p.clipGradNorm = clipGradNorm;
+  p.accumulate = accumulate;
+  p.noWeightDecay = noWeightDecay;
+  p.freeze = freeze;
+  p.labelSmoothing = labelSmoothing;
   p.precision = precision;
   p.lossScale = lossScale;
   p.lossScaleInit = lossScaleInit;

@@ -11,13 +11,15 @@ void dlc::lowering::populateLowerToExecLosses(LoweringTable &table) {
   table.add<g::SoftmaxCrossEntropyOp>([](FuncLowering &fl,
                                          g::SoftmaxCrossEntropyOp s)
                                           -> LogicalResult {
-    fl.builtin(s, "softmax_cross_entropy", {s.getLogits(), s.getLabels()}, {});
+    fl.builtin(s, "softmax_cross_entropy", {s.getLogits(), s.getLabels()},
+               {"label_smoothing"});
     return success();
   });
   table.add<g::SoftmaxCrossEntropyGradOp>(
       [](FuncLowering &fl, g::SoftmaxCrossEntropyGradOp s) -> LogicalResult {
         fl.builtin(s, "softmax_cross_entropy_grad",
-                   {s.getLogits(), s.getLabels(), s.getLossGrad()}, {});
+                   {s.getLogits(), s.getLabels(), s.getLossGrad()},
+                   {"label_smoothing"});
         return success();
       });
 }

@@ -1,6 +1,8 @@
 //===- Optimizers.cpp - optimizer updates to dlexec kernels --------------===//
 // SGD (with momentum and weight decay) and Adam/AdamW parameter updates as
 // one multi-output kernel each, in torch.optim's order of float operations.
+// The step count and the learning rate are rank-0 kernel inputs (the lr
+// may come from a schedule computed in the step).
 #include "compiler/Lowering/ToExec/FuncLowering.h"
 
 using namespace mlir;
@@ -32,30 +34,32 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
     auto pt = tensorType(s.getParam());
     unsigned rank = pt.getRank();
     Type et = pt.getElementType();
-    double lr = decimalValue(s.getLrAttr()),
-           mom = decimalValue(s.getMomentumAttr()),
+    double mom = decimalValue(s.getMomentumAttr()),
            wd = decimalValue(s.getWeightDecayAttr());
     SmallVector<KIn> ins{
         fl.kernelInput(s.getParam(), pt.getShape(), loc),
         fl.kernelInput(s.getGrad(), pt.getShape(), loc),
         fl.kernelInput(s.getMomentumBuffer(), pt.getShape(), loc),
         {fl.getBuffer(s.getStep(), loc), TypedAttr(),
-         AffineMap::get(rank, 0, {}, b.getContext())}};
+         AffineMap::get(rank, 0, {}, b.getContext())},
+        fl.kernelInput(s.getLr(), pt.getShape(), loc)};
     Value np = fl.alloc(pt, loc), nb = fl.alloc(pt, loc);
     AffineMap id = b.getMultiDimIdentityMap(rank);
     fl.buildKernel(
         loc, "sgd_update", rank, ins, {np, nb}, {id, id}, {}, ArrayAttr(),
         [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
             ArrayRef<Value>) -> SmallVector<Value> {
-          Value p = v[0], gr = v[1], buf = v[2], step = v[3];
+          Value p = v[0], gr = v[1], buf = v[2], step = v[3], lr = v[4];
           if (step.getType() != et)
             step = castScalar(kb, l, step, et);
+          if (lr.getType() != et)
+            lr = castScalar(kb, l, lr, et);
           if (wd != 0.0)
             gr = arith::AddFOp::create(
                 kb, l, gr,
                 arith::MulFOp::create(kb, l, constF(kb, l, et, wd), p));
           if (mom == 0.0) {
-            Value upd = arith::MulFOp::create(kb, l, constF(kb, l, et, lr), gr);
+            Value upd = arith::MulFOp::create(kb, l, lr, gr);
             return {arith::SubFOp::create(kb, l, p, upd), buf};
           }
           // buf' = step == 1 ? g : momentum * buf + g
@@ -65,7 +69,7 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
           Value first = arith::CmpFOp::create(kb, l, arith::CmpFPredicate::OEQ,
                                               step, constF(kb, l, et, 1.0));
           Value nbuf = arith::SelectOp::create(kb, l, first, gr, acc);
-          Value upd = arith::MulFOp::create(kb, l, constF(kb, l, et, lr), nbuf);
+          Value upd = arith::MulFOp::create(kb, l, lr, nbuf);
           return {arith::SubFOp::create(kb, l, p, upd), nbuf};
         });
     fl.buffers[s.getNewParam()] = np;
@@ -81,8 +85,7 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
     auto pt = tensorType(a.getParam());
     unsigned rank = pt.getRank();
     Type et = pt.getElementType();
-    double lr = decimalValue(a.getLrAttr()),
-           b1 = decimalValue(a.getBeta1Attr()),
+    double b1 = decimalValue(a.getBeta1Attr()),
            b2 = decimalValue(a.getBeta2Attr()),
            eps = decimalValue(a.getEpsilonAttr()),
            wd = decimalValue(a.getWeightDecayAttr());
@@ -92,7 +95,8 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
                          fl.kernelInput(a.getExpAvg(), pt.getShape(), loc),
                          fl.kernelInput(a.getExpAvgSq(), pt.getShape(), loc),
                          {fl.getBuffer(a.getStep(), loc), TypedAttr(),
-                          AffineMap::get(rank, 0, {}, b.getContext())}};
+                          AffineMap::get(rank, 0, {}, b.getContext())},
+                         fl.kernelInput(a.getLr(), pt.getShape(), loc)};
     Value np = fl.alloc(pt, loc), nm = fl.alloc(pt, loc),
           nv = fl.alloc(pt, loc);
     AffineMap id = b.getMultiDimIdentityMap(rank);
@@ -114,12 +118,14 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
           auto div = [&](Value p, Value q) {
             return (Value)arith::DivFOp::create(kb, l, p, q);
           };
-          Value p = v[0], gr = v[1], m = v[2], vs = v[3], t = v[4];
+          Value p = v[0], gr = v[1], m = v[2], vs = v[3], t = v[4], lr = v[5];
           if (t.getType() != et)
             t = castScalar(kb, l, t, et);
+          if (lr.getType() != et)
+            lr = castScalar(kb, l, lr, et);
           if (wd != 0.0) {
             if (decoupled)
-              p = mul(p, c(1.0 - lr * wd));
+              p = mul(p, sub(c(1.0), mul(lr, c(wd))));
             else
               gr = add(gr, mul(c(wd), p));
           }
@@ -129,7 +135,7 @@ void dlc::lowering::populateLowerToExecOptimizers(LoweringTable &table) {
           // denom = sqrt(v') / sqrt(bc2) + eps; p -= step_size * m' / denom
           Value bc1 = sub(c(1.0), math::PowFOp::create(kb, l, c(b1), t));
           Value bc2 = sub(c(1.0), math::PowFOp::create(kb, l, c(b2), t));
-          Value stepSize = div(c(lr), bc1);
+          Value stepSize = div(lr, bc1);
           Value denom = add(div(math::SqrtOp::create(kb, l, v2),
                                 math::SqrtOp::create(kb, l, bc2)),
                             c(eps));

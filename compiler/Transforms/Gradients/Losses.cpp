@@ -17,7 +17,7 @@ static LogicalResult softmaxCrossEntropyGrad(OpBuilder &b, Operation *op,
   auto sce = cast<SoftmaxCrossEntropyOp>(op);
   dx[0] = SoftmaxCrossEntropyGradOp::create(
       b, op->getLoc(), sce.getLogits().getType(), sce.getLogits(),
-      sce.getLabels(), dy[0]);
+      sce.getLabels(), dy[0], sce.getLabelSmoothingAttr());
   return success();
 }
 

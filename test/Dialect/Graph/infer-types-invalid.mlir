@@ -61,7 +61,8 @@ func.func @loss_not_scalar(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<1x
 // -----
 
 func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>) -> tensor<2xf32> {
+  %lr = dlgraph.constant dense<0.1> : tensor<f32>
   // expected-error @+1 {{all of {momentum_buffer, new_momentum_buffer} have same type}}
-  %np, %nb = dlgraph.sgd_update %p, %g, %b, %s {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
+  %np, %nb = dlgraph.sgd_update %p, %g, %b, %s, %lr {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
   return %nb : tensor<2xf32>
 }

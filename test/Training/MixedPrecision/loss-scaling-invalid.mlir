@@ -54,7 +54,8 @@ module {
     %w = dlgraph.read_variable @w : tensor<3xf32>
     %b = dlgraph.read_variable @w.momentum_buffer : tensor<3xf32>
     %s = dlgraph.read_variable @__step : tensor<f32>
-    %p, %nb = dlgraph.sgd_update %w, %g, %b, %s {lr = 1.0e-01 : f32, momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
+    %lr = dlgraph.constant dense<1.0e-01> : tensor<f32>
+    %p, %nb = dlgraph.sgd_update %w, %g, %b, %s, %lr {momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
     dlgraph.write_variable @w, %p : tensor<3xf32>
     return %l : tensor<f32>
   }
@@ -69,10 +70,12 @@ module {
   func.func @train_step(%l: tensor<f32>, %g: tensor<3xf32>) -> (tensor<f32> {dlgraph.name = "loss"}) {
     %w = dlgraph.read_variable @w : tensor<3xf32>
     %s = dlgraph.constant dense<1.0> : tensor<f32>
-    %p, %nb = dlgraph.sgd_update %w, %g, %w, %s {lr = 1.0e-01 : f32, momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
+    %lr1 = dlgraph.constant dense<1.0e-01> : tensor<f32>
+    %p, %nb = dlgraph.sgd_update %w, %g, %w, %s, %lr1 {momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
     %g2 = dlgraph.mul %g, %g : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %lr2 = dlgraph.constant dense<1.0e-01> : tensor<f32>
     // expected-error @+1 {{--dlgraph-loss-scaling expects every gradient to be computed in @train_step before the first optimizer update}}
-    %q, %nb2 = dlgraph.sgd_update %w, %g2, %w, %s {lr = 1.0e-01 : f32, momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
+    %q, %nb2 = dlgraph.sgd_update %w, %g2, %w, %s, %lr2 {momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
     return %l : tensor<f32>
   }
 }

@@ -27,14 +27,15 @@ func.func @step(%x: tensor<4x64xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
   // CHECK: dlgraph.gemm %[[DYB]], %[[WB]] : (tensor<4x10xbf16>, tensor<10x64xbf16>) -> tensor<4x64xbf16>
   // CHECK: %[[DW:.+]] = dlgraph.gemm %[[DYB]], %[[XB]] {trans_a = true} : (tensor<4x10xbf16>, tensor<4x64xbf16>) -> tensor<10x64xbf16>
   // CHECK: %[[DWF:.+]] = dlgraph.cast %[[DW]] : tensor<10x64xbf16> to tensor<10x64xf32>
-  // CHECK: %[[NEW:.+]], %{{.+}} = dlgraph.sgd_update %[[W]], %[[DWF]], %{{.+}}, %{{.+}} {{.*}} : (tensor<10x64xf32>, tensor<10x64xf32>, tensor<10x64xf32>, tensor<f32>)
+  // CHECK: %[[NEW:.+]], %{{.+}} = dlgraph.sgd_update %[[W]], %[[DWF]], %{{.+}}, %{{.+}}, %{{.+}} {{.*}} : (tensor<10x64xf32>, tensor<10x64xf32>, tensor<10x64xf32>, tensor<f32>, tensor<f32>)
   // CHECK: dlgraph.write_variable @w, %[[NEW]] : tensor<10x64xf32>
   %dy = dlgraph.softmax_cross_entropy_grad %y, %labels, %one : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xf32>
   %dx = dlgraph.gemm %dy, %w : (tensor<4x10xf32>, tensor<10x64xf32>) -> tensor<4x64xf32>
   %dw = dlgraph.gemm %dy, %x {trans_a = true} : (tensor<4x10xf32>, tensor<4x64xf32>) -> tensor<10x64xf32>
   %b0 = dlgraph.read_variable @buf : tensor<10x64xf32>
   %s = dlgraph.read_variable @__step : tensor<f32>
-  %new, %nb = dlgraph.sgd_update %w, %dw, %b0, %s {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<10x64xf32>, tensor<10x64xf32>, tensor<10x64xf32>, tensor<f32>) -> (tensor<10x64xf32>, tensor<10x64xf32>)
+  %lr = dlgraph.constant dense<0.1> : tensor<f32>
+  %new, %nb = dlgraph.sgd_update %w, %dw, %b0, %s, %lr {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<10x64xf32>, tensor<10x64xf32>, tensor<10x64xf32>, tensor<f32>, tensor<f32>) -> (tensor<10x64xf32>, tensor<10x64xf32>)
   dlgraph.write_variable @w, %new : tensor<10x64xf32>
   dlgraph.write_variable @buf, %nb : tensor<10x64xf32>
   // CHECK-NOT: dlgraph.cast

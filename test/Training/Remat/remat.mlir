@@ -137,23 +137,28 @@ module {
     %49 = dlgraph.add %47, %48 : (tensor<f32>, tensor<f32>) -> tensor<f32>
     dlgraph.write_variable @__step, %49 : tensor<f32>
     %50 = dlgraph.read_variable @w0.momentum_buffer : tensor<16x16xf32>
-    %new_param, %new_momentum_buffer = dlgraph.sgd_update %0, %46, %50, %49 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
+    %lr = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param, %new_momentum_buffer = dlgraph.sgd_update %0, %46, %50, %49, %lr {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
     dlgraph.write_variable @w0, %new_param : tensor<16x16xf32>
     dlgraph.write_variable @w0.momentum_buffer, %new_momentum_buffer : tensor<16x16xf32>
     %51 = dlgraph.read_variable @w1.momentum_buffer : tensor<16x16xf32>
-    %new_param_0, %new_momentum_buffer_1 = dlgraph.sgd_update %4, %37, %51, %49 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
+    %lr1 = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param_0, %new_momentum_buffer_1 = dlgraph.sgd_update %4, %37, %51, %49, %lr1 {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
     dlgraph.write_variable @w1, %new_param_0 : tensor<16x16xf32>
     dlgraph.write_variable @w1.momentum_buffer, %new_momentum_buffer_1 : tensor<16x16xf32>
     %52 = dlgraph.read_variable @w2.momentum_buffer : tensor<16x16xf32>
-    %new_param_2, %new_momentum_buffer_3 = dlgraph.sgd_update %7, %31, %52, %49 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
+    %lr2 = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param_2, %new_momentum_buffer_3 = dlgraph.sgd_update %7, %31, %52, %49, %lr2 {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
     dlgraph.write_variable @w2, %new_param_2 : tensor<16x16xf32>
     dlgraph.write_variable @w2.momentum_buffer, %new_momentum_buffer_3 : tensor<16x16xf32>
     %53 = dlgraph.read_variable @w3.momentum_buffer : tensor<16x16xf32>
-    %new_param_4, %new_momentum_buffer_5 = dlgraph.sgd_update %10, %25, %53, %49 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
+    %lr3 = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param_4, %new_momentum_buffer_5 = dlgraph.sgd_update %10, %25, %53, %49, %lr3 {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x16xf32>, tensor<16x16xf32>)
     dlgraph.write_variable @w3, %new_param_4 : tensor<16x16xf32>
     dlgraph.write_variable @w3.momentum_buffer, %new_momentum_buffer_5 : tensor<16x16xf32>
     %54 = dlgraph.read_variable @wo.momentum_buffer : tensor<10x16xf32>
-    %new_param_6, %new_momentum_buffer_7 = dlgraph.sgd_update %13, %19, %54, %49 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<10x16xf32>, tensor<10x16xf32>, tensor<10x16xf32>, tensor<f32>) -> (tensor<10x16xf32>, tensor<10x16xf32>)
+    %lr4 = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param_6, %new_momentum_buffer_7 = dlgraph.sgd_update %13, %19, %54, %49, %lr4 {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<10x16xf32>, tensor<10x16xf32>, tensor<10x16xf32>, tensor<f32>, tensor<f32>) -> (tensor<10x16xf32>, tensor<10x16xf32>)
     dlgraph.write_variable @wo, %new_param_6 : tensor<10x16xf32>
     dlgraph.write_variable @wo.momentum_buffer, %new_momentum_buffer_7 : tensor<10x16xf32>
     return %15 : tensor<f32>

@@ -60,11 +60,13 @@ module {
     %21 = dlgraph.add %19, %20 : (tensor<f32>, tensor<f32>) -> tensor<f32>
     dlgraph.write_variable @__step, %21 : tensor<f32>
     %22 = dlgraph.read_variable @w1.momentum_buffer : tensor<16x8xf32>
-    %new_param, %new_momentum_buffer = dlgraph.sgd_update %0, %18, %22, %21 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>)
+    %lr = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param, %new_momentum_buffer = dlgraph.sgd_update %0, %18, %22, %21, %lr {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>)
     dlgraph.write_variable @w1, %new_param : tensor<16x8xf32>
     dlgraph.write_variable @w1.momentum_buffer, %new_momentum_buffer : tensor<16x8xf32>
     %23 = dlgraph.read_variable @w2.momentum_buffer : tensor<10x16xf32>
-    %new_param_0, %new_momentum_buffer_1 = dlgraph.sgd_update %4, %10, %23, %21 {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<10x16xf32>, tensor<10x16xf32>, tensor<10x16xf32>, tensor<f32>) -> (tensor<10x16xf32>, tensor<10x16xf32>)
+    %lr1 = dlgraph.constant dense<0.00999999977> : tensor<f32>
+    %new_param_0, %new_momentum_buffer_1 = dlgraph.sgd_update %4, %10, %23, %21, %lr1 {momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32} : (tensor<10x16xf32>, tensor<10x16xf32>, tensor<10x16xf32>, tensor<f32>, tensor<f32>) -> (tensor<10x16xf32>, tensor<10x16xf32>)
     dlgraph.write_variable @w2, %new_param_0 : tensor<10x16xf32>
     dlgraph.write_variable @w2.momentum_buffer, %new_momentum_buffer_1 : tensor<10x16xf32>
     return %6 : tensor<f32>
