@@ -544,6 +544,8 @@ Status Session::syncPipelineState() {
                              std::to_string(S) + " ranks, got " +
                              std::to_string(W));
   const int32_t D = W / S;
+  if (Status st = allocateDeferredState(); !st.ok())
+    return st;
   // The state each stage's functions write is that stage's; the rest (the
   // step counter every stage counts) is the same on every rank.
   for (int32_t s = 0; s < S; ++s) {

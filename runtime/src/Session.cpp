@@ -243,10 +243,49 @@ Status Session::create(std::shared_ptr<Model> model,
 
   size_t n = pkg.buffers.size();
   s->pointers_.assign(n, nullptr);
+  // A rank of a pipeline allocates the persistent buffers and the arena of
+  // its stage's functions only (the rest waits for allocateDeferredState).
+  std::vector<bool> stageBuffers;
+  std::vector<const FunctionInfo *> stageFunctions;
+  const Context &ctx = model->context();
+  if (pkg.hasPipeline && ctx.worldSize() > 1 &&
+      ctx.worldSize() % static_cast<int32_t>(pkg.pipeline.stages.size()) ==
+          0) {
+    const int32_t D = ctx.worldSize() /
+                      static_cast<int32_t>(pkg.pipeline.stages.size());
+    const PipelineInfo::Stage &stage =
+        pkg.pipeline.stages[static_cast<size_t>(ctx.rank() / D)];
+    stageBuffers.assign(n, false);
+    for (const std::string &name :
+         {stage.forward, stage.backward, stage.update,
+          pkg.pipeline.stepFunction}) {
+      const FunctionInfo *fn = pkg.function(name); // checked by the loader
+      stageFunctions.push_back(fn);
+      for (const StepInfo &step : fn->steps)
+        for (uint32_t a : step.args)
+          stageBuffers[a] = true;
+      for (const auto *list : {&fn->inputs, &fn->outputs})
+        for (const NamedBufferInfo &nb : *list)
+          stageBuffers[nb.buffer] = true;
+    }
+    // An alias held makes what it resolves to held.
+    for (size_t i = 0; i < n; ++i)
+      if (stageBuffers[i])
+        for (size_t j = i; pkg.buffers[j].kind == BufferKind::Alias;) {
+          j = static_cast<size_t>(pkg.buffers[j].aliasOf);
+          stageBuffers[j] = true;
+        }
+  }
   for (size_t i = 0; i < n; ++i) {
     const BufferInfo &b = pkg.buffers[i];
     if (!isPersistent(b.kind) && b.kind != BufferKind::Input)
       continue;
+    if (isCheckpointed(b.kind))
+      s->state_.push_back(static_cast<uint32_t>(i));
+    if (!stageBuffers.empty() && !stageBuffers[i]) {
+      s->deferred_.push_back(static_cast<uint32_t>(i));
+      continue;
+    }
     DeviceBuffer mem;
     st = s->device_.allocate(static_cast<size_t>(b.sizeBytes), &mem);
     if (!st.ok())
@@ -261,13 +300,17 @@ Status Session::create(std::shared_ptr<Model> model,
     }
     if (!st.ok())
       return st;
-    if (isCheckpointed(b.kind))
-      s->state_.push_back(static_cast<uint32_t>(i));
   }
 
   int64_t arenaBytes = 0;
   for (const FunctionInfo &f : pkg.functions)
     arenaBytes = std::max(arenaBytes, f.arenaBytes);
+  s->fullArenaBytes_ = arenaBytes;
+  if (!s->deferred_.empty()) {
+    arenaBytes = 0;
+    for (const FunctionInfo *f : stageFunctions)
+      arenaBytes = std::max(arenaBytes, f->arenaBytes);
+  }
   if (arenaBytes > 0) {
     st = s->device_.allocate(static_cast<size_t>(arenaBytes), &s->arena_);
     if (!st.ok())
@@ -300,6 +343,12 @@ Status Session::create(std::shared_ptr<Model> model,
     while (pkg.buffers[j].kind == BufferKind::Alias)
       j = static_cast<size_t>(pkg.buffers[j].aliasOf); // acyclic per loader
     s->pointers_[i] = s->pointers_[j];
+  }
+  // The ranks of a pipeline start from the package's initializers, which
+  // are the same on every rank; rank 0 does not hold the later stages'.
+  if (!s->deferred_.empty()) {
+    *out = std::move(s);
+    return Status::OK();
   }
   st = s->broadcastState();
   if (!st.ok())
@@ -350,6 +399,66 @@ Status Session::broadcastState() {
   return Status::OK();
 }
 
+Status Session::allocateDeferredState() {
+  if (deferred_.empty())
+    return Status::OK();
+  const Package &pkg = model_->package();
+  for (uint32_t i : deferred_) {
+    const BufferInfo &b = pkg.buffers[i];
+    DeviceBuffer mem;
+    if (Status st = device_.allocate(static_cast<size_t>(b.sizeBytes), &mem);
+        !st.ok())
+      return st;
+    allocations_.push_back(mem);
+    pointers_[i] = mem.data;
+    Status st;
+    if (auto it = deferredValues_.find(i); it != deferredValues_.end())
+      st = device_.copyToDevice(mem.data, it->second.data(),
+                                it->second.size());
+    else if (!b.init.empty())
+      st = device_.copyToDevice(mem.data, pkg.weights.at(b.init).data.data(),
+                                pkg.weights.at(b.init).data.size());
+    else
+      st = device_.fillZero(mem.data, mem.bytes);
+    if (!st.ok())
+      return st;
+  }
+  deferred_.clear();
+  deferredValues_.clear();
+  // Every function's arena; the functions' arena buffers move with it, and
+  // step graphs captured with the old pointers are dropped.
+  if (fullArenaBytes_ > static_cast<int64_t>(arena_.bytes)) {
+    DeviceBuffer arena;
+    if (Status st = device_.allocate(static_cast<size_t>(fullArenaBytes_),
+                                     &arena);
+        !st.ok())
+      return st;
+    if (Status st = device_.fillZero(arena.data, arena.bytes); !st.ok()) {
+      device_.release(arena);
+      return st;
+    }
+    if (arena_.data)
+      device_.release(arena_);
+    arena_ = arena;
+    for (size_t i = 0; i < pkg.buffers.size(); ++i) {
+      const BufferInfo &b = pkg.buffers[i];
+      int64_t end;
+      if (b.kind == BufferKind::Arena &&
+          !__builtin_add_overflow(b.arenaOffset, b.sizeBytes, &end) &&
+          end <= fullArenaBytes_)
+        pointers_[i] = static_cast<uint8_t *>(arena_.data) + b.arenaOffset;
+    }
+    graphs_.clear();
+  }
+  for (size_t i = 0; i < pkg.buffers.size(); ++i) {
+    size_t j = i;
+    while (pkg.buffers[j].kind == BufferKind::Alias)
+      j = static_cast<size_t>(pkg.buffers[j].aliasOf);
+    pointers_[i] = pointers_[j];
+  }
+  return Status::OK();
+}
+
 Session::~Session() {
   if (pipeline_)
     for (DeviceBuffer &b : pipeline_->allocations)
@@ -364,6 +473,16 @@ Session::~Session() {
 
 Status Session::memory(MemoryPlan *predicted, MemoryUsage *measured) {
   *predicted = model_->package().memory;
+  // A pipeline rank that holds only its stage: what it holds.
+  if (!deferred_.empty()) {
+    for (uint32_t i : deferred_) {
+      const BufferInfo &b = model_->package().buffers[i];
+      (b.kind == BufferKind::Input ? predicted->inputBytes
+                                   : predicted->persistentBytes) -=
+          b.sizeBytes;
+    }
+    predicted->arenaBytes = static_cast<int64_t>(arena_.bytes);
+  }
   return device_.memoryUsage(measured);
 }
 
@@ -535,9 +654,12 @@ Status Session::run(const std::string &function) {
   if (Status st = materializeOutputs(); !st.ok())
     return st;
   outputs_.erase(function);
-  Status st = pkg.hasPipeline && function == pkg.pipeline.stepFunction
-                  ? runPipelineStep()
-                  : execute(*fn);
+  const bool pipelineStep =
+      pkg.hasPipeline && function == pkg.pipeline.stepFunction;
+  if (!pipelineStep)
+    if (Status st = allocateDeferredState(); !st.ok())
+      return st;
+  Status st = pipelineStep ? runPipelineStep() : execute(*fn);
   if (!st.ok())
     return st;
   deviceOutputs_ = function;
@@ -733,6 +855,8 @@ Status Session::readState(const std::string &name, void *data, size_t bytes) {
     return sizeMismatch("persistent tensor", name, bytes, b.sizeBytes);
   if (bytes > 0 && !data)
     return Status::error(DLRT_INVALID_ARGUMENT, "data is NULL");
+  if (Status st = allocateDeferredState(); !st.ok())
+    return st;
   return device_.copyToHost(data, pointers_[i], bytes);
 }
 
@@ -748,6 +872,8 @@ Status Session::writeState(const std::string &name, const void *data,
   if (bytes > 0 && !data)
     return Status::error(DLRT_INVALID_ARGUMENT, "data is NULL");
   if (Status st = materializeOutputs(); !st.ok())
+    return st;
+  if (Status st = allocateDeferredState(); !st.ok())
     return st;
   return device_.copyToDevice(pointers_[i], data, bytes);
 }
@@ -768,6 +894,8 @@ Status Session::saveCheckpoint(const std::string &path,
       metadata[it.key()] = it.value().get<std::string>();
     }
   }
+  if (Status st = allocateDeferredState(); !st.ok())
+    return st;
   const Package &pkg = model_->package();
   std::vector<safetensors::Tensor> tensors;
   for (uint32_t i : state_) {
@@ -844,6 +972,10 @@ Status Session::loadCheckpointBytes(const uint8_t *data, size_t size,
     return st;
   for (uint32_t i : state_) {
     const safetensors::Tensor &t = *byName.at(pkg.buffers[i].name);
+    if (std::find(deferred_.begin(), deferred_.end(), i) != deferred_.end()) {
+      deferredValues_[i] = t.data; // held until the rank needs them
+      continue;
+    }
     st = device_.copyToDevice(pointers_[i], t.data.data(), t.data.size());
     if (!st.ok())
       return st;

@@ -196,6 +196,12 @@ private:
   Status broadcastState();
   /// The checkpointed buffer named |name|, or -1.
   int64_t findState(const std::string &name) const;
+  /// Allocates the buffers a pipeline rank deferred (deferred_)
+  /// and grows the arena to every function's; their values come from a
+  /// checkpoint loaded meanwhile, or the package's initializers, or zeros.
+  /// Called before anything that needs the whole model (evaluation, state
+  /// reads and writes, saving, syncPipelineState). Errors: the device's.
+  Status allocateDeferredState();
   /// A collective issued by an AllReduce step and not yet waited for.
   struct InFlight {
     std::shared_ptr<comm::Work> work;
@@ -215,6 +221,14 @@ private:
   DeviceBuffer workspace_;       // the library calls' scratch (MemoryPlan)
   std::vector<void *> pointers_; // per package buffer
   std::vector<uint32_t> state_;
+  /// On a rank of a pipeline (several ranks), the persistent and input
+  /// buffers that its stage's functions do not touch: not allocated until
+  /// the whole model is needed (allocateDeferredState), so that a rank
+  /// holds its stage's parameters and optimizer state, not the model's.
+  /// With the values a checkpoint gave them meanwhile, by buffer.
+  std::vector<uint32_t> deferred_;
+  std::map<uint32_t, std::vector<uint8_t>> deferredValues_;
+  int64_t fullArenaBytes_ = 0; // every function's arena, once all is held
   std::vector<std::unique_ptr<DeviceKernel>> *kernels_ = nullptr;
   Trace trace_;
   /// Per function: its step graph, once captured (Device::beginCapture),
