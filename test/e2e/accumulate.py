@@ -27,26 +27,18 @@ the order of f32 sums (~1e-7 relative).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from commands import run  # noqa: E402
 from models import make_mlp  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
 N = 4
 TOL = 1e-6
-
-
-def run(cmd):
-    print("+ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAIL: exit status {r.returncode}\n{r.stdout}")
-    return r.stdout
 
 
 def main():

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -31,20 +30,13 @@ import onnx.numpy_helper
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from commands import run  # noqa: E402
 from models import make_cnn  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
 FREEZE = r"^(0|4)\."  # nn.Sequential's two Conv2d modules
 STEPS = 5
 REL_TOL = 1e-4
-
-
-def run(cmd):
-    print("+ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAIL: exit status {r.returncode}\n{r.stdout}")
-    return r.stdout
 
 
 def main():

@@ -11,13 +11,13 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from commands import run  # noqa: E402
 from models import make_mlp  # noqa: E402
 
 BASE = 0.1
@@ -47,14 +47,6 @@ CASES = [
     ("step", ["--warmup-steps", "1", "--step-size", "3", "--gamma", "0.5"],
      dict(w=1, k=3, gamma=0.5)),
 ]
-
-
-def run(cmd):
-    print("+ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAIL: exit status {r.returncode}\n{r.stdout}")
-    return r.stdout
 
 
 def main():

@@ -26,24 +26,16 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from commands import run  # noqa: E402
 from arch_models import make_gpt  # noqa: E402
 from models import MODELS  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
-
-
-def run(cmd):
-    print("+ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAIL: exit status {r.returncode}\n{r.stdout}")
-    return r.stdout
 
 
 def make(model_name, batch):

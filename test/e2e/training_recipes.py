@@ -41,13 +41,13 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from commands import run  # noqa: E402
 from arch_models import distinct_layer_norms, make_gpt  # noqa: E402
 
 STEPS = 12
@@ -61,14 +61,6 @@ LOSS_TOL = 1e-5
 LR_TOL = 1e-6
 FIRST_NORM_TOL = 1e-6
 NORM_TOL = 1e-4
-
-
-def run(cmd):
-    print("+ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAIL: exit status {r.returncode}\n{r.stdout}")
-    return r.stdout
 
 
 def schedule(t, base, min_lr):
