@@ -306,7 +306,8 @@ Status Session::create(std::shared_ptr<Model> model,
   for (const FunctionInfo &f : pkg.functions)
     arenaBytes = std::max(arenaBytes, f.arenaBytes);
   s->fullArenaBytes_ = arenaBytes;
-  if (!s->deferred_.empty()) {
+  s->stageOnly_ = !stageBuffers.empty();
+  if (s->stageOnly_) {
     arenaBytes = 0;
     for (const FunctionInfo *f : stageFunctions)
       arenaBytes = std::max(arenaBytes, f->arenaBytes);
@@ -346,7 +347,7 @@ Status Session::create(std::shared_ptr<Model> model,
   }
   // The ranks of a pipeline start from the package's initializers, which
   // are the same on every rank; rank 0 does not hold the later stages'.
-  if (!s->deferred_.empty()) {
+  if (s->stageOnly_) {
     *out = std::move(s);
     return Status::OK();
   }
@@ -400,7 +401,7 @@ Status Session::broadcastState() {
 }
 
 Status Session::allocateDeferredState() {
-  if (deferred_.empty())
+  if (!stageOnly_)
     return Status::OK();
   const Package &pkg = model_->package();
   for (uint32_t i : deferred_) {
@@ -425,6 +426,7 @@ Status Session::allocateDeferredState() {
   }
   deferred_.clear();
   deferredValues_.clear();
+  stageOnly_ = false;
   // Every function's arena; the functions' arena buffers move with it, and
   // step graphs captured with the old pointers are dropped.
   if (fullArenaBytes_ > static_cast<int64_t>(arena_.bytes)) {
@@ -474,7 +476,7 @@ Session::~Session() {
 Status Session::memory(MemoryPlan *predicted, MemoryUsage *measured) {
   *predicted = model_->package().memory;
   // A pipeline rank that holds only its stage: what it holds.
-  if (!deferred_.empty()) {
+  if (stageOnly_) {
     for (uint32_t i : deferred_) {
       const BufferInfo &b = model_->package().buffers[i];
       (b.kind == BufferKind::Input ? predicted->inputBytes

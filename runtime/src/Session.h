@@ -229,6 +229,7 @@ private:
   std::vector<uint32_t> deferred_;
   std::map<uint32_t, std::vector<uint8_t>> deferredValues_;
   int64_t fullArenaBytes_ = 0; // every function's arena, once all is held
+  bool stageOnly_ = false;      // deferred_ and the arena are the stage's
   std::vector<std::unique_ptr<DeviceKernel>> *kernels_ = nullptr;
   Trace trace_;
   /// Per function: its step graph, once captured (Device::beginCapture),
