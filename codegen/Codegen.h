@@ -9,9 +9,39 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlc::codegen {
+
+class CompileCache;
+
+/// Wall-clock seconds per compile phase, in the order the phases ran
+/// (`dlc --time-phases`). A phase added twice accumulates.
+struct PhaseTimes {
+  std::vector<std::pair<std::string, double>> phases;
+  void add(llvm::StringRef phase, double seconds);
+};
+
+/// Adds the wall time from its construction to stop() (or its destruction)
+/// to |times| under |phase|; does nothing when |times| is null.
+class PhaseTimer {
+public:
+  PhaseTimer(PhaseTimes *times, llvm::StringRef phase);
+  ~PhaseTimer() { stop(); }
+  void stop();
+
+private:
+  PhaseTimes *times;
+  std::string phase;
+  double start;
+};
+
+/// What the compile steps of one package did with the CompileCache: entries
+/// found, compiled and stored.
+struct CacheReport {
+  unsigned hits = 0, misses = 0, corrupt = 0;
+};
 
 /// The package format version this writer produces
 /// (runtime/schema/package.fbs).
@@ -32,13 +62,18 @@ struct KernelSource {
   /// The most reduction steps one thread walks alone for one output of a
   /// generated kernel (0: none; cooperative kernels share theirs).
   int64_t serialReductionSteps = 0;
+  /// The names of the other kernels of the module that are identical to
+  /// this one up to their name (codegen/KernelDedup.h): their launches run
+  /// this kernel, which is emitted and compiled once.
+  std::vector<std::string> aliases;
 };
 
 /// CUDA C++ for every dlexec.kernel and dlexec.builtin_kernel in |module|, one
 /// translation unit per kernel, in program order (kernels with the same name
-/// and the same source appear once). Shapes and attributes are baked in as
-/// constants. Errors (an unsupported body op, element type or template) are
-/// emitted at the offending op's location.
+/// and the same source appear once; kernels identical up to their name appear
+/// once, under the first one's name, with the others in `aliases`). Shapes and
+/// attributes are baked in as constants. Errors (an unsupported body op,
+/// element type or template) are emitted at the offending op's location.
 mlir::FailureOr<std::vector<KernelSource>>
 emitCudaKernels(mlir::ModuleOp module);
 
@@ -47,19 +82,55 @@ emitCudaKernels(mlir::ModuleOp module);
 /// (inputs then outputs). Same semantics as the CUDA kernels.
 mlir::FailureOr<std::string> emitHostSource(mlir::ModuleOp module);
 
-/// Compiles |source| with |compiler| (looked up on PATH; flags -O2 -shared
-/// -fPIC -fopenmp -std=c++17, no fast-math) into a shared object and returns
-/// its bytes. Errors (compiler missing, compile failure with its output) are
-/// emitted at |loc|.
+/// The host source of emitHostSource split into at most |units| translation
+/// units (at least one) that compile separately and link into one shared
+/// object: each holds the prelude and a contiguous run of kernels, the runs
+/// balanced by source size.
+mlir::FailureOr<std::vector<std::string>>
+emitHostSources(mlir::ModuleOp module, unsigned units);
+
+/// Compiles |source| with |compiler| (looked up on PATH; flags -O3 -fPIC
+/// -fopenmp -std=c++17 -fno-fast-math -fno-math-errno) into a shared object
+/// and returns its bytes. Errors (compiler missing, compile failure with its
+/// output) are emitted at |loc|.
 mlir::FailureOr<std::vector<uint8_t>>
 compileHostLibrary(mlir::Location loc, const std::string &source,
                    const std::string &compiler = "c++");
+
+/// Compiles the translation units |units| (emitHostSources) with |compiler|
+/// into objects, up to |jobs| compiler processes at a time (0: one per
+/// core), and links them into one shared object; same flags as above. With
+/// an enabled |cache| the shared object is looked up by a content key of the
+/// units, the compiler's identity (resolved path, size, modification time
+/// and `--version` output) and the flags, and each object by the same key
+/// of its unit; what is compiled is stored. Hits and misses are added to
+/// |report| when not null. The output does not depend on the temporary
+/// folder (-ffile-prefix-map), so a compile is reproducible.
+mlir::FailureOr<std::vector<uint8_t>>
+compileHostLibrary(mlir::Location loc, llvm::ArrayRef<std::string> units,
+                   const std::string &compiler, CompileCache *cache,
+                   unsigned jobs, CacheReport *report = nullptr);
 
 /// Compiles one kernel with NVRTC for |arch| (e.g. "sm_90") and returns the
 /// cubin. On failure emits an error at |loc| carrying the NVRTC log.
 mlir::FailureOr<std::vector<uint8_t>>
 compileWithNVRTC(mlir::Location loc, const KernelSource &kernel,
                  llvm::StringRef arch);
+
+/// Cubins of every kernel of |kernels| for every arch of |archs|, indexed
+/// [arch][kernel]: one NVRTC program per kernel, |jobs| threads at a time
+/// (0: one per core). With an enabled |cache| each cubin is looked up by a
+/// content key of the source, the arch, the NVRTC version and options first,
+/// and stored after compiling. Hits and misses are added to |report| when
+/// not null. On failure emits the first NVRTC error at |loc|.
+mlir::FailureOr<std::vector<std::vector<std::vector<uint8_t>>>>
+compileCubins(mlir::Location loc, llvm::ArrayRef<KernelSource> kernels,
+              llvm::ArrayRef<std::string> archs, CompileCache *cache,
+              unsigned jobs, CacheReport *report = nullptr);
+
+/// The number of parallel compile jobs for |jobs| (0: the machine's cores,
+/// at least 1).
+unsigned compileJobs(unsigned jobs);
 
 /// What goes into a package besides the plan itself.
 struct PackageOptions {
@@ -79,6 +150,17 @@ struct PackageOptions {
   /// whose inputs are the global batch (dim 0 times the micro-batches) and
   /// whose output is the loss. Null: not a pipeline.
   mlir::DictionaryAttr pipeline;
+  /// Compiled host objects and cubins are looked up here and stored after
+  /// compiling; null or disabled: everything is compiled.
+  CompileCache *cache = nullptr;
+  /// Parallel compile jobs (host compiler processes, NVRTC threads); 0: one
+  /// per core.
+  unsigned jobs = 0;
+  /// Receives the wall time of kernel generation, host compile, NVRTC and
+  /// the package write when not null.
+  PhaseTimes *times = nullptr;
+  /// Receives the cache's hits and misses when not null.
+  CacheReport *cacheReport = nullptr;
 };
 
 /// Writes the package (runtime/schema/package.fbs, format kFormatVersion) for a

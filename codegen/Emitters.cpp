@@ -234,7 +234,7 @@ FailureOr<std::vector<KernelSource>> emitCudaKernels(ModuleOp module) {
   std::vector<KernelSource> out;
   for (const detail::KernelCode &k : *kernels)
     out.push_back({k.name, detail::wrapCuda(k), k.numThreads, k.blockSize,
-                   !k.cudaBody.empty(), k.serialReductionSteps});
+                   !k.cudaBody.empty(), k.serialReductionSteps, k.aliases});
   return out;
 }
 
@@ -253,6 +253,37 @@ FailureOr<std::string> emitHostSource(ModuleOp module) {
     out += detail::halfHelpers(/*bf16=*/true, /*cuda=*/false);
   for (const detail::KernelCode &k : *kernels)
     out += detail::wrapHost(k);
+  return out;
+}
+
+FailureOr<std::vector<std::string>> emitHostSources(ModuleOp module,
+                                                    unsigned units) {
+  auto kernels = detail::collectKernels(module);
+  if (failed(kernels))
+    return failure();
+  // Every unit starts with the same prelude (its helpers are static).
+  std::string prelude = detail::hostPrelude();
+  if (llvm::any_of(*kernels, [](auto &k) { return k.usesF16; }))
+    prelude += detail::halfHelpers(/*bf16=*/false, /*cuda=*/false);
+  if (llvm::any_of(*kernels, [](auto &k) { return k.usesBF16; }))
+    prelude += detail::halfHelpers(/*bf16=*/true, /*cuda=*/false);
+  std::vector<std::string> bodies;
+  size_t total = 0;
+  for (const detail::KernelCode &k : *kernels) {
+    bodies.push_back(detail::wrapHost(k));
+    total += bodies.back().size();
+  }
+  units = std::max<size_t>(1, std::min<size_t>(units, bodies.size()));
+  // Contiguous runs of about total / units bytes each.
+  std::vector<std::string> out(1, prelude);
+  size_t done = 0;
+  for (std::string &body : bodies) {
+    if (out.back().size() > prelude.size() && out.size() < units &&
+        done * units >= total * out.size())
+      out.push_back(prelude);
+    done += body.size();
+    out.back() += body;
+  }
   return out;
 }
 

@@ -69,6 +69,8 @@ struct KernelCode {
   int64_t hostThreads = 0;
   /// KernelSource::serialReductionSteps.
   int64_t serialReductionSteps = 0;
+  /// KernelSource::aliases (set by dedupKernels).
+  std::vector<std::string> aliases;
 };
 
 /// Builds the body of a generated loop-nest kernel.

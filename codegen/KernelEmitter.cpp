@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCode.h"
+#include "codegen/KernelDedup.h"
 #include "dialects/Exec/KernelBodyOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1027,6 +1028,8 @@ FailureOr<std::vector<KernelCode>> collectKernels(ModuleOp module) {
   });
   if (failedAny)
     return failure();
+  // Kernels identical up to their name are emitted and compiled once.
+  dedupKernels(kernels);
   return kernels;
 }
 

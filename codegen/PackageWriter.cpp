@@ -532,52 +532,56 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   if (failed(planOr))
     return failure();
   Plan &plan = *planOr;
+  PhaseTimer generation(options.times, "kernel generation");
   auto cuda = emitCudaKernels(planned);
   if (failed(cuda))
     return failure();
-  // Launch steps index kernels in first-use order, the order of |cuda|.
-  if (cuda->size() != plan.kernelNames.size())
+  // Launch steps index the distinct kernels of |cuda| (a kernel identical to
+  // another up to its name is one of the other's aliases).
+  llvm::StringMap<unsigned> kernelOf;
+  for (auto [i, k] : llvm::enumerate(*cuda)) {
+    kernelOf[k.name] = i;
+    for (const std::string &alias : k.aliases)
+      kernelOf[alias] = i;
+  }
+  for (PlanFunction &fn : plan.functions)
+    for (PlanStep &step : fn.steps) {
+      if (!step.isLaunch || step.collective != PlanStep::Collective::None)
+        continue;
+      auto it = kernelOf.find(plan.kernelNames[step.kernel]);
+      if (it == kernelOf.end())
+        return planned.emitError() << "internal error: no kernel '"
+                                   << plan.kernelNames[step.kernel] << "'";
+      step.kernel = it->second;
+      step.name = (*cuda)[it->second].name;
+    }
+  if (kernelOf.size() != plan.kernelNames.size())
     return planned.emitError() << "kernels outside a dlexec.func cannot be "
                                   "packaged";
-  for (size_t i = 0; i < cuda->size(); ++i)
-    if ((*cuda)[i].name != plan.kernelNames[i])
-      return planned.emitError()
-             << "kernel order mismatch at '" << (*cuda)[i].name << "'";
-  auto hostSource = emitHostSource(planned);
-  if (failed(hostSource))
+  const unsigned jobCount = compileJobs(options.jobs);
+  auto hostSources = emitHostSources(planned, 4 * jobCount);
+  if (failed(hostSources))
     return failure();
-  auto hostLib =
-      compileHostLibrary(planned.getLoc(), *hostSource, options.hostCompiler);
+  generation.stop();
+
+  PhaseTimer hostCompile(options.times, "host compile");
+  auto hostLib = compileHostLibrary(planned.getLoc(), *hostSources,
+                                    options.hostCompiler, options.cache,
+                                    jobCount, options.cacheReport);
   if (failed(hostLib))
     return failure();
+  hostCompile.stop();
 
   // Cubins: every (arch, kernel) pair, compiled in parallel.
-  struct CubinJob {
-    std::string arch;
-    size_t kernel;
-    std::vector<uint8_t> image;
-    std::string error;
-  };
-  std::vector<CubinJob> jobs;
-  for (const std::string &arch : options.cudaArchs)
-    for (size_t k = 0; k < cuda->size(); ++k)
-      jobs.push_back({arch, k, {}, {}});
-  {
-    unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> pool;
-    for (unsigned w = 0; w < std::min<size_t>(workers, jobs.size()); ++w)
-      pool.emplace_back([&] {
-        for (size_t j; (j = next++) < jobs.size();)
-          detail::nvrtcCompile((*cuda)[jobs[j].kernel], jobs[j].arch,
-                               &jobs[j].image, &jobs[j].error);
-      });
-    for (std::thread &t : pool)
-      t.join();
-  }
-  for (const CubinJob &job : jobs)
-    if (!job.error.empty())
-      return planned.emitError() << job.error;
+  PhaseTimer nvrtc(options.cudaArchs.empty() ? nullptr : options.times,
+                   "NVRTC");
+  auto cubinImages =
+      compileCubins(planned.getLoc(), *cuda, options.cudaArchs, options.cache,
+                    jobCount, options.cacheReport);
+  if (failed(cubinImages))
+    return failure();
+  nvrtc.stop();
+  PhaseTimer packageWrite(options.times, "package write");
 
   // Weights.
   std::vector<dlrt::safetensors::Tensor> tensors;
@@ -761,9 +765,10 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
         fbb, options.lossOutput.c_str(), options.optimizer.c_str(),
         options.learningRate, options.batchSize, "__step");
   std::vector<flatbuffers::Offset<pkg::Cubin>> cubins;
-  for (const CubinJob &job : jobs)
-    cubins.push_back(pkg::CreateCubinDirect(
-        fbb, job.arch.c_str(), (*cuda)[job.kernel].name.c_str(), &job.image));
+  for (auto [a, arch] : llvm::enumerate(options.cudaArchs))
+    for (auto [k, image] : llvm::enumerate((*cubinImages)[a]))
+      cubins.push_back(pkg::CreateCubinDirect(
+          fbb, arch.c_str(), (*cuda)[k].name.c_str(), &image));
   // The session's memory as dlc --stats reports it (docs/memory.md); an
   // optional table, so the format version stays.
   const PlanStats stats = computePlanStats(planned);

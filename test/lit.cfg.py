@@ -12,6 +12,10 @@ config.test_exec_root = os.path.join(config.dlc_obj_root, "test")
 config.environment["PATH"] = os.pathsep.join(
     [config.dlc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%PYTHON", config.python_executable))
+# dlc's compile cache (docs/dlc.md) in the build tree, never the user's home
+# (lit passes HOME through); tests of the cache pass their own --cache-dir.
+config.environment["DLC_CACHE_DIR"] = os.path.join(config.dlc_obj_root, "test", "dlc-cache")
+config.environment.pop("DLC_NO_CACHE", None)
 config.substitutions.append(("%dlc_src", config.dlc_src_root))
 # The system Python with Debian's python3-torch and python3-onnx.
 config.substitutions.append(("%syspython", "/usr/bin/python3"))

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "codegen/Codegen.h"
+#include "codegen/CompileCache.h"
 #include "compiler/Driver/Diagnostics.h"
 #include "compiler/Driver/Simulate.h"
 #include "compiler/Import/ONNXImporter.h"
@@ -123,6 +124,54 @@ private:
   bool quiet;
   std::chrono::steady_clock::time_point start =
       std::chrono::steady_clock::now();
+};
+
+/// `--time-phases`: the wall time between consecutive phase() calls (and
+/// the phases writePackage adds itself), printed to stderr with the total
+/// and the compile cache's hits when it goes out of scope.
+class PhaseClock {
+public:
+  explicit PhaseClock(bool enabled) : enabled(enabled) {}
+  ~PhaseClock() {
+    if (!enabled)
+      return;
+    phase("");
+    llvm::errs() << kTool << ": phase times (wall seconds):\n";
+    for (auto &[name, seconds] : times_.phases)
+      llvm::errs() << "  " << llvm::left_justify(name, 22)
+                   << llvm::format("%8.3f", seconds) << "\n";
+    llvm::errs() << "  " << llvm::left_justify("total", 22)
+                 << llvm::format("%8.3f", elapsed(start)) << "\n";
+    if (!cache.empty())
+      llvm::errs() << kTool << ": " << cache << "\n";
+  }
+
+  /// Ends the running phase and starts |name| ("" starts none).
+  void phase(llvm::StringRef name) {
+    if (!enabled)
+      return;
+    if (!running.empty())
+      times_.add(running, elapsed(since));
+    running = name.str();
+    since = std::chrono::steady_clock::now();
+  }
+
+  /// Where writePackage records its own phases (null when not timing).
+  dlc::codegen::PhaseTimes *times() { return enabled ? &times_ : nullptr; }
+  /// The cache line printed last ("cache: N hits, ...").
+  std::string cache;
+
+private:
+  static double elapsed(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+        .count();
+  }
+  bool enabled;
+  dlc::codegen::PhaseTimes times_;
+  std::string running;
+  std::chrono::steady_clock::time_point start =
+                                            std::chrono::steady_clock::now(),
+                                        since = start;
 };
 
 LogicalResult fail(const llvm::Twine &message) {
@@ -248,6 +297,7 @@ LogicalResult runPipeline(ModuleOp module,
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  applyDefaultTimingPassManagerCLOptions(pm); // --mlir-timing
   build(pm);
   return pm.run(module);
 }
@@ -432,6 +482,8 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   const PipelineOptions &pipeline = options.pipeline;
 
   Progress progress(options.quiet);
+  PhaseClock clock(options.timePhases);
+  clock.phase("import");
   const std::string &input = options.inputPath;
   OwningOpRef<ModuleOp> module;
   if (llvm::sys::path::extension(input) == ".mlir") {
@@ -449,6 +501,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   // Pipeline partitioning (docs/pipeline.md): analysis of @main only.
   std::string pipelineStats;
   if (options.pipelineStages > 0) {
+    clock.phase("pipeline partitioning");
     progress.stage("splitting @main into " +
                    std::to_string(options.pipelineStages) + " pipeline stages");
     PartitionPipelinePassOptions po;
@@ -467,6 +520,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (options.simulate)
     return simulatePipelineStep(*module, options, pipelineStats);
 
+  clock.phase("graph passes");
   if (pipeline.train)
     progress.stage("building the training step (" + pipeline.optimizer + ")");
   if (failed(runPipeline(*module, [&](OpPassManager &pm) {
@@ -482,6 +536,8 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   bool remat = pipeline.train &&
                (pipeline.remat != "none" || !options.memoryBudget.empty());
   std::optional<PlanStats> before;
+  if (remat)
+    clock.phase("rematerialization");
   if (remat && (options.stats || !options.memoryBudget.empty())) {
     OwningOpRef<ModuleOp> plain(cast<ModuleOp>((*module)->clone()));
     if (failed(runPipeline(*plain, buildLoweringPipeline)))
@@ -525,8 +581,10 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (pipelineRecord)
     packageBatch *= pipeline.pipelineMicroBatches;
   progress.stage("lowering to dlexec, fusing, planning memory");
+  clock.phase("lowering passes");
   if (failed(runPipeline(*module, buildLoweringPipeline)))
     return failure();
+  clock.phase(options.stats ? "stats" : "");
 
   PlanStats s;
   if (options.stats || !options.memoryBudget.empty())
@@ -578,9 +636,10 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     auto kernels = codegen::emitCudaKernels(*module);
     if (failed(kernels))
       return failure();
-    int64_t cooperative = 0;
+    int64_t cooperative = 0, named = 0;
     std::string shared, serial;
     for (const codegen::KernelSource &k : *kernels) {
+      named += 1 + k.aliases.size();
       std::string launch = "  " + k.name + ": " + std::to_string(k.numThreads) +
                            " threads in blocks of " +
                            std::to_string(k.blockSize);
@@ -596,12 +655,16 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                  << cooperative
                  << " with a warp or block sharing each row or reduction\n"
                  << shared << "serial reductions longer than a warp: "
-                 << (serial.empty() ? "none\n" : "\n" + serial);
+                 << (serial.empty() ? "none\n" : "\n" + serial)
+                 << "distinct kernels: " << kernels->size() << " of " << named
+                 << " (kernels identical up to their name are compiled "
+                    "once)\n";
   }
 
   if (options.stats)
     llvm::outs() << pipelineStats << parameterGroups;
 
+  clock.phase(options.emit == EmitKind::Package ? "" : "emit");
   switch (options.emit) {
   case EmitKind::DLGraph: // with --stats: the stats are the output
     return success();
@@ -648,12 +711,30 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   packageOptions.batchSize = packageBatch;
   packageOptions.hostCompiler = options.hostCompiler;
   packageOptions.pipeline = pipelineRecord;
+  // The compile cache (docs/dlc.md): --no-cache, --cache-dir, else
+  // CompileCache::defaultDir() ($DLC_NO_CACHE, $DLC_CACHE_DIR, XDG, HOME).
+  codegen::CompileCache cache(options.noCache ? std::string()
+                              : !options.cacheDir.empty()
+                                  ? options.cacheDir
+                                  : codegen::CompileCache::defaultDir());
+  codegen::CacheReport cacheReport;
+  packageOptions.cache = &cache;
+  packageOptions.cacheReport = &cacheReport;
+  packageOptions.jobs = options.jobs;
+  packageOptions.times = clock.times(); // writePackage times its phases
   progress.stage(options.cudaArchs.empty()
                      ? "generating kernels, compiling host library"
                      : "generating kernels, compiling host library and "
                        "CUDA kernels (NVRTC) for " +
                            llvm::join(options.cudaArchs, ","));
-  if (failed(codegen::writePackage(*module, out, packageOptions)))
+  LogicalResult written = codegen::writePackage(*module, out, packageOptions);
+  clock.cache = cache.enabled()
+                    ? "cache: " + std::to_string(cacheReport.hits) +
+                          " hits, " + std::to_string(cacheReport.misses) +
+                          " misses (" + std::to_string(cacheReport.corrupt) +
+                          " corrupt, recompiled) in " + cache.dir()
+                    : std::string("cache: off");
+  if (failed(written))
     return failure();
   progress.stage("wrote " + out);
   return success();

@@ -45,6 +45,16 @@ struct CompileOptions {
   std::vector<std::string> cudaArchs;
   /// C++ compiler for the host kernels.
   std::string hostCompiler = "c++";
+  /// `--cache-dir`: the compile cache's folder (codegen/CompileCache.h);
+  /// empty: CompileCache::defaultDir().
+  std::string cacheDir;
+  /// `--no-cache`: compile every kernel; read and write no cache.
+  bool noCache = false;
+  /// `--jobs`: parallel compile jobs (host compiler processes, NVRTC
+  /// threads); 0: one per core.
+  unsigned jobs = 0;
+  /// `--time-phases`: print the wall time of each compile phase to stderr.
+  bool timePhases = false;
   /// Print kernels, library calls and planned memory (bytes) to stdout.
   bool stats = false;
   /// No progress lines on stderr.

@@ -9,6 +9,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -323,6 +324,29 @@ static cl::opt<std::string>
                  cl::desc(keep("C++ compiler for the host kernels (default " +
                                defaults.hostCompiler + ")")),
                  cl::init(defaults.hostCompiler), cl::cat(dlcCategory));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("Folder of the compile cache (compiled host objects and cubins, "
+             "keyed by their source, compiler and flags); default "
+             "$DLC_CACHE_DIR, else $XDG_CACHE_HOME/dlc, else ~/.cache/dlc"),
+    cl::value_desc("DIR"), cl::cat(dlcCategory));
+static cl::opt<bool> noCache(
+    "no-cache",
+    cl::desc("Compile every kernel; read and write no compile cache (also "
+             "$DLC_NO_CACHE=1 when no --cache-dir is given)"),
+    cl::cat(dlcCategory));
+static cl::opt<unsigned>
+    jobs("jobs",
+         cl::desc("Parallel compile jobs: host compiler processes and NVRTC "
+                  "threads (default 0: one per core)"),
+         cl::init(0), cl::cat(dlcCategory));
+static cl::opt<bool> timePhases(
+    "time-phases",
+    cl::desc("Print the wall time of each compile phase (import, pass "
+             "pipelines, kernel generation, host compile, NVRTC, package "
+             "write) and the compile cache's hits to stderr; "
+             "--mlir-timing times each pass"),
+    cl::cat(dlcCategory));
 static cl::opt<bool> quiet("quiet", cl::desc("Print no progress"),
                            cl::init(defaults.quiet), cl::cat(dlcCategory));
 static cl::opt<bool>
@@ -336,6 +360,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   mlir::registerAsmPrinterCLOptions();
   dlc::registerAllPasses();
   // `--stats` is created here: LLVM registers its own `-stats` (pass
@@ -383,6 +408,10 @@ int main(int argc, char **argv) {
   options.hostCompiler = hostCompiler;
   options.stats = stats;
   options.quiet = quiet;
+  options.cacheDir = cacheDir;
+  options.noCache = noCache;
+  options.jobs = jobs;
+  options.timePhases = timePhases;
   dlc::PipelineOptions &p = options.pipeline;
   p.train = train;
   p.loss = loss;

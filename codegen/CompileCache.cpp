@@ -1,0 +1,135 @@
+//===- CompileCache.cpp - on-disk cache of compiled kernels ---------------===//
+#include "codegen/CompileCache.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace llvm;
+
+namespace dlc::codegen {
+
+namespace {
+constexpr char kMagic[] = "DLCCACHE1"; // 9 bytes + NUL: a 10-byte field
+constexpr size_t kMagicBytes = sizeof(kMagic);
+constexpr size_t kDigestBytes = 32;
+constexpr size_t kHeaderBytes = kMagicBytes + 8 + kDigestBytes;
+
+std::array<uint8_t, kDigestBytes> digest(ArrayRef<uint8_t> data) {
+  return BLAKE3::hash<kDigestBytes>(data);
+}
+} // namespace
+
+std::string contentKey(ArrayRef<StringRef> parts) {
+  BLAKE3 hasher;
+  for (StringRef part : parts) {
+    uint64_t size = part.size();
+    uint8_t prefix[8];
+    for (int i = 0; i < 8; ++i)
+      prefix[i] = uint8_t(size >> (8 * i));
+    hasher.update(ArrayRef<uint8_t>(prefix, 8));
+    hasher.update(part);
+  }
+  auto result = hasher.final<kDigestBytes>();
+  return toHex(ArrayRef<uint8_t>(result.data(), result.size()),
+               /*LowerCase=*/true);
+}
+
+std::string CompileCache::entryPath(StringRef kind, StringRef key) const {
+  SmallString<256> path(dir_);
+  sys::path::append(path, kind, key.take_front(2), key);
+  return std::string(path);
+}
+
+std::optional<std::vector<uint8_t>> CompileCache::lookup(StringRef kind,
+                                                         StringRef key) {
+  if (!enabled())
+    return std::nullopt;
+  auto buf = MemoryBuffer::getFile(entryPath(kind, key), /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    ++misses;
+    return std::nullopt;
+  }
+  StringRef bytes = (*buf)->getBuffer();
+  auto bad = [&]() -> std::optional<std::vector<uint8_t>> {
+    ++corrupt;
+    ++misses;
+    return std::nullopt;
+  };
+  if (bytes.size() < kHeaderBytes ||
+      std::memcmp(bytes.data(), kMagic, kMagicBytes) != 0)
+    return bad();
+  uint64_t size = 0;
+  for (int i = 0; i < 8; ++i)
+    size |= uint64_t(uint8_t(bytes[kMagicBytes + i])) << (8 * i);
+  if (size != bytes.size() - kHeaderBytes)
+    return bad();
+  ArrayRef<uint8_t> payload(
+      reinterpret_cast<const uint8_t *>(bytes.data()) + kHeaderBytes, size);
+  auto expected = digest(payload);
+  if (std::memcmp(expected.data(), bytes.data() + kMagicBytes + 8,
+                  kDigestBytes) != 0)
+    return bad();
+  ++hits;
+  return std::vector<uint8_t>(payload.begin(), payload.end());
+}
+
+void CompileCache::store(StringRef kind, StringRef key,
+                         ArrayRef<uint8_t> data) {
+  if (!enabled())
+    return;
+  std::string path = entryPath(kind, key);
+  StringRef folder = sys::path::parent_path(path);
+  if (sys::fs::create_directories(folder))
+    return;
+  SmallString<256> model(folder);
+  sys::path::append(model, key + ".tmp-%%%%%%%%");
+  int fd = -1;
+  SmallString<256> temp;
+  if (sys::fs::createUniqueFile(model, fd, temp))
+    return;
+  bool ok;
+  {
+    raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(kMagic, kMagicBytes);
+    uint64_t size = data.size();
+    for (int i = 0; i < 8; ++i)
+      os << char(uint8_t(size >> (8 * i)));
+    auto d = digest(data);
+    os.write(reinterpret_cast<const char *>(d.data()), d.size());
+    os.write(reinterpret_cast<const char *>(data.data()), data.size());
+    os.close();
+    ok = !os.has_error();
+    if (!ok)
+      os.clear_error();
+  }
+  // rename() replaces an existing (possibly corrupt) entry atomically.
+  if (!ok || sys::fs::rename(temp, path)) {
+    sys::fs::remove(temp);
+    return;
+  }
+  ++stores;
+}
+
+std::string CompileCache::defaultDir() {
+  if (const char *off = std::getenv("DLC_NO_CACHE");
+      off && *off && StringRef(off) != "0")
+    return "";
+  if (const char *dir = std::getenv("DLC_CACHE_DIR"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (Twine(xdg) + "/dlc").str();
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return (Twine(home) + "/.cache/dlc").str();
+  return "";
+}
+
+} // namespace dlc::codegen
