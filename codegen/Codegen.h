@@ -66,6 +66,10 @@ struct KernelSource {
   /// this one up to their name (codegen/KernelDedup.h): their launches run
   /// this kernel, which is emitted and compiled once.
   std::vector<std::string> aliases;
+  /// Elements per vector access of a vectorized elementwise kernel (4 f32,
+  /// 8 f16/bf16: 128 bits of its widest operand), each thread taking one
+  /// vector per grid-stride step; 0 for a scalar kernel.
+  int32_t vectorWidth = 0;
 };
 
 /// CUDA C++ for every dlexec.kernel and dlexec.builtin_kernel in |module|, one

@@ -138,6 +138,9 @@ DLC_HELPER float dlc_narrow_to_f32(unsigned short h, int ebits, int mbits) {
   return out;
 }
 
+/// The line a grid-stride kernel's CUDA source holds (see wrapCuda).
+static const char *kGridStrideMarker = "// dlc: grid-stride loop";
+
 static std::string paramDecl(const KernelCode &code, size_t i) {
   return code.paramTypes[i] + "*" +
          (code.restrictParam[i] ? " __restrict__" : "") + " a" +
@@ -152,18 +155,38 @@ std::string wrapCuda(const KernelCode &code) {
     out += halfHelpers(/*bf16=*/true, /*cuda=*/true);
   out += code.helpers;
   llvm::raw_string_ostream os(out);
+  // Kernels that are not cooperative walk their elements in a grid-stride
+  // loop, so the runtime may launch fewer threads than elements (a grid
+  // sized to the device, runtime/cuda/README.md); it looks for this line.
+  if (code.cudaBody.empty())
+    os << "\n" << kGridStrideMarker << "\n";
+  if (code.vectorWidth > 0)
+    os << "// dlc: vector width " << code.vectorWidth
+       << " (elements per 128-bit access of the widest operand)\n";
   os << "\nextern \"C\" __global__ void " << code.name << "(";
   for (size_t i = 0; i < code.paramTypes.size(); ++i)
     os << (i ? ", " : "") << paramDecl(code, i);
-  os << ") {\n"
-     << "  const long long tid = (long long)blockIdx.x * blockDim.x + "
-        "threadIdx.x;\n";
+  os << ") {\n";
   if (!code.cudaBody.empty()) {
-    os << "  {\n" << code.cudaBody << "  }\n}\n";
+    os << "  const long long tid = (long long)blockIdx.x * blockDim.x + "
+          "threadIdx.x;\n"
+       << "  {\n"
+       << code.cudaBody << "  }\n}\n";
     return out;
   }
-  os << "  if (tid >= " << code.numThreads << "LL) return;\n"
-     << code.invariant << "  {\n"
+  if (code.cudaLoops) {
+    // 32-bit indices: the emitter checked that every index fits.
+    os << "  const unsigned dlc_first = blockIdx.x * blockDim.x + "
+          "threadIdx.x;\n"
+       << "  const unsigned dlc_stride = gridDim.x * blockDim.x;\n"
+       << code.invariant << code.body << "}\n";
+    return out;
+  }
+  os << code.invariant
+     << "  for (long long tid = (long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x; tid < "
+     << code.numThreads
+     << "LL;\n       tid += (long long)gridDim.x * blockDim.x) {\n"
      << code.body << "  }\n}\n";
   return out;
 }
@@ -232,9 +255,14 @@ FailureOr<std::vector<KernelSource>> emitCudaKernels(ModuleOp module) {
   if (failed(kernels))
     return failure();
   std::vector<KernelSource> out;
-  for (const detail::KernelCode &k : *kernels)
+  for (const detail::KernelCode &k : *kernels) {
     out.push_back({k.name, detail::wrapCuda(k), k.numThreads, k.blockSize,
                    !k.cudaBody.empty(), k.serialReductionSteps, k.aliases});
+    // A vectorized kernel needs one thread per vector.
+    if (k.cudaThreads > 0)
+      out.back().numThreads = k.cudaThreads;
+    out.back().vectorWidth = k.vectorWidth;
+  }
   return out;
 }
 

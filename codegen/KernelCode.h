@@ -65,6 +65,22 @@ struct KernelCode {
   /// `body` in a flat loop of hostThreads trips: the same function, with its
   /// sums in another order.
   std::string cudaBody;
+  /// A generated elementwise kernel whose `body` holds its own CUDA loops
+  /// (set by the emitter when every index fits in 32 bits): the wrapper
+  /// declares `dlc_first` (this thread's flat index, unsigned) and
+  /// `dlc_stride` (the grid's thread count) and prints `invariant` then
+  /// `body`, which walks the iteration space in a grid-stride loop, so any
+  /// grid of at least one thread computes every element. Other
+  /// non-cooperative kernels get a grid-stride loop over `tid` around `body`
+  /// from the wrapper.
+  bool cudaLoops = false;
+  /// Elements a thread of the CUDA body loads and stores per vector (128 bits
+  /// for the widest operand: 4 f32, 8 f16/bf16) when the emitter proved the
+  /// operands contiguous and aligned; 0 when the body is scalar.
+  int32_t vectorWidth = 0;
+  /// Threads the CUDA launch asks for when not numThreads (a vectorized body
+  /// needs one per vector); 0: numThreads.
+  int64_t cudaThreads = 0;
   int32_t blockSize = 256;
   int64_t hostThreads = 0;
   /// KernelSource::serialReductionSteps.

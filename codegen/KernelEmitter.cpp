@@ -202,16 +202,24 @@ static FailureOr<std::string> attrLiteral(Attribute attr, Type type) {
   return failure();
 }
 
-/// C expression of an affine expression over loop indices `i<d>`.
-static FailureOr<std::string> affineToC(AffineExpr expr) {
+/// Names loop |d| in C: `i<d>` unless a caller renames it.
+using DimNamer = llvm::function_ref<std::string(unsigned)>;
+static std::string plainDimName(unsigned d) { return "i" + std::to_string(d); }
+
+/// C expression of an affine expression over loop indices `i<d>` (or the
+/// names |dimName| gives). Constants are `long long` literals, or plain
+/// `int` ones when |narrow| (every index and offset fits in 32 bits).
+static FailureOr<std::string> affineToC(AffineExpr expr, bool narrow = false,
+                                        DimNamer dimName = plainDimName) {
   if (auto d = dyn_cast<AffineDimExpr>(expr))
-    return "i" + std::to_string(d.getPosition());
+    return dimName(d.getPosition());
   if (auto c = dyn_cast<AffineConstantExpr>(expr))
-    return std::to_string(c.getValue()) + "LL";
+    return std::to_string(c.getValue()) + (narrow ? "" : "LL");
   auto bin = dyn_cast<AffineBinaryOpExpr>(expr);
   if (!bin)
     return failure();
-  auto l = affineToC(bin.getLHS()), r = affineToC(bin.getRHS());
+  auto l = affineToC(bin.getLHS(), narrow, dimName),
+       r = affineToC(bin.getRHS(), narrow, dimName);
   if (failed(l) || failed(r))
     return failure();
   switch (expr.getKind()) {
@@ -241,7 +249,21 @@ public:
 
 private:
   LogicalResult computeLoopSizes();
-  FailureOr<std::string> offsetOf(unsigned operand, AffineMap map);
+  FailureOr<std::string> offsetOf(unsigned operand, AffineMap map,
+                                  bool narrow = false,
+                                  DimNamer dimName = plainDimName);
+  /// Replaces the CUDA body of a kernel without reduction loops whose
+  /// indices fit in 32 bits with grid-stride loops (KernelCode::cudaLoops),
+  /// over 128-bit vectors where every operand allows (see the definition).
+  /// |accInitLoads| says which outputs read their old value, |loadedInputs|
+  /// which inputs the element code loads, |ops| is the element code between
+  /// the loads and the stores, |load| the load expression of an operand.
+  void emitElementwiseCuda(
+      KernelCode &code, ArrayRef<AffineMap> maps, ArrayRef<Type> elemTypes,
+      ArrayRef<std::string> valueTypes, ArrayRef<bool> accInitLoads,
+      ArrayRef<bool> loadedInputs, const std::string &ops,
+      llvm::function_ref<std::string(unsigned, const std::string &)> load,
+      llvm::function_ref<std::string(unsigned, const std::string &)> store);
   LogicalResult emitBodyOp(Operation *bodyOp, const std::string &indent);
   FailureOr<std::string> nameOf(Value v, Operation *user);
   std::string fresh() { return "v" + std::to_string(counter++); }
@@ -320,7 +342,9 @@ LogicalResult GeneratedKernelEmitter::computeLoopSizes() {
 }
 
 FailureOr<std::string> GeneratedKernelEmitter::offsetOf(unsigned operand,
-                                                        AffineMap map) {
+                                                        AffineMap map,
+                                                        bool narrow,
+                                                        DimNamer dimName) {
   auto type = cast<MemRefType>(op->getOperand(operand).getType());
   if (map.getNumSymbols() != 0)
     return op.emitOpError() << "indexing map #" << operand
@@ -329,7 +353,7 @@ FailureOr<std::string> GeneratedKernelEmitter::offsetOf(unsigned operand,
   std::string out;
   int64_t stride = 1;
   for (int r = (int)map.getNumResults() - 1; r >= 0; --r) {
-    auto term = affineToC(map.getResult(r));
+    auto term = affineToC(map.getResult(r), narrow, dimName);
     if (failed(term)) {
       std::string text;
       llvm::raw_string_ostream(text) << map.getResult(r);
@@ -338,8 +362,9 @@ FailureOr<std::string> GeneratedKernelEmitter::offsetOf(unsigned operand,
                               << " (supported: dims, constants, +, *, "
                                  "floordiv, ceildiv, mod)";
     }
-    std::string t =
-        stride == 1 ? *term : *term + " * " + std::to_string(stride) + "LL";
+    std::string t = stride == 1 ? *term
+                                : *term + " * " + std::to_string(stride) +
+                                      (narrow ? "" : "LL");
     out = out.empty() ? t : t + " + " + out;
     stride *= type.getDimSize(r);
   }
@@ -729,6 +754,10 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     }
   }
   std::optional<ArrayAttr> init = op.getInit();
+  // For emitElementwiseCuda: the outputs whose accumulator starts from the
+  // stored value, the inputs the element code loads.
+  SmallVector<bool> accInitLoads(op.getOutputs().size(), false);
+  SmallVector<bool> loadedInputs(numInputs, false);
   for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
     unsigned operand = numInputs + o;
     for (unsigned d : reduction)
@@ -753,6 +782,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     } else {
       initValue = load(operand, "a" + std::to_string(operand) + "[" +
                                     offsets[operand] + "]");
+      accInitLoads[o] = true;
     }
     os << in << t << " acc" << o << (initValue.empty() ? "" : " = " + initValue)
        << ";\n";
@@ -789,7 +819,9 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     }
     os << in << "const " << valueTypes[i] << " " << name << " = "
        << load(i, "a" + std::to_string(i) + "[" + offsets[i] + "]") << ";\n";
+    loadedInputs[i] = true;
   }
+  const size_t opsBegin = body.size();
   for (Operation &bodyOp : block.without_terminator())
     if (failed(emitBodyOp(&bodyOp, in)))
       return failure();
@@ -808,6 +840,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
        << " y" << o << " = " << yielded[o] << ";\n";
   for (unsigned o = 0; o < yielded.size(); ++o)
     os << in << "acc" << o << " = y" << o << ";\n";
+  const std::string ops = body.substr(opsBegin);
   const std::string inner = body.substr(innerBegin);
   for (size_t k = 0; k < reduction.size(); ++k) {
     in.resize(in.size() - 2);
@@ -838,7 +871,294 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
         });
   }
   emitCooperativeReduction(code, parallel, reduction, maps, inner, stores);
+  if (reduction.empty())
+    emitElementwiseCuda(
+        code, maps, elemTypes, valueTypes, accInitLoads, loadedInputs, ops,
+        load, [&](unsigned operand, const std::string &acc) {
+          return rawOperands.count(operand)
+                     ? acc
+                     : storeExpr(elemTypes[operand], acc);
+        });
   return code;
+}
+
+/// The byte alignment of the first element of |v| that the runtime
+/// guarantees: every buffer it allocates (inputs, persistent variables, the
+/// arena) starts 256-byte aligned (CudaDevice::allocate checks it), an arena
+/// buffer lies at its planned offset from the arena's start, and a reshape
+/// is its source's memory. 0 where nothing is known (an unplanned alloc).
+static int64_t knownAlignment(Value v) {
+  constexpr int64_t kAllocationAlignment = 256;
+  while (auto reshape = v.getDefiningOp<exec::ReshapeOp>())
+    v = reshape.getSource();
+  if (v.getDefiningOp<exec::VariableRefOp>() || v.getDefiningOp<exec::InputOp>())
+    return kAllocationAlignment;
+  if (auto alloc = v.getDefiningOp<exec::AllocOp>())
+    if (auto offset = alloc.getOffset()) {
+      int64_t off = static_cast<int64_t>(*offset);
+      return off == 0 ? kAllocationAlignment
+                      : std::min<int64_t>(kAllocationAlignment, off & -off);
+    }
+  return 0;
+}
+
+void GeneratedKernelEmitter::emitElementwiseCuda(
+    KernelCode &code, ArrayRef<AffineMap> maps, ArrayRef<Type> elemTypes,
+    ArrayRef<std::string> valueTypes, ArrayRef<bool> accInitLoads,
+    ArrayRef<bool> loadedInputs, const std::string &ops,
+    llvm::function_ref<std::string(unsigned, const std::string &)> load,
+    llvm::function_ref<std::string(unsigned, const std::string &)> store) {
+  auto operands = op->getOperands();
+  const unsigned numInputs = op.getInputs().size();
+  const unsigned numOperands = operands.size();
+  const int64_t n = code.numThreads;
+  if (n <= 0 || loopSizes.empty() || n > INT32_MAX)
+    return;
+  // 32-bit indices: every offset into every operand fits.
+  for (Value v : operands)
+    if (cast<MemRefType>(v.getType()).getNumElements() > INT32_MAX)
+      return;
+  const unsigned rank = loopSizes.size(), last = rank - 1;
+  const int64_t lastSize = loopSizes[last];
+  bool usesIndex = false;
+  op.getBody().walk([&](exec::IndexOp) { usesIndex = true; });
+
+  // How the element code reads or writes each operand, as a function of the
+  // flat element index e (row-major over the loops).
+  enum class Access {
+    None,       // an input the element code does not load (unused, or
+                // loaded once in `invariant`)
+    Flat,       // element e: the identity map
+    Contiguous, // the last result is the last loop plus a constant, no other
+                // result reads the last loop: consecutive elements of a row
+                // are consecutive in memory (a bias along the last axis)
+    Splat,      // reads no last-loop index: one value per row
+    Gather,     // anything else, element by element
+  };
+  SmallVector<Access> access(numOperands, Access::None);
+  SmallVector<int64_t> lastOffset(numOperands, 0);
+  auto bytesOf = [](Type t) {
+    return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+  };
+  int64_t widest = 1;
+  for (unsigned i = 0; i < numOperands; ++i) {
+    if (i < numInputs && !loadedInputs[i])
+      continue;
+    widest = std::max(widest, bytesOf(elemTypes[i]));
+    AffineMap map = maps[i];
+    bool flat = map.getNumResults() == rank;
+    for (unsigned r = 0; flat && r < rank; ++r) {
+      auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
+      flat = d && d.getPosition() == r;
+    }
+    if (flat) {
+      access[i] = Access::Flat;
+      continue;
+    }
+    if (!map.isFunctionOfDim(last)) {
+      // A splat output would be a race between rows; store it per element.
+      access[i] = i < numInputs ? Access::Splat : Access::Gather;
+      continue;
+    }
+    access[i] = Access::Gather;
+    unsigned results = map.getNumResults();
+    AffineExpr tail = map.getResult(results - 1);
+    int64_t c = 0;
+    if (auto sum = dyn_cast<AffineBinaryOpExpr>(tail);
+        sum && sum.getKind() == AffineExprKind::Add) {
+      auto cst = dyn_cast<AffineConstantExpr>(sum.getRHS());
+      if (!cst)
+        continue;
+      c = cst.getValue();
+      tail = sum.getLHS();
+    }
+    auto d = dyn_cast<AffineDimExpr>(tail);
+    if (!d || d.getPosition() != last)
+      continue;
+    bool others = false;
+    for (unsigned r = 0; r + 1 < results; ++r)
+      others |= map.getResult(r).isFunctionOfDim(last);
+    if (!others) {
+      access[i] = Access::Contiguous;
+      lastOffset[i] = c;
+    }
+  }
+
+  // 128 bits of the widest operand per vector. A vector covers elements
+  // [e, e + V) of one row (V divides the last loop), or of the flat index
+  // space when every operand is read at e and no index is decoded.
+  const int64_t width = 16 / widest;
+  bool allFlat = llvm::all_of(access, [](Access a) {
+    return a == Access::None || a == Access::Flat;
+  });
+  bool decode = !allFlat || usesIndex;
+  SmallVector<bool> vec(numOperands, false);
+  bool vectorize = width >= 2 && n >= width &&
+                   (lastSize % width == 0 || (allFlat && !usesIndex));
+  for (unsigned i = 0; vectorize && i < numOperands; ++i) {
+    if (access[i] != Access::Flat && access[i] != Access::Contiguous)
+      continue;
+    const int64_t bytes = width * bytesOf(elemTypes[i]);
+    const int64_t align = knownAlignment(operands[i]);
+    bool aligned = align > 0 && align % bytes == 0;
+    if (access[i] == Access::Contiguous) {
+      // Every row of the operand starts on a vector boundary, and so does
+      // the constant offset within it (a slice's start).
+      auto type = cast<MemRefType>(operands[i].getType());
+      aligned &= type.getShape().back() % width == 0 &&
+                 lastOffset[i] % width == 0;
+    }
+    vec[i] = aligned;
+  }
+  for (unsigned o = numInputs; vectorize && o < numOperands; ++o)
+    vectorize = vec[o]; // every store a vector store
+  if (!vectorize)
+    vec.assign(numOperands, false);
+
+  auto name = [](const char *prefix, unsigned i) {
+    return prefix + std::to_string(i);
+  };
+  // The element code with operand |i| read and written at |ref(i)|.
+  // |ops| is indented by two spaces; |in| replaces them.
+  auto element = [&](llvm::function_ref<std::string(unsigned)> ref,
+                     const std::string &in) {
+    std::string t;
+    for (unsigned o = numInputs; o < numOperands; ++o) {
+      unsigned k = o - numInputs;
+      std::string init = accInitLoads[k] ? load(o, ref(o)) : accInits[k];
+      t += in + accTypes[k] + " acc" + std::to_string(k) +
+           (init.empty() ? "" : " = " + init) + ";\n";
+    }
+    for (unsigned i = 0; i < numInputs; ++i)
+      if (loadedInputs[i])
+        t += in + "const " + valueTypes[i] + " x" + std::to_string(i) +
+             " = " + load(i, ref(i)) + ";\n";
+    for (StringRef line :
+         llvm::split(StringRef(ops).rtrim('\n'), '\n'))
+      if (!line.empty())
+        t += in + line.drop_front(std::min<size_t>(2, line.size())).str() + "\n";
+    for (unsigned o = numInputs; o < numOperands; ++o)
+      t += in + ref(o) + " = " +
+           store(o, "acc" + std::to_string(o - numInputs)) + ";\n";
+    return t;
+  };
+  // `const int i<d>` for the loops of flat index dlc_e (the last one named
+  // |lastName|), outermost last in the statements.
+  auto decodeFrom = [&](const std::string &lastName) {
+    std::string t = "    unsigned dlc_rem = dlc_e;\n";
+    for (int d = (int)rank - 1; d >= 0; --d) {
+      std::string var = d == (int)last ? lastName : "i" + std::to_string(d);
+      if (d == 0)
+        t += "    const int " + var + " = (int)dlc_rem;\n";
+      else
+        t += "    const int " + var + " = (int)(dlc_rem % " +
+             std::to_string(loopSizes[d]) + "u); dlc_rem /= " +
+             std::to_string(loopSizes[d]) + "u;\n";
+    }
+    return t;
+  };
+  auto offset = [&](unsigned i, const std::string &lastName) {
+    auto off = offsetOf(i, maps[i], /*narrow=*/true, [&](unsigned d) {
+      return d == last ? lastName : "i" + std::to_string(d);
+    });
+    return succeeded(off) ? *off : std::string("0");
+  };
+  // Element by element from flat index |from|.
+  auto scalarLoop = [&](const std::string &from) {
+    std::string t = "  for (unsigned dlc_e = " + from + "; dlc_e < " +
+                    std::to_string(n) + "u; dlc_e += dlc_stride) {\n";
+    if (decode)
+      t += decodeFrom("i" + std::to_string(last));
+    t += element([&](unsigned i) {
+      return "a" + std::to_string(i) + "[" +
+             (access[i] == Access::Flat
+                  ? std::string("dlc_e")
+                  : offset(i, "i" + std::to_string(last))) +
+             "]";
+    }, "    ");
+    return t + "  }\n";
+  };
+
+  std::string out;
+  llvm::raw_string_ostream cs(out);
+  if (!vectorize) {
+    cs << scalarLoop("dlc_first");
+    code.body = std::move(out);
+    code.cudaLoops = true;
+    return;
+  }
+  // The vector types: a struct of V elements aligned to its size, which
+  // the compiler loads and stores as one 32/64/128-bit access.
+  std::map<std::string, std::string> vecTypes; // storage type -> struct
+  for (unsigned i = 0; i < numOperands; ++i) {
+    if (!vec[i])
+      continue;
+    std::string t = code.paramTypes[i];
+    std::string id = "dlc_vec_" + sanitizeName(t) + "_" + std::to_string(width);
+    if (vecTypes.emplace(t, id).second)
+      cs << "  struct alignas(" << width * bytesOf(elemTypes[i]) << ") " << id
+         << " { " << t << " v[" << width << "]; };\n";
+  }
+  const int64_t vectors = n / width;
+  bool perElementLast = usesIndex;
+  for (unsigned i = 0; i < numOperands; ++i)
+    perElementLast |= !vec[i] && (access[i] == Access::Gather ||
+                                  access[i] == Access::Contiguous);
+  cs << "  for (unsigned dlc_v = dlc_first; dlc_v < " << vectors
+     << "u; dlc_v += dlc_stride) {\n"
+     << "    const unsigned dlc_e = dlc_v * " << width << "u;\n";
+  if (decode)
+    cs << decodeFrom("dlc_b");
+  for (unsigned i = 0; i < numOperands; ++i) {
+    std::string a = name("a", i), r = name("r", i);
+    if (vec[i]) {
+      std::string off =
+          access[i] == Access::Flat ? std::string("dlc_e") : offset(i, "dlc_b");
+      const std::string &t = vecTypes[code.paramTypes[i]];
+      // An output that starts from its stored value reads its vector
+      // first; each lane is read before it is written.
+      if (i < numInputs)
+        cs << "    const " << t << " " << r << " = *(const " << t << " *)(" << a
+           << " + " << off << ");\n";
+      else if (accInitLoads[i - numInputs])
+        cs << "    " << t << " " << name("w", i) << " = *(const " << t
+           << " *)(" << a << " + " << off << ");\n";
+      else
+        cs << "    " << t << " " << name("w", i) << ";\n";
+    } else if (access[i] == Access::Splat) {
+      cs << "    const " << code.paramTypes[i] << " " << name("s", i) << " = "
+         << a << "[" << offset(i, "dlc_b") << "];\n";
+    }
+  }
+  cs << "#pragma unroll\n"
+     << "    for (int dlc_j = 0; dlc_j < " << width << "; ++dlc_j) {\n";
+  if (perElementLast)
+    cs << "      const int i" << last << " = dlc_b + dlc_j;\n";
+  std::string lastName = "i" + std::to_string(last);
+  std::string elem = element([&](unsigned i) -> std::string {
+    if (vec[i])
+      return (i < numInputs ? name("r", i) : name("w", i)) + ".v[dlc_j]";
+    if (access[i] == Access::Splat)
+      return name("s", i);
+    if (access[i] == Access::Flat)
+      return name("a", i) + "[dlc_e + dlc_j]";
+    return name("a", i) + "[" + offset(i, lastName) + "]";
+  }, "      ");
+  cs << elem << "    }\n";
+  for (unsigned o = numInputs; o < numOperands; ++o) {
+    std::string off =
+        access[o] == Access::Flat ? std::string("dlc_e") : offset(o, "dlc_b");
+    const std::string &t = vecTypes[code.paramTypes[o]];
+    cs << "    *(" << t << " *)(" << name("a", o) << " + " << off
+       << ") = " << name("w", o) << ";\n";
+  }
+  cs << "  }\n";
+  if (n % width != 0)
+    cs << scalarLoop(std::to_string(vectors * width) + "u + dlc_first");
+  code.body = std::move(out);
+  code.cudaLoops = true;
+  code.vectorWidth = static_cast<int32_t>(width);
+  code.cudaThreads = vectors;
 }
 
 /// The identity of a recognised combiner and the C expression combining two

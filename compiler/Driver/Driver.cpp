@@ -659,6 +659,21 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                  << "distinct kernels: " << kernels->size() << " of " << named
                  << " (kernels identical up to their name are compiled "
                     "once)\n";
+    // Elementwise kernels with 128-bit accesses, by vector width (elements
+    // per access); `--emit=cuda` marks each one's source.
+    std::map<int32_t, int64_t> byWidth;
+    int64_t vectorized = 0;
+    for (const codegen::KernelSource &k : *kernels)
+      if (k.vectorWidth > 0) {
+        ++byWidth[k.vectorWidth];
+        ++vectorized;
+      }
+    std::string widths;
+    for (auto [width, count] : byWidth)
+      widths += (widths.empty() ? " (" : ", ") + std::to_string(count) +
+                " of vector width " + std::to_string(width);
+    llvm::outs() << "vectorized elementwise kernels: " << vectorized
+                 << widths << (widths.empty() ? "" : ")") << "\n";
   }
 
   if (options.stats)

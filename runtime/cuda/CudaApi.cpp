@@ -170,6 +170,11 @@ Status loadDriverImpl(DriverApi &api) {
   api.has_graphs &= lookup(#name, DLRT_CUDA_XSTR(name), &api.name);
   DLRT_CUDA_GRAPH_FUNCTIONS(DLRT_CUDA_LOAD_OPTIONAL)
 #undef DLRT_CUDA_LOAD_OPTIONAL
+#define DLRT_CUDA_LOAD_OPTIONAL(name)                                          \
+  if (!lookup(#name, DLRT_CUDA_XSTR(name), &api.name))                         \
+    api.name = nullptr;
+  DLRT_CUDA_OCCUPANCY_FUNCTIONS(DLRT_CUDA_LOAD_OPTIONAL)
+#undef DLRT_CUDA_LOAD_OPTIONAL
   if (CUresult r = api.cuDriverGetVersion(&api.driver_version);
       r != CUDA_SUCCESS)
     return Status::error(DLRT_UNAVAILABLE,

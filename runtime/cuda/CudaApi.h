@@ -62,6 +62,11 @@ namespace dlrt::cuda {
   X(cuGraphExecDestroy)                                                        \
   X(cuGraphDestroy)
 
+/// The occupancy calculator: optional. Without it grid-stride launches size
+/// their grid from the multiprocessor's thread limit alone.
+#define DLRT_CUDA_OCCUPANCY_FUNCTIONS(X)                                       \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+
 #define DLRT_NVRTC_FUNCTIONS(X)                                                \
   X(nvrtcVersion)                                                              \
   X(nvrtcGetErrorString)                                                       \
@@ -136,6 +141,8 @@ struct DriverApi {
   decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
   DLRT_CUDA_DRIVER_FUNCTIONS(DLRT_CUDA_DECLARE_MEMBER)
   DLRT_CUDA_GRAPH_FUNCTIONS(DLRT_CUDA_DECLARE_MEMBER)
+  /// Null where the driver (or stand-in) lacks them.
+  DLRT_CUDA_OCCUPANCY_FUNCTIONS(DLRT_CUDA_DECLARE_MEMBER)
   int driver_version = 0; ///< e.g. 13000
   /// Every entry of DLRT_CUDA_GRAPH_FUNCTIONS resolved.
   bool has_graphs = false;

@@ -94,7 +94,15 @@ public:
   std::string name;
   int64_t num_threads;
   int32_t block_size;
+  /// A grid-stride kernel (its source holds kGridStrideMarker) covers every
+  /// element with any grid: launches cap its grid at |max_blocks| (0: no
+  /// cap), one wave of the device at the kernel's occupancy.
+  int64_t max_blocks = 0;
 };
+
+/// The line codegen puts in the CUDA source of a kernel that walks its
+/// elements in a grid-stride loop (codegen/Emitters.cpp, wrapCuda).
+constexpr const char *kGridStrideMarker = "\n// dlc: grid-stride loop\n";
 
 /// Largest power of two (<= 256) dividing the address of |p|, in bytes.
 uint32_t alignmentOf(const void *p) {
@@ -278,6 +286,10 @@ private:
   Status check(CUresult result, const char *call) const;
   Status checkLt(cublasStatus_t status, const char *call) const;
   Status checkDnn(cudnnStatus_t status, const char *call) const;
+  /// Blocks of |blockSize| threads of |function| that fill every
+  /// multiprocessor once at its occupancy: the grid of a grid-stride kernel;
+  /// 0 where the device reports no multiprocessor count.
+  int64_t oneWave(CUfunction function, int32_t blockSize) const;
   /// Runs |mm| with the workspace past its first |offset| bytes (the
   /// caller's scratch) as cuBLASLt's workspace.
   Status matmul(const Matmul &mm, size_t offset = 0);
@@ -333,6 +345,9 @@ private:
   std::string name_;
   std::string arch_; // "sm_90"
   int ccMajor_ = 0, ccMinor_ = 0;
+  /// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT and
+  /// MAX_THREADS_PER_MULTIPROCESSOR, for grid-stride launch sizes.
+  int smCount_ = 0, threadsPerSm_ = 0;
   Status deferred_; // first error of a call that cannot return one
   void *workspace_ = nullptr; // setWorkspace: the session's, for this run
   size_t workspaceBytes_ = 0;
@@ -435,6 +450,16 @@ Status CudaDevice::createImpl(int ordinal, std::unique_ptr<Device> *out) {
       "cuDeviceGetAttribute"));
   device->arch_ = "sm_" + std::to_string(device->ccMajor_) +
                   std::to_string(device->ccMinor_);
+  // Launch sizes of grid-stride kernels; 0 (not reported) leaves them
+  // uncapped.
+  if (cu->cuDeviceGetAttribute(&device->smCount_,
+                               CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                               ctx->device) != CUDA_SUCCESS)
+    device->smCount_ = 0;
+  if (cu->cuDeviceGetAttribute(&device->threadsPerSm_,
+                               CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+                               ctx->device) != CUDA_SUCCESS)
+    device->threadsPerSm_ = 0;
   char deviceName[256] = {};
   DLRT_TRY(device->check(
       cu->cuDeviceGetName(deviceName, sizeof deviceName - 1, ctx->device),
@@ -775,11 +800,30 @@ CudaDevice::loadKernels(const std::vector<uint8_t> &,
       ++cacheHits_;
     else
       ++compiled_;
-    loaded.push_back(std::make_unique<CudaKernel>(
-        ctx_, module, function, spec.name, spec.num_threads, spec.block_size));
+    auto kernel = std::make_unique<CudaKernel>(
+        ctx_, module, function, spec.name, spec.num_threads, spec.block_size);
+    if (spec.cuda_source.find(kGridStrideMarker) != std::string::npos)
+      kernel->max_blocks = oneWave(function, spec.block_size);
+    loaded.push_back(std::move(kernel));
   }
   *out = std::move(loaded);
   return Status::OK();
+}
+
+int64_t CudaDevice::oneWave(CUfunction function, int32_t blockSize) const {
+  const int block = blockSize > 0 ? blockSize : 256;
+  if (smCount_ <= 0)
+    return 0;
+  // Blocks of this kernel one multiprocessor holds at once (registers,
+  // shared memory and the thread limit; the driver's occupancy calculator
+  // where it has one, else the thread limit alone).
+  int perSm = 0;
+  if (!cu_->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
+      cu_->cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, function, block,
+                                                       0) != CUDA_SUCCESS ||
+      perSm <= 0)
+    perSm = threadsPerSm_ > 0 ? std::max(1, threadsPerSm_ / block) : 0;
+  return int64_t(perSm) * smCount_;
 }
 
 Status CudaDevice::launch(DeviceKernel &kernel,
@@ -792,7 +836,11 @@ Status CudaDevice::launch(DeviceKernel &kernel,
     return Status::OK();
   DLRT_TRY(makeCurrent());
   const int64_t block = k->block_size > 0 ? k->block_size : 256;
-  const int64_t grid = (k->num_threads + block - 1) / block;
+  int64_t grid = (k->num_threads + block - 1) / block;
+  // A grid-stride kernel needs no more blocks than the device runs at once:
+  // each thread takes several elements (or vectors) instead.
+  if (k->max_blocks > 0)
+    grid = std::min(grid, k->max_blocks);
   if (grid > INT_MAX)
     return Status::error(DLRT_INTERNAL,
                          "kernel '" + k->name +

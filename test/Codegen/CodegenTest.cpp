@@ -249,8 +249,12 @@ TEST_F(CodegenTest, ElementwiseCompilesWithNVRTC) {
                 "float* __restrict__ a2)"),
             std::string::npos)
       << (*kernels)[0].cudaSource;
-  EXPECT_NE((*kernels)[0].cudaSource.find("if (tid >= 20LL) return;"),
-            std::string::npos);
+  // A grid-stride loop over the 20 elements with 32-bit indices.
+  EXPECT_NE((*kernels)[0].cudaSource.find(
+                "for (unsigned dlc_e = dlc_first; dlc_e < 20u; dlc_e += "
+                "dlc_stride) {"),
+            std::string::npos)
+      << (*kernels)[0].cudaSource;
 }
 
 // Row sum and row max of x [3, 7] (two outputs, reductions with init), and
@@ -548,8 +552,8 @@ TEST_F(CodegenTest, HostLoopNestWithHoistedInvariants) {
   auto kernels = emitCudaKernels(*module);
   ASSERT_TRUE(succeeded(kernels));
   const std::string &cuda = (*kernels)[0].cudaSource;
-  EXPECT_LT(cuda.find("powf("), cuda.find("unsigned rem")) << cuda;
-  EXPECT_GT(cuda.find("powf("), cuda.find("if (tid >= 32768LL) return;"))
+  EXPECT_LT(cuda.find("powf("), cuda.find("unsigned dlc_rem")) << cuda;
+  EXPECT_GT(cuda.find("powf("), cuda.find("const unsigned dlc_stride"))
       << cuda;
   checkCuda(*module, 2);
 

@@ -489,6 +489,34 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
   return CUDA_SUCCESS;
 }
 
+// An H100's limits (2048 threads, 32 blocks, 64K registers and 228 KiB of
+// shared memory per multiprocessor) for a kernel of 32 registers a thread
+// (cuFuncGetAttribute's NUM_REGS) and |dynamicSMemSize| bytes of shared
+// memory a block.
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
+                                                     CUfunction func,
+                                                     int blockSize,
+                                                     size_t dynamicSMemSize) {
+  if (CUresult r = checkInitialized(); r != CUDA_SUCCESS)
+    return r;
+  if (!numBlocks || blockSize <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(gModulesMutex);
+  auto it = gFunctions.find(func);
+  if (it == gFunctions.end())
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (blockSize > it->second.first->maxThreads) {
+    *numBlocks = 0;
+    return CUDA_SUCCESS;
+  }
+  int blocks = std::min(2048 / blockSize, 32);
+  blocks = std::min(blocks, 65536 / (32 * blockSize));
+  if (dynamicSMemSize > 0)
+    blocks = std::min<int>(blocks, int(228 * 1024 / (dynamicSMemSize + 1024)));
+  *numBlocks = std::max(blocks, 0);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
                             int value) {
   if (CUresult r = checkInitialized(); r != CUDA_SUCCESS)

@@ -126,6 +126,7 @@ const ErrorText *findError(CUresult code) {
   X(cuModuleGetFunction)                                                       \
   X(cuFuncGetAttribute)                                                        \
   X(cuFuncSetAttribute)                                                        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
   X(cuLaunchKernel)                                                            \
   X(cuStreamBeginCapture)                                                      \
   X(cuStreamEndCapture)                                                        \

@@ -1,0 +1,532 @@
+//===- ElementwiseKernelTest.cpp - vectorized, grid-stride kernels -------===//
+//
+// The CUDA form of dlc's generated elementwise kernels (issue 14 item 2):
+// 128-bit vector accesses where every operand is contiguous and provably
+// aligned, grid-stride loops with 32-bit indices. A dlexec function whose
+// buffers lie where the runtime puts them (inputs and variables in
+// allocations of their own, activations at their planned offsets in one
+// arena, so an alloc at an offset that is not a multiple of 16 bytes is a
+// misaligned view) runs twice on the CUDA stand-in (its NVRTC and driver,
+// test/cuda-emulation/standin, threads of a block in a seeded random
+// order), once with the grid the package asks for and once with two blocks,
+// so that every thread walks many vectors; every buffer must equal, byte
+// for byte, what the host library (the loop nests, unchanged) computes.
+// Which kernels are vectorized, and with which width, is asserted, and the
+// sources compile with the real NVRTC for sm_80 and sm_90.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Codegen.h"
+#include "codegen/KernelCode.h"
+#include "compiler/InitAll/InitAll.h"
+#include "dialects/Exec/ExecOps.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cuda.h>
+#include <gtest/gtest.h>
+#include <nvrtc.h>
+
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <map>
+#include <random>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace dlc::codegen;
+
+namespace {
+
+/// One function with a kernel per case. Arena offsets: y 0, u 8192, hh 8448,
+/// gg 12544, v 16644 (4 mod 16: misaligned), z 25088, q 33280, n 41472.
+const char *kModule = R"mlir(
+dlexec.variable @w : memref<64x32xf32> {kind = "parameter"}
+dlexec.func @f attributes {arena_bytes = 65536 : i64} {
+  %x = dlexec.input "x" : memref<64x32xf32>
+  %b = dlexec.input "b" : memref<32xf32>
+  %s = dlexec.input "s" : memref<64x1xf32>
+  %t = dlexec.input "t" : memref<7x5xf32>
+  %h = dlexec.input "h" : memref<64x32xf16>
+  %g = dlexec.input "g" : memref<64x32xbf16>
+  %xw = dlexec.input "xw" : memref<64x40xf32>
+  %w = dlexec.variable_ref @w : memref<64x32xf32>
+  %y = dlexec.alloc {offset = 0 : i64} : memref<64x32xf32>
+  %u = dlexec.alloc {offset = 8192 : i64} : memref<7x5xf32>
+  %hh = dlexec.alloc {offset = 8448 : i64} : memref<64x32xf16>
+  %gg = dlexec.alloc {offset = 12544 : i64} : memref<64x32xbf16>
+  %v = dlexec.alloc {offset = 16644 : i64} : memref<64x32xf32>
+  %z = dlexec.alloc {offset = 25088 : i64} : memref<64x32xf32>
+  %q = dlexec.alloc {offset = 33280 : i64} : memref<64x32xf32>
+  %n = dlexec.alloc {offset = 41472 : i64} : memref<64x32xf32>
+  // An aligned f32 chain with a bias along the last axis and a per-row
+  // scale: y = max(x * s + b, 0).
+  dlexec.kernel @chain ins(%x, %b, %s : memref<64x32xf32>, memref<32xf32>, memref<64x1xf32>)
+      outs(%y : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                         affine_map<(i, j) -> (i, 0)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%xv: f32, %bv: f32, %sv: f32, %o: f32):
+    %m = arith.mulf %xv, %sv : f32
+    %a = arith.addf %m, %bv : f32
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %a, %zero : f32
+    dlexec.yield %r : f32
+  }
+  // 35 elements: 8 vectors and a scalar tail of 3.
+  dlexec.kernel @tail ins(%t : memref<7x5xf32>) outs(%u : memref<7x5xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%tv: f32, %o: f32):
+    %two = arith.constant 2.0 : f32
+    %one = arith.constant 1.0 : f32
+    %m = arith.mulf %tv, %two : f32
+    %a = arith.addf %m, %one : f32
+    dlexec.yield %a : f32
+  }
+  // f16 and bf16: 8 elements a vector.
+  dlexec.kernel @f16_chain ins(%h : memref<64x32xf16>) outs(%hh : memref<64x32xf16>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%hv: f16, %o: f16):
+    %c = arith.constant 0.1 : f16
+    %m = arith.mulf %hv, %hv : f16
+    %a = arith.addf %m, %c : f16
+    dlexec.yield %a : f16
+  }
+  dlexec.kernel @bf16_chain ins(%g, %h : memref<64x32xbf16>, memref<64x32xf16>) outs(%gg : memref<64x32xbf16>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                         affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%gv: bf16, %hv: f16, %o: bf16):
+    %hf = arith.extf %hv : f16 to f32
+    %hb = arith.truncf %hf : f32 to bf16
+    %d = arith.subf %gv, %hb : bf16
+    dlexec.yield %d : bf16
+  }
+  // A misaligned output: the whole kernel stays scalar.
+  dlexec.kernel @fill ins(%x : memref<64x32xf32>) outs(%v : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%xv: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %a = arith.addf %xv, %one : f32
+    dlexec.yield %a : f32
+  }
+  // A misaligned input: read element by element, the rest vectorized.
+  dlexec.kernel @view ins(%v, %x : memref<64x32xf32>, memref<64x32xf32>) outs(%z : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                         affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%vv: f32, %xv: f32, %o: f32):
+    %a = arith.mulf %vv, %xv : f32
+    dlexec.yield %a : f32
+  }
+  // Two slices of a wider buffer (folded subviews): columns 3.. start off
+  // a vector boundary (scalar), columns 4.. on one (a vector).
+  dlexec.kernel @slices ins(%xw, %xw : memref<64x40xf32>, memref<64x40xf32>) outs(%q : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j + 3)>, affine_map<(i, j) -> (i, j + 4)>,
+                         affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %d = arith.subf %a, %c : f32
+    dlexec.yield %d : f32
+  }
+  // In place: a parameter update (output = an input) and an accumulation
+  // into an arena buffer (the output's old value read through its block
+  // argument).
+  dlexec.kernel @update ins(%w, %x : memref<64x32xf32>, memref<64x32xf32>) outs(%w : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                         affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%wv: f32, %xv: f32, %o: f32):
+    %lr = arith.constant 0.25 : f32
+    %m = arith.mulf %lr, %xv : f32
+    %d = arith.subf %wv, %m : f32
+    dlexec.yield %d : f32
+  }
+  dlexec.kernel @accumulate ins(%x : memref<64x32xf32>) outs(%y : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%xv: f32, %o: f32):
+    %a = arith.addf %o, %xv : f32
+    dlexec.yield %a : f32
+  }
+  // An index read per element: the vector's lanes decode their column.
+  dlexec.kernel @iota ins(%x : memref<64x32xf32>) outs(%n : memref<64x32xf32>) attributes {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%xv: f32, %o: f32):
+    %j = dlexec.index 1 : index
+    %i = dlexec.index 0 : index
+    %ji = arith.index_cast %j : index to i64
+    %ii = arith.index_cast %i : index to i64
+    %k = arith.constant 100 : i64
+    %p = arith.muli %ii, %k : i64
+    %sum = arith.addi %p, %ji : i64
+    %f = arith.sitofp %sum : i64 to f32
+    %a = arith.addf %f, %xv : f32
+    dlexec.yield %a : f32
+  }
+  dlexec.output "y", %y : memref<64x32xf32>
+}
+)mlir";
+
+/// The vector width each kernel must get (0: scalar).
+const std::map<std::string, int> kExpectedWidth = {
+    {"chain", 4}, {"tail", 4},   {"f16_chain", 8}, {"bf16_chain", 8},
+    {"fill", 0},  {"view", 4},   {"slices", 4}, {"update", 4},
+    {"accumulate", 4}, {"iota", 4}};
+
+/// A host library compiled from |source| and loaded with dlopen.
+class HostLib {
+public:
+  explicit HostLib(const std::string &source) {
+    MLIRContext ctx;
+    auto so = compileHostLibrary(UnknownLoc::get(&ctx), source);
+    if (failed(so))
+      return;
+    llvm::SmallString<128> p;
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("dlc-elementwise-test", "so", fd,
+                                           p))
+      return;
+    ::close(fd);
+    path = std::string(p);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char *>(so->data()), so->size());
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  }
+  ~HostLib() {
+    if (handle)
+      dlclose(handle);
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+  template <typename Fn> Fn get(const char *name) {
+    return handle ? reinterpret_cast<Fn>(dlsym(handle, name)) : nullptr;
+  }
+
+private:
+  void *handle = nullptr;
+  std::string path;
+};
+
+/// The stand-in's driver and NVRTC entry points, from dlopen (its NVRTC
+/// would clash with the real one codegen links).
+struct Standin {
+  void *handle = nullptr;
+#define DLC_STANDIN_FN(name, symbol) decltype(&::name) name = nullptr;
+#define DLC_STANDIN_FNS(X)                                                     \
+  X(cuInit, "cuInit")                                                          \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                      \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                        \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                                      \
+  X(cuModuleLoadData, "cuModuleLoadData")                                      \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                                \
+  X(cuMemAlloc, "cuMemAlloc_v2")                                               \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                           \
+  X(cuLaunchKernel, "cuLaunchKernel")                                          \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                               \
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor")                             \
+  X(nvrtcCreateProgram, "nvrtcCreateProgram")                                  \
+  X(nvrtcCompileProgram, "nvrtcCompileProgram")                                \
+  X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize")                          \
+  X(nvrtcGetProgramLog, "nvrtcGetProgramLog")                                  \
+  X(nvrtcGetCUBINSize, "nvrtcGetCUBINSize")                                    \
+  X(nvrtcGetCUBIN, "nvrtcGetCUBIN")                                            \
+  X(nvrtcDestroyProgram, "nvrtcDestroyProgram")
+  DLC_STANDIN_FNS(DLC_STANDIN_FN)
+#undef DLC_STANDIN_FN
+
+  bool load() {
+    handle = dlopen(DLC_STANDIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!handle)
+      return false;
+#define DLC_STANDIN_SYM(name, symbol)                                          \
+  name = reinterpret_cast<decltype(name)>(dlsym(handle, symbol));              \
+  if (!name)                                                                   \
+    return false;
+    DLC_STANDIN_FNS(DLC_STANDIN_SYM)
+#undef DLC_STANDIN_SYM
+    return true;
+  }
+
+  /// Compiles |k| with the stand-in NVRTC for sm_90 and loads it.
+  CUfunction compile(const KernelSource &k) {
+    nvrtcProgram prog = nullptr;
+    EXPECT_EQ(nvrtcCreateProgram(&prog, k.cudaSource.c_str(), "k.cu", 0,
+                                 nullptr, nullptr),
+              NVRTC_SUCCESS);
+    const char *opts[] = {"--gpu-architecture=sm_90", "--std=c++17"};
+    nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
+    size_t logSize = 0;
+    nvrtcGetProgramLogSize(prog, &logSize);
+    std::string log(logSize, '\0');
+    nvrtcGetProgramLog(prog, log.data());
+    EXPECT_EQ(r, NVRTC_SUCCESS) << log << "\n" << k.cudaSource;
+    size_t size = 0;
+    nvrtcGetCUBINSize(prog, &size);
+    std::string image(size, '\0');
+    nvrtcGetCUBIN(prog, image.data());
+    nvrtcDestroyProgram(&prog);
+    CUmodule module = nullptr;
+    CUfunction fn = nullptr;
+    if (r != NVRTC_SUCCESS ||
+        cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&fn, module, k.name.c_str()) != CUDA_SUCCESS)
+      return nullptr;
+    return fn;
+  }
+};
+
+size_t bytesOf(Value v) {
+  auto t = cast<MemRefType>(v.getType());
+  return (size_t)t.getNumElements() *
+         std::max<size_t>(1, t.getElementTypeBitWidth() / 8);
+}
+
+/// Deterministic bytes for a buffer of element type |elem|: ordinary values
+/// (no NaN or inf bit patterns, so equality is plain byte equality).
+std::vector<uint8_t> fillFor(Type elem, size_t bytes, unsigned salt) {
+  std::mt19937 rng(salt);
+  std::vector<uint8_t> out(bytes);
+  auto value = [&] { return (float)((int)(rng() % 2001) - 1000) / 97.0f; };
+  if (elem.isF32()) {
+    for (size_t i = 0; i + 4 <= bytes; i += 4) {
+      float f = value();
+      std::memcpy(&out[i], &f, 4);
+    }
+  } else {
+    // f16 / bf16: a float's top bits (bf16) or a small exponent range (f16).
+    for (size_t i = 0; i + 2 <= bytes; i += 2) {
+      uint16_t h = elem.isBF16()
+                       ? (uint16_t)(0x3c00u + rng() % 0x0800u) ^
+                             (rng() % 2 ? 0x8000u : 0)
+                       : (uint16_t)(0x3000u + rng() % 0x1800u) ^
+                             (rng() % 2 ? 0x8000u : 0);
+      std::memcpy(&out[i], &h, 2);
+    }
+  }
+  return out;
+}
+
+/// Every buffer of the function after running it: named inputs, variables
+/// and the arena.
+using Memory = std::map<std::string, std::vector<uint8_t>>;
+
+/// The initial contents: inputs and variables filled, the arena zero.
+Memory initialMemory(ModuleOp module) {
+  Memory mem;
+  unsigned salt = 1;
+  module.walk([&](Operation *op) {
+    if (auto in = dyn_cast<dlc::exec::InputOp>(op))
+      mem["in:" + in.getName().str()] =
+          fillFor(cast<MemRefType>(in.getType()).getElementType(),
+                  bytesOf(in.getResult()), salt++);
+    else if (auto var = dyn_cast<dlc::exec::VariableRefOp>(op))
+      mem["var:" + var.getVariable().str()] =
+          fillFor(cast<MemRefType>(var.getType()).getElementType(),
+                  bytesOf(var.getResult()), salt++);
+    else if (auto fn = dyn_cast<dlc::exec::FuncOp>(op))
+      mem["arena"] = std::vector<uint8_t>(*fn.getArenaBytes(), 0);
+  });
+  return mem;
+}
+
+/// The key of |v|'s memory in a Memory and its byte offset there.
+std::pair<std::string, size_t> placeOf(Value v) {
+  while (auto r = v.getDefiningOp<dlc::exec::ReshapeOp>())
+    v = r.getSource();
+  if (auto in = v.getDefiningOp<dlc::exec::InputOp>())
+    return {"in:" + in.getName().str(), 0};
+  if (auto var = v.getDefiningOp<dlc::exec::VariableRefOp>())
+    return {"var:" + var.getVariable().str(), 0};
+  auto alloc = v.getDefiningOp<dlc::exec::AllocOp>();
+  return {"arena", alloc ? (size_t)*alloc.getOffset() : 0};
+}
+
+/// Runs every kernel of |module| in order on the host library.
+Memory runHost(ModuleOp module, HostLib &lib) {
+  Memory mem = initialMemory(module);
+  module.walk([&](dlc::exec::KernelOp k) {
+    std::vector<void *> args;
+    for (Value v : k->getOperands()) {
+      auto [key, offset] = placeOf(v);
+      args.push_back(mem[key].data() + offset);
+    }
+    auto fn = lib.get<void (*)(void **)>(
+        dlc::codegen::detail::sanitizeName(k.getSymName()).c_str());
+    ASSERT_NE(fn, nullptr) << k.getSymName().str();
+    fn(args.data());
+  });
+  return mem;
+}
+
+/// Runs every kernel of |module| in order on the stand-in, each buffer in a
+/// device allocation of its own (256-byte aligned, as the runtime's), with
+/// |blocks| blocks a launch (0: enough for the kernel's thread count).
+Memory runStandin(ModuleOp module, Standin &cu,
+                  const std::map<std::string, CUfunction> &functions,
+                  const std::map<std::string, KernelSource> &sources,
+                  unsigned blocks) {
+  Memory mem = initialMemory(module);
+  std::map<std::string, CUdeviceptr> device;
+  for (auto &[key, bytes] : mem) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(cu.cuMemAlloc(&p, bytes.size()), CUDA_SUCCESS);
+    EXPECT_EQ(p % 256, 0u);
+    EXPECT_EQ(cu.cuMemcpyHtoD(p, bytes.data(), bytes.size()), CUDA_SUCCESS);
+    device[key] = p;
+  }
+  module.walk([&](dlc::exec::KernelOp k) {
+    std::string name = dlc::codegen::detail::sanitizeName(k.getSymName());
+    CUfunction fn = functions.at(name);
+    ASSERT_NE(fn, nullptr) << name;
+    const KernelSource &src = sources.at(name);
+    std::vector<CUdeviceptr> ptrs;
+    for (Value v : k->getOperands()) {
+      auto [key, offset] = placeOf(v);
+      ptrs.push_back(device[key] + offset);
+    }
+    std::vector<void *> args;
+    for (CUdeviceptr &p : ptrs)
+      args.push_back(&p);
+    unsigned grid =
+        blocks ? blocks
+               : (unsigned)((src.numThreads + src.blockSize - 1) / src.blockSize);
+    ASSERT_EQ(cu.cuLaunchKernel(fn, grid, 1, 1, src.blockSize, 1, 1, 0,
+                                nullptr, args.data(), nullptr),
+              CUDA_SUCCESS)
+        << name;
+  });
+  EXPECT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  for (auto &[key, bytes] : mem)
+    EXPECT_EQ(cu.cuMemcpyDtoH(bytes.data(), device[key], bytes.size()),
+              CUDA_SUCCESS);
+  return mem;
+}
+
+class ElementwiseKernels : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DialectRegistry registry;
+    dlc::registerAllDialects(registry);
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
+    module = parseSourceString<ModuleOp>(kModule, &ctx);
+    ASSERT_TRUE(module);
+    auto emitted = emitCudaKernels(*module);
+    ASSERT_TRUE(succeeded(emitted));
+    for (KernelSource &k : *emitted)
+      kernels[k.name] = std::move(k);
+  }
+
+  MLIRContext ctx;
+  OwningOpRef<ModuleOp> module;
+  std::map<std::string, KernelSource> kernels;
+};
+
+TEST_F(ElementwiseKernels, VectorizedWhereContiguousAndAligned) {
+  ASSERT_EQ(kernels.size(), kExpectedWidth.size());
+  for (auto &[name, width] : kExpectedWidth) {
+    const KernelSource &k = kernels.at(name);
+    EXPECT_EQ(k.vectorWidth, width) << name << "\n" << k.cudaSource;
+    // Every kernel walks its elements in a grid-stride loop with 32-bit
+    // indices; a vectorized one launches a thread per vector.
+    EXPECT_NE(k.cudaSource.find("// dlc: grid-stride loop\n"),
+              std::string::npos)
+        << name;
+    bool gridStride =
+        k.cudaSource.find("dlc_e += dlc_stride") != std::string::npos ||
+        k.cudaSource.find("dlc_v += dlc_stride") != std::string::npos;
+    EXPECT_TRUE(gridStride) << name << "\n" << k.cudaSource;
+    EXPECT_EQ(k.cudaSource.find("long long rem"), std::string::npos) << name;
+  }
+  EXPECT_EQ(kernels.at("chain").numThreads, 64 * 32 / 4);
+  EXPECT_EQ(kernels.at("tail").numThreads, 35 / 4);
+  EXPECT_EQ(kernels.at("f16_chain").numThreads, 64 * 32 / 8);
+  EXPECT_EQ(kernels.at("fill").numThreads, 64 * 32);
+  // The misaligned operands are read element by element, the aligned ones
+  // as vectors: the view's a0, the slice at column 3.
+  const std::string &view = kernels.at("view").cudaSource;
+  EXPECT_NE(view.find("= a0[dlc_e + dlc_j];"), std::string::npos) << view;
+  EXPECT_NE(view.find("*(const dlc_vec_float_4 *)(a1 + dlc_e)"),
+            std::string::npos)
+      << view;
+  const std::string &slices = kernels.at("slices").cudaSource;
+  EXPECT_NE(slices.find("= a0[i0 * 40 + (i1 + 3)];"), std::string::npos)
+      << slices;
+  EXPECT_NE(slices.find("*(const dlc_vec_float_4 *)(a1 + i0 * 40 + (dlc_b + "
+                        "4))"),
+            std::string::npos)
+      << slices;
+  // The bias is a vector at the column, the per-row scale one scalar.
+  const std::string &chain = kernels.at("chain").cudaSource;
+  EXPECT_NE(chain.find("*(const dlc_vec_float_4 *)(a1 + dlc_b)"),
+            std::string::npos)
+      << chain;
+  EXPECT_NE(chain.find("const float s2 = a2[i0 + 0];"), std::string::npos)
+      << chain;
+  EXPECT_NE(kernels.at("f16_chain").cudaSource.find(
+                "struct alignas(16) dlc_vec_dlc_f16_8 { dlc_f16 v[8]; };"),
+            std::string::npos);
+  // The tail: the last 3 elements one by one after 8 vectors.
+  EXPECT_NE(kernels.at("tail").cudaSource.find(
+                "for (unsigned dlc_e = 32u + dlc_first; dlc_e < 35u;"),
+            std::string::npos)
+      << kernels.at("tail").cudaSource;
+}
+
+TEST_F(ElementwiseKernels, CompileWithNvrtcForSm80AndSm90) {
+  for (auto &[name, k] : kernels)
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      auto cubin = compileWithNVRTC(UnknownLoc::get(&ctx), k, arch);
+      EXPECT_TRUE(succeeded(cubin)) << name << " " << arch;
+    }
+}
+
+TEST_F(ElementwiseKernels, StandinMatchesTheHostBitForBit) {
+  auto source = emitHostSource(*module);
+  ASSERT_TRUE(succeeded(source));
+  HostLib lib(*source);
+  Memory want = runHost(*module, lib);
+  // The cases change memory: the host run is not a no-op.
+  EXPECT_NE(want["arena"], std::vector<uint8_t>(want["arena"].size(), 0));
+
+  Standin cu;
+  ASSERT_TRUE(cu.load()) << DLC_STANDIN_PATH << ": " << dlerror();
+  CUcontext context = nullptr;
+  ASSERT_EQ(cu.cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.cuDevicePrimaryCtxRetain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  std::map<std::string, CUfunction> functions;
+  for (auto &[name, k] : kernels)
+    functions[name] = cu.compile(k);
+  // The stand-in's occupancy: one 256-thread block per 256 of an H100
+  // multiprocessor's 2048 threads.
+  int perSm = 0;
+  ASSERT_EQ(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &perSm, functions.at("chain"), 256, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(perSm, 8);
+  for (unsigned blocks : {0u, 2u, 1u}) {
+    Memory got = runStandin(*module, cu, functions, kernels, blocks);
+    ASSERT_EQ(got.size(), want.size());
+    for (auto &[key, bytes] : want) {
+      const std::vector<uint8_t> &g = got[key];
+      ASSERT_EQ(g.size(), bytes.size()) << key;
+      size_t first = 0;
+      while (first < g.size() && g[first] == bytes[first])
+        ++first;
+      EXPECT_EQ(first, g.size())
+          << key << " differs from the host at byte " << first << " with "
+          << blocks << " blocks a launch";
+    }
+  }
+}
+
+} // namespace
