@@ -431,9 +431,11 @@ libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
   case exec::LibraryCallFamily::Gemm: {
     const exec::GemmParams &g = call.gemm;
     return {pkg::LibraryCallAttrs::GemmAttrs,
-            pkg::CreateGemmAttrs(fbb, g.m, g.n, g.k, g.trans_a, g.trans_b,
-                                 g.has_c, g.c_is_row_vector, g.alpha, g.beta,
-                                 libraryCallDType(g.dtype))
+            pkg::CreateGemmAttrs(
+                fbb, g.m, g.n, g.k, g.trans_a, g.trans_b, g.has_c,
+                g.c_is_row_vector, g.alpha, g.beta, libraryCallDType(g.dtype),
+                // The enums list the same epilogues in the same order.
+                static_cast<pkg::GemmEpilogue>(g.epilogue))
                 .Union()};
   }
   case exec::LibraryCallFamily::BatchedGemm: {
@@ -486,6 +488,8 @@ std::string describeLibraryCall(const exec::LibraryCallParams &call) {
        << " has_c=" << g.has_c << " c_is_row_vector=" << g.c_is_row_vector
        << " alpha=" << llvm::format("%.9g", (double)g.alpha)
        << " beta=" << llvm::format("%.9g", (double)g.beta);
+    if (g.epilogue != exec::GemmEpilogue::None)
+      os << " epilogue=" << exec::gemmEpilogueName(g.epilogue);
     break;
   }
   case exec::LibraryCallFamily::BatchedGemm: {

@@ -601,6 +601,9 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     llvm::outs() << "kernels: " << s.kernels << "\n"
                  << "builtin kernels: " << s.builtinKernels << "\n"
                  << "library calls: " << s.libraryCalls << "\n"
+                 << "gemm epilogues: " << s.gemmBias << " bias, "
+                 << s.gemmBiasRelu << " bias+relu, " << s.gemmRelu
+                 << " relu, " << s.gemmBiasGrad << " bgrad\n"
                  << "standalone cast kernels: " << s.castKernels << " ("
                  << s.castKernelsNextToElementwise
                  << " next to an elementwise kernel)\n"

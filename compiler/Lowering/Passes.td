@@ -68,6 +68,39 @@ def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
   let dependentDialects = ["::dlc::exec::ExecDialect"];
 }
 
+def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Fold ReLU and bias-gradient kernels into gemm library-call epilogues";
+  let description = [{
+    Runs after `--dlexec-fuse-elementwise`, so only kernels that fusion left
+    on their own qualify. Two patterns, per `dlexec.func`:
+    - ReLU: a kernel whose body is `arith.maximumf(x, +0.0)` over identity
+      maps, whose input is an alloc written by a `gemm` call (no C, or a
+      bias row with beta 1) and read by nothing else, becomes the call's
+      `epilogue = "relu"` (cuBLASLt RELU_BIAS / RELU); the call writes the
+      kernel's output and the kernel and the intermediate alloc go. A ReLU
+      already fused into a larger elementwise kernel is not split out.
+    - Bias gradient: a kernel summing D [..., C] over every dim but the last
+      (init 0, body one `arith.addf`) next to a `gemm` without C that reads
+      the same D as op(A) = D^T (A = D viewed as [K, M] with `trans_a`) or
+      op(B) = D (B = D as [K, N] without `trans_b`) gets
+      `epilogue = "bgrad_a"` / `"bgrad_b"` and the sum's output as its
+      second output (cuBLASLt BGRADB / BGRADA on the column-major problem).
+      The fused call runs at the gemm's place, or at the sum's when the sum
+      comes first and something (the bias's optimizer update) reads its
+      result before the gemm.
+    Neither applies when an op between the two writes what they read or
+    touches what the moved work writes. GELU is not folded: cuBLASLt's GELU
+    epilogue is the tanh approximation, and no model here computes it.
+    ```mlir
+    dlexec.library_call "gemm" ins(%x, %w, %b : ...) outs(%t : memref<16x64xf32>) {...}
+    dlexec.kernel @relu ins(%t : ...) outs(%y : ...)   // max(x, 0)
+    // becomes
+    dlexec.library_call "gemm" ins(%x, %w, %b : ...) outs(%y : ...) {epilogue = "relu", ...}
+    ```
+  }];
+  let dependentDialects = ["::dlc::exec::ExecDialect"];
+}
+
 def PlanMemoryPass : Pass<"dlexec-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Assign arena offsets to every dlexec.alloc";
   let description = [{

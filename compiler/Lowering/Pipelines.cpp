@@ -16,6 +16,7 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createLowerToExecPass());
   pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFuseGemmEpiloguesPass());
   pm.addPass(createPlanMemoryPass());
 }
 
@@ -77,6 +78,18 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
       ++s.builtinKernels;
     else if (auto call = dyn_cast<exec::LibraryCallOp>(op)) {
       ++s.libraryCalls;
+      if (FailureOr<exec::LibraryCallParams> p = call.getParams();
+          succeeded(p) && exec::libraryCallInfo(p->call).family ==
+                              exec::LibraryCallFamily::Gemm) {
+        const exec::GemmParams &g = p->gemm;
+        bool bias = g.has_c && g.c_is_row_vector && g.beta != 0.0f;
+        if (g.epilogue == exec::GemmEpilogue::Relu)
+          ++(bias ? s.gemmBiasRelu : s.gemmRelu);
+        else if (exec::writesBiasGradient(g.epilogue))
+          ++s.gemmBiasGrad;
+        else if (bias)
+          ++s.gemmBias;
+      }
       for (Value out : call.getOutputs())
         largestCallOutput = std::max(
             largestCallOutput, bufferBytes(cast<MemRefType>(out.getType())));
@@ -103,6 +116,6 @@ void dlc::registerLoweringPipeline() {
   PassPipelineRegistration<>(
       "dlc-lowering-pipeline",
       "canonicalize, lower dlgraph to dlexec, fuse elementwise kernels, "
-      "canonicalize, plan memory",
+      "canonicalize, fuse gemm epilogues, plan memory",
       [](OpPassManager &pm) { buildLoweringPipeline(pm); });
 }

@@ -47,6 +47,14 @@ struct PlanStats {
   /// are such kernels.
   int64_t castKernels = 0;
   int64_t castKernelsNextToElementwise = 0;
+  /// `gemm` library calls by what their epilogue adds (cuBLASLt epilogues,
+  /// LibraryCalls.h GemmEpilogue): a bias row alone (BIAS), a bias row then
+  /// ReLU (RELU_BIAS), ReLU without a bias (RELU), a bias gradient (BGRADA /
+  /// BGRADB).
+  int64_t gemmBias = 0;
+  int64_t gemmBiasRelu = 0;
+  int64_t gemmRelu = 0;
+  int64_t gemmBiasGrad = 0;
 };
 
 /// Computes PlanStats over |planned| (a module after buildLoweringPipeline;

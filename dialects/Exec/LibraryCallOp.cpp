@@ -45,6 +45,37 @@ FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
            << "gemm shapes do not agree: op(A) is " << am << "x" << k
            << ", op(B) is " << bk << "x" << bn << ", Y is " << m << "x" << n;
   GemmParams g;
+  if (auto e = op->getAttr("epilogue")) {
+    auto name = dyn_cast<StringAttr>(e);
+    std::optional<GemmEpilogue> epilogue;
+    for (GemmEpilogue candidate :
+         {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::BiasGradA,
+          GemmEpilogue::BiasGradB})
+      if (name && name.getValue() == gemmEpilogueName(candidate))
+        epilogue = candidate;
+    if (!epilogue)
+      return op.emitOpError() << "gemm epilogue must be \"none\", \"relu\", "
+                                 "\"bgrad_a\" or \"bgrad_b\", got "
+                              << e;
+    g.epilogue = *epilogue;
+  }
+  unsigned wantOutputs = writesBiasGradient(g.epilogue) ? 2 : 1;
+  if (op.getOutputs().size() != wantOutputs)
+    return op.emitOpError() << "gemm with epilogue \""
+                            << gemmEpilogueName(g.epilogue) << "\" expects "
+                            << wantOutputs << " output(s) ("
+                            << (wantOutputs == 2 ? "Y, dBias" : "Y")
+                            << "), got " << op.getOutputs().size();
+  if (wantOutputs == 2) {
+    Value db = op.getOutputs()[1];
+    int64_t length = g.epilogue == GemmEpilogue::BiasGradA ? m : n;
+    if (rank(db) != 1 || dim(db, 0) != length)
+      return op.emitOpError()
+             << "gemm epilogue \"" << gemmEpilogueName(g.epilogue)
+             << "\" writes dBias of shape [" << length << "] ("
+             << (g.epilogue == GemmEpilogue::BiasGradA ? "M" : "N")
+             << "), got " << db.getType();
+  }
   if (hasC) {
     Value c = ins[2];
     if (rank(c) == 1 && dim(c, 0) == n)
@@ -201,7 +232,9 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
   if (!info)
     return emitOpError() << "unknown library call '" << getCallee()
                          << "'; expected one of " << libraryCallNames();
-  if (getOutputs().size() != 1)
+  // A gemm's bias-gradient epilogue adds a second output (gemmParams).
+  if (getOutputs().size() != 1 &&
+      !(info->family == LibraryCallFamily::Gemm && getOutputs().size() == 2))
     return emitOpError() << "'" << info->name
                          << "' expects exactly one output (" << info->outputs
                          << "), got " << getOutputs().size();

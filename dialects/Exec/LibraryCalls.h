@@ -47,7 +47,8 @@ struct LibraryCallInfo {
   int spatialDims;
   /// Number of inputs the call takes (the optional ones included in max).
   unsigned minInputs, maxInputs;
-  /// Operand roles, e.g. "A, B[, C]" and "Y"; there is always one output.
+  /// Operand roles, e.g. "A, B[, C]" and "Y[, dBias]"; every call has one
+  /// output, a gemm with a bias-gradient epilogue a second (GemmEpilogue).
   const char *inputs, *outputs;
   /// Attributes of the dlexec op, comma-separated.
   const char *attributes;
@@ -159,6 +160,45 @@ inline size_t elementTypeBytes(ElementType type) {
   return type == ElementType::F64 ? 8 : type == ElementType::F32 ? 4 : 2;
 }
 
+/// What a `gemm` call computes after the product and C (cuBLASLt's epilogue,
+/// cublasLtEpilogue_t; the host device computes the same).
+///   None:  Y as described at GemmParams.
+///   Relu:  Y = max(alpha op(A) op(B) + beta C, 0), elementwise after C (the
+///          bias row) is added (CUBLASLT_EPILOGUE_RELU_BIAS with a bias row,
+///          _RELU otherwise). A NaN sum gives 0, as cuBLASLt's max(x, 0).
+///   BiasGradA: Y as for None, and a second output dBias[M] = sum over k of
+///          op(A)[m, k] (no alpha), the bias gradient of a linear layer whose
+///          weight gradient is dY^T X (op(A) = dY^T: A is dY [K, M] with
+///          trans_a); cuBLASLt's BGRADB on the column-major swapped problem.
+///   BiasGradB: Y as for None, and dBias[N] = sum over k of op(B)[k, n] (op(B)
+///          = dY [K, N]: a weight gradient X^T dY); cuBLASLt's BGRADA there.
+/// The bias gradient is summed in f32 and rounded once to the element type.
+/// cuBLASLt's GELU epilogue is the tanh approximation; there is no Gelu here
+/// because no model the repository compiles has that form (PyTorch's default
+/// GELU is the erf form, which the epilogue must not replace).
+enum class GemmEpilogue : uint8_t { None, Relu, BiasGradA, BiasGradB };
+
+/// "none", "relu", "bgrad_a", "bgrad_b": the `epilogue` attribute of
+/// dlexec.library_call "gemm" and the names `dlc --stats` counts.
+inline const char *gemmEpilogueName(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::None:
+    return "none";
+  case GemmEpilogue::Relu:
+    return "relu";
+  case GemmEpilogue::BiasGradA:
+    return "bgrad_a";
+  case GemmEpilogue::BiasGradB:
+    return "bgrad_b";
+  }
+  return "?";
+}
+
+/// True for the epilogues that write a bias gradient (a second output).
+inline bool writesBiasGradient(GemmEpilogue e) {
+  return e == GemmEpilogue::BiasGradA || e == GemmEpilogue::BiasGradB;
+}
+
 /// Parameters of a `gemm` call (row-major): Y[M,N] = alpha * op(A) * op(B)
 /// + beta * C, where op(A) is [M,K] (A is [K,M] when trans_a), op(B) is
 /// [K,N] (B is [N,K] when trans_b). C is a row vector [N] broadcast over rows
@@ -166,12 +206,14 @@ inline size_t elementTypeBytes(ElementType type) {
 /// contents of Y (accumulation). A, B, C and Y all have element type
 /// |dtype|; with f16 or bf16 the sum of products, alpha, and beta * C (or
 /// beta * the previous Y) are computed in f32 and Y is rounded once (see
-/// ElementType).
+/// ElementType). |epilogue| then transforms Y or adds the bias-gradient
+/// output dBias ([M] for BiasGradA, [N] for BiasGradB; see GemmEpilogue).
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;
   float alpha = 1.0f, beta = 0.0f;
   ElementType dtype = ElementType::F32;
+  GemmEpilogue epilogue = GemmEpilogue::None;
 };
 
 /// Parameters of a `batched_gemm` call (row-major, no transposes):

@@ -162,7 +162,11 @@ struct Matmul {
   const void *c = nullptr;
   void *d = nullptr;
   float alpha = 1.0f, beta = 0.0f;
+  /// The epilogue's vector: the bias it adds (BIAS, RELU_BIAS) or the bias
+  /// gradient it writes (BGRADA, BGRADB). With |epilogue| DEFAULT, a bias
+  /// means BIAS.
   const void *bias = nullptr;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   /// Strided batch: |batch| matmuls, operand i at a + i * strideA elements
   /// (likewise B, and C/D with strideD); stride 0 repeats one matrix.
   int32_t batch = 1;
@@ -255,7 +259,7 @@ public:
                      std::vector<std::unique_ptr<DeviceKernel>> *out) override;
   Status launch(DeviceKernel &kernel, const std::vector<void *> &args) override;
   Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
-              void *y) override;
+              void *y, void *bias_grad) override;
   Status batchedGemm(const BatchedGemmParams &p, const void *a, const void *b,
                      void *y) override;
   Status convForward(const ConvParams &p, const void *x, const void *w,
@@ -293,6 +297,20 @@ private:
   /// Runs |mm| with the workspace past its first |offset| bytes (the
   /// caller's scratch) as cuBLASLt's workspace.
   Status matmul(const Matmul &mm, size_t offset = 0);
+  /// gemm() with a BiasGradA/BiasGradB epilogue: cuBLASLt's BGRADB/BGRADA
+  /// when the heuristic has an algorithm (and there is no C), else the
+  /// plain product and dBias as a product with a vector of ones.
+  Status gemmWithBiasGradient(const GemmParams &p, const void *a,
+                              const void *b, const void *c, void *y,
+                              void *biasGrad);
+  /// Y = max(Y, 0) over |count| elements of |type| by a kernel of its own
+  /// (NVRTC-compiled on first use): gemm()'s ReLU when cuBLASLt has no
+  /// algorithm for the RELU epilogue.
+  Status reluInPlace(void *y, uint64_t count, ElementType type);
+  /// Y = op(A) op(B) of |p| (no C, alpha 1, beta 0, no epilogue) with the
+  /// workspace past |offset|.
+  Status gemmFrom(const GemmParams &p, const void *a, const void *b, void *y,
+                  size_t offset);
   /// |bytes| of scratch for one library call: at |*offset| in the workspace,
   /// advancing |*offset| past it (256-byte aligned), when they fit there;
   /// else a pool allocation of its own in |*own| (release it after the
@@ -356,6 +374,8 @@ private:
   std::mutex algoMutex_;
   std::map<std::vector<int64_t>, std::pair<int, size_t>> convAlgos_;
   std::map<std::vector<int64_t>, cublasLtMatmulHeuristicResult_t> matmulAlgos_;
+  std::mutex reluMutex_;
+  std::unique_ptr<CudaKernel> reluKernel_; // reluInPlace's, once compiled
 };
 
 Status CudaDevice::check(CUresult result, const char *call) const {
@@ -877,12 +897,16 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
       checkLt(lt.cublasLtMatmulDescSetAttribute(
                   desc, CUBLASLT_MATMUL_DESC_TRANSB, &mm.opB, sizeof mm.opB),
               "cublasLtMatmulDescSetAttribute(TRANSB)"));
-  if (mm.bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const cublasLtEpilogue_t epilogue =
+      mm.epilogue == CUBLASLT_EPILOGUE_DEFAULT && mm.bias
+          ? CUBLASLT_EPILOGUE_BIAS
+          : mm.epilogue;
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     DLRT_TRY(checkLt(
         lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                           &epilogue, sizeof epilogue),
         "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+  if (mm.bias) {
     const void *bias = mm.bias;
     DLRT_TRY(checkLt(
         lt.cublasLtMatmulDescSetAttribute(
@@ -948,7 +972,7 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
   std::vector<int64_t> key = {int64_t(mm.m),     int64_t(mm.n),
                               int64_t(mm.k),     int64_t(mm.opA),
                               int64_t(mm.opB),   int64_t(mm.rowsA),
-                              int64_t(mm.rowsB), mm.bias != nullptr};
+                              int64_t(mm.rowsB), int64_t(epilogue)};
   for (const auto &entry : alignments)
     key.push_back(alignmentOf(entry.second));
   key.push_back(alignmentOf(mm.bias)); // the heuristic looks at it too
@@ -993,7 +1017,7 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
 }
 
 Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
-                        const void *c, void *y) {
+                        const void *c, void *y, void *biasGrad) {
   if (p.dtype == ElementType::F64)
     return unsupportedType("gemm", p.dtype);
   if (p.m < 0 || p.n < 0 || p.k < 0)
@@ -1004,6 +1028,13 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
     return Status::error(DLRT_INTERNAL, "gemm: K = 0 is not supported");
   if (p.has_c && !c)
     return Status::error(DLRT_INTERNAL, "gemm: has_c is set but C is null");
+  if (dlc::exec::writesBiasGradient(p.epilogue)) {
+    if (!biasGrad)
+      return Status::error(DLRT_INTERNAL,
+                           "gemm: the bias-gradient epilogue has no dBias");
+    return gemmWithBiasGradient(p, a, b, c, y, biasGrad);
+  }
+  const bool relu = p.epilogue == dlc::exec::GemmEpilogue::Relu;
   DLRT_TRY(makeCurrent());
   const uint64_t M = uint64_t(p.m), N = uint64_t(p.n), K = uint64_t(p.k);
   // Row-major Y[M,N] is column-major Y^T[N,M] = op(B)^T * op(A)^T: pass B
@@ -1036,9 +1067,12 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
       Matmul withBias = mm;
       withBias.bias = c;
       withBias.beta = 0.0f;
+      withBias.epilogue =
+          relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
       if (matmul(withBias).ok())
         return Status::OK();
-      // No epilogue algorithm for this problem: broadcast C instead.
+      // No epilogue algorithm for this problem: broadcast C instead (the
+      // main matmul below applies a ReLU as its RELU epilogue).
     }
     // Y = beta * broadcast(C) first, as the rank-1 product C * ones^T, then
     // accumulate the product onto it. f16/bf16: Y = broadcast(C) exactly
@@ -1087,8 +1121,169 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
     mm.beta = low ? p.beta : 1.0f;
   }
   // The whole workspace again: the ones are dead once the broadcast has run
-  // (one stream).
-  return matmul(mm);
+  // (one stream). A ReLU is the RELU epilogue, applied after beta * C.
+  if (relu) {
+    Matmul fused = mm;
+    fused.epilogue = CUBLASLT_EPILOGUE_RELU;
+    if (matmul(fused).ok())
+      return Status::OK();
+    // No algorithm for the epilogue: the product, then a ReLU kernel.
+  }
+  DLRT_TRY(matmul(mm));
+  return relu ? reluInPlace(y, M * N, p.dtype) : Status::OK();
+}
+
+namespace {
+
+/// The ReLU of gemm()'s fallback, on the bits so that it needs no CUDA
+/// header: an element becomes +0 when its sign bit is set or it is a NaN
+/// (magnitude bits above |inf|, the infinity's), as cuBLASLt's max(x, 0);
+/// |wide|: 32-bit elements (f32), else 16-bit (f16, bf16).
+constexpr const char *kReluKernelName = "dlrt_gemm_relu_fallback";
+constexpr const char *kReluKernelSource = R"(
+extern "C" __global__ void dlrt_gemm_relu_fallback(void *y,
+                                                   unsigned long long n,
+                                                   int wide,
+                                                   unsigned int inf) {
+  unsigned long long i =
+      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  if (wide) {
+    unsigned int *p = (unsigned int *)y;
+    unsigned int u = p[i];
+    if ((u >> 31) || (u & 0x7fffffffu) > inf)
+      p[i] = 0u;
+  } else {
+    unsigned short *p = (unsigned short *)y;
+    unsigned int u = p[i];
+    if ((u >> 15) || (u & 0x7fffu) > inf)
+      p[i] = 0;
+  }
+}
+)";
+
+} // namespace
+
+Status CudaDevice::reluInPlace(void *y, uint64_t count, ElementType type) {
+  CUfunction function = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(reluMutex_);
+    if (!reluKernel_) {
+      CompiledKernel compiled;
+      DLRT_TRY(compileKernel(kReluKernelName, kReluKernelSource, arch_,
+                             kernelCacheDir(), &compiled));
+      CUmodule module = nullptr;
+      DLRT_TRY(loadModule(kReluKernelName, compiled.cubin, &module, &function));
+      reluKernel_ = std::make_unique<CudaKernel>(ctx_, module, function,
+                                                 kReluKernelName, 0, 256);
+    }
+    function = reluKernel_->function;
+  }
+  if (count == 0)
+    return Status::OK();
+  const unsigned block = 256;
+  const uint64_t grid = (count + block - 1) / block;
+  if (grid > INT_MAX)
+    return Status::error(DLRT_INTERNAL, "gemm ReLU: too many elements");
+  void *ptr = y;
+  unsigned long long n = count;
+  int wide = type == ElementType::F32;
+  unsigned int inf = wide                           ? 0x7f800000u
+                     : type == ElementType::F16 ? 0x7c00u
+                                                    : 0x7f80u;
+  void *params[] = {&ptr, &n, &wide, &inf};
+  return check(cu_->cuLaunchKernel(function, unsigned(grid), 1, 1, block, 1,
+                                   1, 0, ctx_->stream, params, nullptr),
+               "cuLaunchKernel(gemm ReLU)");
+}
+
+Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
+                                        const void *b, const void *c, void *y,
+                                        void *biasGrad) {
+  // Row-major Y = op(A) op(B) is column-major Y^T = op(B)^T op(A)^T (see
+  // gemm()): the row-major A is cuBLASLt's B, so the sum of op(A) over k
+  // (BiasGradA) is BGRADB there and the sum of op(B) is BGRADA.
+  const bool ofA = p.epilogue == dlc::exec::GemmEpilogue::BiasGradA;
+  if (!p.has_c && p.beta == 0.0f) {
+    DLRT_TRY(makeCurrent());
+    Matmul mm;
+    mm.type = cublasType(p.dtype);
+    mm.m = uint64_t(p.n);
+    mm.n = uint64_t(p.m);
+    mm.k = uint64_t(p.k);
+    mm.a = b;
+    mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    mm.rowsA = uint64_t(p.trans_b ? p.k : p.n);
+    mm.colsA = uint64_t(p.trans_b ? p.n : p.k);
+    mm.b = a;
+    mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    mm.rowsB = uint64_t(p.trans_a ? p.m : p.k);
+    mm.colsB = uint64_t(p.trans_a ? p.k : p.m);
+    mm.c = y;
+    mm.d = y;
+    mm.alpha = p.alpha;
+    mm.beta = 0.0f;
+    mm.bias = biasGrad;
+    mm.epilogue = ofA ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
+    if (matmul(mm).ok())
+      return Status::OK();
+    // No algorithm for the epilogue: the product, then the sum below.
+  }
+  GemmParams plain = p;
+  plain.epilogue = dlc::exec::GemmEpilogue::None;
+  DLRT_TRY(gemm(plain, a, b, c, y, nullptr));
+  // dBias as a matrix-vector product with ones, summed in f32 and rounded
+  // once like the epilogue: BiasGradA dBias[M,1] = op(A)[M,K] ones[K,1],
+  // BiasGradB dBias[1,N] = ones[1,K] op(B)[K,N].
+  const bool low = p.dtype != ElementType::F32;
+  const size_t K = size_t(p.k);
+  const size_t words = low ? (K + 1) / 2 : K;
+  const uint32_t one = !low                          ? 0x3f800000u
+                       : p.dtype == ElementType::F16 ? 0x3c003c00u
+                                                     : 0x3f803f80u;
+  DeviceBuffer own;
+  void *ones = nullptr;
+  size_t offset = 0;
+  DLRT_TRY(scratch(words * 4, &offset, &own, &ones));
+  Status status =
+      check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones), one,
+                                  words, ctx_->stream),
+            "cuMemsetD32Async");
+  if (status.ok()) {
+    GemmParams sum;
+    sum.dtype = p.dtype;
+    sum.k = p.k;
+    if (ofA) {
+      sum.m = p.m, sum.n = 1, sum.trans_a = p.trans_a;
+      status = gemmFrom(sum, a, ones, biasGrad, offset);
+    } else {
+      sum.m = 1, sum.n = p.n, sum.trans_b = p.trans_b;
+      status = gemmFrom(sum, ones, b, biasGrad, offset);
+    }
+  }
+  release(own); // stream-ordered: freed after the matmul has run
+  return status;
+}
+
+Status CudaDevice::gemmFrom(const GemmParams &p, const void *a, const void *b,
+                            void *y, size_t offset) {
+  Matmul mm;
+  mm.type = cublasType(p.dtype);
+  mm.m = uint64_t(p.n);
+  mm.n = uint64_t(p.m);
+  mm.k = uint64_t(p.k);
+  mm.a = b;
+  mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  mm.rowsA = uint64_t(p.trans_b ? p.k : p.n);
+  mm.colsA = uint64_t(p.trans_b ? p.n : p.k);
+  mm.b = a;
+  mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  mm.rowsB = uint64_t(p.trans_a ? p.m : p.k);
+  mm.colsB = uint64_t(p.trans_a ? p.k : p.m);
+  mm.c = y;
+  mm.d = y;
+  return matmul(mm, offset);
 }
 
 Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const void *a,

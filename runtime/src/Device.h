@@ -142,8 +142,11 @@ public:
   /// a call has that type. f16/bf16 calls accumulate in f32, apply alpha,
   /// beta and the bias in f32 and round the result once to the dtype.
   /// Errors: DLRT_INTERNAL (including an unsupported dtype).
+  /// gemm: |p.epilogue| (LibraryCalls.h GemmEpilogue) applies ReLU to Y or
+  /// writes the bias gradient to |bias_grad| ([M] for BiasGradA, [N] for
+  /// BiasGradB, summed in f32, rounded once); |bias_grad| is null otherwise.
   virtual Status gemm(const GemmParams &p, const void *a, const void *b,
-                      const void *c, void *y) = 0;
+                      const void *c, void *y, void *bias_grad) = 0;
   /// The default runs one gemm() per batch index; devices with a strided
   /// batched GEMM override it.
   virtual Status batchedGemm(const BatchedGemmParams &p, const void *a,
@@ -166,7 +169,8 @@ public:
       }
       Status st = gemm(g, static_cast<const char *>(a) + offA * size,
                        static_cast<const char *>(b) + offB * size, nullptr,
-                       static_cast<char *>(y) + i * p.m * p.n * size);
+                       static_cast<char *>(y) + i * p.m * p.n * size,
+                       nullptr);
       if (!st.ok())
         return st;
     }

@@ -260,11 +260,21 @@ public:
   }
 
   Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
-              void *y) override {
-    if (p.dtype == ElementType::F32)
-      return gemmF32(p, static_cast<const float *>(a),
-                     static_cast<const float *>(b),
-                     static_cast<const float *>(c), static_cast<float *>(y));
+              void *y, void *biasGrad) override {
+    const bool bgrad = dlc::exec::writesBiasGradient(p.epilogue);
+    if (bgrad && !biasGrad)
+      return Status::error(DLRT_INTERNAL,
+                           "gemm: the bias-gradient epilogue has no dBias");
+    if (p.dtype == ElementType::F32) {
+      Status s = gemmF32(p, static_cast<const float *>(a),
+                         static_cast<const float *>(b),
+                         static_cast<const float *>(c), static_cast<float *>(y));
+      if (s.ok() && bgrad)
+        biasGradientF32(p, static_cast<const float *>(a),
+                        static_cast<const float *>(b),
+                        static_cast<float *>(biasGrad));
+      return s;
+    }
     if (Status s = checkElementType(p.dtype, "gemm"); !s.ok())
       return s;
     const ElementType t = p.dtype;
@@ -278,9 +288,17 @@ public:
                                 : std::vector<float>(size_t(p.m * p.n));
     Status s = gemmF32(p, fa.data(), fb.data(), p.has_c ? fc.data() : nullptr,
                        fy.data());
-    if (s.ok())
-      narrow(fy, y, t);
-    return s;
+    if (!s.ok())
+      return s;
+    narrow(fy, y, t);
+    if (bgrad) {
+      // Summed in f32 from the widened operand, rounded once (LibraryCalls.h).
+      std::vector<float> fg(size_t(
+          p.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? p.m : p.n));
+      biasGradientF32(p, fa.data(), fb.data(), fg.data());
+      narrow(fg, biasGrad, t);
+    }
+    return Status::OK();
   }
 
   Status convForward(const ConvParams &p, const void *x, const void *w,
@@ -367,7 +385,42 @@ private:
                                " (M=" + std::to_string(p.m) +
                                " N=" + std::to_string(p.n) +
                                " K=" + std::to_string(p.k) + ")");
+    if (p.epilogue == dlc::exec::GemmEpilogue::Relu) {
+      // max(v, 0) as cuBLASLt's RELU epilogue: a NaN gives 0.
+      const int64_t count = p.m * p.n;
+      for (int64_t i = 0; i < count; ++i)
+        y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    }
     return Status::OK();
+  }
+
+  /// The bias gradient of a BiasGradA / BiasGradB gemm: dBias[m] = sum over
+  /// k of op(A)[m, k], or dBias[n] = sum over k of op(B)[k, n] (row-major A
+  /// [M,K] / [K,M] with trans_a, B [K,N] / [N,K] with trans_b), each summed
+  /// in f32 in order of k.
+  static void biasGradientF32(const GemmParams &p, const float *a,
+                              const float *b, float *out) {
+    const bool ofA = p.epilogue == dlc::exec::GemmEpilogue::BiasGradA;
+    const bool trans = ofA ? p.trans_a : p.trans_b;
+    // The operand's rows and columns as stored, and which of them is k.
+    const float *x = ofA ? a : b;
+    const int64_t length = ofA ? p.m : p.n;
+    // op(A) [m,k] is A [M,K] (k along a row) or A^T of [K,M] (k down a
+    // column); op(B) [k,n] is B [K,N] (k down a column) or B^T of [N,K].
+    const bool kAlongRow = ofA ? !trans : trans;
+    if (kAlongRow) {
+      for (int64_t i = 0; i < length; ++i) {
+        float sum = 0.0f;
+        for (int64_t q = 0; q < p.k; ++q)
+          sum += x[i * p.k + q];
+        out[i] = sum;
+      }
+    } else {
+      std::fill_n(out, length, 0.0f);
+      for (int64_t q = 0; q < p.k; ++q)
+        for (int64_t i = 0; i < length; ++i)
+          out[i] += x[q * length + i];
+    }
   }
 
   Status convForwardF32(const ConvParams &p, const float *x, const float *w,

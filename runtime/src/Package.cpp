@@ -528,6 +528,23 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
     g.c_is_row_vector = a->c_is_row_vector();
     g.alpha = a->alpha();
     g.beta = a->beta();
+    switch (a->epilogue()) {
+    case fb::GemmEpilogue::None:
+      g.epilogue = dlc::exec::GemmEpilogue::None;
+      break;
+    case fb::GemmEpilogue::Relu:
+      g.epilogue = dlc::exec::GemmEpilogue::Relu;
+      break;
+    case fb::GemmEpilogue::BiasGradA:
+      g.epilogue = dlc::exec::GemmEpilogue::BiasGradA;
+      break;
+    case fb::GemmEpilogue::BiasGradB:
+      g.epilogue = dlc::exec::GemmEpilogue::BiasGradB;
+      break;
+    default:
+      return c.fail(where + ": gemm has an unknown epilogue " +
+                    std::to_string(int(a->epilogue())));
+    }
     return decodeDType(a->dtype(), callee, &g.dtype, where, c);
   }
   case LibraryCallFamily::BatchedGemm: {
@@ -618,7 +635,8 @@ bool checkGemm(const GemmParams &g, const Package &pkg,
                Checker &c) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
     return c.fail(where + ": gemm has non-positive M, N or K");
-  size_t want = g.has_c ? 4 : 3;
+  const bool bgrad = dlc::exec::writesBiasGradient(g.epilogue);
+  size_t want = (g.has_c ? 4 : 3) + (bgrad ? 1 : 0);
   if (args.size() != want)
     return c.fail(where + ": 'gemm' takes " + std::to_string(want) +
                   " buffers, got " + std::to_string(args.size()));
@@ -630,7 +648,14 @@ bool checkGemm(const GemmParams &g, const Package &pkg,
       !checkOperand(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
                     t, where, "C", c))
     return false;
-  return checkOperand(pkg, args.back(), product({g.m, g.n}), t, where, "Y", c);
+  if (bgrad &&
+      !checkOperand(pkg, args.back(),
+                    g.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? g.m
+                                                                     : g.n,
+                    t, where, "dBias", c))
+    return false;
+  return checkOperand(pkg, args[g.has_c ? 3 : 2], product({g.m, g.n}), t,
+                      where, "Y", c);
 }
 
 /// Checks decoded batched_gemm parameters against the call's buffers.

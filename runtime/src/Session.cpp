@@ -724,9 +724,13 @@ Status Session::execute(const FunctionInfo &info,
         using dlc::exec::LibraryCallFamily;
         switch (info.family) {
         case LibraryCallFamily::Gemm:
-          st = device_.gemm(call.gemm, f(0), f(1),
-                            call.gemm.has_c ? f(2) : nullptr,
-                            f(args.size() - 1));
+          // args: A, B[, C], Y[, dBias].
+          st = device_.gemm(
+              call.gemm, f(0), f(1), call.gemm.has_c ? f(2) : nullptr,
+              f(call.gemm.has_c ? 3 : 2),
+              dlc::exec::writesBiasGradient(call.gemm.epilogue)
+                  ? f(args.size() - 1)
+                  : nullptr);
           break;
         case LibraryCallFamily::BatchedGemm:
           st = device_.batchedGemm(call.batched, f(0), f(1), f(2));

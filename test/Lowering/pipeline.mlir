@@ -1,9 +1,10 @@
 // RUN: dlc-opt %s --split-input-file --dlc-lowering-pipeline --dlexec-verify-memory-plan | FileCheck %s
 
-// The whole pipeline (canonicalize, lower, fuse, canonicalize, plan) on an
-// MLP training step: gemm -> bias add -> relu becomes the gemm plus one
-// kernel, compare + select become one kernel, Adam is one kernel writing the
-// variables in place, and every alloc gets an offset; the checker
+// The whole pipeline (canonicalize, lower, fuse, canonicalize, fuse gemm
+// epilogues, plan) on an MLP training step: gemm -> bias add -> relu becomes
+// the gemm plus one kernel, compare + select become one kernel, the bias
+// gradient becomes the weight-gradient gemm's epilogue, Adam is one kernel
+// writing the variables in place, and every alloc gets an offset; the checker
 // (--dlexec-verify-memory-plan) accepts the plan.
 
 module {
@@ -65,8 +66,12 @@ module {
 // CHECK: dlexec.kernel @{{.+}} ins(%[[DY]], %[[R]] : {{.*}}) outs(%[[DH]] :
 // CHECK: arith.cmpf ogt
 // CHECK-NEXT: arith.select
-// CHECK: "reduction", "parallel"
-// CHECK: dlexec.library_call "gemm"
+// The bias gradient (the sum of dh over the batch) is the weight-gradient
+// gemm's bgrad_a epilogue (--dlexec-fuse-gemm-epilogues), not a kernel.
+// CHECK-NOT: "reduction"
+// CHECK: %[[DB:.+]] = dlexec.alloc {{.*}} : memref<8xf32>
+// CHECK: dlexec.library_call "gemm" ins(%[[DH]], %[[X]] : {{.*}}) outs(%{{.+}}, %[[DB]] : memref<8x4xf32>, memref<8xf32>)
+// CHECK-SAME: epilogue = "bgrad_a"
 // CHECK-COUNT-3: dlexec.kernel
 // CHECK-NOT: dlexec.kernel
 // CHECK: dlexec.output "loss", %[[LOSS]]

@@ -21,6 +21,16 @@ set_tests_properties(dlrt-runtime-tests-standin PROPERTIES
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\];Running 0 tests"
   LABELS cuda-standin TIMEOUT 600)
 
+# The gemm epilogues again where cuBLASLt has no algorithm for them: the
+# CUDA device's fallbacks (a broadcast bias, a ReLU kernel, the bias
+# gradient as a product with ones) must give the same results.
+add_test(NAME dlrt-runtime-tests-standin-no-epilogue
+  COMMAND dlrt-runtime-tests --gtest_filter=Devices/DeviceTest.Gemm*/cuda)
+set_tests_properties(dlrt-runtime-tests-standin-no-epilogue PROPERTIES
+  ENVIRONMENT "${DLRT_STANDIN_ENV};DLRT_CUDA_STANDIN_LT_NO_EPILOGUE=1"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\];Running 0 tests"
+  LABELS cuda-standin TIMEOUT 600)
+
 # Every e2e model, training and inference, host vs CUDA on the stand-in.
 # mlp also embeds real sm_90 cubins (dlc --target), which the stand-in
 # refuses, so the runtime's recompile-from-source fallback runs too.

@@ -524,7 +524,8 @@ TEST_F(CudaGpuTest, GemmMatchesCpuForAllTransposesAndBiasModes) {
         // hints given to the cuBLASLt heuristic.
         float *da = upload(a, ta && tb ? 1 : 0), *db = upload(b),
               *dc = upload(c), *dy = upload(y0);
-        Status status = device->gemm(p, da, db, p.has_c ? dc : nullptr, dy);
+        Status status = device->gemm(p, da, db, p.has_c ? dc : nullptr, dy,
+                                     nullptr);
         ASSERT_TRUE(status.ok()) << status.message;
         std::vector<float> y = download(dy, M * N);
         double worst = 0;

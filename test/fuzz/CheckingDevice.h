@@ -98,7 +98,7 @@ public:
   }
 
   Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
-              void *y) override {
+              void *y, void *biasGrad) override {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0)
       violation("gemm with non-positive sizes");
     checkElements(p.dtype, a, {p.m, p.k}, "gemm A");
@@ -109,6 +109,11 @@ public:
                                       : std::vector<int64_t>{p.m, p.n},
                     "gemm C");
     checkElements(p.dtype, y, {p.m, p.n}, "gemm Y");
+    if (dlc::exec::writesBiasGradient(p.epilogue))
+      checkElements(p.dtype, biasGrad,
+                    {p.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? p.m
+                                                                      : p.n},
+                    "gemm dBias");
     return Status::OK();
   }
   Status batchedGemm(const BatchedGemmParams &p, const void *a, const void *b,

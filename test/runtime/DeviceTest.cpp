@@ -96,10 +96,101 @@ TEST_P(DeviceTest, Gemm) {
     p.beta = c.beta;
     float *y = upload(y0);
     Status s =
-        device->gemm(p, upload(a), upload(b), c.hasC ? upload(cv) : nullptr, y);
+        device->gemm(p, upload(a), upload(b), c.hasC ? upload(cv) : nullptr, y,
+                     nullptr);
     ASSERT_TRUE(s.ok()) << s.message;
     expectClose(download(y, M * N), ref, "Y");
   }
+}
+
+struct EpilogueCase {
+  dlc::exec::GemmEpilogue epilogue;
+  bool transA, transB, hasC, rowVector;
+  float alpha, beta;
+};
+
+// The cuBLASLt epilogues (LibraryCalls.h GemmEpilogue) against naive loops:
+// ReLU after a bias row, after nothing and after a full C; the bias
+// gradient of op(A) and op(B) with each transpose. The ReLU cases have
+// negative and positive sums (random operands around 0), so a missing or
+// misplaced ReLU changes Y.
+TEST_P(DeviceTest, GemmEpilogues) {
+  using dlc::exec::GemmEpilogue;
+  const int64_t M = 6, N = 9, K = 5;
+  const EpilogueCase cases[] = {
+      {GemmEpilogue::Relu, false, true, true, true, 1.0f, 1.0f},
+      {GemmEpilogue::Relu, true, false, false, false, 2.0f, 0.0f},
+      {GemmEpilogue::Relu, false, false, true, false, 1.0f, 0.5f},
+      {GemmEpilogue::BiasGradA, true, false, false, false, 1.0f, 0.0f},
+      {GemmEpilogue::BiasGradA, false, true, false, false, 1.0f, 0.0f},
+      {GemmEpilogue::BiasGradB, true, false, false, false, 1.0f, 0.0f},
+      {GemmEpilogue::BiasGradB, false, true, false, false, 0.5f, 0.0f},
+  };
+  int idx = 0;
+  for (const EpilogueCase &c : cases) {
+    SCOPED_TRACE("case " + std::to_string(idx++) + " (" +
+                 dlc::exec::gemmEpilogueName(c.epilogue) + ")");
+    auto a = randomVector(M * K, 11, 1), b = randomVector(K * N, 12, 1);
+    auto cv = randomVector(c.rowVector ? N : M * N, 13, 1);
+    std::vector<double> ref(M * N);
+    int negatives = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += double(c.transA ? a[k * M + i] : a[i * K + k]) *
+                 (c.transB ? b[j * K + k] : b[k * N + j]);
+        double v = c.alpha * acc +
+                   (c.hasC ? c.beta * cv[c.rowVector ? j : i * N + j] : 0.0);
+        if (c.epilogue == GemmEpilogue::Relu) {
+          negatives += v < 0;
+          v = v > 0 ? v : 0;
+        }
+        ref[i * N + j] = v;
+      }
+    if (c.epilogue == GemmEpilogue::Relu)
+      ASSERT_GT(negatives, 0) << "the case does not exercise the ReLU";
+    // dBias: the sum over k of op(A) [M] or of op(B) [N], without alpha.
+    const bool ofA = c.epilogue == GemmEpilogue::BiasGradA;
+    const int64_t length = ofA ? M : N;
+    std::vector<double> gradRef(length);
+    for (int64_t r = 0; r < length; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        gradRef[r] += ofA ? (c.transA ? a[k * M + r] : a[r * K + k])
+                          : (c.transB ? b[r * K + k] : b[k * N + r]);
+    GemmParams p;
+    p.m = M;
+    p.n = N;
+    p.k = K;
+    p.trans_a = c.transA;
+    p.trans_b = c.transB;
+    p.has_c = c.hasC;
+    p.c_is_row_vector = c.rowVector;
+    p.alpha = c.alpha;
+    p.beta = c.beta;
+    p.epilogue = c.epilogue;
+    const bool bgrad = dlc::exec::writesBiasGradient(c.epilogue);
+    float *y = upload(randomVector(M * N, 14, 1));
+    float *grad = bgrad ? upload(randomVector(length, 15, 1)) : nullptr;
+    Status s = device->gemm(p, upload(a), upload(b),
+                            c.hasC ? upload(cv) : nullptr, y, grad);
+    ASSERT_TRUE(s.ok()) << s.message;
+    expectClose(download(y, M * N), ref, "Y");
+    if (bgrad)
+      expectClose(download(grad, length), gradRef, "dBias");
+  }
+}
+
+TEST_P(DeviceTest, GemmBiasGradientNeedsItsOutput) {
+  GemmParams p;
+  p.m = p.n = p.k = 2;
+  p.trans_a = true;
+  p.epilogue = dlc::exec::GemmEpilogue::BiasGradA;
+  std::vector<float> v(4, 1.0f);
+  Status s =
+      device->gemm(p, upload(v), upload(v), nullptr, upload(v), nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("dBias"), std::string::npos) << s.message;
 }
 
 TEST_P(DeviceTest, BatchedGemmBroadcasts) {

@@ -214,12 +214,13 @@ TEST_P(LowPrecisionCalls, Gemm) {
     GemmParams p32 = p;
     p32.dtype = ElementType::F32;
     Status s = host->gemm(p32, a.wide.data(), b.wide.data(),
-                          c.hasC ? cv.wide.data() : nullptr, f32.data());
+                          c.hasC ? cv.wide.data() : nullptr, f32.data(),
+                          nullptr);
     ASSERT_TRUE(s.ok()) << s.message;
 
     void *dy = upload(y0.bits);
     s = device->gemm(p, upload(a.bits), upload(b.bits),
-                     c.hasC ? upload(cv.bits) : nullptr, dy);
+                     c.hasC ? upload(cv.bits) : nullptr, dy, nullptr);
     ASSERT_TRUE(s.ok()) << s.message;
     check(download<uint16_t>(dy, M * N), f32, ref, "Y");
   }
@@ -436,7 +437,7 @@ TEST_P(LowPrecisionCalls, AddendsJoinTheSumBeforeTheOneRounding) {
     void *y = upload(bits({c.hasC ? 0.0f : c.c}));
     Status s =
         device->gemm(p, upload(bits({1.0f, u / 4})), upload(bits({1.0f, 1.0f})),
-                     c.hasC ? upload(bits({c.c})) : nullptr, y);
+                     c.hasC ? upload(bits({c.c})) : nullptr, y, nullptr);
     ASSERT_TRUE(s.ok()) << s.message;
     EXPECT_EQ(download<uint16_t>(y, 1)[0], want)
         << "got " << fromBits(download<uint16_t>(y, 1)[0], type);
@@ -464,7 +465,7 @@ TEST_P(LowPrecisionCalls, RejectsF64) {
   p.dtype = ElementType::F64;
   std::vector<double> a(4, 1.0), y(4, 0.0);
   void *da = upload(a.data(), 32), *dy = upload(y.data(), 32);
-  Status s = device->gemm(p, da, da, nullptr, dy);
+  Status s = device->gemm(p, da, da, nullptr, dy, nullptr);
   EXPECT_EQ(s.code, DLRT_INTERNAL);
   EXPECT_NE(s.message.find("gemm: element type f64 is not supported (f32, "
                            "f16 and bf16 are)"),

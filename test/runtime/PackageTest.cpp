@@ -142,7 +142,7 @@ TEST(Package, WrongVersion) {
   EXPECT_EQ(code, DLRT_INCOMPATIBLE);
   EXPECT_EQ(message, "'" + dir.file("v7.dlcp") +
                          "' has package format version 7; this runtime reads "
-                         "versions 1 to 3 — recompile it with a matching dlc");
+                         "versions 1 to 4 — recompile it with a matching dlc");
 }
 
 TEST(Package, OutOfRangeBufferIndex) {
@@ -385,6 +385,42 @@ TEST(Package, TypedLibraryCallsParse) {
                             c1.t, c1.r, c1.s, c1.o, c1.p, c1.q),
             std::make_tuple(c2.spatial, c2.n, c2.c, c2.d, c2.h, c2.w, c2.k,
                             c2.t, c2.r, c2.s, c2.o, c2.p, c2.q));
+}
+
+TEST(Package, GemmEpiloguesParse) {
+  // Format version 4: GemmAttrs.epilogue decodes; a bias-gradient epilogue
+  // takes a fifth buffer, dBias, of N (BiasGradB) or M (BiasGradA) elements.
+  PkgSpec v4 = validSpec();
+  v4.formatVersion = 4;
+  auto relu = gemmParams(), bgrad = gemmParams();
+  relu.gemm.epilogue = dlc::exec::GemmEpilogue::Relu;
+  bgrad.gemm.epilogue = dlc::exec::GemmEpilogue::BiasGradB;
+  Package p;
+  Status s = parseWithStep(
+      v4, StepSpec{false, 0, "gemm", {0, 1, 2}, {}, {}, relu}, &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(p.functions[0].steps[0].call.gemm.epilogue,
+            dlc::exec::GemmEpilogue::Relu);
+  s = parseWithStep(v4, StepSpec{false, 0, "gemm", {0, 1, 2, 4}, {}, {}, bgrad},
+                    &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(p.functions[0].steps[0].call.gemm.epilogue,
+            dlc::exec::GemmEpilogue::BiasGradB);
+  EXPECT_EQ(p.functions[0].steps[0].args, (std::vector<uint32_t>{0, 1, 2, 4}));
+  // Without its dBias buffer the call is corrupt.
+  s = parseWithStep(v4, StepSpec{false, 0, "gemm", {0, 1, 2}, {}, {}, bgrad},
+                    &p);
+  EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+  EXPECT_NE(s.message.find("'gemm' takes 4 buffers, got 3"), std::string::npos)
+      << s.message;
+  // The packages of older dlc versions have no epilogue field: None.
+  PkgSpec v3 = validSpec();
+  v3.formatVersion = 3;
+  s = parseWithStep(
+      v3, StepSpec{false, 0, "gemm", {0, 1, 2}, {}, {}, gemmParams()}, &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(p.functions[0].steps[0].call.gemm.epilogue,
+            dlc::exec::GemmEpilogue::None);
 }
 
 TEST(Package, InvalidTypedLibraryCallsAreCorrupt) {

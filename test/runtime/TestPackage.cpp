@@ -42,7 +42,8 @@ typedAttrs(flatbuffers::FlatBufferBuilder &b,
     return {fb::LibraryCallAttrs::GemmAttrs,
             fb::CreateGemmAttrs(b, g.m, g.n, g.k, g.trans_a, g.trans_b,
                                 g.has_c, g.c_is_row_vector, g.alpha, g.beta,
-                                packageDType(g.dtype))
+                                packageDType(g.dtype),
+                                static_cast<fb::GemmEpilogue>(g.epilogue))
                 .Union()};
   }
   case LibraryCallFamily::BatchedGemm: {

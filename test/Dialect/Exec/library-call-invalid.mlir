@@ -15,7 +15,7 @@ dlexec.func @unknown_callee {
 dlexec.func @two_outputs {
   %a = dlexec.input "a" : memref<2x2xf32>
   %y = dlexec.alloc : memref<2x2xf32>
-  // expected-error @+1 {{'gemm' expects exactly one output (Y), got 2}}
+  // expected-error @+1 {{gemm with epilogue "none" expects 1 output(s) (Y), got 2}}
   dlexec.library_call "gemm" ins(%a, %a : memref<2x2xf32>, memref<2x2xf32>) outs(%y, %y : memref<2x2xf32>, memref<2x2xf32>)
 }
 
@@ -291,4 +291,34 @@ dlexec.func @i32_batched_gemm {
   %y = dlexec.alloc : memref<8xi32>
   // expected-error @+1 {{'batched_gemm' supports f32, f16 and bf16, got 'i32'}}
   dlexec.library_call "batched_gemm" ins(%a, %a : memref<8xi32>, memref<8xi32>) outs(%y : memref<8xi32>) {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = array<i64: 2>, stride_a = array<i64: 4>, stride_b = array<i64: 4>}
+}
+
+// -----
+
+dlexec.func @gemm_unknown_epilogue {
+  %a = dlexec.input "a" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xf32>
+  // expected-error @+1 {{gemm epilogue must be "none", "relu", "bgrad_a" or "bgrad_b", got "gelu"}}
+  dlexec.library_call "gemm" ins(%a, %a : memref<2x2xf32>, memref<2x2xf32>) outs(%y : memref<2x2xf32>) {epilogue = "gelu"}
+}
+
+// -----
+
+dlexec.func @gemm_bgrad_needs_dbias {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<2x4xf32>
+  %y = dlexec.alloc : memref<3x4xf32>
+  // expected-error @+1 {{gemm with epilogue "bgrad_a" expects 2 output(s) (Y, dBias), got 1}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<2x4xf32>) outs(%y : memref<3x4xf32>) {trans_a = true, epilogue = "bgrad_a"}
+}
+
+// -----
+
+dlexec.func @gemm_bgrad_length {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<2x4xf32>
+  %y = dlexec.alloc : memref<3x4xf32>
+  %db = dlexec.alloc : memref<4xf32>
+  // expected-error @+1 {{gemm epilogue "bgrad_a" writes dBias of shape [3] (M), got 'memref<4xf32>'}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<2x4xf32>) outs(%y, %db : memref<3x4xf32>, memref<4xf32>) {trans_a = true, epilogue = "bgrad_a"}
 }

@@ -14,6 +14,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -770,6 +771,14 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
           checkProblem(fn, /*atMatmul=*/false, *desc, la, lb, lc, ld, &plan);
       s != CUBLAS_STATUS_SUCCESS)
     return s;
+  // With DLRT_CUDA_STANDIN_LT_NO_EPILOGUE set, no algorithm supports an
+  // epilogue (the answer a real library may give for some problems), so
+  // that tests reach the callers' fallbacks.
+  if (plan.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+      std::getenv("DLRT_CUDA_STANDIN_LT_NO_EPILOGUE"))
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
+                "no algorithm for epilogue " + std::to_string(plan.epilogue) +
+                    " (DLRT_CUDA_STANDIN_LT_NO_EPILOGUE is set)");
 
   // An algorithm assumes each operand is aligned to the preference's
   // minimum, up to the 16 bytes a vectorized load needs; the bias and aux

@@ -506,6 +506,40 @@ TEST_F(CublasLtTest, BgradbSumsOpBOverK) {
   }
 }
 
+// BGRADA: the bias gradient of a weight-gradient GEMM whose op(A) is dY^T
+// (the CUDA device's row-major dW = X^T dY of a MatMul layer): sums of
+// op(A)'s rows over k, with D the plain product.
+TEST_F(CublasLtTest, BgradaSumsOpAOverK) {
+  Problem p = problem(19, 7, 12, CUBLAS_OP_T, CUBLAS_OP_N);
+  p.epilogue = CUBLASLT_EPILOGUE_BGRADA;
+  Descriptors ds;
+  describe(p, ds);
+  DeviceBuffer a(p.a.values.size() * 4), b(p.b.values.size() * 4),
+      d(p.d.values.size() * 4), bgrad(p.m() * 4);
+  upload(p.a, a);
+  upload(p.b, b);
+  void *ptr = bgrad.get();
+  ASSERT_EQ(cublasLtMatmulDescSetAttribute(
+                ds.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, 8),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasLtMatmul(handle, ds.desc, &p.alpha, a.get(), ds.a, b.get(),
+                           ds.b, &p.beta, d.get(), ds.c, d.get(), ds.d, nullptr,
+                           nullptr, 0, stream()),
+            CUBLAS_STATUS_SUCCESS);
+  download(p.d, d);
+  expectMatches(p, "BGRADA output");
+  Mat grad = matrix(p.m(), 1);
+  download(grad, bgrad);
+  for (int64_t i = 0; i < p.m(); ++i) {
+    double sum = 0, scale = 0;
+    for (int64_t q = 0; q < p.k(); ++q) {
+      sum += p.opa(0, i, q);
+      scale += std::fabs(p.opa(0, i, q));
+    }
+    EXPECT_NEAR(grad.values[i], sum, 1e-6 * (scale + 1)) << i;
+  }
+}
+
 TEST_F(CublasLtTest, HalfAndBfloat16Inputs) {
   const std::pair<cudaDataType, cudaDataType> types[] = {
       {CUDA_R_16F, CUDA_R_32F},

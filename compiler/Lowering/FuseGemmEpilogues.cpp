@@ -1,0 +1,346 @@
+//===- FuseGemmEpilogues.cpp - kernels into gemm library-call epilogues ---===//
+//
+// A ReLU kernel that is the only reader of a gemm's result, and the bias
+// gradient (a column sum of dY) beside the weight-gradient gemm that reads
+// the same dY, become epilogues of that gemm (LibraryCalls.h GemmEpilogue:
+// cuBLASLt's RELU_BIAS and BGRADA/BGRADB; the host device computes the same).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Lowering/KernelQueries.h"
+#include "compiler/Lowering/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace dlc {
+#define GEN_PASS_DEF_FUSEGEMMEPILOGUESPASS
+#include "compiler/Lowering/Passes.h.inc"
+} // namespace dlc
+
+using namespace mlir;
+using namespace dlc;
+namespace x = dlc::exec;
+
+namespace {
+
+/// The buffer |v| views: through reshapes and any other view op (one
+/// buffer operand, one buffer result, no effects: e.g. dlexec.subview).
+Value stripViews(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (def->getNumOperands() != 1 || def->getNumResults() != 1 ||
+        !isa<MemRefType>(def->getOperand(0).getType()) ||
+        !(isa<x::ReshapeOp>(def) || isPure(def)))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// Identifies the memory a buffer refers to: the variable symbol for
+/// variable_refs (two refs of one variable alias), else the viewed value.
+bool sameMemory(Value a, Value b) {
+  a = stripViews(a), b = stripViews(b);
+  auto ra = a.getDefiningOp<x::VariableRefOp>();
+  auto rb = b.getDefiningOp<x::VariableRefOp>();
+  if (ra || rb)
+    return ra && rb && ra.getVariableAttr() == rb.getVariableAttr();
+  return a == b;
+}
+
+/// The buffers |op| reads and writes (kernels, builtin kernels and library
+/// calls name them as ins/outs; any other op that takes a buffer is treated
+/// as touching it).
+void touched(Operation *op, SmallVectorImpl<Value> &reads,
+             SmallVectorImpl<Value> &writes) {
+  auto split = [&](ValueRange ins, ValueRange outs) {
+    reads.append(ins.begin(), ins.end());
+    writes.append(outs.begin(), outs.end());
+  };
+  if (auto k = dyn_cast<x::KernelOp>(op))
+    return split(k.getInputs(), k.getOutputs());
+  if (auto b = dyn_cast<x::BuiltinKernelOp>(op))
+    return split(b.getInputs(), b.getOutputs());
+  if (auto l = dyn_cast<x::LibraryCallOp>(op))
+    return split(l.getInputs(), l.getOutputs());
+  if (isa<x::AllocOp, x::VariableRefOp, x::InputOp>(op) || isPure(op))
+    return;
+  for (Value v : op->getOperands())
+    if (isa<MemRefType>(v.getType()))
+      writes.push_back(v);
+}
+
+/// True when an op strictly between |from| and |to| (same block, |from|
+/// first) reads or writes |buf| (when |reads| is set) or writes it.
+bool touchedBetween(Operation *from, Operation *to, Value buf, bool reads) {
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode()) {
+    SmallVector<Value> r, w;
+    touched(op, r, w);
+    if (llvm::any_of(w, [&](Value v) { return sameMemory(v, buf); }))
+      return true;
+    if (reads && llvm::any_of(r, [&](Value v) { return sameMemory(v, buf); }))
+      return true;
+  }
+  return false;
+}
+
+/// The gemm's parameters, or failure for another callee.
+FailureOr<x::GemmParams> gemmParams(x::LibraryCallOp call) {
+  const x::LibraryCallInfo *info = call.getCallInfo();
+  if (!info || info->call != x::LibraryCall::Gemm)
+    return failure();
+  FailureOr<x::LibraryCallParams> p = call.getParams();
+  if (failed(p))
+    return failure();
+  return p->gemm;
+}
+
+/// Whether defineBefore(|buf|, |at|) can succeed: |buf| is defined before
+/// |at|, or after it by an op without operands (alloc, variable_ref, input)
+/// or a view (reshape) of such a buffer.
+bool canDefineBefore(Value buf, Operation *at) {
+  Operation *def = buf.getDefiningOp();
+  if (!def || def->getBlock() != at->getBlock() || def->isBeforeInBlock(at))
+    return true;
+  if (def->getNumOperands() == 0)
+    return true;
+  return isa<x::ReshapeOp>(def) && canDefineBefore(def->getOperand(0), at);
+}
+
+/// Makes |buf| usable at |at| by moving its defining ops (canDefineBefore)
+/// before |at|. Fails, changing nothing, when they cannot move.
+LogicalResult defineBefore(Value buf, Operation *at) {
+  if (!canDefineBefore(buf, at))
+    return failure();
+  Operation *def = buf.getDefiningOp();
+  if (!def || def->getBlock() != at->getBlock() || def->isBeforeInBlock(at))
+    return success();
+  if (def->getNumOperands() == 1)
+    (void)defineBefore(def->getOperand(0), at);
+  def->moveBefore(at);
+  return success();
+}
+
+/// The block argument |v| is argument |i| of |k|'s body.
+bool isArg(Value v, x::KernelOp k, unsigned i) {
+  auto a = dyn_cast<BlockArgument>(v);
+  return a && a.getOwner() == &k.getBody().front() && a.getArgNumber() == i;
+}
+
+/// The value |k| yields, when its body is one op then the yield.
+Operation *singleBodyOp(x::KernelOp k, unsigned extraConstants = 0) {
+  Block &body = k.getBody().front();
+  Operation *yield = body.getTerminator();
+  if (yield->getNumOperands() != 1)
+    return nullptr;
+  Operation *op = yield->getOperand(0).getDefiningOp();
+  if (!op || op->getBlock() != &body)
+    return nullptr;
+  unsigned others = 0;
+  for (Operation &o : body.without_terminator())
+    if (&o != op && !isa<arith::ConstantOp>(o))
+      return nullptr;
+    else if (&o != op)
+      ++others;
+  return others <= extraConstants ? op : nullptr;
+}
+
+/// |k| is Y = max(X, +0.0) elementwise over identical shapes (a
+/// `dlgraph.relu` that fusion left alone because several ops read its
+/// result): one input, one output, all-parallel identity maps.
+bool isReluKernel(x::KernelOp k) {
+  if (k.getInputs().size() != 1 || k.getOutputs().size() != 1 ||
+      !isAllParallel(k) || k.getInit())
+    return false;
+  for (Attribute m : k.getIndexingMaps())
+    if (!cast<AffineMapAttr>(m).getValue().isIdentity())
+      return false;
+  if (k.getInputs()[0].getType() != k.getOutputs()[0].getType())
+    return false;
+  auto max = dyn_cast_or_null<arith::MaximumFOp>(singleBodyOp(k, 1));
+  if (!max)
+    return false;
+  Value lhs = max.getLhs(), rhs = max.getRhs();
+  if (!isArg(lhs, k, 0))
+    std::swap(lhs, rhs);
+  FloatAttr zero;
+  return isArg(lhs, k, 0) && matchPattern(rhs, m_Constant(&zero)) &&
+         zero.getValue().isPosZero();
+}
+
+/// Folds a ReLU kernel into the gemm whose result is its only input:
+/// gemm(A, B[, bias]) -> T; relu(T) -> Y  becomes  gemm{relu}(A, B[, bias])
+/// -> Y. Only when the gemm adds no C or a bias row with beta 1 (cuBLASLt's
+/// RELU_BIAS), T has no other reader, and nothing between the two touches Y.
+LogicalResult fuseRelu(x::KernelOp relu) {
+  if (!isReluKernel(relu))
+    return failure();
+  Value t = relu.getInputs()[0], y = relu.getOutputs()[0];
+  auto alloc = t.getDefiningOp<x::AllocOp>();
+  if (!alloc || !t.hasNUses(2))
+    return failure();
+  x::LibraryCallOp call;
+  for (Operation *u : t.getUsers())
+    if (auto c = dyn_cast<x::LibraryCallOp>(u))
+      call = c;
+  if (!call || call->getBlock() != relu->getBlock() ||
+      !call->isBeforeInBlock(relu) || call.getOutputs().size() != 1 ||
+      call.getOutputs()[0] != t)
+    return failure();
+  FailureOr<x::GemmParams> g = gemmParams(call);
+  if (failed(g) || g->epilogue != x::GemmEpilogue::None)
+    return failure();
+  bool bias = g->has_c && g->c_is_row_vector && g->beta == 1.0f;
+  bool plain = !g->has_c && g->beta == 0.0f;
+  if (!bias && !plain)
+    return failure();
+  if (touchedBetween(call, relu, y, /*reads=*/true) ||
+      llvm::any_of(call.getInputs(),
+                   [&](Value in) { return sameMemory(in, y); }) ||
+      failed(defineBefore(y, call)))
+    return failure();
+  call->setOperand(call->getNumOperands() - 1, y);
+  call->setAttr("epilogue", StringAttr::get(call->getContext(),
+                                            x::gemmEpilogueName(
+                                                x::GemmEpilogue::Relu)));
+  relu->erase();
+  alloc->erase();
+  return success();
+}
+
+/// |k| is dBias[C] = sum of D over every dim but the last (D [..., C], f32
+/// accumulation in the element type): one input read through the identity,
+/// the output through the last loop, `reduction` iterators but the last,
+/// init 0, body one addf of the element and the accumulator.
+bool isColumnSumKernel(x::KernelOp k) {
+  if (k.getInputs().size() != 1 || k.getOutputs().size() != 1)
+    return false;
+  auto in = cast<MemRefType>(k.getInputs()[0].getType());
+  auto out = cast<MemRefType>(k.getOutputs()[0].getType());
+  int64_t r = in.getRank();
+  if (r < 2 || out.getRank() != 1 ||
+      out.getDimSize(0) != in.getDimSize(r - 1) ||
+      in.getElementType() != out.getElementType())
+    return false;
+  auto its = k.getIteratorTypes().getAsValueRange<StringAttr>();
+  int64_t i = 0;
+  for (StringRef it : its)
+    if (it != (++i == r ? "parallel" : "reduction"))
+      return false;
+  if (i != r)
+    return false;
+  auto maps = k.getIndexingMaps();
+  AffineMap inMap = cast<AffineMapAttr>(maps[0]).getValue();
+  AffineMap outMap = cast<AffineMapAttr>(maps[1]).getValue();
+  if (!inMap.isIdentity() || outMap.getNumResults() != 1 ||
+      outMap.getResult(0) != getAffineDimExpr(r - 1, k.getContext()))
+    return false;
+  ArrayAttr init = k.getInitAttr();
+  auto zero = init && init.size() == 1 ? dyn_cast<FloatAttr>(init[0]) : nullptr;
+  if (!zero || !zero.getValue().isZero())
+    return false;
+  auto add = dyn_cast_or_null<arith::AddFOp>(singleBodyOp(k));
+  return add && ((isArg(add.getLhs(), k, 0) && isArg(add.getRhs(), k, 1)) ||
+                 (isArg(add.getLhs(), k, 1) && isArg(add.getRhs(), k, 0)));
+}
+
+/// Folds a column-sum kernel of D into a gemm (without C) in the same
+/// function that reads D as op(A) = D^T (A is D [K, M] with trans_a:
+/// bgrad_a) or op(B) = D (B is D [K, N] without trans_b: bgrad_b); the gemm
+/// gains the kernel's output as dBias. The fused call runs at the gemm's
+/// place when no op between the two touches dBias, else (the sum first, its
+/// result read before the gemm, as by the bias's optimizer update) at the
+/// sum's place when no op between writes the gemm's inputs or touches its
+/// Y. Never when an op between the two writes D.
+LogicalResult fuseBiasGradient(x::KernelOp sum) {
+  if (!isColumnSumKernel(sum))
+    return failure();
+  Value d = sum.getInputs()[0], dBias = sum.getOutputs()[0];
+  auto dType = cast<MemRefType>(d.getType());
+  int64_t cols = dType.getShape().back();
+  int64_t rows = dType.getNumElements() / cols;
+  SmallVector<Operation *> readers;
+  Value root = stripViews(d);
+  SmallVector<Value> work{root};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *u : v.getUsers())
+      if (auto r = dyn_cast<x::ReshapeOp>(u))
+        work.push_back(r.getResult());
+      else
+        readers.push_back(u);
+  }
+  for (Operation *u : readers) {
+    auto call = dyn_cast<x::LibraryCallOp>(u);
+    if (!call || call->getBlock() != sum->getBlock() ||
+        call.getOutputs().size() != 1)
+      continue;
+    FailureOr<x::GemmParams> g = gemmParams(call);
+    if (failed(g) || g->epilogue != x::GemmEpilogue::None || g->has_c ||
+        g->beta != 0.0f)
+      continue;
+    auto is2d = [&](Value v) {
+      auto t = cast<MemRefType>(v.getType());
+      return sameMemory(v, d) && t.getDimSize(0) == rows &&
+             t.getDimSize(1) == cols;
+    };
+    x::GemmEpilogue epilogue;
+    if (g->trans_a && is2d(call.getInputs()[0]))
+      epilogue = x::GemmEpilogue::BiasGradA;
+    else if (!g->trans_b && is2d(call.getInputs()[1]))
+      epilogue = x::GemmEpilogue::BiasGradB;
+    else
+      continue;
+    const bool callFirst = call->isBeforeInBlock(sum);
+    Operation *first = callFirst ? call.getOperation() : sum.getOperation();
+    Operation *last = callFirst ? sum.getOperation() : call.getOperation();
+    if (touchedBetween(first, last, d, /*reads=*/false) ||
+        llvm::any_of(call->getOperands(),
+                     [&](Value v) { return sameMemory(v, dBias); }))
+      continue;
+    // The fused call runs where the gemm is, writing dBias there (nothing
+    // in between may touch dBias), or, when the sum comes first and its
+    // result is read before the gemm (an optimizer update), where the sum
+    // is: then nothing in between may write the gemm's inputs or touch Y.
+    Operation *at = call.getOperation();
+    if (touchedBetween(first, last, dBias, /*reads=*/true) ||
+        !canDefineBefore(dBias, call)) {
+      Value y = call.getOutputs()[0];
+      if (callFirst || touchedBetween(sum, call, y, /*reads=*/true) ||
+          llvm::any_of(call.getInputs(),
+                       [&](Value in) {
+                         return touchedBetween(sum, call, in,
+                                               /*reads=*/false) ||
+                                !canDefineBefore(in, sum);
+                       }) ||
+          !canDefineBefore(y, sum))
+        continue;
+      at = sum.getOperation();
+      for (Value v : call->getOperands())
+        (void)defineBefore(v, sum);
+    }
+    (void)defineBefore(dBias, at);
+    OpBuilder b(at);
+    auto fused = x::LibraryCallOp::create(
+        b, call.getLoc(), call.getCalleeAttr(), call.getInputs(),
+        ValueRange{call.getOutputs()[0], dBias});
+    fused->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    fused->setAttr("epilogue", b.getStringAttr(x::gemmEpilogueName(epilogue)));
+    call->erase();
+    sum->erase();
+    return success();
+  }
+  return failure();
+}
+
+struct FuseGemmEpiloguesPass
+    : dlc::impl::FuseGemmEpiloguesPassBase<FuseGemmEpiloguesPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<x::FuncOp>())
+      for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
+        if (failed(fuseRelu(k)))
+          (void)fuseBiasGradient(k);
+  }
+};
+
+} // namespace
