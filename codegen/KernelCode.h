@@ -93,6 +93,12 @@ struct KernelCode {
 mlir::FailureOr<KernelCode> buildGeneratedKernel(exec::KernelOp op);
 /// Instantiates a built-in kernel template.
 mlir::FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op);
+/// The body of a dlexec.multi_tensor_kernel (MultiTensorKernel.cpp): on CUDA
+/// one thread per element of the concatenated tensors, which finds its
+/// tensor by a binary search over the range starts; on the host one loop per
+/// tensor. The per-element code is buildGeneratedKernel's for the op's body.
+mlir::FailureOr<KernelCode>
+buildMultiTensorKernel(exec::MultiTensorKernelOp op);
 /// Every kernel of |module| in program order, one per distinct name.
 mlir::FailureOr<std::vector<KernelCode>> collectKernels(mlir::ModuleOp module);
 

@@ -1321,6 +1321,8 @@ FailureOr<std::vector<KernelCode>> collectKernels(ModuleOp module) {
       code = buildGeneratedKernel(k);
     else if (auto b = dyn_cast<exec::BuiltinKernelOp>(op))
       code = buildBuiltinKernel(b);
+    else if (auto m = dyn_cast<exec::MultiTensorKernelOp>(op))
+      code = buildMultiTensorKernel(m);
     else
       return;
     if (failed(code)) {

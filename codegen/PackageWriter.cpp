@@ -275,8 +275,8 @@ LogicalResult PlanBuilder::addFunction(exec::FuncOp func) {
                << "changes the size of the buffer (" << plan.buffers[*src].bytes
                << " -> " << plan.buffers[*idx].bytes << " bytes)";
       plan.buffers[*idx].aliasOf = *src;
-    } else if (isa<exec::KernelOp, exec::BuiltinKernelOp, exec::LibraryCallOp>(
-                   op)) {
+    } else if (isa<exec::KernelOp, exec::BuiltinKernelOp, exec::LibraryCallOp,
+                   exec::MultiTensorKernelOp>(op)) {
       PlanStep step;
       for (Value v : op.getOperands()) {
         auto idx = indexOf(&op, v);
@@ -290,6 +290,9 @@ LogicalResult PlanBuilder::addFunction(exec::FuncOp func) {
       } else if (auto b = dyn_cast<exec::BuiltinKernelOp>(op)) {
         step.kernel = kernelIndex(b.getSymName());
         step.numInputs = b.getInputs().size();
+      } else if (auto m = dyn_cast<exec::MultiTensorKernelOp>(op)) {
+        step.kernel = kernelIndex(m.getSymName());
+        step.numInputs = m.getInputs().size();
       } else {
         auto call = cast<exec::LibraryCallOp>(op);
         step.isLaunch = false;

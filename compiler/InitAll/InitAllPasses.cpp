@@ -1,6 +1,7 @@
 //===- InitAllPasses.cpp - pass and pipeline registration -----------------===//
 #include "compiler/InitAll/InitAll.h"
 
+#include "compiler/Lowering/MultiTensor/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
@@ -19,6 +20,7 @@ void dlc::registerAllPasses() {
   done = true;
   mlir::registerTransformsPasses();
   dlc::registerLoweringPasses();
+  dlc::registerDLCMultiTensorPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();
   dlc::registerDLCDataParallelPasses();

@@ -3,6 +3,7 @@
 
 #include "compiler/Lowering/Liveness.h"
 #include "compiler/Lowering/KernelQueries.h"
+#include "compiler/Lowering/MultiTensor/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "dialects/Exec/LibraryCalls.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -17,6 +18,7 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseGemmEpiloguesPass());
+  pm.addPass(createMultiTensorPass());
   pm.addPass(createPlanMemoryPass());
 }
 
@@ -72,7 +74,7 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
   countCastKernels(planned, s);
   int64_t largestCallOutput = 0;
   planned.walk([&](Operation *op) {
-    if (isa<exec::KernelOp>(op))
+    if (isa<exec::KernelOp, exec::MultiTensorKernelOp>(op))
       ++s.kernels;
     else if (isa<exec::BuiltinKernelOp>(op))
       ++s.builtinKernels;

@@ -111,7 +111,7 @@ LogicalResult FuncOp::verify() {
   // The step is a straight-line schedule the package stores op by op;
   // arith.constant holds scalars that kernel bodies capture.
   for (Operation &op : getBody().front())
-    if (!isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, KernelOp,
+    if (!isa<MultiTensorKernelOp>(op) && !isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, KernelOp,
              BuiltinKernelOp, LibraryCallOp, AllReduceOp, WaitOp,
              arith::ConstantOp>(op))
       return op.emitOpError()
@@ -271,6 +271,95 @@ LogicalResult KernelOp::verify() {
     if (isKernelMathCall(&op) && !isa<FloatType>(result))
       return op.emitOpError()
              << "on " << result << " is not supported by codegen";
+  }
+  return success();
+}
+
+LogicalResult MultiTensorKernelOp::verify() {
+  int64_t numShared = getNumShared();
+  unsigned numTensors = getNumTensors();
+  if (numShared < 0 || numShared > (int64_t)getInputs().size())
+    return emitOpError() << "num_shared is " << numShared << " for "
+                         << getInputs().size() << " inputs";
+  if (numTensors == 0)
+    return emitOpError() << "has no tensors (sizes is empty)";
+  unsigned perTensorIns = getInputs().size() - numShared;
+  if (perTensorIns % numTensors != 0 || getOutputs().size() % numTensors != 0 ||
+      getOutputs().empty())
+    return emitOpError() << "has " << perTensorIns << " per-tensor inputs and "
+                         << getOutputs().size() << " outputs for "
+                         << numTensors << " tensors; expected a multiple of "
+                            "the tensor count each, and outputs";
+  unsigned ins = getNumInputRoles(), outs = getNumOutputRoles();
+  auto check = [&](Value v, unsigned index, int64_t elements) -> LogicalResult {
+    auto type = cast<MemRefType>(v.getType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return emitOpError() << "operand #" << index << " of type " << type
+                           << " is not a dense buffer of static shape";
+    if (!isKernelScalarType(type.getElementType()))
+      return emitOpError() << "operand #" << index << " has element type "
+                           << type.getElementType()
+                           << ", which codegen does not support (expected "
+                              "f32, f64, f16, bf16, i64, i32 or i1)";
+    if (type.getNumElements() != elements)
+      return emitOpError() << "operand #" << index << " of type " << type
+                           << " has " << type.getNumElements()
+                           << " elements, expected " << elements;
+    return success();
+  };
+  // Role r of tensor t is operand roleOperand(t, r); its element type must be
+  // the role's block argument type.
+  Block &body = getBody().front();
+  if (body.getNumArguments() != numShared + ins + outs)
+    return emitOpError() << "body has " << body.getNumArguments()
+                         << " arguments, expected " << numShared + ins + outs
+                         << " (shared inputs, per-tensor inputs, outputs)";
+  auto operands = getOperands();
+  for (int64_t s = 0; s < numShared; ++s)
+    if (failed(check(operands[s], s, 1)))
+      return failure();
+  for (unsigned t = 0; t < numTensors; ++t) {
+    int64_t n = getSizes()[t];
+    for (unsigned r = 0; r < ins + outs; ++r) {
+      unsigned index = r < ins ? numShared + t * ins + r
+                               : getInputs().size() + t * outs + (r - ins);
+      if (failed(check(operands[index], index, n)))
+        return failure();
+      Type elem = cast<MemRefType>(operands[index].getType()).getElementType();
+      if (body.getArgument(numShared + r).getType() != elem)
+        return emitOpError() << "operand #" << index << " of element type "
+                             << elem << " for a body argument of type "
+                             << body.getArgument(numShared + r).getType();
+    }
+  }
+  for (int64_t s = 0; s < numShared; ++s)
+    if (body.getArgument(s).getType() !=
+        cast<MemRefType>(operands[s].getType()).getElementType())
+      return emitOpError() << "shared input #" << s << " of element type "
+                           << cast<MemRefType>(operands[s].getType())
+                                  .getElementType()
+                           << " for a body argument of type "
+                           << body.getArgument(s).getType();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != outs)
+    return emitOpError() << "body yields " << yield.getValues().size()
+                         << " values for " << outs << " outputs per tensor";
+  for (auto [o, v] : llvm::enumerate(yield.getValues()))
+    if (v.getType() != body.getArgument(numShared + ins + o).getType())
+      return emitOpError() << "body yields a " << v.getType() << " for output #"
+                           << o << " of element type "
+                           << body.getArgument(numShared + ins + o).getType();
+  for (Operation &op : body.without_terminator()) {
+    if (!isKernelBodyOp(&op) || op.getNumResults() != 1 ||
+        !isKernelScalarType(op.getResult(0).getType()))
+      return op.emitOpError()
+             << "is not supported in a dlexec.multi_tensor_kernel body (the "
+                "scalar ops of dialects/Exec/KernelBodyOps.h; no "
+                "dlexec.index)";
+    if (isKernelMathCall(&op) && !isa<FloatType>(op.getResult(0).getType()))
+      return op.emitOpError()
+             << "on " << op.getResult(0).getType()
+             << " is not supported by codegen";
   }
   return success();
 }

@@ -169,6 +169,66 @@ def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments, IsolatedFromAbo
   let hasVerifier = 1;
 }
 
+def Exec_MultiTensorKernelOp : Exec_Op<"multi_tensor_kernel", [
+    AttrSizedOperandSegments, IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "One elementwise body applied to the elements of many tensors";
+  let description = [{
+    A horizontal fusion of all-parallel `dlexec.kernel`s with the same body
+    over tensors of different shapes (the optimizer updates of a step, one
+    per parameter), as PyTorch's `foreach` / fused Adam and NVIDIA apex's
+    `multi_tensor_apply` do: one launch over the concatenated element
+    ranges of the tensors, each thread finding its tensor from the offsets
+    of the ranges and reading and writing it through that tensor's
+    operands. `sizes` gives the elements of each of the N tensors. The
+    first `num_shared` inputs are single-element operands every tensor
+    reads (a step count, a learning rate); then come the per-tensor inputs,
+    tensor by tensor (R each); the outputs are per-tensor too, tensor by
+    tensor. Every per-tensor operand of tensor t is a dense buffer of
+    sizes[t] elements, read and written at the same flat index. The body is
+    the body of one such kernel over flat indices: block arguments for the
+    shared inputs, the R per-tensor inputs and the outputs, in that order;
+    it yields one value per output role and uses no `dlexec.index`. Results
+    equal those of the N kernels run one after the other: each element is
+    computed by the same operations in the same order (the pass that forms
+    it, `--dlexec-multi-tensor`, groups only kernels whose tensors are
+    disjoint).
+    ```mlir
+    dlexec.multi_tensor_kernel @step_update ins(%lr, %w, %dw, %b, %db
+        : memref<f32>, memref<4x8xf32>, memref<4x8xf32>, memref<8xf32>, memref<8xf32>)
+        outs(%w, %b : memref<4x8xf32>, memref<8xf32>)
+        attributes {num_shared = 1 : i64, sizes = array<i64: 32, 8>} {
+    ^bb0(%rate: f32, %p: f32, %g: f32, %out: f32):
+      %u = arith.mulf %rate, %g : f32
+      %n = arith.subf %p, %u : f32
+      dlexec.yield %n : f32
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Variadic<AnyMemRef>:$inputs,
+                       Variadic<AnyMemRef>:$outputs,
+                       DenseI64ArrayAttr:$sizes, I64Attr:$num_shared);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)` attr-dict-with-keyword $body
+  }];
+  let extraClassDeclaration = [{
+    /// The number of tensors N (the length of `sizes`).
+    unsigned getNumTensors() { return getSizes().size(); }
+    /// The per-tensor inputs of each tensor (R).
+    unsigned getNumInputRoles() {
+      return getNumTensors() == 0 ? 0
+          : (getInputs().size() - getNumShared()) / getNumTensors();
+    }
+    /// The outputs of each tensor.
+    unsigned getNumOutputRoles() {
+      return getNumTensors() == 0 ? 0 : getOutputs().size() / getNumTensors();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Exec_IndexOp : Exec_Op<"index", [Pure]> {
   let summary = "The current index of loop `dim` inside a dlexec.kernel body";
   let description = "`%i = dlexec.index 1 : index`";
@@ -178,7 +238,8 @@ def Exec_IndexOp : Exec_Op<"index", [Pure]> {
 }
 
 def Exec_YieldOp : Exec_Op<"yield", [Pure, Terminator, ReturnLike,
-                                     HasParent<"KernelOp">]> {
+                                     ParentOneOf<["KernelOp",
+                                                  "MultiTensorKernelOp"]>]> {
   let summary = "Yields the new output values of a dlexec.kernel iteration";
   let description = "`dlexec.yield %r : f32`";
   let arguments = (ins Variadic<AnyType>:$values);
