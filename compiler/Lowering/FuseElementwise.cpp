@@ -24,11 +24,17 @@ AffineMap mapOf(x::KernelOp k, unsigned operandNumber) {
   return cast<AffineMapAttr>(k.getIndexingMaps()[operandNumber]).getValue();
 }
 
+/// The buffer |v| is a view of (through reshapes and subviews), or |v|.
+Value viewRoot(Value v) {
+  while (isa_and_nonnull<x::ReshapeOp, x::SubviewOp>(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  return v;
+}
+
 /// Identifies the memory a buffer value refers to: the alloc/input value, or
 /// the variable symbol for variable_refs (two refs of one variable alias).
 Attribute rootKey(Value v) {
-  while (auto r = v.getDefiningOp<x::ReshapeOp>())
-    v = r.getSource();
+  v = viewRoot(v);
   if (auto ref = v.getDefiningOp<x::VariableRefOp>())
     return ref.getVariableAttr();
   return nullptr;
@@ -37,11 +43,7 @@ bool sameMemory(Value a, Value b) {
   Attribute ka = rootKey(a), kb = rootKey(b);
   if (ka || kb)
     return ka == kb;
-  while (auto r = a.getDefiningOp<x::ReshapeOp>())
-    a = r.getSource();
-  while (auto r = b.getDefiningOp<x::ReshapeOp>())
-    b = r.getSource();
-  return a == b;
+  return viewRoot(a) == viewRoot(b);
 }
 
 /// Buffers |op| writes.

@@ -55,8 +55,9 @@ static void findInPlacePairs(Block &body,
       bool ok = true;
       for (OpOperand &o : k->getOpOperands()) {
         Value root = o.get();
-        while (auto r = root.getDefiningOp<exec::ReshapeOp>())
-          root = r.getSource();
+        while (isa_and_nonnull<exec::ReshapeOp, exec::SubviewOp>(
+            root.getDefiningOp()))
+          root = root.getDefiningOp()->getOperand(0);
         if (root != v)
           continue;
         ok &= o.get() == v && o.getOperandNumber() < numIn &&
@@ -90,8 +91,8 @@ SmallVector<BufferLife> dlc::computeBufferLives(exec::FuncOp func) {
     while (!worklist.empty()) {
       Value v = worklist.pop_back_val();
       for (Operation *user : v.getUsers()) {
-        if (auto view = dyn_cast<exec::ReshapeOp>(user)) {
-          worklist.push_back(view.getResult());
+        if (isa<exec::ReshapeOp, exec::SubviewOp>(user)) {
+          worklist.push_back(user->getResult(0));
           continue;
         }
         // Users nested in other ops count at their top-level ancestor.

@@ -30,7 +30,8 @@ struct BufferLife {
 int64_t bufferBytes(mlir::MemRefType type);
 
 /// Lifetimes of every dlexec.alloc in |func|: from the first op that uses the
-/// buffer or a dlexec.reshape view of it to the last such op; a buffer passed
+/// buffer or a dlexec.reshape or dlexec.subview view of it to the last such
+/// op; a buffer passed
 /// to dlexec.output lives to the end of the function. An unused alloc lives
 /// at its own position.
 llvm::SmallVector<BufferLife> computeBufferLives(exec::FuncOp func);

@@ -23,7 +23,11 @@ def LowerToExecPass : Pass<"dlgraph-lower-to-dlexec", "::mlir::ModuleOp"> {
     with `reduction` iterators; gemm/matmul and convolutions become
     `dlexec.library_call`s; pooling, softmax and the cross-entropy loss
     become `dlexec.builtin_kernel`s; each optimizer update is one
-    multi-output kernel. A `dlgraph.write_variable` makes the producer write
+    multi-output kernel. A slice of an activation is a `dlexec.subview` of
+    it; concatenations whose inputs are a run of a larger one's (a
+    DenseNet block's growing feature maps) share the largest one's buffer:
+    each input is copied into its slot once and the smaller ones are
+    `dlexec.subview`s of it. A `dlgraph.write_variable` makes the producer write
     into the variable's buffer when no later op reads the old value, else
     appends a copy kernel at the end of the function.
     Before / after:
@@ -104,6 +108,22 @@ def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp
 def PlanMemoryPass : Pass<"dlexec-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Assign arena offsets to every dlexec.alloc";
   let description = [{
+    First removes every `dlexec.subview` (a slice, or a concatenation that
+    is a run of a larger one's inputs): a kernel that reads a view reads its
+    source through the composed indexing map (a reshape of a view that only
+    splits or merges dims becomes a view of a reshape first); any other
+    reader (a library call, an output, a kernel the composed map would leave
+    without a plain dim for some loop) reads one copy made before it.
+    Then a generated kernel whose result is only copied whole into part of
+    another buffer (a concatenation's slot) writes it there itself, when
+    nothing between the two touches that part.
+    Before / after:
+    ```mlir
+    %v = dlexec.subview %a {offsets = array<i64: 0, 2>, strides = array<i64: 1, 2>} : memref<4x8xf32> to memref<4x3xf32>
+    dlexec.kernel @k ins(%v : memref<4x3xf32>) ... {indexing_maps = [(d0, d1) -> (d0, d1), ...]}
+    // becomes
+    dlexec.kernel @k ins(%a : memref<4x8xf32>) ... {indexing_maps = [(d0, d1) -> (d0, d1 * 2 + 2), ...]}
+    ```
     Liveness over each `dlexec.func`'s straight-line schedule: a buffer lives
     from its first use to its last use (`dlexec.reshape` views extend their
     source's life; a buffer passed to `dlexec.output` lives to the end).

@@ -1,11 +1,15 @@
 //===- PlanMemory.cpp - arena offsets for dlexec.alloc buffers
 //--------------===//
-// Greedy-by-size best-fit placement of activation buffers in one arena per
-// step function, and a checker for any memory plan.
+// Subviews (slices, concat members) composed into the kernels that read
+// them, generated kernels writing straight into the slots their results were
+// copied to, then greedy-by-size best-fit placement of activation buffers in
+// one arena per step function, and a checker for any memory plan.
+#include "compiler/Lowering/KernelQueries.h"
 #include "compiler/Lowering/Liveness.h"
 #include "compiler/Lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace dlc {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -87,6 +91,419 @@ int64_t placeBuffers(ArrayRef<BufferLife> lives, int64_t alignment,
   return arena;
 }
 
+/// |m| (loop indices -> indices of |view|'s result) as a map to indices of
+/// |view|'s source: offsets + strides * m. A plain dim that covers only part
+/// of a source dimension is written `d mod size` (equal to d), because
+/// codegen sizes each loop from the operands that use it as a plain dim.
+AffineMap composeSubview(exec::SubviewOp view, AffineMap m) {
+  auto src = cast<MemRefType>(view.getSource().getType());
+  auto dst = cast<MemRefType>(view.getType());
+  ArrayRef<int64_t> offsets = view.getOffsets(), strides = view.getStrides();
+  SmallVector<AffineExpr> exprs;
+  for (unsigned r = 0; r < m.getNumResults(); ++r) {
+    AffineExpr e = m.getResult(r);
+    if (offsets[r] != 0 || strides[r] != 1)
+      e = e * strides[r] + offsets[r];
+    else if (isa<AffineDimExpr>(e) && dst.getDimSize(r) != src.getDimSize(r))
+      e = e % src.getDimSize(r);
+    exprs.push_back(e);
+  }
+  return AffineMap::get(m.getNumDims(), m.getNumSymbols(), exprs,
+                        m.getContext());
+}
+
+/// Whether codegen can size every loop of a kernel whose operands are
+/// |operands| read through |maps|: each loop is a plain dim of some map,
+/// and every plain dim of a loop stands for the same size.
+bool loopsSized(ValueRange operands, ArrayRef<AffineMap> maps,
+                unsigned numLoops) {
+  SmallVector<int64_t> size(numLoops, -1);
+  for (auto [v, m] : llvm::zip(operands, maps)) {
+    auto t = cast<MemRefType>(v.getType());
+    for (unsigned r = 0; r < m.getNumResults(); ++r)
+      if (auto d = dyn_cast<AffineDimExpr>(m.getResult(r))) {
+        int64_t &known = size[d.getPosition()];
+        if (known >= 0 && known != t.getDimSize(r))
+          return false;
+        known = t.getDimSize(r);
+      }
+  }
+  return llvm::all_of(size, [](int64_t s) { return s >= 0; });
+}
+
+/// A dlexec.reshape of a subview as a subview of a reshape of the view's
+/// source, when the reshape only splits dims of the view or merges them
+/// (each group of dims of one side is one dim of the other): a split dim
+/// must start at a multiple of the split-off inner size with stride 1 (the
+/// source dim splits the same way); merged dims must be whole but for the
+/// outermost, which has stride 1. E.g. a slice of the fused QKV projection
+/// reshaped into heads: [2,128,2304] -> view [2,128,768] at 768 ->
+/// [2,128,12,64] is the view at (0,0,12,0) of [2,128,36,64]. Null when the
+/// reshape is neither.
+exec::SubviewOp reshapeOfSubview(exec::ReshapeOp reshape, exec::SubviewOp v) {
+  auto srcT = cast<MemRefType>(v.getSource().getType());
+  ArrayRef<int64_t> src = srcT.getShape();
+  ArrayRef<int64_t> view = cast<MemRefType>(v.getType()).getShape();
+  ArrayRef<int64_t> to = cast<MemRefType>(reshape.getType()).getShape();
+  ArrayRef<int64_t> offsets = v.getOffsets(), strides = v.getStrides();
+  SmallVector<int64_t> newSrc, newOff, newStride;
+  size_t i = 0, j = 0;
+  while (i < view.size() || j < to.size()) {
+    // The next group: view dims [i, i2), result dims [j, j2).
+    size_t i2 = i, j2 = j;
+    int64_t pv = 1, pt = 1;
+    if (i2 < view.size())
+      pv *= view[i2++];
+    if (j2 < to.size())
+      pt *= to[j2++];
+    while (pv != pt) {
+      if (pv < pt && i2 < view.size())
+        pv *= view[i2++];
+      else if (pt < pv && j2 < to.size())
+        pt *= to[j2++];
+      else
+        return nullptr;
+    }
+    if (i2 == i || j2 == j)
+      return nullptr;
+    if (i2 - i == 1) {
+      // View dim i splits into result dims [j, j2).
+      int64_t inner = 1;
+      for (size_t k = j + 1; k < j2; ++k)
+        inner *= to[k];
+      if (inner != 1 &&
+          (strides[i] != 1 || offsets[i] % inner != 0 || src[i] % inner != 0))
+        return nullptr;
+      newSrc.push_back(src[i] / inner);
+      newOff.push_back(offsets[i] / inner);
+      newStride.push_back(inner == 1 ? strides[i] : 1);
+      for (size_t k = j + 1; k < j2; ++k) {
+        newSrc.push_back(to[k]);
+        newOff.push_back(0);
+        newStride.push_back(1);
+      }
+    } else if (j2 - j == 1) {
+      // View dims [i, i2) merge into result dim j.
+      int64_t inner = 1;
+      for (size_t k = i + 1; k < i2; ++k) {
+        if (offsets[k] != 0 || strides[k] != 1 || view[k] != src[k])
+          return nullptr;
+        inner *= src[k];
+      }
+      if (strides[i] != 1 && view[i] != 1)
+        return nullptr;
+      newSrc.push_back(src[i] * inner);
+      newOff.push_back(offsets[i] * inner);
+      newStride.push_back(1);
+    } else {
+      return nullptr;
+    }
+    i = i2;
+    j = j2;
+  }
+  if (newSrc.size() != to.size())
+    return nullptr;
+  OpBuilder b(reshape);
+  auto newType = MemRefType::get(newSrc, srcT.getElementType());
+  Value source =
+      exec::ReshapeOp::create(b, reshape.getLoc(), newType, v.getSource())
+          .getResult();
+  return exec::SubviewOp::create(b, reshape.getLoc(), reshape.getType(), source,
+                                 b.getDenseI64ArrayAttr(newOff),
+                                 b.getDenseI64ArrayAttr(newStride));
+}
+
+/// Removes every dlexec.subview of |func|: a kernel that reads one reads its
+/// source through the composed indexing map instead (a slice read in place,
+/// as XLA fuses a slice into its consumer's index computation); any other
+/// reader (a library call, a builtin kernel, an output, a reshape, or a
+/// kernel whose loops the composed map would leave unsized) reads one dense
+/// copy made by a copy kernel before the first of them. A view of a view reads
+/// the first view's source. Fails (with an error at the view) when
+/// something writes through a view.
+LogicalResult foldSubviews(exec::FuncOp func) {
+  SmallVector<exec::SubviewOp> views;
+  func.walk([&](exec::SubviewOp v) { views.push_back(v); });
+  if (views.empty())
+    return success();
+  for (exec::SubviewOp v : views)
+    if (auto inner = v.getSource().getDefiningOp<exec::SubviewOp>()) {
+      SmallVector<int64_t> offsets, strides;
+      for (size_t d = 0; d < v.getOffsets().size(); ++d) {
+        offsets.push_back(inner.getOffsets()[d] +
+                          inner.getStrides()[d] * v.getOffsets()[d]);
+        strides.push_back(inner.getStrides()[d] * v.getStrides()[d]);
+      }
+      v.getSourceMutable().assign(inner.getSource());
+      v.setOffsets(offsets);
+      v.setStrides(strides);
+    }
+  // Reshapes of views become views of reshapes (to a fixed point: a view
+  // made here may be reshaped again).
+  for (size_t n = 0; n < views.size(); ++n)
+    for (Operation *user : llvm::make_early_inc_range(views[n]->getUsers()))
+      if (auto r = dyn_cast<exec::ReshapeOp>(user))
+        if (exec::SubviewOp folded = reshapeOfSubview(r, views[n])) {
+          r.getResult().replaceAllUsesWith(folded.getResult());
+          r.erase();
+          views.push_back(folded);
+        }
+  llvm::StringSet<> names;
+  func.walk([&](exec::KernelOp k) { names.insert(k.getSymName()); });
+  int counter = 0;
+  for (exec::SubviewOp v : views) {
+    SmallVector<OpOperand *> others;
+    for (OpOperand &use : llvm::make_early_inc_range(v->getUses())) {
+      Operation *user = use.getOwner();
+      unsigned n = use.getOperandNumber();
+      bool written = false;
+      if (auto k = dyn_cast<exec::KernelOp>(user)) {
+        written = n >= k.getInputs().size();
+        if (!written) {
+          SmallVector<AffineMap> maps(
+              k.getIndexingMaps().getAsValueRange<AffineMapAttr>());
+          SmallVector<Value> operands(k->getOperands());
+          maps[n] = composeSubview(v, maps[n]);
+          operands[n] = v.getSource();
+          if (loopsSized(operands, maps, k.getIteratorTypes().size())) {
+            use.set(v.getSource());
+            k.setIndexingMapsAttr(Builder(k).getAffineMapArrayAttr(maps));
+            continue;
+          }
+        }
+      } else if (auto l = dyn_cast<exec::LibraryCallOp>(user)) {
+        written = n >= l.getInputs().size();
+      } else if (auto bk = dyn_cast<exec::BuiltinKernelOp>(user)) {
+        written = n >= bk.getInputs().size();
+      } else if (isa<exec::AllReduceOp>(user)) {
+        written = true;
+      }
+      if (written)
+        return user->emitError()
+               << "memory plan: writes through a dlexec.subview";
+      others.push_back(&use);
+    }
+    if (!others.empty()) {
+      // The copy goes right before the first of them (the view's source
+      // holds the viewed elements from the view on, and its life reaches
+      // the copy).
+      Block *block = v->getBlock();
+      Operation *first = nullptr;
+      for (OpOperand *use : others) {
+        Operation *top = block->findAncestorOpInBlock(*use->getOwner());
+        if (top && (!first || top->isBeforeInBlock(first)))
+          first = top;
+      }
+      OpBuilder b(v->getContext());
+      if (first)
+        b.setInsertionPoint(first);
+      else
+        b.setInsertionPointAfter(v);
+      auto type = cast<MemRefType>(v.getType());
+      Value copy =
+          exec::AllocOp::create(b, v.getLoc(), type, IntegerAttr()).getResult();
+      std::string name;
+      do
+        name = (func.getSymName() + "_subview" + Twine(counter++)).str();
+      while (names.contains(name));
+      names.insert(name);
+      unsigned rank = type.getRank();
+      AffineMap id = b.getMultiDimIdentityMap(rank);
+      SmallVector<Attribute> iters(rank, b.getStringAttr("parallel"));
+      auto k = exec::KernelOp::create(
+          b, v.getLoc(), b.getStringAttr(name), ValueRange{v.getSource()},
+          ValueRange{copy},
+          b.getAffineMapArrayAttr({composeSubview(v, id), id}),
+          b.getArrayAttr(iters), ArrayAttr());
+      Block *blk = new Block();
+      k.getBody().push_back(blk);
+      blk->addArgument(type.getElementType(), v.getLoc());
+      blk->addArgument(type.getElementType(), v.getLoc());
+      OpBuilder kb = OpBuilder::atBlockEnd(blk);
+      exec::YieldOp::create(kb, v.getLoc(), ValueRange{blk->getArgument(0)});
+      for (OpOperand *use : others)
+        use->set(copy);
+    }
+    v.erase();
+  }
+  return success();
+}
+
+/// The sizes of |k|'s loops (codegen's rule: from the plain dims of its
+/// maps); -1 for a loop no map sizes.
+SmallVector<int64_t> loopSizesOf(exec::KernelOp k) {
+  SmallVector<int64_t> size(k.getIteratorTypes().size(), -1);
+  for (auto [v, a] : llvm::zip(k->getOperands(), k.getIndexingMaps())) {
+    AffineMap m = cast<AffineMapAttr>(a).getValue();
+    auto t = cast<MemRefType>(v.getType());
+    for (unsigned r = 0; r < m.getNumResults(); ++r)
+      if (auto d = dyn_cast<AffineDimExpr>(m.getResult(r)))
+        size[d.getPosition()] = t.getDimSize(r);
+  }
+  return size;
+}
+
+/// A closed interval that holds every value of |e| over loops of |sizes|,
+/// or [0, whole - 1] when |e| is not of the forms data movement produces
+/// (dims, constants, sums, products with and remainders by constants).
+std::pair<int64_t, int64_t> exprRange(AffineExpr e, ArrayRef<int64_t> sizes,
+                                      int64_t whole) {
+  std::pair<int64_t, int64_t> all{0, whole - 1};
+  if (auto d = dyn_cast<AffineDimExpr>(e)) {
+    int64_t n = sizes[d.getPosition()];
+    return n > 0 ? std::pair<int64_t, int64_t>{0, n - 1} : all;
+  }
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return {c.getValue(), c.getValue()};
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return all;
+  auto l = exprRange(bin.getLHS(), sizes, whole);
+  auto rc = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  switch (e.getKind()) {
+  case AffineExprKind::Add: {
+    auto r = exprRange(bin.getRHS(), sizes, whole);
+    return {l.first + r.first, l.second + r.second};
+  }
+  case AffineExprKind::Mul:
+    if (rc && rc.getValue() >= 0)
+      return {l.first * rc.getValue(), l.second * rc.getValue()};
+    return all;
+  case AffineExprKind::Mod:
+    if (rc && rc.getValue() > 0) {
+      if (l.first >= 0 && l.second < rc.getValue())
+        return l;
+      return {0, rc.getValue() - 1};
+    }
+    return all;
+  default:
+    return all;
+  }
+}
+
+/// The box of elements of operand |n| of |k| that |k| may touch.
+SmallVector<std::pair<int64_t, int64_t>> footprint(exec::KernelOp k,
+                                                   unsigned n) {
+  SmallVector<int64_t> sizes = loopSizesOf(k);
+  AffineMap m = cast<AffineMapAttr>(k.getIndexingMaps()[n]).getValue();
+  auto t = cast<MemRefType>(k->getOperand(n).getType());
+  SmallVector<std::pair<int64_t, int64_t>> box;
+  for (unsigned r = 0; r < m.getNumResults(); ++r)
+    box.push_back(exprRange(m.getResult(r), sizes, t.getDimSize(r)));
+  return box;
+}
+
+bool boxesDisjoint(ArrayRef<std::pair<int64_t, int64_t>> a,
+                   ArrayRef<std::pair<int64_t, int64_t>> b) {
+  for (auto [x, y] : llvm::zip(a, b))
+    if (x.second < y.first || y.second < x.first)
+      return true;
+  return false;
+}
+
+/// The buffer |v| is, through reshapes (a reshape's elements are its
+/// source's).
+Value stripReshapes(Value v) {
+  while (auto r = v.getDefiningOp<exec::ReshapeOp>())
+    v = r.getSource();
+  return v;
+}
+
+/// Makes generated kernels write their results straight into the slot a
+/// copy kernel would copy them to (a concatenation's input, written in
+/// place: XLA's buffer assignment gives a concatenate's operands slices of
+/// its output the same way). A copy kernel C (one input read whole through
+/// the identity map, one output R written through map W, a body that
+/// yields the input) whose input X is an alloc written only by one earlier
+/// dlexec.kernel K (through map M) and read only by C goes: K writes R
+/// through W o M, and X, C and the views between them go. Not when K reads
+/// or writes R, when an op between K and C touches R where C writes it (a
+/// kernel's box of touched elements overlaps C's) or touches it otherwise
+/// (a library call, a builtin), or when K's loops would lose their sizes.
+void writeCopiesInPlace(exec::FuncOp func) {
+  SmallVector<exec::KernelOp> copies;
+  func.walk([&](exec::KernelOp c) {
+    Block &body = c.getBody().front();
+    auto yield = cast<exec::YieldOp>(body.getTerminator());
+    if (c.getInputs().size() == 1 && c.getOutputs().size() == 1 &&
+        isAllParallel(c) && body.getOperations().size() == 1 &&
+        yield.getValues().size() == 1 &&
+        yield.getValues()[0] == body.getArgument(0) &&
+        cast<AffineMapAttr>(c.getIndexingMaps()[0]).getValue().isIdentity())
+      copies.push_back(c);
+  });
+  for (exec::KernelOp c : copies) {
+    Value in = c.getInputs()[0], out = c.getOutputs()[0];
+    Value x = stripReshapes(in);
+    auto xAlloc = x.getDefiningOp<exec::AllocOp>();
+    if (!xAlloc || x.getType() != in.getType() ||
+        !out.getDefiningOp<exec::AllocOp>() || c->getBlock() != xAlloc->getBlock())
+      continue;
+    // X's users: one writer kernel K, the copy (through same-shape views).
+    exec::KernelOp k;
+    unsigned kOut = 0;
+    bool ok = true;
+    SmallVector<Value> worklist{x};
+    SmallVector<Operation *> views;
+    while (ok && !worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto r = dyn_cast<exec::ReshapeOp>(user)) {
+          views.push_back(r);
+          worklist.push_back(r.getResult());
+        } else if (user == c.getOperation()) {
+        } else if (auto w = dyn_cast<exec::KernelOp>(user);
+                   w && !k && v == x &&
+                   use.getOperandNumber() >= w.getInputs().size()) {
+          k = w;
+          kOut = use.getOperandNumber();
+        } else {
+          ok = false;
+        }
+      }
+    }
+    if (!ok || !k || k->getBlock() != c->getBlock() ||
+        !k->isBeforeInBlock(c))
+      continue;
+    Value root = stripReshapes(out);
+    for (Value v : k->getOperands())
+      ok &= stripReshapes(v) != root;
+    // What C writes must not be touched between K and C.
+    auto target = footprint(c, 1);
+    for (Operation *op = k->getNextNode(); ok && op != c.getOperation();
+         op = op->getNextNode()) {
+      for (OpOperand &o : op->getOpOperands()) {
+        if (stripReshapes(o.get()) != root)
+          continue;
+        auto other = dyn_cast<exec::KernelOp>(op);
+        ok &= other && o.get() == out &&
+              boxesDisjoint(target, footprint(other, o.getOperandNumber()));
+      }
+      ok &= op->getNumRegions() == 0 || isa<exec::KernelOp>(op);
+    }
+    if (!ok)
+      continue;
+    AffineMap w = cast<AffineMapAttr>(c.getIndexingMaps()[1]).getValue();
+    SmallVector<AffineMap> maps(
+        k.getIndexingMaps().getAsValueRange<AffineMapAttr>());
+    SmallVector<Value> operands(k->getOperands());
+    maps[kOut] = w.compose(maps[kOut]);
+    operands[kOut] = out;
+    if (!loopsSized(operands, maps, k.getIteratorTypes().size()))
+      continue;
+    // R's alloc (an op without operands) moves up to dominate K.
+    if (Operation *def = out.getDefiningOp(); k->isBeforeInBlock(def))
+      def->moveBefore(k);
+    k->setOperand(kOut, out);
+    k.setIndexingMapsAttr(Builder(k).getAffineMapArrayAttr(maps));
+    c.erase();
+    for (Operation *v : llvm::reverse(views))
+      v->erase();
+    xAlloc.erase();
+  }
+}
+
 struct PlanMemoryPass : dlc::impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
   void runOnOperation() override {
@@ -97,6 +514,9 @@ struct PlanMemoryPass : dlc::impl::PlanMemoryPassBase<PlanMemoryPass> {
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<exec::FuncOp>()) {
+      if (failed(foldSubviews(func)))
+        return signalPassFailure();
+      writeCopiesInPlace(func);
       SmallVector<BufferLife> lives = computeBufferLives(func);
       // A buffer written in place over another (BufferLife::inPlaceOf) is
       // placed as one group with it: the group lives from its first

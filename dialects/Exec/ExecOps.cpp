@@ -107,16 +107,45 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+LogicalResult SubviewOp::verify() {
+  auto from = cast<MemRefType>(getSource().getType());
+  auto to = cast<MemRefType>(getType());
+  if (failed(verifyBufferType(*this, to)) ||
+      failed(verifyBufferType(*this, from)))
+    return failure();
+  if (from.getElementType() != to.getElementType() ||
+      from.getRank() != to.getRank())
+    return emitOpError() << "changes the element type or rank (" << from
+                         << " -> " << to << ")";
+  ArrayRef<int64_t> offsets = getOffsets(), strides = getStrides();
+  if ((int64_t)offsets.size() != to.getRank() ||
+      (int64_t)strides.size() != to.getRank())
+    return emitOpError() << "has " << offsets.size() << " offsets and "
+                         << strides.size() << " strides for rank "
+                         << to.getRank();
+  for (int64_t d = 0; d < to.getRank(); ++d) {
+    int64_t size = to.getDimSize(d);
+    if (offsets[d] < 0 || strides[d] < 1 ||
+        (size > 0 &&
+         offsets[d] + strides[d] * (size - 1) >= from.getDimSize(d)))
+      return emitOpError() << "dimension " << d << " (size " << size
+                           << ", offset " << offsets[d] << ", stride "
+                           << strides[d] << ") reads outside the source's "
+                           << from.getDimSize(d) << " elements";
+  }
+  return success();
+}
+
 LogicalResult FuncOp::verify() {
   // The step is a straight-line schedule the package stores op by op;
   // arith.constant holds scalars that kernel bodies capture.
   for (Operation &op : getBody().front())
-    if (!isa<MultiTensorKernelOp>(op) && !isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, KernelOp,
+    if (!isa<MultiTensorKernelOp>(op) && !isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, SubviewOp, KernelOp,
              BuiltinKernelOp, LibraryCallOp, AllReduceOp, WaitOp,
              arith::ConstantOp>(op))
       return op.emitOpError()
              << "cannot be in a dlexec.func; a step holds dlexec.input, "
-                "output, variable_ref, alloc, reshape, kernel, "
+                "output, variable_ref, alloc, reshape, subview, kernel, "
                 "builtin_kernel, library_call, all_reduce and wait (and "
                 "arith.constant)";
   return success();

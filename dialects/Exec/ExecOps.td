@@ -96,6 +96,29 @@ def Exec_ReshapeOp : Exec_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Exec_SubviewOp : Exec_Op<"subview", [Pure]> {
+  let summary = "A strided window of a buffer (a slice or concat part, no copy)";
+  let description = [{
+    Element `i` of the result is element `offsets + strides * i` of
+    `source` (per dimension; same rank and element type, identity
+    layouts). A slice, and a concatenation whose inputs are a run of a
+    larger concatenation's inputs (DenseNet's growing feature maps), lower
+    to it. It exists between lowering and memory planning only:
+    `--dlexec-plan-memory` composes it into the indexing maps of the
+    kernels that read it and copies it into a dense buffer for any other
+    user (a library call, an output), so codegen never sees it.
+    ```mlir
+    %v = dlexec.subview %t {offsets = array<i64: 0, 64, 0, 0>, strides = array<i64: 1, 1, 1, 1>}
+        : memref<2x256x8x8xf32> to memref<2x32x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$source, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 def Exec_AllReduceOp : Exec_Op<"all_reduce"> {
   let summary = "Starts an in-place all-reduce of a buffer over the ranks";
   let description = [{

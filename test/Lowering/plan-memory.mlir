@@ -21,9 +21,11 @@ module {
       dlexec.yield %v : f32
     }
     %b = dlexec.alloc : memref<128xf32>
+    // Not a plain copy (a copy would make k0 write b in place of a).
     dlexec.kernel @k1 ins(%a : memref<64xf32>) outs(%b : memref<128xf32>) attributes {indexing_maps = [#id, #first], iterator_types = ["parallel"]} {
     ^bb0(%v: f32, %o: f32):
-      dlexec.yield %v : f32
+      %n = arith.negf %v : f32
+      dlexec.yield %n : f32
     }
     %c = dlexec.alloc : memref<64xf32>
     dlexec.kernel @k2 ins(%b : memref<128xf32>) outs(%c : memref<64xf32>) attributes {indexing_maps = [#first, #id], iterator_types = ["parallel"]} {

@@ -1,7 +1,9 @@
 //===- DataMovement.cpp - data movement ops to dlexec copies -------------===//
-// Reshape as a view; identity, broadcast, transpose, slice, pad and concat as
-// copy kernels with strided maps; gather and resize as builtin kernels;
-// one_hot as an elementwise kernel that compares the index with a loop index.
+// Reshape as a view; slices of activations and concats that are part of a
+// larger concat as dlexec.subview views; identity, broadcast, transpose,
+// other slices, pad and concat as copy kernels with strided maps; gather and
+// resize as builtin kernels; one_hot as an elementwise kernel that compares the
+// index with a loop index.
 #include "compiler/Lowering/ToExec/FuncLowering.h"
 
 using namespace mlir;
@@ -47,6 +49,96 @@ Value sizeSource(FuncLowering &fl, Value v, AffineMap outMap, Location loc) {
                    [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
     return buf;
   return x::ReshapeOp::create(fl.b, loc, buf.getType(), buf).getResult();
+}
+
+/// Whether a slice of |buf| may be a dlexec.subview: |buf| is an activation
+/// (an alloc, through reshape views and subviews), written once before the
+/// slice and never again, so its readers may read it later. Inputs and
+/// variables are copied: a variable may be written in place later in the
+/// step.
+bool viewable(Value buf) {
+  for (;;) {
+    if (auto r = buf.getDefiningOp<x::ReshapeOp>())
+      buf = r.getSource();
+    else if (auto v = buf.getDefiningOp<x::SubviewOp>())
+      buf = v.getSource();
+    else
+      return static_cast<bool>(buf.getDefiningOp<x::AllocOp>());
+  }
+}
+
+/// The concat of |c|'s block, on the same axis, with the most inputs, that
+/// holds |c|'s inputs as a contiguous run starting at its input |at| (the
+/// first in block order on a tie); null when there is none.
+g::ConcatOp enclosingConcat(g::ConcatOp c, int64_t &at) {
+  g::ConcatOp best;
+  auto ins = c.getInputs();
+  if (ins.empty())
+    return best;
+  for (Operation *user : ins[0].getUsers()) {
+    auto d = dyn_cast<g::ConcatOp>(user);
+    if (!d || d == c || d->getBlock() != c->getBlock() ||
+        d.getAxis() != c.getAxis() || d.getInputs().size() <= ins.size())
+      continue;
+    auto dins = d.getInputs();
+    for (size_t k = 0; k + ins.size() <= dins.size(); ++k) {
+      if (!std::equal(ins.begin(), ins.end(), dins.begin() + k))
+        continue;
+      if (!best || dins.size() > best.getInputs().size() ||
+          (dins.size() == best.getInputs().size() &&
+           d->isBeforeInBlock(best))) {
+        best = d;
+        at = k;
+      }
+      break;
+    }
+  }
+  return best;
+}
+
+/// The last concat reached by following enclosingConcat from |c|, and in
+/// |base| the input of it at which |c|'s inputs start.
+g::ConcatOp chainRoot(g::ConcatOp c, int64_t &base) {
+  g::ConcatOp cur = c;
+  int64_t at = 0;
+  base = 0;
+  while (g::ConcatOp d = enclosingConcat(cur, at)) {
+    base += at;
+    cur = d;
+  }
+  return cur;
+}
+
+/// The root of |c|'s concat family, and in |base| the root's input at which
+/// |c|'s inputs start: the largest concat reached by following
+/// enclosingConcat from |c| (e.g. each dense layer of a DenseNet block
+/// concatenates all the block's features so far, a prefix of the block's
+/// last concat). The members of a family are views of the root's buffer,
+/// into whose slots each input is copied once: the "concatenate in place"
+/// of XLA's buffer assignment (the operands share slices of the output's
+/// allocation) and of the memory-efficient DenseNet (Pleiss et al. 2017,
+/// shared storage for the concatenated features). A root one of whose
+/// inputs is a member of its own family keeps its members as copies
+/// (returns |c|). Memoized in |fl|.
+g::ConcatOp concatRoot(FuncLowering &fl, g::ConcatOp c, int64_t &base) {
+  auto it = fl.concatRoots.find(c);
+  if (it != fl.concatRoots.end()) {
+    base = it->second.second;
+    return cast<g::ConcatOp>(it->second.first);
+  }
+  g::ConcatOp cur = chainRoot(c, base);
+  if (cur != c)
+    for (Value v : cur.getInputs())
+      if (auto inner = v.getDefiningOp<g::ConcatOp>()) {
+        int64_t ignored;
+        if (chainRoot(inner, ignored) == cur) {
+          cur = c;
+          base = 0;
+          break;
+        }
+      }
+  fl.concatRoots[c] = {cur, base};
+  return cur;
 }
 
 } // namespace
@@ -141,7 +233,6 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
         return success();
       });
   table.add<g::SliceOp>([](FuncLowering &fl, g::SliceOp s) -> LogicalResult {
-    // One copy kernel over the result reading input[starts + steps * i].
     OpBuilder &b = fl.b;
     Location loc = s.getLoc();
     auto rt = s.getType();
@@ -150,6 +241,20 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
       fl.splats[s.getResult()] = splat;
       return success();
     }
+    if (rt.getRank() == 0)
+      return fl.unsupported(s, "rank-0 slice");
+    // A forward slice of an activation is a view: its readers read the
+    // source (see viewable).
+    Value src = fl.getBuffer(s.getInput(), loc);
+    if (rt.getNumElements() != 0 && viewable(src) &&
+        llvm::all_of(s.getSteps(), [](int64_t st) { return st >= 1; })) {
+      fl.buffers[s.getResult()] =
+          x::SubviewOp::create(b, loc, toMemRef(rt), src, s.getStartsAttr(),
+                               s.getStepsAttr())
+              .getResult();
+      return success();
+    }
+    // Else one copy kernel over the result reading input[starts + steps * i].
     Value out = fl.alloc(rt, loc);
     // Consumers read the slice through a same-shape view, so that the
     // elementwise fusion does not move the strided read into a consumer
@@ -157,14 +262,11 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
     // needs one to size each loop; e.g. a reduction over a broadcast).
     fl.buffers[s.getResult()] =
         x::ReshapeOp::create(b, loc, out.getType(), out).getResult();
-    if (rt.getNumElements() == 0 || rt.getRank() == 0) {
-      if (rt.getRank() == 0)
-        return fl.unsupported(s, "rank-0 slice");
+    if (rt.getNumElements() == 0)
       return success();
-    }
     fl.buildKernel(
         loc, "slice", rt.getRank(),
-        {{fl.getBuffer(s.getInput(), loc), TypedAttr(),
+        {{src, TypedAttr(),
           stridedMap(b, s.getStarts(), s.getSteps(),
                      tensorType(s.getInput()).getShape(), rt.getShape())}},
         {out}, {b.getMultiDimIdentityMap(rt.getRank())}, {}, ArrayAttr(),
@@ -209,29 +311,49 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
     return success();
   });
   table.add<g::ConcatOp>([](FuncLowering &fl, g::ConcatOp c) -> LogicalResult {
-    // One copy kernel per input writing its part of the result.
+    // One copy kernel per input writing its slot of the root concat's
+    // buffer (see concatRoot), each slot copied once, by the first concat
+    // of the root's family that holds it; the concat itself is a view of
+    // its run of slots.
     OpBuilder &b = fl.b;
     Location loc = c.getLoc();
-    auto rt = c.getType();
+    int64_t base = 0;
+    g::ConcatOp root = concatRoot(fl, c, base);
+    auto rt = root.getType();
     unsigned rank = rt.getRank();
-    int64_t axis = c.getAxis(), offset = 0;
-    Value out = fl.alloc(rt, loc);
-    fl.buffers[c.getResult()] = out;
+    int64_t axis = root.getAxis();
+    Value out = fl.buffers.lookup(root.getResult());
+    if (!out) {
+      out = fl.alloc(rt, loc);
+      fl.buffers[root.getResult()] = out;
+    }
     AffineMap id = b.getMultiDimIdentityMap(rank);
-    SmallVector<int64_t> steps(rank, 1);
-    for (Value v : c.getInputs()) {
+    SmallVector<int64_t> steps(rank, 1), starts(rank, 0);
+    auto rootInputs = root.getInputs();
+    int64_t n = c.getInputs().size();
+    for (int64_t k = 0, offset = 0; k < (int64_t)rootInputs.size(); ++k) {
+      Value v = rootInputs[k];
       auto t = tensorType(v);
-      if (t.getNumElements() != 0) {
-        SmallVector<int64_t> starts(rank, 0);
+      if (k == base)
         starts[axis] = offset;
+      if (k >= base && k < base + n && t.getNumElements() != 0 &&
+          fl.concatSlotsWritten.insert({root, k}).second) {
+        SmallVector<int64_t> at(rank, 0);
+        at[axis] = offset;
         AffineMap outMap =
-            stridedMap(b, starts, steps, rt.getShape(), t.getShape());
+            stridedMap(b, at, steps, rt.getShape(), t.getShape());
         fl.buildKernel(loc, "concat", rank,
                        {{sizeSource(fl, v, outMap, loc), TypedAttr(), id}},
                        {out}, {outMap}, {}, ArrayAttr(), copyBody);
       }
       offset += t.getDimSize(axis);
     }
+    if (root != c)
+      fl.buffers[c.getResult()] =
+          x::SubviewOp::create(b, loc, toMemRef(c.getType()), out,
+                               b.getDenseI64ArrayAttr(starts),
+                               b.getDenseI64ArrayAttr(steps))
+              .getResult();
     return success();
   });
   table.add<g::GatherOp>([](FuncLowering &fl, g::GatherOp o) -> LogicalResult {

@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/TypeID.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <functional>
@@ -193,6 +194,12 @@ public:
   /// the first op that reads the value (views of it stay in flight), and at
   /// the end of the function.
   llvm::DenseMap<mlir::Value, mlir::Value> inFlight;
+  /// Concatenations written in place (DataMovement.cpp): each dlgraph.concat
+  /// lowered or looked at so far -> its family's root and the root's input
+  /// at which its run starts; and the (root, input) slots already copied.
+  llvm::DenseMap<mlir::Operation *, std::pair<mlir::Operation *, int64_t>>
+      concatRoots;
+  llvm::DenseSet<std::pair<mlir::Operation *, int64_t>> concatSlotsWritten;
 
 private:
   mlir::LogicalResult lowerOp(mlir::Operation *op);
