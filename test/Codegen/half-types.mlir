@@ -88,7 +88,7 @@ module {
 // CUDA-NEXT: DLC_HELPER float dlc_round_f16(float x) { return dlc_f16_to_f32(dlc_f32_to_f16(x)); }
 // CUDA-NOT: cuda_bf16
 // CUDA: extern "C" __global__ void forward_k{{[0-9]+}}_relu(dlc_f16* __restrict__ a0, dlc_f16* __restrict__ a1, dlc_f16* __restrict__ a2) {
-// CUDA: a2[i0 * 4LL + i1] = dlc_f32_to_f16(acc0);
+// CUDA: a2[dlc_e] = dlc_f32_to_f16(acc0);
 // CUDA-LABEL: // kernel forward_k{{[0-9]+}}_div
 // CUDA: #include <cuda_fp16.h>
 // CUDA: #include <cuda_bf16.h>
