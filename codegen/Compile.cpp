@@ -40,8 +40,9 @@ struct ScratchDir {
   ~ScratchDir() {
     for (const std::string &f : files)
       llvm::sys::fs::remove(f);
+    // Whatever else a failed compile left there (sources, logs).
     if (!path.empty())
-      llvm::sys::fs::remove(path);
+      llvm::sys::fs::remove_directories(path);
   }
   std::string file(StringRef name) {
     llvm::SmallString<128> p(path);
