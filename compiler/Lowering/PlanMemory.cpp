@@ -415,9 +415,9 @@ Value stripReshapes(Value v) {
 /// its output the same way). A copy kernel C (one input read whole through
 /// the identity map, one output R written through map W, a body that
 /// yields the input) whose input X is an alloc written only by one earlier
-/// dlexec.kernel K (through map M) and read only by C goes: K writes R
-/// through W o M, and X, C and the views between them go. Not when K reads
-/// or writes R, when an op between K and C touches R where C writes it (a
+/// all-parallel dlexec.kernel K (through map M) and read only by C goes: K
+/// writes R through W o M, and X, C and the views between them go. Not when K
+/// reads or writes R, when an op between K and C touches R where C writes it (a
 /// kernel's box of touched elements overlaps C's) or touches it otherwise
 /// (a library call, a builtin), or when K's loops would lose their sizes.
 void writeCopiesInPlace(exec::FuncOp func) {
@@ -437,7 +437,8 @@ void writeCopiesInPlace(exec::FuncOp func) {
     Value x = stripReshapes(in);
     auto xAlloc = x.getDefiningOp<exec::AllocOp>();
     if (!xAlloc || x.getType() != in.getType() ||
-        !out.getDefiningOp<exec::AllocOp>() || c->getBlock() != xAlloc->getBlock())
+        !out.getDefiningOp<exec::AllocOp>() ||
+        c->getBlock() != xAlloc->getBlock())
       continue;
     // X's users: one writer kernel K, the copy (through same-shape views).
     exec::KernelOp k;
@@ -463,8 +464,8 @@ void writeCopiesInPlace(exec::FuncOp func) {
         }
       }
     }
-    if (!ok || !k || k->getBlock() != c->getBlock() ||
-        !k->isBeforeInBlock(c))
+    if (!ok || !k || k->getBlock() != c->getBlock() || !k->isBeforeInBlock(c) ||
+        !isAllParallel(k))
       continue;
     Value root = stripReshapes(out);
     for (Value v : k->getOperands())
