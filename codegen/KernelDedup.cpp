@@ -44,7 +44,8 @@ std::string kernelContent(const KernelCode &code) {
   os << "threads " << code.numThreads << " block " << code.blockSize
      << " host " << code.hostThreads << " serial "
      << code.serialReductionSteps << " f16 " << code.usesF16 << " bf16 "
-     << code.usesBF16 << "\n";
+     << code.usesBF16 << " cuda threads " << code.cudaThreads << " vector "
+     << code.vectorWidth << " cuda loops " << code.cudaLoops << "\n";
   // "@" cannot occur in a C identifier, so the placeholder is unambiguous.
   return facts + abstractIdentifier(wrapCuda(code), code.name, "@kernel") +
          '\0' + abstractIdentifier(wrapHost(code), code.name, "@kernel");

@@ -18,8 +18,8 @@ std::string abstractIdentifier(llvm::StringRef text, llvm::StringRef name,
 
 /// The printed form of |code| with its name abstracted: its CUDA and host
 /// translation units (wrapCuda, wrapHost) with the kernel's name replaced by
-/// a placeholder, plus the launch facts they do not print (threads, block
-/// size, host threads, 2-byte float use). Two kernels with the same printed
+/// a placeholder, plus the launch facts they may not print (threads, CUDA
+/// threads, block size, host threads, vector width, 2-byte float use). Two kernels with the same printed
 /// form compute the same thing on both targets.
 std::string kernelContent(const KernelCode &code);
 
