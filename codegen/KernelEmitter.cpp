@@ -884,21 +884,32 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
 
 /// The byte alignment of the first element of |v| that the runtime
 /// guarantees: every buffer it allocates (inputs, persistent variables, the
-/// arena) starts 256-byte aligned (CudaDevice::allocate checks it), an arena
-/// buffer lies at its planned offset from the arena's start, and a reshape
-/// is its source's memory. 0 where nothing is known (an unplanned alloc).
+/// arena, a pipeline's stash and received values) starts 256-byte aligned
+/// (CudaDevice::allocate checks it), an arena buffer lies at its planned
+/// offset from the arena's start, and a reshape is its source's memory. A
+/// pipeline stage binds an input to micro-batch m's slice of the global
+/// batch, m times the input's bytes past an allocation
+/// (runtime/src/Pipeline.cpp), so an input is only as aligned as its size.
+/// 0 where nothing is known (an unplanned alloc).
 static int64_t knownAlignment(Value v) {
   constexpr int64_t kAllocationAlignment = 256;
+  auto alignmentOf = [&](int64_t offset) {
+    return offset == 0 ? kAllocationAlignment
+                       : std::min<int64_t>(kAllocationAlignment,
+                                           offset & -offset);
+  };
   while (auto reshape = v.getDefiningOp<exec::ReshapeOp>())
     v = reshape.getSource();
-  if (v.getDefiningOp<exec::VariableRefOp>() || v.getDefiningOp<exec::InputOp>())
+  if (v.getDefiningOp<exec::VariableRefOp>())
     return kAllocationAlignment;
+  if (auto input = v.getDefiningOp<exec::InputOp>()) {
+    auto type = cast<MemRefType>(input.getType());
+    return alignmentOf(type.getNumElements() *
+                       std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+  }
   if (auto alloc = v.getDefiningOp<exec::AllocOp>())
-    if (auto offset = alloc.getOffset()) {
-      int64_t off = static_cast<int64_t>(*offset);
-      return off == 0 ? kAllocationAlignment
-                      : std::min<int64_t>(kAllocationAlignment, off & -off);
-    }
+    if (auto offset = alloc.getOffset())
+      return alignmentOf(static_cast<int64_t>(*offset));
   return 0;
 }
 

@@ -48,7 +48,11 @@ module {
 // CHECK-NOT: long long
 
 // CHECK-LABEL: // kernel forward_k{{[0-9]+}}_exp: 8 threads in blocks of 256
+// The 140-byte input t may be a pipeline micro-batch's slice of the global
+// batch (m x 140 bytes in): not provably 16-byte aligned, read per element.
 // CHECK: for (unsigned dlc_v = dlc_first; dlc_v < 8u; dlc_v += dlc_stride) {
+// CHECK-NOT: *(const dlc_vec_float_4 *)(a0
+// CHECK: const float x0 = a0[dlc_e + dlc_j];
 // CHECK: *(dlc_vec_float_4 *)(a1 + dlc_e) = w1;
 // CHECK: for (unsigned dlc_e = 32u + dlc_first; dlc_e < 35u; dlc_e += dlc_stride) {
 // CHECK-NEXT: float acc0;

@@ -474,6 +474,12 @@ TEST_F(ElementwiseKernels, VectorizedWhereContiguousAndAligned) {
   EXPECT_NE(kernels.at("f16_chain").cudaSource.find(
                 "struct alignas(16) dlc_vec_dlc_f16_8 { dlc_f16 v[8]; };"),
             std::string::npos);
+  // An input is only as aligned as its size (a pipeline stage reads
+  // micro-batch m's slice of the global batch, m times its bytes into it):
+  // t's 140 bytes are read element by element, u stored as vectors.
+  EXPECT_NE(kernels.at("tail").cudaSource.find("= a0[dlc_e + dlc_j];"),
+            std::string::npos)
+      << kernels.at("tail").cudaSource;
   // The tail: the last 3 elements one by one after 8 vectors.
   EXPECT_NE(kernels.at("tail").cudaSource.find(
                 "for (unsigned dlc_e = 32u + dlc_first; dlc_e < 35u;"),
