@@ -1,8 +1,9 @@
 //===- FuseGemmEpilogues.cpp - kernels into gemm library-call epilogues ---===//
 //
-// A ReLU kernel that is the only reader of a gemm's result, and the bias
-// gradient (a column sum of dY) beside the weight-gradient gemm that reads
-// the same dY, become epilogues of that gemm (LibraryCalls.h GemmEpilogue:
+// A ReLU kernel that is the only reader of a gemm's result, a bias add
+// (with or without a ReLU) that is, and the bias gradient (a column sum of
+// dY) beside the weight-gradient gemm that reads the same dY, become
+// epilogues of that gemm (LibraryCalls.h GemmEpilogue:
 // cuBLASLt's RELU_BIAS and BGRADA/BGRADB; the host device computes the same).
 //
 //===----------------------------------------------------------------------===//
@@ -208,6 +209,127 @@ LogicalResult fuseRelu(x::KernelOp relu) {
   return success();
 }
 
+/// Folds a kernel Y = X + bias or Y = max(X + bias, 0) (bias [N] broadcast
+/// along the last dim of X, X read through the identity) into the gemm
+/// without C whose result (or a reshape view of it with last dim N) X is
+/// and that nothing else reads: the call takes the bias as its C row
+/// (beta 1; cuBLASLt's BIAS / RELU_BIAS) and writes Y (through a reshape to
+/// [M, N] when Y has another shape). Matmul lowering adds a layer's bias in
+/// such a kernel (ONNX MatMul + Add, e.g. a transformer's feed-forward
+/// layers); only when nothing between the two touches Y or writes the bias.
+LogicalResult fuseBiasKernel(x::KernelOp k) {
+  if (k.getInputs().size() != 2 || k.getOutputs().size() != 1 ||
+      !isAllParallel(k) || k.getInit())
+    return failure();
+  Value out = k.getOutputs()[0];
+  auto outType = cast<MemRefType>(out.getType());
+  int64_t r = outType.getRank();
+  if (r < 2)
+    return failure();
+  auto maps = k.getIndexingMaps();
+  AffineMap outMap = cast<AffineMapAttr>(maps[2]).getValue();
+  if (!outMap.isIdentity())
+    return failure();
+  // Which input is X (identity, the output's type) and which the bias.
+  int xi = -1;
+  for (int i = 0; i < 2; ++i) {
+    AffineMap m = cast<AffineMapAttr>(maps[i]).getValue();
+    if (m.isIdentity() && k.getInputs()[i].getType() == outType)
+      xi = i;
+  }
+  if (xi < 0)
+    return failure();
+  int bi = 1 - xi;
+  Value xv = k.getInputs()[xi], bias = k.getInputs()[bi];
+  auto biasType = cast<MemRefType>(bias.getType());
+  AffineMap biasMap = cast<AffineMapAttr>(maps[bi]).getValue();
+  int64_t n = outType.getShape().back();
+  if (biasType.getRank() != 1 || biasType.getDimSize(0) != n ||
+      biasType.getElementType() != outType.getElementType() ||
+      biasMap.getNumResults() != 1 ||
+      biasMap.getResult(0) != getAffineDimExpr(r - 1, k.getContext()))
+    return failure();
+  // Body: addf(x, bias), optionally then maximumf(., +0.0).
+  Block &body = k.getBody().front();
+  Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
+  bool relu = false;
+  arith::AddFOp add;
+  if (auto max = dyn_cast_or_null<arith::MaximumFOp>(yielded)) {
+    Value lhs = max.getLhs(), rhs = max.getRhs();
+    if (!lhs.getDefiningOp<arith::AddFOp>())
+      std::swap(lhs, rhs);
+    FloatAttr zero;
+    add = lhs.getDefiningOp<arith::AddFOp>();
+    if (!add || !matchPattern(rhs, m_Constant(&zero)) ||
+        !zero.getValue().isPosZero())
+      return failure();
+    relu = true;
+  } else {
+    add = dyn_cast_or_null<arith::AddFOp>(yielded);
+  }
+  if (!add || add->getBlock() != &body ||
+      !((isArg(add.getLhs(), k, xi) && isArg(add.getRhs(), k, bi)) ||
+        (isArg(add.getLhs(), k, bi) && isArg(add.getRhs(), k, xi))))
+    return failure();
+  unsigned ops = 0;
+  for (Operation &o : body.without_terminator())
+    if (!isa<arith::ConstantOp>(o))
+      ++ops;
+  if (ops != (relu ? 2u : 1u))
+    return failure();
+  // X is the gemm's result, or one reshape of it, read by nothing else.
+  Value y2d = xv;
+  x::ReshapeOp view = xv.getDefiningOp<x::ReshapeOp>();
+  if (view) {
+    if (!xv.hasOneUse())
+      return failure();
+    y2d = view.getSource();
+  }
+  auto alloc = y2d.getDefiningOp<x::AllocOp>();
+  if (!alloc || !y2d.hasNUses(2))
+    return failure();
+  x::LibraryCallOp call;
+  for (Operation *u : y2d.getUsers())
+    if (auto c = dyn_cast<x::LibraryCallOp>(u))
+      call = c;
+  if (!call || call->getBlock() != k->getBlock() ||
+      !call->isBeforeInBlock(k) || call.getOutputs().size() != 1 ||
+      call.getOutputs()[0] != y2d)
+    return failure();
+  FailureOr<x::GemmParams> g = gemmParams(call);
+  if (failed(g) || g->epilogue != x::GemmEpilogue::None || g->has_c ||
+      g->beta != 0.0f || g->n != n)
+    return failure();
+  if (touchedBetween(call, k, out, /*reads=*/true) ||
+      touchedBetween(call, k, bias, /*reads=*/false) ||
+      llvm::any_of(call.getInputs(),
+                   [&](Value in) { return sameMemory(in, out); }) ||
+      !canDefineBefore(out, call) || !canDefineBefore(bias, call))
+    return failure();
+  (void)defineBefore(out, call);
+  (void)defineBefore(bias, call);
+  OpBuilder b(call);
+  Value target = out;
+  if (outType != y2d.getType())
+    target = x::ReshapeOp::create(b, call.getLoc(), y2d.getType(), out)
+                 .getResult();
+  SmallVector<Value> ins(call.getInputs());
+  ins.push_back(bias);
+  auto fused = x::LibraryCallOp::create(b, call.getLoc(), call.getCalleeAttr(),
+                                        ins, ValueRange{target});
+  fused->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+  fused->setAttr("beta", b.getF32FloatAttr(1.0f));
+  if (relu)
+    fused->setAttr("epilogue",
+                   b.getStringAttr(x::gemmEpilogueName(x::GemmEpilogue::Relu)));
+  k->erase();
+  if (view)
+    view->erase();
+  call->erase();
+  alloc->erase();
+  return success();
+}
+
 /// |k| is dBias[C] = sum of D over every dim but the last (D [..., C], f32
 /// accumulation in the element type): one input read through the identity,
 /// the output through the last loop, `reduction` iterators but the last,
@@ -338,7 +460,7 @@ struct FuseGemmEpiloguesPass
   void runOnOperation() override {
     for (auto func : getOperation().getOps<x::FuncOp>())
       for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
-        if (failed(fuseRelu(k)))
+        if (failed(fuseRelu(k)) && failed(fuseBiasKernel(k)))
           (void)fuseBiasGradient(k);
   }
 };

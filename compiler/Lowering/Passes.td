@@ -76,13 +76,20 @@ def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp
   let summary = "Fold ReLU and bias-gradient kernels into gemm library-call epilogues";
   let description = [{
     Runs after `--dlexec-fuse-elementwise`, so only kernels that fusion left
-    on their own qualify. Two patterns, per `dlexec.func`:
+    on their own qualify. Three patterns, per `dlexec.func`:
     - ReLU: a kernel whose body is `arith.maximumf(x, +0.0)` over identity
       maps, whose input is an alloc written by a `gemm` call (no C, or a
       bias row with beta 1) and read by nothing else, becomes the call's
       `epilogue = "relu"` (cuBLASLt RELU_BIAS / RELU); the call writes the
       kernel's output and the kernel and the intermediate alloc go. A ReLU
       already fused into a larger elementwise kernel is not split out.
+    - Bias add: a kernel computing `addf(x, bias)` (optionally then
+      `maximumf(., +0.0)`), x the result of a `gemm` without C (or one
+      reshape of it) read by nothing else, bias [N] broadcast along the last
+      dim: the bias becomes the call's C row (beta 1) and the ReLU its
+      epilogue (cuBLASLt BIAS / RELU_BIAS); the call writes the kernel's
+      buffer (through a reshape to [M, N]). ONNX MatMul + Add layers lower
+      to this.
     - Bias gradient: a kernel summing D [..., C] over every dim but the last
       (init 0, body one `arith.addf`) next to a `gemm` without C that reads
       the same D as op(A) = D^T (A = D viewed as [K, M] with `trans_a`) or
@@ -91,7 +98,10 @@ def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp
       second output (cuBLASLt BGRADB / BGRADA on the column-major problem).
       The fused call runs at the gemm's place, or at the sum's when the sum
       comes first and something (the bias's optimizer update) reads its
-      result before the gemm.
+      result before the gemm. The sum must read and write the gemm's
+      element type: with mixed precision it sums a bf16/f16 dY into the f32
+      gradient of the master bias, which a library call of one element type
+      cannot write, and stays a kernel.
     Neither applies when an op between the two writes what they read or
     touches what the moved work writes. GELU is not folded: cuBLASLt's GELU
     epilogue is the tanh approximation, and no model here computes it.

@@ -172,7 +172,9 @@ inline size_t elementTypeBytes(ElementType type) {
 ///          trans_a); cuBLASLt's BGRADB on the column-major swapped problem.
 ///   BiasGradB: Y as for None, and dBias[N] = sum over k of op(B)[k, n] (op(B)
 ///          = dY [K, N]: a weight gradient X^T dY); cuBLASLt's BGRADA there.
-/// The bias gradient is summed in f32 and rounded once to the element type.
+/// The bias gradient is summed in at least f32 (the host device in f64, in
+/// order of k, as its reduction kernels sum) and rounded once to the element
+/// type.
 /// cuBLASLt's GELU epilogue is the tanh approximation; there is no Gelu here
 /// because no model the repository compiles has that form (PyTorch's default
 /// GELU is the erf form, which the epilogue must not replace).

@@ -144,7 +144,8 @@ public:
   /// Errors: DLRT_INTERNAL (including an unsupported dtype).
   /// gemm: |p.epilogue| (LibraryCalls.h GemmEpilogue) applies ReLU to Y or
   /// writes the bias gradient to |bias_grad| ([M] for BiasGradA, [N] for
-  /// BiasGradB, summed in f32, rounded once); |bias_grad| is null otherwise.
+  /// BiasGradB, summed in at least f32, rounded once); |bias_grad| is null
+  /// otherwise.
   virtual Status gemm(const GemmParams &p, const void *a, const void *b,
                       const void *c, void *y, void *bias_grad) = 0;
   /// The default runs one gemm() per batch index; devices with a strided

@@ -292,7 +292,7 @@ public:
       return s;
     narrow(fy, y, t);
     if (bgrad) {
-      // Summed in f32 from the widened operand, rounded once (LibraryCalls.h).
+      // Summed from the widened operand (in f64), then rounded to the type.
       std::vector<float> fg(size_t(
           p.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? p.m : p.n));
       biasGradientF32(p, fa.data(), fb.data(), fg.data());
@@ -397,7 +397,9 @@ private:
   /// The bias gradient of a BiasGradA / BiasGradB gemm: dBias[m] = sum over
   /// k of op(A)[m, k], or dBias[n] = sum over k of op(B)[k, n] (row-major A
   /// [M,K] / [K,M] with trans_a, B [K,N] / [N,K] with trans_b), each summed
-  /// in f32 in order of k.
+  /// in f64 in order of k and rounded once to f32, as the host's reduction
+  /// kernels sum, so that the fused and the unfused bias gradient are
+  /// bit-identical on the host.
   static void biasGradientF32(const GemmParams &p, const float *a,
                               const float *b, float *out) {
     const bool ofA = p.epilogue == dlc::exec::GemmEpilogue::BiasGradA;
@@ -410,16 +412,18 @@ private:
     const bool kAlongRow = ofA ? !trans : trans;
     if (kAlongRow) {
       for (int64_t i = 0; i < length; ++i) {
-        float sum = 0.0f;
+        double sum = 0.0;
         for (int64_t q = 0; q < p.k; ++q)
-          sum += x[i * p.k + q];
-        out[i] = sum;
+          sum += double(x[i * p.k + q]);
+        out[i] = float(sum);
       }
     } else {
-      std::fill_n(out, length, 0.0f);
+      std::vector<double> sums(size_t(length), 0.0);
       for (int64_t q = 0; q < p.k; ++q)
         for (int64_t i = 0; i < length; ++i)
-          out[i] += x[q * length + i];
+          sums[size_t(i)] += double(x[q * length + i]);
+      for (int64_t i = 0; i < length; ++i)
+        out[i] = float(sums[size_t(i)]);
     }
   }
 

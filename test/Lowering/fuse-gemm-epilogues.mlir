@@ -87,6 +87,63 @@ module {
 
 // -----
 
+// A matmul layer whose bias is added by a kernel (ONNX MatMul + Add, a
+// transformer's feed-forward): the bias add with its ReLU, over a [2, 3, 8]
+// view of the gemm's [6, 8] result, becomes the gemm's bias row (beta 1)
+// and relu epilogue, writing the kernel's buffer through a reshape; a bias
+// add alone becomes the bias row without an epilogue.
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#last = affine_map<(d0, d1, d2) -> (d2)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  dlexec.variable @w : memref<4x8xf32> {kind = "parameter"}
+  dlexec.variable @b : memref<8xf32> {kind = "parameter"}
+  // CHECK-LABEL: dlexec.func @bias_kernels
+  dlexec.func @bias_kernels {
+    // CHECK: %[[X:.+]] = dlexec.input "x"
+    %x = dlexec.input "x" : memref<6x4xf32>
+    %w = dlexec.variable_ref @w : memref<4x8xf32>
+    %t = dlexec.alloc : memref<6x8xf32>
+    // The kernel's buffer and the bias move up to the call.
+    // CHECK: %[[Y:.+]] = dlexec.alloc : memref<2x3x8xf32>
+    // CHECK-NEXT: %[[B:.+]] = dlexec.variable_ref @b
+    // CHECK: %[[V:.+]] = dlexec.reshape %[[Y]] : memref<2x3x8xf32> to memref<6x8xf32>
+    // CHECK-NEXT: dlexec.library_call "gemm" ins(%[[X]], %{{.+}}, %[[B]] : memref<6x4xf32>, memref<4x8xf32>, memref<8xf32>) outs(%[[V]] : memref<6x8xf32>)
+    // CHECK-SAME: beta = 1.000000e+00 : f32, epilogue = "relu"
+    dlexec.library_call "gemm" ins(%x, %w : memref<6x4xf32>, memref<4x8xf32>) outs(%t : memref<6x8xf32>) {alpha = 1.0 : f32, beta = 0.0 : f32, trans_a = false, trans_b = false}
+    %tv = dlexec.reshape %t : memref<6x8xf32> to memref<2x3x8xf32>
+    %b = dlexec.variable_ref @b : memref<8xf32>
+    %y = dlexec.alloc : memref<2x3x8xf32>
+    dlexec.kernel @bias_relu ins(%b, %tv : memref<8xf32>, memref<2x3x8xf32>) outs(%y : memref<2x3x8xf32>) attributes {indexing_maps = [#last, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} {
+    ^bb0(%bb: f32, %a: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %s = arith.addf %bb, %a : f32
+      %r = arith.maximumf %s, %z : f32
+      dlexec.yield %r : f32
+    }
+    // CHECK: %[[Y2:.+]] = dlexec.alloc : memref<6x8xf32>
+    // CHECK-NEXT: dlexec.library_call "gemm" ins(%[[X]], %{{.+}}, %[[B]] : {{.*}}) outs(%[[Y2]] : memref<6x8xf32>)
+    // CHECK-SAME: beta = 1.000000e+00 : f32
+    // CHECK-NOT: epilogue
+    // CHECK-NOT: dlexec.kernel
+    // CHECK: dlexec.output "y2", %[[Y2]]
+    %t2 = dlexec.alloc : memref<6x8xf32>
+    dlexec.library_call "gemm" ins(%x, %w : memref<6x4xf32>, memref<4x8xf32>) outs(%t2 : memref<6x8xf32>) {alpha = 1.0 : f32, beta = 0.0 : f32, trans_a = false, trans_b = false}
+    %y2 = dlexec.alloc : memref<6x8xf32>
+    dlexec.kernel @bias ins(%t2, %b : memref<6x8xf32>, memref<8xf32>) outs(%y2 : memref<6x8xf32>) attributes {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %bb: f32, %o: f32):
+      %s = arith.addf %a, %bb : f32
+      dlexec.yield %s : f32
+    }
+    dlexec.output "y", %y : memref<2x3x8xf32>
+    dlexec.output "y2", %y2 : memref<6x8xf32>
+  }
+}
+
+// -----
+
 // Backward of y = x W^T + b (W [8, 4]): dW = dY^T x reads dY as op(A) =
 // dY^T, so the bias gradient (the column sum of dY, after the gemm in the
 // schedule) becomes its bgrad_a epilogue and second output; the gemm that

@@ -2,9 +2,10 @@
 
 // The whole pipeline (canonicalize, lower, fuse, canonicalize, fuse gemm
 // epilogues, plan) on an MLP training step: gemm -> bias add -> relu becomes
-// the gemm plus one kernel, compare + select become one kernel, the bias
-// gradient becomes the weight-gradient gemm's epilogue, Adam is one kernel
-// writing the variables in place, and every alloc gets an offset; the checker
+// one gemm with a bias row and a relu epilogue, compare + select become one
+// kernel, the bias gradient becomes the weight-gradient gemm's epilogue, Adam
+// is one kernel writing the variables in place, and every alloc gets an
+// offset; the checker
 // (--dlexec-verify-memory-plan) accepts the plan.
 
 module {
@@ -46,17 +47,11 @@ module {
 // CHECK-LABEL: dlexec.func @train_step attributes {arena_bytes = 1024 : i64} {
 // CHECK-NOT: dlexec.alloc :
 // CHECK: %[[X:.+]] = dlexec.input "input"
-// CHECK: %[[H:.+]] = dlexec.alloc {offset = 0 : i64} : memref<2x8xf32>
-// CHECK: dlexec.library_call "gemm" ins(%[[X]], %{{.+}} : {{.*}}) outs(%[[H]] :
-// The relu reads the gemm output for the last time, element by element: it
-// writes its result in place.
+// The bias add and the relu, fused into one kernel, are then the gemm's
+// bias row and relu epilogue (--dlexec-fuse-gemm-epilogues).
 // CHECK: %[[R:.+]] = dlexec.alloc {offset = 0 : i64} : memref<2x8xf32>
-// CHECK: dlexec.kernel @{{.+}} ins(%[[H]], %{{.+}} : memref<2x8xf32>, memref<8xf32>) outs(%[[R]] : memref<2x8xf32>)
-// CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %{{.+}}: f32):
-// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT: %[[S:.+]] = arith.addf %[[A]], %[[B]] : f32
-// CHECK-NEXT: %[[M:.+]] = arith.maximumf %[[S]], %[[Z]] : f32
-// CHECK-NEXT: dlexec.yield %[[M]] : f32
+// CHECK: dlexec.library_call "gemm" ins(%[[X]], %{{.+}}, %{{.+}} : memref<2x4xf32>, memref<8x4xf32>, memref<8xf32>) outs(%[[R]] : memref<2x8xf32>)
+// CHECK-SAME: beta = 1.000000e+00 : f32, epilogue = "relu"
 // CHECK: %[[LOSS:.+]] = dlexec.alloc {offset = 768 : i64} : memref<f32>
 // CHECK: "softmax_cross_entropy" ins(%[[R]],
 // CHECK: %[[DY:.+]] = dlexec.alloc {offset = 256 : i64} : memref<2x8xf32>
