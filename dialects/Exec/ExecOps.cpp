@@ -140,14 +140,14 @@ LogicalResult FuncOp::verify() {
   // The step is a straight-line schedule the package stores op by op;
   // arith.constant holds scalars that kernel bodies capture.
   for (Operation &op : getBody().front())
-    if (!isa<MultiTensorKernelOp>(op) && !isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, SubviewOp, KernelOp,
-             BuiltinKernelOp, LibraryCallOp, AllReduceOp, WaitOp,
-             arith::ConstantOp>(op))
+    if (!isa<InputOp, OutputOp, VariableRefOp, AllocOp, ReshapeOp, SubviewOp,
+             KernelOp, MultiTensorKernelOp, BuiltinKernelOp, LibraryCallOp,
+             AllReduceOp, WaitOp, arith::ConstantOp>(op))
       return op.emitOpError()
              << "cannot be in a dlexec.func; a step holds dlexec.input, "
                 "output, variable_ref, alloc, reshape, subview, kernel, "
-                "builtin_kernel, library_call, all_reduce and wait (and "
-                "arith.constant)";
+                "multi_tensor_kernel, builtin_kernel, library_call, "
+                "all_reduce and wait (and arith.constant)";
   return success();
 }
 

@@ -41,7 +41,7 @@ dlexec.func @reshape_size {
 
 dlexec.func @foreign_op {
   %c = arith.constant 1.0 : f32
-  // expected-error @+1 {{'arith.addf' op cannot be in a dlexec.func; a step holds dlexec.input, output, variable_ref, alloc, reshape, subview, kernel, builtin_kernel, library_call, all_reduce and wait (and arith.constant)}}
+  // expected-error @+1 {{'arith.addf' op cannot be in a dlexec.func; a step holds dlexec.input, output, variable_ref, alloc, reshape, subview, kernel, multi_tensor_kernel, builtin_kernel, library_call, all_reduce and wait (and arith.constant)}}
   %d = arith.addf %c, %c : f32
 }
 
