@@ -196,7 +196,35 @@ LiveBytes liveBytes(Block &block, llvm::DenseMap<Operation *, int64_t> &pos) {
       }
     }
     live.lastUse[alloc.getResult()] = last;
-    int64_t b = arenaBytes(alloc.getResult());
+  }
+  // The planner lets the output of an all-parallel kernel take the bytes of
+  // a same-typed input it reads for the last time (Liveness.h, inPlaceOf):
+  // such an input ends one position earlier here, so that the peak this
+  // pass keeps to is not above the planner's.
+  llvm::DenseMap<Value, int64_t> end = live.lastUse;
+  for (Operation &op : block) {
+    auto k = dyn_cast<exec::KernelOp>(op);
+    if (!k || !llvm::all_of(k.getIteratorTypes().getAsValueRange<StringAttr>(),
+                            [](StringRef it) { return it == "parallel"; }))
+      continue;
+    for (Value out : k.getOutputs()) {
+      if (!out.getDefiningOp<exec::AllocOp>())
+        continue;
+      for (Value in : k.getInputs()) {
+        auto it = end.find(in);
+        if (in.getDefiningOp<exec::AllocOp>() && it != end.end() &&
+            it->second == pos[k] && in.getType() == out.getType() &&
+            pos[in.getDefiningOp()] < pos[k]) {
+          it->second = pos[k] - 1;
+          break;
+        }
+      }
+    }
+  }
+  for (auto [v, last] : end) {
+    int64_t first = pos[v.getDefiningOp()], b = arenaBytes(v);
+    if (last < first)
+      continue;
     diff[first] += b;
     diff[last + 1] -= b;
   }
