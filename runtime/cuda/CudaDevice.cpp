@@ -173,6 +173,31 @@ struct Matmul {
   int64_t strideA = 0, strideB = 0, strideD = 0;
 };
 
+/// Row-major Y[M,N] = op(A) op(B) as cuBLASLt's column-major
+/// Y^T[N,M] = op(B)^T op(A)^T: B is the first operand and A the second, each
+/// viewed column-major; C and D are Y, alpha from |p|, beta 0.
+Matmul rowMajorMatmul(const GemmParams &p, const void *a, const void *b,
+                      void *y) {
+  const uint64_t M = uint64_t(p.m), N = uint64_t(p.n), K = uint64_t(p.k);
+  Matmul mm;
+  mm.type = cublasType(p.dtype);
+  mm.m = N;
+  mm.n = M;
+  mm.k = K;
+  mm.a = b;
+  mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  mm.rowsA = p.trans_b ? K : N;
+  mm.colsA = p.trans_b ? N : K;
+  mm.b = a;
+  mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  mm.rowsB = p.trans_a ? M : K;
+  mm.colsB = p.trans_a ? K : M;
+  mm.c = y;
+  mm.d = y;
+  mm.alpha = p.alpha;
+  return mm;
+}
+
 /// Which cuDNN convolution a chosen algorithm belongs to.
 enum class ConvKind { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
 
@@ -1040,22 +1065,7 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
   // Row-major Y[M,N] is column-major Y^T[N,M] = op(B)^T * op(A)^T: pass B
   // as the first operand and A as the second, each viewed column-major.
   const bool low = p.dtype != ElementType::F32;
-  Matmul mm;
-  mm.type = cublasType(p.dtype);
-  mm.m = N;
-  mm.n = M;
-  mm.k = K;
-  mm.a = b;
-  mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  mm.rowsA = p.trans_b ? K : N;
-  mm.colsA = p.trans_b ? N : K;
-  mm.b = a;
-  mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  mm.rowsB = p.trans_a ? M : K;
-  mm.colsB = p.trans_a ? K : M;
-  mm.d = y;
-  mm.alpha = p.alpha;
-  mm.c = y;
+  Matmul mm = rowMajorMatmul(p, a, b, y);
   mm.beta = p.beta;
   if (p.has_c && !p.c_is_row_vector) {
     mm.c = c;
@@ -1207,23 +1217,7 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
   const bool ofA = p.epilogue == dlc::exec::GemmEpilogue::BiasGradA;
   if (!p.has_c && p.beta == 0.0f) {
     DLRT_TRY(makeCurrent());
-    Matmul mm;
-    mm.type = cublasType(p.dtype);
-    mm.m = uint64_t(p.n);
-    mm.n = uint64_t(p.m);
-    mm.k = uint64_t(p.k);
-    mm.a = b;
-    mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    mm.rowsA = uint64_t(p.trans_b ? p.k : p.n);
-    mm.colsA = uint64_t(p.trans_b ? p.n : p.k);
-    mm.b = a;
-    mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    mm.rowsB = uint64_t(p.trans_a ? p.m : p.k);
-    mm.colsB = uint64_t(p.trans_a ? p.k : p.m);
-    mm.c = y;
-    mm.d = y;
-    mm.alpha = p.alpha;
-    mm.beta = 0.0f;
+    Matmul mm = rowMajorMatmul(p, a, b, y);
     mm.bias = biasGrad;
     mm.epilogue = ofA ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
     if (matmul(mm).ok())
@@ -1268,22 +1262,7 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
 
 Status CudaDevice::gemmFrom(const GemmParams &p, const void *a, const void *b,
                             void *y, size_t offset) {
-  Matmul mm;
-  mm.type = cublasType(p.dtype);
-  mm.m = uint64_t(p.n);
-  mm.n = uint64_t(p.m);
-  mm.k = uint64_t(p.k);
-  mm.a = b;
-  mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  mm.rowsA = uint64_t(p.trans_b ? p.k : p.n);
-  mm.colsA = uint64_t(p.trans_b ? p.n : p.k);
-  mm.b = a;
-  mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  mm.rowsB = uint64_t(p.trans_a ? p.m : p.k);
-  mm.colsB = uint64_t(p.trans_a ? p.k : p.m);
-  mm.c = y;
-  mm.d = y;
-  return matmul(mm, offset);
+  return matmul(rowMajorMatmul(p, a, b, y), offset);
 }
 
 Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const void *a,
