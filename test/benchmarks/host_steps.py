@@ -55,15 +55,45 @@ alone.
 
 The machine is shared: the 1-minute load average before each model is in
 the table. Exits 0 when every model ran and the losses agree (speed is
-measured, not judged), 1 otherwise. --peers (PyTorch 2.x, torch.compile and
-ONNX Runtime columns) is not implemented.
+measured, not judged), 1 otherwise.
+
+Compile time: each model's `dlc --train` runs twice with a --cache-dir of
+its own under the workdir, emptied first: cold (the compile cache empty) and
+warm (the same model again, served by the cache).
+
+--peers (never in the test suite: it downloads about 3 GB) adds PyTorch 2.x
+and ONNX Runtime, installed from PyPI by pip into a virtualenv of their own
+(--peers-venv, default ~/.cache/dlc-bench-peers/venv; made by this Python's
+venv module, reused while it holds the pinned versions, PEER_PINS; PyPI's
+Linux torch wheel pulls in NVIDIA's CUDA libraries, unused here). This
+script keeps running under /usr/bin/python3; each peer runs in a subprocess
+of the virtualenv's Python with PyTorch's environment above (threads, wait
+policy). Per model:
+  eager     PyTorch 2.x eager training steps, timed as the PyTorch column;
+  compiled  the same with the model wrapped in torch.compile (Inductor,
+            default mode; forward and backward compiled, optimizer eager),
+            with a fresh, empty TORCHINDUCTOR_CACHE_DIR: its compile time is
+            the first step's wall time minus the median later step, beside
+            dlc's cold compile;
+  both start from the weights of the 1.13 model (saved by this process and
+  loaded into the same factory's model), on the same batch, and their
+  first-step losses are compared with dlrt's (--loss-tol);
+  inference the model exported in eval mode, compiled by dlc without --train
+            and run by `dlrt run --repeat` (its printed median), beside an ONNX
+            Runtime CPU session on the same ONNX file and input (intra-op
+            threads = --threads, inter-op 1, spinning off under PASSIVE),
+            median of as many runs after 2 warm-up runs; the outputs must
+            agree to --out-tol (max |dlrt - ORT| / max |ORT|).
+PyPI's torch uses MKL (BLAS_INFO=mkl, linked in) and oneDNN: the peers' line
+prints their versions and the same 1024x1024 matmul rate. Where pip cannot
+install them, the peers' table says why and the rest of the run stands.
 """
 import argparse
 import ctypes
 import json
-import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,6 +115,10 @@ MODELS = {
 }
 QUICK = ["mlp", "cnn"]
 BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# --peers: versions installed from PyPI (checked to install and run here on
+# 2026-11-27: Python 3.11, x86-64; torch's wheel is the CUDA 13.2 build).
+PEER_PINS = {"torch": "2.15.0", "torchvision": "0.29.2", "onnxruntime": "1.32.0",
+             "numpy": "2.4.6"}
 
 
 def build(name):
@@ -307,24 +341,37 @@ def run_torch(args, name, steps):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def export(name, w):
-    """Exports |name| in training mode; (onnx path, batch npz path)."""
+def export(name, w, peers=False):
+    """Exports |name| in training mode; (onnx path, batch npz path). With
+    |peers| also its weights and buffers (state_dict, {name}-weights.npz) for
+    the peers, and the eval-mode model ({name}-infer.onnx) with its input
+    ({name}-inputs.npz) for the inference comparison."""
     import numpy as np
     from architectures import export as export_onnx
     model, x, y = build(name)
     onnx_path, batch = w(f"{name}.onnx"), w(f"{name}-batch.npz")
+    if peers:
+        np.savez(w(f"{name}-weights.npz"),
+                 **{k: v.detach().numpy() for k, v in model.state_dict().items()})
+        export_onnx(model, x, w(f"{name}-infer.onnx"), training=False)
+        np.savez(w(f"{name}-inputs.npz"), input=x.numpy())
     export_onnx(model, x, onnx_path, training=True)
     np.savez(batch, input=x.numpy(), labels=y.numpy())
     return onnx_path, batch
 
 
-def compile_dlc(args, name, onnx_path, pkg):
+def compile_dlc(args, name, onnx_path, pkg, cache, train=True):
+    """Wall seconds of `dlc` compiling |onnx_path| to |pkg| with the compile
+    cache in |cache|; for training (--train with |name|'s optimizer) or, with
+    |train| False, for inference."""
     spec = MODELS[name]
-    cmd = [args.dlc, onnx_path, "--train", "--loss", "softmax-cross-entropy",
-           "--optimizer", spec["opt"], "--lr", repr(spec["lr"]),
-           "--batch-size", str(spec["batch"]), "--quiet", "-o", pkg]
-    if "momentum" in spec:
-        cmd += ["--momentum", repr(spec["momentum"])]
+    cmd = [args.dlc, onnx_path, "--batch-size", str(spec["batch"]), "--quiet",
+           "--cache-dir", cache, "-o", pkg]
+    if train:
+        cmd += ["--train", "--loss", "softmax-cross-entropy", "--optimizer", spec["opt"],
+                "--lr", repr(spec["lr"])]
+        if "momentum" in spec:
+            cmd += ["--momentum", repr(spec["momentum"])]
     rc, out, secs = run(cmd)
     if rc != 0:
         lines = [ln for ln in out.splitlines() if "error" in ln] or out.splitlines()[-1:]
@@ -414,6 +461,221 @@ def startup(args, w):
     return res
 
 
+PEER_PROBE = """
+import json, re, time, torch, torchvision, onnxruntime, numpy
+a, b = torch.rand(1024, 1024), torch.rand(1024, 1024)
+a @ b
+best = 1e9
+for _ in range(3):
+    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+par = torch.__config__.parallel_info()
+mkl = re.search(r"Math Kernel Library Version ([^\\n]*?)(?: for |\\n)", par)
+dnn = re.search(r"MKL-DNN (v[0-9.]+)", par)
+# CUDA's libraries (cuBLAS among them) load with torch and go unused here.
+libs = sorted({line.split()[-1] for line in open("/proc/self/maps")
+               if re.search(r"/lib[^/]*(blas|mkl|omp)[^/]*[.]so", line)
+               and "/nvidia/" not in line})
+print(json.dumps({"torch": torch.__version__, "torchvision": torchvision.__version__,
+                  "onnxruntime": onnxruntime.__version__, "numpy": numpy.__version__,
+                  "blas_info": re.search(r"BLAS_INFO=(\\w+)", torch.__config__.show()).group(1),
+                  "mkl": mkl.group(1) if mkl else None, "onednn": dnn.group(1) if dnn else None,
+                  "libs": libs, "threads": torch.get_num_threads(),
+                  "matmul_gflops": 2 * 1024 ** 3 / best / 1e9}))
+"""
+
+
+def setup_peers(args):
+    """The virtualenv's Python with PEER_PINS installed, made or reused in
+    --peers-venv; (python or None, lines to print, probe dict or reason)."""
+    venv = os.path.expanduser(args.peers_venv)
+    python = os.path.join(venv, "bin", "python")
+    env = thread_env(args, baseline=True)
+    lines = []
+
+    def probe():
+        if not os.path.exists(python):
+            return None
+        rc, out, _ = run([python, "-c", PEER_PROBE], env=env, timeout=300)
+        if rc != 0:
+            return None
+        r = json.loads(out.strip().splitlines()[-1])
+        have = {k: r[k].split("+")[0] for k in PEER_PINS}
+        return r if have == PEER_PINS else None
+
+    info = probe()
+    if info:
+        lines.append(f"reusing the virtualenv {venv}")
+    else:
+        t = time.perf_counter()
+        if not os.path.exists(python):
+            rc, out, _ = run([sys.executable, "-m", "venv", venv])
+            if rc != 0:
+                return None, lines, f"python3 -m venv failed: {first_error(out)}"
+        pins = [f"{k}=={v}" for k, v in PEER_PINS.items()]
+        print(f"  peers: pip install {' '.join(pins)} into {venv} ...", flush=True)
+        rc, out, _ = run([python, "-m", "pip", "install", "--retries", "2", "--timeout", "60",
+                          *pins])
+        if rc != 0:
+            errs = [ln for ln in out.splitlines() if ln.startswith("ERROR")]
+            return None, lines, ("pip could not install them (PyPI unreachable?): "
+                                 + (errs[0] if errs else first_error(out))[:300])
+        rc, out, _ = run(["du", "-sh", venv])
+        lines.append(f"installed into {venv} in {time.perf_counter() - t:.0f} s, "
+                     f"{out.split()[0] if rc == 0 else '?'} on disk")
+        info = probe()
+        if not info:
+            return None, lines, "installed, but the virtualenv's torch/onnxruntime do not import"
+    return python, lines, info
+
+
+def peer_child(args):
+    """One peer of one model, run by the virtualenv's Python (see run_peer):
+    --peer-mode eager or compile trains as torch_child does, from the
+    weights and batch the main process saved; ort times ONNX Runtime on the
+    eval-mode model. Prints one JSON line."""
+    import numpy as np
+    name, mode = args.peer_child, args.peer_mode
+    w = lambda f: os.path.join(args.workdir, f)  # noqa: E731
+    if mode == "ort":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = args.threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        if args.omp_wait_policy.upper() == "PASSIVE":
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        t = time.perf_counter()
+        sess = ort.InferenceSession(w(f"{name}-infer.onnx"), so,
+                                    providers=["CPUExecutionProvider"])
+        create = time.perf_counter() - t
+        x = np.load(w(f"{name}-inputs.npz"))["input"]
+        feed = {sess.get_inputs()[0].name: x}
+        times, out = [], None
+        for _ in range(2 + args.steps):
+            t = time.perf_counter()
+            res = sess.run(None, feed)
+            times.append(time.perf_counter() - t)
+            out = res[0] if out is None else out
+        np.save(w(f"{name}-ort-out.npy"), out)
+        print(json.dumps({"times": times[2:], "create_s": create}))
+        return
+    import torch
+    torch.set_num_threads(args.threads)
+    spec = MODELS[name]
+    model, _, _ = build(name)
+    weights = np.load(w(f"{name}-weights.npz"))
+    model.load_state_dict({k: torch.from_numpy(weights[k]) for k in weights.files})
+    data = np.load(w(f"{name}-batch.npz"))
+    x, y = torch.from_numpy(data["input"]), torch.from_numpy(data["labels"])
+    model.train()
+    params = model.parameters()
+    if spec["opt"] == "adam":
+        opt = torch.optim.Adam(params, lr=spec["lr"])
+    elif spec["opt"] == "adamw":
+        opt = torch.optim.AdamW(params, lr=spec["lr"])
+    else:
+        opt = torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0))
+    step_model = torch.compile(model) if mode == "compile" else model
+    times, losses = [], []
+    for _ in range(args.warmup + args.steps):
+        t = time.perf_counter()
+        opt.zero_grad()
+        logits = step_model(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 y.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - t)
+    res = {"times": times, "losses": losses}
+    if mode == "compile":
+        from torch._dynamo.utils import counters
+        res["graph_breaks"] = sum(counters["graph_break"].values())
+        res["graphs"] = counters["stats"].get("unique_graphs", None)
+    print(json.dumps(res))
+
+
+def run_peer(args, python, name, mode, steps):
+    """Runs peer_child for |name| in |mode| under |python| (the virtualenv's)
+    with PyTorch's environment; its JSON."""
+    env = thread_env(args, baseline=True)
+    inductor = os.path.join(args.workdir, f"{name}-inductor-cache")
+    shutil.rmtree(inductor, ignore_errors=True)
+    env["TORCHINDUCTOR_CACHE_DIR"] = inductor  # empty: a cold torch.compile
+    env.pop("PYTHONPATH", None)
+    cmd = [python, os.path.abspath(__file__), "--peer-child", name, "--peer-mode", mode,
+           "--workdir", args.workdir, "--threads", str(args.threads),
+           "--warmup", str(args.warmup), "--steps", str(steps),
+           "--omp-wait-policy", args.omp_wait_policy]
+    try:
+        rc, out, secs = run(cmd, env=env, timeout=args.peer_timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{mode}: timed out after {args.peer_timeout} s (--peer-timeout)")
+    if rc != 0:
+        raise RuntimeError(f"{mode} exit status {rc}:\n{out[-2000:]}")
+    res = json.loads(out.strip().splitlines()[-1])
+    res["wall_s"] = secs
+    return res
+
+
+def dlrt_forward(args, name, pkg, w, repeat):
+    """(median seconds of `dlrt run --repeat`, first output array) on the host."""
+    import numpy as np
+    out = w(f"{name}-dlrt-out.npz")
+    rc, text, _ = run([args.dlrt, "run", pkg, "--inputs", w(f"{name}-inputs.npz"),
+                       "--outputs", out, "--device", "host", "--repeat", str(repeat)],
+                      env=thread_env(args))
+    if rc != 0:
+        raise RuntimeError(f"dlrt run exit status {rc}:\n{text[-2000:]}")
+    m = re.search(r"forward: \d+ runs, median ([0-9.]+) ms, fastest ([0-9.]+) ms", text)
+    if not m:
+        raise RuntimeError(f"dlrt run printed no forward times:\n{text[-500:]}")
+    with np.load(out) as f:
+        first = f[f.files[0]]
+    return float(m.group(1)) * 1e-3, float(m.group(2)) * 1e-3, first
+
+
+def peers_row(args, python, name, row, steps, w):
+    """Fills |row|'s peer_* fields; raises on the first failure (the caller
+    records it), after filling what it could."""
+    import numpy as np
+    errors = []
+    for mode in ("eager", "compile"):
+        try:
+            r = run_peer(args, python, name, mode, steps)
+            row[f"peer_{mode}_steps_s"] = r["times"][args.warmup:]
+            row[f"peer_{mode}_loss1"] = r["losses"][0]
+            ref = row.get("dlrt_loss1", row.get("torch_loss1"))
+            if ref is not None:
+                row[f"peer_{mode}_loss_rel"] = abs(r["losses"][0] - ref) / abs(ref)
+            if mode == "compile":
+                # The first step compiles forward and backward (Dynamo, AOT
+                # Autograd, Inductor, the C++ compiler) and then runs.
+                row["peer_compile_s"] = r["times"][0] - statistics.median(
+                    row["peer_compile_steps_s"])
+                row["peer_graph_breaks"] = r.get("graph_breaks")
+        except Exception as e:
+            errors.append(first_error(e))
+            row[f"peer_{mode}_error"] = errors[-1]
+    try:
+        pkg, cache = w(f"{name}-infer.dlcp"), w(f"{name}-dlc-cache")
+        row["infer_compile_s"] = compile_dlc(args, name, w(f"{name}-infer.onnx"), pkg, cache,
+                                             train=False)
+        repeat = max(5, steps)
+        row["dlrt_run_s"], row["dlrt_run_min_s"], ours = dlrt_forward(args, name, pkg, w, repeat)
+        r = run_peer(args, python, name, "ort", repeat)
+        row["ort_steps_s"] = r["times"]
+        row["ort_s"] = statistics.median(r["times"])
+        theirs = np.load(w(f"{name}-ort-out.npy"))
+        if ours.shape != theirs.shape:
+            raise RuntimeError(f"output shapes differ: dlrt {ours.shape}, ORT {theirs.shape}")
+        row["out_rel"] = float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
+    except Exception as e:
+        errors.append(first_error(e))
+        row["ort_error"] = errors[-1]
+    return errors
+
+
 def first_error(e):
     """The line of |e|'s text that says what failed: the first naming an
     error, else its last line."""
@@ -423,13 +685,63 @@ def first_error(e):
 
 
 def fmt_ms(s):
-    return "-" if s is None else (f"{s * 1e3:.1f}" if s < 10 else f"{s * 1e3:.0f}")
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.2f}" if s < 1e-3 else f"{s * 1e3:.1f}" if s < 10 else f"{s * 1e3:.0f}"
 
 
 def fmt_steps(r, key):
     """'median (min)' ms of the measured steps of row |r|'s |key| side."""
     steps = r.get(f"{key}_steps_s")
     return f"{fmt_ms(statistics.median(steps))} ({fmt_ms(min(steps))})" if steps else "-"
+
+
+def print_peers(args, rows, python, info):
+    """The peers' table (--peers)."""
+    print(f"\npeers: PyTorch {info['torch']} eager and torch.compile (Inductor) training "
+          "steps, ms after warm-up, median (min); dlrt's ratios of the medians; compile s: "
+          "dlc --train cold, torch.compile's first step minus a later one (cold Inductor "
+          "cache); loss1: first-step loss vs dlrt's, relative; inference: `dlrt run "
+          "--repeat` median (fastest) ms vs ONNX Runtime "
+          f"{info['onnxruntime']} median (min) ms on the eval-mode model, output: max "
+          "|dlrt - ORT| / max |ORT|" if python else f"\npeers: not run: {info}")
+    if not python:
+        return
+    print("| model | batch | dlc compile s | torch.compile compile s | dlrt ms | eager ms "
+          "| compiled ms | dlrt / eager | dlrt / compiled | loss1 rel diff eager, compiled "
+          "| dlrt run ms | ORT ms | dlrt run / ORT | output rel diff |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: "
+          "| ---: | ---: |")
+    for r in rows:
+        def cell(key):
+            err = r.get(f"peer_{key}_error")
+            return f"failed: {err}" if err else fmt_steps(r, f"peer_{key}")
+
+        def ratio(key):
+            steps = r.get(f"peer_{key}_steps_s")
+            return (f"{r['dlrt_s'] / statistics.median(steps):.2f}x"
+                    if steps and "dlrt_s" in r else "-")
+
+        def rel(key, tol):
+            v = r.get(key)
+            return "-" if v is None else f"{v:.1e}" + ("" if v <= tol else " MISMATCH")
+        comp = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        tc = f"{r['peer_compile_s']:.1f}" if "peer_compile_s" in r else "-"
+        if r.get("peer_graph_breaks"):
+            tc += f" ({r['peer_graph_breaks']} graph breaks)"
+        dl = fmt_steps(r, "dlrt") if "error" not in r else "failed"
+        if "ort_error" in r:
+            run_ms, ort_ms, ort_ratio, out = f"failed: {r['ort_error']}", "-", "-", "-"
+        else:
+            run_ms = f"{fmt_ms(r['dlrt_run_s'])} ({fmt_ms(r['dlrt_run_min_s'])})"
+            ort_ms = fmt_steps(r, "ort")
+            ort_ratio = f"{r['dlrt_run_s'] / r['ort_s']:.2f}x"
+            out = rel("out_rel", args.out_tol)
+        print(f"| {r['model']} | {r['batch']} | {comp} | {tc} | {dl} | {cell('eager')} "
+              f"| {cell('compile')} | {ratio('eager')} | {ratio('compile')} "
+              f"| {rel('peer_eager_loss_rel', args.loss_tol)}, "
+              f"{rel('peer_compile_loss_rel', args.loss_tol)} | {run_ms} | {ort_ms} "
+              f"| {ort_ratio} | {out} |")
 
 
 def main():
@@ -451,11 +763,25 @@ def main():
     ap.add_argument("--coretype", default="auto",
                     help="OPENBLAS_CORETYPE of the baseline: auto (time the candidates and "
                          "take the fastest), '' for OpenBLAS's autodetection, or a name")
+    ap.add_argument("--out-tol", type=float, default=1e-4,
+                    help="--peers: dlrt run vs ONNX Runtime output agreement, max abs "
+                         "difference relative to ORT's max abs output (fp32)")
     ap.add_argument("--json", default=None, help="also write the rows as JSON here")
+    ap.add_argument("--peers", action="store_true",
+                    help="add PyTorch 2.x eager, torch.compile and ONNX Runtime columns "
+                         "(installs them from PyPI into --peers-venv; not for the test suite)")
+    ap.add_argument("--peers-venv", default="~/.cache/dlc-bench-peers/venv",
+                    help="the peers' virtualenv, made here or reused")
+    ap.add_argument("--peer-timeout", type=float, default=1800,
+                    help="seconds one peer run of one model may take")
     ap.add_argument("--torch-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--peer-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--peer-mode", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_child:
         return torch_child(args)
+    if args.peer_child:
+        return peer_child(args)
     if not args.dlc or not args.dlrt:
         ap.error("--dlc and --dlrt are required")
     names = args.models.split(",") if args.models else (QUICK if args.quick else list(MODELS))
@@ -479,6 +805,21 @@ def main():
         for line in lines:
             print(f"  OpenBLAS probe: {line}")
     print(f"  PyTorch runs with OPENBLAS_CORETYPE={args.coretype or '(unset)'}", flush=True)
+    peer_python, peer_info = None, None
+    if args.peers:
+        peer_python, lines, peer_info = setup_peers(args)
+        for line in lines:
+            print(f"  peers: {line}")
+        if peer_python:
+            p = peer_info
+            print(f"  peers: PyTorch {p['torch']} (BLAS_INFO={p['blas_info']}, MKL "
+                  f"{p['mkl']}, oneDNN {p['onednn']}), torchvision {p['torchvision']}, "
+                  f"ONNX Runtime {p['onnxruntime']}, NumPy {p['numpy']}; "
+                  f"{p['threads']} threads; BLAS/OpenMP libraries loaded: "
+                  f"{', '.join(p['libs']) or 'none (linked in)'}; 1024x1024 fp32 matmul: "
+                  f"{p['matmul_gflops']:.1f} GFLOP/s", flush=True)
+        else:
+            print(f"  peers: not run: {peer_info}", flush=True)
 
     rows, failed, blas = [], False, None
     for name in names:
@@ -490,9 +831,11 @@ def main():
         print(f"{name}: batch {spec['batch']}, {spec['opt']}, {steps} measured steps "
               f"(load average {row['load']:.2f})", flush=True)
         try:
-            onnx_path, batch = export(name, w)
-            pkg = w(f"{name}.dlcp")
-            row["compile_s"] = compile_dlc(args, name, onnx_path, pkg)
+            onnx_path, batch = export(name, w, peers=bool(peer_python))
+            pkg, cache = w(f"{name}.dlcp"), w(f"{name}-dlc-cache")
+            shutil.rmtree(cache, ignore_errors=True)
+            row["compile_s"] = compile_dlc(args, name, onnx_path, pkg, cache)
+            row["compile_warm_s"] = compile_dlc(args, name, onnx_path, pkg, cache)
             row["kernels"], row["library"] = package_counts(args, pkg)
             row["dlrt_steps_s"], row["dlrt_loss1"], row["traced"] = run_dlrt(
                 args, pkg, batch, steps, w, name)
@@ -517,6 +860,15 @@ def main():
                 row["torch_loss1"])
             if not row["loss_rel"] <= args.loss_tol:
                 failed = True
+        if peer_python:
+            for err in peers_row(args, peer_python, name, row, steps, w):
+                failed = True
+                print(f"  {name} peers: {err}", flush=True)
+            for k in ("peer_eager_loss_rel", "peer_compile_loss_rel"):
+                if k in row and not row[k] <= args.loss_tol:
+                    failed = True
+            if "out_rel" in row and not row["out_rel"] <= args.out_tol:
+                failed = True
         print(f"  {json.dumps(row)}", flush=True)
         if blas and not args.allow_reference_blas and not any(
                 "openblas" in x for x in blas["libs"]):
@@ -533,8 +885,8 @@ def main():
           "ratio of the medians (of the minima); kernels and library calls per "
           "train_step (dlrt info); loss1: first-step losses, relative difference; load avg: "
           "1-minute load average before the model")
-    print("| model | batch | optimizer | dlc compile s | kernels | library calls | dlrt ms "
-          "| PyTorch ms | dlrt / PyTorch | loss1 rel diff | load avg |")
+    print("| model | batch | optimizer | dlc compile s cold (warm) | kernels | library calls "
+          "| dlrt ms | PyTorch ms | dlrt / PyTorch | loss1 rel diff | load avg |")
     print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         ratio = (f"{r['dlrt_s'] / r['torch_s']:.2f}x ("
@@ -546,10 +898,13 @@ def main():
         dl = fmt_steps(r, "dlrt") if "error" not in r else f"failed: {r['error']}"
         tr = fmt_steps(r, "torch") if "torch_error" not in r else \
             f"failed: {r['torch_error']}"
-        comp = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        comp = f"{r['compile_s']:.1f} ({r['compile_warm_s']:.1f})" if "compile_s" in r else "-"
         print(f"| {r['model']} | {r['batch']} | {r['optimizer']} | {comp} "
               f"| {r.get('kernels', '-')} | {r.get('library', '-')} | {dl} | {tr} | {ratio} "
               f"| {rel} | {r['load']:.2f} |")
+
+    if args.peers:
+        print_peers(args, rows, peer_python, peer_info)
 
     if not args.no_startup:
         try:
