@@ -709,9 +709,9 @@ def print_peers(args, rows, python, info):
         return
     print("| model | batch | dlc compile s | torch.compile compile s | dlrt ms | eager ms "
           "| compiled ms | dlrt / eager | dlrt / compiled | loss1 rel diff eager, compiled "
-          "| dlrt run ms | ORT ms | dlrt run / ORT | output rel diff |")
+          "| dlrt run ms | ORT ms | dlrt run / ORT | output rel diff | load avg |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: "
-          "| ---: | ---: |")
+          "| ---: | ---: | ---: |")
     for r in rows:
         def cell(key):
             err = r.get(f"peer_{key}_error")
@@ -741,7 +741,7 @@ def print_peers(args, rows, python, info):
               f"| {cell('compile')} | {ratio('eager')} | {ratio('compile')} "
               f"| {rel('peer_eager_loss_rel', args.loss_tol)}, "
               f"{rel('peer_compile_loss_rel', args.loss_tol)} | {run_ms} | {ort_ms} "
-              f"| {ort_ratio} | {out} |")
+              f"| {ort_ratio} | {out} | {r['load']:.2f} |")
 
 
 def main():
