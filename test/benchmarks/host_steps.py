@@ -495,7 +495,10 @@ def setup_peers(args):
     def probe():
         if not os.path.exists(python):
             return None
-        rc, out, _ = run([python, "-c", PEER_PROBE], env=env, timeout=300)
+        try:
+            rc, out, _ = run([python, "-c", PEER_PROBE], env=env, timeout=300)
+        except subprocess.TimeoutExpired:
+            return None
         if rc != 0:
             return None
         r = json.loads(out.strip().splitlines()[-1])
