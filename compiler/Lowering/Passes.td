@@ -44,6 +44,36 @@ def LowerToExecPass : Pass<"dlgraph-lower-to-dlexec", "::mlir::ModuleOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FoldDataMovementPass : Pass<"dlgraph-fold-data-movement", "::mlir::ModuleOp"> {
+  let summary = "Fold split gradients into concats and 2-D transposes into gemm flags";
+  let description = [{
+    Runs on dlgraph just before `--dlgraph-lower-to-dlexec`, after training
+    (autodiff) has built the step. Two rewrites:
+    - A sum (tree of same-shape `dlgraph.add`s read only by the sum) of zero
+      `dlgraph.pad`s along one axis with step 1, each read only by the sum,
+      whose slots tile that axis without overlap (the gradient of a split,
+      e.g. of a fused QKV projection) becomes a `dlgraph.concat` of the pads'
+      inputs in slot order: exact (x + 0 = x), and the concat lowering writes
+      each piece into its slot of one buffer (XLA/TVM buffer assignment)
+      instead of a fill and a copy kernel per piece plus an add kernel. Any
+      other contribution to the sum, overlapping or missing slots, or
+      strided pads leave it unchanged.
+    - A 2-D `dlgraph.transpose` (perm [1, 0]) read by a `dlgraph.gemm`
+      becomes the gemm's `trans_a`/`trans_b` flag; a `dlgraph.matmul` whose
+      2-D rhs (or, with a 2-D lhs, whose lhs) is such a transpose first
+      becomes a gemm (the lhs's leading dims reshaped into its rows). The
+      transpose goes when nothing else reads it.
+    ```mlir
+    %p = dlgraph.pad %a {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x2xf32> -> tensor<4x6xf32>
+    %q = dlgraph.pad %b {starts = array<i64: 0, 2>, steps = array<i64: 1, 1>} : tensor<4x4xf32> -> tensor<4x6xf32>
+    %s = dlgraph.add %p, %q : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+    // becomes
+    %s = dlgraph.concat %a, %b {axis = 1 : i64} : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+    ```
+  }];
+  let dependentDialects = ["::dlc::graph::GraphDialect"];
+}
+
 def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fold all-parallel producer kernels into their single consumer kernel";
   let description = [{

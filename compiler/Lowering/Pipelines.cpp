@@ -13,6 +13,7 @@ using namespace mlir;
 using namespace dlc;
 
 void dlc::buildLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createFoldDataMovementPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerToExecPass());
   pm.addPass(createFuseElementwisePass());

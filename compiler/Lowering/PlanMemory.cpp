@@ -414,7 +414,9 @@ Value stripReshapes(Value v) {
 /// place: XLA's buffer assignment gives a concatenate's operands slices of
 /// its output the same way). A copy kernel C (one input read whole through
 /// the identity map, one output R written through map W, a body that
-/// yields the input) whose input X is an alloc written only by one earlier
+/// yields the input; R an alloc or a reshape view of one, e.g. a concat's
+/// buffer with its axis split into attention heads) whose input X is an
+/// alloc written only by one earlier
 /// all-parallel dlexec.kernel K (through map M) and read only by C goes: K
 /// writes R through W o M, and X, C and the views between them go. Not when K
 /// reads or writes R, when an op between K and C touches R where C writes it (a
@@ -436,9 +438,10 @@ void writeCopiesInPlace(exec::FuncOp func) {
     Value in = c.getInputs()[0], out = c.getOutputs()[0];
     Value x = stripReshapes(in);
     auto xAlloc = x.getDefiningOp<exec::AllocOp>();
-    if (!xAlloc || x.getType() != in.getType() ||
-        !out.getDefiningOp<exec::AllocOp>() ||
-        c->getBlock() != xAlloc->getBlock())
+    auto outAlloc = stripReshapes(out).getDefiningOp<exec::AllocOp>();
+    if (!xAlloc || x.getType() != in.getType() || !outAlloc ||
+        c->getBlock() != xAlloc->getBlock() ||
+        outAlloc->getBlock() != c->getBlock())
       continue;
     // X's users: one writer kernel K, the copy (through same-shape views).
     exec::KernelOp k;
@@ -474,6 +477,8 @@ void writeCopiesInPlace(exec::FuncOp func) {
     auto target = footprint(c, 1);
     for (Operation *op = k->getNextNode(); ok && op != c.getOperation();
          op = op->getNextNode()) {
+      if (isa<exec::ReshapeOp>(op))
+        continue; // a view touches no element
       for (OpOperand &o : op->getOpOperands()) {
         if (stripReshapes(o.get()) != root)
           continue;
@@ -493,9 +498,19 @@ void writeCopiesInPlace(exec::FuncOp func) {
     operands[kOut] = out;
     if (!loopsSized(operands, maps, k.getIteratorTypes().size()))
       continue;
-    // R's alloc (an op without operands) moves up to dominate K.
-    if (Operation *def = out.getDefiningOp(); k->isBeforeInBlock(def))
-      def->moveBefore(k);
+    // R's alloc (an op without operands) and the reshape views of it that
+    // C writes through move up to dominate K.
+    SmallVector<Operation *> chain;
+    for (Value v = out; Operation *def = v.getDefiningOp();) {
+      chain.push_back(def);
+      if (auto r = dyn_cast<exec::ReshapeOp>(def))
+        v = r.getSource();
+      else
+        break;
+    }
+    for (Operation *def : llvm::reverse(chain))
+      if (k->isBeforeInBlock(def))
+        def->moveBefore(k);
     k->setOperand(kOut, out);
     k.setIndexingMapsAttr(Builder(k).getAffineMapArrayAttr(maps));
     c.erase();

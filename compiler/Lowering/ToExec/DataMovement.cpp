@@ -141,6 +141,58 @@ g::ConcatOp concatRoot(FuncLowering &fl, g::ConcatOp c, int64_t &base) {
   return cur;
 }
 
+/// Copies concat input |v| into its slot at |offset| along |axis| of |out|
+/// in the shape of the tensor |v| is a reshape of, when that reshape only
+/// merges dims of its input into |axis| (e.g. attention heads [2,128,12,64]
+/// merged into [2,128,768], the gradient of one piece of a fused QKV
+/// projection): |out| is then viewed with |axis| split the same way, the
+/// slot starts at a multiple of the merged inner dims, and the copy reads
+/// the unreshaped producer through the identity map, so the memory planner
+/// can make the producer write the slot itself (writeCopiesInPlace). False,
+/// with nothing built, when the shapes do not line up this way.
+bool copySplitSlot(FuncLowering &fl, Value v, Value out, int64_t axis,
+                   int64_t offset, llvm::SmallDenseMap<Type, Value> &views,
+                   Location loc) {
+  auto r = v.getDefiningOp<g::ReshapeOp>();
+  if (!r || (fl.splats.count(r.getInput()) && !fl.buffers.count(r.getInput())))
+    return false;
+  auto ut = tensorType(r.getInput()), vt = tensorType(v);
+  auto outShape = cast<MemRefType>(out.getType()).getShape();
+  int64_t rank = vt.getRank(), urank = ut.getRank(), extra = urank - rank;
+  if (extra <= 0)
+    return false;
+  // u = v's dims before |axis|, then group [axis, axis + extra], then v's
+  // dims after |axis|.
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis &&
+        ut.getDimSize(d < axis ? d : d + extra) != vt.getDimSize(d))
+      return false;
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d <= axis + extra; ++d)
+    inner *= ut.getDimSize(d);
+  if (ut.getDimSize(axis) * inner != vt.getDimSize(axis) || offset % inner ||
+      outShape[axis] % inner)
+    return false;
+  OpBuilder &b = fl.b;
+  SmallVector<int64_t> viewShape(outShape), starts(urank, 0), steps(urank, 1);
+  viewShape[axis] = outShape[axis] / inner;
+  viewShape.insert(viewShape.begin() + axis + 1,
+                   ut.getShape().begin() + axis + 1,
+                   ut.getShape().begin() + axis + 1 + extra);
+  starts[axis] = offset / inner;
+  auto viewType = MemRefType::get(
+      viewShape, cast<MemRefType>(out.getType()).getElementType());
+  Value &view = views[viewType];
+  if (!view)
+    view = x::ReshapeOp::create(b, loc, viewType, out).getResult();
+  AffineMap outMap = stridedMap(b, starts, steps, viewShape, ut.getShape());
+  fl.buildKernel(loc, "concat", urank,
+                 {{sizeSource(fl, r.getInput(), outMap, loc), TypedAttr(),
+                   b.getMultiDimIdentityMap(urank)}},
+                 {view}, {outMap}, {}, ArrayAttr(), copyBody);
+  return true;
+}
+
 } // namespace
 
 /// dlgraph.one_hot as an elementwise kernel over the result: the index read
@@ -331,6 +383,9 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
     SmallVector<int64_t> steps(rank, 1), starts(rank, 0);
     auto rootInputs = root.getInputs();
     int64_t n = c.getInputs().size();
+    // One view of |out| per split shape, shared by the copies into it, so
+    // that the memory planner compares their slots in one index space.
+    llvm::SmallDenseMap<Type, Value> splitViews;
     for (int64_t k = 0, offset = 0; k < (int64_t)rootInputs.size(); ++k) {
       Value v = rootInputs[k];
       auto t = tensorType(v);
@@ -338,13 +393,15 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
         starts[axis] = offset;
       if (k >= base && k < base + n && t.getNumElements() != 0 &&
           fl.concatSlotsWritten.insert({root, k}).second) {
-        SmallVector<int64_t> at(rank, 0);
-        at[axis] = offset;
-        AffineMap outMap =
-            stridedMap(b, at, steps, rt.getShape(), t.getShape());
-        fl.buildKernel(loc, "concat", rank,
-                       {{sizeSource(fl, v, outMap, loc), TypedAttr(), id}},
-                       {out}, {outMap}, {}, ArrayAttr(), copyBody);
+        if (!copySplitSlot(fl, v, out, axis, offset, splitViews, loc)) {
+          SmallVector<int64_t> at(rank, 0);
+          at[axis] = offset;
+          AffineMap outMap =
+              stridedMap(b, at, steps, rt.getShape(), t.getShape());
+          fl.buildKernel(loc, "concat", rank,
+                         {{sizeSource(fl, v, outMap, loc), TypedAttr(), id}},
+                         {out}, {outMap}, {}, ArrayAttr(), copyBody);
+        }
       }
       offset += t.getDimSize(axis);
     }
