@@ -603,7 +603,9 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                  << "library calls: " << s.libraryCalls << "\n"
                  << "gemm epilogues: " << s.gemmBias << " bias, "
                  << s.gemmBiasRelu << " bias+relu, " << s.gemmRelu
-                 << " relu, " << s.gemmBiasGrad << " bgrad\n"
+                 << " relu, " << s.gemmBiasGrad << " bgrad, "
+                 << s.gemmReluAux << " relu_aux, " << s.gemmDRelu
+                 << " drelu, " << s.gemmDReluBiasGrad << " drelu_bgrad\n"
                  << "standalone cast kernels: " << s.castKernels << " ("
                  << s.castKernelsNextToElementwise
                  << " next to an elementwise kernel)\n"

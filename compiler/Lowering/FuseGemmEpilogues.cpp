@@ -4,7 +4,10 @@
 // (with or without a ReLU) that is, and the bias gradient (a column sum of
 // dY) beside the weight-gradient gemm that reads the same dY, become
 // epilogues of that gemm (LibraryCalls.h GemmEpilogue:
-// cuBLASLt's RELU_BIAS and BGRADA/BGRADB; the host device computes the same).
+// cuBLASLt's RELU_BIAS and BGRADA/BGRADB; the host device computes the same);
+// then the ReLU gradient select(H > 0, dH, 0) between a relu gemm and the
+// gemm that computes dH becomes RELU_AUX(_BIAS) on the first (a bit-mask
+// output) and DRELU(_BGRAD) on the second, with the bias gradient of dZ.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/KernelQueries.h"
@@ -455,6 +458,212 @@ LogicalResult fuseBiasGradient(x::KernelOp sum) {
   return failure();
 }
 
+/// |k| is dZ = select(H > 0, dH, +0.0) elementwise over identical f32
+/// shapes (autodiff's ReLU gradient; `0 < H` is the same test): two inputs,
+/// one output, all-parallel identity maps. Sets |dh| and |h| to the
+/// inputs in those roles.
+bool isReluGradientKernel(x::KernelOp k, Value &dh, Value &h) {
+  if (k.getInputs().size() != 2 || k.getOutputs().size() != 1 ||
+      !isAllParallel(k) || k.getInit())
+    return false;
+  for (Attribute m : k.getIndexingMaps())
+    if (!cast<AffineMapAttr>(m).getValue().isIdentity())
+      return false;
+  Type t = k.getOutputs()[0].getType();
+  if (!cast<MemRefType>(t).getElementType().isF32() ||
+      k.getInputs()[0].getType() != t || k.getInputs()[1].getType() != t)
+    return false;
+  Operation *yield = k.getBody().front().getTerminator();
+  if (yield->getNumOperands() != 1)
+    return false;
+  auto select = yield->getOperand(0).getDefiningOp<arith::SelectOp>();
+  if (!select || select->getBlock() != yield->getBlock())
+    return false;
+  FloatAttr zero;
+  if (!matchPattern(select.getFalseValue(), m_Constant(&zero)) ||
+      !zero.getValue().isPosZero())
+    return false;
+  auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>();
+  if (!cmp || cmp->getBlock() != select->getBlock())
+    return false;
+  Value hArg, zeroSide;
+  if (cmp.getPredicate() == arith::CmpFPredicate::OGT)
+    hArg = cmp.getLhs(), zeroSide = cmp.getRhs();
+  else if (cmp.getPredicate() == arith::CmpFPredicate::OLT)
+    hArg = cmp.getRhs(), zeroSide = cmp.getLhs();
+  else
+    return false;
+  FloatAttr cmpZero;
+  if (!matchPattern(zeroSide, m_Constant(&cmpZero)) ||
+      !cmpZero.getValue().isZero())
+    return false;
+  // The body is the compare, the select and constants.
+  unsigned others = 0;
+  for (Operation &o : k.getBody().front().without_terminator())
+    if (!isa<arith::ConstantOp>(o) && &o != select.getOperation() &&
+        &o != cmp.getOperation())
+      ++others;
+  if (others)
+    return false;
+  for (unsigned i = 0; i < 2; ++i)
+    if (isArg(hArg, k, i) && isArg(select.getTrueValue(), k, 1 - i)) {
+      h = k.getInputs()[i];
+      dh = k.getInputs()[1 - i];
+      return true;
+    }
+  return false;
+}
+
+/// The only gemm call in |v|'s block that writes |v| as its first output
+/// before |before|, or null.
+x::LibraryCallOp writerGemm(Value v, Operation *before) {
+  x::LibraryCallOp found;
+  for (Operation *u : v.getUsers()) {
+    auto c = dyn_cast<x::LibraryCallOp>(u);
+    if (!c || c->getBlock() != before->getBlock() ||
+        !c->isBeforeInBlock(before) || c.getOutputs().empty() ||
+        c.getOutputs()[0] != v || failed(gemmParams(c)))
+      continue;
+    if (found)
+      return nullptr;
+    found = c;
+  }
+  return found;
+}
+
+/// Folds autodiff's ReLU gradient into the gemms around it (cuBLASLt's
+/// RELU_AUX(_BIAS) and DRELU(_BGRAD)):
+///   H = gemm{relu}(X, W1[, b1]); ...; dH = gemm(dY, W2);
+///   dZ = select(H > 0, dH, 0); [db1 = column sum of dZ, a kernel or the
+///   bgrad epilogue of a gemm reading dZ]
+/// becomes
+///   H, Aux = gemm{relu_aux}(X, W1[, b1]); ...;
+///   dZ[, db1] = gemm{drelu[_bgrad]}(dY, W2, Aux)
+/// where Aux is a new [M, reluMaskWords(N)] i32 buffer, the ReLU bit-mask
+/// (the memory plan keeps it live from the forward gemm to the backward
+/// one). Only for f32 (a 16-bit H rounds to 0 where the mask, taken before
+/// rounding, has the bit set), when dH has no other reader, nothing between
+/// the forward gemm and the select writes H, nothing between the dH gemm
+/// and the select touches dZ, and (for the bias gradient) nothing between
+/// the dH gemm and the sum touches db1 or writes dZ. A recomputed forward
+/// (rematerialization) is a gemm of its own whose H the select reads: that
+/// gemm gets the mask.
+LogicalResult fuseReluGradient(x::KernelOp k) {
+  Value dh, h;
+  if (!isReluGradientKernel(k, dh, h))
+    return failure();
+  Value dz = k.getOutputs()[0];
+  auto dhAlloc = dh.getDefiningOp<x::AllocOp>();
+  if (!dhAlloc || !dh.hasNUses(2))
+    return failure();
+  x::LibraryCallOp back = writerGemm(dh, k);
+  x::LibraryCallOp fwd = writerGemm(h, back ? back.getOperation() : k);
+  if (!back || !fwd || back.getOutputs().size() != 1)
+    return failure();
+  FailureOr<x::GemmParams> gb = gemmParams(back), gf = gemmParams(fwd);
+  if (failed(gb) || failed(gf) || gb->epilogue != x::GemmEpilogue::None ||
+      gb->has_c || gb->beta != 0.0f || gb->dtype != x::ElementType::F32 ||
+      gf->dtype != x::ElementType::F32 || gf->m != gb->m || gf->n != gb->n ||
+      (gf->epilogue != x::GemmEpilogue::Relu &&
+       gf->epilogue != x::GemmEpilogue::ReluAux))
+    return failure();
+  if (touchedBetween(fwd, k, h, /*reads=*/false) ||
+      touchedBetween(back, k, dz, /*reads=*/true) ||
+      llvm::any_of(back.getInputs(),
+                   [&](Value in) { return sameMemory(in, dz); }) ||
+      !canDefineBefore(dz, back))
+    return failure();
+
+  // The bias gradient of dZ: a column-sum kernel or a gemm's bgrad epilogue
+  // that reads dZ (the weight-gradient gemm), after the select.
+  int64_t rows = gb->m, cols = gb->n;
+  Operation *sumOp = nullptr;
+  Value dBias;
+  for (Operation *u : dz.getUsers()) {
+    if (u == k.getOperation() || u->getBlock() != k->getBlock() ||
+        !k->isBeforeInBlock(u))
+      continue;
+    Value candidate;
+    if (auto sum = dyn_cast<x::KernelOp>(u)) {
+      if (isColumnSumKernel(sum) && sum.getInputs()[0] == dz)
+        candidate = sum.getOutputs()[0];
+    } else if (auto call = dyn_cast<x::LibraryCallOp>(u)) {
+      FailureOr<x::GemmParams> g = gemmParams(call);
+      if (succeeded(g) && call.getOutputs().size() == 2 &&
+          ((g->epilogue == x::GemmEpilogue::BiasGradA &&
+            call.getInputs()[0] == dz && g->trans_a) ||
+           (g->epilogue == x::GemmEpilogue::BiasGradB &&
+            call.getInputs()[1] == dz && !g->trans_b)))
+        candidate = call.getOutputs()[1];
+    }
+    if (!candidate ||
+        cast<MemRefType>(candidate.getType()).getNumElements() != cols ||
+        cast<MemRefType>(dz.getType()).getDimSize(0) != rows ||
+        touchedBetween(k, u, dz, /*reads=*/false) ||
+        touchedBetween(back, u, candidate, /*reads=*/true) ||
+        llvm::any_of(back->getOperands(),
+                     [&](Value v) { return sameMemory(v, candidate); }) ||
+        !canDefineBefore(candidate, back))
+      continue;
+    sumOp = u;
+    dBias = candidate;
+    break;
+  }
+
+  // The mask: the forward gemm's own when it already writes one.
+  Value aux;
+  if (gf->epilogue == x::GemmEpilogue::ReluAux) {
+    aux = fwd.getOutputs()[1];
+  } else {
+    OpBuilder b(fwd);
+    auto maskType = MemRefType::get({gf->m, x::reluMaskWords(gf->n)},
+                                    b.getI32Type());
+    aux = x::AllocOp::create(b, fwd.getLoc(), maskType, IntegerAttr())
+              .getResult();
+    auto fused = x::LibraryCallOp::create(b, fwd.getLoc(),
+                                          fwd.getCalleeAttr(), fwd.getInputs(),
+                                          ValueRange{h, aux});
+    fused->setDiscardableAttrs(fwd->getDiscardableAttrDictionary());
+    fused->setAttr("epilogue", b.getStringAttr(x::gemmEpilogueName(
+                                   x::GemmEpilogue::ReluAux)));
+    fwd->erase();
+  }
+
+  (void)defineBefore(dz, back);
+  if (dBias)
+    (void)defineBefore(dBias, back);
+  OpBuilder b(back);
+  SmallVector<Value> ins(back.getInputs());
+  ins.push_back(aux);
+  SmallVector<Value> outs{dz};
+  if (dBias)
+    outs.push_back(dBias);
+  auto fused = x::LibraryCallOp::create(b, back.getLoc(), back.getCalleeAttr(),
+                                        ins, outs);
+  fused->setDiscardableAttrs(back->getDiscardableAttrDictionary());
+  fused->setAttr("epilogue",
+                 b.getStringAttr(x::gemmEpilogueName(
+                     dBias ? x::GemmEpilogue::DReluBiasGrad
+                           : x::GemmEpilogue::DRelu)));
+  back->erase();
+  k->erase();
+  dhAlloc->erase();
+  if (auto sum = dyn_cast_or_null<x::KernelOp>(sumOp)) {
+    sum->erase();
+  } else if (auto call = dyn_cast_or_null<x::LibraryCallOp>(sumOp)) {
+    // The weight-gradient gemm loses its bgrad epilogue and dBias.
+    OpBuilder cb(call);
+    auto plain = x::LibraryCallOp::create(cb, call.getLoc(),
+                                          call.getCalleeAttr(),
+                                          call.getInputs(),
+                                          ValueRange{call.getOutputs()[0]});
+    plain->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    plain->removeAttr("epilogue");
+    call->erase();
+  }
+  return success();
+}
+
 struct FuseGemmEpiloguesPass
     : dlc::impl::FuseGemmEpiloguesPassBase<FuseGemmEpiloguesPass> {
   void runOnOperation() override {
@@ -462,6 +671,11 @@ struct FuseGemmEpiloguesPass
       for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
         if (failed(fuseRelu(k)) && failed(fuseBiasKernel(k)))
           (void)fuseBiasGradient(k);
+    // After the forward ReLUs and the bias gradients are epilogues: the
+    // ReLU gradients between them.
+    for (auto func : getOperation().getOps<x::FuncOp>())
+      for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
+        (void)fuseReluGradient(k);
   }
 };
 

@@ -103,10 +103,10 @@ def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
 }
 
 def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp"> {
-  let summary = "Fold ReLU and bias-gradient kernels into gemm library-call epilogues";
+  let summary = "Fold ReLU, ReLU-gradient and bias-gradient kernels into gemm library-call epilogues";
   let description = [{
     Runs after `--dlexec-fuse-elementwise`, so only kernels that fusion left
-    on their own qualify. Three patterns, per `dlexec.func`:
+    on their own qualify. Four patterns, per `dlexec.func`:
     - ReLU: a kernel whose body is `arith.maximumf(x, +0.0)` over identity
       maps, whose input is an alloc written by a `gemm` call (no C, or a
       bias row with beta 1) and read by nothing else, becomes the call's
@@ -132,6 +132,20 @@ def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp
       element type: with mixed precision it sums a bf16/f16 dY into the f32
       gradient of the master bias, which a library call of one element type
       cannot write, and stays a kernel.
+    - ReLU gradient (after the three above): a kernel
+      `select(cmpf ogt H, +0.0, dH, +0.0)` (or `0 < H`) over identity maps,
+      f32, where H is written by a `relu` gemm and dH (read by nothing else)
+      by a `gemm` without C: the relu gemm becomes `epilogue = "relu_aux"`
+      with a second output, a new `memref<M x reluMaskWords(N) x i32>` alloc
+      (the ReLU bit-mask, planned like any buffer, live until the backward
+      gemm); the dH gemm takes the mask as a third input and writes the
+      kernel's dZ, `epilogue = "drelu"` (cuBLASLt RELU_AUX(_BIAS) and
+      DRELU). When a column sum of dZ (a kernel, or the `bgrad_a`/`bgrad_b`
+      epilogue of the gemm reading dZ) follows, it moves there as
+      `"drelu_bgrad"`'s dBias (DRELU_BGRAD) and the kernel or epilogue goes.
+      Not for bf16/f16 (the mask is taken before Y is rounded). A recomputed
+      forward (rematerialization) is the gemm whose H the select reads, so
+      it is the one that writes the mask.
     Neither applies when an op between the two writes what they read or
     touches what the moved work writes. GELU is not folded: cuBLASLt's GELU
     epilogue is the tanh approximation, and no model here computes it.

@@ -86,12 +86,28 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
                               exec::LibraryCallFamily::Gemm) {
         const exec::GemmParams &g = p->gemm;
         bool bias = g.has_c && g.c_is_row_vector && g.beta != 0.0f;
-        if (g.epilogue == exec::GemmEpilogue::Relu)
+        switch (g.epilogue) {
+        case exec::GemmEpilogue::ReluAux:
+          ++s.gemmReluAux;
+          [[fallthrough]];
+        case exec::GemmEpilogue::Relu:
           ++(bias ? s.gemmBiasRelu : s.gemmRelu);
-        else if (exec::writesBiasGradient(g.epilogue))
+          break;
+        case exec::GemmEpilogue::BiasGradA:
+        case exec::GemmEpilogue::BiasGradB:
           ++s.gemmBiasGrad;
-        else if (bias)
-          ++s.gemmBias;
+          break;
+        case exec::GemmEpilogue::DRelu:
+          ++s.gemmDRelu;
+          break;
+        case exec::GemmEpilogue::DReluBiasGrad:
+          ++s.gemmDReluBiasGrad;
+          break;
+        case exec::GemmEpilogue::None:
+          if (bias)
+            ++s.gemmBias;
+          break;
+        }
       }
       for (Value out : call.getOutputs())
         largestCallOutput = std::max(

@@ -50,11 +50,16 @@ struct PlanStats {
   /// `gemm` library calls by what their epilogue adds (cuBLASLt epilogues,
   /// LibraryCalls.h GemmEpilogue): a bias row alone (BIAS), a bias row then
   /// ReLU (RELU_BIAS), ReLU without a bias (RELU), a bias gradient (BGRADA /
-  /// BGRADB).
+  /// BGRADB); of the ReLU ones, those that also write the ReLU bit-mask
+  /// (RELU_AUX(_BIAS)); the ReLU gradients reading a mask without (DRELU)
+  /// and with the bias gradient (DRELU_BGRAD).
   int64_t gemmBias = 0;
   int64_t gemmBiasRelu = 0;
   int64_t gemmRelu = 0;
   int64_t gemmBiasGrad = 0;
+  int64_t gemmReluAux = 0;
+  int64_t gemmDRelu = 0;
+  int64_t gemmDReluBiasGrad = 0;
 };
 
 /// Computes PlanStats over |planned| (a module after buildLoweringPipeline;

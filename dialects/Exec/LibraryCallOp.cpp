@@ -24,15 +24,53 @@ Type elementType(Value v) {
   return cast<MemRefType>(v.getType()).getElementType();
 }
 
+/// The gemm epilogue named by |op|'s `epilogue` attribute (None when it has
+/// none), or failure (with an error) for an unknown name.
+FailureOr<GemmEpilogue> gemmEpilogue(LibraryCallOp op) {
+  Attribute e = op->getAttr("epilogue");
+  if (!e)
+    return GemmEpilogue::None;
+  auto name = dyn_cast<StringAttr>(e);
+  for (GemmEpilogue candidate : kGemmEpilogues)
+    if (name && name.getValue() == gemmEpilogueName(candidate))
+      return candidate;
+  std::string names;
+  for (GemmEpilogue candidate : kGemmEpilogues)
+    names += (names.empty() ? "\"" : ", \"") +
+             std::string(gemmEpilogueName(candidate)) + "\"";
+  return op.emitOpError() << "gemm epilogue must be one of " << names
+                          << ", got " << e;
+}
+
+/// The ReLU bit-mask operand of a gemm call (an input of drelu/drelu_bgrad,
+/// an output of relu_aux), or null; it is i32, unlike the other operands.
+Value reluMaskOperand(LibraryCallOp op) {
+  auto name = op->getAttrOfType<StringAttr>("epilogue");
+  if (!name || op.getCallee() != "gemm")
+    return nullptr;
+  if (name.getValue() == gemmEpilogueName(GemmEpilogue::ReluAux))
+    return op.getOutputs().size() == 2 ? op.getOutputs()[1] : nullptr;
+  if (name.getValue() == gemmEpilogueName(GemmEpilogue::DRelu) ||
+      name.getValue() == gemmEpilogueName(GemmEpilogue::DReluBiasGrad))
+    return op.getInputs().size() == 3 ? op.getInputs()[2] : nullptr;
+  return nullptr;
+}
+
 FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
   auto ins = op.getInputs();
   Value out = op.getOutputs()[0];
   if (rank(ins[0]) != 2 || rank(ins[1]) != 2 || rank(out) != 2)
     return op.emitOpError() << "gemm expects ins(A, B[, C]) of rank 2 and "
                                "a rank-2 output";
+  FailureOr<GemmEpilogue> epilogue = gemmEpilogue(op);
+  if (failed(epilogue))
+    return failure();
+  GemmParams g;
+  g.epilogue = *epilogue;
+  const bool maskIn = readsReluMask(g.epilogue);
   auto ta = getInt(op, "trans_a", 0);
   auto tb = getInt(op, "trans_b", 0);
-  bool hasC = ins.size() == 3;
+  bool hasC = ins.size() == 3 && !maskIn;
   auto alpha = getFloat(op, "alpha", 1.0f);
   auto beta = getFloat(op, "beta", hasC ? 1.0f : 0.0f);
   if (failed(ta) || failed(tb) || failed(alpha) || failed(beta))
@@ -44,29 +82,17 @@ FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
     return op.emitOpError()
            << "gemm shapes do not agree: op(A) is " << am << "x" << k
            << ", op(B) is " << bk << "x" << bn << ", Y is " << m << "x" << n;
-  GemmParams g;
-  if (auto e = op->getAttr("epilogue")) {
-    auto name = dyn_cast<StringAttr>(e);
-    std::optional<GemmEpilogue> epilogue;
-    for (GemmEpilogue candidate :
-         {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::BiasGradA,
-          GemmEpilogue::BiasGradB})
-      if (name && name.getValue() == gemmEpilogueName(candidate))
-        epilogue = candidate;
-    if (!epilogue)
-      return op.emitOpError() << "gemm epilogue must be \"none\", \"relu\", "
-                                 "\"bgrad_a\" or \"bgrad_b\", got "
-                              << e;
-    g.epilogue = *epilogue;
-  }
-  unsigned wantOutputs = writesBiasGradient(g.epilogue) ? 2 : 1;
+  unsigned wantOutputs =
+      writesBiasGradient(g.epilogue) || writesReluMask(g.epilogue) ? 2 : 1;
   if (op.getOutputs().size() != wantOutputs)
     return op.emitOpError() << "gemm with epilogue \""
                             << gemmEpilogueName(g.epilogue) << "\" expects "
                             << wantOutputs << " output(s) ("
-                            << (wantOutputs == 2 ? "Y, dBias" : "Y")
+                            << (wantOutputs == 1               ? "Y"
+                                : writesReluMask(g.epilogue) ? "Y, Aux"
+                                                               : "Y, dBias")
                             << "), got " << op.getOutputs().size();
-  if (wantOutputs == 2) {
+  if (writesBiasGradient(g.epilogue)) {
     Value db = op.getOutputs()[1];
     int64_t length = g.epilogue == GemmEpilogue::BiasGradA ? m : n;
     if (rank(db) != 1 || dim(db, 0) != length)
@@ -76,6 +102,27 @@ FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
              << (g.epilogue == GemmEpilogue::BiasGradA ? "M" : "N")
              << "), got " << db.getType();
   }
+  if (maskIn && ins.size() != 3)
+    return op.emitOpError() << "gemm epilogue \""
+                            << gemmEpilogueName(g.epilogue)
+                            << "\" expects ins(A, B, Aux), got " << ins.size()
+                            << " inputs";
+  if (Value mask = reluMaskOperand(op)) {
+    auto t = cast<MemRefType>(mask.getType());
+    if (t.getRank() != 2 || t.getDimSize(0) != m ||
+        t.getDimSize(1) != reluMaskWords(n) ||
+        !t.getElementType().isInteger(32))
+      return op.emitOpError()
+             << "gemm epilogue \"" << gemmEpilogueName(g.epilogue)
+             << "\" takes the ReLU bit-mask Aux as memref<" << m << "x"
+             << reluMaskWords(n) << "xi32> (M x N rounded up to "
+             << kReluMaskLdBits << " bits), got " << t;
+  }
+  if ((writesReluMask(g.epilogue) || maskIn) && *beta != (hasC ? 1.0f : 0.0f))
+    return op.emitOpError() << "gemm epilogue \""
+                            << gemmEpilogueName(g.epilogue)
+                            << "\" needs beta " << (hasC ? 1 : 0) << ", got "
+                            << *beta;
   if (hasC) {
     Value c = ins[2];
     if (rank(c) == 1 && dim(c, 0) == n)
@@ -86,6 +133,10 @@ FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
       return op.emitOpError() << "gemm C must be [N], [1, N] or [M, N] with "
                                  "M = "
                               << m << ", N = " << n << ", got " << c.getType();
+    if (writesReluMask(g.epilogue) && !g.c_is_row_vector)
+      return op.emitOpError() << "gemm epilogue \"relu_aux\" adds C as a "
+                                 "bias row ([N] or [1, N]), got "
+                              << c.getType();
   }
   g.m = m, g.n = n, g.k = k;
   g.trans_a = *ta != 0, g.trans_b = *tb != 0, g.has_c = hasC;
@@ -232,7 +283,8 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
   if (!info)
     return emitOpError() << "unknown library call '" << getCallee()
                          << "'; expected one of " << libraryCallNames();
-  // A gemm's bias-gradient epilogue adds a second output (gemmParams).
+  // A gemm's bias-gradient or ReLU-mask epilogue adds a second output
+  // (gemmParams).
   if (getOutputs().size() != 1 &&
       !(info->family == LibraryCallFamily::Gemm && getOutputs().size() == 2))
     return emitOpError() << "'" << info->name
@@ -268,8 +320,9 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
                          << (allowF64 ? "f32, f16, bf16 and f64"
                                       : "f32, f16 and bf16")
                          << ", got " << elem;
+  Value mask = reluMaskOperand(*this); // i32, checked by gemmParams
   for (auto [i, v] : llvm::enumerate(getOperands()))
-    if (elementType(v) != elem)
+    if (v != mask && elementType(v) != elem)
       return emitOpError() << "operand #" << i << " has element type "
                            << elementType(v) << ", but operand #0 has " << elem
                            << "; all operands share one";

@@ -48,7 +48,8 @@ struct LibraryCallInfo {
   /// Number of inputs the call takes (the optional ones included in max).
   unsigned minInputs, maxInputs;
   /// Operand roles, e.g. "A, B[, C]" and "Y[, dBias]"; every call has one
-  /// output, a gemm with a bias-gradient epilogue a second (GemmEpilogue).
+  /// output, a gemm with a bias-gradient or ReLU-mask epilogue a second
+  /// (GemmEpilogue, gemmOperandSlots).
   const char *inputs, *outputs;
   /// Attributes of the dlexec op, comma-separated.
   const char *attributes;
@@ -172,15 +173,44 @@ inline size_t elementTypeBytes(ElementType type) {
 ///          trans_a); cuBLASLt's BGRADB on the column-major swapped problem.
 ///   BiasGradB: Y as for None, and dBias[N] = sum over k of op(B)[k, n] (op(B)
 ///          = dY [K, N]: a weight gradient X^T dY); cuBLASLt's BGRADA there.
+///   ReluAux: Y as for Relu, and a second output Aux, the ReLU bit-mask:
+///          bit (i, j) is set where Y[i, j] > 0 (CUBLASLT_EPILOGUE_RELU_AUX_BIAS
+///          with a bias row, _RELU_AUX otherwise). Aux is [M, reluMaskWords(N)]
+///          i32 words; bit j of row i is bit j % 32 of word i * W + j / 32
+///          (little-endian bytes: cuBLASLt's column-major mask of the swapped
+///          problem Y^T, one bit per element, AUX_LD = 32 W bits, a multiple
+///          of 128); the bits past N are unspecified.
+///   DRelu: Y = op(A) op(B) (no C, beta 0) with every element whose bit in
+///          Aux (an input, the mask a ReluAux gemm of the same [M, N] wrote)
+///          is clear set to +0: the ReLU gradient select(h > 0, dH, 0)
+///          (CUBLASLT_EPILOGUE_DRELU).
+///   DReluBiasGrad: Y as for DRelu, and dBias[N] = sum over m of Y[m, n]
+///          (CUBLASLT_EPILOGUE_DRELU_BGRAD, whose bias gradient sums the rows
+///          of the swapped problem's D^T).
 /// The bias gradient is summed in at least f32 (the host device in f64, in
-/// order of k, as its reduction kernels sum) and rounded once to the element
-/// type.
+/// order of k (of m for DReluBiasGrad), as its reduction kernels sum) and
+/// rounded once to the element type.
 /// cuBLASLt's GELU epilogue is the tanh approximation; there is no Gelu here
 /// because no model the repository compiles has that form (PyTorch's default
 /// GELU is the erf form, which the epilogue must not replace).
-enum class GemmEpilogue : uint8_t { None, Relu, BiasGradA, BiasGradB };
+enum class GemmEpilogue : uint8_t {
+  None,
+  Relu,
+  BiasGradA,
+  BiasGradB,
+  ReluAux,
+  DRelu,
+  DReluBiasGrad
+};
 
-/// "none", "relu", "bgrad_a", "bgrad_b": the `epilogue` attribute of
+/// Every GemmEpilogue, in enum order.
+inline constexpr GemmEpilogue kGemmEpilogues[] = {
+    GemmEpilogue::None,      GemmEpilogue::Relu,    GemmEpilogue::BiasGradA,
+    GemmEpilogue::BiasGradB, GemmEpilogue::ReluAux, GemmEpilogue::DRelu,
+    GemmEpilogue::DReluBiasGrad};
+
+/// "none", "relu", "bgrad_a", "bgrad_b", "relu_aux", "drelu",
+/// "drelu_bgrad": the `epilogue` attribute of
 /// dlexec.library_call "gemm" and the names `dlc --stats` counts.
 inline const char *gemmEpilogueName(GemmEpilogue e) {
   switch (e) {
@@ -192,13 +222,63 @@ inline const char *gemmEpilogueName(GemmEpilogue e) {
     return "bgrad_a";
   case GemmEpilogue::BiasGradB:
     return "bgrad_b";
+  case GemmEpilogue::ReluAux:
+    return "relu_aux";
+  case GemmEpilogue::DRelu:
+    return "drelu";
+  case GemmEpilogue::DReluBiasGrad:
+    return "drelu_bgrad";
   }
   return "?";
 }
 
 /// True for the epilogues that write a bias gradient (a second output).
 inline bool writesBiasGradient(GemmEpilogue e) {
-  return e == GemmEpilogue::BiasGradA || e == GemmEpilogue::BiasGradB;
+  return e == GemmEpilogue::BiasGradA || e == GemmEpilogue::BiasGradB ||
+         e == GemmEpilogue::DReluBiasGrad;
+}
+
+/// True for the epilogue that writes the ReLU bit-mask (a second output).
+inline bool writesReluMask(GemmEpilogue e) { return e == GemmEpilogue::ReluAux; }
+
+/// True for the epilogues that read the ReLU bit-mask (a third input).
+inline bool readsReluMask(GemmEpilogue e) {
+  return e == GemmEpilogue::DRelu || e == GemmEpilogue::DReluBiasGrad;
+}
+
+/// cuBLASLt's ReLU bit-mask leading dimension (CUBLASLT_MATMUL_DESC_
+/// EPILOGUE_AUX_LD, in bits) must be a multiple of 128 and at least D's rows.
+inline constexpr int64_t kReluMaskLdBits = 128;
+
+/// i32 words per row of the ReLU bit-mask of an [M, N] gemm result: N
+/// rounded up to kReluMaskLdBits bits (the mask's AUX_LD), over 32.
+inline constexpr int64_t reluMaskWords(int64_t n) {
+  return (n + kReluMaskLdBits - 1) / kReluMaskLdBits * (kReluMaskLdBits / 32);
+}
+
+/// Where each operand of a `gemm` call sits in its operand list (dlexec ins
+/// then outs; the package's args): A, B[, C][, Aux], Y[, dBias or Aux].
+/// Indices are -1 for an absent operand; |count| is the list's length.
+struct GemmOperandSlots {
+  int a = 0, b = 1, c = -1, maskIn = -1, y = -1, biasGrad = -1, maskOut = -1;
+  int count = 0;
+};
+
+/// The operand slots of a gemm with |has_c| and |epilogue|.
+inline GemmOperandSlots gemmOperandSlots(bool has_c, GemmEpilogue epilogue) {
+  GemmOperandSlots s;
+  int next = 2;
+  if (has_c)
+    s.c = next++;
+  if (readsReluMask(epilogue))
+    s.maskIn = next++;
+  s.y = next++;
+  if (writesBiasGradient(epilogue))
+    s.biasGrad = next++;
+  if (writesReluMask(epilogue))
+    s.maskOut = next++;
+  s.count = next;
+  return s;
 }
 
 /// Parameters of a `gemm` call (row-major): Y[M,N] = alpha * op(A) * op(B)
@@ -209,7 +289,8 @@ inline bool writesBiasGradient(GemmEpilogue e) {
 /// |dtype|; with f16 or bf16 the sum of products, alpha, and beta * C (or
 /// beta * the previous Y) are computed in f32 and Y is rounded once (see
 /// ElementType). |epilogue| then transforms Y or adds the bias-gradient
-/// output dBias ([M] for BiasGradA, [N] for BiasGradB; see GemmEpilogue).
+/// output dBias ([M] for BiasGradA, [N] for BiasGradB and DReluBiasGrad) or
+/// the ReLU bit-mask (see GemmEpilogue, gemmOperandSlots).
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;

@@ -167,6 +167,12 @@ struct Matmul {
   /// means BIAS.
   const void *bias = nullptr;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  /// The ReLU bit-mask that RELU_AUX(_BIAS) writes and DRELU(_BGRAD) reads
+  /// (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER): one bit per element of D,
+  /// column-major with |auxLd| bits per column (EPILOGUE_AUX_LD, a multiple
+  /// of 128, at least m); null for the other epilogues.
+  void *aux = nullptr;
+  int64_t auxLd = 0;
   /// Strided batch: |batch| matmuls, operand i at a + i * strideA elements
   /// (likewise B, and C/D with strideD); stride 0 repeats one matrix.
   int32_t batch = 1;
@@ -284,7 +290,7 @@ public:
                      std::vector<std::unique_ptr<DeviceKernel>> *out) override;
   Status launch(DeviceKernel &kernel, const std::vector<void *> &args) override;
   Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
-              void *y, void *bias_grad) override;
+              void *y, void *bias_grad, void *relu_mask = nullptr) override;
   Status batchedGemm(const BatchedGemmParams &p, const void *a, const void *b,
                      void *y) override;
   Status convForward(const ConvParams &p, const void *x, const void *w,
@@ -328,6 +334,18 @@ private:
   Status gemmWithBiasGradient(const GemmParams &p, const void *a,
                               const void *b, const void *c, void *y,
                               void *biasGrad);
+  /// gemm() with a ReluAux, DRelu or DReluBiasGrad epilogue: cuBLASLt's
+  /// RELU_AUX(_BIAS) / DRELU(_BGRAD) with |mask| as the epilogue's aux
+  /// bit-mask when the heuristic has an algorithm, else the Relu / plain
+  /// gemm, then a kernel of its own that writes or applies the mask (same
+  /// layout: LibraryCalls.h GemmEpilogue) and dBias as a product with ones.
+  Status gemmWithReluMask(const GemmParams &p, const void *a, const void *b,
+                          const void *c, void *y, void *biasGrad, void *mask);
+  /// The mask kernel of gemmWithReluMask's fallback (NVRTC-compiled on
+  /// first use): |write|: the bit of each element of the [M, N] result |y|
+  /// that is > 0 (bits past N cleared), else y = +0 where the bit is clear.
+  Status reluMaskKernel(bool write, void *y, void *mask, uint64_t m,
+                        uint64_t n, ElementType type);
   /// Y = max(Y, 0) over |count| elements of |type| by a kernel of its own
   /// (NVRTC-compiled on first use): gemm()'s ReLU when cuBLASLt has no
   /// algorithm for the RELU epilogue.
@@ -401,6 +419,8 @@ private:
   std::map<std::vector<int64_t>, cublasLtMatmulHeuristicResult_t> matmulAlgos_;
   std::mutex reluMutex_;
   std::unique_ptr<CudaKernel> reluKernel_; // reluInPlace's, once compiled
+  // reluMaskKernel's two kernels (write the mask, apply it), once compiled.
+  std::unique_ptr<CudaKernel> maskKernels_[2];
 };
 
 Status CudaDevice::check(CUresult result, const char *call) const {
@@ -938,6 +958,17 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
             desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
   }
+  if (mm.aux) {
+    void *aux = mm.aux;
+    DLRT_TRY(checkLt(lt.cublasLtMatmulDescSetAttribute(
+                         desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                         sizeof aux),
+                     "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)"));
+    DLRT_TRY(checkLt(lt.cublasLtMatmulDescSetAttribute(
+                         desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &mm.auxLd,
+                         sizeof mm.auxLd),
+                     "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)"));
+  }
   cublasLtMatrixLayout_t layoutA = nullptr, layoutB = nullptr,
                          layoutC = nullptr;
   Defer destroyLayouts([&] {
@@ -1001,6 +1032,8 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
   for (const auto &entry : alignments)
     key.push_back(alignmentOf(entry.second));
   key.push_back(alignmentOf(mm.bias)); // the heuristic looks at it too
+  if (mm.aux)
+    key.insert(key.end(), {int64_t(alignmentOf(mm.aux)), mm.auxLd});
   if (mm.batch > 1)
     key.insert(key.end(), {mm.batch, mm.strideA, mm.strideB, mm.strideD});
   if (mm.type != CUDA_R_32F)
@@ -1042,7 +1075,8 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
 }
 
 Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
-                        const void *c, void *y, void *biasGrad) {
+                        const void *c, void *y, void *biasGrad,
+                        void *reluMask) {
   if (p.dtype == ElementType::F64)
     return unsupportedType("gemm", p.dtype);
   if (p.m < 0 || p.n < 0 || p.k < 0)
@@ -1053,6 +1087,16 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
     return Status::error(DLRT_INTERNAL, "gemm: K = 0 is not supported");
   if (p.has_c && !c)
     return Status::error(DLRT_INTERNAL, "gemm: has_c is set but C is null");
+  if (dlc::exec::writesReluMask(p.epilogue) ||
+      dlc::exec::readsReluMask(p.epilogue)) {
+    if (!reluMask)
+      return Status::error(DLRT_INTERNAL,
+                           "gemm: the ReLU-mask epilogue has no Aux");
+    if (dlc::exec::writesBiasGradient(p.epilogue) && !biasGrad)
+      return Status::error(DLRT_INTERNAL,
+                           "gemm: the bias-gradient epilogue has no dBias");
+    return gemmWithReluMask(p, a, b, c, y, biasGrad, reluMask);
+  }
   if (dlc::exec::writesBiasGradient(p.epilogue)) {
     if (!biasGrad)
       return Status::error(DLRT_INTERNAL,
@@ -1258,6 +1302,167 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
   }
   release(own); // stream-ordered: freed after the matmul has run
   return status;
+}
+
+Status CudaDevice::gemmWithReluMask(const GemmParams &p, const void *a,
+                                    const void *b, const void *c, void *y,
+                                    void *biasGrad, void *mask) {
+  using dlc::exec::GemmEpilogue;
+  const bool forward = dlc::exec::writesReluMask(p.epilogue);
+  const bool bgrad = p.epilogue == GemmEpilogue::DReluBiasGrad;
+  const uint64_t M = uint64_t(p.m), N = uint64_t(p.n);
+  DLRT_TRY(makeCurrent());
+  // Row-major Y[M,N] is column-major Y^T[N,M] (see gemm()): the mask of
+  // Y^T has N rows, so its AUX_LD is N rounded up to 128 bits, and each
+  // row of Y is one column of it. DRELU_BGRAD sums the rows of Y^T, i.e.
+  // dBias[N] = the sum of Y over m.
+  Matmul mm = rowMajorMatmul(p, a, b, y);
+  mm.aux = mask;
+  mm.auxLd = dlc::exec::reluMaskWords(p.n) * 32;
+  bool eligible = true;
+  if (forward) {
+    mm.epilogue = CUBLASLT_EPILOGUE_RELU_AUX;
+    if (p.has_c && p.c_is_row_vector && p.beta == 1.0f) {
+      mm.bias = c;
+      mm.epilogue = CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    } else if (p.has_c || p.beta != 0.0f) {
+      eligible = false; // the verifier allows only a bias row or no C
+    }
+  } else {
+    mm.epilogue = bgrad ? CUBLASLT_EPILOGUE_DRELU_BGRAD : CUBLASLT_EPILOGUE_DRELU;
+    if (bgrad)
+      mm.bias = biasGrad;
+    eligible = !p.has_c && p.beta == 0.0f;
+  }
+  if (eligible && matmul(mm).ok())
+    return Status::OK();
+  // No algorithm for the epilogue: the product (with its ReLU), then the
+  // mask kernel and, for DRELU_BGRAD, dBias[1,N] = ones[1,M] Y[M,N].
+  GemmParams plain = p;
+  plain.epilogue = forward ? GemmEpilogue::Relu : GemmEpilogue::None;
+  DLRT_TRY(gemm(plain, a, b, c, y, nullptr));
+  DLRT_TRY(reluMaskKernel(forward, y, mask, M, N, p.dtype));
+  if (!bgrad)
+    return Status::OK();
+  const bool low = p.dtype != ElementType::F32;
+  const size_t words = low ? (M + 1) / 2 : M;
+  const uint32_t one = !low                          ? 0x3f800000u
+                       : p.dtype == ElementType::F16 ? 0x3c003c00u
+                                                     : 0x3f803f80u;
+  DeviceBuffer own;
+  void *ones = nullptr;
+  size_t offset = 0;
+  DLRT_TRY(scratch(words * 4, &offset, &own, &ones));
+  Status status =
+      check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones), one,
+                                  words, ctx_->stream),
+            "cuMemsetD32Async");
+  if (status.ok()) {
+    GemmParams sum;
+    sum.dtype = p.dtype;
+    sum.m = 1, sum.n = p.n, sum.k = p.m;
+    status = gemmFrom(sum, ones, y, biasGrad, offset);
+  }
+  release(own); // stream-ordered: freed after the matmul has run
+  return status;
+}
+
+namespace {
+
+/// gemmWithReluMask's fallback kernels, on the bits so that they need no
+/// CUDA header. The mask of an [m, n] result is m rows of |words| 32-bit
+/// words; bit j % 32 of word j / 32 of row i belongs to element (i, j).
+/// dlrt_gemm_relu_mask_write: one thread per word; an element's bit is set
+/// when it is > 0 (sign clear, not zero, not NaN); bits past n are 0.
+/// dlrt_gemm_relu_mask_apply: one thread per element; +0 where the bit is
+/// clear. |wide|: 32-bit elements (f32), else 16-bit (f16, bf16).
+constexpr const char *kMaskKernelNames[2] = {"dlrt_gemm_relu_mask_apply",
+                                             "dlrt_gemm_relu_mask_write"};
+constexpr const char *kMaskKernelSources[2] = {R"(
+extern "C" __global__ void dlrt_gemm_relu_mask_apply(
+    void *y, const unsigned int *mask, unsigned long long m,
+    unsigned long long n, unsigned long long words, int wide,
+    unsigned int inf) {
+  unsigned long long e =
+      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= m * n)
+    return;
+  unsigned long long i = e / n, j = e % n;
+  if ((mask[i * words + j / 32] >> (j % 32)) & 1u)
+    return;
+  if (wide)
+    ((unsigned int *)y)[e] = 0u;
+  else
+    ((unsigned short *)y)[e] = 0;
+}
+)",
+                                               R"(
+extern "C" __global__ void dlrt_gemm_relu_mask_write(
+    void *y, unsigned int *mask, unsigned long long m, unsigned long long n,
+    unsigned long long words, int wide, unsigned int inf) {
+  unsigned long long t =
+      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= m * words)
+    return;
+  unsigned long long i = t / words, w = t % words;
+  unsigned int bits = 0;
+  for (unsigned int b = 0; b < 32; ++b) {
+    unsigned long long j = w * 32 + b;
+    if (j >= n)
+      break;
+    unsigned int u, sign, magnitude;
+    if (wide) {
+      u = ((const unsigned int *)y)[i * n + j];
+      sign = u >> 31, magnitude = u & 0x7fffffffu;
+    } else {
+      u = ((const unsigned short *)y)[i * n + j];
+      sign = u >> 15, magnitude = u & 0x7fffu;
+    }
+    if (!sign && magnitude != 0 && magnitude <= inf)
+      bits |= 1u << b;
+  }
+  mask[t] = bits;
+}
+)"};
+
+} // namespace
+
+Status CudaDevice::reluMaskKernel(bool write, void *y, void *mask, uint64_t m,
+                                  uint64_t n, ElementType type) {
+  CUfunction function = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(reluMutex_);
+    std::unique_ptr<CudaKernel> &kernel = maskKernels_[write ? 1 : 0];
+    if (!kernel) {
+      const char *name = kMaskKernelNames[write ? 1 : 0];
+      CompiledKernel compiled;
+      DLRT_TRY(compileKernel(name, kMaskKernelSources[write ? 1 : 0], arch_,
+                             kernelCacheDir(), &compiled));
+      CUmodule module = nullptr;
+      DLRT_TRY(loadModule(name, compiled.cubin, &module, &function));
+      kernel = std::make_unique<CudaKernel>(ctx_, module, function, name, 0,
+                                            256);
+    }
+    function = kernel->function;
+  }
+  unsigned long long words = uint64_t(dlc::exec::reluMaskWords(int64_t(n)));
+  const uint64_t count = write ? m * words : m * n;
+  if (count == 0)
+    return Status::OK();
+  const unsigned block = 256;
+  const uint64_t grid = (count + block - 1) / block;
+  if (grid > INT_MAX)
+    return Status::error(DLRT_INTERNAL, "gemm ReLU mask: too many elements");
+  void *yp = y, *maskp = mask;
+  unsigned long long rows = m, cols = n;
+  int wide = type == ElementType::F32;
+  unsigned int inf = wide                       ? 0x7f800000u
+                     : type == ElementType::F16 ? 0x7c00u
+                                                : 0x7f80u;
+  void *params[] = {&yp, &maskp, &rows, &cols, &words, &wide, &inf};
+  return check(cu_->cuLaunchKernel(function, unsigned(grid), 1, 1, block, 1,
+                                   1, 0, ctx_->stream, params, nullptr),
+               "cuLaunchKernel(gemm ReLU mask)");
 }
 
 Status CudaDevice::gemmFrom(const GemmParams &p, const void *a, const void *b,

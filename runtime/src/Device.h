@@ -144,10 +144,13 @@ public:
   /// Errors: DLRT_INTERNAL (including an unsupported dtype).
   /// gemm: |p.epilogue| (LibraryCalls.h GemmEpilogue) applies ReLU to Y or
   /// writes the bias gradient to |bias_grad| ([M] for BiasGradA, [N] for
-  /// BiasGradB, summed in at least f32, rounded once); |bias_grad| is null
-  /// otherwise.
+  /// BiasGradB and DReluBiasGrad, summed in at least f32, rounded once);
+  /// |bias_grad| is null otherwise. |relu_mask| is the ReLU bit-mask
+  /// ([M, reluMaskWords(N)] i32 words) that ReluAux writes and DRelu /
+  /// DReluBiasGrad read; null for the other epilogues.
   virtual Status gemm(const GemmParams &p, const void *a, const void *b,
-                      const void *c, void *y, void *bias_grad) = 0;
+                      const void *c, void *y, void *bias_grad,
+                      void *relu_mask = nullptr) = 0;
   /// The default runs one gemm() per batch index; devices with a strided
   /// batched GEMM override it.
   virtual Status batchedGemm(const BatchedGemmParams &p, const void *a,

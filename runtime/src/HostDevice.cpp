@@ -260,19 +260,37 @@ public:
   }
 
   Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
-              void *y, void *biasGrad) override {
+              void *y, void *biasGrad, void *reluMask = nullptr) override {
+    using dlc::exec::GemmEpilogue;
     const bool bgrad = dlc::exec::writesBiasGradient(p.epilogue);
+    const bool maskOut = dlc::exec::writesReluMask(p.epilogue);
+    const bool maskIn = dlc::exec::readsReluMask(p.epilogue);
     if (bgrad && !biasGrad)
       return Status::error(DLRT_INTERNAL,
                            "gemm: the bias-gradient epilogue has no dBias");
+    if ((maskOut || maskIn) && !reluMask)
+      return Status::error(DLRT_INTERNAL,
+                           "gemm: the ReLU-mask epilogue has no Aux");
+    // The epilogue after the product (and the ReLU, which gemmF32 applies),
+    // on the f32 result: the mask, the masked gradient, the bias gradient.
+    auto epilogue = [&](const float *fa, const float *fb, float *fy,
+                        float *fg) {
+      if (maskOut)
+        writeReluMask(p, fy, static_cast<uint32_t *>(reluMask));
+      if (maskIn)
+        applyReluMask(p, static_cast<const uint32_t *>(reluMask), fy);
+      if (p.epilogue == GemmEpilogue::DReluBiasGrad)
+        columnSumF32(p, fy, fg);
+      else if (bgrad)
+        biasGradientF32(p, fa, fb, fg);
+    };
     if (p.dtype == ElementType::F32) {
       Status s = gemmF32(p, static_cast<const float *>(a),
                          static_cast<const float *>(b),
                          static_cast<const float *>(c), static_cast<float *>(y));
-      if (s.ok() && bgrad)
-        biasGradientF32(p, static_cast<const float *>(a),
-                        static_cast<const float *>(b),
-                        static_cast<float *>(biasGrad));
+      if (s.ok())
+        epilogue(static_cast<const float *>(a), static_cast<const float *>(b),
+                 static_cast<float *>(y), static_cast<float *>(biasGrad));
       return s;
     }
     if (Status s = checkElementType(p.dtype, "gemm"); !s.ok())
@@ -290,14 +308,14 @@ public:
                        fy.data());
     if (!s.ok())
       return s;
+    // The mask and the bias gradient from the f32 result (before Y is
+    // rounded), as cuBLASLt's epilogue computes them; dBias rounded once.
+    std::vector<float> fg(size_t(
+        bgrad ? (p.epilogue == GemmEpilogue::BiasGradA ? p.m : p.n) : 0));
+    epilogue(fa.data(), fb.data(), fy.data(), fg.data());
     narrow(fy, y, t);
-    if (bgrad) {
-      // Summed from the widened operand (in f64), then rounded to the type.
-      std::vector<float> fg(size_t(
-          p.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? p.m : p.n));
-      biasGradientF32(p, fa.data(), fb.data(), fg.data());
+    if (bgrad)
       narrow(fg, biasGrad, t);
-    }
     return Status::OK();
   }
 
@@ -385,13 +403,52 @@ private:
                                " (M=" + std::to_string(p.m) +
                                " N=" + std::to_string(p.n) +
                                " K=" + std::to_string(p.k) + ")");
-    if (p.epilogue == dlc::exec::GemmEpilogue::Relu) {
+    if (p.epilogue == dlc::exec::GemmEpilogue::Relu ||
+        p.epilogue == dlc::exec::GemmEpilogue::ReluAux) {
       // max(v, 0) as cuBLASLt's RELU epilogue: a NaN gives 0.
       const int64_t count = p.m * p.n;
       for (int64_t i = 0; i < count; ++i)
         y[i] = y[i] > 0.0f ? y[i] : 0.0f;
     }
     return Status::OK();
+  }
+
+  /// The ReLU bit-mask of a ReluAux gemm's (already rectified) result |y|
+  /// [M, N]: bit j % 32 of word i * W + j / 32 (W = reluMaskWords(N)) is
+  /// set where y[i, j] > 0; the bits past N are 0 (LibraryCalls.h
+  /// GemmEpilogue).
+  static void writeReluMask(const GemmParams &p, const float *y,
+                            uint32_t *mask) {
+    const int64_t words = dlc::exec::reluMaskWords(p.n);
+    for (int64_t i = 0; i < p.m; ++i) {
+      uint32_t *row = mask + i * words;
+      std::fill(row, row + words, 0u);
+      for (int64_t j = 0; j < p.n; ++j)
+        if (y[i * p.n + j] > 0.0f)
+          row[j / 32] |= 1u << (j % 32);
+    }
+  }
+
+  /// DRelu: y[i, j] = +0 where the mask's bit (i, j) is clear.
+  static void applyReluMask(const GemmParams &p, const uint32_t *mask,
+                            float *y) {
+    const int64_t words = dlc::exec::reluMaskWords(p.n);
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j)
+        if (!((mask[i * words + j / 32] >> (j % 32)) & 1u))
+          y[i * p.n + j] = 0.0f;
+  }
+
+  /// DReluBiasGrad's dBias[n] = sum over m of y[m, n], in f64 in order of m
+  /// and rounded once, as the host's column-sum reduction kernels sum (so
+  /// the fused bias gradient is bit-identical to the unfused one).
+  static void columnSumF32(const GemmParams &p, const float *y, float *out) {
+    std::vector<double> sum(size_t(p.n), 0.0);
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j)
+        sum[size_t(j)] += double(y[i * p.n + j]);
+    for (int64_t j = 0; j < p.n; ++j)
+      out[j] = float(sum[size_t(j)]);
   }
 
   /// The bias gradient of a BiasGradA / BiasGradB gemm: dBias[m] = sum over

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -528,23 +529,14 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
     g.c_is_row_vector = a->c_is_row_vector();
     g.alpha = a->alpha();
     g.beta = a->beta();
-    switch (a->epilogue()) {
-    case fb::GemmEpilogue::None:
-      g.epilogue = dlc::exec::GemmEpilogue::None;
-      break;
-    case fb::GemmEpilogue::Relu:
-      g.epilogue = dlc::exec::GemmEpilogue::Relu;
-      break;
-    case fb::GemmEpilogue::BiasGradA:
-      g.epilogue = dlc::exec::GemmEpilogue::BiasGradA;
-      break;
-    case fb::GemmEpilogue::BiasGradB:
-      g.epilogue = dlc::exec::GemmEpilogue::BiasGradB;
-      break;
-    default:
+    // package.fbs GemmEpilogue lists the epilogues in LibraryCalls.h's
+    // order (ReluAux, DRelu and DReluBiasGrad since format version 5).
+    const int epilogue = int(a->epilogue());
+    if (epilogue < 0 ||
+        size_t(epilogue) >= std::size(dlc::exec::kGemmEpilogues))
       return c.fail(where + ": gemm has an unknown epilogue " +
-                    std::to_string(int(a->epilogue())));
-    }
+                    std::to_string(epilogue));
+    g.epilogue = dlc::exec::kGemmEpilogues[epilogue];
     return decodeDType(a->dtype(), callee, &g.dtype, where, c);
   }
   case LibraryCallFamily::BatchedGemm: {
@@ -635,27 +627,39 @@ bool checkGemm(const GemmParams &g, const Package &pkg,
                Checker &c) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
     return c.fail(where + ": gemm has non-positive M, N or K");
-  const bool bgrad = dlc::exec::writesBiasGradient(g.epilogue);
-  size_t want = (g.has_c ? 4 : 3) + (bgrad ? 1 : 0);
-  if (args.size() != want)
-    return c.fail(where + ": 'gemm' takes " + std::to_string(want) +
+  const dlc::exec::GemmOperandSlots slot =
+      dlc::exec::gemmOperandSlots(g.has_c, g.epilogue);
+  if (args.size() != size_t(slot.count))
+    return c.fail(where + ": 'gemm' takes " + std::to_string(slot.count) +
                   " buffers, got " + std::to_string(args.size()));
   const dlc::exec::ElementType t = g.dtype;
   if (!checkOperand(pkg, args[0], product({g.m, g.k}), t, where, "A", c) ||
       !checkOperand(pkg, args[1], product({g.k, g.n}), t, where, "B", c))
     return false;
   if (g.has_c &&
-      !checkOperand(pkg, args[2], g.c_is_row_vector ? g.n : product({g.m, g.n}),
-                    t, where, "C", c))
+      !checkOperand(pkg, args[slot.c],
+                    g.c_is_row_vector ? g.n : product({g.m, g.n}), t, where,
+                    "C", c))
     return false;
-  if (bgrad &&
-      !checkOperand(pkg, args.back(),
+  if (slot.biasGrad >= 0 &&
+      !checkOperand(pkg, args[slot.biasGrad],
                     g.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? g.m
                                                                      : g.n,
                     t, where, "dBias", c))
     return false;
-  return checkOperand(pkg, args[g.has_c ? 3 : 2], product({g.m, g.n}), t,
-                      where, "Y", c);
+  // The ReLU bit-mask: i32 words, M rows of reluMaskWords(N).
+  for (int mask : {slot.maskIn, slot.maskOut}) {
+    if (mask < 0)
+      continue;
+    const BufferInfo &b = pkg.buffers[args[mask]];
+    const int64_t words = product({g.m, dlc::exec::reluMaskWords(g.n)});
+    if (b.dtype != DLRT_I32 || words < 0 || b.sizeBytes / 4 < words)
+      return c.fail(where + ": Aux (buffer " + std::to_string(args[mask]) +
+                    ") is not the ReLU bit-mask of " + std::to_string(words) +
+                    " i32 words");
+  }
+  return checkOperand(pkg, args[slot.y], product({g.m, g.n}), t, where, "Y",
+                      c);
 }
 
 /// Checks decoded batched_gemm parameters against the call's buffers.

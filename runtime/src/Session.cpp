@@ -723,15 +723,17 @@ Status Session::execute(const FunctionInfo &info,
         using dlc::exec::ConvDirection;
         using dlc::exec::LibraryCallFamily;
         switch (info.family) {
-        case LibraryCallFamily::Gemm:
-          // args: A, B[, C], Y[, dBias].
-          st = device_.gemm(
-              call.gemm, f(0), f(1), call.gemm.has_c ? f(2) : nullptr,
-              f(call.gemm.has_c ? 3 : 2),
-              dlc::exec::writesBiasGradient(call.gemm.epilogue)
-                  ? f(args.size() - 1)
-                  : nullptr);
+        case LibraryCallFamily::Gemm: {
+          // args: A, B[, C][, Aux], Y[, dBias or Aux] (gemmOperandSlots).
+          const dlc::exec::GemmOperandSlots slot =
+              dlc::exec::gemmOperandSlots(call.gemm.has_c, call.gemm.epilogue);
+          auto at = [&](int i) { return i < 0 ? nullptr : f(size_t(i)); };
+          st = device_.gemm(call.gemm, f(0), f(1), at(slot.c), f(slot.y),
+                            at(slot.biasGrad),
+                            slot.maskIn >= 0 ? at(slot.maskIn)
+                                             : at(slot.maskOut));
           break;
+        }
         case LibraryCallFamily::BatchedGemm:
           st = device_.batchedGemm(call.batched, f(0), f(1), f(2));
           break;

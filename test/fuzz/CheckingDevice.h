@@ -98,7 +98,7 @@ public:
   }
 
   Status gemm(const GemmParams &p, const void *a, const void *b, const void *c,
-              void *y, void *biasGrad) override {
+              void *y, void *biasGrad, void *reluMask = nullptr) override {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0)
       violation("gemm with non-positive sizes");
     checkElements(p.dtype, a, {p.m, p.k}, "gemm A");
@@ -114,6 +114,11 @@ public:
                     {p.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? p.m
                                                                       : p.n},
                     "gemm dBias");
+    if (dlc::exec::writesReluMask(p.epilogue) ||
+        dlc::exec::readsReluMask(p.epilogue))
+      check(reluMask,
+            size_t(mul(mul(p.m, dlc::exec::reluMaskWords(p.n)), 4)),
+            "gemm ReLU mask");
     return Status::OK();
   }
   Status batchedGemm(const BatchedGemmParams &p, const void *a, const void *b,

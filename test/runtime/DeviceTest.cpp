@@ -181,6 +181,116 @@ TEST_P(DeviceTest, GemmEpilogues) {
   }
 }
 
+// The ReLU-mask epilogues (LibraryCalls.h GemmEpilogue ReluAux, DRelu,
+// DReluBiasGrad): a forward gemm writes H = relu(X W^T [+ b]) and the
+// bit-mask; the backward gemm dH = dY W2 reads the mask and writes
+// dZ = select(H > 0, dH, 0) and dBias = the sum of dZ over rows. Against
+// the unfused computation on the same device: a plain gemm for dH, then the
+// select and the f64 row-order sum in the test. N = 130 spans two 128-bit
+// mask blocks (AUX_LD 256 bits, 8 words per row). Y, dZ and the mask bits
+// must be exact (a select, no arithmetic); dBias too on the host (it sums
+// in f64 in row order, as its unfused column-sum kernel), within 1e-5
+// relative elsewhere (the CUDA fallback sums by a product with ones in f32).
+TEST_P(DeviceTest, GemmReluMaskEpilogues) {
+  using dlc::exec::GemmEpilogue;
+  const int64_t M = 5, N = 130, K = 7, K2 = 3;
+  const int64_t words = dlc::exec::reluMaskWords(N);
+  ASSERT_EQ(words, 8);
+  for (bool bias : {true, false}) {
+    SCOPED_TRACE(bias ? "relu_aux with a bias row" : "relu_aux without C");
+    auto x = randomVector(M * K, 21, 1), w = randomVector(N * K, 22, 1);
+    auto b = randomVector(N, 23, 1);
+    GemmParams f;
+    f.m = M, f.n = N, f.k = K;
+    f.trans_b = true;
+    f.has_c = f.c_is_row_vector = bias;
+    f.beta = bias ? 1.0f : 0.0f;
+    f.epilogue = GemmEpilogue::ReluAux;
+    float *dx = upload(x), *dw = upload(w), *db = upload(b);
+    float *h = upload(randomVector(M * N, 24, 1));
+    // The mask starts as all ones, so bits the epilogue fails to clear show.
+    std::vector<float> ones(M * words);
+    std::memset(ones.data(), 0xff, ones.size() * 4);
+    float *mask = upload(ones);
+    Status s = device->gemm(f, dx, dw, bias ? db : nullptr, h, nullptr, mask);
+    ASSERT_TRUE(s.ok()) << s.message;
+    // The same product with the plain relu epilogue: H must match exactly.
+    GemmParams plain = f;
+    plain.epilogue = GemmEpilogue::Relu;
+    float *hRef = upload(std::vector<float>(M * N));
+    s = device->gemm(plain, dx, dw, bias ? db : nullptr, hRef, nullptr);
+    ASSERT_TRUE(s.ok()) << s.message;
+    std::vector<float> hv = download(h, M * N), hr = download(hRef, M * N);
+    ASSERT_EQ(std::memcmp(hv.data(), hr.data(), hv.size() * 4), 0);
+    std::vector<float> mv = download(mask, M * words);
+    std::vector<uint32_t> bits(mv.size());
+    std::memcpy(bits.data(), mv.data(), bits.size() * 4);
+    int zeros = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        bool bit = (bits[i * words + j / 32] >> (j % 32)) & 1u;
+        zeros += hv[i * N + j] == 0.0f;
+        ASSERT_EQ(bit, hv[i * N + j] > 0.0f) << "mask bit (" << i << ", " << j
+                                             << ")";
+      }
+    ASSERT_GT(zeros, 0) << "the case does not exercise the ReLU";
+    ASSERT_LT(zeros, M * N);
+
+    // Backward: dH = dY W2 (dY [M, K2], W2 [K2, N]).
+    auto dyv = randomVector(M * K2, 25, 1), w2 = randomVector(K2 * N, 26, 1);
+    float *dY = upload(dyv), *dW2 = upload(w2);
+    GemmParams g;
+    g.m = M, g.n = N, g.k = K2;
+    float *dH = upload(std::vector<float>(M * N));
+    ASSERT_TRUE(device->gemm(g, dY, dW2, nullptr, dH, nullptr).ok());
+    std::vector<float> dh = download(dH, M * N);
+    std::vector<float> dzRef(M * N);
+    std::vector<double> sum(N, 0.0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        dzRef[i * N + j] = hv[i * N + j] > 0.0f ? dh[i * N + j] : 0.0f;
+        sum[j] += double(dzRef[i * N + j]);
+      }
+    for (GemmEpilogue e : {GemmEpilogue::DRelu, GemmEpilogue::DReluBiasGrad}) {
+      SCOPED_TRACE(dlc::exec::gemmEpilogueName(e));
+      g.epilogue = e;
+      const bool bgrad = e == GemmEpilogue::DReluBiasGrad;
+      float *dz = upload(randomVector(M * N, 27, 1));
+      float *dBias = bgrad ? upload(randomVector(N, 28, 1)) : nullptr;
+      s = device->gemm(g, dY, dW2, nullptr, dz, dBias, mask);
+      ASSERT_TRUE(s.ok()) << s.message;
+      std::vector<float> dzv = download(dz, M * N);
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_EQ(std::memcmp(&dzv[i], &dzRef[i], 4), 0)
+            << "dZ[" << i << "] " << dzv[i] << " vs " << dzRef[i];
+      if (!bgrad)
+        continue;
+      std::vector<float> dbv = download(dBias, N);
+      for (int64_t j = 0; j < N; ++j) {
+        if (GetParam() == "host")
+          EXPECT_EQ(dbv[j], float(sum[j])) << "dBias[" << j << "]";
+        else
+          EXPECT_NEAR(dbv[j], sum[j], 1e-5 * (1 + std::fabs(sum[j])))
+              << "dBias[" << j << "]";
+      }
+    }
+  }
+}
+
+TEST_P(DeviceTest, GemmReluMaskNeedsItsBuffer) {
+  GemmParams p;
+  p.m = p.n = p.k = 2;
+  std::vector<float> v(4, 1.0f);
+  for (dlc::exec::GemmEpilogue e :
+       {dlc::exec::GemmEpilogue::ReluAux, dlc::exec::GemmEpilogue::DRelu}) {
+    p.epilogue = e;
+    Status s = device->gemm(p, upload(v), upload(v), nullptr, upload(v),
+                            nullptr, nullptr);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message.find("Aux"), std::string::npos) << s.message;
+  }
+}
+
 TEST_P(DeviceTest, GemmBiasGradientNeedsItsOutput) {
   GemmParams p;
   p.m = p.n = p.k = 2;

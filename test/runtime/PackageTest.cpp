@@ -142,7 +142,7 @@ TEST(Package, WrongVersion) {
   EXPECT_EQ(code, DLRT_INCOMPATIBLE);
   EXPECT_EQ(message, "'" + dir.file("v7.dlcp") +
                          "' has package format version 7; this runtime reads "
-                         "versions 1 to 4 — recompile it with a matching dlc");
+                         "versions 1 to 5 — recompile it with a matching dlc");
 }
 
 TEST(Package, OutOfRangeBufferIndex) {
@@ -421,6 +421,42 @@ TEST(Package, GemmEpiloguesParse) {
   ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(p.functions[0].steps[0].call.gemm.epilogue,
             dlc::exec::GemmEpilogue::None);
+}
+
+TEST(Package, GemmReluMaskEpiloguesParse) {
+  // Format version 5: ReluAux writes the ReLU bit-mask after Y (args A, B,
+  // Y, Aux); DReluBiasGrad reads it before Y (A, B, Aux, Y, dBias). The mask
+  // is an I32 buffer of M x reluMaskWords(N) words (2 x 4 here).
+  PkgSpec v5 = validSpec();
+  v5.formatVersion = 5;
+  v5.buffers.push_back({"", 4, 3, {2, 4}, 32}); // 5 Arena @32, i32
+  v5.functions[0].arenaBytes = 64;
+  auto relu = gemmParams(), drelu = gemmParams();
+  relu.gemm.epilogue = dlc::exec::GemmEpilogue::ReluAux;
+  drelu.gemm.epilogue = dlc::exec::GemmEpilogue::DReluBiasGrad;
+  Package p;
+  Status s = parseWithStep(
+      v5, StepSpec{false, 0, "gemm", {0, 1, 2, 5}, {}, {}, relu}, &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(p.functions[0].steps[0].call.gemm.epilogue,
+            dlc::exec::GemmEpilogue::ReluAux);
+  s = parseWithStep(
+      v5, StepSpec{false, 0, "gemm", {0, 1, 5, 2, 4}, {}, {}, drelu}, &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(p.functions[0].steps[0].call.gemm.epilogue,
+            dlc::exec::GemmEpilogue::DReluBiasGrad);
+  // An f32 buffer is not a mask; a missing mask is a wrong arg count.
+  s = parseWithStep(
+      v5, StepSpec{false, 0, "gemm", {0, 1, 4, 2, 4}, {}, {}, drelu}, &p);
+  EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+  EXPECT_NE(s.message.find("is not the ReLU bit-mask of 8 i32 words"),
+            std::string::npos)
+      << s.message;
+  s = parseWithStep(v5, StepSpec{false, 0, "gemm", {0, 1, 2}, {}, {}, relu},
+                    &p);
+  EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+  EXPECT_NE(s.message.find("'gemm' takes 4 buffers, got 3"), std::string::npos)
+      << s.message;
 }
 
 TEST(Package, InvalidTypedLibraryCallsAreCorrupt) {

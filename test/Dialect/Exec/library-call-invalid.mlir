@@ -24,7 +24,7 @@ dlexec.func @two_outputs {
 dlexec.func @gemm_one_input {
   %a = dlexec.input "a" : memref<2x2xf32>
   %y = dlexec.alloc : memref<2x2xf32>
-  // expected-error @+1 {{'gemm' expects ins(A, B[, C]), got 1 inputs}}
+  // expected-error @+1 {{'gemm' expects ins(A, B[, C/Aux]), got 1 inputs}}
   dlexec.library_call "gemm" ins(%a : memref<2x2xf32>) outs(%y : memref<2x2xf32>)
 }
 
@@ -298,7 +298,7 @@ dlexec.func @i32_batched_gemm {
 dlexec.func @gemm_unknown_epilogue {
   %a = dlexec.input "a" : memref<2x2xf32>
   %y = dlexec.alloc : memref<2x2xf32>
-  // expected-error @+1 {{gemm epilogue must be "none", "relu", "bgrad_a" or "bgrad_b", got "gelu"}}
+  // expected-error @+1 {{gemm epilogue must be one of "none", "relu", "bgrad_a", "bgrad_b", "relu_aux", "drelu", "drelu_bgrad", got "gelu"}}
   dlexec.library_call "gemm" ins(%a, %a : memref<2x2xf32>, memref<2x2xf32>) outs(%y : memref<2x2xf32>) {epilogue = "gelu"}
 }
 
@@ -321,4 +321,71 @@ dlexec.func @gemm_bgrad_length {
   %db = dlexec.alloc : memref<4xf32>
   // expected-error @+1 {{gemm epilogue "bgrad_a" writes dBias of shape [3] (M), got 'memref<4xf32>'}}
   dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<2x4xf32>) outs(%y, %db : memref<3x4xf32>, memref<4xf32>) {trans_a = true, epilogue = "bgrad_a"}
+}
+
+// -----
+
+// The ReLU bit-mask of a 2x130 result: 130 bits round up to 256, 8 words.
+dlexec.func @gemm_relu_aux_mask_shape {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x130xf32>
+  %y = dlexec.alloc : memref<2x130xf32>
+  %aux = dlexec.alloc : memref<2x5xi32>
+  // expected-error @+1 {{gemm epilogue "relu_aux" takes the ReLU bit-mask Aux as memref<2x8xi32> (M x N rounded up to 128 bits), got 'memref<2x5xi32>'}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<3x130xf32>) outs(%y, %aux : memref<2x130xf32>, memref<2x5xi32>) {epilogue = "relu_aux"}
+}
+
+// -----
+
+dlexec.func @gemm_relu_aux_needs_mask {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x4xf32>
+  %y = dlexec.alloc : memref<2x4xf32>
+  // expected-error @+1 {{gemm with epilogue "relu_aux" expects 2 output(s) (Y, Aux), got 1}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<3x4xf32>) outs(%y : memref<2x4xf32>) {epilogue = "relu_aux"}
+}
+
+// -----
+
+dlexec.func @gemm_relu_aux_full_c {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x4xf32>
+  %c = dlexec.input "c" : memref<2x4xf32>
+  %y = dlexec.alloc : memref<2x4xf32>
+  %aux = dlexec.alloc : memref<2x4xi32>
+  // expected-error @+1 {{gemm epilogue "relu_aux" adds C as a bias row ([N] or [1, N]), got 'memref<2x4xf32>'}}
+  dlexec.library_call "gemm" ins(%a, %b, %c : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>) outs(%y, %aux : memref<2x4xf32>, memref<2x4xi32>) {epilogue = "relu_aux"}
+}
+
+// -----
+
+dlexec.func @gemm_drelu_needs_mask {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x4xf32>
+  %y = dlexec.alloc : memref<2x4xf32>
+  // expected-error @+1 {{gemm epilogue "drelu" expects ins(A, B, Aux), got 2 inputs}}
+  dlexec.library_call "gemm" ins(%a, %b : memref<2x3xf32>, memref<3x4xf32>) outs(%y : memref<2x4xf32>) {epilogue = "drelu"}
+}
+
+// -----
+
+dlexec.func @gemm_drelu_bgrad_mask_type {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x4xf32>
+  %aux = dlexec.input "aux" : memref<2x4xf32>
+  %y = dlexec.alloc : memref<2x4xf32>
+  %db = dlexec.alloc : memref<4xf32>
+  // expected-error @+1 {{gemm epilogue "drelu_bgrad" takes the ReLU bit-mask Aux as memref<2x4xi32> (M x N rounded up to 128 bits), got 'memref<2x4xf32>'}}
+  dlexec.library_call "gemm" ins(%a, %b, %aux : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32>) outs(%y, %db : memref<2x4xf32>, memref<4xf32>) {epilogue = "drelu_bgrad"}
+}
+
+// -----
+
+dlexec.func @gemm_drelu_beta {
+  %a = dlexec.input "a" : memref<2x3xf32>
+  %b = dlexec.input "b" : memref<3x4xf32>
+  %aux = dlexec.input "aux" : memref<2x4xi32>
+  %y = dlexec.alloc : memref<2x4xf32>
+  // expected-error @+1 {{gemm epilogue "drelu" needs beta 0, got 1.000000e+00}}
+  dlexec.library_call "gemm" ins(%a, %b, %aux : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xi32>) outs(%y : memref<2x4xf32>) {epilogue = "drelu", beta = 1.0 : f32}
 }
