@@ -8,6 +8,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+#include <set>
 
 namespace dlc {
 #define GEN_PASS_DEF_FUSEELEMENTWISEPASS
@@ -57,6 +61,85 @@ SmallVector<Value> writtenBuffers(Operation *op) {
   return {};
 }
 
+/// Finds the kernels that touch a buffer, and records what one successful
+/// fusion changed for the pass's worklist: the kernels it created and every
+/// live kernel that touches (reads or writes) memory a kernel it erased
+/// touched. Those, and the writers of what they read, are the only kernels
+/// whose fusion outcome a rewrite can change (see
+/// FuseElementwisePass::runOnOperation).
+class FusionTracker {
+public:
+  explicit FusionTracker(Block &block) {
+    for (auto ref : block.getOps<x::VariableRefOp>())
+      variableRefs[ref.getVariableAttr()].push_back(ref.getResult());
+    int64_t i = 0;
+    for (auto k : block.getOps<x::KernelOp>())
+      positions[k] = i++;
+  }
+
+  /// Whether kernel |a| comes before kernel |b| of the same block. Kept
+  /// here rather than asking Operation::isBeforeInBlock, whose cached order
+  /// each fused kernel's insertion invalidates (a renumbering of the whole
+  /// block every few fusions).
+  bool before(Operation *a, Operation *b) const {
+    return positions.at(a) < positions.at(b);
+  }
+
+  /// |fused| was inserted right before |old|, which is erased next: it takes
+  /// |old|'s position.
+  void created(Operation *fused, Operation *old) {
+    positions[fused] = positions.at(old);
+    touched.insert(fused);
+  }
+
+  /// Kernels that must be looked at again after the current fusion.
+  llvm::SetVector<Operation *> touched;
+  /// Called with each kernel about to be erased.
+  std::function<void(Operation *)> onErase;
+
+  /// Records the kernels sharing memory with |k|, then erases |k|.
+  void erase(x::KernelOp k) {
+    for (Value v : k->getOperands())
+      forEachKernelOnMemory(v, [&](x::KernelOp other) {
+        if (other != k)
+          touched.insert(other);
+      });
+    touched.remove(k);
+    if (onErase)
+      onErase(k);
+    positions.erase(k);
+    k.erase();
+  }
+
+  /// Calls |fn| on each kernel with an operand on the memory of |v| (any
+  /// view of the same buffer, or of any reference to the same variable),
+  /// possibly more than once.
+  void forEachKernelOnMemory(Value v, llvm::function_ref<void(x::KernelOp)> fn) {
+    v = viewRoot(v);
+    SmallVector<Value> worklist;
+    if (auto ref = v.getDefiningOp<x::VariableRefOp>())
+      llvm::append_range(worklist, variableRefs.lookup(ref.getVariableAttr()));
+    else
+      worklist.push_back(v);
+    while (!worklist.empty()) {
+      Value cur = worklist.pop_back_val();
+      for (Operation *user : cur.getUsers()) {
+        if (auto k = dyn_cast<x::KernelOp>(user))
+          fn(k);
+        else if (isa<x::ReshapeOp, x::SubviewOp>(user) &&
+                 user->getOperand(0) == cur)
+          worklist.push_back(user->getResult(0));
+      }
+    }
+  }
+
+private:
+  llvm::DenseMap<Attribute, SmallVector<Value>> variableRefs;
+  /// Position of each live kernel of the block; fused kernels share the
+  /// position of the kernel they replace.
+  llvm::DenseMap<Operation *, int64_t> positions;
+};
+
 /// Gives |fused| its body block: one argument per buffer of |inputs| and
 /// |outputs| (their element types; inputs at |producer|'s location, outputs
 /// at |outLoc|), then the ops of |producer|'s body with its inputs read from
@@ -91,10 +174,11 @@ OpBuilder startFusedBody(x::KernelOp fused, ValueRange inputs,
 /// iteration space), and replaces |c| with it. Leaves |p| in place. Fails
 /// (changing nothing) when the fused kernel could not be sized or a write
 /// between them makes it unsafe.
-LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap) {
+LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap,
+                       FusionTracker &t) {
   Block &pBody = p.getBody().front();
   unsigned pIns = p.getInputs().size();
-  if (c->getBlock() != p->getBlock() || !p->isBeforeInBlock(c))
+  if (c->getBlock() != p->getBlock() || !t.before(p, c))
     return failure();
   // P's reads move down to C: nothing in between may write what P reads.
   for (Operation *op = p->getNextNode(); op != c.getOperation();
@@ -171,7 +255,8 @@ LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap) {
     cmap.map(cBody.getArgument(cIns + j), blk->getArgument(inputs.size() + j));
   for (Operation &op : cBody)
     kb.clone(op, cmap);
-  c.erase();
+  t.created(fused, c);
+  t.erase(c);
   return success();
 }
 
@@ -182,7 +267,7 @@ constexpr unsigned kMaxDuplicates = 4;
 /// Folds |p| into its consumer kernel when that is legal (see the pass
 /// description), or into each of its consumers when one of them is a cast.
 /// Returns success when it fused.
-LogicalResult tryFuse(x::KernelOp p) {
+LogicalResult tryFuse(x::KernelOp p, FusionTracker &t) {
   if (!isAllParallel(p))
     return failure();
   Block &pBody = p.getBody().front();
@@ -235,18 +320,18 @@ LogicalResult tryFuse(x::KernelOp p) {
       return failure();
     // All or nothing: check every consumer first.
     for (auto &[k, m] : consumers)
-      if (k->getBlock() != p->getBlock() || !p->isBeforeInBlock(k))
+      if (k->getBlock() != p->getBlock() || !t.before(p, k))
         return failure();
   }
   unsigned fused = 0;
   for (auto &[k, m] : consumers)
-    fused += succeeded(fuseInto(p, k, m));
+    fused += succeeded(fuseInto(p, k, m, t));
   if (fused < consumers.size()) // P still feeds the others
     return success(fused > 0);
   SmallVector<Operation *> deadAllocs;
   for (Value out : p.getOutputs())
     deadAllocs.push_back(out.getDefiningOp());
-  p.erase();
+  t.erase(p);
   for (Operation *a : deadAllocs)
     a->erase();
   return success();
@@ -258,7 +343,7 @@ LogicalResult tryFuse(x::KernelOp p) {
 /// become one kernel at the last reader's place that writes the readers'
 /// outputs (the guards `select(found_inf, old, new)` that loss scaling puts
 /// on each result of an optimizer update). Returns success when it fused.
-LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
+LogicalResult tryFuseReadersIntoProducer(x::KernelOp p, FusionTracker &t) {
   if (p.getOutputs().size() < 2 || !isAllParallel(p))
     return failure();
   Block &pBody = p.getBody().front();
@@ -278,7 +363,7 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
       auto k = dyn_cast<x::KernelOp>(use.getOwner());
       if (!k || use.getOperandNumber() >= k.getInputs().size() ||
           !isAllParallel(k) || k->getBlock() != p->getBlock() ||
-          !p->isBeforeInBlock(k) ||
+          !t.before(p, k) ||
           mapOf(k, 0).getNumDims() != numLoops ||
           !mapOf(k, use.getOperandNumber()).isIdentity())
         return failure();
@@ -288,8 +373,8 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
   }
   if (readers.empty())
     return failure();
-  llvm::sort(readers, [](x::KernelOp a, x::KernelOp b) {
-    return a->isBeforeInBlock(b);
+  llvm::sort(readers, [&](x::KernelOp a, x::KernelOp b) {
+    return t.before(a, b);
   });
   for (x::KernelOp k : readers)
     for (unsigned j = 0; j < k.getOutputs().size(); ++j)
@@ -392,9 +477,10 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
   SmallVector<Operation *> dead;
   for (Value out : p.getOutputs())
     dead.push_back(out.getDefiningOp());
+  t.created(fused, last);
   for (x::KernelOp k : readers)
-    k.erase();
-  p.erase();
+    t.erase(k);
+  t.erase(p);
   for (Operation *a : dead)
     a->erase();
   return success();
@@ -402,18 +488,45 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p) {
 
 struct FuseElementwisePass
     : dlc::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  /// The rewrites apply, one at a time, to the first kernel in block order
+  /// that fuses, until none does. Instead of rescanning the block after each
+  /// (quadratic in the kernels), a worklist ordered by position holds the
+  /// kernels that may fuse: all at first; a kernel that does not fuse leaves
+  /// it, and a fusion puts back the kernels whose outcome it can change (the
+  /// new kernel, the kernels touching memory an erased kernel touched, and
+  /// the writers of what those read). Every kernel outside the list would
+  /// not fuse, so taking the list's first kernel fuses exactly what the
+  /// rescan would, in the same order.
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<x::FuncOp>()) {
-      bool changed = true;
-      while (changed) {
-        changed = false;
-        for (auto k : llvm::to_vector(func.getBody().getOps<x::KernelOp>()))
-          if (succeeded(tryFuse(k)) ||
-              succeeded(tryFuseReadersIntoProducer(k))) {
-            changed = true;
-            break;
-          }
-      }
+    for (auto func : getOperation().getOps<x::FuncOp>())
+      for (Block &block : func.getBody())
+        runOnBlock(block);
+  }
+
+  void runOnBlock(Block &block) {
+    FusionTracker t(block);
+    auto before = [&](Operation *a, Operation *b) { return t.before(a, b); };
+    std::set<Operation *, decltype(before)> pending(before);
+    for (auto k : block.getOps<x::KernelOp>())
+      pending.insert(k);
+    t.onErase = [&](Operation *op) { pending.erase(op); };
+    while (!pending.empty()) {
+      auto k = cast<x::KernelOp>(*pending.begin());
+      pending.erase(pending.begin());
+      t.touched.clear();
+      if (failed(tryFuse(k, t)) && failed(tryFuseReadersIntoProducer(k, t)))
+        continue;
+      SmallVector<Operation *> again(t.touched.begin(), t.touched.end());
+      for (Operation *op : t.touched)
+        for (Value in : cast<x::KernelOp>(op).getInputs())
+          t.forEachKernelOnMemory(in, [&](x::KernelOp w) {
+            if (llvm::any_of(w.getOutputs(),
+                             [&](Value o) { return sameMemory(o, in); }))
+              again.push_back(w);
+          });
+      for (Operation *op : again)
+        if (op->getBlock() == &block)
+          pending.insert(op);
     }
   }
 };
