@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 using namespace mlir;
@@ -368,9 +369,20 @@ FailureOr<Plan> PlanBuilder::build() {
   return std::move(plan);
 }
 
-/// The initial value of |var| as little-endian row-major bytes.
-FailureOr<std::vector<uint8_t>> initialBytes(exec::VariableOp var,
-                                             const PlanBuffer &buffer) {
+/// The initial value of a variable as little-endian row-major bytes:
+/// `bytes` views the attribute's own storage where it holds exactly those
+/// bytes (a non-splat dense or a resource attribute, which keeps a large
+/// model's weights from being copied before they reach the package), else
+/// `owned`.
+struct InitialBytes {
+  ArrayRef<uint8_t> bytes;
+  std::vector<uint8_t> owned;
+};
+
+/// The initial value of |var|; an error at |var| when it does not match the
+/// buffer's type or size.
+FailureOr<InitialBytes> initialBytes(exec::VariableOp var,
+                                     const PlanBuffer &buffer) {
   ElementsAttr attr = *var.getInitialValue();
   auto type = cast<MemRefType>(var.getType());
   auto attrType = cast<ShapedType>(attr.getType());
@@ -380,33 +392,40 @@ FailureOr<std::vector<uint8_t>> initialBytes(exec::VariableOp var,
                              << " does not match the buffer type " << type;
   size_t n = type.getNumElements(),
          elemBytes = buffer.bytes / std::max<size_t>(n, 1);
-  std::vector<uint8_t> out;
-  out.reserve(buffer.bytes);
+  InitialBytes out;
+  auto view = [&](ArrayRef<char> raw) {
+    out.bytes = ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(raw.data()), raw.size());
+  };
   if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
     if (type.getElementType().isInteger(1)) {
+      out.owned.reserve(n);
       for (bool b : dense.getValues<bool>())
-        out.push_back(b ? 1 : 0);
+        out.owned.push_back(b ? 1 : 0);
     } else {
       ArrayRef<char> raw = dense.getRawData();
       if (dense.isSplat()) {
+        out.owned.reserve(buffer.bytes);
         for (size_t i = 0; i < n; ++i)
-          out.insert(out.end(), raw.begin(), raw.begin() + elemBytes);
+          out.owned.insert(out.owned.end(), raw.begin(),
+                           raw.begin() + elemBytes);
       } else {
-        out.assign(raw.begin(), raw.end());
+        view(raw);
       }
     }
   } else if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
     AsmResourceBlob *blob = res.getRawHandle().getBlob();
     if (!blob)
       return var.emitOpError() << "initial value resource has no data";
-    ArrayRef<char> data = blob->getData();
-    out.assign(data.begin(), data.end());
+    view(blob->getData());
   } else {
     return var.emitOpError() << "initial value must be dense<...> or "
                                 "dense_resource<...>";
   }
-  if ((int64_t)out.size() != buffer.bytes)
-    return var.emitOpError() << "initial value has " << out.size()
+  if (out.bytes.empty() && !out.owned.empty())
+    out.bytes = out.owned;
+  if ((int64_t)out.bytes.size() != buffer.bytes)
+    return var.emitOpError() << "initial value has " << out.bytes.size()
                              << " bytes, expected " << buffer.bytes;
   return out;
 }
@@ -590,29 +609,38 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   nvrtc.stop();
   PhaseTimer packageWrite(options.times, "package write");
 
-  // Weights.
-  std::vector<dlrt::safetensors::Tensor> tensors;
+  // Weights: a safetensors header, then each variable's bytes copied once,
+  // straight from its attribute into the package (below).
+  std::vector<dlrt::safetensors::TensorInfo> tensors;
+  std::vector<InitialBytes> tensorBytes;
+  uint64_t weightDataBytes = 0;
+  DenseMap<Operation *, const PlanBuffer *> bufferOf;
+  for (const PlanBuffer &b : plan.buffers)
+    bufferOf[b.op] = &b; // the last buffer of an op, as the search was
   for (auto var : planned.getOps<exec::VariableOp>()) {
     if (!var.getInitialValue())
       continue;
-    const PlanBuffer *buffer = nullptr;
-    for (const PlanBuffer &b : plan.buffers)
-      if (b.op == var.getOperation())
-        buffer = &b;
+    const PlanBuffer *buffer = bufferOf.lookup(var.getOperation());
     auto bytes = initialBytes(var, *buffer);
     if (failed(bytes))
       return failure();
     tensors.push_back({var.getSymName().str(), safetensorsDtype(buffer->dtype),
-                       buffer->shape, std::move(*bytes)});
+                       buffer->shape, bytes->bytes.size()});
+    weightDataBytes += bytes->bytes.size();
+    tensorBytes.push_back(std::move(*bytes));
   }
-  std::vector<uint8_t> weights =
-      dlrt::safetensors::serialize(tensors, {{"producer", options.producer}});
+  std::vector<uint8_t> weightHeader = dlrt::safetensors::serializeHeader(
+      tensors, {{"producer", options.producer}});
 
   // A pipeline package's step function: the global batch in, the loss out;
   // the runtime runs the stages' functions for it (the Pipeline table).
   flatbuffers::Offset<pkg::Pipeline> pipelineTable = 0;
   int64_t stepInputBytes = 0;
-  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  // Room for the weights and the host library up front: growing the
+  // builder by doubling would copy them again (the bytes written do not
+  // depend on the initial size).
+  flatbuffers::FlatBufferBuilder fbb((1 << 20) + weightHeader.size() +
+                                     weightDataBytes + hostLib->size());
   if (options.pipeline) {
     auto failedRecord = [&]() {
       return planned.emitError()
@@ -782,15 +810,38 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   auto memory = pkg::CreateMemoryPlan(
       fbb, stats.persistentBytes, stats.inputBytes + stepInputBytes,
       stats.arenaBytes, stats.workspaceBytes);
-  auto root = pkg::CreatePackageDirect(
-      fbb, kFormatVersion, options.producer.c_str(), options.modelName.c_str(),
-      &buffers, &kernels, &functions, training, &*hostLib, &weights, &cubins,
-      memory, pipelineTable);
+  // CreatePackageDirect's order of creation (the bytes depend on it), with
+  // the weights written in place instead of from one more copy.
+  auto producerString = fbb.CreateString(options.producer);
+  auto modelNameString = fbb.CreateString(options.modelName);
+  auto bufferVector = fbb.CreateVector(buffers);
+  auto kernelVector = fbb.CreateVector(kernels);
+  auto functionVector = fbb.CreateVector(functions);
+  auto hostLibVector = fbb.CreateVector(*hostLib);
+  uint8_t *weightData = nullptr;
+  auto weightVector = fbb.CreateUninitializedVector(
+      weightHeader.size() + weightDataBytes, &weightData);
+  std::memcpy(weightData, weightHeader.data(), weightHeader.size());
+  weightData += weightHeader.size();
+  for (const InitialBytes &t : tensorBytes) {
+    if (!t.bytes.empty())
+      std::memcpy(weightData, t.bytes.data(), t.bytes.size());
+    weightData += t.bytes.size();
+  }
+  auto cubinVector = fbb.CreateVector(cubins);
+  auto root = pkg::CreatePackage(
+      fbb, kFormatVersion, producerString, modelNameString, bufferVector,
+      kernelVector, functionVector, training, hostLibVector, weightVector,
+      cubinVector, memory, pipelineTable);
   pkg::FinishPackageBuffer(fbb, root);
 
+  // No fsync: the temporary file + rename already shows readers the old
+  // package or the whole new one, and a package is regenerated by running
+  // dlc again (docs/dlc.md, "Compile time").
   std::string error;
-  if (!dlrt::safetensors::writeFileAtomic(path.str(), fbb.GetBufferPointer(),
-                                          fbb.GetSize(), &error))
+  if (!dlrt::safetensors::writeFileAtomic(
+          path.str(), fbb.GetBufferPointer(), fbb.GetSize(), &error,
+          dlrt::safetensors::Durability::Unsynced))
     return planned.emitError()
            << "cannot write package '" << path << "': " << error;
   // The atomic write creates the file owner-only; a package is readable.

@@ -20,6 +20,7 @@
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -109,6 +110,13 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
                          : t.float_data_size() != n)
       return sizeError(t.has_raw_data() ? t.raw_data().size() / 4
                                         : t.float_data_size());
+    auto type = RankedTensorType::get(dims, builder.getF32Type());
+    // Little-endian raw bytes are the attribute's storage format: one copy
+    // of a large weight instead of two (the attribute is the same one).
+    if (t.has_raw_data() && n && llvm::endianness::native ==
+                                     llvm::endianness::little)
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
     SmallVector<float> data(n);
     if (t.has_raw_data()) {
       if (n)
@@ -116,7 +124,6 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
     } else {
       llvm::copy(t.float_data(), data.begin());
     }
-    auto type = RankedTensorType::get(dims, builder.getF32Type());
     return DenseElementsAttr::get(type, ArrayRef<float>(data));
   }
   case onnx::TensorProto_DataType_DOUBLE: {
@@ -124,6 +131,13 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
                          : t.double_data_size() != n)
       return sizeError(t.has_raw_data() ? t.raw_data().size() / 8
                                         : t.double_data_size());
+    auto type = RankedTensorType::get(dims, builder.getF64Type());
+    // Little-endian raw bytes are the attribute's storage format: one copy
+    // of a large weight instead of two (the attribute is the same one).
+    if (t.has_raw_data() && n && llvm::endianness::native ==
+                                     llvm::endianness::little)
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
     SmallVector<double> data(n);
     if (t.has_raw_data()) {
       if (n)
@@ -131,7 +145,6 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
     } else {
       llvm::copy(t.double_data(), data.begin());
     }
-    auto type = RankedTensorType::get(dims, builder.getF64Type());
     return DenseElementsAttr::get(type, ArrayRef<double>(data));
   }
   case onnx::TensorProto_DataType_INT64:

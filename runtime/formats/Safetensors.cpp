@@ -48,17 +48,17 @@ size_t dtypeSize(const std::string &dtype) {
 }
 
 std::vector<uint8_t>
-serialize(const std::vector<Tensor> &tensors,
-          const std::map<std::string, std::string> &metadata) {
+serializeHeader(const std::vector<TensorInfo> &tensors,
+                const std::map<std::string, std::string> &metadata) {
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
-  for (const Tensor &t : tensors) {
+  for (const TensorInfo &t : tensors) {
     nlohmann::json entry;
     entry["dtype"] = t.dtype;
     entry["shape"] = t.shape;
-    entry["data_offsets"] = {offset, offset + t.data.size()};
+    entry["data_offsets"] = {offset, offset + t.bytes};
     header[t.name] = std::move(entry);
-    offset += t.data.size();
+    offset += t.bytes;
   }
   if (!metadata.empty())
     header["__metadata__"] = metadata;
@@ -67,11 +67,25 @@ serialize(const std::vector<Tensor> &tensors,
     text.push_back(' ');
 
   std::vector<uint8_t> out;
-  out.reserve(8 + text.size() + offset);
+  out.reserve(8 + text.size());
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i)
     out.push_back(static_cast<uint8_t>(n >> (8 * i)));
   out.insert(out.end(), text.begin(), text.end());
+  return out;
+}
+
+std::vector<uint8_t>
+serialize(const std::vector<Tensor> &tensors,
+          const std::map<std::string, std::string> &metadata) {
+  std::vector<TensorInfo> infos;
+  uint64_t dataBytes = 0;
+  for (const Tensor &t : tensors) {
+    infos.push_back({t.name, t.dtype, t.shape, t.data.size()});
+    dataBytes += t.data.size();
+  }
+  std::vector<uint8_t> out = serializeHeader(infos, metadata);
+  out.reserve(out.size() + dataBytes);
   for (const Tensor &t : tensors)
     out.insert(out.end(), t.data.begin(), t.data.end());
   return out;
@@ -185,7 +199,8 @@ bool parse(const uint8_t *data, size_t size, std::vector<Tensor> *out,
 }
 
 bool writeFileAtomic(const std::string &path, const uint8_t *data, size_t size,
-                     std::string *error) {
+                     std::string *error, Durability durability) {
+  const bool sync = durability == Durability::Synced;
   std::string dir = ".";
   size_t slash = path.rfind('/');
   if (slash != std::string::npos)
@@ -217,7 +232,7 @@ bool writeFileAtomic(const std::string &path, const uint8_t *data, size_t size,
     }
     written += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0)
+  if (sync && fsync(fd) != 0)
     return fail("cannot fsync");
   int rc = close(fd);
   fd = -1;
@@ -226,6 +241,8 @@ bool writeFileAtomic(const std::string &path, const uint8_t *data, size_t size,
   if (rename(tmp.data(), path.c_str()) != 0)
     return fail("cannot rename the temporary file to");
   // Make the rename itself durable; failure here leaves a complete file.
+  if (!sync)
+    return true;
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     fsync(dfd);

@@ -38,6 +38,24 @@ std::vector<uint8_t>
 serialize(const std::vector<Tensor> &tensors,
           const std::map<std::string, std::string> &metadata = {});
 
+/// A tensor of serializeHeader(): a Tensor without its data, whose data is
+/// `bytes` bytes long.
+struct TensorInfo {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+};
+
+/// The first bytes of serialize()'s output for tensors of these names,
+/// dtypes, shapes and data sizes (the 8-byte length and the padded JSON
+/// header); the tensors' data follows it, in the given order. For writers
+/// that place large data straight into its destination without building
+/// each Tensor's `data` first (the package writer's weights).
+std::vector<uint8_t>
+serializeHeader(const std::vector<TensorInfo> &tensors,
+                const std::map<std::string, std::string> &metadata = {});
+
 /// Parses the safetensors bytes |data| of |size| bytes into |out| (in data
 /// offset order) and |metadata| (either may be null). Returns false with a
 /// one-line |error| (if not null) when the file is truncated, the header is
@@ -46,12 +64,27 @@ serialize(const std::vector<Tensor> &tensors,
 bool parse(const uint8_t *data, size_t size, std::vector<Tensor> *out,
            std::map<std::string, std::string> *metadata, std::string *error);
 
+/// Whether writeFileAtomic() makes the file durable before it returns.
+enum class Durability {
+  /// fsync the file before the rename and the folder after it: after a
+  /// crash or power loss |path| holds the old or the new bytes, never an
+  /// empty or partial file (checkpoints: the only copy of a training run).
+  Synced,
+  /// No fsync: readers still see the old file or the whole new one (the
+  /// rename is atomic), but after a power loss the new file may be empty.
+  /// For outputs that a rerun regenerates (dlc's packages), as compilers
+  /// and linkers (gcc, ld) write theirs: an fsync of a 650 MB package costs
+  /// seconds.
+  Unsynced,
+};
+
 /// Writes |size| bytes to |path| atomically: a temporary file in the same
-/// folder, fsync, rename over |path|. On any failure the old file (if any) is
-/// left intact, the temporary file is removed and |error| (if not null)
-/// says what failed.
+/// folder, fsync (with Durability::Synced), rename over |path|. On any
+/// failure the old file (if any) is left intact, the temporary file is
+/// removed and |error| (if not null) says what failed.
 bool writeFileAtomic(const std::string &path, const uint8_t *data, size_t size,
-                     std::string *error);
+                     std::string *error,
+                     Durability durability = Durability::Synced);
 
 } // namespace dlrt::safetensors
 
