@@ -64,7 +64,8 @@ SmallVector<Value> writtenBuffers(Operation *op) {
 /// Finds the kernels that touch a buffer, and records what one successful
 /// fusion changed for the pass's worklist: the kernels it created and every
 /// live kernel that touches (reads or writes) memory a kernel it erased
-/// touched. Those, and the writers of what they read, are the only kernels
+/// touched. Those, and the kernels touching what they read (its writers, and
+/// the siblings that read it too), are the only kernels
 /// whose fusion outcome a rewrite can change (see
 /// FuseElementwisePass::runOnOperation).
 class FusionTracker {
@@ -486,6 +487,153 @@ LogicalResult tryFuseReadersIntoProducer(x::KernelOp p, FusionTracker &t) {
   return success();
 }
 
+/// The map of the first input of |k| that reads its last reduction loop (or
+/// a null map): CUDA codegen picks a row or a column reduction from it, so
+/// siblings merge only when it agrees and each output keeps its summation
+/// order on both targets.
+AffineMap rowDecidingMap(x::KernelOp k) {
+  unsigned last = 0;
+  bool any = false;
+  for (auto [d, it] : llvm::enumerate(k.getIteratorTypes()))
+    if (cast<StringAttr>(it).getValue() == "reduction") {
+      last = d;
+      any = true;
+    }
+  if (!any)
+    return AffineMap();
+  for (unsigned i = 0; i < k.getInputs().size(); ++i)
+    if (mapOf(k, i).isFunctionOfDim(last))
+      return mapOf(k, i);
+  return AffineMap();
+}
+
+/// Sibling (multi-output) fusion of reductions, as XLA's multi-output
+/// fusion does for reductions over the same input (e.g. sum(dy) and
+/// sum(dy * xhat) of a BatchNorm backward): |a| and the first later kernel
+/// |b| of its block that reduces over the same loops and reads |a|'s first
+/// input through the same map, writing through the same output maps,
+/// become one kernel at |b|'s place with |a|'s outputs, then |b|'s. Each
+/// output keeps its own accumulator and the loop order, so its summation
+/// order is unchanged (the host's serial loop nest; CUDA's row/column split
+/// is chosen from the same input map). Not when |b| reads what |a| writes,
+/// or an op in between writes what |a| reads or touches what |a| writes.
+/// Returns success when it fused.
+LogicalResult tryMergeSiblingReductions(x::KernelOp a, FusionTracker &t) {
+  if (isAllParallel(a) || a.getInputs().empty() || !a.getInit())
+    return failure();
+  unsigned aIns = a.getInputs().size(), aOuts = a.getOutputs().size();
+  Block &aBody = a.getBody().front();
+  for (unsigned j = 0; j < aOuts; ++j)
+    if (!aBody.getArgument(aIns + j).hasOneUse())
+      return failure();
+  Value in0 = a.getInputs()[0];
+  AffineMap rowMap = rowDecidingMap(a);
+  x::KernelOp b;
+  for (Operation *user : in0.getUsers()) {
+    auto k = dyn_cast<x::KernelOp>(user);
+    if (!k || k == a || k->getBlock() != a->getBlock() || !t.before(a, k) ||
+        (b && !t.before(k, b)))
+      continue;
+    if (k.getInputs().empty() || k.getInputs()[0] != in0 || !k.getInit() ||
+        k.getIteratorTypes() != a.getIteratorTypes() ||
+        mapOf(k, 0) != mapOf(a, 0) || rowDecidingMap(k) != rowMap ||
+        k.getOutputs().size() != aOuts)
+      continue;
+    unsigned kIns = k.getInputs().size();
+    bool sameOutMaps = true;
+    for (unsigned j = 0; j < aOuts; ++j)
+      sameOutMaps &= mapOf(k, kIns + j) == mapOf(a, aIns + j) &&
+                     k.getBody().front().getArgument(kIns + j).hasOneUse();
+    if (sameOutMaps)
+      b = k;
+  }
+  if (!b)
+    return failure();
+  // a's reads and writes move down to b.
+  for (Value r : b->getOperands())
+    for (Value w : a.getOutputs())
+      if (sameMemory(r, w))
+        return failure();
+  for (Operation *op = a->getNextNode(); op != b.getOperation();
+       op = op->getNextNode()) {
+    for (Value w : writtenBuffers(op))
+      for (Value r : a->getOperands())
+        if (sameMemory(w, r))
+          return failure();
+    for (Value v : op->getOperands())
+      for (Value w : a.getOutputs())
+        if (sameMemory(v, w))
+          return failure();
+  }
+
+  unsigned bIns = b.getInputs().size();
+  SmallVector<Value> inputs(a.getInputs());
+  SmallVector<AffineMap> maps;
+  for (unsigned i = 0; i < aIns; ++i)
+    maps.push_back(mapOf(a, i));
+  SmallVector<unsigned> bSlot;
+  for (unsigned i = 0; i < bIns; ++i) {
+    Value v = b.getInputs()[i];
+    AffineMap m = mapOf(b, i);
+    unsigned slot = inputs.size();
+    for (unsigned j = 0; j < inputs.size(); ++j)
+      if (inputs[j] == v && maps[j] == m)
+        slot = j;
+    if (slot == inputs.size()) {
+      inputs.push_back(v);
+      maps.push_back(m);
+    }
+    bSlot.push_back(slot);
+  }
+  SmallVector<Value> outputs(a.getOutputs());
+  llvm::append_range(outputs, b.getOutputs());
+  for (unsigned j = 0; j < aOuts; ++j)
+    maps.push_back(mapOf(a, aIns + j));
+  for (unsigned j = 0; j < aOuts; ++j)
+    maps.push_back(mapOf(b, bIns + j));
+  SmallVector<Attribute> init(a.getInitAttr().getValue());
+  llvm::append_range(init, b.getInitAttr().getValue());
+
+  OpBuilder ob(b);
+  auto fused = x::KernelOp::create(
+      ob, a.getLoc(), a.getSymNameAttr(), inputs, outputs,
+      ob.getAffineMapArrayAttr(maps), a.getIteratorTypes(),
+      ob.getArrayAttr(init));
+  Block *blk = new Block();
+  fused.getBody().push_back(blk);
+  for (Value v : inputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     a.getLoc());
+  for (Value v : outputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(),
+                     a.getLoc());
+  OpBuilder kb = OpBuilder::atBlockEnd(blk);
+  SmallVector<Value> yields;
+  IRMapping amap, bmap;
+  for (unsigned i = 0; i < aIns; ++i)
+    amap.map(aBody.getArgument(i), blk->getArgument(i));
+  for (unsigned j = 0; j < aOuts; ++j)
+    amap.map(aBody.getArgument(aIns + j), blk->getArgument(inputs.size() + j));
+  Block &bBody = b.getBody().front();
+  for (unsigned i = 0; i < bIns; ++i)
+    bmap.map(bBody.getArgument(i), blk->getArgument(bSlot[i]));
+  for (unsigned j = 0; j < aOuts; ++j)
+    bmap.map(bBody.getArgument(bIns + j),
+             blk->getArgument(inputs.size() + aOuts + j));
+  for (auto [body, map] : {std::pair<Block *, IRMapping *>{&aBody, &amap},
+                           {&bBody, &bmap}}) {
+    for (Operation &op : body->without_terminator())
+      kb.clone(op, *map);
+    for (Value y : cast<x::YieldOp>(body->getTerminator()).getValues())
+      yields.push_back(map->lookupOrDefault(y));
+  }
+  x::YieldOp::create(kb, b.getLoc(), yields);
+  t.created(fused, b);
+  t.erase(b);
+  t.erase(a);
+  return success();
+}
+
 struct FuseElementwisePass
     : dlc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   /// The rewrites apply, one at a time, to the first kernel in block order
@@ -494,7 +642,7 @@ struct FuseElementwisePass
   /// kernels that may fuse: all at first; a kernel that does not fuse leaves
   /// it, and a fusion puts back the kernels whose outcome it can change (the
   /// new kernel, the kernels touching memory an erased kernel touched, and
-  /// the writers of what those read). Every kernel outside the list would
+  /// the kernels touching what those read). Every kernel outside the list would
   /// not fuse, so taking the list's first kernel fuses exactly what the
   /// rescan would, in the same order.
   void runOnOperation() override {
@@ -514,16 +662,14 @@ struct FuseElementwisePass
       auto k = cast<x::KernelOp>(*pending.begin());
       pending.erase(pending.begin());
       t.touched.clear();
-      if (failed(tryFuse(k, t)) && failed(tryFuseReadersIntoProducer(k, t)))
+      if (failed(tryFuse(k, t)) && failed(tryFuseReadersIntoProducer(k, t)) &&
+          failed(tryMergeSiblingReductions(k, t)))
         continue;
       SmallVector<Operation *> again(t.touched.begin(), t.touched.end());
       for (Operation *op : t.touched)
         for (Value in : cast<x::KernelOp>(op).getInputs())
-          t.forEachKernelOnMemory(in, [&](x::KernelOp w) {
-            if (llvm::any_of(w.getOutputs(),
-                             [&](Value o) { return sameMemory(o, in); }))
-              again.push_back(w);
-          });
+          t.forEachKernelOnMemory(in,
+                                  [&](x::KernelOp w) { again.push_back(w); });
       for (Operation *op : again)
         if (op->getBlock() == &block)
           pending.insert(op);

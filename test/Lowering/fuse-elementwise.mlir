@@ -302,3 +302,60 @@ module {
 // CHECK: %[[V2:.+]] = arith.select %{{.+}}, %{{.+}}, %[[MM]]
 // CHECK: dlexec.yield %[[V1]], %[[V2]] : f32, f32
 // CHECK-NOT: dlexec.kernel
+
+// -----
+
+// Sibling reductions (BatchNorm backward's sum(dy) and sum(dy * xhat)) over
+// the same loops and first input become one kernel with both outputs at
+// the second one's place, each output with its own accumulator; the
+// elementwise producer of dy * xhat is folded in first. A reduction that
+// reads the first one's result (the variance after the mean) is not a
+// sibling and stays apart.
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  dlexec.func @sibling_sums {
+    %dy = dlexec.input "dy" : memref<4x8xf32>
+    %xh = dlexec.input "xh" : memref<4x8xf32>
+    %s1 = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum_dy ins(%dy : memref<4x8xf32>) outs(%s1 : memref<8xf32>) attributes {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %acc: f32):
+      %r = arith.addf %acc, %a : f32
+      dlexec.yield %r : f32
+    }
+    %p = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @k_mul ins(%dy, %xh : memref<4x8xf32>, memref<4x8xf32>) outs(%p : memref<4x8xf32>) attributes {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %m = arith.mulf %a, %b : f32
+      dlexec.yield %m : f32
+    }
+    %s2 = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum_dy_xh ins(%p : memref<4x8xf32>) outs(%s2 : memref<8xf32>) attributes {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %acc: f32):
+      %r = arith.addf %acc, %a : f32
+      dlexec.yield %r : f32
+    }
+    %s3 = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum_centered ins(%dy, %s1 : memref<4x8xf32>, memref<8xf32>) outs(%s3 : memref<8xf32>) attributes {indexing_maps = [#id2, #col, #col], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %m: f32, %acc: f32):
+      %d = arith.subf %a, %m : f32
+      %r = arith.addf %acc, %d : f32
+      dlexec.yield %r : f32
+    }
+    dlexec.output "s1", %s1 : memref<8xf32>
+    dlexec.output "s2", %s2 : memref<8xf32>
+    dlexec.output "s3", %s3 : memref<8xf32>
+  }
+}
+// CHECK-LABEL: dlexec.func @sibling_sums
+// CHECK: %[[DY:.+]] = dlexec.input "dy"
+// CHECK: %[[XH:.+]] = dlexec.input "xh"
+// CHECK: %[[S1:.+]] = dlexec.alloc : memref<8xf32>
+// CHECK: %[[S2:.+]] = dlexec.alloc : memref<8xf32>
+// CHECK-NEXT: dlexec.kernel @k_sum_dy ins(%[[DY]], %[[XH]] : memref<4x8xf32>, memref<4x8xf32>) outs(%[[S1]], %[[S2]] : memref<8xf32>, memref<8xf32>) attributes {{{.*}}init = [0.000000e+00 : f32, 0.000000e+00 : f32], iterator_types = ["reduction", "parallel"]}
+// CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %[[ACC1:.+]]: f32, %[[ACC2:.+]]: f32):
+// CHECK-NEXT: %[[R1:.+]] = arith.addf %[[ACC1]], %[[A]] : f32
+// CHECK-NEXT: %[[M:.+]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT: %[[R2:.+]] = arith.addf %[[ACC2]], %[[M]] : f32
+// CHECK-NEXT: dlexec.yield %[[R1]], %[[R2]] : f32, f32
+// CHECK: dlexec.kernel @k_sum_centered ins(%[[DY]], %[[S1]] :
