@@ -64,8 +64,7 @@ SmallVector<Value> writtenBuffers(Operation *op) {
 /// Finds the kernels that touch a buffer, and records what one successful
 /// fusion changed for the pass's worklist: the kernels it created and every
 /// live kernel that touches (reads or writes) memory a kernel it erased
-/// touched. Those, and the kernels touching what they read (its writers, and
-/// the siblings that read it too), are the only kernels
+/// touched. Those, and the writers of what they read, are the only kernels
 /// whose fusion outcome a rewrite can change (see
 /// FuseElementwisePass::runOnOperation).
 class FusionTracker {
@@ -642,9 +641,10 @@ struct FuseElementwisePass
   /// kernels that may fuse: all at first; a kernel that does not fuse leaves
   /// it, and a fusion puts back the kernels whose outcome it can change (the
   /// new kernel, the kernels touching memory an erased kernel touched, and
-  /// the kernels touching what those read). Every kernel outside the list would
-  /// not fuse, so taking the list's first kernel fuses exactly what the
-  /// rescan would, in the same order.
+  /// the writers of what those read; a sibling reduction shares memory with
+  /// an erased kernel, so it is among the former). Every kernel outside the
+  /// list would not fuse, so taking the list's first kernel fuses exactly
+  /// what the rescan would, in the same order.
   void runOnOperation() override {
     for (auto func : getOperation().getOps<x::FuncOp>())
       for (Block &block : func.getBody())
@@ -668,8 +668,11 @@ struct FuseElementwisePass
       SmallVector<Operation *> again(t.touched.begin(), t.touched.end());
       for (Operation *op : t.touched)
         for (Value in : cast<x::KernelOp>(op).getInputs())
-          t.forEachKernelOnMemory(in,
-                                  [&](x::KernelOp w) { again.push_back(w); });
+          t.forEachKernelOnMemory(in, [&](x::KernelOp w) {
+            if (llvm::any_of(w.getOutputs(),
+                             [&](Value o) { return sameMemory(o, in); }))
+              again.push_back(w);
+          });
       for (Operation *op : again)
         if (op->getBlock() == &block)
           pending.insert(op);
