@@ -525,6 +525,10 @@ LogicalResult tryMergeSiblingReductions(x::KernelOp a, FusionTracker &t) {
   for (unsigned j = 0; j < aOuts; ++j)
     if (!aBody.getArgument(aIns + j).hasOneUse())
       return failure();
+  // The first input reads every loop as a plain dimension, so it alone
+  // sizes the loops and the siblings share the iteration domain.
+  if (!mapOf(a, 0).isPermutation())
+    return failure();
   Value in0 = a.getInputs()[0];
   AffineMap rowMap = rowDecidingMap(a);
   x::KernelOp b;

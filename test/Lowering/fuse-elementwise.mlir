@@ -359,3 +359,37 @@ module {
 // CHECK-NEXT: %[[R2:.+]] = arith.addf %[[ACC2]], %[[M]] : f32
 // CHECK-NEXT: dlexec.yield %[[R1]], %[[R2]] : f32, f32
 // CHECK: dlexec.kernel @k_sum_centered ins(%[[DY]], %[[S1]] :
+
+// -----
+
+// Sums whose shared first input does not read every loop (a broadcast row)
+// are not merged: the first input alone would not size the loops, and the
+// other inputs disagree on loop 0 (4 against 2).
+#row = affine_map<(d0, d1) -> (d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  dlexec.func @sibling_broadcast_input {
+    %b = dlexec.input "b" : memref<8xf32>
+    %x = dlexec.input "x" : memref<4x8xf32>
+    %y = dlexec.input "y" : memref<2x8xf32>
+    %s1 = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum_x ins(%b, %x : memref<8xf32>, memref<4x8xf32>) outs(%s1 : memref<8xf32>) attributes {indexing_maps = [#row, #id2, #row], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %c: f32, %acc: f32):
+      %m = arith.mulf %a, %c : f32
+      %r = arith.addf %acc, %m : f32
+      dlexec.yield %r : f32
+    }
+    %s2 = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum_y ins(%b, %y : memref<8xf32>, memref<2x8xf32>) outs(%s2 : memref<8xf32>) attributes {indexing_maps = [#row, #id2, #row], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %c: f32, %acc: f32):
+      %m = arith.mulf %a, %c : f32
+      %r = arith.addf %acc, %m : f32
+      dlexec.yield %r : f32
+    }
+    dlexec.output "s1", %s1 : memref<8xf32>
+    dlexec.output "s2", %s2 : memref<8xf32>
+  }
+}
+// CHECK-LABEL: dlexec.func @sibling_broadcast_input
+// CHECK: dlexec.kernel @k_sum_x ins(%{{.+}}, %{{.+}} : memref<8xf32>, memref<4x8xf32>) outs(%{{.+}} : memref<8xf32>)
+// CHECK: dlexec.kernel @k_sum_y ins(%{{.+}}, %{{.+}} : memref<8xf32>, memref<2x8xf32>) outs(%{{.+}} : memref<8xf32>)
