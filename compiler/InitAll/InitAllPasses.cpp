@@ -2,6 +2,7 @@
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/MultiTensor/Passes.h"
+#include "compiler/Lowering/Remat/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
@@ -21,6 +22,7 @@ void dlc::registerAllPasses() {
   mlir::registerTransformsPasses();
   dlc::registerLoweringPasses();
   dlc::registerDLCMultiTensorPasses();
+  dlc::registerDLCLoweringRematPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();
   dlc::registerDLCDataParallelPasses();

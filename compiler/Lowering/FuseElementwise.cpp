@@ -260,6 +260,30 @@ LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap,
   return success();
 }
 
+/// Whether |c| stores a value derived from |p|'s in a narrower float type
+/// than |p| writes it: every output of |c| is a float of fewer bits than
+/// each of |p|'s (e.g. an f32 LayerNorm's x-hat read by the kernel that
+/// applies the affine and rounds to bf16). Recomputing |p| there keeps the
+/// wide value from being stored for |p|'s other, later readers.
+bool narrowsProducer(x::KernelOp c, x::KernelOp p) {
+  auto floatBits = [](Value v) -> unsigned {
+    auto ft = dyn_cast<FloatType>(cast<MemRefType>(v.getType()).getElementType());
+    return ft ? ft.getWidth() : 0;
+  };
+  unsigned narrowestOfP = ~0u;
+  for (Value out : p.getOutputs()) {
+    unsigned bits = floatBits(out);
+    if (!bits)
+      return false;
+    narrowestOfP = std::min(narrowestOfP, bits);
+  }
+  return !c.getOutputs().empty() &&
+         llvm::all_of(c.getOutputs(), [&](Value out) {
+           unsigned bits = floatBits(out);
+           return bits && bits < narrowestOfP;
+         });
+}
+
 /// A producer recomputed in several consumers stays small.
 constexpr unsigned kMaxDuplicatedBodyOps = 32;
 constexpr unsigned kMaxDuplicates = 4;
@@ -311,10 +335,12 @@ LogicalResult tryFuse(x::KernelOp p, FusionTracker &t) {
     return failure();
   if (consumers.size() > 1) {
     // Recompute P in each consumer only to absorb a cast (mixed
-    // precision): the value is then never stored, in either type.
-    bool castConsumer = isCastKernel(p) || llvm::any_of(consumers, [](auto &e) {
-                          return isCastKernel(e.first);
-                        });
+    // precision): the value is then never stored, in either type. A
+    // consumer that rounds P's value to a narrower type counts as a cast.
+    bool castConsumer =
+        isCastKernel(p) || llvm::any_of(consumers, [&](auto &e) {
+          return isCastKernel(e.first) || narrowsProducer(e.first, p);
+        });
     if (!castConsumer || consumers.size() > kMaxDuplicates ||
         pBody.getOperations().size() > kMaxDuplicatedBodyOps + 1)
       return failure();

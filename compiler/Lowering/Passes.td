@@ -84,10 +84,18 @@ def FuseElementwisePass : Pass<"dlexec-fuse-elementwise", "::mlir::ModuleOp"> {
     for P's outputs are replaced by P's yielded values, P's inputs become C's
     inputs (their maps composed with C's, duplicates merged), and P and its
     allocs are erased. A P read by up to 4 kernels (and nothing else), when
-    P or one of them is a cast (an `arith.extf`/`arith.truncf` kernel) and
-    P's body has at most 32 ops, is recomputed in each of them the same way,
-    so that a mixed-precision cast never stores its input or its result. It
-    does not fuse when an op between P and C writes a buffer that P reads.
+    P or one of them is a cast (an `arith.extf`/`arith.truncf` kernel, or a
+    kernel whose every output is a float narrower than P's outputs, such as
+    a LayerNorm's affine rounded to bf16) and P's body has at most 32 ops,
+    is recomputed in each of them the same way, so that a mixed-precision
+    cast never stores its input or its result. It does not fuse when an op
+    between P and C writes a buffer that P reads.
+    Sibling reductions (XLA's multi-output fusion): two reduction kernels
+    with the same loops, the same first input read through the same map
+    that uses every loop, the same output maps and initial values become
+    one kernel with both outputs at the second one's place (BatchNorm
+    backward's sum(dy) and sum(dy * x-hat)); each output keeps its own
+    accumulator and summation order.
     The other way round, a P with several outputs whose every output is read
     only by all-parallel kernels through identity maps over P's loops (the
     guards `select(found_inf, old, new)` that loss scaling puts on each

@@ -260,6 +260,53 @@ module {
 
 // -----
 
+// A producer read by a kernel that computes more than a cast but rounds to
+// a narrower type (a LayerNorm's f32 x-hat read by the affine-and-round to
+// bf16) and by a reduction (the scale's gradient) counts as read by a cast:
+// it is recomputed in both, and its f32 result is never stored.
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  dlexec.func @narrowing_reader {
+    %x = dlexec.input "x" : memref<4x8xf32>
+    %dy = dlexec.input "dy" : memref<4x8xf32>
+    %g = dlexec.alloc : memref<4x8xf32>
+    dlexec.kernel @k_mul ins(%x, %x : memref<4x8xf32>, memref<4x8xf32>) outs(%g : memref<4x8xf32>) attributes {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %m = arith.mulf %a, %b : f32
+      dlexec.yield %m : f32
+    }
+    %y = dlexec.alloc : memref<4x8xbf16>
+    dlexec.kernel @k_affine_round ins(%g, %x : memref<4x8xf32>, memref<4x8xf32>) outs(%y : memref<4x8xbf16>) attributes {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%a: f32, %b: f32, %o: bf16):
+      %s = arith.addf %a, %b : f32
+      %t = arith.truncf %s : f32 to bf16
+      dlexec.yield %t : bf16
+    }
+    %r = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @k_sum ins(%g, %dy : memref<4x8xf32>, memref<4x8xf32>) outs(%r : memref<8xf32>) attributes {indexing_maps = [#id2, #id2, #col], iterator_types = ["reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %d: f32, %acc: f32):
+      %p = arith.mulf %a, %d : f32
+      %s2 = arith.addf %acc, %p : f32
+      dlexec.yield %s2 : f32
+    }
+    dlexec.output "y", %y : memref<4x8xbf16>
+    dlexec.output "r", %r : memref<8xf32>
+  }
+}
+// CHECK-LABEL: dlexec.func @narrowing_reader
+// CHECK-NOT: dlexec.kernel @k_mul
+// CHECK: dlexec.kernel @k_affine_round
+// CHECK: arith.mulf
+// CHECK: arith.truncf
+// CHECK: dlexec.kernel @k_sum
+// CHECK: arith.mulf
+// CHECK: arith.mulf
+// CHECK-NOT: dlexec.kernel
+// CHECK: dlexec.output "y"
+
+// -----
+
 // Loss scaling's guards: the selects reading each result of a two-output
 // update fold into it; the fused kernel writes the variables directly and
 // sits where the last select was.

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/MultiTensor/Passes.h"
 
+#include "compiler/Lowering/BufferAccess.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -22,30 +24,13 @@ namespace dlc {
 
 using namespace mlir;
 using namespace dlc;
+using dlc::lowering::Access;
+using dlc::lowering::accessOf;
+using dlc::lowering::isVariable;
+using dlc::lowering::rootOf;
+using dlc::lowering::stripViews;
 
 namespace {
-
-/// The buffer |v| is a view of (reshapes stripped).
-Value stripViews(Value v) {
-  while (auto r = v.getDefiningOp<exec::ReshapeOp>())
-    v = r.getSource();
-  return v;
-}
-
-/// A key naming the storage behind |v|: the variable's name for a
-/// `dlexec.variable_ref` (two refs of one variable are one buffer), else
-/// the buffer value itself (buffers are unplanned here, so distinct allocs
-/// do not overlap).
-const void *rootOf(Value v) {
-  v = stripViews(v);
-  if (auto ref = v.getDefiningOp<exec::VariableRefOp>())
-    return ref.getVariableAttr().getAttr().getAsOpaquePointer();
-  return v.getAsOpaquePointer();
-}
-
-bool isVariable(Value v) {
-  return (bool)stripViews(v).getDefiningOp<exec::VariableRefOp>();
-}
 
 /// The bytes of |v|'s buffer when it lives in the step's arena (an alloc),
 /// else 0.
@@ -55,41 +40,6 @@ int64_t arenaBytes(Value v) {
   auto type = cast<MemRefType>(v.getType());
   return type.getNumElements() *
          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
-
-/// What an op of the step reads and writes, by buffer root.
-struct Access {
-  llvm::SmallDenseSet<const void *, 8> reads, writes;
-};
-
-/// The buffers |op| reads and writes. Ops that only name buffers (views,
-/// allocs, variable refs, inputs, constants) touch nothing; kernels and
-/// library calls write their outputs; any other op (collectives, waits,
-/// ops this pass does not know) counts as writing every buffer it names.
-Access accessOf(Operation *op) {
-  Access a;
-  if (isa<exec::ReshapeOp, exec::AllocOp, exec::VariableRefOp, exec::InputOp,
-          arith::ConstantOp>(op))
-    return a;
-  std::optional<unsigned> numInputs;
-  if (auto k = dyn_cast<exec::KernelOp>(op))
-    numInputs = k.getInputs().size();
-  else if (auto k = dyn_cast<exec::BuiltinKernelOp>(op))
-    numInputs = k.getInputs().size();
-  else if (auto c = dyn_cast<exec::LibraryCallOp>(op))
-    numInputs = c.getInputs().size();
-  else if (auto m = dyn_cast<exec::MultiTensorKernelOp>(op))
-    numInputs = m.getInputs().size();
-  else if (isa<exec::OutputOp>(op))
-    numInputs = op->getNumOperands();
-  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    if (!isa<MemRefType>(v.getType()))
-      continue;
-    a.reads.insert(rootOf(v));
-    if (!numInputs || i >= *numInputs)
-      a.writes.insert(rootOf(v));
-  }
-  return a;
 }
 
 bool intersects(const llvm::SmallDenseSet<const void *, 8> &a,
