@@ -45,12 +45,10 @@ std::string seconds(std::chrono::milliseconds t) {
   return b;
 }
 
-/// Completion of one queued operation. The first finish() wins (abort()
-/// may finish an operation the worker is still running). |complete|, when
-/// the worker sets it, is run by the first wait() after the worker is done:
-/// point-to-point operations are posted by the worker and waited for here,
-/// so a send and the matching recv issued later on the peer cannot
-/// deadlock the two workers.
+/// Completion of one queued or posted operation. The first finish() wins
+/// (abort() may finish an operation the worker is still running).
+/// |complete|, when set, is run by the first wait(): point-to-point
+/// operations are posted at once (postNow) and waited for there.
 class QueuedWork : public Work {
 public:
   Status wait() override {
@@ -343,7 +341,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       slot = p2pSlot(rank_, peer, sendSeq_[peer]++);
     }
-    return enqueuePosted(name, [=] {
+    return postNow(name, [=] {
       std::shared_ptr<gloo::transport::UnboundBuffer> buf =
           context_->createUnboundBuffer(const_cast<void *>(data), bytes);
       buf->send(peer, slot);
@@ -368,7 +366,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       slot = p2pSlot(peer, rank_, recvSeq_[peer]++);
     }
-    return enqueuePosted(name, [=] {
+    return postNow(name, [=] {
       std::shared_ptr<gloo::transport::UnboundBuffer> buf =
           context_->createUnboundBuffer(data, bytes);
       buf->recv(peer, slot);
@@ -469,7 +467,6 @@ private:
     std::string name;
     std::function<void()> run;
     std::shared_ptr<QueuedWork> work;
-    std::function<std::function<void()>()> post;
   };
 
   /// Remembers a posted send or receive for abort(), forgetting finished
@@ -508,9 +505,7 @@ private:
         Status::error(DLRT_INVALID_ARGUMENT, name + " is invalid: " + why));
   }
 
-  std::shared_ptr<Work>
-  enqueue(std::string name, std::function<void()> run,
-          std::function<std::function<void()>()> post = nullptr) {
+  std::shared_ptr<Work> enqueue(std::string name, std::function<void()> run) {
     auto work = std::make_shared<QueuedWork>();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -518,15 +513,46 @@ private:
         work->finish(
             Status::error(DLRT_UNAVAILABLE, name + " failed: " + broken_));
       else
-        queue_.push_back(
-            {std::move(name), std::move(run), work, std::move(post)});
+        queue_.push_back({std::move(name), std::move(run), work});
     }
     cv_.notify_all();
     return work;
   }
+  /// Posts a point-to-point operation from the calling thread, as
+  /// PyTorch's ProcessGroupGloo does for send/recv: posting an unbound
+  /// buffer does not block, and each message has its own slot, so it needs
+  /// no ordering against the queued collectives. Going through the worker
+  /// instead cost a thread wake-up on each side of a pipeline hand-over,
+  /// on the critical path of every 1F1B micro-batch. wait() finishes it.
   std::shared_ptr<Work>
-  enqueuePosted(std::string name, std::function<std::function<void()>()> post) {
-    return enqueue(std::move(name), nullptr, std::move(post));
+  postNow(std::string name, std::function<std::function<void()>()> post) {
+    auto work = std::make_shared<QueuedWork>();
+    std::string broken;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      broken = stopping_ ? "the communicator was destroyed" : broken_;
+    }
+    if (!broken.empty()) {
+      work->finish(Status::error(DLRT_UNAVAILABLE, name + " failed: " + broken));
+      return work;
+    }
+    work->start();
+    std::function<void()> complete;
+    try {
+      complete = post();
+    } catch (const std::exception &e) {
+      work->finish(failed(name, e.what()));
+      return work;
+    }
+    work->finish(Status::OK(), [this, name, complete]() -> Status {
+      try {
+        complete();
+        return Status::OK();
+      } catch (const std::exception &e) {
+        return failed(name, e.what());
+      }
+    });
+    return work;
   }
 
   /// Records |error| (a Gloo exception's text) as the group's failure and
@@ -613,13 +639,9 @@ private:
         currentName_ = task.name;
       }
       std::string error;
-      std::function<void()> complete;
       task.work->start();
       try {
-        if (task.post)
-          complete = task.post();
-        else
-          task.run();
+        task.run();
       } catch (const std::exception &e) {
         error = e.what();
       }
@@ -627,23 +649,7 @@ private:
         std::lock_guard<std::mutex> lock(mutex_);
         current_ = nullptr;
       }
-      if (!error.empty()) {
-        task.work->finish(failed(task.name, error));
-        continue;
-      }
-      if (!complete) {
-        task.work->finish(Status::OK());
-        continue;
-      }
-      std::string name = task.name;
-      task.work->finish(Status::OK(), [this, name, complete]() -> Status {
-        try {
-          complete();
-          return Status::OK();
-        } catch (const std::exception &e) {
-          return failed(name, e.what());
-        }
-      });
+      task.work->finish(error.empty() ? Status::OK() : failed(task.name, error));
     }
   }
 
