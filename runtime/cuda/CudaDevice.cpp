@@ -354,6 +354,11 @@ private:
   /// workspace past |offset|.
   Status gemmFrom(const GemmParams &p, const void *a, const void *b, void *y,
                   size_t offset);
+  /// |count| ones of |type| (f32, f16 or bf16) in scratch (see scratch()),
+  /// filled on the stream: the vector that the bias-gradient fallbacks
+  /// multiply by to sum rows or columns in a gemm.
+  Status onesVector(size_t count, ElementType type, size_t *offset,
+                    DeviceBuffer *own, void **ones);
   /// |bytes| of scratch for one library call: at |*offset| in the workspace,
   /// advancing |*offset| past it (256-byte aligned), when they fit there;
   /// else a pool allocation of its own in |*own| (release it after the
@@ -1274,20 +1279,10 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
   // dBias as a matrix-vector product with ones, summed in f32 and rounded
   // once like the epilogue: BiasGradA dBias[M,1] = op(A)[M,K] ones[K,1],
   // BiasGradB dBias[1,N] = ones[1,K] op(B)[K,N].
-  const bool low = p.dtype != ElementType::F32;
-  const size_t K = size_t(p.k);
-  const size_t words = low ? (K + 1) / 2 : K;
-  const uint32_t one = !low                          ? 0x3f800000u
-                       : p.dtype == ElementType::F16 ? 0x3c003c00u
-                                                     : 0x3f803f80u;
   DeviceBuffer own;
   void *ones = nullptr;
   size_t offset = 0;
-  DLRT_TRY(scratch(words * 4, &offset, &own, &ones));
-  Status status =
-      check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones), one,
-                                  words, ctx_->stream),
-            "cuMemsetD32Async");
+  Status status = onesVector(size_t(p.k), p.dtype, &offset, &own, &ones);
   if (status.ok()) {
     GemmParams sum;
     sum.dtype = p.dtype;
@@ -1302,6 +1297,20 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
   }
   release(own); // stream-ordered: freed after the matmul has run
   return status;
+}
+
+Status CudaDevice::onesVector(size_t count, ElementType type, size_t *offset,
+                              DeviceBuffer *own, void **ones) {
+  // Filled as 32-bit words: one f32 one, or two f16/bf16 ones.
+  const bool low = type != ElementType::F32;
+  const size_t words = low ? (count + 1) / 2 : count;
+  const uint32_t one = !low                       ? 0x3f800000u
+                       : type == ElementType::F16 ? 0x3c003c00u
+                                                  : 0x3f803f80u;
+  DLRT_TRY(scratch(words * 4, offset, own, ones));
+  return check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(*ones), one,
+                                     words, ctx_->stream),
+               "cuMemsetD32Async");
 }
 
 Status CudaDevice::gemmWithReluMask(const GemmParams &p, const void *a,
@@ -1344,19 +1353,10 @@ Status CudaDevice::gemmWithReluMask(const GemmParams &p, const void *a,
   DLRT_TRY(reluMaskKernel(forward, y, mask, M, N, p.dtype));
   if (!bgrad)
     return Status::OK();
-  const bool low = p.dtype != ElementType::F32;
-  const size_t words = low ? (M + 1) / 2 : M;
-  const uint32_t one = !low                          ? 0x3f800000u
-                       : p.dtype == ElementType::F16 ? 0x3c003c00u
-                                                     : 0x3f803f80u;
   DeviceBuffer own;
   void *ones = nullptr;
   size_t offset = 0;
-  DLRT_TRY(scratch(words * 4, &offset, &own, &ones));
-  Status status =
-      check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones), one,
-                                  words, ctx_->stream),
-            "cuMemsetD32Async");
+  Status status = onesVector(size_t(M), p.dtype, &offset, &own, &ones);
   if (status.ok()) {
     GemmParams sum;
     sum.dtype = p.dtype;

@@ -242,6 +242,16 @@ def torch_child(args):
     spec = MODELS[args.torch_child]
     model, x, y = build(args.torch_child)
     model.train()
+    times, losses = timed_steps(args, spec, model, model, x, y)
+    print(json.dumps({"times": times, "losses": losses, "blas": blas_info(args.threads)}))
+
+
+def timed_steps(args, spec, model, step_model, x, y):
+    """(seconds per step, losses) of --warmup + --steps training steps of
+    |model| (its optimizer from |spec|), the forward run by |step_model|
+    (the model itself, or torch.compile of it): zero_grad, forward,
+    cross-entropy, backward, step and loss.item() each."""
+    import torch
     params = model.parameters()
     if spec["opt"] == "adam":
         opt = torch.optim.Adam(params, lr=spec["lr"])
@@ -253,14 +263,14 @@ def torch_child(args):
     for _ in range(args.warmup + args.steps):
         t = time.perf_counter()
         opt.zero_grad()
-        logits = model(x)
+        logits = step_model(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  y.reshape(-1))
         loss.backward()
         opt.step()
         losses.append(loss.item())
         times.append(time.perf_counter() - t)
-    print(json.dumps({"times": times, "losses": losses, "blas": blas_info(args.threads)}))
+    return times, losses
 
 
 def run(cmd, env=None, timeout=None):
@@ -571,25 +581,8 @@ def peer_child(args):
     data = np.load(w(f"{name}-batch.npz"))
     x, y = torch.from_numpy(data["input"]), torch.from_numpy(data["labels"])
     model.train()
-    params = model.parameters()
-    if spec["opt"] == "adam":
-        opt = torch.optim.Adam(params, lr=spec["lr"])
-    elif spec["opt"] == "adamw":
-        opt = torch.optim.AdamW(params, lr=spec["lr"])
-    else:
-        opt = torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0))
     step_model = torch.compile(model) if mode == "compile" else model
-    times, losses = [], []
-    for _ in range(args.warmup + args.steps):
-        t = time.perf_counter()
-        opt.zero_grad()
-        logits = step_model(x)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 y.reshape(-1))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        times.append(time.perf_counter() - t)
+    times, losses = timed_steps(args, spec, model, step_model, x, y)
     res = {"times": times, "losses": losses}
     if mode == "compile":
         from torch._dynamo.utils import counters
