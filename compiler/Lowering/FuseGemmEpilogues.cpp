@@ -514,15 +514,65 @@ bool isReluGradientKernel(x::KernelOp k, Value &dh, Value &h) {
   return false;
 }
 
-/// The only gemm call in |v|'s block that writes |v| as its first output
-/// before |before|, or null.
+/// The buffer |v| views through dlexec.reshape ops that keep the last dim:
+/// they only merge or split leading dims ([B, T, N] <-> [B*T, N]), so,
+/// reshapes being row-major, element (i..., n) of every such view is row
+/// flatten(i...), column n of the root. Matmul lowering flattens a 3-D
+/// activation [B, T, D] to the gemm's [B*T, D] this way (a transformer's
+/// feed-forward layers).
+Value leadingDimsRoot(Value v) {
+  while (auto r = v.getDefiningOp<x::ReshapeOp>()) {
+    auto from = cast<MemRefType>(r.getSource().getType());
+    auto to = cast<MemRefType>(r.getType());
+    if (from.getRank() == 0 || to.getRank() == 0 ||
+        from.getShape().back() != to.getShape().back())
+      break;
+    v = r.getSource();
+  }
+  return v;
+}
+
+/// |a| and |b| are the same [M, N] matrix viewed with the same rows
+/// (leadingDimsRoot).
+bool sameRows(Value a, Value b) {
+  return leadingDimsRoot(a) == leadingDimsRoot(b);
+}
+
+/// The uses of |v| and of every reshape view of it (through any chain of
+/// dlexec.reshape), other than by the reshapes themselves.
+void viewUses(Value v, SmallVectorImpl<OpOperand *> &uses) {
+  for (OpOperand &use : v.getUses())
+    if (auto r = dyn_cast<x::ReshapeOp>(use.getOwner()))
+      viewUses(r.getResult(), uses);
+    else
+      uses.push_back(&use);
+}
+
+/// Erases the reshape views of |v| that nothing uses any more, then |v|'s
+/// defining op when it is an alloc that nothing uses.
+void eraseDeadViews(Value v) {
+  for (Operation *u : llvm::make_early_inc_range(v.getUsers()))
+    if (auto r = dyn_cast<x::ReshapeOp>(u)) {
+      eraseDeadViews(r.getResult());
+      if (r->use_empty())
+        r->erase();
+    }
+  if (auto alloc = v.getDefiningOp<x::AllocOp>(); alloc && alloc->use_empty())
+    alloc->erase();
+}
+
+/// The only gemm call in |v|'s block that writes |v| (or a view of it with
+/// the same rows, sameRows) as its first output before |before|, or null.
 x::LibraryCallOp writerGemm(Value v, Operation *before) {
+  SmallVector<OpOperand *> uses;
+  viewUses(leadingDimsRoot(v), uses);
   x::LibraryCallOp found;
-  for (Operation *u : v.getUsers()) {
-    auto c = dyn_cast<x::LibraryCallOp>(u);
+  for (OpOperand *use : uses) {
+    auto c = dyn_cast<x::LibraryCallOp>(use->getOwner());
     if (!c || c->getBlock() != before->getBlock() ||
         !c->isBeforeInBlock(before) || c.getOutputs().empty() ||
-        c.getOutputs()[0] != v || failed(gemmParams(c)))
+        c.getOutputs()[0] != use->get() || !sameRows(use->get(), v) ||
+        failed(gemmParams(c)))
       continue;
     if (found)
       return nullptr;
@@ -547,18 +597,31 @@ x::LibraryCallOp writerGemm(Value v, Operation *before) {
 /// and the select touches dZ, and (for the bias gradient) nothing between
 /// the dH gemm and the sum touches db1 or writes dZ. A recomputed forward
 /// (rematerialization) is a gemm of its own whose H the select reads: that
-/// gemm gets the mask.
+/// gemm gets the mask. H, dH, dZ and the column sum's input may be reshape
+/// views that merge or split the leading dims of the gemms' [M, N]
+/// (leadingDimsRoot: a 3-D activation [B, T, N] flattened to [B*T, N]); the
+/// fused dH gemm then writes a [M, N] view of dZ, and the bias gradient sums
+/// over all leading dims. A view that changes the last dim is not matched.
 LogicalResult fuseReluGradient(x::KernelOp k) {
   Value dh, h;
   if (!isReluGradientKernel(k, dh, h))
     return failure();
   Value dz = k.getOutputs()[0];
-  auto dhAlloc = dh.getDefiningOp<x::AllocOp>();
-  if (!dhAlloc || !dh.hasNUses(2))
+  // dH is the dH gemm's [M, N] output or a view of it, and the select is
+  // its only reader.
+  Value dhRoot = leadingDimsRoot(dh);
+  if (!dhRoot.getDefiningOp<x::AllocOp>())
     return failure();
   x::LibraryCallOp back = writerGemm(dh, k);
   x::LibraryCallOp fwd = writerGemm(h, back ? back.getOperation() : k);
   if (!back || !fwd || back.getOutputs().size() != 1)
+    return failure();
+  SmallVector<OpOperand *> dhUses;
+  viewUses(dhRoot, dhUses);
+  if (dhUses.size() != 2 || llvm::any_of(dhUses, [&](OpOperand *use) {
+        return use->getOwner() != back.getOperation() &&
+               use->getOwner() != k.getOperation();
+      }))
     return failure();
   FailureOr<x::GemmParams> gb = gemmParams(back), gf = gemmParams(fwd);
   if (failed(gb) || failed(gf) || gb->epilogue != x::GemmEpilogue::None ||
@@ -576,29 +639,36 @@ LogicalResult fuseReluGradient(x::KernelOp k) {
 
   // The bias gradient of dZ: a column-sum kernel or a gemm's bgrad epilogue
   // that reads dZ (the weight-gradient gemm), after the select.
+  // dZ and its readers below may view it with other leading dims.
   int64_t rows = gb->m, cols = gb->n;
+  auto dzType = cast<MemRefType>(dz.getType());
+  if (dzType.getShape().back() != cols ||
+      dzType.getNumElements() != rows * cols)
+    return failure();
   Operation *sumOp = nullptr;
   Value dBias;
-  for (Operation *u : dz.getUsers()) {
+  SmallVector<OpOperand *> dzUses;
+  viewUses(dz, dzUses);
+  for (OpOperand *use : dzUses) {
+    Operation *u = use->getOwner();
     if (u == k.getOperation() || u->getBlock() != k->getBlock() ||
-        !k->isBeforeInBlock(u))
+        !k->isBeforeInBlock(u) || !sameRows(use->get(), dz))
       continue;
     Value candidate;
     if (auto sum = dyn_cast<x::KernelOp>(u)) {
-      if (isColumnSumKernel(sum) && sum.getInputs()[0] == dz)
+      if (isColumnSumKernel(sum) && sum.getInputs()[0] == use->get())
         candidate = sum.getOutputs()[0];
     } else if (auto call = dyn_cast<x::LibraryCallOp>(u)) {
       FailureOr<x::GemmParams> g = gemmParams(call);
       if (succeeded(g) && call.getOutputs().size() == 2 &&
           ((g->epilogue == x::GemmEpilogue::BiasGradA &&
-            call.getInputs()[0] == dz && g->trans_a) ||
+            call.getInputs()[0] == use->get() && g->trans_a) ||
            (g->epilogue == x::GemmEpilogue::BiasGradB &&
-            call.getInputs()[1] == dz && !g->trans_b)))
+            call.getInputs()[1] == use->get() && !g->trans_b)))
         candidate = call.getOutputs()[1];
     }
     if (!candidate ||
         cast<MemRefType>(candidate.getType()).getNumElements() != cols ||
-        cast<MemRefType>(dz.getType()).getDimSize(0) != rows ||
         touchedBetween(k, u, dz, /*reads=*/false) ||
         touchedBetween(back, u, candidate, /*reads=*/true) ||
         llvm::any_of(back->getOperands(),
@@ -620,9 +690,9 @@ LogicalResult fuseReluGradient(x::KernelOp k) {
                                     b.getI32Type());
     aux = x::AllocOp::create(b, fwd.getLoc(), maskType, IntegerAttr())
               .getResult();
-    auto fused = x::LibraryCallOp::create(b, fwd.getLoc(),
-                                          fwd.getCalleeAttr(), fwd.getInputs(),
-                                          ValueRange{h, aux});
+    auto fused = x::LibraryCallOp::create(
+        b, fwd.getLoc(), fwd.getCalleeAttr(), fwd.getInputs(),
+        ValueRange{fwd.getOutputs()[0], aux});
     fused->setDiscardableAttrs(fwd->getDiscardableAttrDictionary());
     fused->setAttr("epilogue", b.getStringAttr(x::gemmEpilogueName(
                                    x::GemmEpilogue::ReluAux)));
@@ -635,7 +705,12 @@ LogicalResult fuseReluGradient(x::KernelOp k) {
   OpBuilder b(back);
   SmallVector<Value> ins(back.getInputs());
   ins.push_back(aux);
-  SmallVector<Value> outs{dz};
+  Value dz2d = dz;
+  if (dz.getType() != back.getOutputs()[0].getType())
+    dz2d = x::ReshapeOp::create(b, back.getLoc(), back.getOutputs()[0].getType(),
+                                dz)
+               .getResult();
+  SmallVector<Value> outs{dz2d};
   if (dBias)
     outs.push_back(dBias);
   auto fused = x::LibraryCallOp::create(b, back.getLoc(), back.getCalleeAttr(),
@@ -647,7 +722,7 @@ LogicalResult fuseReluGradient(x::KernelOp k) {
                            : x::GemmEpilogue::DRelu)));
   back->erase();
   k->erase();
-  dhAlloc->erase();
+  eraseDeadViews(dhRoot);
   if (auto sum = dyn_cast_or_null<x::KernelOp>(sumOp)) {
     sum->erase();
   } else if (auto call = dyn_cast_or_null<x::LibraryCallOp>(sumOp)) {

@@ -153,7 +153,11 @@ def FuseGemmEpiloguesPass : Pass<"dlexec-fuse-gemm-epilogues", "::mlir::ModuleOp
       `"drelu_bgrad"`'s dBias (DRELU_BGRAD) and the kernel or epilogue goes.
       Not for bf16/f16 (the mask is taken before Y is rounded). A recomputed
       forward (rematerialization) is the gemm whose H the select reads, so
-      it is the one that writes the mask.
+      it is the one that writes the mask. H, dH, dZ and the sum's input may
+      be reshapes that only merge or split the leading dims of the gemms'
+      [M, N] (a transformer's [B, T, D] flattened to [B*T, D]); the dH gemm
+      then writes a [M, N] reshape of dZ. A reshape that changes the last
+      dim is not matched.
     Neither applies when an op between the two writes what they read or
     touches what the moved work writes. GELU is not folded: cuBLASLt's GELU
     epilogue is the tanh approximation, and no model here computes it.

@@ -249,3 +249,136 @@ module {
     dlexec.output "dz", %dz : memref<2x8xf32>
   }
 }
+
+// -----
+
+// A transformer's feed-forward layer: 3-D activations [2, 4, 8] flattened
+// to the gemms' [8, 8] by reshapes that merge the leading dims. H is a 3-D
+// buffer the relu gemm writes through a [8, 8] view; the select reads H and
+// a 3-D view of dH; dZ is 3-D, read by the dX gemm through a [8, 8] view,
+// and its bias gradient is a column-sum kernel over both leading dims.
+// The dH gemm writes dZ through a new [8, 8] view (drelu_bgrad), and dH's
+// buffer and its view go.
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#col3 = affine_map<(d0, d1, d2) -> (d2)>
+module {
+  dlexec.variable @w1 : memref<8x4xf32> {kind = "parameter"}
+  dlexec.variable @b1 : memref<8xf32> {kind = "parameter"}
+  dlexec.variable @w2 : memref<3x8xf32> {kind = "parameter"}
+  // CHECK-LABEL: dlexec.func @ffn_3d
+  dlexec.func @ffn_3d {
+    %x = dlexec.input "x" : memref<8x4xf32>
+    %dy = dlexec.input "dy" : memref<8x3xf32>
+    %w1 = dlexec.variable_ref @w1 : memref<8x4xf32>
+    %b1 = dlexec.variable_ref @b1 : memref<8xf32>
+    %w2 = dlexec.variable_ref @w2 : memref<3x8xf32>
+    // CHECK: %[[H:.+]] = dlexec.alloc : memref<2x4x8xf32>
+    // CHECK: %[[HV:.+]] = dlexec.reshape %[[H]] : memref<2x4x8xf32> to memref<8x8xf32>
+    // CHECK: %[[AUX:.+]] = dlexec.alloc : memref<8x4xi32>
+    // CHECK-NEXT: dlexec.library_call "gemm" ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<8x4xf32>, memref<8x4xf32>, memref<8xf32>) outs(%[[HV]], %[[AUX]] : memref<8x8xf32>, memref<8x4xi32>)
+    // CHECK-SAME: epilogue = "relu_aux"
+    %h = dlexec.alloc : memref<2x4x8xf32>
+    %hv = dlexec.reshape %h : memref<2x4x8xf32> to memref<8x8xf32>
+    dlexec.library_call "gemm" ins(%x, %w1, %b1 : memref<8x4xf32>, memref<8x4xf32>, memref<8xf32>) outs(%hv : memref<8x8xf32>) {alpha = 1.0 : f32, beta = 1.0 : f32, epilogue = "relu", trans_a = false, trans_b = true}
+    %h2 = dlexec.reshape %h : memref<2x4x8xf32> to memref<8x8xf32>
+    %y = dlexec.alloc : memref<8x3xf32>
+    dlexec.library_call "gemm" ins(%h2, %w2 : memref<8x8xf32>, memref<3x8xf32>) outs(%y : memref<8x3xf32>) {trans_a = false, trans_b = true}
+    // CHECK: %[[DZ:.+]] = dlexec.alloc : memref<2x4x8xf32>
+    // CHECK-NEXT: %[[DB:.+]] = dlexec.alloc : memref<8xf32>
+    // CHECK-NEXT: %[[DZV:.+]] = dlexec.reshape %[[DZ]] : memref<2x4x8xf32> to memref<8x8xf32>
+    // CHECK-NEXT: dlexec.library_call "gemm" ins(%{{.+}}, %{{.+}}, %[[AUX]] : memref<8x3xf32>, memref<3x8xf32>, memref<8x4xi32>) outs(%[[DZV]], %[[DB]] : memref<8x8xf32>, memref<8xf32>)
+    // CHECK-SAME: epilogue = "drelu_bgrad"
+    // CHECK-NOT: dlexec.alloc : memref<8x8xf32>
+    // CHECK-NOT: dlexec.kernel
+    %dh = dlexec.alloc : memref<8x8xf32>
+    dlexec.library_call "gemm" ins(%dy, %w2 : memref<8x3xf32>, memref<3x8xf32>) outs(%dh : memref<8x8xf32>) {trans_a = false, trans_b = false}
+    %dh3 = dlexec.reshape %dh : memref<8x8xf32> to memref<2x4x8xf32>
+    %dz = dlexec.alloc : memref<2x4x8xf32>
+    dlexec.kernel @select ins(%dh3, %h : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%dz : memref<2x4x8xf32>) attributes {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} {
+    ^bb0(%g: f32, %a: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %p = arith.cmpf ogt, %a, %z : f32
+      %r = arith.select %p, %g, %z : f32
+      dlexec.yield %r : f32
+    }
+    %db = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @column_sum ins(%dz : memref<2x4x8xf32>) outs(%db : memref<8xf32>) attributes {indexing_maps = [#id3, #col3], iterator_types = ["reduction", "reduction", "parallel"], init = [0.0 : f32]} {
+    ^bb0(%a: f32, %acc: f32):
+      %s = arith.addf %a, %acc : f32
+      dlexec.yield %s : f32
+    }
+    // dX's gemm reads dZ through its [8, 8] view.
+    // CHECK: %[[DZ2:.+]] = dlexec.reshape %[[DZ]] : memref<2x4x8xf32> to memref<8x8xf32>
+    // CHECK: dlexec.library_call "gemm" ins(%[[DZ2]], %{{.+}} : memref<8x8xf32>, memref<8x4xf32>) outs(%{{.+}} : memref<8x4xf32>)
+    // CHECK-NOT: dlexec.kernel
+    // CHECK: dlexec.output "db", %[[DB]]
+    %dz2 = dlexec.reshape %dz : memref<2x4x8xf32> to memref<8x8xf32>
+    %dx = dlexec.alloc : memref<8x4xf32>
+    dlexec.library_call "gemm" ins(%dz2, %w1 : memref<8x8xf32>, memref<8x4xf32>) outs(%dx : memref<8x4xf32>) {trans_a = false, trans_b = false}
+    dlexec.output "y", %y : memref<8x3xf32>
+    dlexec.output "dx", %dx : memref<8x4xf32>
+    dlexec.output "db", %db : memref<8xf32>
+  }
+}
+
+// -----
+
+// Not folded: the select reads H and dH through views that change the last
+// dim ([8, 8] -> [16, 4]: row i of the view is not row i of the gemms'
+// output, and a column sum of dZ would not be the bias gradient), and a dH
+// whose 3-D view has a second reader.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+module {
+  dlexec.variable @w1 : memref<8x4xf32> {kind = "parameter"}
+  dlexec.variable @w2 : memref<3x8xf32> {kind = "parameter"}
+  // CHECK-LABEL: dlexec.func @not_leading_dims
+  dlexec.func @not_leading_dims {
+    // CHECK-NOT: relu_aux
+    // CHECK-NOT: drelu
+    // CHECK: dlexec.kernel @last_dim
+    // CHECK-NOT: relu_aux
+    // CHECK-NOT: drelu
+    // CHECK: dlexec.kernel @shared_view
+    // CHECK-NOT: relu_aux
+    // CHECK-NOT: drelu
+    // CHECK: dlexec.output "dh3"
+    %x = dlexec.input "x" : memref<8x4xf32>
+    %dy = dlexec.input "dy" : memref<8x3xf32>
+    %w1 = dlexec.variable_ref @w1 : memref<8x4xf32>
+    %w2 = dlexec.variable_ref @w2 : memref<3x8xf32>
+    %h = dlexec.alloc : memref<8x8xf32>
+    dlexec.library_call "gemm" ins(%x, %w1 : memref<8x4xf32>, memref<8x4xf32>) outs(%h : memref<8x8xf32>) {epilogue = "relu", trans_b = true}
+    %hv = dlexec.reshape %h : memref<8x8xf32> to memref<16x4xf32>
+    %dh = dlexec.alloc : memref<8x8xf32>
+    dlexec.library_call "gemm" ins(%dy, %w2 : memref<8x3xf32>, memref<3x8xf32>) outs(%dh : memref<8x8xf32>)
+    %dhv = dlexec.reshape %dh : memref<8x8xf32> to memref<16x4xf32>
+    %dz = dlexec.alloc : memref<16x4xf32>
+    dlexec.kernel @last_dim ins(%dhv, %hv : memref<16x4xf32>, memref<16x4xf32>) outs(%dz : memref<16x4xf32>) attributes {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} {
+    ^bb0(%g: f32, %a: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %p = arith.cmpf ogt, %a, %z : f32
+      %r = arith.select %p, %g, %z : f32
+      dlexec.yield %r : f32
+    }
+    %h2 = dlexec.alloc : memref<8x8xf32>
+    dlexec.library_call "gemm" ins(%x, %w1 : memref<8x4xf32>, memref<8x4xf32>) outs(%h2 : memref<8x8xf32>) {epilogue = "relu", trans_b = true}
+    %h23 = dlexec.reshape %h2 : memref<8x8xf32> to memref<2x4x8xf32>
+    %dh2 = dlexec.alloc : memref<8x8xf32>
+    dlexec.library_call "gemm" ins(%dy, %w2 : memref<8x3xf32>, memref<3x8xf32>) outs(%dh2 : memref<8x8xf32>)
+    %dh23 = dlexec.reshape %dh2 : memref<8x8xf32> to memref<2x4x8xf32>
+    %dz2 = dlexec.alloc : memref<2x4x8xf32>
+    dlexec.kernel @shared_view ins(%dh23, %h23 : memref<2x4x8xf32>, memref<2x4x8xf32>) outs(%dz2 : memref<2x4x8xf32>) attributes {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} {
+    ^bb0(%g: f32, %a: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %p = arith.cmpf ogt, %a, %z : f32
+      %r = arith.select %p, %g, %z : f32
+      dlexec.yield %r : f32
+    }
+    dlexec.output "dz", %dz : memref<16x4xf32>
+    dlexec.output "dz2", %dz2 : memref<2x4x8xf32>
+    dlexec.output "dh3", %dh23 : memref<2x4x8xf32>
+  }
+}
