@@ -69,6 +69,18 @@ if(DLC_BUILD_COMPILER AND TARGET dlc AND TARGET dlrt)
   endforeach()
 endif()
 
+# The GPU benchmark suite's kernel cases (issue 14 item 5) at small sizes on
+# the CUDA device against NumPy (test/e2e/CMakeLists.txt has the host run).
+if(DLC_BUILD_COMPILER AND TARGET dlc AND TARGET dlrt)
+  set(_bench ${DLC_SOURCE_DIR}/test/benchmarks/gpu)
+  set(_dir ${CMAKE_CURRENT_BINARY_DIR}/gpu_bench/kernels)
+  add_test(NAME e2e_cuda_standin_gpu_bench_kernels
+    COMMAND /bin/sh -c "/usr/bin/python3 ${_bench}/kernels.py prepare --small --dlc $<TARGET_FILE:dlc> --out ${_dir} && /usr/bin/python3 ${_bench}/kernels.py check --dlrt $<TARGET_FILE:dlrt> --dir ${_dir} --device cuda")
+  set_tests_properties(e2e_cuda_standin_gpu_bench_kernels PROPERTIES
+    ENVIRONMENT "${DLRT_STANDIN_ENV}"
+    TIMEOUT 300 LABELS "e2e;cuda-standin")
+endif()
+
 # Self-tests of the stand-in (issue 9): copies of the CUDA device with one
 # planted bug each, run against the stand-in, must fail the device test
 # that covers the call. Each mutation must match the source exactly once;

@@ -18,6 +18,15 @@ GPU machine has PyTorch and CUDA but no MLIR):
       every output) timed the same way, and PyTorch eager's own version of
       the case (torch.compile is not used here; train_step.py measures it).
 
+  kernels.py check --dlrt .../dlrt --dir DIR [--device host|cuda]
+      (development machine, ctest; DIR from `prepare --small`) the host-side
+      check of what `run` measures: each case's package has the kernels the
+      case is about (one kernel for each elementwise chain and reduction, no
+      kernel and one library call for the GEMM), `dlrt run --repeat` prints
+      the timing line `run` parses, and its output matches NumPy's (float64)
+      within 1e-4 of max |ref|. --device cuda runs the CUDA device on the
+      stand-in libraries (DLRT_CUDA_STANDIN), thread order randomised.
+
 Printed per case: dlrt's time, the copy's, the effective bandwidth of each
 (bytes moved / time) and dlrt/copy as "fraction of copy bandwidth" (the
 issue's targets: elementwise >= 0.85, reductions >= 0.7); for the GEMM,
@@ -47,6 +56,13 @@ import time
 ROWS, COLS = 1 << 17, 1024
 ELEMS = 1 << 27
 GEMM = 4096
+
+
+def use_small_sizes():
+    """Sizes for the host-side check: rows of the same length (1024, so the
+    reductions keep their launch shape), few of them; a small GEMM."""
+    global ROWS, ELEMS, GEMM
+    ROWS, ELEMS, GEMM = 64, 1 << 16, 128
 
 
 def cases():
@@ -96,6 +112,8 @@ def prepare(args):
                 return self.ln(xs[0])
             return torch_fn(self.name, torch)(*xs)
 
+    if args.small:
+        use_small_sizes()
     os.makedirs(args.out, exist_ok=True)
     meta = {}
     for name, (shapes, flops, kind) in cases().items():
@@ -209,6 +227,80 @@ def run(args):
             json.dump(results, f, indent=1)
 
 
+def numpy_ref(name, xs, np):
+    """Float64 NumPy version of |name| (LayerNorm with PyTorch's initial
+    weight 1 and bias 0, eps 1e-5)."""
+    x = xs[0].astype(np.float64)
+    if name == "elementwise":
+        return np.maximum(x * 1.5 + 0.25, 0)
+    if name == "silu":
+        return x / (1 + np.exp(-x))
+    if name == "softmax":
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    if name == "layernorm":
+        m = x.mean(axis=-1, keepdims=True)
+        return (x - m) / np.sqrt(((x - m) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    if name == "row_sum":
+        return x.sum(axis=-1)
+    if name == "col_sum":
+        return x.sum(axis=0)
+    return x @ xs[1].astype(np.float64)
+
+
+def check(args):
+    """Exits non-zero unless every case of cases.json passes (see the
+    module doc)."""
+    import numpy as np
+    with open(os.path.join(args.dir, "cases.json")) as f:
+        meta = json.load(f)
+    failures = []
+    if sorted(meta) != sorted(cases()):
+        failures.append(f"cases.json has {sorted(meta)}, expected {sorted(cases())}")
+    for name, m in meta.items():
+        pkg = os.path.join(args.dir, f"{name}.dlcp")
+        info = subprocess.run([args.dlrt, "info", pkg], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True).stdout
+        launches = re.search(r"kernel launches: (\d+)", info)
+        calls = re.search(r"library calls: (\d+)", info)
+        want = (0, 1) if m["kind"] == "gemm" else (1, 0)
+        if name == "layernorm":  # decomposed: mean, centered values, variance, affine
+            want = None
+        got = (int(launches.group(1)), int(calls.group(1))) if launches and calls else None
+        if want and got != want:
+            failures.append(f"{name}: (kernel launches, library calls) {got}, expected {want}")
+        rng = np.random.default_rng(0)
+        arrays = {n: rng.standard_normal(s, dtype=np.float32)
+                  for n, s in zip(m["inputs"], m["shapes"])}
+        npz = os.path.join(args.dir, f"{name}-in.npz")
+        out = os.path.join(args.dir, f"{name}-out.npz")
+        np.savez(npz, **arrays)
+        r = subprocess.run([args.dlrt, "run", pkg, "--inputs", npz, "--outputs", out,
+                            "--device", args.device, "--repeat", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=600)
+        # The line run() parses.
+        if r.returncode != 0 or not re.search(r"forward: \d+ runs, median ([\d.]+) ms", r.stdout):
+            failures.append(f"{name}: dlrt run failed or printed no timing line:\n{r.stdout}")
+            continue
+        y = np.load(out)["y"]
+        ref = numpy_ref(name, [arrays[n] for n in m["inputs"]], np)
+        err = float(np.abs(y - ref).max()) / float(np.abs(ref).max())
+        ok = y.shape == ref.shape and err <= 1e-4
+        print(f"{name:>12}: {got} kernel launches / library calls, "
+              f"max |dlrt - numpy| / max |numpy| = {err:.2e} {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"{name}: output {y.shape} differs from NumPy's {ref.shape} by {err:.2e}")
+        os.remove(npz)
+        os.remove(out)
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        return 1
+    print("PASS")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -216,13 +308,21 @@ def main():
     p.add_argument("--dlc", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--cases", default="", help="comma-separated subset")
+    p.add_argument("--small", action="store_true",
+                   help="small sizes, for `check` (ctest)")
     r = sub.add_parser("run")
     r.add_argument("--dlrt", required=True)
     r.add_argument("--dir", required=True)
     r.add_argument("--repeat", type=int, default=20)
     r.add_argument("--json", default="")
+    c = sub.add_parser("check")
+    c.add_argument("--dlrt", required=True)
+    c.add_argument("--dir", required=True)
+    c.add_argument("--device", default="host")
     args = ap.parse_args()
-    prepare(args) if args.cmd == "prepare" else run(args)
+    if args.cmd == "prepare":
+        return prepare(args)
+    return run(args) if args.cmd == "run" else check(args)
 
 
 if __name__ == "__main__":

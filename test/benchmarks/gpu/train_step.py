@@ -22,6 +22,14 @@ GPU machine has PyTorch but no MLIR:
       profile of one dlrt step (CUDA_LAUNCH_BLOCKING=1 and dlrt's trace: the
       kernels and library calls that take the time).
 
+  train_step.py check --dlrt .../dlrt --dir DIR
+      (development machine, ctest) the host-side check of what `run`
+      compares: each prepared model's first-step loss (before any update)
+      from `dlrt train --device host` on its fp32 package against PyTorch's
+      on the CPU (the same factory, weights and batch), within the 1e-4
+      relative that `run` expects of the GPU; every prepared package loads
+      (`dlrt info`).
+
 Fairness, stated: PyTorch fp32 runs with TF32 off (dlc's fp32 GEMMs and
 convolutions use no TF32), bf16 under torch.autocast; Adam with fused=True
 (PyTorch's fastest); both read the loss back every step (dlrt train does);
@@ -237,6 +245,54 @@ def run(args):
             json.dump(results, f, indent=1)
 
 
+def check(args):
+    """Exits non-zero unless every prepared model passes (see the module
+    doc)."""
+    import torch
+    torch.set_num_threads(1)
+    failures = []
+    models = [n for n in sorted(os.listdir(args.dir))
+              if os.path.exists(os.path.join(args.dir, n, "config.json"))]
+    if not models:
+        failures.append(f"no prepared model in {args.dir}")
+    for name in models:
+        d = os.path.join(args.dir, name)
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        for precision in cfg["precisions"]:
+            pkg = os.path.join(d, f"{precision}.dlcp")
+            r = subprocess.run([args.dlrt, "info", pkg], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            if r.returncode != 0 or "function train_step" not in r.stdout:
+                failures.append(f"{name} {precision}: dlrt info failed:\n{r.stdout}")
+        jsonl = os.path.join(d, "check.jsonl")
+        if os.path.exists(jsonl):
+            os.remove(jsonl)
+        r = subprocess.run([args.dlrt, "train", os.path.join(d, "fp32.dlcp"), "--data",
+                            os.path.join(d, "batch.npz"), "--steps", "1", "--no-shuffle",
+                            "--device", "host", "--quiet", "--log-jsonl", jsonl],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=600)
+        if r.returncode != 0 or not os.path.exists(jsonl):
+            failures.append(f"{name}: dlrt train failed:\n{r.stdout}")
+            continue
+        ours = json.loads(open(jsonl).readline())["loss"]
+        model, x, y = make(name)
+        logits = model.train()(x)
+        ref = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item()
+        rel = abs(ours - ref) / abs(ref)
+        print(f"{name}: first-step loss dlrt (host) {ours:.8f}, PyTorch (CPU) {ref:.8f}, "
+              f"relative difference {rel:.1e} (at most 1e-4)")
+        if rel > 1e-4:
+            failures.append(f"{name}: first-step losses differ by {rel:.1e}")
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        return 1
+    print("PASS")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -253,9 +309,15 @@ def main():
     r.add_argument("--top", type=int, default=12)
     r.add_argument("--timeout", type=int, default=300)
     r.add_argument("--json", default=None)
+    c = sub.add_parser("check")
+    c.add_argument("--dlrt", required=True)
+    c.add_argument("--dir", required=True)
     args = ap.parse_args()
+    if args.cmd == "check":
+        return check(args)
     prepare(args) if args.cmd == "prepare" else run(args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
