@@ -1995,6 +1995,12 @@ Status createCudaDevice(int ordinal, std::unique_ptr<Device> *out) {
   return CudaDevice::create(ordinal, out);
 }
 
+std::vector<std::pair<std::string, std::string>> cudaRuntimeKernelSources() {
+  return {{kReluKernelName, kReluKernelSource},
+          {kMaskKernelNames[0], kMaskKernelSources[0]},
+          {kMaskKernelNames[1], kMaskKernelSources[1]}};
+}
+
 bool getCudaKernelStats(const Device &device, CudaKernelStats *out) {
   const auto *cuda = dynamic_cast<const CudaDevice *>(&device);
   if (!cuda)

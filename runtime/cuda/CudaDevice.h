@@ -5,6 +5,9 @@
 #define DLRT_CUDA_CUDADEVICE_H
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "../src/Device.h"
 
@@ -19,6 +22,12 @@ struct CudaKernelStats {
 
 /// Fills |*out| when |device| is a CUDA device; false otherwise.
 bool getCudaKernelStats(const Device &device, CudaKernelStats *out);
+
+/// The CUDA C++ kernels a CUDA device compiles with NVRTC for itself (the
+/// gemm epilogues' fallbacks: ReLU, ReLU bit-mask write and apply), as
+/// (kernel name, source) pairs, so that tests can compile each for every
+/// supported arch (the stand-in's NVRTC builds them for the host instead).
+std::vector<std::pair<std::string, std::string>> cudaRuntimeKernelSources();
 
 } // namespace dlrt
 

@@ -194,6 +194,28 @@ TEST(KernelCompiler, CompilesAndCachesCubinsOnDisk) {
   EXPECT_EQ(dir.files().size(), 3u);
 }
 
+// The device's own kernels (gemm epilogue fallbacks) compile with the real
+// NVRTC for both archs dlc targets; elsewhere they run only on the
+// stand-in's host build.
+TEST(KernelCompiler, RuntimeKernelsCompileForSm80AndSm90) {
+  std::string why;
+  if (!nvrtcLoadable(&why))
+    GTEST_SKIP() << why;
+  auto kernels = cudaRuntimeKernelSources();
+  ASSERT_EQ(kernels.size(), 3u);
+  for (const auto &[name, source] : kernels) {
+    EXPECT_NE(source.find("extern \"C\" __global__ void " + name + "("),
+              std::string::npos)
+        << name;
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      cuda::CompiledKernel compiled;
+      Status status = cuda::compileKernel(name, source, arch, "", &compiled);
+      ASSERT_TRUE(status.ok()) << name << " " << arch << ": " << status.message;
+      EXPECT_TRUE(isElf(compiled.cubin)) << name << " " << arch;
+    }
+  }
+}
+
 TEST(KernelCompiler, CorruptCacheEntryIsRecompiled) {
   std::string why;
   if (!nvrtcLoadable(&why))
