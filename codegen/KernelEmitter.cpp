@@ -265,6 +265,14 @@ private:
       llvm::function_ref<std::string(unsigned, const std::string &)> load,
       llvm::function_ref<std::string(unsigned, const std::string &)> store);
   LogicalResult emitBodyOp(Operation *bodyOp, const std::string &indent);
+  /// The C statements of the epilogue region, run where the reduced values
+  /// have just been stored (parallel indices `i<d>` in scope): each reduced
+  /// output is read back as stored, so the epilogue sees exactly the values
+  /// a separate kernel would load; the epilogue outputs are then stored.
+  FailureOr<std::string> emitEpilogue(ArrayRef<std::string> offsets,
+                                      ArrayRef<Type> elemTypes,
+                                      ArrayRef<std::string> valueTypes,
+                                      const std::string &indent);
   FailureOr<std::string> nameOf(Value v, Operation *user);
   std::string fresh() { return "v" + std::to_string(counter++); }
   /// C statements declaring `const long long i<d>` for each loop of |dims|
@@ -634,6 +642,40 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
   return success();
 }
 
+FailureOr<std::string> GeneratedKernelEmitter::emitEpilogue(
+    ArrayRef<std::string> offsets, ArrayRef<Type> elemTypes,
+    ArrayRef<std::string> valueTypes, const std::string &indent) {
+  Block &epi = op.getEpilogue().front();
+  const size_t begin = body.size();
+  for (BlockArgument arg : epi.getArguments()) {
+    if (arg.use_empty())
+      continue;
+    unsigned i = arg.getArgNumber();
+    std::string name = "e" + std::to_string(i);
+    names[arg] = name;
+    os << indent << "const " << valueTypes[i] << " " << name << " = "
+       << loadExpr(elemTypes[i],
+                   "a" + std::to_string(i) + "[" + offsets[i] + "]")
+       << ";\n";
+  }
+  for (Operation &bodyOp : epi.without_terminator())
+    if (failed(emitBodyOp(&bodyOp, indent)))
+      return failure();
+  auto yield = cast<exec::YieldOp>(epi.getTerminator());
+  const unsigned first = op.getInputs().size() + op.getNumBodyOutputs();
+  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
+    auto name = nameOf(v, yield);
+    if (failed(name))
+      return failure();
+    unsigned operand = first + k;
+    os << indent << "a" << operand << "[" << offsets[operand]
+       << "] = " << storeExpr(elemTypes[operand], *name) << ";\n";
+  }
+  std::string out = body.substr(begin);
+  body.resize(begin);
+  return out;
+}
+
 FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   if (failed(computeLoopSizes()))
     return failure();
@@ -717,12 +759,15 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   // reduction loops.
   Block &block = op.getBody().front();
   auto yieldOp = cast<exec::YieldOp>(block.getTerminator());
-  std::vector<bool> promoted(op.getOutputs().size(), false);
+  // The outputs the body yields (accumulators); the rest are written by the
+  // epilogue region.
+  const unsigned numAcc = op.getNumBodyOutputs();
+  std::vector<bool> promoted(numAcc, false);
   if (!reduction.empty()) {
     // An f32 output whose only update is `acc + x` is summed in double, so
     // long reductions (BatchNorm statistics, bias gradients) stay within
     // the reference's rounding instead of growing with the length.
-    for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+    for (unsigned o = 0; o < numAcc; ++o) {
       BlockArgument acc = block.getArgument(numInputs + o);
       if (!acc.getType().isF32() || !acc.hasOneUse())
         continue;
@@ -742,7 +787,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     // updates it is not rounded, and the store rounds once. Ops that feed
     // the update (a fused elementwise producer) still round, as the unfused
     // graph stores their results in the low type.
-    for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+    for (unsigned o = 0; o < numAcc; ++o) {
       if (!isHalfFloat(elemTypes[numInputs + o]))
         continue;
       BlockArgument acc = block.getArgument(numInputs + o);
@@ -758,7 +803,14 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   // stored value, the inputs the element code loads.
   SmallVector<bool> accInitLoads(op.getOutputs().size(), false);
   SmallVector<bool> loadedInputs(numInputs, false);
-  for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+  for (unsigned o = numAcc; o < op.getOutputs().size(); ++o)
+    for (unsigned d : reduction)
+      if (maps[numInputs + o].isFunctionOfDim(d))
+        return op.emitOpError()
+               << "output #" << o << " is indexed by reduction loop " << d
+               << "; codegen needs outputs indexed by "
+                  "parallel loops only";
+  for (unsigned o = 0; o < numAcc; ++o) {
     unsigned operand = numInputs + o;
     for (unsigned d : reduction)
       if (maps[operand].isFunctionOfDim(d))
@@ -847,7 +899,7 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
     os << in << "}\n";
   }
   std::string stores;
-  for (unsigned o = 0; o < op.getOutputs().size(); ++o)
+  for (unsigned o = 0; o < numAcc; ++o)
     stores += in + "a" + std::to_string(numInputs + o) + "[" +
               offsets[numInputs + o] + "] = " +
               (rawOperands.count(numInputs + o)
@@ -856,6 +908,12 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
                                (promoted[o] ? "(float)acc" : "acc") +
                                    std::to_string(o))) +
               ";\n";
+  if (!op.getEpilogue().empty()) {
+    auto epilogue = emitEpilogue(offsets, elemTypes, valueTypes, in);
+    if (failed(epilogue))
+      return failure();
+    stores += *epilogue;
+  }
   os << stores;
   code.invariant = std::move(invariantBody);
   code.loopBody = body;
@@ -1231,7 +1289,7 @@ void GeneratedKernelEmitter::emitCooperativeReduction(
   auto yield = cast<exec::YieldOp>(block.getTerminator());
   unsigned numInputs = op.getInputs().size();
   SmallVector<Operation *> combinerOps;
-  for (unsigned o = 0; o < op.getOutputs().size(); ++o) {
+  for (unsigned o = 0; o < accTypes.size(); ++o) {
     BlockArgument acc = block.getArgument(numInputs + o);
     if (!acc.hasOneUse() || accInits[o].empty())
       return;

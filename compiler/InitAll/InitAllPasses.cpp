@@ -2,6 +2,7 @@
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/MultiTensor/Passes.h"
+#include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
@@ -22,6 +23,7 @@ void dlc::registerAllPasses() {
   mlir::registerTransformsPasses();
   dlc::registerLoweringPasses();
   dlc::registerDLCMultiTensorPasses();
+  dlc::registerDLCReductionEpiloguesPasses();
   dlc::registerDLCLoweringRematPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();

@@ -4,6 +4,7 @@
 #include "compiler/Lowering/Liveness.h"
 #include "compiler/Lowering/KernelQueries.h"
 #include "compiler/Lowering/MultiTensor/Passes.h"
+#include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "dialects/Exec/LibraryCalls.h"
@@ -21,6 +22,7 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseGemmEpiloguesPass());
   pm.addPass(createMultiTensorPass());
+  pm.addPass(createFuseReductionEpiloguesPass());
   pm.addPass(createRematPersistentKernelsPass());
   pm.addPass(createPlanMemoryPass());
 }

@@ -255,10 +255,10 @@ LogicalResult KernelOp::verify() {
                            << " for an operand of element type " << elem;
   }
   auto yield = cast<YieldOp>(body.getTerminator());
-  if (yield.getValues().size() != getOutputs().size())
+  const unsigned numBodyOutputs = getNumBodyOutputs();
+  if (yield.getValues().size() != numBodyOutputs)
     return emitOpError() << "body yields " << yield.getValues().size()
-                         << " values for " << getOutputs().size()
-                         << " outputs";
+                         << " values for " << numBodyOutputs << " outputs";
   for (auto [o, v] : llvm::enumerate(yield.getValues())) {
     Type elem = cast<MemRefType>(getOutputs()[o].getType()).getElementType();
     if (v.getType() != elem)
@@ -267,9 +267,9 @@ LogicalResult KernelOp::verify() {
                            << elem;
   }
   if (auto init = getInit()) {
-    if (init->size() != getOutputs().size())
+    if (init->size() != numBodyOutputs)
       return emitOpError() << "init has " << init->size() << " values for "
-                           << getOutputs().size() << " outputs";
+                           << numBodyOutputs << " outputs";
     for (auto [o, attr] : llvm::enumerate(*init)) {
       Type elem = cast<MemRefType>(getOutputs()[o].getType()).getElementType();
       if (!isScalarInit(attr, elem))
@@ -277,6 +277,72 @@ LogicalResult KernelOp::verify() {
                              << " is not a scalar of element type " << elem;
     }
   }
+  if (!getEpilogue().empty()) {
+    if (failed(verifyEpilogue(mapList)))
+      return failure();
+    // The epilogue outputs have no accumulator in the body.
+    for (unsigned o = numBodyOutputs; o < getOutputs().size(); ++o)
+      if (!body.getArgument(getInputs().size() + o).use_empty())
+        return emitOpError() << "body reads epilogue output #" << o;
+  }
+  return verifyBodyOps(body);
+}
+
+LogicalResult KernelOp::verifyEpilogue(ArrayRef<AffineMap> maps) {
+  Block &epi = getEpilogue().front();
+  const unsigned numInputs = getInputs().size();
+  const size_t numOperands = numInputs + getOutputs().size();
+  SmallVector<bool> reductionLoop;
+  for (Attribute it : getIteratorTypes())
+    reductionLoop.push_back(cast<StringAttr>(it).getValue() == "reduction");
+  if (!llvm::is_contained(reductionLoop, true))
+    return emitOpError() << "has an epilogue but no reduction loop";
+  if (epi.getNumArguments() != numOperands)
+    return emitOpError() << "epilogue has " << epi.getNumArguments()
+                         << " arguments, expected " << numOperands;
+  for (auto [arg, operand] : llvm::zip(epi.getArguments(), getOperands())) {
+    Type elem = cast<MemRefType>(operand.getType()).getElementType();
+    if (arg.getType() != elem)
+      return emitOpError() << "epilogue argument of type " << arg.getType()
+                           << " for an operand of element type " << elem;
+  }
+  unsigned numEpilogue = getNumEpilogueOutputs();
+  if (numEpilogue == 0 || numEpilogue >= getOutputs().size())
+    return emitOpError() << "epilogue yields " << numEpilogue << " values for "
+                         << getOutputs().size()
+                         << " outputs; it must write at least one output "
+                            "and leave at least one to the body";
+  auto yield = cast<YieldOp>(epi.getTerminator());
+  unsigned first = getNumBodyOutputs();
+  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
+    Type elem = cast<MemRefType>(getOutputs()[first + k].getType())
+                    .getElementType();
+    if (v.getType() != elem)
+      return emitOpError() << "epilogue yields a " << v.getType()
+                           << " for output #" << first + k
+                           << " of element type " << elem;
+  }
+  // The epilogue runs once per output element, after the reduction loops.
+  for (unsigned i = 0; i < numInputs; ++i) {
+    if (epi.getArgument(i).use_empty())
+      continue;
+    for (auto [l, red] : llvm::enumerate(reductionLoop))
+      if (red && maps[i].isFunctionOfDim(l))
+        return emitOpError() << "epilogue reads input #" << i
+                             << ", whose indexing map uses reduction loop "
+                             << l;
+  }
+  for (Operation &op : epi.without_terminator())
+    if (auto index = dyn_cast<IndexOp>(op))
+      if (index.getDim() >= 0 && index.getDim() < (int64_t)reductionLoop.size() &&
+          reductionLoop[index.getDim()])
+        return index.emitOpError() << "reads reduction loop "
+                                   << index.getDim() << " in an epilogue";
+  return verifyBodyOps(epi);
+}
+
+LogicalResult KernelOp::verifyBodyOps(Block &body) {
+  unsigned numLoops = getIteratorTypes().size();
   // Body ops become one C expression each: the ops of KernelBodyOps.h and
   // dlexec.index, with one scalar result.
   for (Operation &op : body.without_terminator()) {

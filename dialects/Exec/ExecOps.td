@@ -178,16 +178,63 @@ def Exec_KernelOp : Exec_Op<"kernel", [AttrSizedOperandSegments, IsolatedFromAbo
       dlexec.yield %r : f32
     }
     ```
+    A reduction kernel may carry an `epilogue` region (reduction epilogue
+    fusion, as XLA's reduction / multi-output fusion does): evaluated once
+    per output element, after the reduction loops, by the thread that
+    stores the reduced values. Its block has one argument per operand, like
+    the body: an input's element at its map (only inputs whose map uses no
+    reduction loop may be read there), the reduced (stored) value of each
+    output the body yields, and the current value of each other output. It
+    yields the values of the last E outputs (the epilogue outputs); the
+    body then yields (and `init` initializes) only the first ones.
+    ```mlir
+    dlexec.kernel @var_rsqrt ins(%d, %g : memref<4x8xf32>, memref<8xf32>)
+        outs(%v, %r : memref<8xf32>, memref<8xf32>) attributes {
+          indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                           affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (j)>],
+          init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+    ^bb0(%x: f32, %gamma: f32, %acc: f32, %unused: f32):
+      %sq = arith.mulf %x, %x : f32
+      %s = arith.addf %acc, %sq : f32
+      dlexec.yield %s : f32
+    } epilogue {
+    ^bb0(%x: f32, %gamma: f32, %var: f32, %old: f32):
+      %rstd = math.rsqrt %var : f32
+      %scale = arith.mulf %rstd, %gamma : f32
+      dlexec.yield %scale : f32
+    }
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Variadic<AnyMemRef>:$inputs,
                        Variadic<AnyMemRef>:$outputs,
                        AffineMapArrayAttr:$indexing_maps,
                        StrArrayAttr:$iterator_types,
                        OptionalAttr<ArrayAttr>:$init);
-  let regions = (region SizedRegion<1>:$body);
+  let regions = (region SizedRegion<1>:$body, MaxSizedRegion<1>:$epilogue);
   let assemblyFormat = [{
     $sym_name (`ins` `(` $inputs^ `:` type($inputs) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)` attr-dict-with-keyword $body
+    (`epilogue` $epilogue^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The number E of outputs the epilogue region writes (the last E
+    /// outputs); 0 without an epilogue.
+    unsigned getNumEpilogueOutputs() {
+      if (getEpilogue().empty())
+        return 0;
+      return getEpilogue().front().getTerminator()->getNumOperands();
+    }
+    /// The number of outputs the body yields (accumulates, for a reduction):
+    /// the first outputs, all but the epilogue's.
+    unsigned getNumBodyOutputs() {
+      return getOutputs().size() - getNumEpilogueOutputs();
+    }
+  private:
+    /// The verifier's rules for the epilogue region (|maps|: the indexing
+    /// maps) and for the ops of the body or the epilogue.
+    ::mlir::LogicalResult verifyEpilogue(::llvm::ArrayRef<::mlir::AffineMap> maps);
+    ::mlir::LogicalResult verifyBodyOps(::mlir::Block &body);
+  public:
   }];
   let hasVerifier = 1;
 }

@@ -196,3 +196,87 @@ dlexec.func @yield_type {
     dlexec.yield %x : f32
   }
 }
+
+// -----
+
+// An epilogue runs after reduction loops; this kernel has none.
+#id = affine_map<(i) -> (i)>
+dlexec.func @epilogue_without_reduction {
+  %a = dlexec.input "a" : memref<4xf32>
+  %c = dlexec.alloc : memref<4xf32>
+  %d = dlexec.alloc : memref<4xf32>
+  // expected-error @+1 {{has an epilogue but no reduction loop}}
+  dlexec.kernel @k ins(%a : memref<4xf32>) outs(%c, %d : memref<4xf32>, memref<4xf32>) attributes {
+      indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} {
+  ^bb0(%x: f32, %o: f32, %p: f32):
+    dlexec.yield %x : f32
+  } epilogue {
+  ^bb0(%x: f32, %o: f32, %p: f32):
+    dlexec.yield %o : f32
+  }
+}
+
+// -----
+
+// The epilogue runs once per output element: it cannot read an input
+// element that depends on a reduction loop.
+#x = affine_map<(n, c) -> (n, c)>
+#c = affine_map<(n, c) -> (c)>
+dlexec.func @epilogue_reads_reduced_input {
+  %a = dlexec.input "a" : memref<4x8xf32>
+  %s = dlexec.alloc : memref<8xf32>
+  %t = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{epilogue reads input #0, whose indexing map uses reduction loop 0}}
+  dlexec.kernel @k ins(%a : memref<4x8xf32>) outs(%s, %t : memref<8xf32>, memref<8xf32>) attributes {
+      indexing_maps = [#x, #c, #c], init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+  ^bb0(%x: f32, %acc: f32, %u: f32):
+    %r = arith.addf %acc, %x : f32
+    dlexec.yield %r : f32
+  } epilogue {
+  ^bb0(%x: f32, %sum: f32, %u: f32):
+    %m = arith.mulf %sum, %x : f32
+    dlexec.yield %m : f32
+  }
+}
+
+// -----
+
+// The body accumulates only the outputs the epilogue does not write.
+#x = affine_map<(n, c) -> (n, c)>
+#c = affine_map<(n, c) -> (c)>
+dlexec.func @body_reads_epilogue_output {
+  %a = dlexec.input "a" : memref<4x8xf32>
+  %s = dlexec.alloc : memref<8xf32>
+  %t = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{body reads epilogue output #1}}
+  dlexec.kernel @k ins(%a : memref<4x8xf32>) outs(%s, %t : memref<8xf32>, memref<8xf32>) attributes {
+      indexing_maps = [#x, #c, #c], init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+  ^bb0(%x: f32, %acc: f32, %u: f32):
+    %r = arith.addf %acc, %u : f32
+    dlexec.yield %r : f32
+  } epilogue {
+  ^bb0(%x: f32, %sum: f32, %u: f32):
+    %m = arith.mulf %sum, %sum : f32
+    dlexec.yield %m : f32
+  }
+}
+
+// -----
+
+// The epilogue must leave the body at least one output to reduce.
+#x = affine_map<(n, c) -> (n, c)>
+#c = affine_map<(n, c) -> (c)>
+dlexec.func @epilogue_takes_every_output {
+  %a = dlexec.input "a" : memref<4x8xf32>
+  %s = dlexec.alloc : memref<8xf32>
+  // expected-error @+1 {{epilogue yields 1 values for 1 outputs; it must write at least one output and leave at least one to the body}}
+  dlexec.kernel @k ins(%a : memref<4x8xf32>) outs(%s : memref<8xf32>) attributes {
+      indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel"]} {
+  ^bb0(%x: f32, %acc: f32):
+    dlexec.yield
+  } epilogue {
+  ^bb0(%x: f32, %sum: f32):
+    %z = arith.constant 0.0 : f32
+    dlexec.yield %z : f32
+  }
+}
