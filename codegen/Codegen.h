@@ -93,6 +93,33 @@ mlir::FailureOr<std::string> emitHostSource(mlir::ModuleOp module);
 mlir::FailureOr<std::vector<std::string>>
 emitHostSources(mlir::ModuleOp module, unsigned units);
 
+/// One translation unit of the host library and the optimization level it is
+/// compiled at.
+struct HostUnit {
+  std::string source;
+  /// -O3 when true, else -O2. Only kernels with much work per launch are
+  /// worth -O3's compile time (docs/dlc.md, "Compile time").
+  bool hot = true;
+  /// Estimated compile cost (bytes of source, weighted by the level); the
+  /// units are compiled in decreasing order of it.
+  double cost = 0;
+};
+
+/// Kernels whose estimated work per launch (host loop iterations x serial
+/// reduction steps) reaches this many are
+/// compiled at -O3, the others at -O2.
+constexpr int64_t kHotKernelWork = 1 << 15;
+
+/// The host source of |module| split into at most |units| translation units
+/// (at least one per level used): kernels with at least |hotWork| work
+/// (kHotKernelWork) go to -O3 units, the others to -O2 units; each unit
+/// holds the prelude and a contiguous run (in program order) of one level's
+/// kernels, the runs balanced by estimated compile cost, and the units come
+/// in decreasing order of it (longest first, so parallel jobs end together).
+mlir::FailureOr<std::vector<HostUnit>>
+emitHostUnits(mlir::ModuleOp module, unsigned units,
+              int64_t hotWork = kHotKernelWork);
+
 /// Compiles |source| with |compiler| (looked up on PATH; flags -O3 -fPIC
 /// -fopenmp -std=c++17 -fno-fast-math -fno-math-errno) into a shared object
 /// and returns its bytes. Errors (compiler missing, compile failure with its
@@ -112,6 +139,13 @@ compileHostLibrary(mlir::Location loc, const std::string &source,
 /// folder (-ffile-prefix-map), so a compile is reproducible.
 mlir::FailureOr<std::vector<uint8_t>>
 compileHostLibrary(mlir::Location loc, llvm::ArrayRef<std::string> units,
+                   const std::string &compiler, CompileCache *cache,
+                   unsigned jobs, CacheReport *report = nullptr);
+
+/// As above, each unit at its own level (HostUnit::hot: -O3, else -O2), in
+/// the order given; the levels are part of the cache keys.
+mlir::FailureOr<std::vector<uint8_t>>
+compileHostLibrary(mlir::Location loc, llvm::ArrayRef<HostUnit> units,
                    const std::string &compiler, CompileCache *cache,
                    unsigned jobs, CacheReport *report = nullptr);
 

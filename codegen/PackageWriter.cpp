@@ -585,7 +585,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
     return planned.emitError() << "kernels outside a dlexec.func cannot be "
                                   "packaged";
   const unsigned jobCount = compileJobs(options.jobs);
-  auto hostSources = emitHostSources(planned, 4 * jobCount);
+  auto hostSources = emitHostUnits(planned, 4 * jobCount);
   if (failed(hostSources))
     return failure();
   generation.stop();
