@@ -31,6 +31,9 @@ namespace mean {
 namespace xent {
 #include "kernels/dlc_softmax_cross_entropy.cu"
 }
+namespace epilogue {
+#include "kernels/dlc_reduction_epilogue.cu"
+}
 namespace xent_grad {
 #include "kernels/dlc_softmax_cross_entropy_grad.cu"
 }
@@ -153,6 +156,40 @@ TEST(EmittedKernels, ReduceMeanSplitOverABlock) {
       for (int s = 1; s < 256; ++s)
         acc += part[s];
       EXPECT_EQ(y[c], (float)acc) << c << ", seed " << seed;
+    }
+  }
+}
+
+// The same split reduction with an epilogue (reduction epilogue fusion):
+// thread 0 of each channel's block stores mean(x * x), reads it back and
+// stores rsqrt(var) * gamma, as the separate rsqrt and mul kernels would.
+// Every thread order (seed) must give the reference's bits for both.
+TEST(EmittedKernels, ReductionEpilogueAfterTheBlockCombine) {
+  std::vector<float> x = values(4 * 8 * 28 * 28, 2.0f, 17),
+                     gamma = values(8, 1.5f, 19);
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::vector<float> var(8, NAN), scale(8, NAN);
+    options o = options();
+    o.seed = seed;
+    auto r = launch(epilogue::forward_k1_reduce_mean, gridFor(2048), dim3(256),
+                    o, x.data(), gamma.data(), var.data(), scale.data());
+    ASSERT_TRUE(r.ok()) << r.message;
+    for (int c = 0; c < 8; ++c) {
+      double part[256];
+      for (int s = 0; s < 256; ++s)
+        part[s] = s == 0 ? 0.0 : -0.0;
+      for (int t = 0; t < 3136; ++t) {
+        const int n = t / 784, i = t % 784;
+        const float v = x[n * 6272 + c * 784 + i];
+        part[t % 256] += (double)(float)((float)(v * v) * 3.188775445e-04f);
+      }
+      double acc = part[0];
+      for (int s = 1; s < 256; ++s)
+        acc += part[s];
+      const float want = (float)acc;
+      EXPECT_EQ(var[c], want) << c << ", seed " << seed;
+      EXPECT_EQ(scale[c], (float)((1.0f / sqrtf(want)) * gamma[c]))
+          << c << ", seed " << seed;
     }
   }
 }

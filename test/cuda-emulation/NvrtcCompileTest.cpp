@@ -45,7 +45,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("block_reduce.cu", "races.cu", "warp.cu", "atomics.cu",
                       "errors.cu", "dynamic_shared.cu", "indexing.cu",
                       "dlc_forward_relu.cu", "dlc_max_pool.cu",
-                      "dlc_reduce_mean.cu", "dlc_softmax_cross_entropy.cu",
+                      "dlc_reduce_mean.cu", "dlc_reduction_epilogue.cu",
+                      "dlc_softmax_cross_entropy.cu",
                       "dlc_softmax_cross_entropy_grad.cu"),
     [](const ::testing::TestParamInfo<const char *> &info) {
       std::string name = info.param;
