@@ -5,6 +5,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace dlc::codegen {
@@ -208,7 +210,8 @@ std::string wrapHost(const KernelCode &code) {
   // threshold run serially rather than pay for waking the thread team.
   const int64_t threads =
       code.cudaBody.empty() ? code.numThreads : code.hostThreads;
-  bool parallel = threads >= kHostParallelThreshold;
+  bool parallel = threads > 1 && threads * std::max<int64_t>(code.hostGrain, 1) >=
+                                     kHostParallelThreshold;
   if (!code.loopNest) {
     if (parallel)
       os << "#pragma omp parallel for\n";

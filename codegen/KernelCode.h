@@ -83,6 +83,10 @@ struct KernelCode {
   int64_t cudaThreads = 0;
   int32_t blockSize = 256;
   int64_t hostThreads = 0;
+  /// Elements of work in one host iteration of `body` (a kernel whose host
+  /// body walks a whole plane sets the plane's size): the flat host loop is
+  /// parallel when iterations x grain reach the parallel threshold.
+  int64_t hostGrain = 1;
   /// KernelSource::serialReductionSteps.
   int64_t serialReductionSteps = 0;
   /// KernelSource::aliases (set by dedupKernels).
