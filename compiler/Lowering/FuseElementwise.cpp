@@ -178,7 +178,10 @@ LogicalResult fuseInto(x::KernelOp p, x::KernelOp c, AffineMap pMap,
                        FusionTracker &t) {
   Block &pBody = p.getBody().front();
   unsigned pIns = p.getInputs().size();
-  if (c->getBlock() != p->getBlock() || !t.before(p, c))
+  // A reduction epilogue (--dlexec-fuse-reduction-epilogues, which runs
+  // later) is not carried over by the rewrites here.
+  if (c->getBlock() != p->getBlock() || !t.before(p, c) ||
+      !c.getEpilogue().empty())
     return failure();
   // P's reads move down to C: nothing in between may write what P reads.
   for (Operation *op = p->getNextNode(); op != c.getOperation();
@@ -544,7 +547,8 @@ AffineMap rowDecidingMap(x::KernelOp k) {
 /// or an op in between writes what |a| reads or touches what |a| writes.
 /// Returns success when it fused.
 LogicalResult tryMergeSiblingReductions(x::KernelOp a, FusionTracker &t) {
-  if (isAllParallel(a) || a.getInputs().empty() || !a.getInit())
+  if (isAllParallel(a) || a.getInputs().empty() || !a.getInit() ||
+      !a.getEpilogue().empty())
     return failure();
   unsigned aIns = a.getInputs().size(), aOuts = a.getOutputs().size();
   Block &aBody = a.getBody().front();
@@ -564,6 +568,7 @@ LogicalResult tryMergeSiblingReductions(x::KernelOp a, FusionTracker &t) {
         (b && !t.before(k, b)))
       continue;
     if (k.getInputs().empty() || k.getInputs()[0] != in0 || !k.getInit() ||
+        !k.getEpilogue().empty() ||
         k.getIteratorTypes() != a.getIteratorTypes() ||
         mapOf(k, 0) != mapOf(a, 0) || rowDecidingMap(k) != rowMap ||
         k.getOutputs().size() != aOuts)

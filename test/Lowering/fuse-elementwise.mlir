@@ -440,3 +440,39 @@ module {
 // CHECK-LABEL: dlexec.func @sibling_broadcast_input
 // CHECK: dlexec.kernel @k_sum_x ins(%{{.+}}, %{{.+}} : memref<8xf32>, memref<4x8xf32>) outs(%{{.+}} : memref<8xf32>)
 // CHECK: dlexec.kernel @k_sum_y ins(%{{.+}}, %{{.+}} : memref<8xf32>, memref<2x8xf32>) outs(%{{.+}} : memref<8xf32>)
+
+// -----
+
+// A reduction with an epilogue region does not take its elementwise
+// producer: the rewrites here would drop the epilogue.
+#x = affine_map<(n, c) -> (n, c)>
+#c = affine_map<(n, c) -> (c)>
+dlexec.func @epilogue_consumer {
+  %a = dlexec.input "a" : memref<4x8xf32>
+  %t = dlexec.alloc : memref<4x8xf32>
+  dlexec.kernel @k_exp ins(%a : memref<4x8xf32>) outs(%t : memref<4x8xf32>) attributes {
+      indexing_maps = [#x, #x], iterator_types = ["parallel", "parallel"]} {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.exp %v : f32
+    dlexec.yield %e : f32
+  }
+  %s = dlexec.alloc : memref<8xf32>
+  %r = dlexec.alloc : memref<8xf32>
+  dlexec.kernel @k_sum ins(%t : memref<4x8xf32>) outs(%s, %r : memref<8xf32>, memref<8xf32>) attributes {
+      indexing_maps = [#x, #c, #c], init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+  ^bb0(%v: f32, %acc: f32, %u: f32):
+    %n = arith.addf %acc, %v : f32
+    dlexec.yield %n : f32
+  } epilogue {
+  ^bb0(%v: f32, %sum: f32, %u: f32):
+    %q = math.rsqrt %sum : f32
+    dlexec.yield %q : f32
+  }
+  dlexec.output "s", %s : memref<8xf32>
+  dlexec.output "r", %r : memref<8xf32>
+}
+// CHECK-LABEL: dlexec.func @epilogue_consumer
+// CHECK: dlexec.kernel @k_exp
+// CHECK: dlexec.kernel @k_sum
+// CHECK: } epilogue {
+// CHECK: math.rsqrt
