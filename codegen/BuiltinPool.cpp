@@ -197,19 +197,34 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
     code.numThreads = p.n * p.c * p.oh * p.ow;
     unflatten(os, "tid", {{"nc", p.n * p.c}, {"oh", p.oh}, {"ow", p.ow}});
     os << "  const " << p.st << "* xp = a0 + nc * " << p.h * p.w << "LL;\n";
+    // A strided output (a dlexec.subview: the pooled input of a dense block
+    // written into its channel slot of the concatenation's buffer) is
+    // stored at its strides; the package's alias points a1 at the view's
+    // first element.
+    std::string yAt = "tid";
+    if (std::optional<exec::StridedView> view =
+            exec::stridedViewOf(op.getOutputs()[0])) {
+      if (indices)
+        return op.emitOpError() << "max_pool2d_indices has no strided output";
+      const SmallVector<int64_t> &st = view->strides;
+      os << "  const long long yo = (nc / " << p.c << "LL) * " << st[0]
+         << "LL + (nc % " << p.c << "LL) * " << st[1] << "LL + oh * " << st[2]
+         << "LL + ow * " << st[3] << "LL;\n";
+      yAt = "yo";
+    }
     if (indices) {
       printWindowArgmax(os, p, "  ");
       os << "  a1[tid] = (int)best;\n";
     } else if (isMax) {
       printWindowArgmax(os, p, "  ");
-      os << "  a1[tid] = " << storeExpr(p.elem, "m") << ";\n";
+      os << "  a1[" << yAt << "] = " << storeExpr(p.elem, "m") << ";\n";
     } else {
       printAvgWindow(os, p, "  ");
       os << "  " << p.t << " s = 0;\n"
          << "  for (long long ih = hs; ih < he; ++ih)\n"
          << "    for (long long iw = ws; iw < we; ++iw) s += "
          << p.load("xp[ih * " + std::to_string(p.w) + "LL + iw]") << ";\n"
-         << "  a1[tid] = "
+         << "  a1[" << yAt << "] = "
          << storeExpr(p.elem, "div > 0 ? s / (" + p.t + ")div : (" + p.t + ")0")
          << ";\n";
     }

@@ -44,6 +44,10 @@ struct PlanBuffer {
   int32_t aliasOf = -1;
   std::string init;
   Operation *op = nullptr;
+  /// A strided alias (a dlexec.subview): elements into aliasOf and the
+  /// element strides of each dim; empty strides for a dense buffer.
+  int64_t viewOffset = 0;
+  std::vector<int64_t> viewStrides;
 };
 
 struct PlanStep {
@@ -276,6 +280,26 @@ LogicalResult PlanBuilder::addFunction(exec::FuncOp func) {
                << "changes the size of the buffer (" << plan.buffers[*src].bytes
                << " -> " << plan.buffers[*idx].bytes << " bytes)";
       plan.buffers[*idx].aliasOf = *src;
+    } else if (auto view = dyn_cast<exec::SubviewOp>(op)) {
+      // A strided window, written only as the output of a call or builtin
+      // that writes strided outputs (the memory planner leaves no other).
+      std::optional<exec::StridedView> strided = exec::stridedViewOf(view);
+      for (OpOperand &use : view->getUses())
+        if (!strided ||
+            !exec::writesStridedOperand(use.getOwner(), use.getOperandNumber()))
+          return use.getOwner()->emitOpError()
+                 << "uses a dlexec.subview other than as the strided output "
+                    "of a library call or builtin kernel that accepts one";
+      auto src = indexOf(&op, view.getSource());
+      if (failed(src))
+        return failure();
+      auto idx = addBuffer(&op, view.getResult(), "", pkg::BufferKind::Alias);
+      if (failed(idx))
+        return failure();
+      PlanBuffer &b = plan.buffers[*idx];
+      b.aliasOf = *src;
+      b.viewOffset = strided->offset;
+      b.viewStrides.assign(strided->strides.begin(), strided->strides.end());
     } else if (isa<exec::KernelOp, exec::BuiltinKernelOp, exec::LibraryCallOp,
                    exec::MultiTensorKernelOp>(op)) {
       PlanStep step;
@@ -486,9 +510,10 @@ libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
     dil.insert(dil.begin(), c.dilation_d);
   }
   return {pkg::LibraryCallAttrs::ConvAttrs,
-          pkg::CreateConvAttrsDirect(fbb, c.spatial, c.n, c.c, c.k, c.group,
-                                     c.has_bias, &in, &filter, &out, &strides,
-                                     &pads, &dil, libraryCallDType(c.dtype))
+          pkg::CreateConvAttrsDirect(
+              fbb, c.spatial, c.n, c.c, c.k, c.group, c.has_bias, &in, &filter,
+              &out, &strides, &pads, &dil, libraryCallDType(c.dtype),
+              c.y_strides.empty() ? nullptr : &c.y_strides)
               .Union()};
 }
 
@@ -756,7 +781,10 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   for (const PlanBuffer &b : plan.buffers)
     buffers.push_back(
         pkg::CreateBufferDirect(fbb, b.name.c_str(), b.kind, b.dtype, &b.shape,
-                                b.bytes, b.offset, b.aliasOf, b.init.c_str()));
+                                b.bytes, b.offset, b.aliasOf, b.init.c_str(),
+                                b.viewOffset,
+                                b.viewStrides.empty() ? nullptr
+                                                      : &b.viewStrides));
   std::vector<flatbuffers::Offset<pkg::Kernel>> kernels;
   for (const KernelSource &k : *cuda)
     kernels.push_back(pkg::CreateKernelDirect(
@@ -920,6 +948,11 @@ std::string describePlan(ModuleOp planned) {
       os << " @ " << (b.offset >= 0 ? std::to_string(b.offset) : "?");
     if (b.kind == pkg::BufferKind::Alias)
       os << " of #" << b.aliasOf;
+    if (!b.viewStrides.empty()) {
+      os << " at " << b.viewOffset << " strides";
+      for (int64_t st : b.viewStrides)
+        os << " " << st;
+    }
     if (!b.init.empty())
       os << " init";
     os << "\n";

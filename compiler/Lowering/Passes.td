@@ -182,7 +182,14 @@ def PlanMemoryPass : Pass<"dlexec-plan-memory", "::mlir::ModuleOp"> {
     without a plain dim for some loop) reads one copy made before it.
     Then a generated kernel whose result is only copied whole into part of
     another buffer (a concatenation's slot) writes it there itself, when
-    nothing between the two touches that part.
+    nothing between the two touches that part. A library call or builtin
+    kernel whose row accepts strided outputs (conv2d_forward, max_pool2d,
+    average_pool2d) does the same through a `dlexec.subview` of the slot,
+    and the kernels that also read its result read the slot instead (XLA's
+    buffer assignment of a concatenate's operands): a DenseNet block's
+    convolutions and pooled input are written straight into the block's
+    buffer. The copy stays where the slot is touched between the producer
+    and the copy, or overwritten while the result is still read.
     Before / after:
     ```mlir
     %v = dlexec.subview %a {offsets = array<i64: 0, 2>, strides = array<i64: 1, 2>} : memref<4x8xf32> to memref<4x3xf32>

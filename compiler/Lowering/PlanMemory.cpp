@@ -253,10 +253,17 @@ LogicalResult foldSubviews(exec::FuncOp func) {
   int counter = 0;
   for (exec::SubviewOp v : views) {
     SmallVector<OpOperand *> others;
+    bool keep = false;
     for (OpOperand &use : llvm::make_early_inc_range(v->getUses())) {
       Operation *user = use.getOwner();
       unsigned n = use.getOperandNumber();
       bool written = false;
+      // The strided output of a call or builtin that writes views (one
+      // placed in its slot by writeCopiesInPlace) stays a view.
+      if (exec::writesStridedOperand(user, n) && exec::stridedViewOf(v)) {
+        keep = true;
+        continue;
+      }
       if (auto k = dyn_cast<exec::KernelOp>(user)) {
         written = n >= k.getInputs().size();
         if (!written) {
@@ -324,7 +331,8 @@ LogicalResult foldSubviews(exec::FuncOp func) {
       for (OpOperand *use : others)
         use->set(copy);
     }
-    v.erase();
+    if (!keep)
+      v.erase();
   }
   return success();
 }
@@ -402,11 +410,232 @@ bool boxesDisjoint(ArrayRef<std::pair<int64_t, int64_t>> a,
 }
 
 /// The buffer |v| is, through reshapes (a reshape's elements are its
-/// source's).
+/// source's) and the subviews strided outputs write through.
 Value stripReshapes(Value v) {
-  while (auto r = v.getDefiningOp<exec::ReshapeOp>())
-    v = r.getSource();
+  while (isa_and_nonnull<exec::ReshapeOp, exec::SubviewOp>(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
   return v;
+}
+
+/// |w| (the write map of a copy over loops of |sizes|) as the offsets and
+/// strides of a dlexec.subview: result r must be d_r, d_r * s + o (either
+/// part optional) or d_r mod m with m at least loop r's size (plain dims
+/// that cover part of a dim, composeSubview). None otherwise.
+std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
+mapAsView(AffineMap w, ArrayRef<int64_t> sizes) {
+  if (w.getNumResults() != w.getNumDims() || w.getNumSymbols() != 0)
+    return std::nullopt;
+  SmallVector<int64_t> offsets, strides;
+  for (unsigned r = 0; r < w.getNumResults(); ++r) {
+    AffineExpr e = w.getResult(r);
+    int64_t offset = 0, stride = 1;
+    if (e.getKind() == AffineExprKind::Add) {
+      auto bin = cast<AffineBinaryOpExpr>(e);
+      auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (!c)
+        return std::nullopt;
+      offset = c.getValue();
+      e = bin.getLHS();
+    }
+    if (e.getKind() == AffineExprKind::Mul) {
+      auto bin = cast<AffineBinaryOpExpr>(e);
+      auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (!c)
+        return std::nullopt;
+      stride = c.getValue();
+      e = bin.getLHS();
+    } else if (e.getKind() == AffineExprKind::Mod && offset == 0) {
+      auto bin = cast<AffineBinaryOpExpr>(e);
+      auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (!c || c.getValue() < sizes[r])
+        return std::nullopt;
+      e = bin.getLHS();
+    }
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || d.getPosition() != r || offset < 0 || stride < 1)
+      return std::nullopt;
+    offsets.push_back(offset);
+    strides.push_back(stride);
+  }
+  return std::make_pair(offsets, strides);
+}
+
+/// Whether |op| may write any element of buffer |root| in the box |target|
+/// (an operand of |op| that reaches |root| and is written, by a kernel
+/// whose box of written elements overlaps |target|, or by anything else).
+bool mayWriteBox(Operation *op, Value root,
+                 ArrayRef<std::pair<int64_t, int64_t>> target) {
+  if (isa<exec::ReshapeOp, exec::SubviewOp, exec::OutputOp>(op))
+    return false;
+  std::optional<unsigned> numInputs;
+  if (auto k = dyn_cast<exec::KernelOp>(op))
+    numInputs = k.getInputs().size();
+  else if (auto b = dyn_cast<exec::BuiltinKernelOp>(op))
+    numInputs = b.getInputs().size();
+  else if (auto l = dyn_cast<exec::LibraryCallOp>(op))
+    numInputs = l.getInputs().size();
+  else if (auto m = dyn_cast<exec::MultiTensorKernelOp>(op))
+    numInputs = m.getInputs().size();
+  for (OpOperand &o : op->getOpOperands()) {
+    if (stripReshapes(o.get()) != root)
+      continue;
+    if (numInputs && o.getOperandNumber() < *numInputs)
+      continue;
+    auto k = dyn_cast<exec::KernelOp>(op);
+    if (!k || stripReshapes(o.get()) != o.get() ||
+        !boxesDisjoint(target, footprint(k, o.getOperandNumber())))
+      return true;
+  }
+  return false;
+}
+
+/// A copy kernel |c| (see writeCopiesInPlace) whose input X is written by
+/// a library call or builtin kernel P that writes strided outputs
+/// (exec::writesStridedOperand: a convolution, a pooling) goes: P writes a
+/// dlexec.subview of C's output R (the slot, from C's write map), the
+/// kernels that read X read that slot of R through composed maps, and X
+/// goes. XLA's buffer assignment gives a concatenate's operands slices of
+/// its output the same way (TVM's "inplace concat" likewise). Not when P
+/// reads R, when an op between P and C touches the slot (as in
+/// writeCopiesInPlace), when an op after C writes it before the last
+/// reader of X, when X has another reader or writer than kernels reading
+/// it whole or the views C reads it through, or when a reader's loops would
+/// lose their sizes. Returns whether it rewrote |c|.
+bool writeSlotThroughView(exec::KernelOp c) {
+  Value in = c.getInputs()[0], out = c.getOutputs()[0];
+  Value x = stripReshapes(in);
+  auto xAlloc = x.getDefiningOp<exec::AllocOp>();
+  Value root = stripReshapes(out);
+  auto outAlloc = root.getDefiningOp<exec::AllocOp>();
+  Block *block = c->getBlock();
+  if (!xAlloc || x.getType() != in.getType() || !outAlloc ||
+      xAlloc->getBlock() != block || outAlloc->getBlock() != block)
+    return false;
+  Operation *writer = nullptr;
+  unsigned writerOut = 0;
+  SmallVector<OpOperand *> readers;
+  SmallVector<Operation *> views;
+  SmallVector<Value> worklist{x};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto r = dyn_cast<exec::ReshapeOp>(user)) {
+        views.push_back(r);
+        worklist.push_back(r.getResult());
+      } else if (user == c.getOperation()) {
+      } else if (v == x && !writer &&
+                 exec::writesStridedOperand(user, use.getOperandNumber())) {
+        writer = user;
+        writerOut = use.getOperandNumber();
+      } else if (auto k = dyn_cast<exec::KernelOp>(user);
+                 k && v == x && use.getOperandNumber() < k.getInputs().size()) {
+        readers.push_back(&use);
+      } else {
+        return false;
+      }
+    }
+  }
+  // A kernel reading X twice, or views of X other than those C reads
+  // through, are not rewritten.
+  for (size_t i = 0; i < readers.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (readers[i]->getOwner() == readers[j]->getOwner())
+        return false;
+  for (Operation *v : views)
+    for (Operation *user : v->getResult(0).getUsers())
+      if (!isa<exec::ReshapeOp>(user) && user != c.getOperation())
+        return false;
+  if (!writer || writer->getBlock() != block || !writer->isBeforeInBlock(c))
+    return false;
+  for (Value v : writer->getOperands())
+    if (stripReshapes(v) == root)
+      return false;
+  auto xType = cast<MemRefType>(x.getType());
+  AffineMap w = cast<AffineMapAttr>(c.getIndexingMaps()[1]).getValue();
+  auto view = mapAsView(w, xType.getShape());
+  if (!view)
+    return false;
+  auto target = footprint(c, 1);
+  // Nothing between P and C touches the slot; nothing after C writes it
+  // while X is still read.
+  Operation *lastReader = c.getOperation();
+  for (OpOperand *r : readers) {
+    Operation *top = block->findAncestorOpInBlock(*r->getOwner());
+    if (!top || top->getBlock() != block || top->isBeforeInBlock(writer))
+      return false;
+    if (lastReader->isBeforeInBlock(top))
+      lastReader = top;
+  }
+  for (Operation *op = writer->getNextNode(); op != c.getOperation();
+       op = op->getNextNode()) {
+    if (isa<exec::ReshapeOp, exec::SubviewOp>(op))
+      continue; // a view touches no element
+    for (OpOperand &o : op->getOpOperands()) {
+      if (stripReshapes(o.get()) != root)
+        continue;
+      auto other = dyn_cast<exec::KernelOp>(op);
+      if (!other || o.get() != out ||
+          !boxesDisjoint(target, footprint(other, o.getOperandNumber())))
+        return false;
+    }
+    if (op->getNumRegions() != 0 && !isa<exec::KernelOp>(op))
+      return false;
+  }
+  for (Operation *op = c->getNextNode(); op && op != lastReader->getNextNode();
+       op = op->getNextNode())
+    if (mayWriteBox(op, root, target) ||
+        (op->getNumRegions() != 0 && !isa<exec::KernelOp>(op)))
+      return false;
+  // The readers' maps composed with C's write map must keep their loops
+  // sized.
+  SmallVector<SmallVector<AffineMap>> newMaps;
+  for (OpOperand *r : readers) {
+    auto k = cast<exec::KernelOp>(r->getOwner());
+    SmallVector<AffineMap> maps(
+        k.getIndexingMaps().getAsValueRange<AffineMapAttr>());
+    SmallVector<Value> operands(k->getOperands());
+    unsigned n = r->getOperandNumber();
+    maps[n] = w.compose(maps[n]);
+    operands[n] = out;
+    if (!loopsSized(operands, maps, k.getIteratorTypes().size()))
+      return false;
+    newMaps.push_back(std::move(maps));
+  }
+  // R's alloc and the reshape views C writes through move up to dominate P.
+  SmallVector<Operation *> chain;
+  for (Value v = out; Operation *def = v.getDefiningOp();) {
+    chain.push_back(def);
+    if (auto r = dyn_cast<exec::ReshapeOp>(def))
+      v = r.getSource();
+    else
+      break;
+  }
+  for (Operation *def : llvm::reverse(chain))
+    if (writer->isBeforeInBlock(def))
+      def->moveBefore(writer);
+  // The whole of R (a plain copy) needs no view.
+  bool whole = out.getType() == xType &&
+               llvm::all_of(view->first, [](int64_t o) { return o == 0; }) &&
+               llvm::all_of(view->second, [](int64_t s) { return s == 1; });
+  OpBuilder b(writer);
+  Value slot =
+      whole ? out
+            : exec::SubviewOp::create(b, c.getLoc(), xType, out,
+                                      b.getDenseI64ArrayAttr(view->first),
+                                      b.getDenseI64ArrayAttr(view->second))
+                  .getResult();
+  writer->setOperand(writerOut, slot);
+  for (auto [r, maps] : llvm::zip(readers, newMaps)) {
+    auto k = cast<exec::KernelOp>(r->getOwner());
+    r->set(out);
+    k.setIndexingMapsAttr(Builder(k).getAffineMapArrayAttr(maps));
+  }
+  c.erase();
+  for (Operation *v : llvm::reverse(views))
+    v->erase();
+  xAlloc.erase();
+  return true;
 }
 
 /// Makes generated kernels write their results straight into the slot a
@@ -423,18 +652,27 @@ Value stripReshapes(Value v) {
 /// kernel's box of touched elements overlaps C's) or touches it otherwise
 /// (a library call, a builtin), or when K's loops would lose their sizes.
 void writeCopiesInPlace(exec::FuncOp func) {
-  SmallVector<exec::KernelOp> copies;
-  func.walk([&](exec::KernelOp c) {
+  auto isCopy = [](exec::KernelOp c) {
     Block &body = c.getBody().front();
     auto yield = cast<exec::YieldOp>(body.getTerminator());
-    if (c.getInputs().size() == 1 && c.getOutputs().size() == 1 &&
-        isAllParallel(c) && body.getOperations().size() == 1 &&
-        yield.getValues().size() == 1 &&
-        yield.getValues()[0] == body.getArgument(0) &&
-        cast<AffineMapAttr>(c.getIndexingMaps()[0]).getValue().isIdentity())
+    return c.getInputs().size() == 1 && c.getOutputs().size() == 1 &&
+           isAllParallel(c) && body.getOperations().size() == 1 &&
+           yield.getValues().size() == 1 &&
+           yield.getValues()[0] == body.getArgument(0) &&
+           cast<AffineMapAttr>(c.getIndexingMaps()[0]).getValue().isIdentity();
+  };
+  SmallVector<exec::KernelOp> copies;
+  func.walk([&](exec::KernelOp c) {
+    if (isCopy(c))
       copies.push_back(c);
   });
   for (exec::KernelOp c : copies) {
+    // An earlier rewrite may have made a copy read another buffer through
+    // another map.
+    if (!isCopy(c))
+      continue;
+    if (writeSlotThroughView(c))
+      continue;
     Value in = c.getInputs()[0], out = c.getOutputs()[0];
     Value x = stripReshapes(in);
     auto xAlloc = x.getDefiningOp<exec::AllocOp>();
@@ -477,7 +715,7 @@ void writeCopiesInPlace(exec::FuncOp func) {
     auto target = footprint(c, 1);
     for (Operation *op = k->getNextNode(); ok && op != c.getOperation();
          op = op->getNextNode()) {
-      if (isa<exec::ReshapeOp>(op))
+      if (isa<exec::ReshapeOp, exec::SubviewOp>(op))
         continue; // a view touches no element
       for (OpOperand &o : op->getOpOperands()) {
         if (stripReshapes(o.get()) != root)

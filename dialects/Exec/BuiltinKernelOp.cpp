@@ -265,6 +265,15 @@ LogicalResult BuiltinKernelOp::verify() {
                               "bf16 in dlexec.kernel, pooling, dropout and "
                               "the forward gathers only)";
   }
+  for (auto [i, v] : llvm::enumerate(getOutputs()))
+    if (v.getDefiningOp<SubviewOp>() &&
+        !(writesStridedOperand(*this, getInputs().size() + i) &&
+          stridedViewOf(v)))
+      return emitOpError() << "template '" << info->name
+                           << "' cannot write output #" << i
+                           << " through a dlexec.subview (only templates "
+                              "that accept strided outputs, viewing a dense "
+                              "buffer)";
   StringRef name = info->name;
   switch (info->family) {
   case BuiltinFamily::Pool:

@@ -40,13 +40,17 @@ struct BuiltinTemplateInfo {
   /// widened to float, computes in float and rounds each stored result once
   /// (or, for the forward gathers, only copies them).
   bool halfFloats;
+  /// Codegen writes the (single) output through a strided view of a larger
+  /// buffer (a dlexec.subview as the output operand), so the memory planner
+  /// may place it in its slot of a concatenation's buffer.
+  bool stridedOutput;
 };
 
 /// Every template.
 inline constexpr BuiltinTemplateInfo kBuiltinTemplates[] = {
 #define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs,   \
-                             Half)                                             \
-  {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs, Half},
+                             Half, Strided)                                    \
+  {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs, Half, Strided},
 #include "dialects/Exec/BuiltinTemplates.def"
 };
 

@@ -136,6 +136,37 @@ LogicalResult SubviewOp::verify() {
   return success();
 }
 
+std::optional<StridedView> dlc::exec::stridedViewOf(Value v) {
+  auto view = v.getDefiningOp<SubviewOp>();
+  if (!view || view.getSource().getDefiningOp<SubviewOp>())
+    return std::nullopt;
+  ArrayRef<int64_t> shape =
+      cast<MemRefType>(view.getSource().getType()).getShape();
+  StridedView out;
+  int64_t dense = 1;
+  out.strides.assign(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    out.offset += view.getOffsets()[d] * dense;
+    out.strides[d] = view.getStrides()[d] * dense;
+    dense *= shape[d];
+  }
+  return out;
+}
+
+bool dlc::exec::writesStridedOperand(Operation *op, unsigned operandNumber) {
+  if (auto call = dyn_cast<LibraryCallOp>(op)) {
+    const LibraryCallInfo *info = call.getCallInfo();
+    return info && info->stridedOutput && call.getOutputs().size() == 1 &&
+           operandNumber == call.getInputs().size();
+  }
+  if (auto bk = dyn_cast<BuiltinKernelOp>(op)) {
+    const BuiltinTemplateInfo *info = bk.getTemplateInfo();
+    return info && info->stridedOutput && bk.getOutputs().size() == 1 &&
+           operandNumber == bk.getInputs().size();
+  }
+  return false;
+}
+
 LogicalResult FuncOp::verify() {
   // The step is a straight-line schedule the package stores op by op;
   // arith.constant holds scalars that kernel bodies capture.

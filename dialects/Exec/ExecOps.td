@@ -103,10 +103,14 @@ def Exec_SubviewOp : Exec_Op<"subview", [Pure]> {
     `source` (per dimension; same rank and element type, identity
     layouts). A slice, and a concatenation whose inputs are a run of a
     larger concatenation's inputs (DenseNet's growing feature maps), lower
-    to it. It exists between lowering and memory planning only:
-    `--dlexec-plan-memory` composes it into the indexing maps of the
+    to it. `--dlexec-plan-memory` composes it into the indexing maps of the
     kernels that read it and copies it into a dense buffer for any other
-    user (a library call, an output), so codegen never sees it.
+    reader (a library call, an output). After planning a subview remains
+    only as the single output of a library call or builtin kernel whose row
+    accepts strided outputs (`conv2d_forward`, `max_pool2d`,
+    `average_pool2d`: a dense block's convolution or pooling writing its
+    channel slot of the concatenation's buffer); the package stores it as a
+    strided alias buffer and the call writes through its strides.
     ```mlir
     %v = dlexec.subview %t {offsets = array<i64: 0, 64, 0, 0>, strides = array<i64: 1, 1, 1, 1>}
         : memref<2x256x8x8xf32> to memref<2x32x8x8xf32>

@@ -326,6 +326,15 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
       return emitOpError() << "operand #" << i << " has element type "
                            << elementType(v) << ", but operand #0 has " << elem
                            << "; all operands share one";
+  for (auto [i, v] : llvm::enumerate(getOutputs()))
+    if (v.getDefiningOp<SubviewOp>() &&
+        !(writesStridedOperand(*this, getInputs().size() + i) &&
+          stridedViewOf(v)))
+      return emitOpError() << "'" << info->name
+                           << "' cannot write output #" << i
+                           << " through a dlexec.subview (only the output "
+                              "of a call that accepts strided outputs, "
+                              "viewing a dense buffer)";
   LibraryCallParams params;
   params.call = info->call;
   switch (info->family) {
@@ -351,6 +360,8 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
       return failure();
     params.conv = *cv;
     params.conv.dtype = *dtype;
+    if (std::optional<StridedView> view = stridedViewOf(getOutputs()[0]))
+      params.conv.y_strides.assign(view->strides.begin(), view->strides.end());
     break;
   }
   }

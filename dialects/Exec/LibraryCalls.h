@@ -53,12 +53,17 @@ struct LibraryCallInfo {
   const char *inputs, *outputs;
   /// Attributes of the dlexec op, comma-separated.
   const char *attributes;
+  /// Whether every device writes the output through a strided view of a
+  /// larger buffer (ConvParams::y_strides; a dlexec.subview as the output
+  /// operand), so that the memory planner may place the output in its slot
+  /// of a concatenation's buffer.
+  bool stridedOutput;
 };
 
 /// Every library call, indexed by LibraryCall.
 inline constexpr LibraryCallInfo kLibraryCalls[] = {
 #define DLC_LIBRARY_CALL(Enum, Name, Family, Direction, Spatial, MinIn, MaxIn, \
-                         Ins, Outs, Attrs)                                     \
+                         Ins, Outs, Attrs, Strided)                            \
   {LibraryCall::Enum,                                                          \
    Name,                                                                       \
    LibraryCallFamily::Family,                                                  \
@@ -68,7 +73,8 @@ inline constexpr LibraryCallInfo kLibraryCalls[] = {
    MaxIn,                                                                      \
    Ins,                                                                        \
    Outs,                                                                       \
-   Attrs},
+   Attrs,                                                                      \
+   Strided},
 #include "dialects/Exec/LibraryCalls.def"
 };
 
@@ -319,6 +325,12 @@ struct BatchedGemmParams {
 /// filter, bias, output and their gradients) has element type |dtype|; with
 /// f16 or bf16 the convolution sums in f32, adds the bias in f32 and rounds
 /// each result element once (see ElementType).
+///
+/// |y_strides| are the element strides of the output operand (one per dim,
+/// [N, K, P, Q] or [N, K, O, P, Q]) when the call writes it through a
+/// strided view (a channel slice of a concatenation's buffer: strides
+/// [Ktotal*P*Q, P*Q, Q, 1]); empty for a dense output. Only calls whose row
+/// has stridedOutput take them.
 struct ConvParams {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
   int64_t stride_h = 1, stride_w = 1;
@@ -329,6 +341,7 @@ struct ConvParams {
   int64_t d = 1, t = 1, o = 1, stride_d = 1, pad_front = 0, pad_back = 0,
           dilation_d = 1;
   ElementType dtype = ElementType::F32;
+  std::vector<int64_t> y_strides;
 };
 
 /// A library call with its parameters: the member of |call|'s family is set.

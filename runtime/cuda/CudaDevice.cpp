@@ -1558,10 +1558,27 @@ Status CudaDevice::describeConv(const ConvParams &p, const char *what,
                                                    type, int(p.n), int(p.c),
                                                    int(p.h), int(p.w)),
                     "cudnnSetTensor4dDescriptor(x)"));
-  DLRT_TRY(checkDnn(dnn.cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW,
-                                                   type, int(p.n), int(p.k),
-                                                   int(p.p), int(p.q)),
-                    "cudnnSetTensor4dDescriptor(y)"));
+  if (p.y_strides.empty()) {
+    DLRT_TRY(checkDnn(dnn.cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW,
+                                                     type, int(p.n), int(p.k),
+                                                     int(p.p), int(p.q)),
+                      "cudnnSetTensor4dDescriptor(y)"));
+  } else {
+    // A strided output (ConvParams::y_strides, a channel slice of a
+    // concatenation's buffer): cuDNN writes y through the descriptor's
+    // strides.
+    if (p.y_strides.size() != 4)
+      return Status::error(DLRT_INTERNAL, prefix + "y_strides needs 4 values");
+    int dims[4] = {int(p.n), int(p.k), int(p.p), int(p.q)}, strides[4];
+    for (int i = 0; i < 4; ++i) {
+      if (p.y_strides[i] <= 0 || p.y_strides[i] > INT_MAX)
+        return Status::error(DLRT_INTERNAL, prefix + "bad y_strides");
+      strides[i] = int(p.y_strides[i]);
+    }
+    DLRT_TRY(checkDnn(
+        dnn.cudnnSetTensorNdDescriptor(d->y, type, 4, dims, strides),
+        "cudnnSetTensorNdDescriptor(y)"));
+  }
   DLRT_TRY(checkDnn(
       dnn.cudnnSetFilter4dDescriptor(d->w, type, CUDNN_TENSOR_NCHW, int(p.k),
                                      int(p.c / p.group), int(p.r), int(p.s)),
@@ -1695,6 +1712,8 @@ Status CudaDevice::chooseConvAlgo(ConvKind kind, const ConvParams &p,
   if (p.dtype != ElementType::F32)
     key.push_back(int64_t(p.dtype));
   key.push_back(int64_t(limit));
+  // A strided output (a channel slot) may rule out algorithms.
+  key.insert(key.end(), p.y_strides.begin(), p.y_strides.end());
   std::lock_guard<std::mutex> lock(algoMutex_);
   if (auto it = convAlgos_.find(key); it != convAlgos_.end()) {
     *algo = it->second.first;

@@ -160,6 +160,21 @@ bool peekFormatVersion(const uint8_t *data, size_t size, uint32_t *out) {
   return true;
 }
 
+} // namespace
+
+uint32_t resolveAlias(const std::vector<BufferInfo> &buffers, uint32_t index,
+                      int64_t *byteOffset) {
+  *byteOffset = 0;
+  while (buffers[index].kind == BufferKind::Alias) {
+    const BufferInfo &b = buffers[index];
+    *byteOffset += b.viewOffset * int64_t(dlrt_dtype_size(b.dtype));
+    index = static_cast<uint32_t>(b.aliasOf);
+  }
+  return index;
+}
+
+namespace {
+
 /// Whether this runtime reads packages of format |version|.
 bool readsVersion(uint32_t version) {
   return version >= kOldestPackageFormatVersion &&
@@ -258,6 +273,15 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
     info.arenaOffset = b->arena_offset();
     info.aliasOf = b->alias_of();
     info.init = str(b->init());
+    if (b->view_strides()) {
+      if (info.kind != BufferKind::Alias ||
+          b->view_strides()->size() != info.shape.size())
+        return c.fail(where + " has view_strides but is not an alias with " +
+                      "one stride per dim");
+      info.viewOffset = b->view_offset();
+      for (int64_t st : *b->view_strides())
+        info.viewStrides.push_back(st);
+    }
     out->buffers.push_back(std::move(info));
   }
   int64_t n = static_cast<int64_t>(out->buffers.size());
@@ -289,10 +313,25 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
           return c.fail(where + " is part of an alias cycle");
         j = next;
       }
-      if (out->buffers[b.aliasOf].sizeBytes < b.sizeBytes)
+      if (!b.viewStrides.empty()) {
+        // The last element of the window lies inside the viewed buffer.
+        int64_t last = b.viewOffset, elem = dlrt_dtype_size(b.dtype);
+        bool ok = b.viewOffset >= 0;
+        for (size_t d = 0; d < b.shape.size() && ok; ++d) {
+          int64_t step;
+          ok = b.viewStrides[d] >= 0 && b.shape[d] > 0 &&
+               mulOk(b.shape[d] - 1, b.viewStrides[d], &step) &&
+               !__builtin_add_overflow(last, step, &last);
+        }
+        const BufferInfo &src = out->buffers[b.aliasOf];
+        if (!ok || src.dtype != b.dtype || (last + 1) * elem > src.sizeBytes)
+          return c.fail(where + " is a strided view outside buffer " +
+                        std::to_string(b.aliasOf));
+      } else if (out->buffers[b.aliasOf].sizeBytes < b.sizeBytes) {
         return c.fail(where + " (" + std::to_string(b.sizeBytes) +
                       " bytes) aliases the smaller buffer " +
                       std::to_string(b.aliasOf));
+      }
     }
   }
   return true;
@@ -618,11 +657,15 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
     cv.pad_back = pads[3];
     cv.dilation_d = dil[0];
   }
+  if (a->output_strides() && !longs(a->output_strides(), &cv.y_strides))
+    return c.fail(where + ": '" + callee + "' has a misaligned vector");
   return decodeDType(a->dtype(), callee, &cv.dtype, where, c);
 }
 
-/// Checks decoded gemm parameters against the call's buffers.
-bool checkGemm(const GemmParams &g, const Package &pkg,
+/// Checks decoded gemm parameters against the call's buffers and sets
+/// |g.f32_bias| where an f16/bf16 gemm's C buffer is f32 (then it must be a
+/// bias row with beta 1 and no ReLU-mask epilogue, as the verifier checks).
+bool checkGemm(GemmParams &g, const Package &pkg,
                const std::vector<uint32_t> &args, const std::string &where,
                Checker &c) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
@@ -801,6 +844,24 @@ bool convertLibraryCall(const fb::LibraryCall *call, uint32_t version,
                               : decodeTyped(call, *info, step, where, c);
   if (!decoded)
     return false;
+  // A strided operand is only the output of a call that writes strided
+  // outputs, with the call's output strides equal to the view's.
+  const std::vector<int64_t> none;
+  const std::vector<int64_t> &yStrides =
+      info->family == LibraryCallFamily::Conv ? step->call.conv.y_strides
+                                              : none;
+  for (size_t i = 0; i < step->args.size(); ++i) {
+    const BufferInfo &b = pkg.buffers[step->args[i]];
+    bool output = i + 1 == step->args.size();
+    if (!b.viewStrides.empty() &&
+        !(output && info->stridedOutput && yStrides == b.viewStrides))
+      return c.fail(where + ": '" + callee + "' cannot take the strided " +
+                    "view buffer " + std::to_string(step->args[i]) +
+                    " as operand " + std::to_string(i));
+    if (output && !yStrides.empty() && yStrides != b.viewStrides)
+      return c.fail(where + ": '" + callee +
+                    "' has output_strides that are not its output's");
+  }
   switch (info->family) {
   case LibraryCallFamily::Gemm:
     return checkGemm(step->call.gemm, pkg, step->args, where, c);

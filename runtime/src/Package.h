@@ -16,7 +16,7 @@
 namespace dlrt {
 
 /// The package format version this runtime writes and reads (package.fbs).
-constexpr uint32_t kPackageFormatVersion = 5;
+constexpr uint32_t kPackageFormatVersion = 6;
 /// The oldest format version this runtime still reads: version 1 stored
 /// library-call parameters positionally (LibraryCall.int_attrs).
 constexpr uint32_t kOldestPackageFormatVersion = 1;
@@ -50,7 +50,17 @@ struct BufferInfo {
   int64_t arenaOffset = -1;
   int32_t aliasOf = -1;
   std::string init;
+  /// A strided Alias (format version 6): element i is element viewOffset +
+  /// sum_d i_d * viewStrides[d] of aliasOf; empty strides for a dense
+  /// buffer or a reshape.
+  int64_t viewOffset = 0;
+  std::vector<int64_t> viewStrides;
 };
+
+/// The buffer |index| is stored in (aliases followed) and the byte offset
+/// of its first element there. The loader checks that alias chains end.
+uint32_t resolveAlias(const std::vector<BufferInfo> &buffers, uint32_t index,
+                      int64_t *byteOffset);
 
 struct StepInfo {
   /// A kernel launch, a library call, or a collective: an asynchronous

@@ -340,10 +340,11 @@ Status Session::create(std::shared_ptr<Model> model,
       s->pointers_[i] = static_cast<uint8_t *>(s->arena_.data) + b.arenaOffset;
   }
   for (size_t i = 0; i < n; ++i) {
-    size_t j = i;
-    while (pkg.buffers[j].kind == BufferKind::Alias)
-      j = static_cast<size_t>(pkg.buffers[j].aliasOf); // acyclic per loader
-    s->pointers_[i] = s->pointers_[j];
+    int64_t offset = 0; // acyclic per loader
+    size_t j = resolveAlias(pkg.buffers, static_cast<uint32_t>(i), &offset);
+    s->pointers_[i] =
+        s->pointers_[j] ? static_cast<uint8_t *>(s->pointers_[j]) + offset
+                        : nullptr;
   }
   // The ranks of a pipeline start from the package's initializers, which
   // are the same on every rank; rank 0 does not hold the later stages'.
@@ -453,10 +454,11 @@ Status Session::allocateDeferredState() {
     graphs_.clear();
   }
   for (size_t i = 0; i < pkg.buffers.size(); ++i) {
-    size_t j = i;
-    while (pkg.buffers[j].kind == BufferKind::Alias)
-      j = static_cast<size_t>(pkg.buffers[j].aliasOf);
-    pointers_[i] = pointers_[j];
+    int64_t offset = 0;
+    size_t j = resolveAlias(pkg.buffers, static_cast<uint32_t>(i), &offset);
+    pointers_[i] = pointers_[j]
+                       ? static_cast<uint8_t *>(pointers_[j]) + offset
+                       : nullptr;
   }
   return Status::OK();
 }

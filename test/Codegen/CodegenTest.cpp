@@ -1030,7 +1030,7 @@ TEST_F(CodegenTest, WritesAndVerifiesPackage) {
   flatbuffers::Verifier verifier(data, (*file)->getBufferSize());
   ASSERT_TRUE(dlc::package::VerifyPackageBuffer(verifier));
   const dlc::package::Package *p = dlc::package::GetPackage(data);
-  EXPECT_EQ(p->format_version(), 5u);
+  EXPECT_EQ(p->format_version(), 6u);
   EXPECT_EQ(p->model_name()->str(), "tiny");
 
   // Buffers: 4 variables, x, labels, y, h, loss, h3, l2.

@@ -429,6 +429,50 @@ TEST_P(DeviceTest, Convolution) {
   }
 }
 
+// A convolution writing its output into a channel slice of a larger buffer
+// (ConvParams::y_strides: a dense block's slot of the concatenation's
+// buffer): the slot holds the dense result, the channels around it keep
+// their contents.
+TEST_P(DeviceTest, ConvolutionWritesChannelSlot) {
+  for (bool bias : {true, false}) {
+    SCOPED_TRACE(bias ? "with bias" : "without bias");
+    ConvParams p = convParams(2, 4, 7, 6, 6, 3, 3, 2, 1, 1, 1, 2, bias);
+    auto x = randomVector(p.n * p.c * p.h * p.w, 21, 1);
+    auto w = randomVector(p.k * (p.c / p.group) * p.r * p.s, 22, 1);
+    auto b = bias ? randomVector(p.k, 23, 1) : std::vector<float>();
+    auto dy = randomVector(p.n * p.k * p.p * p.q, 24, 1);
+    ConvRef ref = naiveConv(p, x, w, b, dy);
+    // The slot: channels [3, 3 + K) of an [N, K + 5, P, Q] buffer.
+    const int64_t total = p.k + 5, first = 3, plane = p.p * p.q;
+    std::vector<float> init(size_t(p.n * total * plane));
+    for (size_t i = 0; i < init.size(); ++i)
+      init[i] = 1000.0f + float(i);
+    float *dX = upload(x), *dW = upload(w);
+    float *dB = bias ? upload(b) : nullptr;
+    float *buf = upload(init);
+    p.y_strides = {total * plane, plane, p.q, 1};
+    Status s = device->convForward(p, dX, dW, dB, buf + first * plane);
+    ASSERT_TRUE(s.ok()) << s.message;
+    std::vector<float> got = download(buf, init.size()), slot;
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t c = 0; c < total; ++c)
+        for (int64_t i = 0; i < plane; ++i) {
+          size_t at = size_t((n * total + c) * plane + i);
+          if (c >= first && c < first + p.k)
+            slot.push_back(got[at]);
+          else
+            ASSERT_EQ(got[at], init[at]) << "n " << n << " channel " << c;
+        }
+    expectClose(slot, ref.y, "y in its slot");
+    // The dense call gives the same values, bit for bit.
+    float *dense = upload(std::vector<float>(ref.y.size(), 99.0f));
+    ConvParams q = p;
+    q.y_strides.clear();
+    ASSERT_TRUE(device->convForward(q, dX, dW, dB, dense).ok());
+    EXPECT_EQ(download(dense, ref.y.size()), slot);
+  }
+}
+
 TEST_P(DeviceTest, MemoryRoundTrip) {
   std::vector<float> v = randomVector(1000, 5, 1);
   float *d = upload(v);
