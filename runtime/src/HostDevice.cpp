@@ -14,7 +14,6 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -131,41 +130,6 @@ int64_t filterCount(const ConvParams &p) {
   return p.k * (p.c / p.group) * p.t * p.r * p.s;
 }
 int64_t outputCount(const ConvParams &p) { return p.n * p.k * p.o * p.p * p.q; }
-
-/// The dims of a convolution's output, [N, K, P, Q] or [N, K, O, P, Q].
-std::vector<int64_t> outputDims(const ConvParams &p) {
-  if (p.spatial == 3)
-    return {p.n, p.k, p.o, p.p, p.q};
-  return {p.n, p.k, p.p, p.q};
-}
-
-/// Copies the dense row-major elements of |dims| at |src| to |dst|, where
-/// they lie |strides| elements apart (ConvParams::y_strides).
-void scatterStrided(const void *src, void *dst, const std::vector<int64_t> &dims,
-                    const std::vector<int64_t> &strides, size_t elemBytes) {
-  const auto *in = static_cast<const uint8_t *>(src);
-  auto *out = static_cast<uint8_t *>(dst);
-  const size_t rank = dims.size();
-  const int64_t inner = dims[rank - 1], innerStride = strides[rank - 1];
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < rank; ++d)
-    rows *= dims[d];
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t at = 0, rest = row;
-    for (size_t d = rank - 1; d-- > 0;) {
-      at += (rest % dims[d]) * strides[d];
-      rest /= dims[d];
-    }
-    const uint8_t *from = in + size_t(row * inner) * elemBytes;
-    if (innerStride == 1) {
-      std::memcpy(out + size_t(at) * elemBytes, from, size_t(inner) * elemBytes);
-      continue;
-    }
-    for (int64_t i = 0; i < inner; ++i)
-      std::memcpy(out + size_t(at + i * innerStride) * elemBytes,
-                  from + size_t(i) * elemBytes, elemBytes);
-  }
-}
 
 /// What the host device allocates for a request of |bytes|: a multiple of
 /// its 256-byte alignment, at least 256 (0 when that overflows).
@@ -367,19 +331,10 @@ public:
                        fw = widen(w, filterCount(p), p.dtype),
                        fbias = widen(bias, p.k, p.dtype),
                        fy(size_t(outputCount(p)));
-    ConvParams dense = p;
-    dense.y_strides.clear();
-    Status s = convForwardF32(dense, fx.data(), fw.data(),
+    Status s = convForwardF32(p, fx.data(), fw.data(),
                               bias ? fbias.data() : nullptr, fy.data());
-    if (!s.ok())
-      return s;
-    if (p.y_strides.empty()) {
+    if (s.ok())
       narrow(fy, y, p.dtype);
-    } else {
-      std::vector<uint16_t> bits(fy.size());
-      narrow(fy, bits.data(), p.dtype);
-      scatterStrided(bits.data(), y, outputDims(p), p.y_strides, 2);
-    }
     return s;
   }
 
@@ -536,93 +491,123 @@ private:
       bool withBias = p.has_bias && bias;
       ConvParams key = p;
       key.has_bias = withBias;
-      // A strided output (ConvParams::y_strides: a channel slice of a
-      // concatenation's buffer) is oneDNN's dst memory descriptor with the
-      // slot's strides, when oneDNN runs it with the implementation it
-      // chooses for the dense output (so results are bit-identical to the
-      // dense call's); otherwise the dense result is copied into the slot.
-      std::vector<int64_t> k = convKey(0, key);
-      k.insert(k.end(), p.y_strides.begin(), p.y_strides.end());
-      auto &prim = cache[k];
+      auto &prim = cache[convKey(0, key)];
       ConvMemory m = convMemory(p, withBias);
-      const bool strided = !p.y_strides.empty();
-      memory::desc stridedDst;
-      if (strided)
-        stridedDst = memory::desc(outputDims(p), memory::data_type::f32,
-                                  p.y_strides);
-      auto pdOf = [&](const memory::desc &dst) {
-        return dnnl::convolution_forward::primitive_desc(
-            dnnl::convolution_forward::desc(
-                dnnl::prop_kind::forward_training,
-                dnnl::algorithm::convolution_direct, m.src, m.weights,
-                withBias ? m.bias : memory::desc(), dst, m.strides, m.dilates,
-                m.padL, m.padR),
-            engine);
-      };
       if (!prim) {
-        dnnl::convolution_forward::primitive_desc pd = pdOf(m.dst);
-        if (strided) {
-          try {
-            dnnl::convolution_forward::primitive_desc spd = pdOf(stridedDst);
-            if (std::string(spd.impl_info_str()) ==
-                std::string(pd.impl_info_str()))
-              pd = spd;
-            else
-              denseDst.insert(k);
-          } catch (const dnnl::error &) {
-            denseDst.insert(k);
-          }
-        }
-        prim = std::make_unique<dnnl::primitive>(dnnl::convolution_forward(pd));
+        dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_training,
+            dnnl::algorithm::convolution_direct, m.src, m.weights,
+            withBias ? m.bias : memory::desc(), m.dst, m.strides, m.dilates,
+            m.padL, m.padR);
+        prim = std::make_unique<dnnl::primitive>(dnnl::convolution_forward(
+            dnnl::convolution_forward::primitive_desc(d, engine)));
       }
-      const bool viaDense = strided && denseDst.count(k);
-      std::vector<float> dense(viaDense ? size_t(outputCount(p)) : 0);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, memory(m.src, engine, const_cast<float *>(x))},
           {DNNL_ARG_WEIGHTS, memory(m.weights, engine, const_cast<float *>(w))},
-          {DNNL_ARG_DST, viaDense  ? memory(m.dst, engine, dense.data())
-                         : strided ? memory(stridedDst, engine, y)
-                                   : memory(m.dst, engine, y)}};
+          {DNNL_ARG_DST, memory(m.dst, engine, y)}};
       if (withBias)
         args[DNNL_ARG_BIAS] = memory(m.bias, engine, const_cast<float *>(bias));
       prim->execute(stream, args);
       stream.wait();
-      if (viaDense)
-        scatterStrided(dense.data(), y, outputDims(p), p.y_strides,
-                       sizeof(float));
     } catch (const dnnl::error &e) {
       return convError("forward", p, e);
     }
     return Status::OK();
   }
 
+  /// A convolution backward primitive on the layouts oneDNN prefers for it
+  /// (format `any`: nChw16c-style blocked activations and blocked weights on
+  /// AVX-512, where its direct jit_uni / jit_dw / jit_1x1 kernels run; on
+  /// dlrt's plain nchw/oihw descriptors it picks im2col + sgemm, `gemm:jit`,
+  /// for every convolution), with the reorders from the plain operands and
+  /// back and the blocked buffers they go through, made once per shape. This
+  /// is what PyTorch's mkldnn_convolution does on plain tensors (ideep:
+  /// reorder to the primitive's layout, run, reorder back).
+  struct BlockedConv {
+    std::unique_ptr<dnnl::primitive> prim;
+    /// Per operand (two inputs, then the output): the reorder from (inputs)
+    /// or to (output) the plain layout, null where the layouts agree, and
+    /// the blocked buffer.
+    std::unique_ptr<dnnl::primitive> reorder[3];
+    memory buffer[3];
+  };
+
+  static memory::desc anyLayout(const memory::desc &d) {
+    return memory::desc(d.dims(), memory::data_type::f32, Tag::any);
+  }
+
+  /// Fills |bc|'s reorders and buffers for operands with plain descriptors
+  /// |plain| and the primitive's |chosen| ones (inputs first, output last).
+  void blockedOperands(BlockedConv &bc, const memory::desc (&plain)[3],
+                       const memory::desc (&chosen)[3]) {
+    for (int i = 0; i < 3; ++i) {
+      if (plain[i] == chosen[i])
+        continue;
+      bc.buffer[i] = memory(chosen[i], engine);
+      bc.reorder[i] = std::make_unique<dnnl::primitive>(
+          i < 2 ? dnnl::reorder(dnnl::reorder::primitive_desc(
+                      engine, plain[i], engine, chosen[i]))
+                : dnnl::reorder(dnnl::reorder::primitive_desc(
+                      engine, chosen[i], engine, plain[i])));
+    }
+  }
+
+  /// Runs |bc| on plain operands |in0|, |in1| (read) and |out| (written),
+  /// bound to the primitive's arguments |args|.
+  void runBlocked(BlockedConv &bc, const memory::desc (&plain)[3],
+                  const int (&args)[3], void *in0, void *in1, void *out) {
+    void *ptr[3] = {in0, in1, out};
+    std::unordered_map<int, memory> bind;
+    for (int i = 0; i < 3; ++i) {
+      memory user(plain[i], engine, ptr[i]);
+      if (!bc.reorder[i]) {
+        bind[args[i]] = user;
+        continue;
+      }
+      if (i < 2)
+        bc.reorder[i]->execute(stream, {{DNNL_ARG_FROM, user},
+                                        {DNNL_ARG_TO, bc.buffer[i]}});
+      bind[args[i]] = bc.buffer[i];
+    }
+    bc.prim->execute(stream, bind);
+    if (bc.reorder[2])
+      bc.reorder[2]->execute(
+          stream, {{DNNL_ARG_FROM, bc.buffer[2]},
+                   {DNNL_ARG_TO, memory(plain[2], engine, ptr[2])}});
+    stream.wait();
+  }
+
   Status convBackwardDataF32(const ConvParams &p, const float *dy,
                              const float *w, float *dx) {
     try {
       std::lock_guard<std::mutex> lock(mutex);
-      auto &prim = cache[convKey(1, p)];
+      BlockedConv &bc = blocked[convKey(1, p)];
       ConvMemory m = convMemory(p, false);
-      if (!prim) {
+      const memory::desc plain[3] = {m.dst, m.weights, m.src};
+      if (!bc.prim) {
         dnnl::convolution_forward::primitive_desc hint(
-            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                            dnnl::algorithm::convolution_direct,
-                                            m.src, m.weights, m.dst, m.strides,
-                                            m.dilates, m.padL, m.padR),
+            dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_training,
+                dnnl::algorithm::convolution_direct, anyLayout(m.src),
+                anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
+                m.padL, m.padR),
             engine);
-        dnnl::convolution_backward_data::desc d(
-            dnnl::algorithm::convolution_direct, m.src, m.weights, m.dst,
-            m.strides, m.dilates, m.padL, m.padR);
-        prim =
-            std::make_unique<dnnl::primitive>(dnnl::convolution_backward_data(
-                dnnl::convolution_backward_data::primitive_desc(d, engine,
-                                                                hint)));
+        dnnl::convolution_backward_data::primitive_desc pd(
+            dnnl::convolution_backward_data::desc(
+                dnnl::algorithm::convolution_direct, anyLayout(m.src),
+                anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
+                m.padL, m.padR),
+            engine, hint);
+        const memory::desc chosen[3] = {pd.diff_dst_desc(), pd.weights_desc(),
+                                        pd.diff_src_desc()};
+        blockedOperands(bc, plain, chosen);
+        bc.prim = std::make_unique<dnnl::primitive>(
+            dnnl::convolution_backward_data(pd));
       }
-      prim->execute(stream, {{DNNL_ARG_DIFF_DST,
-                              memory(m.dst, engine, const_cast<float *>(dy))},
-                             {DNNL_ARG_WEIGHTS, memory(m.weights, engine,
-                                                       const_cast<float *>(w))},
-                             {DNNL_ARG_DIFF_SRC, memory(m.src, engine, dx)}});
-      stream.wait();
+      runBlocked(bc, plain, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS,
+                             DNNL_ARG_DIFF_SRC},
+                 const_cast<float *>(dy), const_cast<float *>(w), dx);
     } catch (const dnnl::error &e) {
       return convError("backward data", p, e);
     }
@@ -633,29 +618,32 @@ private:
                                const float *dy, float *dw) {
     try {
       std::lock_guard<std::mutex> lock(mutex);
-      auto &prim = cache[convKey(2, p)];
+      BlockedConv &bc = blocked[convKey(2, p)];
       ConvMemory m = convMemory(p, false);
-      if (!prim) {
+      const memory::desc plain[3] = {m.src, m.dst, m.weights};
+      if (!bc.prim) {
         dnnl::convolution_forward::primitive_desc hint(
-            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                            dnnl::algorithm::convolution_direct,
-                                            m.src, m.weights, m.dst, m.strides,
-                                            m.dilates, m.padL, m.padR),
+            dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_training,
+                dnnl::algorithm::convolution_direct, anyLayout(m.src),
+                anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
+                m.padL, m.padR),
             engine);
-        dnnl::convolution_backward_weights::desc d(
-            dnnl::algorithm::convolution_direct, m.src, m.weights, m.dst,
-            m.strides, m.dilates, m.padL, m.padR);
-        prim = std::make_unique<dnnl::primitive>(
-            dnnl::convolution_backward_weights(
-                dnnl::convolution_backward_weights::primitive_desc(d, engine,
-                                                                   hint)));
+        dnnl::convolution_backward_weights::primitive_desc pd(
+            dnnl::convolution_backward_weights::desc(
+                dnnl::algorithm::convolution_direct, anyLayout(m.src),
+                anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
+                m.padL, m.padR),
+            engine, hint);
+        const memory::desc chosen[3] = {pd.src_desc(), pd.diff_dst_desc(),
+                                        pd.diff_weights_desc()};
+        blockedOperands(bc, plain, chosen);
+        bc.prim = std::make_unique<dnnl::primitive>(
+            dnnl::convolution_backward_weights(pd));
       }
-      prim->execute(
-          stream,
-          {{DNNL_ARG_SRC, memory(m.src, engine, const_cast<float *>(x))},
-           {DNNL_ARG_DIFF_DST, memory(m.dst, engine, const_cast<float *>(dy))},
-           {DNNL_ARG_DIFF_WEIGHTS, memory(m.weights, engine, dw)}});
-      stream.wait();
+      runBlocked(bc, plain, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST,
+                             DNNL_ARG_DIFF_WEIGHTS},
+                 const_cast<float *>(x), const_cast<float *>(dy), dw);
     } catch (const dnnl::error &e) {
       return convError("backward filter", p, e);
     }
@@ -718,10 +706,8 @@ private:
   dnnl::stream stream;
   std::mutex mutex;
   std::map<std::vector<int64_t>, std::unique_ptr<dnnl::primitive>> cache;
-  /// Strided-output convolutions (cache keys) that oneDNN would run with
-  /// another implementation than the dense one: they write a dense
-  /// temporary that is then copied into the slot.
-  std::set<std::vector<int64_t>> denseDst;
+  /// Backward convolutions on oneDNN's preferred layouts, by convKey.
+  std::map<std::vector<int64_t>, BlockedConv> blocked;
   std::string deviceName;
   std::mutex memoryMutex; // guards usage
   MemoryUsage usage;
