@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -130,6 +131,41 @@ int64_t filterCount(const ConvParams &p) {
   return p.k * (p.c / p.group) * p.t * p.r * p.s;
 }
 int64_t outputCount(const ConvParams &p) { return p.n * p.k * p.o * p.p * p.q; }
+
+/// The dims of a convolution's output, [N, K, P, Q] or [N, K, O, P, Q].
+std::vector<int64_t> outputDims(const ConvParams &p) {
+  if (p.spatial == 3)
+    return {p.n, p.k, p.o, p.p, p.q};
+  return {p.n, p.k, p.p, p.q};
+}
+
+/// Copies the dense row-major elements of |dims| at |src| to |dst|, where
+/// they lie |strides| elements apart (ConvParams::y_strides).
+void scatterStrided(const void *src, void *dst, const std::vector<int64_t> &dims,
+                    const std::vector<int64_t> &strides, size_t elemBytes) {
+  const auto *in = static_cast<const uint8_t *>(src);
+  auto *out = static_cast<uint8_t *>(dst);
+  const size_t rank = dims.size();
+  const int64_t inner = dims[rank - 1], innerStride = strides[rank - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    rows *= dims[d];
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t at = 0, rest = row;
+    for (size_t d = rank - 1; d-- > 0;) {
+      at += (rest % dims[d]) * strides[d];
+      rest /= dims[d];
+    }
+    const uint8_t *from = in + size_t(row * inner) * elemBytes;
+    if (innerStride == 1) {
+      std::memcpy(out + size_t(at) * elemBytes, from, size_t(inner) * elemBytes);
+      continue;
+    }
+    for (int64_t i = 0; i < inner; ++i)
+      std::memcpy(out + size_t(at + i * innerStride) * elemBytes,
+                  from + size_t(i) * elemBytes, elemBytes);
+  }
+}
 
 /// What the host device allocates for a request of |bytes|: a multiple of
 /// its 256-byte alignment, at least 256 (0 when that overflows).
@@ -331,10 +367,19 @@ public:
                        fw = widen(w, filterCount(p), p.dtype),
                        fbias = widen(bias, p.k, p.dtype),
                        fy(size_t(outputCount(p)));
-    Status s = convForwardF32(p, fx.data(), fw.data(),
+    ConvParams dense = p;
+    dense.y_strides.clear();
+    Status s = convForwardF32(dense, fx.data(), fw.data(),
                               bias ? fbias.data() : nullptr, fy.data());
-    if (s.ok())
+    if (!s.ok())
+      return s;
+    if (p.y_strides.empty()) {
       narrow(fy, y, p.dtype);
+    } else {
+      std::vector<uint16_t> bits(fy.size());
+      narrow(fy, bits.data(), p.dtype);
+      scatterStrided(bits.data(), y, outputDims(p), p.y_strides, 2);
+    }
     return s;
   }
 
@@ -491,25 +536,60 @@ private:
       bool withBias = p.has_bias && bias;
       ConvParams key = p;
       key.has_bias = withBias;
-      auto &prim = cache[convKey(0, key)];
+      // A strided output (ConvParams::y_strides: a channel slice of a
+      // concatenation's buffer) is oneDNN's dst memory descriptor with the
+      // slot's strides, when oneDNN runs it with the implementation it
+      // chooses for the dense output (so results are bit-identical to the
+      // dense call's); otherwise the dense result is copied into the slot.
+      std::vector<int64_t> k = convKey(0, key);
+      k.insert(k.end(), p.y_strides.begin(), p.y_strides.end());
+      auto &prim = cache[k];
       ConvMemory m = convMemory(p, withBias);
+      const bool strided = !p.y_strides.empty();
+      memory::desc stridedDst;
+      if (strided)
+        stridedDst = memory::desc(outputDims(p), memory::data_type::f32,
+                                  p.y_strides);
+      auto pdOf = [&](const memory::desc &dst) {
+        return dnnl::convolution_forward::primitive_desc(
+            dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_training,
+                dnnl::algorithm::convolution_direct, m.src, m.weights,
+                withBias ? m.bias : memory::desc(), dst, m.strides, m.dilates,
+                m.padL, m.padR),
+            engine);
+      };
       if (!prim) {
-        dnnl::convolution_forward::desc d(
-            dnnl::prop_kind::forward_training,
-            dnnl::algorithm::convolution_direct, m.src, m.weights,
-            withBias ? m.bias : memory::desc(), m.dst, m.strides, m.dilates,
-            m.padL, m.padR);
-        prim = std::make_unique<dnnl::primitive>(dnnl::convolution_forward(
-            dnnl::convolution_forward::primitive_desc(d, engine)));
+        dnnl::convolution_forward::primitive_desc pd = pdOf(m.dst);
+        if (strided) {
+          try {
+            dnnl::convolution_forward::primitive_desc spd = pdOf(stridedDst);
+            if (std::string(spd.impl_info_str()) ==
+                std::string(pd.impl_info_str()))
+              pd = spd;
+            else
+              denseDst.insert(k);
+          } catch (const dnnl::error &) {
+            denseDst.insert(k);
+          }
+        }
+        prim = std::make_unique<dnnl::primitive>(dnnl::convolution_forward(pd));
       }
+      const bool viaDense = strided && denseDst.count(k);
+      std::vector<float> dense(viaDense ? size_t(outputCount(p)) : 0);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, memory(m.src, engine, const_cast<float *>(x))},
           {DNNL_ARG_WEIGHTS, memory(m.weights, engine, const_cast<float *>(w))},
-          {DNNL_ARG_DST, memory(m.dst, engine, y)}};
+          {DNNL_ARG_DST, viaDense  ? memory(m.dst, engine, dense.data())
+                         : strided ? memory(stridedDst, engine, y)
+                                   : memory(m.dst, engine, y)}};
       if (withBias)
         args[DNNL_ARG_BIAS] = memory(m.bias, engine, const_cast<float *>(bias));
       prim->execute(stream, args);
       stream.wait();
+      if (viaDense)
+        scatterStrided(dense.data(), y, outputDims(p), p.y_strides,
+                       sizeof(float));
     } catch (const dnnl::error &e) {
       return convError("forward", p, e);
     }
@@ -708,6 +788,10 @@ private:
   std::map<std::vector<int64_t>, std::unique_ptr<dnnl::primitive>> cache;
   /// Backward convolutions on oneDNN's preferred layouts, by convKey.
   std::map<std::vector<int64_t>, BlockedConv> blocked;
+  /// Strided-output convolutions (cache keys) that oneDNN would run with
+  /// another implementation than the dense one: they write a dense
+  /// temporary that is then copied into the slot.
+  std::set<std::vector<int64_t>> denseDst;
   std::string deviceName;
   std::mutex memoryMutex; // guards usage
   MemoryUsage usage;
