@@ -48,6 +48,14 @@ Fairness, stated:
   compile   wall time of `dlc --train` (the host library compiled by the
             system C++ compiler), kernels and library calls per train_step
             from `dlrt info`.
+  why       where dlrt's median step is above PyTorch's, the table's last
+            column names the (at most two) groups of GROUPS (conv forward,
+            conv backward, gemm, pool forward/backward, optimizer, rest)
+            where dlrt spends the most time more than PyTorch, with their
+            share of dlrt's step and the ratio: dlrt's time per group from
+            its trace of the measured steps, PyTorch's from torch.profiler
+            on one extra step (outermost aten op per group), scaled to its
+            median step.
 Start-up (item 5): wall time of `dlrt train` on the bundled MLP's package for
 1 step (process start, package load, first step) and for 5 steps, medians
 of 5 traced runs (the first step's own time from the trace), and `dlrt --help`
@@ -243,7 +251,77 @@ def torch_child(args):
     model, x, y = build(args.torch_child)
     model.train()
     times, losses = timed_steps(args, spec, model, model, x, y)
-    print(json.dumps({"times": times, "losses": losses, "blas": blas_info(args.threads)}))
+    print(json.dumps({"times": times, "losses": losses, "blas": blas_info(args.threads),
+                      "profile": torch_profile(spec, model, x, y)}))
+
+
+# Where a step's time goes, in groups both sides can name. PyTorch's ops by
+# the names torch.profiler gives them (the outermost op of each group: its
+# total time includes what it calls), dlrt's from its trace (library calls by
+# name, kernels by the op name after `<function>_k<N>_`).
+TORCH_GROUPS = {
+    "conv forward": ("aten::convolution",),
+    "conv backward": ("aten::convolution_backward",),
+    "gemm": ("aten::addmm", "aten::mm", "aten::bmm"),
+    "pool forward": ("aten::max_pool2d_with_indices", "aten::avg_pool2d",
+                     "aten::adaptive_avg_pool2d"),
+    "pool backward": ("aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward",
+                      "aten::_adaptive_avg_pool2d_backward"),
+}
+GROUPS = list(TORCH_GROUPS) + ["optimizer", "rest"]
+
+
+def dlrt_group(cat, name):
+    """The group of one dlrt trace event (category |cat|, name |name|) and
+    its short name (the library call, or the kernel's op name)."""
+    if cat == "library":
+        short = name
+        group = ("conv forward" if name.startswith("conv2d_forward") else
+                 "conv backward" if name.startswith("conv2d_backward") else
+                 "gemm" if name.startswith("gemm") else "rest")
+        return group, short
+    short = re.sub(r"^.*?_k\d+_", "", name)
+    if "pool" in short:
+        group = "pool backward" if "grad" in short else "pool forward"
+    elif "update" in short:
+        group = "optimizer"
+    else:
+        group = "rest"
+    return group, short
+
+
+def torch_profile(spec, model, x, y):
+    """One more training step of |model| under torch.profiler: seconds per
+    group of TORCH_GROUPS, "optimizer" (Optimizer.step), "step" (the
+    profiled step's wall time) and "rest" (step minus the groups)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    opt = make_optimizer(spec, model.parameters())
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t = time.perf_counter()
+        opt.zero_grad()
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 y.reshape(-1))
+        loss.backward()
+        opt.step()
+        loss.item()
+        wall = time.perf_counter() - t
+    totals = {e.key: e.cpu_time_total * 1e-6 for e in prof.key_averages()}
+    out = {g: sum(totals.get(k, 0.0) for k in keys) for g, keys in TORCH_GROUPS.items()}
+    out["optimizer"] = sum(v for k, v in totals.items() if k.startswith("Optimizer.step"))
+    out["step"] = wall
+    out["rest"] = max(0.0, wall - sum(out[g] for g in GROUPS if g != "rest"))
+    return out
+
+
+def make_optimizer(spec, params):
+    import torch
+    if spec["opt"] == "adam":
+        return torch.optim.Adam(params, lr=spec["lr"])
+    if spec["opt"] == "adamw":
+        return torch.optim.AdamW(params, lr=spec["lr"])
+    return torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0))
 
 
 def timed_steps(args, spec, model, step_model, x, y):
@@ -252,13 +330,7 @@ def timed_steps(args, spec, model, step_model, x, y):
     (the model itself, or torch.compile of it): zero_grad, forward,
     cross-entropy, backward, step and loss.item() each."""
     import torch
-    params = model.parameters()
-    if spec["opt"] == "adam":
-        opt = torch.optim.Adam(params, lr=spec["lr"])
-    elif spec["opt"] == "adamw":
-        opt = torch.optim.AdamW(params, lr=spec["lr"])
-    else:
-        opt = torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0))
+    opt = make_optimizer(spec, model.parameters())
     times, losses = [], []
     for _ in range(args.warmup + args.steps):
         t = time.perf_counter()
@@ -421,6 +493,20 @@ def run_dlrt(args, pkg, batch, steps, w, name):
     lo = starts[-1]
     per_step = {c: sum(1 for e in events if e["cat"] == c and e["ts"] >= lo)
                 for c in ("kernel", "library")}
+    # Where the measured steps' time goes: seconds per step of each group
+    # and of each library call / kernel op name, from the events inside them.
+    first = starts[args.warmup] if len(starts) > args.warmup else starts[0]
+    measured = len(starts) - starts.index(first)
+    groups, names = {g: 0.0 for g in GROUPS}, {}
+    for e in events:
+        if e["cat"] in ("kernel", "library") and e["ts"] >= first:
+            g, short = dlrt_group(e["cat"], e["name"])
+            groups[g] += e["dur"] * 1e-6 / measured
+            key = (g, short)
+            names[key] = names.get(key, 0.0) + e["dur"] * 1e-6 / measured
+    per_step["groups"] = groups
+    per_step["top"] = [[g, n, t] for (g, n), t in
+                       sorted(names.items(), key=lambda kv: -kv[1])[:12]]
     with open(log) as f:
         loss1 = json.loads(f.readline())["loss"]
     return intervals, loss1, per_step
@@ -680,6 +766,38 @@ def first_error(e):
     return (named[0] if named else lines[-1] if lines else "failed")[:300]
 
 
+def slower_because(r):
+    """For a row where dlrt's median step is above PyTorch's: the groups of
+    GROUPS where dlrt spends the most time more than PyTorch does, each as
+    'share of dlrt's step, dlrt / PyTorch', with the largest library call or
+    kernel op of the group; from this run's dlrt trace and PyTorch profile.
+    None where dlrt is not slower or a side was not measured."""
+    prof, tr = r.get("torch_profile"), r.get("traced") or {}
+    if "dlrt_s" not in r or "torch_s" not in r or not prof or "groups" not in tr:
+        return None
+    if r["dlrt_s"] <= r["torch_s"]:
+        return None
+    ours = dict(tr["groups"])
+    # dlrt's rest: kernels outside the groups and the time between calls.
+    ours["rest"] = max(0.0, r["dlrt_s"] - sum(v for g, v in ours.items() if g != "rest"))
+    # PyTorch's profiled step runs slower than its timed ones (the profiler's
+    # own cost): its groups are scaled to its median step.
+    scale = r["torch_s"] / prof["step"] if prof.get("step") else 1.0
+    theirs = {g: prof.get(g, 0.0) * scale for g in GROUPS}
+    excess = sorted(GROUPS, key=lambda g: -(ours[g] - theirs[g]))
+    parts = []
+    for g in excess[:2]:
+        if ours[g] - theirs[g] <= 0.02 * r["dlrt_s"] and parts:
+            break
+        top = [n for gg, n, _ in tr["top"] if gg == g]
+        ratio = (f"{ours[g] / theirs[g]:.1f}x PyTorch's" if theirs[g] > 0
+                 else "PyTorch: none")
+        parts.append(f"{g}{' (' + ', '.join(top[:3]) + ')' if top else ''} "
+                     f"{ours[g] / r['dlrt_s']:.0%} of the step, {fmt_ms(ours[g])} ms, "
+                     f"{ratio} ({fmt_ms(theirs[g])} ms)")
+    return "; ".join(parts)
+
+
 def fmt_ms(s):
     if s is None:
         return "-"
@@ -847,6 +965,7 @@ def main():
             row["torch_steps_s"] = ref["times"][args.warmup:]
             row["torch_s"] = statistics.median(row["torch_steps_s"])
             row["torch_loss1"] = ref["losses"][0]
+            row["torch_profile"] = ref.get("profile")
         except Exception as e:
             row["torch_error"] = first_error(e)
             failed = True
@@ -881,9 +1000,15 @@ def main():
           "ratio of the medians (of the minima); kernels and library calls per "
           "train_step (dlrt info); loss1: first-step losses, relative difference; load avg: "
           "1-minute load average before the model")
+    print("slower because: where dlrt's median step is above PyTorch's, the (at most two) "
+          "groups where dlrt spends the most time more than PyTorch: dlrt's time per step "
+          "from its trace (its largest calls/kernels in parentheses), PyTorch's from "
+          "torch.profiler on one more step, scaled to its median step; groups: "
+          + ", ".join(GROUPS) + " (rest: other kernels and ops, and the time between them)")
     print("| model | batch | optimizer | dlc compile s cold (warm) | kernels | library calls "
-          "| dlrt ms | PyTorch ms | dlrt / PyTorch | loss1 rel diff | load avg |")
-    print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+          "| dlrt ms | PyTorch ms | dlrt / PyTorch | loss1 rel diff | load avg "
+          "| slower because |")
+    print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
         ratio = (f"{r['dlrt_s'] / r['torch_s']:.2f}x ("
                  f"{min(r['dlrt_steps_s']) / min(r['torch_steps_s']):.2f}x)"
@@ -897,7 +1022,7 @@ def main():
         comp = f"{r['compile_s']:.1f} ({r['compile_warm_s']:.1f})" if "compile_s" in r else "-"
         print(f"| {r['model']} | {r['batch']} | {r['optimizer']} | {comp} "
               f"| {r.get('kernels', '-')} | {r.get('library', '-')} | {dl} | {tr} | {ratio} "
-              f"| {rel} | {r['load']:.2f} |")
+              f"| {rel} | {r['load']:.2f} | {slower_because(r) or '-'} |")
 
     if args.peers:
         print_peers(args, rows, peer_python, peer_info)
