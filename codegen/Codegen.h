@@ -166,6 +166,14 @@ compileCubins(mlir::Location loc, llvm::ArrayRef<KernelSource> kernels,
               llvm::ArrayRef<std::string> archs, CompileCache *cache,
               unsigned jobs, CacheReport *report = nullptr);
 
+/// The identity of the host C++ compiler |compiler| (looked up on PATH when
+/// not absolute) for cache keys: its resolved path, size, modification time
+/// and `--version` output; "" when it is not found.
+std::string hostCompilerIdentity(const std::string &compiler);
+
+/// NVRTC's version ("nvrtc 12.4"), "" when it does not say.
+std::string nvrtcVersionString();
+
 /// The number of parallel compile jobs for |jobs| (0: the machine's cores,
 /// at least 1).
 unsigned compileJobs(unsigned jobs);

@@ -139,6 +139,24 @@ void addReport(CacheReport *report, unsigned hits, unsigned misses,
 }
 } // namespace
 
+std::string hostCompilerIdentity(const std::string &compiler) {
+  std::string program = compiler;
+  if (!llvm::sys::path::is_absolute(compiler)) {
+    auto found = llvm::sys::findProgramByName(compiler);
+    if (!found)
+      return "";
+    program = *found;
+  }
+  return compilerIdentity(program);
+}
+
+std::string nvrtcVersionString() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+    return "";
+  return "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
+}
+
 unsigned compileJobs(unsigned jobs) {
   return jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
 }
@@ -510,10 +528,7 @@ compileCubins(Location loc, ArrayRef<KernelSource> kernels,
     cache = &none;
   const unsigned hits0 = cache->hits, misses0 = cache->misses,
                  corrupt0 = cache->corrupt;
-  std::string version;
-  if (int major = 0, minor = 0;
-      nvrtcVersion(&major, &minor) == NVRTC_SUCCESS)
-    version = "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
+  std::string version = nvrtcVersionString();
   size_t n = kernels.size();
   std::vector<std::vector<std::vector<uint8_t>>> cubins(
       archs.size(), std::vector<std::vector<uint8_t>>(n));

@@ -48,21 +48,22 @@ std::string CompileCache::entryPath(StringRef kind, StringRef key) const {
   return std::string(path);
 }
 
-std::optional<std::vector<uint8_t>> CompileCache::lookup(StringRef kind,
-                                                         StringRef key) {
-  if (!enabled())
-    return std::nullopt;
-  auto buf = MemoryBuffer::getFile(entryPath(kind, key), /*IsText=*/false,
+/// The entry of |kind| and |key| mapped, with its payload checked (header,
+/// size, digest), or null; counts a miss (and a corrupt entry) when null.
+static std::unique_ptr<MemoryBuffer>
+mapEntry(const std::string &path, std::atomic<unsigned> &misses,
+         std::atomic<unsigned> &corrupt, ArrayRef<uint8_t> &payload) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
                                    /*RequiresNullTerminator=*/false);
   if (!buf) {
     ++misses;
-    return std::nullopt;
+    return nullptr;
   }
   StringRef bytes = (*buf)->getBuffer();
-  auto bad = [&]() -> std::optional<std::vector<uint8_t>> {
+  auto bad = [&]() -> std::unique_ptr<MemoryBuffer> {
     ++corrupt;
     ++misses;
-    return std::nullopt;
+    return nullptr;
   };
   if (bytes.size() < kHeaderBytes ||
       std::memcmp(bytes.data(), kMagic, kMagicBytes) != 0)
@@ -72,14 +73,72 @@ std::optional<std::vector<uint8_t>> CompileCache::lookup(StringRef kind,
     size |= uint64_t(uint8_t(bytes[kMagicBytes + i])) << (8 * i);
   if (size != bytes.size() - kHeaderBytes)
     return bad();
-  ArrayRef<uint8_t> payload(
+  payload = ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(bytes.data()) + kHeaderBytes, size);
   auto expected = digest(payload);
   if (std::memcmp(expected.data(), bytes.data() + kMagicBytes + 8,
                   kDigestBytes) != 0)
     return bad();
+  return std::move(*buf);
+}
+
+std::optional<std::vector<uint8_t>> CompileCache::lookup(StringRef kind,
+                                                         StringRef key) {
+  if (!enabled())
+    return std::nullopt;
+  ArrayRef<uint8_t> payload;
+  auto buf = mapEntry(entryPath(kind, key), misses, corrupt, payload);
+  if (!buf)
+    return std::nullopt;
   ++hits;
   return std::vector<uint8_t>(payload.begin(), payload.end());
+}
+
+bool CompileCache::lookupToFile(StringRef kind, StringRef key,
+                                StringRef path) {
+  if (!enabled())
+    return false;
+  ArrayRef<uint8_t> payload;
+  auto buf = mapEntry(entryPath(kind, key), misses, corrupt, payload);
+  if (!buf)
+    return false;
+  SmallString<256> model(path);
+  model += ".tmp-%%%%%%%%";
+  int fd = -1;
+  SmallString<256> temp;
+  if (sys::fs::createUniqueFile(model, fd, temp)) {
+    ++misses;
+    return false;
+  }
+  bool ok;
+  {
+    raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(reinterpret_cast<const char *>(payload.data()), payload.size());
+    os.close();
+    ok = !os.has_error();
+    if (!ok)
+      os.clear_error();
+  }
+  if (!ok || sys::fs::rename(temp, path)) {
+    sys::fs::remove(temp);
+    ++misses;
+    return false;
+  }
+  ++hits;
+  return true;
+}
+
+void CompileCache::storeFile(StringRef kind, StringRef key, StringRef path) {
+  if (!enabled())
+    return;
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return;
+  StringRef bytes = (*buf)->getBuffer();
+  store(kind, key,
+        ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()),
+                          bytes.size()));
 }
 
 void CompileCache::store(StringRef kind, StringRef key,

@@ -49,6 +49,18 @@ public:
   void store(llvm::StringRef kind, llvm::StringRef key,
              llvm::ArrayRef<uint8_t> data);
 
+  /// Writes the payload of the entry of |kind| and |key| to |path|
+  /// atomically (a temporary file beside it, renamed into place) and
+  /// returns true; false (nothing written) when there is no such entry or it
+  /// is corrupt, or |path| cannot be written. Counts a hit or miss. For large
+  /// entries (whole packages): the payload is mapped, not read into memory.
+  bool lookupToFile(llvm::StringRef kind, llvm::StringRef key,
+                    llvm::StringRef path);
+  /// Stores the bytes of the file at |path| as the entry of |kind| and |key|
+  /// (mapped, not read into memory); does nothing when it cannot be read.
+  void storeFile(llvm::StringRef kind, llvm::StringRef key,
+                 llvm::StringRef path);
+
   /// The folder dlc uses when no --cache-dir is given: $DLC_CACHE_DIR when
   /// set and not empty, else $XDG_CACHE_HOME/dlc, else $HOME/.cache/dlc;
   /// "" (no cache) when $DLC_NO_CACHE is set to anything but "" or "0", or

@@ -2,6 +2,8 @@
 // Parses dlc's flags into dlc::CompileOptions and runs the compiler library
 // (compiler/Driver): import, the pipeline, codegen, the package. Every
 // default comes from CompileOptions or TrainingOptions.
+#include "codegen/Codegen.h"
+#include "codegen/CompileCache.h"
 #include "compiler/Driver/Driver.h"
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Pipeline/MemoryBudget.h"
@@ -13,9 +15,12 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -356,6 +361,55 @@ static cl::opt<bool>
                        "Exit status 0 when everything is supported"),
               cl::cat(dlcCategory));
 
+/// The key of this compile in the package cache (docs/dlc.md, "Compile
+/// time"): a package compiled before from the same input bytes and path,
+/// arguments, dlc executable and host/NVRTC toolchain is copied from the
+/// cache instead of compiled again, as ccache's direct mode reuses objects.
+/// "" where the cache does not apply: no cache, output other than a package
+/// file, --stats or --simulate (they print what a compile finds), or
+/// options that read further files.
+static std::string packageCacheKey(int argc, char **argv,
+                                   const dlc::codegen::CompileCache &cache,
+                                   bool stats) {
+  if (!cache.enabled() || emitKind != EmitKind::Package || stats ||
+      simulate || deviceModel != defaults.deviceModel || !stageTimes.empty() ||
+      !simulateTrace.empty() || outputPath.empty() || outputPath == "-")
+    return "";
+  auto input = llvm::MemoryBuffer::getFile(inputPath, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&packageCacheKey));
+  llvm::sys::fs::file_status st;
+  if (!input || self.empty() || llvm::sys::fs::status(self, st))
+    return "";
+  std::vector<std::string> parts = {
+      "package",
+      self + " " + std::to_string(st.getSize()) + " " +
+          std::to_string(
+              st.getLastModificationTime().time_since_epoch().count()) +
+          " MLIR " LLVM_VERSION_STRING,
+      dlc::codegen::hostCompilerIdentity(hostCompiler),
+      targets.empty() ? std::string() : dlc::codegen::nvrtcVersionString(),
+      "jobs " + std::to_string(dlc::codegen::compileJobs(jobs))};
+  // Every argument but those that cannot change the package's bytes.
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef a = argv[i];
+    if (a == "-o" || a == "--o" || a == "-cache-dir" || a == "--cache-dir") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-o=") || a.starts_with("--o=") ||
+        a.starts_with("-cache-dir=") || a.starts_with("--cache-dir=") ||
+        a == "-time-phases" || a == "--time-phases" || a == "-quiet" ||
+        a == "--quiet")
+      continue;
+    parts.push_back(a.str());
+  }
+  std::vector<llvm::StringRef> refs(parts.begin(), parts.end());
+  refs.push_back((*input)->getBuffer());
+  return dlc::codegen::contentKey(refs);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   mlir::registerMLIRContextCLOptions();
@@ -466,5 +520,41 @@ int main(int argc, char **argv) {
     mlir::FailureOr<bool> supported = dlc::checkModel(options, llvm::outs());
     return succeeded(supported) && *supported ? 0 : 1;
   }
-  return failed(dlc::compileModel(options)) ? 1 : 0;
+
+  // The package cache: the same compile as before is a copy.
+  auto start = std::chrono::steady_clock::now();
+  dlc::codegen::CompileCache cache(
+      noCache ? std::string()
+      : !cacheDir.empty() ? std::string(cacheDir)
+                          : dlc::codegen::CompileCache::defaultDir());
+  std::string packageKey = packageCacheKey(argc, argv, cache, stats);
+  if (!packageKey.empty() &&
+      cache.lookupToFile("package", packageKey, outputPath)) {
+    // As writePackage leaves a package: readable by all.
+    llvm::sys::fs::setPermissions(outputPath, llvm::sys::fs::all_read |
+                                                  llvm::sys::fs::owner_write);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (timePhases)
+      llvm::errs() << "dlc: phase times (wall seconds):\n"
+                   << "  " << llvm::left_justify("package cache", 22)
+                   << llvm::format("%8.3f", seconds) << "\n"
+                   << "  " << llvm::left_justify("total", 22)
+                   << llvm::format("%8.3f", seconds) << "\n"
+                   << "dlc: cache: 1 hits, 0 misses (0 corrupt, recompiled) "
+                      "in "
+                   << cache.dir() << " (the whole package)\n";
+    if (!quiet)
+      llvm::errs() << "dlc: " << llvm::format("[%6.2fs] ", seconds)
+                   << "wrote " << outputPath
+                   << " (the same compile as before: copied from the package "
+                      "cache)\n";
+    return 0;
+  }
+  if (failed(dlc::compileModel(options)))
+    return 1;
+  if (!packageKey.empty())
+    cache.storeFile("package", packageKey, outputPath);
+  return 0;
 }
