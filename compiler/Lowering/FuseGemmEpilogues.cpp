@@ -217,9 +217,13 @@ LogicalResult fuseRelu(x::KernelOp relu) {
 /// without C whose result (or a reshape view of it with last dim N) X is
 /// and that nothing else reads: the call takes the bias as its C row
 /// (beta 1; cuBLASLt's BIAS / RELU_BIAS) and writes Y (through a reshape to
-/// [M, N] when Y has another shape). Matmul lowering adds a layer's bias in
-/// such a kernel (ONNX MatMul + Add, e.g. a transformer's feed-forward
-/// layers); only when nothing between the two touches Y or writes the bias.
+/// [M, N] when Y has another shape). Under mixed precision the kernel is
+/// Y = truncf(extf(X) + bias) with 16-bit X, Y and an f32 bias: the call
+/// then adds the f32 bias to its f32 sum and rounds once (f32_bias, one
+/// rounding instead of the gemm's and the kernel's). Matmul lowering adds a
+/// layer's bias in such a kernel (ONNX MatMul + Add, e.g. a transformer's
+/// feed-forward layers); only when nothing between the two touches Y or writes
+/// the bias.
 LogicalResult fuseBiasKernel(x::KernelOp k) {
   if (k.getInputs().size() != 2 || k.getOutputs().size() != 1 ||
       !isAllParallel(k) || k.getInit())
@@ -247,38 +251,65 @@ LogicalResult fuseBiasKernel(x::KernelOp k) {
   auto biasType = cast<MemRefType>(bias.getType());
   AffineMap biasMap = cast<AffineMapAttr>(maps[bi]).getValue();
   int64_t n = outType.getShape().back();
+  Type outElem = outType.getElementType();
+  // Mixed precision: a 16-bit X and Y with an f32 bias, added in f32 and
+  // rounded once (GemmParams::f32_bias).
+  const bool f32Bias = biasType.getElementType().isF32() &&
+                       (outElem.isF16() || outElem.isBF16());
   if (biasType.getRank() != 1 || biasType.getDimSize(0) != n ||
-      biasType.getElementType() != outType.getElementType() ||
+      (biasType.getElementType() != outElem && !f32Bias) ||
       biasMap.getNumResults() != 1 ||
       biasMap.getResult(0) != getAffineDimExpr(r - 1, k.getContext()))
     return failure();
-  // Body: addf(x, bias), optionally then maximumf(., +0.0).
+  // Body: addf(x, bias), optionally then maximumf(., +0.0); with an f32 bias
+  // truncf(addf(extf(x), bias)), the maximumf before or after the truncf
+  // (round to nearest even is monotone and keeps signs, so both orders give
+  // round(max(v, 0))).
   Block &body = k.getBody().front();
-  Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
+  Value v = body.getTerminator()->getOperand(0);
   bool relu = false;
-  arith::AddFOp add;
-  if (auto max = dyn_cast_or_null<arith::MaximumFOp>(yielded)) {
+  auto stripRelu = [&] {
+    auto max = v.getDefiningOp<arith::MaximumFOp>();
+    if (relu || !max)
+      return true;
     Value lhs = max.getLhs(), rhs = max.getRhs();
-    if (!lhs.getDefiningOp<arith::AddFOp>())
-      std::swap(lhs, rhs);
     FloatAttr zero;
-    add = lhs.getDefiningOp<arith::AddFOp>();
-    if (!add || !matchPattern(rhs, m_Constant(&zero)) ||
-        !zero.getValue().isPosZero())
-      return failure();
+    if (!matchPattern(rhs, m_Constant(&zero)))
+      std::swap(lhs, rhs);
+    if (!matchPattern(rhs, m_Constant(&zero)) || !zero.getValue().isPosZero())
+      return false;
     relu = true;
-  } else {
-    add = dyn_cast_or_null<arith::AddFOp>(yielded);
+    v = lhs;
+    return true;
+  };
+  if (!stripRelu())
+    return failure();
+  if (f32Bias) {
+    auto trunc = v.getDefiningOp<arith::TruncFOp>();
+    if (!trunc || !trunc.getIn().getType().isF32())
+      return failure();
+    v = trunc.getIn();
+    if (!stripRelu())
+      return failure();
   }
-  if (!add || add->getBlock() != &body ||
-      !((isArg(add.getLhs(), k, xi) && isArg(add.getRhs(), k, bi)) ||
-        (isArg(add.getLhs(), k, bi) && isArg(add.getRhs(), k, xi))))
+  auto add = v.getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != &body)
+    return failure();
+  // X's operand of the add: the argument, or its extf to f32.
+  auto isX = [&](Value operand) {
+    if (!f32Bias)
+      return isArg(operand, k, xi);
+    auto ext = operand.getDefiningOp<arith::ExtFOp>();
+    return ext && isArg(ext.getIn(), k, xi);
+  };
+  if (!((isX(add.getLhs()) && isArg(add.getRhs(), k, bi)) ||
+        (isArg(add.getLhs(), k, bi) && isX(add.getRhs()))))
     return failure();
   unsigned ops = 0;
   for (Operation &o : body.without_terminator())
     if (!isa<arith::ConstantOp>(o))
       ++ops;
-  if (ops != (relu ? 2u : 1u))
+  if (ops != (relu ? 2u : 1u) + (f32Bias ? 2u : 0u))
     return failure();
   // X is the gemm's result, or one reshape of it, read by nothing else.
   Value y2d = xv;

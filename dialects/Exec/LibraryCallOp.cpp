@@ -56,6 +56,18 @@ Value reluMaskOperand(LibraryCallOp op) {
   return nullptr;
 }
 
+/// The f32 bias row C of an f16/bf16 gemm (GemmParams::f32_bias), or null:
+/// a third input that is not the ReLU bit-mask, f32 while A is 16-bit.
+Value f32BiasOperand(LibraryCallOp op) {
+  auto ins = op.getInputs();
+  if (op.getCallee() != "gemm" || ins.size() != 3 ||
+      ins[2] == reluMaskOperand(op))
+    return nullptr;
+  Type a = elementType(ins[0]);
+  return (a.isF16() || a.isBF16()) && elementType(ins[2]).isF32() ? ins[2]
+                                                                  : nullptr;
+}
+
 FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
   auto ins = op.getInputs();
   Value out = op.getOutputs()[0];
@@ -137,6 +149,13 @@ FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
       return op.emitOpError() << "gemm epilogue \"relu_aux\" adds C as a "
                                  "bias row ([N] or [1, N]), got "
                               << c.getType();
+    g.f32_bias = c == f32BiasOperand(op);
+    if (g.f32_bias &&
+        (!g.c_is_row_vector || *beta != 1.0f || writesReluMask(g.epilogue)))
+      return op.emitOpError() << "an f32 C of an f16/bf16 gemm is a bias row "
+                                 "([N] or [1, N]) with beta 1 (not with "
+                                 "relu_aux), got "
+                              << c.getType() << " with beta " << *beta;
   }
   g.m = m, g.n = n, g.k = k;
   g.trans_a = *ta != 0, g.trans_b = *tb != 0, g.has_c = hasC;
@@ -321,8 +340,9 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
                                       : "f32, f16 and bf16")
                          << ", got " << elem;
   Value mask = reluMaskOperand(*this); // i32, checked by gemmParams
+  Value f32Bias = f32BiasOperand(*this); // checked by gemmParams
   for (auto [i, v] : llvm::enumerate(getOperands()))
-    if (v != mask && elementType(v) != elem)
+    if (v != mask && v != f32Bias && elementType(v) != elem)
       return emitOpError() << "operand #" << i << " has element type "
                            << elementType(v) << ", but operand #0 has " << elem
                            << "; all operands share one";

@@ -297,9 +297,18 @@ inline GemmOperandSlots gemmOperandSlots(bool has_c, GemmEpilogue epilogue) {
 /// ElementType). |epilogue| then transforms Y or adds the bias-gradient
 /// output dBias ([M] for BiasGradA, [N] for BiasGradB and DReluBiasGrad) or
 /// the ReLU bit-mask (see GemmEpilogue, gemmOperandSlots).
+///
+/// |f32_bias| (f16/bf16 only, with a bias row: has_c, c_is_row_vector, beta
+/// 1): C is f32, not |dtype| (cuBLASLt's BIAS epilogue with
+/// CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUDA_R_32F). Y = round(alpha * op(A)
+/// op(B) + C) (then max(., 0) for the relu epilogues, before the rounding):
+/// the products accumulate in f32, the f32 bias is added in f32 and each Y
+/// element is rounded once. Not stored in the package: the loader derives it
+/// from C's buffer type.
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;
+  bool f32_bias = false;
   float alpha = 1.0f, beta = 0.0f;
   ElementType dtype = ElementType::F32;
   GemmEpilogue epilogue = GemmEpilogue::None;

@@ -166,6 +166,12 @@ struct Matmul {
   /// gradient it writes (BGRADA, BGRADB). With |epilogue| DEFAULT, a bias
   /// means BIAS.
   const void *bias = nullptr;
+  /// The bias vector is f32 while |type| is 16-bit
+  /// (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUDA_R_32F; GemmParams::f32_bias).
+  bool f32Bias = false;
+  /// C and D are f32 while A and B have the 16-bit |type| (a CUBLAS_COMPUTE_32F
+  /// combination of cuBLAS's type table).
+  bool f32Output = false;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   /// The ReLU bit-mask that RELU_AUX(_BIAS) writes and DRELU(_BGRAD) reads
   /// (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER): one bit per element of D,
@@ -341,6 +347,13 @@ private:
   /// layout: LibraryCalls.h GemmEpilogue) and dBias as a product with ones.
   Status gemmWithReluMask(const GemmParams &p, const void *a, const void *b,
                           const void *c, void *y, void *biasGrad, void *mask);
+  /// gemm() of f16/bf16 operands with an f32 bias row (f32_bias): cuBLASLt's
+  /// BIAS / RELU_BIAS with BIAS_DATA_TYPE CUDA_R_32F when the heuristic has
+  /// an algorithm, else T[M, N] = the f32 bias broadcast (an f32 rank-1
+  /// product), T += op(A) op(B) (f32 C and D), and Y = round(T) (after the
+  /// ReLU) by a kernel of its own: either way the one rounding is Y's.
+  Status gemmWithF32Bias(const GemmParams &p, const void *a, const void *b,
+                         const void *c, void *y);
   /// The mask kernel of gemmWithReluMask's fallback (NVRTC-compiled on
   /// first use): |write|: the bit of each element of the [M, N] result |y|
   /// that is > 0 (bits past N cleared), else y = +0 where the bit is clear.
@@ -426,6 +439,8 @@ private:
   std::unique_ptr<CudaKernel> reluKernel_; // reluInPlace's, once compiled
   // reluMaskKernel's two kernels (write the mask, apply it), once compiled.
   std::unique_ptr<CudaKernel> maskKernels_[2];
+  // gemmWithF32Bias's rounding kernel (f16, bf16), once compiled.
+  std::unique_ptr<CudaKernel> roundKernels_[2];
 };
 
 Status CudaDevice::check(CUresult result, const char *call) const {
@@ -962,6 +977,13 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
         lt.cublasLtMatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    if (mm.f32Bias) {
+      const int32_t biasType = CUDA_R_32F;
+      DLRT_TRY(checkLt(lt.cublasLtMatmulDescSetAttribute(
+                           desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                           sizeof biasType),
+                       "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
+    }
   }
   if (mm.aux) {
     void *aux = mm.aux;
@@ -987,8 +1009,9 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
   DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutB, mm.type, mm.rowsB,
                                                  mm.colsB, int64_t(mm.rowsB)),
                    "cublasLtMatrixLayoutCreate"));
-  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(&layoutC, mm.type, mm.m, mm.n,
-                                                 int64_t(mm.m)),
+  DLRT_TRY(checkLt(lt.cublasLtMatrixLayoutCreate(
+                       &layoutC, mm.f32Output ? CUDA_R_32F : mm.type, mm.m,
+                       mm.n, int64_t(mm.m)),
                    "cublasLtMatrixLayoutCreate"));
   if (mm.batch > 1) {
     const std::pair<cublasLtMatrixLayout_t, int64_t> batched[] = {
@@ -1042,7 +1065,7 @@ Status CudaDevice::matmul(const Matmul &mm, size_t offset) {
   if (mm.batch > 1)
     key.insert(key.end(), {mm.batch, mm.strideA, mm.strideB, mm.strideD});
   if (mm.type != CUDA_R_32F)
-    key.push_back(int64_t(mm.type));
+    key.insert(key.end(), {int64_t(mm.type), mm.f32Bias, mm.f32Output});
   key.push_back(int64_t(maxWorkspace));
   cublasLtMatmulHeuristicResult_t heuristic;
   std::memset(&heuristic, 0, sizeof heuristic);
@@ -1108,6 +1131,8 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
                            "gemm: the bias-gradient epilogue has no dBias");
     return gemmWithBiasGradient(p, a, b, c, y, biasGrad);
   }
+  if (p.f32_bias)
+    return gemmWithF32Bias(p, a, b, c, y);
   const bool relu = p.epilogue == dlc::exec::GemmEpilogue::Relu;
   DLRT_TRY(makeCurrent());
   const uint64_t M = uint64_t(p.m), N = uint64_t(p.n), K = uint64_t(p.k);
@@ -1255,6 +1280,125 @@ Status CudaDevice::reluInPlace(void *y, uint64_t count, ElementType type) {
   return check(cu_->cuLaunchKernel(function, unsigned(grid), 1, 1, block, 1,
                                    1, 0, ctx_->stream, params, nullptr),
                "cuLaunchKernel(gemm ReLU)");
+}
+
+namespace {
+
+/// gemmWithF32Bias's fallback rounding: y[i] = round(max?(t[i], 0)) from
+/// f32 to f16 or bf16 (to nearest even, CUDA's conversions); with |relu| a
+/// NaN becomes +0, as cuBLASLt's max(x, 0).
+constexpr const char *kRoundKernelNames[2] = {"dlrt_gemm_round_f16",
+                                              "dlrt_gemm_round_bf16"};
+constexpr const char *kRoundKernelSources[2] = {R"(
+#include <cuda_fp16.h>
+extern "C" __global__ void dlrt_gemm_round_f16(const float *t, __half *y,
+                                               unsigned long long n,
+                                               int relu) {
+  unsigned long long i =
+      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float v = t[i];
+  if (relu && !(v > 0.0f))
+    v = 0.0f;
+  y[i] = __float2half_rn(v);
+}
+)",
+                                                R"(
+#include <cuda_bf16.h>
+extern "C" __global__ void dlrt_gemm_round_bf16(const float *t,
+                                                __nv_bfloat16 *y,
+                                                unsigned long long n,
+                                                int relu) {
+  unsigned long long i =
+      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float v = t[i];
+  if (relu && !(v > 0.0f))
+    v = 0.0f;
+  y[i] = __float2bfloat16_rn(v);
+}
+)"};
+
+} // namespace
+
+Status CudaDevice::gemmWithF32Bias(const GemmParams &p, const void *a,
+                                   const void *b, const void *c, void *y) {
+  const bool relu = p.epilogue == dlc::exec::GemmEpilogue::Relu;
+  const uint64_t M = uint64_t(p.m), N = uint64_t(p.n);
+  DLRT_TRY(makeCurrent());
+  Matmul mm = rowMajorMatmul(p, a, b, y);
+  mm.bias = c;
+  mm.f32Bias = true;
+  mm.epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  if (matmul(mm).ok())
+    return Status::OK();
+  // No epilogue algorithm: T = broadcast(bias) as the f32 rank-1 product
+  // bias[N,1] ones[1,M] (column-major T^T[N,M]), then T += the product.
+  const int which = p.dtype == ElementType::BF16 ? 1 : 0;
+  CUfunction function = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(reluMutex_);
+    if (!roundKernels_[which]) {
+      CompiledKernel compiled;
+      DLRT_TRY(compileKernel(kRoundKernelNames[which],
+                             kRoundKernelSources[which], arch_,
+                             kernelCacheDir(), &compiled));
+      CUmodule module = nullptr;
+      DLRT_TRY(loadModule(kRoundKernelNames[which], compiled.cubin, &module,
+                          &function));
+      roundKernels_[which] = std::make_unique<CudaKernel>(
+          ctx_, module, function, kRoundKernelNames[which], 0, 256);
+    }
+    function = roundKernels_[which]->function;
+  }
+  DeviceBuffer ownT, ownOnes;
+  void *t = nullptr, *ones = nullptr;
+  size_t offset = 0;
+  DLRT_TRY(scratch(M * N * sizeof(float), &offset, &ownT, &t));
+  Status status =
+      onesVector(size_t(M), ElementType::F32, &offset, &ownOnes, &ones);
+  if (status.ok()) {
+    Matmul broadcast;
+    broadcast.m = N;
+    broadcast.n = M;
+    broadcast.k = 1;
+    broadcast.a = c;
+    broadcast.rowsA = N;
+    broadcast.colsA = 1;
+    broadcast.b = ones;
+    broadcast.rowsB = 1;
+    broadcast.colsB = M;
+    broadcast.c = t;
+    broadcast.d = t;
+    status = matmul(broadcast, offset);
+  }
+  if (status.ok()) {
+    Matmul product = rowMajorMatmul(p, a, b, t);
+    product.f32Output = true;
+    product.beta = 1.0f;
+    status = matmul(product, offset);
+  }
+  if (status.ok()) {
+    const unsigned block = 256;
+    const uint64_t count = M * N, grid = (count + block - 1) / block;
+    if (grid > INT_MAX)
+      status = Status::error(DLRT_INTERNAL, "gemm rounding: too many elements");
+    const void *from = t;
+    void *to = y;
+    unsigned long long n = count;
+    int withRelu = relu;
+    void *params[] = {&from, &to, &n, &withRelu};
+    if (status.ok())
+      status =
+          check(cu_->cuLaunchKernel(function, unsigned(grid), 1, 1, block, 1, 1,
+                                    0, ctx_->stream, params, nullptr),
+                "cuLaunchKernel(gemm rounding)");
+  }
+  release(ownOnes); // stream-ordered: freed after the kernels have run
+  release(ownT);
+  return status;
 }
 
 Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,

@@ -333,9 +333,12 @@ public:
       return s;
     const ElementType t = p.dtype;
     std::vector<float> fa = widen(a, p.m * p.k, t), fb = widen(b, p.k * p.n, t);
+    // An f32 bias row (f32_bias) is added as it is: one rounding, of Y.
     std::vector<float> fc =
-        p.has_c ? widen(c, p.c_is_row_vector ? p.n : p.m * p.n, t)
-                : std::vector<float>();
+        p.f32_bias ? std::vector<float>(static_cast<const float *>(c),
+                                        static_cast<const float *>(c) + p.n)
+        : p.has_c  ? widen(c, p.c_is_row_vector ? p.n : p.m * p.n, t)
+                   : std::vector<float>();
     // Without C, a nonzero beta accumulates onto the previous Y.
     std::vector<float> fy = !p.has_c && p.beta != 0.0f
                                 ? widen(y, p.m * p.n, t)

@@ -679,10 +679,16 @@ bool checkGemm(GemmParams &g, const Package &pkg,
   if (!checkOperand(pkg, args[0], product({g.m, g.k}), t, where, "A", c) ||
       !checkOperand(pkg, args[1], product({g.k, g.n}), t, where, "B", c))
     return false;
-  if (g.has_c &&
-      !checkOperand(pkg, args[slot.c],
-                    g.c_is_row_vector ? g.n : product({g.m, g.n}), t, where,
-                    "C", c))
+  g.f32_bias = g.has_c && t != dlc::exec::ElementType::F32 &&
+               pkg.buffers[args[slot.c]].dtype == DLRT_F32;
+  if (g.f32_bias && (!g.c_is_row_vector || g.beta != 1.0f ||
+                     dlc::exec::writesReluMask(g.epilogue)))
+    return c.fail(where + ": an f32 C of an f16/bf16 gemm must be a bias "
+                          "row with beta 1 (not with relu_aux)");
+  if (g.has_c && !checkOperand(pkg, args[slot.c],
+                               g.c_is_row_vector ? g.n : product({g.m, g.n}),
+                               g.f32_bias ? dlc::exec::ElementType::F32 : t,
+                               where, "C", c))
     return false;
   if (slot.biasGrad >= 0 &&
       !checkOperand(pkg, args[slot.biasGrad],

@@ -226,6 +226,82 @@ TEST_P(LowPrecisionCalls, Gemm) {
   }
 }
 
+// A 16-bit gemm with an f32 bias row (GemmParams::f32_bias, cuBLASLt's
+// BIAS / RELU_BIAS with BIAS_DATA_TYPE CUDA_R_32F; FuseGemmEpilogues folds a
+// mixed-precision bias add into it): Y = round(op(A) op(B) + bias) (ReLU
+// before the rounding), the f32 bias not rounded to the 16-bit type. The
+// bias values have f32 bits below the 16-bit mantissa, and the case checks
+// that rounding the product first (the unfused two roundings) would differ
+// somewhere, so a device that rounded twice or narrowed the bias fails.
+TEST_P(LowPrecisionCalls, GemmF32Bias) {
+  using dlc::exec::GemmEpilogue;
+  const int64_t M = 7, N = 33, K = 29;
+  int idx = 0;
+  for (GemmEpilogue epilogue : {GemmEpilogue::None, GemmEpilogue::Relu}) {
+    for (bool transB : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(idx++));
+      Operand a = makeOperand(M * K, 71 + idx, type);
+      Operand b = makeOperand(K * N, 81 + idx, type);
+      std::vector<float> bias = randomVector(N, 91 + idx, 3);
+      GemmParams p;
+      p.m = M, p.n = N, p.k = K;
+      p.trans_b = transB;
+      p.has_c = true, p.c_is_row_vector = true, p.f32_bias = true;
+      p.beta = 1.0f;
+      p.epilogue = epilogue;
+      p.dtype = type;
+      const bool relu = epilogue == GemmEpilogue::Relu;
+
+      Reference ref;
+      ref.terms = K + 1;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = bias[j], mag = std::fabs(bias[j]);
+          for (int64_t k = 0; k < K; ++k) {
+            double t = double(a.wide[i * K + k]) *
+                       b.wide[transB ? j * K + k : k * N + j];
+            acc += t;
+            mag += std::fabs(t);
+          }
+          ref.value.push_back(relu && !(acc > 0) ? 0.0 : acc);
+          ref.magnitude.push_back(mag);
+        }
+
+      // The f32 call on the widened operands with the same f32 bias.
+      std::vector<float> f32(M * N);
+      GemmParams p32 = p;
+      p32.dtype = ElementType::F32;
+      p32.f32_bias = false;
+      Status s = host->gemm(p32, a.wide.data(), b.wide.data(), bias.data(),
+                            f32.data(), nullptr);
+      ASSERT_TRUE(s.ok()) << s.message;
+      // The unfused kernels round the product, then the sum: somewhere
+      // that differs from the one rounding.
+      std::vector<float> product(M * N);
+      GemmParams plain = p32;
+      plain.has_c = false, plain.c_is_row_vector = false, plain.beta = 0.0f;
+      plain.epilogue = GemmEpilogue::None;
+      ASSERT_TRUE(host->gemm(plain, a.wide.data(), b.wide.data(), nullptr,
+                             product.data(), nullptr)
+                      .ok());
+      int differs = 0;
+      for (int64_t i = 0; i < M * N; ++i) {
+        float twice = fromBits(toBits(product[i], type), type) + bias[i % N];
+        if (relu && !(twice > 0))
+          twice = 0;
+        differs += toBits(twice, type) != toBits(f32[i], type);
+      }
+      ASSERT_GT(differs, 0) << "the case cannot tell one rounding from two";
+
+      void *dy = upload(makeOperand(M * N, 99, type).bits);
+      s = device->gemm(p, upload(a.bits), upload(b.bits), upload(bias), dy,
+                       nullptr);
+      ASSERT_TRUE(s.ok()) << s.message;
+      check(download<uint16_t>(dy, M * N), f32, ref, "Y");
+    }
+  }
+}
+
 TEST_P(LowPrecisionCalls, BatchedGemm) {
   // Y[b0, b1] = A[b0, b1] B[b1]: B broadcast over the outer batch dim.
   BatchedGemmParams p;

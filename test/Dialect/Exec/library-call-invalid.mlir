@@ -276,6 +276,28 @@ dlexec.func @bf16_gemm_f32_output {
 
 // -----
 
+// The one f32 operand a bf16 gemm may take is a bias row C with beta 1
+// (GemmParams::f32_bias): not a full C, not a scaled row.
+dlexec.func @bf16_gemm_f32_full_c {
+  %a = dlexec.input "a" : memref<2x2xbf16>
+  %c = dlexec.input "c" : memref<2x2xf32>
+  %y = dlexec.alloc : memref<2x2xbf16>
+  // expected-error @+1 {{an f32 C of an f16/bf16 gemm is a bias row ([N] or [1, N]) with beta 1 (not with relu_aux), got 'memref<2x2xf32>' with beta 1}}
+  dlexec.library_call "gemm" ins(%a, %a, %c : memref<2x2xbf16>, memref<2x2xbf16>, memref<2x2xf32>) outs(%y : memref<2x2xbf16>)
+}
+
+// -----
+
+dlexec.func @bf16_gemm_f32_scaled_row {
+  %a = dlexec.input "a" : memref<2x2xbf16>
+  %c = dlexec.input "c" : memref<2xf32>
+  %y = dlexec.alloc : memref<2x2xbf16>
+  // expected-error @+1 {{an f32 C of an f16/bf16 gemm is a bias row ([N] or [1, N]) with beta 1 (not with relu_aux), got 'memref<2xf32>' with beta 5.000000e-01}}
+  dlexec.library_call "gemm" ins(%a, %a, %c : memref<2x2xbf16>, memref<2x2xbf16>, memref<2xf32>) outs(%y : memref<2x2xbf16>) {beta = 0.5 : f32}
+}
+
+// -----
+
 dlexec.func @conv_f16_filter_bf16 {
   %x = dlexec.input "x" : memref<1x1x3x3xf16>
   %w = dlexec.input "w" : memref<1x1x2x2xbf16>

@@ -410,10 +410,19 @@ cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
   int32_t auxType = d.get<int32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE);
   if (auxType == -1)
     auxType = dd.type;
-  if (usesBias(epilogue) && biasType != dd.type)
+  // cuBLAS docs, cublasLtMatmul's type table: a bias that the epilogue adds
+  // may be CUDA_R_32F with a 16-bit D (added in the f32 compute type before
+  // D is rounded); otherwise, and for a bias gradient, it has D's type.
+  const bool f32BiasOf16BitD =
+      biasType == CUDA_R_32F &&
+      (dd.type == CUDA_R_16F || dd.type == CUDA_R_16BF) &&
+      !writesBias(epilogue);
+  if (usesBias(epilogue) && biasType != dd.type && !f32BiasOf16BitD)
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
                 "bias type " + typeName(biasType) + " with D of " +
-                    typeName(dd.type) + " (must be D's type)");
+                    typeName(dd.type) +
+                    " (must be D's type, or CUDA_R_32F for a 16-bit D's "
+                    "BIAS epilogues)");
   if (usesAux(epilogue) && !isReluAux(epilogue) && auxType != dd.type)
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
                 "aux type " + typeName(auxType) + " with D of " +
