@@ -44,8 +44,16 @@ _ADAM_EPS_REASON = (
     "Adam's step lr*g/(|g|+eps) follows that; measured 6.3e-6 before the "
     "CUDA loss and reductions were split over warps and blocks (issue 14), "
     "2.2e-5 after, when the CUDA path also sums those in another order")
+_CNN_REASON = (
+    "the host's own variation is larger: since its convolution backward runs "
+    "oneDNN's blocked-layout kernels (8c6e2f1), the host device alone, 1 "
+    "thread against 2, differs by up to 1.0e-5 in step 5's gradients and "
+    "1.5e-5 in the checkpoint (0.weight's momentum buffer), against the "
+    "stand-in's 9.0e-6 and 1.3e-5")
 TOLERANCES = {
     ("mlp", "checkpoint"): (5e-5, _ADAM_EPS_REASON),
+    ("cnn", "later gradients"): (5e-5, _CNN_REASON),
+    ("cnn", "checkpoint"): (5e-5, _CNN_REASON),
     ("resnet18", "gradients"): (1e-4, _RESNET_REASON),
     ("resnet18", "later gradients"): (1e-4, _RESNET_REASON),
     ("resnet18", "checkpoint"): (1e-4, _RESNET_REASON),
