@@ -9,8 +9,13 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 
 using namespace llvm;
 
@@ -79,6 +84,8 @@ mapEntry(const std::string &path, std::atomic<unsigned> &misses,
   if (std::memcmp(expected.data(), bytes.data() + kMagicBytes + 8,
                   kDigestBytes) != 0)
     return bad();
+  // A hit is a use: trim() evicts by modification time.
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return std::move(*buf);
 }
 
@@ -176,6 +183,79 @@ void CompileCache::store(StringRef kind, StringRef key,
     return;
   }
   ++stores;
+}
+
+uint64_t CompileCache::trim(uint64_t maxBytes) {
+  if (!enabled() || maxBytes == 0)
+    return 0;
+  struct File {
+    std::string path;
+    uint64_t size;
+    sys::TimePoint<> modified;
+  };
+  std::vector<File> files;
+  uint64_t total = 0;
+  const auto staleTemp =
+      std::chrono::system_clock::now() - std::chrono::hours(1);
+  uint64_t removed = 0;
+  std::error_code ec;
+  for (sys::fs::recursive_directory_iterator it(dir_, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    if (it->type() != sys::fs::file_type::regular_file)
+      continue;
+    auto status = it->status();
+    if (!status)
+      continue;
+    File file{it->path(), status->getSize(),
+              status->getLastModificationTime()};
+    if (StringRef(file.path).contains(".tmp-")) {
+      // A writer's temporary file: in use while young, left by a crash
+      // when old.
+      if (file.modified < staleTemp && !sys::fs::remove(file.path))
+        removed += file.size;
+      continue;
+    }
+    total += file.size;
+    files.push_back(std::move(file));
+  }
+  if (total <= maxBytes)
+    return removed;
+  std::sort(files.begin(), files.end(), [](const File &a, const File &b) {
+    return a.modified < b.modified;
+  });
+  const uint64_t goal = maxBytes / 10 * 9;
+  for (const File &file : files) {
+    if (total <= goal)
+      break;
+    if (sys::fs::remove(file.path))
+      continue;
+    total -= file.size;
+    removed += file.size;
+  }
+  return removed;
+}
+
+uint64_t CompileCache::maxBytesFromEnvironment(std::string *error) {
+  const char *value = std::getenv("DLC_CACHE_MAX_SIZE");
+  if (!value || !*value)
+    return kDefaultMaxBytes;
+  StringRef text(value);
+  unsigned shift = 0;
+  if (text.ends_with("K") || text.ends_with("M") || text.ends_with("G")) {
+    shift = text.back() == 'K' ? 10 : text.back() == 'M' ? 20 : 30;
+    text = text.drop_back();
+  }
+  uint64_t number = 0;
+  if (text.getAsInteger(10, number) ||
+      (shift && (number >> (64 - shift)) != 0)) {
+    if (error)
+      *error = (Twine("DLC_CACHE_MAX_SIZE='") + value +
+                "' is not a size (bytes, or a number with K, M or G); "
+                "using the default 5G")
+                   .str();
+    return kDefaultMaxBytes;
+  }
+  return number << shift;
 }
 
 std::string CompileCache::defaultDir() {

@@ -61,6 +61,22 @@ public:
   void storeFile(llvm::StringRef kind, llvm::StringRef key,
                  llvm::StringRef path);
 
+  /// Evicts least-recently-used entries (oldest modification time first; a
+  /// hit refreshes it) until the folder holds at most 90% of |maxBytes|,
+  /// when it holds more than |maxBytes| — as ccache's size limit does. Also
+  /// removes temporary files a crashed writer left, once they are an hour
+  /// old. |maxBytes| 0: no limit. Best effort: entries that cannot be
+  /// listed or removed are skipped; a reader holding an evicted entry mapped
+  /// keeps its bytes (POSIX unlink). Returns the bytes removed.
+  uint64_t trim(uint64_t maxBytes);
+
+  /// The size limit dlc applies after each compile: $DLC_CACHE_MAX_SIZE
+  /// when set (bytes, or a number with the suffix K, M or G for KiB, MiB,
+  /// GiB; 0: no limit), else kDefaultMaxBytes (5 GiB, ccache's default).
+  /// Sets |*error| (and returns the default) when the variable is malformed.
+  static uint64_t maxBytesFromEnvironment(std::string *error);
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t(5) << 30;
+
   /// The folder dlc uses when no --cache-dir is given: $DLC_CACHE_DIR when
   /// set and not empty, else $XDG_CACHE_HOME/dlc, else $HOME/.cache/dlc;
   /// "" (no cache) when $DLC_NO_CACHE is set to anything but "" or "0", or

@@ -5,9 +5,11 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -174,3 +176,86 @@ TEST(CompileCache, DefaultDirFollowsTheEnvironment) {
 }
 
 } // namespace
+
+/// Sets the modification time of |path| to |secondsAgo| seconds ago.
+static void age(const std::string &path, int secondsAgo) {
+  auto when = std::chrono::system_clock::now() - std::chrono::seconds(secondsAgo);
+  int fd = -1;
+  ASSERT_FALSE(llvm::sys::fs::openFileForWrite(path, fd,
+                                               llvm::sys::fs::CD_OpenExisting,
+                                               llvm::sys::fs::OF_Append));
+  EXPECT_FALSE(llvm::sys::fs::setLastAccessAndModificationTime(
+      fd, llvm::sys::toTimePoint(std::chrono::system_clock::to_time_t(when))));
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+}
+
+TEST(CompileCache, TrimEvictsTheLeastRecentlyUsedEntries) {
+  TempDir dir;
+  CompileCache cache(dir.sub("c"));
+  std::vector<uint8_t> payload(1000, 7);
+  std::string keys[3];
+  for (int i = 0; i < 3; ++i) {
+    keys[i] = contentKey({"entry", std::to_string(i)});
+    cache.store("obj", keys[i], payload);
+  }
+  // Entry 0 is the oldest write, but a hit makes it the most recent use.
+  auto path = [&](int i) {
+    llvm::SmallString<128> p(dir.sub("c"));
+    llvm::sys::path::append(p, "obj", llvm::StringRef(keys[i]).take_front(2),
+                            keys[i]);
+    return std::string(p);
+  };
+  age(path(0), 300);
+  age(path(1), 200);
+  age(path(2), 100);
+  ASSERT_TRUE(cache.lookup("obj", keys[0]).has_value());
+  // A crashed writer's temporary file, two hours old, goes too.
+  std::string temp = path(2) + ".tmp-abcdefgh";
+  std::ofstream(temp) << "partial";
+  age(temp, 7200);
+
+  uint64_t entryBytes = 0;
+  ASSERT_FALSE(llvm::sys::fs::file_size(path(1), entryBytes));
+  EXPECT_EQ(cache.trim(0), 0u) << "0 is no limit";
+  EXPECT_EQ(cache.trim(3 * entryBytes), 7u) << "under the limit: only the "
+                                                "stale temporary file";
+  // Over 2 entries' worth: down to 90% of it, so the two least recently
+  // used entries (1, then 2) go and the one just hit (0) stays.
+  EXPECT_EQ(cache.trim(2 * entryBytes), 2 * entryBytes);
+  EXPECT_TRUE(llvm::sys::fs::exists(path(0)));
+  EXPECT_FALSE(llvm::sys::fs::exists(path(1)));
+  EXPECT_FALSE(llvm::sys::fs::exists(path(2)));
+  EXPECT_TRUE(cache.lookup("obj", keys[0]).has_value());
+}
+
+TEST(CompileCache, MaxSizeFromTheEnvironment) {
+  const char *saved = std::getenv("DLC_CACHE_MAX_SIZE");
+  std::string savedValue = saved ? saved : "";
+  std::string error;
+  unsetenv("DLC_CACHE_MAX_SIZE");
+  EXPECT_EQ(CompileCache::maxBytesFromEnvironment(&error),
+            CompileCache::kDefaultMaxBytes);
+  EXPECT_EQ(CompileCache::kDefaultMaxBytes, uint64_t(5) << 30);
+  setenv("DLC_CACHE_MAX_SIZE", "123", 1);
+  EXPECT_EQ(CompileCache::maxBytesFromEnvironment(&error), 123u);
+  setenv("DLC_CACHE_MAX_SIZE", "64M", 1);
+  EXPECT_EQ(CompileCache::maxBytesFromEnvironment(&error), uint64_t(64) << 20);
+  setenv("DLC_CACHE_MAX_SIZE", "2G", 1);
+  EXPECT_EQ(CompileCache::maxBytesFromEnvironment(&error), uint64_t(2) << 30);
+  setenv("DLC_CACHE_MAX_SIZE", "0", 1);
+  EXPECT_EQ(CompileCache::maxBytesFromEnvironment(&error), 0u);
+  EXPECT_TRUE(error.empty()) << error;
+  setenv("DLC_CACHE_MAX_SIZE", "5 GB", 1);
+  EXPECT_EQ(CompileCache::maxBytesFromEnvironment(&error),
+            CompileCache::kDefaultMaxBytes);
+  EXPECT_EQ(error, "DLC_CACHE_MAX_SIZE='5 GB' is not a size (bytes, or a "
+                   "number with K, M or G); using the default 5G");
+  error.clear();
+  setenv("DLC_CACHE_MAX_SIZE", "99999999999G", 1);
+  CompileCache::maxBytesFromEnvironment(&error);
+  EXPECT_FALSE(error.empty()) << "overflows 64 bits";
+  if (saved)
+    setenv("DLC_CACHE_MAX_SIZE", savedValue.c_str(), 1);
+  else
+    unsetenv("DLC_CACHE_MAX_SIZE");
+}

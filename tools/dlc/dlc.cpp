@@ -332,8 +332,11 @@ static cl::opt<std::string>
 static cl::opt<std::string> cacheDir(
     "cache-dir",
     cl::desc("Folder of the compile cache (compiled host objects and cubins, "
-             "keyed by their source, compiler and flags); default "
-             "$DLC_CACHE_DIR, else $XDG_CACHE_HOME/dlc, else ~/.cache/dlc"),
+             "keyed by their source, compiler and flags, and whole "
+             "packages); default $DLC_CACHE_DIR, else $XDG_CACHE_HOME/dlc, "
+             "else ~/.cache/dlc. After each compile the least recently used "
+             "entries are removed while it holds more than "
+             "$DLC_CACHE_MAX_SIZE (default 5G; 0: no limit)"),
     cl::value_desc("DIR"), cl::cat(dlcCategory));
 static cl::opt<bool> noCache(
     "no-cache",
@@ -556,5 +559,13 @@ int main(int argc, char **argv) {
     return 1;
   if (!packageKey.empty())
     cache.storeFile("package", packageKey, outputPath);
+  // The compile stored its objects (and package) in the cache folder: keep
+  // the folder under its size limit.
+  std::string limitError;
+  uint64_t limit =
+      dlc::codegen::CompileCache::maxBytesFromEnvironment(&limitError);
+  if (!limitError.empty())
+    llvm::errs() << "dlc: warning: " << limitError << "\n";
+  cache.trim(limit);
   return 0;
 }
