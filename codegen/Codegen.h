@@ -86,13 +86,6 @@ emitCudaKernels(mlir::ModuleOp module);
 /// (inputs then outputs). Same semantics as the CUDA kernels.
 mlir::FailureOr<std::string> emitHostSource(mlir::ModuleOp module);
 
-/// The host source of emitHostSource split into at most |units| translation
-/// units (at least one) that compile separately and link into one shared
-/// object: each holds the prelude and a contiguous run of kernels, the runs
-/// balanced by source size.
-mlir::FailureOr<std::vector<std::string>>
-emitHostSources(mlir::ModuleOp module, unsigned units);
-
 /// One translation unit of the host library and the optimization level it is
 /// compiled at.
 struct HostUnit {
@@ -128,7 +121,7 @@ mlir::FailureOr<std::vector<uint8_t>>
 compileHostLibrary(mlir::Location loc, const std::string &source,
                    const std::string &compiler = "c++");
 
-/// Compiles the translation units |units| (emitHostSources) with |compiler|
+/// Compiles the translation units |units| (emitHostUnits) with |compiler|
 /// into objects, up to |jobs| compiler processes at a time (0: one per
 /// core), and links them into one shared object; same flags as above. With
 /// an enabled |cache| the shared object is looked up by a content key of the

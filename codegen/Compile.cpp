@@ -212,11 +212,7 @@ FailureOr<std::vector<HostUnit>> emitHostUnits(ModuleOp module, unsigned units,
   if (failed(kernels))
     return failure();
   // Every unit starts with the same prelude (its helpers are static).
-  std::string prelude = detail::hostPrelude();
-  if (llvm::any_of(*kernels, [](auto &k) { return k.usesF16; }))
-    prelude += detail::halfHelpers(/*bf16=*/false, /*cuda=*/false);
-  if (llvm::any_of(*kernels, [](auto &k) { return k.usesBF16; }))
-    prelude += detail::halfHelpers(/*bf16=*/true, /*cuda=*/false);
+  std::string prelude = detail::hostPrelude(*kernels);
   // Per level: the kernels' code in program order and its estimated cost.
   std::vector<std::string> bodies[2];
   double levelCost[2] = {0, 0};

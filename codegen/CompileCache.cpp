@@ -1,6 +1,8 @@
 //===- CompileCache.cpp - on-disk cache of compiled kernels ---------------===//
 #include "codegen/CompileCache.h"
 
+#include "runtime/formats/Safetensors.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
@@ -109,25 +111,10 @@ bool CompileCache::lookupToFile(StringRef kind, StringRef key,
   auto buf = mapEntry(entryPath(kind, key), misses, corrupt, payload);
   if (!buf)
     return false;
-  SmallString<256> model(path);
-  model += ".tmp-%%%%%%%%";
-  int fd = -1;
-  SmallString<256> temp;
-  if (sys::fs::createUniqueFile(model, fd, temp)) {
-    ++misses;
-    return false;
-  }
-  bool ok;
-  {
-    raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os.write(reinterpret_cast<const char *>(payload.data()), payload.size());
-    os.close();
-    ok = !os.has_error();
-    if (!ok)
-      os.clear_error();
-  }
-  if (!ok || sys::fs::rename(temp, path)) {
-    sys::fs::remove(temp);
+  // As the package writer writes packages: atomic, unsynced.
+  if (!dlrt::safetensors::writeFileAtomic(
+          path.str(), payload.data(), payload.size(), /*error=*/nullptr,
+          dlrt::safetensors::Durability::Unsynced)) {
     ++misses;
     return false;
   }

@@ -148,7 +148,10 @@ bool nvrtcCompile(const KernelSource &kernel, llvm::StringRef arch,
                   std::vector<uint8_t> *cubin, std::string *error);
 
 std::string wrapCuda(const KernelCode &code);
-std::string hostPrelude();
+/// The start of every host translation unit: headers, macros and the common
+/// helpers, plus the f16/bf16 storage helpers (halfHelpers) where one of
+/// |kernels| stores such elements (other models' sources stay as they were).
+std::string hostPrelude(llvm::ArrayRef<KernelCode> kernels);
 std::string wrapHost(const KernelCode &code);
 
 } // namespace dlc::codegen::detail

@@ -112,6 +112,23 @@ AffineMap composeSubview(exec::SubviewOp view, AffineMap m) {
                         m.getContext());
 }
 
+/// Moves the op defining |out| (an alloc, without operands) and the chain of
+/// dlexec.reshape views between it and |out| before |user| where they follow
+/// it, so that they dominate it.
+void hoistViewChain(Value out, Operation *user) {
+  SmallVector<Operation *> chain;
+  for (Value v = out; Operation *def = v.getDefiningOp();) {
+    chain.push_back(def);
+    if (auto r = dyn_cast<exec::ReshapeOp>(def))
+      v = r.getSource();
+    else
+      break;
+  }
+  for (Operation *def : llvm::reverse(chain))
+    if (user->isBeforeInBlock(def))
+      def->moveBefore(user);
+}
+
 /// Whether codegen can size every loop of a kernel whose operands are
 /// |operands| read through |maps|: each loop is a plain dim of some map,
 /// and every plain dim of a loop stands for the same size.
@@ -603,17 +620,7 @@ bool writeSlotThroughView(exec::KernelOp c) {
     newMaps.push_back(std::move(maps));
   }
   // R's alloc and the reshape views C writes through move up to dominate P.
-  SmallVector<Operation *> chain;
-  for (Value v = out; Operation *def = v.getDefiningOp();) {
-    chain.push_back(def);
-    if (auto r = dyn_cast<exec::ReshapeOp>(def))
-      v = r.getSource();
-    else
-      break;
-  }
-  for (Operation *def : llvm::reverse(chain))
-    if (writer->isBeforeInBlock(def))
-      def->moveBefore(writer);
+  hoistViewChain(out, writer);
   // The whole of R (a plain copy) needs no view.
   bool whole = out.getType() == xType &&
                llvm::all_of(view->first, [](int64_t o) { return o == 0; }) &&
@@ -736,19 +743,9 @@ void writeCopiesInPlace(exec::FuncOp func) {
     operands[kOut] = out;
     if (!loopsSized(operands, maps, k.getIteratorTypes().size()))
       continue;
-    // R's alloc (an op without operands) and the reshape views of it that
-    // C writes through move up to dominate K.
-    SmallVector<Operation *> chain;
-    for (Value v = out; Operation *def = v.getDefiningOp();) {
-      chain.push_back(def);
-      if (auto r = dyn_cast<exec::ReshapeOp>(def))
-        v = r.getSource();
-      else
-        break;
-    }
-    for (Operation *def : llvm::reverse(chain))
-      if (k->isBeforeInBlock(def))
-        def->moveBefore(k);
+    // R's alloc and the reshape views C writes through move up to dominate
+    // K.
+    hoistViewChain(out, k);
     k->setOperand(kOut, out);
     k.setIndexingMapsAttr(Builder(k).getAffineMapArrayAttr(maps));
     c.erase();

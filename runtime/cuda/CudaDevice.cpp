@@ -210,6 +210,28 @@ Matmul rowMajorMatmul(const GemmParams &p, const void *a, const void *b,
   return mm;
 }
 
+/// Row-major T[M,N] = every row the vector |row|[N], as cuBLASLt's
+/// column-major rank-1 product T^T[N,M] = row[N,1] ones[1,M] (|ones|: M ones
+/// of |type|); alpha 1, beta 0. Broadcasts a gemm's bias where no bias
+/// epilogue runs.
+Matmul rowBroadcastMatmul(cudaDataType type, const void *row, const void *ones,
+                          uint64_t M, uint64_t N, void *t) {
+  Matmul broadcast;
+  broadcast.type = type;
+  broadcast.m = N;
+  broadcast.n = M;
+  broadcast.k = 1;
+  broadcast.a = row;
+  broadcast.rowsA = N;
+  broadcast.colsA = 1;
+  broadcast.b = ones;
+  broadcast.rowsB = 1;
+  broadcast.colsB = M;
+  broadcast.c = t;
+  broadcast.d = t;
+  return broadcast;
+}
+
 /// Which cuDNN convolution a chosen algorithm belongs to.
 enum class ConvKind { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
 
@@ -1165,39 +1187,11 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
     DeviceBuffer own;
     void *ones = nullptr;
     size_t offset = 0;
-    Status status;
-    if (!low) {
-      DLRT_TRY(scratch(M * sizeof(float), &offset, &own, &ones));
-      status =
-          check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones),
-                                      0x3f800000u /* 1.0f */, M, ctx_->stream),
-                "cuMemsetD32Async");
-    } else {
-      // Two 16-bit ones per 32-bit word (1.0 is 0x3c00 in f16, 0x3f80 in
-      // bf16); the buffer is rounded up to whole words.
-      uint32_t one = p.dtype == ElementType::F16 ? 0x3c003c00u : 0x3f803f80u;
-      size_t words = (M + 1) / 2;
-      DLRT_TRY(scratch(words * 4, &offset, &own, &ones));
-      status = check(cu_->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(ones),
-                                           one, words, ctx_->stream),
-                     "cuMemsetD32Async");
-    }
+    Status status = onesVector(size_t(M), low ? p.dtype : ElementType::F32,
+                               &offset, &own, &ones);
     if (status.ok()) {
-      Matmul broadcast;
-      broadcast.type = mm.type;
-      broadcast.m = N;
-      broadcast.n = M;
-      broadcast.k = 1;
-      broadcast.a = c;
-      broadcast.rowsA = N;
-      broadcast.colsA = 1;
-      broadcast.b = ones;
-      broadcast.rowsB = 1;
-      broadcast.colsB = M;
-      broadcast.c = y;
-      broadcast.d = y;
+      Matmul broadcast = rowBroadcastMatmul(mm.type, c, ones, M, N, y);
       broadcast.alpha = low ? 1.0f : p.beta;
-      broadcast.beta = 0.0f;
       status = matmul(broadcast, offset);
     }
     release(own); // stream-ordered: freed after the matmul has run
@@ -1359,21 +1353,8 @@ Status CudaDevice::gemmWithF32Bias(const GemmParams &p, const void *a,
   DLRT_TRY(scratch(M * N * sizeof(float), &offset, &ownT, &t));
   Status status =
       onesVector(size_t(M), ElementType::F32, &offset, &ownOnes, &ones);
-  if (status.ok()) {
-    Matmul broadcast;
-    broadcast.m = N;
-    broadcast.n = M;
-    broadcast.k = 1;
-    broadcast.a = c;
-    broadcast.rowsA = N;
-    broadcast.colsA = 1;
-    broadcast.b = ones;
-    broadcast.rowsB = 1;
-    broadcast.colsB = M;
-    broadcast.c = t;
-    broadcast.d = t;
-    status = matmul(broadcast, offset);
-  }
+  if (status.ok())
+    status = matmul(rowBroadcastMatmul(CUDA_R_32F, c, ones, M, N, t), offset);
   if (status.ok()) {
     Matmul product = rowMajorMatmul(p, a, b, t);
     product.f32Output = true;

@@ -386,6 +386,19 @@ public:
     return s;
   }
 
+  /// The forward training convolution of |m| with every layout left to
+  /// oneDNN (format any): the hint both backward primitives need.
+  dnnl::convolution_forward::primitive_desc
+  trainingForwardAnyLayout(const ConvMemory &m) {
+    return dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_training,
+            dnnl::algorithm::convolution_direct, anyLayout(m.src),
+            anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
+            m.padL, m.padR),
+        engine);
+  }
+
   Status convBackwardData(const ConvParams &p, const void *dy, const void *w,
                           void *dx) override {
     if (p.dtype == ElementType::F32)
@@ -669,13 +682,7 @@ private:
       ConvMemory m = convMemory(p, false);
       const memory::desc plain[3] = {m.dst, m.weights, m.src};
       if (!bc.prim) {
-        dnnl::convolution_forward::primitive_desc hint(
-            dnnl::convolution_forward::desc(
-                dnnl::prop_kind::forward_training,
-                dnnl::algorithm::convolution_direct, anyLayout(m.src),
-                anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
-                m.padL, m.padR),
-            engine);
+        auto hint = trainingForwardAnyLayout(m);
         dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(
                 dnnl::algorithm::convolution_direct, anyLayout(m.src),
@@ -705,13 +712,7 @@ private:
       ConvMemory m = convMemory(p, false);
       const memory::desc plain[3] = {m.src, m.dst, m.weights};
       if (!bc.prim) {
-        dnnl::convolution_forward::primitive_desc hint(
-            dnnl::convolution_forward::desc(
-                dnnl::prop_kind::forward_training,
-                dnnl::algorithm::convolution_direct, anyLayout(m.src),
-                anyLayout(m.weights), anyLayout(m.dst), m.strides, m.dilates,
-                m.padL, m.padR),
-            engine);
+        auto hint = trainingForwardAnyLayout(m);
         dnnl::convolution_backward_weights::primitive_desc pd(
             dnnl::convolution_backward_weights::desc(
                 dnnl::algorithm::convolution_direct, anyLayout(m.src),

@@ -126,7 +126,7 @@ struct HostConversions {
   ToF32 f16ToF32, bf16ToF32;
 
   HostConversions()
-      : lib(dlc::codegen::detail::hostPrelude() +
+      : lib(dlc::codegen::detail::hostPrelude({}) +
             dlc::codegen::detail::halfHelpers(false, false) +
             dlc::codegen::detail::halfHelpers(true, false) + R"(
 extern "C" dlc_f16 t_f32_to_f16(float x) { return dlc_f32_to_f16(x); }

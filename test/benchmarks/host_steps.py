@@ -294,18 +294,11 @@ def torch_profile(spec, model, x, y):
     """One more training step of |model| under torch.profiler: seconds per
     group of TORCH_GROUPS, "optimizer" (Optimizer.step), "step" (the
     profiled step's wall time) and "rest" (step minus the groups)."""
-    import torch
     from torch.profiler import ProfilerActivity, profile
     opt = make_optimizer(spec, model.parameters())
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t = time.perf_counter()
-        opt.zero_grad()
-        logits = model(x)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 y.reshape(-1))
-        loss.backward()
-        opt.step()
-        loss.item()
+        torch_step(opt, model, x, y).item()
         wall = time.perf_counter() - t
     totals = {e.key: e.cpu_time_total * 1e-6 for e in prof.key_averages()}
     out = {g: sum(totals.get(k, 0.0) for k in keys) for g, keys in TORCH_GROUPS.items()}
@@ -324,23 +317,31 @@ def make_optimizer(spec, params):
     return torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0))
 
 
+def torch_step(opt, step_model, x, y):
+    """One PyTorch training step of |step_model| (the model itself, or
+    torch.compile of it) on the batch (x, y): zero_grad, forward,
+    cross-entropy, backward and the optimizer's step; returns the loss
+    tensor."""
+    import torch
+    opt.zero_grad()
+    logits = step_model(x)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                             y.reshape(-1))
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def timed_steps(args, spec, model, step_model, x, y):
     """(seconds per step, losses) of --warmup + --steps training steps of
     |model| (its optimizer from |spec|), the forward run by |step_model|
     (the model itself, or torch.compile of it): zero_grad, forward,
     cross-entropy, backward, step and loss.item() each."""
-    import torch
     opt = make_optimizer(spec, model.parameters())
     times, losses = [], []
     for _ in range(args.warmup + args.steps):
         t = time.perf_counter()
-        opt.zero_grad()
-        logits = step_model(x)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 y.reshape(-1))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        losses.append(torch_step(opt, step_model, x, y).item())
         times.append(time.perf_counter() - t)
     return times, losses
 
