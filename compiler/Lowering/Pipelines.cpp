@@ -77,7 +77,7 @@ static void countCastKernels(ModuleOp planned, PlanStats &s) {
 dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
   PlanStats s;
   countCastKernels(planned, s);
-  int64_t largestCallOutput = 0;
+  int64_t largestCallOutput = 0, largestFallback = 0;
   planned.walk([&](Operation *op) {
     if (isa<exec::KernelOp, exec::MultiTensorKernelOp>(op))
       ++s.kernels;
@@ -85,8 +85,11 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
       ++s.builtinKernels;
     else if (auto call = dyn_cast<exec::LibraryCallOp>(op)) {
       ++s.libraryCalls;
-      if (FailureOr<exec::LibraryCallParams> p = call.getParams();
-          succeeded(p) && exec::libraryCallInfo(p->call).family ==
+      FailureOr<exec::LibraryCallParams> p = call.getParams();
+      if (succeeded(p))
+        largestFallback = std::max(largestFallback,
+                                   exec::libraryCallFallbackScratchBytes(*p));
+      if (succeeded(p) && exec::libraryCallInfo(p->call).family ==
                               exec::LibraryCallFamily::Gemm) {
         const exec::GemmParams &g = p->gemm;
         bool bias = g.has_c && g.c_is_row_vector && g.beta != 0.0f;
@@ -126,7 +129,8 @@ dlc::PlanStats dlc::computePlanStats(ModuleOp planned) {
       s.persistentBytes +=
           exec::allocationBytes(bufferBytes(cast<MemRefType>(v.getType())));
   });
-  int64_t workspace = exec::libraryWorkspaceBytes(largestCallOutput);
+  int64_t workspace =
+      exec::workspaceBytesFor(largestCallOutput, largestFallback);
   s.workspaceBytes = workspace > 0 ? exec::allocationBytes(workspace) : 0;
   if (s.arenaBytes > 0)
     s.arenaBytes = exec::allocationBytes(s.arenaBytes);

@@ -32,8 +32,10 @@ struct PlanStats {
                                ///< constants included)
   int64_t inputBytes = 0;      ///< every function's dlexec.input buffers
                                ///< (the runtime binds each)
-  /// The step's library-call workspace: exec::libraryWorkspaceBytes of the
-  /// largest library-call output (0 without library calls).
+  /// The step's library-call workspace: exec::workspaceBytesFor the
+  /// largest library-call output and the largest fallback scratch
+  /// (exec::libraryCallFallbackScratchBytes), rounded by allocationBytes
+  /// (0 without library calls).
   int64_t workspaceBytes = 0;
   /// What a session of the package holds on its device: persistent + input
   /// buffers + arena + workspace, bytes (docs/memory.md).

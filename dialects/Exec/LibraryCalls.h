@@ -118,10 +118,11 @@ inline constexpr int64_t allocationBytes(int64_t bytes) {
 /// Library-call workspace (cuBLASLt's split-K and algorithm scratch, cuDNN's
 /// convolution workspace): the compiler plans one workspace per step of
 /// min(kMaxLibraryWorkspaceBytes, the largest output of any library call of
-/// the package) bytes (libraryWorkspaceBytes), the runtime allocates it once
-/// per session, and the CUDA device gives cuBLASLt and cuDNN no more than
-/// that (algorithms that need more are skipped). 4 MiB is cuBLAS's
-/// documented default workspace below Hopper (cuBLAS guide,
+/// the package) bytes (libraryWorkspaceBytes), or more where a call's
+/// fallback needs more (libraryCallFallbackScratchBytes), the runtime
+/// allocates it once per session, and the CUDA device gives cuBLASLt and
+/// cuDNN no more than that (algorithms that need more are skipped). 4 MiB
+/// is cuBLAS's documented default workspace below Hopper (cuBLAS guide,
 /// cublasSetWorkspace).
 inline constexpr int64_t kMaxLibraryWorkspaceBytes = int64_t(4) << 20;
 
@@ -360,6 +361,39 @@ struct LibraryCallParams {
   BatchedGemmParams batched; // family BatchedGemm
   ConvParams conv;           // family Conv
 };
+
+/// Scratch bytes the CUDA device's fallback for the call |params| takes
+/// from the workspace where cuBLASLt has no algorithm for its epilogue, 0
+/// for calls whose fallbacks fit in any planned workspace. An f16/bf16 gemm
+/// with an f32 bias row (GemmParams::f32_bias; real cuBLASLt 13 on sm_90
+/// refused CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUDA_R_32F with a bf16 D)
+/// adds the bias to an f32 [M, N] product, then rounds it: the f32 product,
+/// rounded up to 256 bytes as CudaDevice::scratch places the next piece,
+/// then M f32 ones for the bias broadcast. The memory plan reserves at
+/// least this much (workspaceBytesFor), so that the fallback allocates
+/// nothing and a step that takes it is still captured as a CUDA graph.
+inline int64_t libraryCallFallbackScratchBytes(const LibraryCallParams &params) {
+  if (libraryCallInfo(params.call).family != LibraryCallFamily::Gemm)
+    return 0;
+  const GemmParams &g = params.gemm;
+  if (g.f32_bias && g.m > 0 && g.n > 0)
+    return (g.m * g.n * 4 + kAllocationGranularityBytes - 1) /
+               kAllocationGranularityBytes * kAllocationGranularityBytes +
+           g.m * 4;
+  return 0;
+}
+
+/// The planned workspace (before allocationBytes) of a package whose
+/// largest library-call output is |largestOutputBytes| and whose largest
+/// fallback scratch (libraryCallFallbackScratchBytes) is
+/// |largestFallbackBytes|: the larger of libraryWorkspaceBytes and that
+/// scratch. The compiler's plan (dlc::computePlanStats) and the runtime's
+/// (dlrt::computeMemoryPlan, for packages without the table) both use it.
+inline int64_t workspaceBytesFor(int64_t largestOutputBytes,
+                                 int64_t largestFallbackBytes) {
+  int64_t w = libraryWorkspaceBytes(largestOutputBytes);
+  return w > largestFallbackBytes ? w : largestFallbackBytes;
+}
 
 /// The element type of |params|'s call (the dtype of its family's member).
 inline ElementType elementTypeOf(const LibraryCallParams &params) {

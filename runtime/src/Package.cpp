@@ -75,17 +75,23 @@ MemoryPlan computeMemoryPlan(const Package &pkg) {
       add(m.inputBytes, dlc::exec::allocationBytes(
                             std::min(kMaxPlanBytes, b.sizeBytes)));
   }
-  int64_t largestCallOutput = 0;
+  int64_t largestCallOutput = 0, largestFallback = 0;
   for (const FunctionInfo &f : pkg.functions) {
     m.arenaBytes =
         std::max(m.arenaBytes, std::min(kMaxPlanBytes, f.arenaBytes));
     for (const StepInfo &s : f.steps)
       if (s.kind == StepInfo::Kind::LibraryCall &&
-          !s.args.empty()) // the output is the last argument
+          !s.args.empty()) { // the output is the last argument
         largestCallOutput =
             std::max(largestCallOutput, pkg.buffers[s.args.back()].sizeBytes);
+        largestFallback = std::max(
+            largestFallback,
+            std::min(kMaxPlanBytes,
+                     dlc::exec::libraryCallFallbackScratchBytes(s.call)));
+      }
   }
-  int64_t workspace = dlc::exec::libraryWorkspaceBytes(largestCallOutput);
+  int64_t workspace =
+      dlc::exec::workspaceBytesFor(largestCallOutput, largestFallback);
   m.workspaceBytes = workspace > 0 ? dlc::exec::allocationBytes(workspace) : 0;
   if (m.arenaBytes > 0)
     m.arenaBytes = dlc::exec::allocationBytes(m.arenaBytes);

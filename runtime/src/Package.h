@@ -164,7 +164,8 @@ struct Package {
 /// The MemoryPlan of |pkg|'s buffers and functions, computed as the compiler
 /// does (dlc::computePlanStats): persistent and Input buffer sizes summed by
 /// kind, the largest function arena, and the workspace
-/// dlc::exec::libraryWorkspaceBytes of the largest library-call output.
+/// dlc::exec::workspaceBytesFor the largest library-call output and the
+/// largest fallback scratch (dlc::exec::libraryCallFallbackScratchBytes).
 MemoryPlan computeMemoryPlan(const Package &pkg);
 
 /// Parses and validates the package bytes |data|; |path| names it in
