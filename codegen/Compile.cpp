@@ -15,6 +15,7 @@
 #include <nvrtc.h>
 
 #include "cuda/NvrtcBuiltins.h"
+#include "cuda/NvrtcOptions.h"
 
 #include <dlfcn.h>
 
@@ -306,12 +307,16 @@ compileHostLibrary(Location loc, ArrayRef<HostUnit> units,
     // reassociation. -fno-math-errno (after -fno-fast-math, which would
     // reset it) lets sqrtf become one instruction and vectorize; IEEE
     // results are unchanged. No -march: packages run on any x86-64.
+    // -ffp-contract=off: no fused multiply-add, as the CUDA kernels
+    // (cuda/NvrtcOptions.h), also with a host compiler or flags that would
+    // target FMA hardware.
     // Without the OpenMP runtime `omp simd` still marks loops vectorizable.
     // -O3 for the units of kernels with much work (HostUnit::hot): on the
     // others it costs 2.5 times -O2's compile time for no measurable gain.
     std::vector<std::string> flags = {
         "-std=c++17",      "-fPIC", "-fno-fast-math",
-        "-fno-math-errno", "-w",    openmp ? "-fopenmp" : "-fopenmp-simd"};
+        "-fno-math-errno", "-ffp-contract=off",
+        "-w",              openmp ? "-fopenmp" : "-fopenmp-simd"};
     std::string flagText = llvm::join(flags, " ");
     auto level = [&](size_t i) -> StringRef {
       return units[i].hot ? "-O3" : "-O2";
@@ -443,10 +448,15 @@ compileHostLibrary(Location loc, ArrayRef<HostUnit> units,
   return emitError(loc) << lastError;
 }
 
-/// The NVRTC options of detail::nvrtcCompile for |arch|.
+/// The NVRTC options of detail::nvrtcCompile for |arch| (the runtime's
+/// KernelCompiler uses the same arithmetic options).
 static std::vector<std::string> nvrtcOptions(StringRef arch) {
-  return {("--gpu-architecture=" + arch).str(),
-          std::string("-I") + DLC_CUDA_INCLUDE_DIR, "--std=c++17"};
+  std::vector<std::string> options = {("--gpu-architecture=" + arch).str(),
+                                      std::string("-I") + DLC_CUDA_INCLUDE_DIR,
+                                      "--std=c++17"};
+  for (const char *o : dlrt::cuda::kNvrtcArithmeticOptions)
+    options.push_back(o);
+  return options;
 }
 
 /// Loads NVRTC's builtins library once per process (see NvrtcBuiltins.h);

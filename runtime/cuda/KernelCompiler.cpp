@@ -2,6 +2,7 @@
 #include "KernelCompiler.h"
 
 #include "CudaApi.h"
+#include "NvrtcOptions.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -181,6 +182,8 @@ Status compileKernel(const std::string &name, const std::string &source,
 
   std::vector<std::string> options = {"--gpu-architecture=" + arch,
                                       "--std=c++17"};
+  for (const char *o : kNvrtcArithmeticOptions)
+    options.push_back(o);
   if (std::string include = cudaIncludeDir(); !include.empty())
     options.push_back("-I" + include);
 

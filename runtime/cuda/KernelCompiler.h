@@ -33,7 +33,8 @@ struct CompiledKernel {
 
 /// Compiles |source| (one kernel's CUDA C++; |name| is used in messages)
 /// for |arch| (e.g. "sm_90") with NVRTC: --gpu-architecture=<arch>
-/// --std=c++17 -I<cudaIncludeDir()>. When |cache_dir| is not empty the cubin
+/// --std=c++17 -I<cudaIncludeDir()> and kNvrtcArithmeticOptions
+/// (NvrtcOptions.h: --fmad=false, as dlc compiles embedded cubins). When |cache_dir| is not empty the cubin
 /// is looked up there first under the SHA-256 of (source, arch, NVRTC
 /// version, options) and stored there after a compilation (written to a
 /// temporary file and renamed, so readers never see a partial cubin; a

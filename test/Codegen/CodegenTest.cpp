@@ -11,6 +11,7 @@
 #include "codegen/Codegen.h"
 #include "compiler/InitAll/InitAll.h"
 #include "dlc_schema/package_generated.h"
+#include "runtime/cuda/NvrtcOptions.h"
 #include "runtime/formats/Safetensors.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -20,6 +21,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <cmath>
 #include <cstring>
@@ -255,6 +257,51 @@ TEST_F(CodegenTest, ElementwiseCompilesWithNVRTC) {
                 "dlc_stride) {"),
             std::string::npos)
       << (*kernels)[0].cudaSource;
+}
+
+/// The PTX NVRTC makes of |source| for compute_90 with |extra| options.
+static std::string nvrtcPtx(const char *source,
+                            const std::vector<const char *> &extra) {
+  nvrtcProgram prog = nullptr;
+  if (nvrtcCreateProgram(&prog, source, "fma.cu", 0, nullptr, nullptr) !=
+      NVRTC_SUCCESS)
+    return "";
+  std::vector<const char *> options = {"--gpu-architecture=compute_90"};
+  options.insert(options.end(), extra.begin(), extra.end());
+  std::string ptx;
+  if (nvrtcCompileProgram(prog, int(options.size()), options.data()) ==
+      NVRTC_SUCCESS) {
+    size_t size = 0;
+    nvrtcGetPTXSize(prog, &size);
+    ptx.resize(size);
+    nvrtcGetPTX(prog, ptx.data());
+  }
+  nvrtcDestroyProgram(&prog);
+  return ptx;
+}
+
+// dlc's kernels compile without fused multiply-add (NvrtcOptions.h), so the
+// GPU rounds a * b + c as the host does. The same kernel compiled with
+// NVRTC's default options does contract it: the option is what keeps it out.
+TEST(NvrtcOptions, NoFusedMultiplyAdd) {
+  const char *source = R"cuda(
+extern "C" __global__ void axpy(const float *a, const float *b, const float *c,
+                                float *y) {
+  const int i = threadIdx.x;
+  y[i] = a[i] * b[i] + c[i];
+})cuda";
+  std::vector<const char *> dlcOptions(
+      std::begin(dlrt::cuda::kNvrtcArithmeticOptions),
+      std::end(dlrt::cuda::kNvrtcArithmeticOptions));
+  const std::string contracted = nvrtcPtx(source, {});
+  const std::string separate = nvrtcPtx(source, dlcOptions);
+  ASSERT_FALSE(contracted.empty());
+  ASSERT_FALSE(separate.empty());
+  EXPECT_NE(contracted.find("fma.rn.f32"), std::string::npos) << contracted;
+  EXPECT_EQ(separate.find("fma."), std::string::npos) << separate;
+  // mul.rn / add.rn: the .rn rounding also keeps ptxas from fusing them.
+  EXPECT_NE(separate.find("mul.rn.f32"), std::string::npos) << separate;
+  EXPECT_NE(separate.find("add.rn.f32"), std::string::npos) << separate;
 }
 
 // Row sum and row max of x [3, 7] (two outputs, reductions with init), and
@@ -1030,7 +1077,7 @@ TEST_F(CodegenTest, WritesAndVerifiesPackage) {
   flatbuffers::Verifier verifier(data, (*file)->getBufferSize());
   ASSERT_TRUE(dlc::package::VerifyPackageBuffer(verifier));
   const dlc::package::Package *p = dlc::package::GetPackage(data);
-  EXPECT_EQ(p->format_version(), 6u);
+  EXPECT_EQ(p->format_version(), 7u);
   EXPECT_EQ(p->model_name()->str(), "tiny");
 
   // Buffers: 4 variables, x, labels, y, h, loss, h3, l2.

@@ -62,10 +62,13 @@ if want remat; then
   for d in remat/*/; do
     name=$(basename "$d")
     echo "== remat $name: none, sqrt and the budget plan, 5 steps on cuda"
-    for tag in none sqrt budget; do
-      [ -f "$d/$tag.dlcp" ] || continue
+    # none runs twice ("none2"): its losses must repeat bit for bit, or the
+    # plans' comparison below measures run-to-run noise, not the plans.
+    for tag in none none2 sqrt budget; do
+      pkg=${tag%2}
+      [ -f "$d/$pkg.dlcp" ] || continue
       rm -f "$d/cuda-$tag.jsonl"
-      timeout $T bin/dlrt train "$d/$tag.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
+      timeout $T bin/dlrt train "$d/$pkg.dlcp" --data "$d/batch.npz" --steps 5 --no-shuffle \
         --device ${DEVICE:-cuda} --log-jsonl "$d/cuda-$tag.jsonl" --quiet \
         --memory-report "$d/cuda-$tag-memory.json" || fail "remat $name $tag"
     done

@@ -63,7 +63,7 @@ def outputs(a, b):
 def remat(d):
     ok = True
     lines = {}
-    for tag in ("none", "sqrt", "budget"):
+    for tag in ("none", "none2", "sqrt", "budget"):
         path = os.path.join(d, f"cuda-{tag}.jsonl")
         if not os.path.exists(path):
             continue
@@ -83,6 +83,10 @@ def remat(d):
     if "none" not in lines:
         print("  no cuda-none.jsonl")
         return False
+    if "none2" in lines:
+        same = lines["none2"] == lines["none"]
+        ok = ok and same
+        print(f"  none's losses repeat bit for bit in a second run on the GPU: {same}")
     for tag in ("sqrt", "budget"):
         if tag in lines:
             same = lines[tag] == lines["none"]
