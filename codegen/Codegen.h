@@ -45,7 +45,7 @@ struct CacheReport {
 
 /// The package format version this writer produces
 /// (runtime/schema/package.fbs).
-constexpr uint32_t kFormatVersion = 6;
+constexpr uint32_t kFormatVersion = 7;
 
 /// One generated CUDA kernel: a translation unit with a single
 /// `extern "C" __global__ void <name>(T0* a0, T1* a1, ...)` (one pointer per

@@ -487,9 +487,9 @@ libraryCallAttrs(flatbuffers::FlatBufferBuilder &fbb,
   case exec::LibraryCallFamily::BatchedGemm: {
     const exec::BatchedGemmParams &g = call.batched;
     return {pkg::LibraryCallAttrs::BatchedGemmAttrs,
-            pkg::CreateBatchedGemmAttrsDirect(fbb, g.m, g.n, g.k, &g.batch,
-                                              &g.stride_a, &g.stride_b,
-                                              libraryCallDType(g.dtype))
+            pkg::CreateBatchedGemmAttrsDirect(
+                fbb, g.m, g.n, g.k, &g.batch, &g.stride_a, &g.stride_b,
+                libraryCallDType(g.dtype), g.trans_a, g.trans_b)
                 .Union()};
   }
   case exec::LibraryCallFamily::Conv:
@@ -545,6 +545,8 @@ std::string describeLibraryCall(const exec::LibraryCallParams &call) {
     list("batch", g.batch);
     list("stride_a", g.stride_a);
     list("stride_b", g.stride_b);
+    if (g.trans_a || g.trans_b)
+      os << " trans_a=" << g.trans_a << " trans_b=" << g.trans_b;
     break;
   }
   case exec::LibraryCallFamily::Conv: {

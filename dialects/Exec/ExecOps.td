@@ -330,12 +330,13 @@ def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
     - `gemm`: ins(A, B[, C]) outs(Y); attributes `trans_a`, `trans_b`,
       `alpha`, `beta`; Y = alpha op(A) op(B) + beta C (C broadcast from [N]
       or [M, N]; when C is absent and beta != 0, Y is accumulated into).
-    - `batched_gemm`: ins(A, B) outs(Y), f32, row-major, no transposes:
-      Y[p] = A[p] B[p] for every index p of the batch dims `batch`
-      (DenseI64Array), where matrix A[p] is [m, k] at element offset
-      sum_i p_i * stride_a[i] of A, B[p] is [k, n] at sum_i p_i * stride_b[i]
-      of B (stride 0: broadcast along that dim), and Y is contiguous
-      [prod(batch) * m, n]; `m`, `n`, `k` (i64) give the matrix sizes.
+    - `batched_gemm`: ins(A, B) outs(Y), row-major:
+      Y[p] = op(A[p]) op(B[p]) for every index p of the batch dims `batch`
+      (DenseI64Array), where matrix A[p] is [m, k] ([k, m] with `trans_a`)
+      at element offset sum_i p_i * stride_a[i] of A, B[p] is [k, n] ([n, k]
+      with `trans_b`) at sum_i p_i * stride_b[i] of B (stride 0: broadcast
+      along that dim), and Y is contiguous [prod(batch) * m, n]; `m`, `n`,
+      `k` (i64) give the sizes of op(A[p]) and op(B[p]).
     - `conv2d_forward`: ins(X, W[, B]) outs(Y)
     - `conv2d_backward_data`: ins(dY, W) outs(dX)
     - `conv2d_backward_filter`: ins(X, dY) outs(dW)

@@ -173,7 +173,9 @@ FailureOr<BatchedGemmParams> batchedGemmParams(LibraryCallOp op) {
   auto sa = getIntList(op, "stride_a", {}, batch.size());
   auto sb = getIntList(op, "stride_b", {}, batch.size());
   auto m = getInt(op, "m", 0), n = getInt(op, "n", 0), k = getInt(op, "k", 0);
-  if (failed(sa) || failed(sb) || failed(m) || failed(n) || failed(k))
+  auto ta = getInt(op, "trans_a", 0), tb = getInt(op, "trans_b", 0);
+  if (failed(sa) || failed(sb) || failed(m) || failed(n) || failed(k) ||
+      failed(ta) || failed(tb))
     return failure();
   if (*m <= 0 || *n <= 0 || *k <= 0)
     return op.emitOpError() << "batched_gemm needs positive m, n, k, got " << *m
@@ -201,6 +203,7 @@ FailureOr<BatchedGemmParams> batchedGemmParams(LibraryCallOp op) {
   g.batch.assign(batch.begin(), batch.end());
   g.stride_a.assign(sa->begin(), sa->end());
   g.stride_b.assign(sb->begin(), sb->end());
+  g.trans_a = *ta != 0, g.trans_b = *tb != 0;
   return g;
 }
 

@@ -315,16 +315,23 @@ struct GemmParams {
   GemmEpilogue epilogue = GemmEpilogue::None;
 };
 
-/// Parameters of a `batched_gemm` call (row-major, no transposes):
-/// Y[p] = A[p] * B[p] for every index p of the batch dims `batch`, where A[p]
-/// is [m,k] at element offset sum_i p_i * stride_a[i] of A, B[p] is [k,n] at
-/// sum_i p_i * stride_b[i] of B (stride 0 broadcasts an operand along that
-/// dim) and Y is contiguous [prod(batch), m, n]. A, B and Y have element
-/// type |dtype| (f32, f16 or bf16); low-precision products accumulate in f32
-/// and each Y element is rounded once (see ElementType).
+/// Parameters of a `batched_gemm` call (row-major):
+/// Y[p] = op(A[p]) * op(B[p]) for every index p of the batch dims `batch`,
+/// where op(A[p]) is [m,k] and A[p] is the contiguous row-major matrix at
+/// element offset sum_i p_i * stride_a[i] of A: [m,k], or [k,m] when
+/// |trans_a| (op transposes it, cuBLASLt's CUBLASLT_MATMUL_DESC_TRANSA, the
+/// BLAS 'T'); likewise op(B[p]) is [k,n] and B[p] [k,n] ([n,k] when
+/// |trans_b|) at sum_i p_i * stride_b[i] of B (stride 0 broadcasts an
+/// operand along that dim), and Y is contiguous [prod(batch), m, n]. A, B
+/// and Y have element type |dtype| (f32, f16 or bf16); low-precision
+/// products accumulate in f32 and each Y element is rounded once (see
+/// ElementType). The transposes let a last-two-dims transpose that feeds a
+/// batched matmul (an attention's Q K^T and the gradients of both products)
+/// be read in place instead of copied first.
 struct BatchedGemmParams {
   int64_t m = 0, n = 0, k = 0;
   std::vector<int64_t> batch, stride_a, stride_b;
+  bool trans_a = false, trans_b = false;
   ElementType dtype = ElementType::F32;
 };
 

@@ -1618,7 +1618,11 @@ Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const void *a,
       offB += (rest % p.batch[d]) * p.stride_b[d];
       rest /= p.batch[d];
     }
-    // Row-major Y = A B is column-major Y^T = B^T A^T (as in gemm()).
+    // Row-major Y = op(A) op(B) is column-major Y^T = op(B)^T op(A)^T (as
+    // in gemm(), rowMajorMatmul): a row-major [K, N] B is a column-major
+    // [N, K] matrix, a transposed one ([N, K] row-major) a column-major
+    // [K, N] read with CUBLAS_OP_T; the batch strides count whole matrices
+    // either way.
     const size_t size = dlc::exec::elementTypeBytes(p.dtype);
     Matmul mm;
     mm.type = cublasType(p.dtype);
@@ -1626,11 +1630,13 @@ Status CudaDevice::batchedGemm(const BatchedGemmParams &p, const void *a,
     mm.n = M;
     mm.k = K;
     mm.a = offsetBy(b, offB, size);
-    mm.rowsA = N;
-    mm.colsA = K;
+    mm.opA = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    mm.rowsA = p.trans_b ? K : N;
+    mm.colsA = p.trans_b ? N : K;
     mm.b = offsetBy(a, offA, size);
-    mm.rowsB = K;
-    mm.colsB = M;
+    mm.opB = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    mm.rowsB = p.trans_a ? M : K;
+    mm.colsB = p.trans_a ? K : M;
     mm.d = offsetBy(y, o * inner * p.m * p.n, size);
     mm.c = mm.d;
     mm.batch = int32_t(inner);

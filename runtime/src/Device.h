@@ -159,6 +159,8 @@ public:
     g.m = p.m;
     g.n = p.n;
     g.k = p.k;
+    g.trans_a = p.trans_a;
+    g.trans_b = p.trans_b;
     g.dtype = p.dtype;
     const int64_t size = int64_t(dlc::exec::elementTypeBytes(p.dtype));
     int64_t count = 1;

@@ -595,6 +595,8 @@ bool decodeTyped(const fb::LibraryCall *call, const LibraryCallInfo &info,
     if (!longs(a->batch(), &g.batch) || !longs(a->stride_a(), &g.stride_a) ||
         !longs(a->stride_b(), &g.stride_b))
       return c.fail(where + ": batched_gemm has a misaligned vector");
+    g.trans_a = a->trans_a();
+    g.trans_b = a->trans_b();
     if (g.stride_a.size() != g.batch.size() ||
         g.stride_b.size() != g.batch.size())
       return c.fail(where + ": batched_gemm has " +

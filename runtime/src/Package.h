@@ -16,7 +16,7 @@
 namespace dlrt {
 
 /// The package format version this runtime writes and reads (package.fbs).
-constexpr uint32_t kPackageFormatVersion = 6;
+constexpr uint32_t kPackageFormatVersion = 7;
 /// The oldest format version this runtime still reads: version 1 stored
 /// library-call parameters positionally (LibraryCall.int_attrs).
 constexpr uint32_t kOldestPackageFormatVersion = 1;

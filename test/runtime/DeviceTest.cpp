@@ -332,6 +332,48 @@ TEST_P(DeviceTest, BatchedGemmBroadcasts) {
   expectClose(download(y, 6 * M * N), ref, "Y");
 }
 
+TEST_P(DeviceTest, BatchedGemmTransposes) {
+  // All four trans_a / trans_b combinations, with the batch split in two
+  // dims (A along the outer, B broadcast over it), so the CUDA device runs
+  // the flags both through its strided batch and across its outer loop.
+  // Each stored matrix is the transpose of the op() operand: A[p] is [K, M]
+  // with trans_a, B[p] [N, K] with trans_b.
+  const int64_t M = 4, N = 5, K = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("trans_a ") + (ta ? "1" : "0") + " trans_b " +
+                   (tb ? "1" : "0"));
+      BatchedGemmParams p;
+      p.m = M;
+      p.n = N;
+      p.k = K;
+      p.trans_a = ta;
+      p.trans_b = tb;
+      p.batch = {2, 3};
+      p.stride_a = {3 * M * K, M * K};
+      p.stride_b = {0, K * N};
+      auto a = randomVector(6 * M * K, 11, 1),
+           b = randomVector(3 * K * N, 12, 1);
+      std::vector<double> ref(6 * M * N);
+      for (int64_t i0 = 0; i0 < 2; ++i0)
+        for (int64_t i1 = 0; i1 < 3; ++i1)
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              const float *ap = &a[i0 * 3 * M * K + i1 * M * K];
+              const float *bp = &b[i1 * K * N];
+              double acc = 0;
+              for (int64_t k = 0; k < K; ++k)
+                acc += double(ta ? ap[k * M + i] : ap[i * K + k]) *
+                       (tb ? bp[j * K + k] : bp[k * N + j]);
+              ref[((i0 * 3 + i1) * M + i) * N + j] = acc;
+            }
+      float *y = upload(randomVector(6 * M * N, 13, 1));
+      Status s = device->batchedGemm(p, upload(a), upload(b), y);
+      ASSERT_TRUE(s.ok()) << s.message;
+      expectClose(download(y, 6 * M * N), ref, "Y");
+    }
+}
+
 /// Naive convolution: forward (y), backward data (dx), backward filter (dw).
 struct ConvRef {
   std::vector<double> y, dx, dw;

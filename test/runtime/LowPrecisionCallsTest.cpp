@@ -341,6 +341,54 @@ TEST_P(LowPrecisionCalls, BatchedGemm) {
   check(download<uint16_t>(y, f32.size()), f32, ref, "Y");
 }
 
+TEST_P(LowPrecisionCalls, BatchedGemmTransposes) {
+  // The four trans_a / trans_b combinations of one strided batch (A[p] is
+  // [K, M] with trans_a, B[p] [N, K] with trans_b), against the host's f32
+  // call rounded once and the naive loop.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("trans_a ") + (ta ? "1" : "0") + " trans_b " +
+                   (tb ? "1" : "0"));
+      BatchedGemmParams p;
+      p.m = 3, p.n = 5, p.k = 19;
+      p.trans_a = ta, p.trans_b = tb;
+      p.batch = {4};
+      p.stride_a = {p.m * p.k};
+      p.stride_b = {p.k * p.n};
+      p.dtype = type;
+      const int64_t count = 4;
+      Operand a = makeOperand(count * p.m * p.k, 71, type);
+      Operand b = makeOperand(count * p.k * p.n, 72, type);
+      Reference ref;
+      ref.terms = p.k;
+      for (int64_t q = 0; q < count; ++q)
+        for (int64_t i = 0; i < p.m; ++i)
+          for (int64_t j = 0; j < p.n; ++j) {
+            const float *ap = &a.wide[q * p.stride_a[0]];
+            const float *bp = &b.wide[q * p.stride_b[0]];
+            double acc = 0, mag = 0;
+            for (int64_t k = 0; k < p.k; ++k) {
+              double t = double(ta ? ap[k * p.m + i] : ap[i * p.k + k]) *
+                         (tb ? bp[j * p.k + k] : bp[k * p.n + j]);
+              acc += t;
+              mag += std::fabs(t);
+            }
+            ref.value.push_back(acc);
+            ref.magnitude.push_back(mag);
+          }
+      std::vector<float> f32(count * p.m * p.n);
+      BatchedGemmParams p32 = p;
+      p32.dtype = ElementType::F32;
+      Status s =
+          host->batchedGemm(p32, a.wide.data(), b.wide.data(), f32.data());
+      ASSERT_TRUE(s.ok()) << s.message;
+      void *y = upload(std::vector<uint16_t>(f32.size(), 0x7fff));
+      s = device->batchedGemm(p, upload(a.bits), upload(b.bits), y);
+      ASSERT_TRUE(s.ok()) << s.message;
+      check(download<uint16_t>(y, f32.size()), f32, ref, "Y");
+    }
+}
+
 /// A 2-D (d = t = o = 1) or 3-D convolution's parameters.
 ConvParams convCase(int spatial, int64_t n, int64_t c, int64_t d, int64_t hw,
                     int64_t k, int64_t t, int64_t rs, int64_t stride,

@@ -136,13 +136,13 @@ TEST(Package, TruncatedPackage) {
 TEST(Package, WrongVersion) {
   TempDir dir;
   PkgSpec spec = validSpec();
-  spec.formatVersion = 8;
-  writeBytes(dir.file("v8.dlcp"), buildPackage(spec));
-  auto [code, message] = loadViaCApi(dir.file("v8.dlcp"));
+  spec.formatVersion = 9;
+  writeBytes(dir.file("v9.dlcp"), buildPackage(spec));
+  auto [code, message] = loadViaCApi(dir.file("v9.dlcp"));
   EXPECT_EQ(code, DLRT_INCOMPATIBLE);
-  EXPECT_EQ(message, "'" + dir.file("v8.dlcp") +
-                         "' has package format version 8; this runtime reads "
-                         "versions 1 to 6 — recompile it with a matching dlc");
+  EXPECT_EQ(message, "'" + dir.file("v9.dlcp") +
+                         "' has package format version 9; this runtime reads "
+                         "versions 1 to 7 — recompile it with a matching dlc");
 }
 
 TEST(Package, OutOfRangeBufferIndex) {

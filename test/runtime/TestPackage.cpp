@@ -49,9 +49,9 @@ typedAttrs(flatbuffers::FlatBufferBuilder &b,
   case LibraryCallFamily::BatchedGemm: {
     const auto &g = call.batched;
     return {fb::LibraryCallAttrs::BatchedGemmAttrs,
-            fb::CreateBatchedGemmAttrsDirect(b, g.m, g.n, g.k, &g.batch,
-                                             &g.stride_a, &g.stride_b,
-                                             packageDType(g.dtype))
+            fb::CreateBatchedGemmAttrsDirect(
+                b, g.m, g.n, g.k, &g.batch, &g.stride_a, &g.stride_b,
+                packageDType(g.dtype), g.trans_a, g.trans_b)
                 .Union()};
   }
   case LibraryCallFamily::Conv:
