@@ -27,7 +27,12 @@ def LowerToExecPass : Pass<"dlgraph-lower-to-dlexec", "::mlir::ModuleOp"> {
     it; concatenations whose inputs are a run of a larger one's (a
     DenseNet block's growing feature maps) share the largest one's buffer:
     each input is copied into its slot once and the smaller ones are
-    `dlexec.subview`s of it. A `dlgraph.write_variable` makes the producer write
+    `dlexec.subview`s of it. A transpose of the last two dims of an
+    activation that only batched matmuls read (an attention's K^T, the
+    operands of its gradients) is no kernel: each `batched_gemm` reads the
+    activation with its `trans_a`/`trans_b` flag; transposes that move a
+    batch dim, or that another op reads, stay copies.
+    A `dlgraph.write_variable` makes the producer write
     into the variable's buffer when no later op reads the old value, else
     appends a copy kernel at the end of the function.
     Before / after:

@@ -67,6 +67,31 @@ bool viewable(Value buf) {
   }
 }
 
+/// The buffer of |t|'s input when |t| needs no copy: it swaps the last two
+/// dims, every reader is a dlgraph.matmul that reads it through its
+/// batched_gemm's trans flag (matmulAbsorbsTranspose), and the input is a
+/// contiguous activation written once (viewable), so the call may read it
+/// where the matmul runs; null otherwise. Any other transpose (one that
+/// moves a batch dim, e.g. [B, T, H, D] -> [B, H, D, T]) or a reader that
+/// needs the transposed buffer keeps the copy kernel.
+Value unmaterializedTranspose(FuncLowering &fl, g::TransposeOp t) {
+  if (!swapsLastTwoDims(t.getPerm()) || t->use_empty())
+    return nullptr;
+  for (OpOperand &use : t->getUses()) {
+    auto mm = dyn_cast<g::MatMulOp>(use.getOwner());
+    if (!mm || !matmulAbsorbsTranspose(mm, use.getOperandNumber()))
+      return nullptr;
+  }
+  auto it = fl.buffers.find(t.getInput());
+  if (it == fl.buffers.end() || fl.inFlight.count(t.getInput()))
+    return nullptr;
+  Value src = it->second;
+  auto mt = cast<MemRefType>(src.getType());
+  if (!mt.getLayout().isIdentity() || !viewable(src))
+    return nullptr;
+  return src;
+}
+
 /// The concat of |c|'s block, on the same axis, with the most inputs, that
 /// holds |c|'s inputs as a contiguous run starting at its input |at| (the
 /// first in block order on a tie); null when there is none.
@@ -272,6 +297,10 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
         Location loc = t.getLoc();
         auto rt = t.getType();
         ArrayRef<int64_t> perm = t.getPerm();
+        if (Value src = unmaterializedTranspose(fl, t)) {
+          fl.transposedSources[t.getResult()] = src;
+          return success();
+        }
         SmallVector<AffineExpr> exprs(perm.size());
         for (auto [i, p] : llvm::enumerate(perm))
           exprs[p] = b.getAffineDimExpr(i);

@@ -94,6 +94,19 @@ ElemKind kindOf(mlir::Type t);
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                        mlir::Type to);
 
+/// Whether |perm| swaps the last two dims and keeps the others in place
+/// ([1, 0], [0, 1, 3, 2], ...): a transpose of each matrix of a contiguous
+/// batch of row-major matrices.
+bool swapsLastTwoDims(llvm::ArrayRef<int64_t> perm);
+
+/// Whether the lowering of |mm| (Linear.cpp) reads its operand |operand|
+/// (0: lhs, 1: rhs) through the trans_a / trans_b flag of its
+/// `batched_gemm` when that operand is a dlgraph.transpose with
+/// swapsLastTwoDims: true when the matmul lowers to a batched_gemm (a rhs of
+/// rank >= 3) and the operand is such a transpose. The transpose lowering
+/// (DataMovement.cpp) then writes no copy when every reader absorbs it.
+bool matmulAbsorbsTranspose(graph::MatMulOp mm, unsigned operand);
+
 /// Lowers a reduction of |input| over |axes| (`kind` is sum, mean, max or
 /// prod) to one kernel defining the buffer of |op|'s only result; float
 /// tensors only (an error at |op| otherwise).
@@ -200,6 +213,11 @@ public:
   llvm::DenseMap<mlir::Operation *, std::pair<mlir::Operation *, int64_t>>
       concatRoots;
   llvm::DenseSet<std::pair<mlir::Operation *, int64_t>> concatSlotsWritten;
+  /// Last-two-dims transposes left unmaterialized (DataMovement.cpp): each
+  /// dlgraph.transpose result that every reader reads through a
+  /// batched_gemm's trans flag (matmulAbsorbsTranspose) -> the buffer of
+  /// the transpose's input, an activation written once (contiguous).
+  llvm::DenseMap<mlir::Value, mlir::Value> transposedSources;
 
 private:
   mlir::LogicalResult lowerOp(mlir::Operation *op);

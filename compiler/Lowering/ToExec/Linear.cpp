@@ -98,7 +98,12 @@ LogicalResult gemm(FuncLowering &fl, Operation *op, Value a, Value bm, Value c,
 }
 
 /// numpy.matmul: one `gemm` when the rhs has no batch dims (the lhs
-/// batch folds into its rows), else a `batched_gemm`.
+/// batch folds into its rows), else a `batched_gemm`, which reads an operand
+/// that is a last-two-dims transpose left unmaterialized
+/// (FuncLowering::transposedSources) from the transpose's input with its
+/// trans_a / trans_b flag: each matrix of the input is the transpose of the
+/// operand's, and the batch strides are the same (m * k elements per
+/// matrix either way).
 LogicalResult matmul(FuncLowering &fl, g::MatMulOp op) {
   OpBuilder &b = fl.b;
   Location loc = op.getLoc();
@@ -124,8 +129,16 @@ LogicalResult matmul(FuncLowering &fl, g::MatMulOp op) {
       return buf;
     return x::ReshapeOp::create(b, loc, mt, buf).getResult();
   };
-  Value aBuf = fl.getBuffer(op.getLhs(), loc),
-        bBuf = fl.getBuffer(op.getRhs(), loc);
+  bool transA = false, transB = false;
+  auto operandBuffer = [&](Value v, bool &trans) {
+    if (Value src = fl.transposedSources.lookup(v)) {
+      trans = true;
+      return src;
+    }
+    return fl.getBuffer(v, loc);
+  };
+  Value aBuf = operandBuffer(op.getLhs(), transA),
+        bBuf = operandBuffer(op.getRhs(), transB);
   int64_t batchA = 1;
   for (size_t i = 0; i + 2 < as.size(); ++i)
     batchA *= as[i];
@@ -196,11 +209,35 @@ LogicalResult matmul(FuncLowering &fl, g::MatMulOp op) {
   call->setAttr("batch", b.getDenseI64ArrayAttr(dims));
   call->setAttr("stride_a", b.getDenseI64ArrayAttr(sa));
   call->setAttr("stride_b", b.getDenseI64ArrayAttr(sb));
+  if (transA)
+    call->setAttr("trans_a", b.getBoolAttr(true));
+  if (transB)
+    call->setAttr("trans_b", b.getBoolAttr(true));
   define(y);
   return success();
 }
 
 } // namespace
+
+bool dlc::lowering::swapsLastTwoDims(ArrayRef<int64_t> perm) {
+  size_t r = perm.size();
+  if (r < 2 || perm[r - 2] != int64_t(r - 1) || perm[r - 1] != int64_t(r - 2))
+    return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (perm[i] != int64_t(i))
+      return false;
+  return true;
+}
+
+bool dlc::lowering::matmulAbsorbsTranspose(g::MatMulOp mm, unsigned operand) {
+  // A rank-2 (or 1-D) rhs makes the matmul one `gemm` whose rows stack the
+  // lhs matrices, which no flag transposes one by one; 2-D transposes into
+  // such gemms are folded before the lowering (FoldDataMovement).
+  if (operand > 1 || tensorType(mm.getRhs()).getRank() < 3)
+    return false;
+  auto t = mm->getOperand(operand).getDefiningOp<g::TransposeOp>();
+  return t && swapsLastTwoDims(t.getPerm());
+}
 
 void dlc::lowering::populateLowerToExecLinear(LoweringTable &table) {
   table.add<g::GemmOp>([](FuncLowering &fl, g::GemmOp gm) -> LogicalResult {
