@@ -2,7 +2,8 @@
 //
 // A ReLU kernel that is the only reader of a gemm's result, a bias add
 // (with or without a ReLU) that is, and the bias gradient (a column sum of
-// dY) beside the weight-gradient gemm that reads the same dY, become
+// dY, or the f32 sum of a 16-bit dY) beside the weight-gradient gemm that
+// reads the same dY, become
 // epilogues of that gemm (LibraryCalls.h GemmEpilogue:
 // cuBLASLt's RELU_BIAS and BGRADA/BGRADB; the host device computes the same);
 // then the ReLU gradient select(H > 0, dH, 0) between a relu gemm and the
@@ -367,16 +368,21 @@ LogicalResult fuseBiasKernel(x::KernelOp k) {
 /// |k| is dBias[C] = sum of D over every dim but the last (D [..., C], f32
 /// accumulation in the element type): one input read through the identity,
 /// the output through the last loop, `reduction` iterators but the last,
-/// init 0, body one addf of the element and the accumulator.
-bool isColumnSumKernel(x::KernelOp k) {
+/// init 0, body one addf of the element and the accumulator. With
+/// |widening|, also the f32 sum of an f16/bf16 D (mixed precision's bias
+/// gradient): the body adds extf(element) to an f32 accumulator.
+bool isColumnSumKernel(x::KernelOp k, bool widening = false) {
   if (k.getInputs().size() != 1 || k.getOutputs().size() != 1)
     return false;
   auto in = cast<MemRefType>(k.getInputs()[0].getType());
   auto out = cast<MemRefType>(k.getOutputs()[0].getType());
   int64_t r = in.getRank();
+  Type inT = in.getElementType(), outT = out.getElementType();
+  const bool widened =
+      widening && (inT.isF16() || inT.isBF16()) && outT.isF32();
   if (r < 2 || out.getRank() != 1 ||
       out.getDimSize(0) != in.getDimSize(r - 1) ||
-      in.getElementType() != out.getElementType())
+      (inT != outT && !widened))
     return false;
   auto its = k.getIteratorTypes().getAsValueRange<StringAttr>();
   int64_t i = 0;
@@ -395,6 +401,23 @@ bool isColumnSumKernel(x::KernelOp k) {
   auto zero = init && init.size() == 1 ? dyn_cast<FloatAttr>(init[0]) : nullptr;
   if (!zero || !zero.getValue().isZero())
     return false;
+  if (widened) {
+    // Exactly: %e = arith.extf %arg0; %s = arith.addf (%e, %arg1); yield %s.
+    Block &body = k.getBody().front();
+    Operation *yield = body.getTerminator();
+    if (yield->getNumOperands() != 1 ||
+        std::distance(body.begin(), body.end()) != 3)
+      return false;
+    auto add = yield->getOperand(0).getDefiningOp<arith::AddFOp>();
+    if (!add || add->getBlock() != &body)
+      return false;
+    auto isExt = [&](Value v) {
+      auto ext = v.getDefiningOp<arith::ExtFOp>();
+      return ext && ext->getBlock() == &body && isArg(ext.getIn(), k, 0);
+    };
+    return (isExt(add.getLhs()) && isArg(add.getRhs(), k, 1)) ||
+           (isArg(add.getLhs(), k, 1) && isExt(add.getRhs()));
+  }
   auto add = dyn_cast_or_null<arith::AddFOp>(singleBodyOp(k));
   return add && ((isArg(add.getLhs(), k, 0) && isArg(add.getRhs(), k, 1)) ||
                  (isArg(add.getLhs(), k, 1) && isArg(add.getRhs(), k, 0)));
@@ -409,7 +432,7 @@ bool isColumnSumKernel(x::KernelOp k) {
 /// sum's place when no op between writes the gemm's inputs or touches its
 /// Y. Never when an op between the two writes D.
 LogicalResult fuseBiasGradient(x::KernelOp sum) {
-  if (!isColumnSumKernel(sum))
+  if (!isColumnSumKernel(sum, /*widening=*/true))
     return failure();
   Value d = sum.getInputs()[0], dBias = sum.getOutputs()[0];
   auto dType = cast<MemRefType>(d.getType());

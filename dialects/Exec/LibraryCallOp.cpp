@@ -68,6 +68,22 @@ Value f32BiasOperand(LibraryCallOp op) {
                                                                   : nullptr;
 }
 
+/// The f32 dBias output of an f16/bf16 gemm's bias_grad_a/bias_grad_b
+/// epilogue without C (GemmParams::f32_bias: the column sum of a 16-bit
+/// operand kept in f32), or null.
+Value f32BiasGradOperand(LibraryCallOp op) {
+  auto outs = op.getOutputs();
+  auto name = op->getAttrOfType<StringAttr>("epilogue");
+  if (op.getCallee() != "gemm" || op.getInputs().size() != 2 ||
+      outs.size() != 2 || !name ||
+      (name.getValue() != gemmEpilogueName(GemmEpilogue::BiasGradA) &&
+       name.getValue() != gemmEpilogueName(GemmEpilogue::BiasGradB)))
+    return nullptr;
+  Type a = elementType(op.getInputs()[0]);
+  return (a.isF16() || a.isBF16()) && elementType(outs[1]).isF32() ? outs[1]
+                                                                   : nullptr;
+}
+
 FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
   auto ins = op.getInputs();
   Value out = op.getOutputs()[0];
@@ -113,6 +129,7 @@ FailureOr<GemmParams> gemmParams(LibraryCallOp op) {
              << "\" writes dBias of shape [" << length << "] ("
              << (g.epilogue == GemmEpilogue::BiasGradA ? "M" : "N")
              << "), got " << db.getType();
+    g.f32_bias = db == f32BiasGradOperand(op);
   }
   if (maskIn && ins.size() != 3)
     return op.emitOpError() << "gemm epilogue \""
@@ -344,8 +361,10 @@ FailureOr<LibraryCallParams> LibraryCallOp::getParams() {
                          << ", got " << elem;
   Value mask = reluMaskOperand(*this); // i32, checked by gemmParams
   Value f32Bias = f32BiasOperand(*this); // checked by gemmParams
+  Value f32BiasGrad = f32BiasGradOperand(*this);
   for (auto [i, v] : llvm::enumerate(getOperands()))
-    if (v != mask && v != f32Bias && elementType(v) != elem)
+    if (v != mask && v != f32Bias && v != f32BiasGrad &&
+        elementType(v) != elem)
       return emitOpError() << "operand #" << i << " has element type "
                            << elementType(v) << ", but operand #0 has " << elem
                            << "; all operands share one";

@@ -304,8 +304,11 @@ inline GemmOperandSlots gemmOperandSlots(bool has_c, GemmEpilogue epilogue) {
 /// CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUDA_R_32F). Y = round(alpha * op(A)
 /// op(B) + C) (then max(., 0) for the relu epilogues, before the rounding):
 /// the products accumulate in f32, the f32 bias is added in f32 and each Y
-/// element is rounded once. Not stored in the package: the loader derives it
-/// from C's buffer type.
+/// element is rounded once. With a bias_grad_a/bias_grad_b epilogue (and no
+/// C) it says instead that dBias is f32: the column sum of the 16-bit
+/// operand accumulated in f32 and stored unrounded (cuBLASLt's BGRADA/BGRADB
+/// with CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUDA_R_32F). Not stored in the
+/// package: the loader derives it from C's (or dBias's) buffer type.
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false, has_c = false, c_is_row_vector = false;
@@ -376,13 +379,17 @@ struct LibraryCallParams {
 /// refused CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUDA_R_32F with a bf16 D)
 /// adds the bias to an f32 [M, N] product, then rounds it: the f32 product,
 /// rounded up to 256 bytes as CudaDevice::scratch places the next piece,
-/// then M f32 ones for the bias broadcast. The memory plan reserves at
+/// then M f32 ones for the bias broadcast. With an f32 dBias (bias_grad_a/
+/// bias_grad_b) the fallback sums the operand as its product with K 16-bit
+/// ones into the f32 dBias. The memory plan reserves at
 /// least this much (workspaceBytesFor), so that the fallback allocates
 /// nothing and a step that takes it is still captured as a CUDA graph.
 inline int64_t libraryCallFallbackScratchBytes(const LibraryCallParams &params) {
   if (libraryCallInfo(params.call).family != LibraryCallFamily::Gemm)
     return 0;
   const GemmParams &g = params.gemm;
+  if (g.f32_bias && writesBiasGradient(g.epilogue) && g.k > 0)
+    return (g.k + 1) / 2 * 4; // the K 16-bit ones of dBias's product
   if (g.f32_bias && g.m > 0 && g.n > 0)
     return (g.m * g.n * 4 + kAllocationGranularityBytes - 1) /
                kAllocationGranularityBytes * kAllocationGranularityBytes +

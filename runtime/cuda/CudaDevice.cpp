@@ -1389,10 +1389,13 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
   // gemm()): the row-major A is cuBLASLt's B, so the sum of op(A) over k
   // (BiasGradA) is BGRADB there and the sum of op(B) is BGRADA.
   const bool ofA = p.epilogue == dlc::exec::GemmEpilogue::BiasGradA;
+  // An f32 dBias of a 16-bit gemm (f32_bias): BIAS_DATA_TYPE CUDA_R_32F,
+  // and in the fallback the ones product writes f32 (16-bit A/B, f32 D).
   if (!p.has_c && p.beta == 0.0f) {
     DLRT_TRY(makeCurrent());
     Matmul mm = rowMajorMatmul(p, a, b, y);
     mm.bias = biasGrad;
+    mm.f32Bias = p.f32_bias;
     mm.epilogue = ofA ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
     if (matmul(mm).ok())
       return Status::OK();
@@ -1400,10 +1403,12 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
   }
   GemmParams plain = p;
   plain.epilogue = dlc::exec::GemmEpilogue::None;
+  plain.f32_bias = false;
   DLRT_TRY(gemm(plain, a, b, c, y, nullptr));
   // dBias as a matrix-vector product with ones, summed in f32 and rounded
-  // once like the epilogue: BiasGradA dBias[M,1] = op(A)[M,K] ones[K,1],
-  // BiasGradB dBias[1,N] = ones[1,K] op(B)[K,N].
+  // once like the epilogue (or not at all, into an f32 dBias): BiasGradA
+  // dBias[M,1] = op(A)[M,K] ones[K,1], BiasGradB dBias[1,N] = ones[1,K]
+  // op(B)[K,N].
   DeviceBuffer own;
   void *ones = nullptr;
   size_t offset = 0;
@@ -1412,13 +1417,14 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
     GemmParams sum;
     sum.dtype = p.dtype;
     sum.k = p.k;
-    if (ofA) {
+    if (ofA)
       sum.m = p.m, sum.n = 1, sum.trans_a = p.trans_a;
-      status = gemmFrom(sum, a, ones, biasGrad, offset);
-    } else {
+    else
       sum.m = 1, sum.n = p.n, sum.trans_b = p.trans_b;
-      status = gemmFrom(sum, ones, b, biasGrad, offset);
-    }
+    Matmul product = ofA ? rowMajorMatmul(sum, a, ones, biasGrad)
+                         : rowMajorMatmul(sum, ones, b, biasGrad);
+    product.f32Output = p.f32_bias;
+    status = matmul(product, offset);
   }
   release(own); // stream-ordered: freed after the matmul has run
   return status;

@@ -335,7 +335,7 @@ public:
     std::vector<float> fa = widen(a, p.m * p.k, t), fb = widen(b, p.k * p.n, t);
     // An f32 bias row (f32_bias) is added as it is: one rounding, of Y.
     std::vector<float> fc =
-        p.f32_bias ? std::vector<float>(static_cast<const float *>(c),
+        p.f32_bias && p.has_c ? std::vector<float>(static_cast<const float *>(c),
                                         static_cast<const float *>(c) + p.n)
         : p.has_c  ? widen(c, p.c_is_row_vector ? p.n : p.m * p.n, t)
                    : std::vector<float>();
@@ -353,7 +353,9 @@ public:
         bgrad ? (p.epilogue == GemmEpilogue::BiasGradA ? p.m : p.n) : 0));
     epilogue(fa.data(), fb.data(), fy.data(), fg.data());
     narrow(fy, y, t);
-    if (bgrad)
+    if (bgrad && p.f32_bias) // an f32 dBias: the f32 sum, unrounded
+      std::memcpy(biasGrad, fg.data(), fg.size() * sizeof(float));
+    else if (bgrad)
       narrow(fg, biasGrad, t);
     return Status::OK();
   }

@@ -698,11 +698,21 @@ bool checkGemm(GemmParams &g, const Package &pkg,
                                g.f32_bias ? dlc::exec::ElementType::F32 : t,
                                where, "C", c))
     return false;
+  // An f32 dBias of an f16/bf16 gemm's bias_grad_a/bias_grad_b (no C):
+  // the column sum kept in f32 (f32_bias).
+  const bool f32BiasGrad =
+      slot.biasGrad >= 0 && !g.has_c && t != dlc::exec::ElementType::F32 &&
+      (g.epilogue == dlc::exec::GemmEpilogue::BiasGradA ||
+       g.epilogue == dlc::exec::GemmEpilogue::BiasGradB) &&
+      pkg.buffers[args[slot.biasGrad]].dtype == DLRT_F32;
+  if (f32BiasGrad)
+    g.f32_bias = true;
   if (slot.biasGrad >= 0 &&
       !checkOperand(pkg, args[slot.biasGrad],
                     g.epilogue == dlc::exec::GemmEpilogue::BiasGradA ? g.m
                                                                      : g.n,
-                    t, where, "dBias", c))
+                    f32BiasGrad ? dlc::exec::ElementType::F32 : t, where,
+                    "dBias", c))
     return false;
   // The ReLU bit-mask: i32 words, M rows of reluMaskWords(N).
   for (int mask : {slot.maskIn, slot.maskOut}) {

@@ -120,3 +120,108 @@ module {
     dlexec.output "y2", %y2 : memref<6x8xbf16>
   }
 }
+
+// -----
+
+// Mixed precision's bias gradient: dBias = the f32 column sum of a bf16 dY
+// (extf then addf into an f32 accumulator) beside the bf16 weight gradient
+// dW = x^T dY, which reads dY as op(B): bgrad_b with an f32 dBias (summed
+// in f32, not rounded to bf16). An f16 dY folds as bgrad_a the same way.
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#last = affine_map<(d0, d1, d2) -> (d2)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  // CHECK-LABEL: dlexec.func @bf16_bgrad_f32
+  dlexec.func @bf16_bgrad_f32 {
+    %x = dlexec.input "x" : memref<6x4xbf16>
+    %dy = dlexec.input "dy" : memref<2x3x8xbf16>
+    %db = dlexec.alloc : memref<8xf32>
+    // CHECK-NOT: dlexec.kernel
+    dlexec.kernel @bias_grad ins(%dy : memref<2x3x8xbf16>) outs(%db : memref<8xf32>) attributes {indexing_maps = [#id3, #last], init = [0.0 : f32], iterator_types = ["reduction", "reduction", "parallel"]} {
+    ^bb0(%a: bf16, %acc: f32):
+      %e = arith.extf %a : bf16 to f32
+      %s = arith.addf %acc, %e : f32
+      dlexec.yield %s : f32
+    }
+    %v = dlexec.reshape %dy : memref<2x3x8xbf16> to memref<6x8xbf16>
+    %dw = dlexec.alloc : memref<4x8xbf16>
+    // CHECK: dlexec.library_call "gemm" ins(%{{.+}}, %{{.+}} : memref<6x4xbf16>, memref<6x8xbf16>) outs(%{{.+}}, %{{.+}} : memref<4x8xbf16>, memref<8xf32>)
+    // CHECK-SAME: epilogue = "bgrad_b"
+    dlexec.library_call "gemm" ins(%x, %v : memref<6x4xbf16>, memref<6x8xbf16>) outs(%dw : memref<4x8xbf16>) {trans_a = true, trans_b = false}
+    dlexec.output "dw", %dw : memref<4x8xbf16>
+    dlexec.output "db", %db : memref<8xf32>
+  }
+
+  // CHECK-LABEL: dlexec.func @f16_bgrad_a_f32
+  dlexec.func @f16_bgrad_a_f32 {
+    %x = dlexec.input "x" : memref<2x4xf16>
+    %dy = dlexec.input "dy" : memref<2x8xf16>
+    %dw = dlexec.alloc : memref<8x4xf16>
+    // CHECK: dlexec.library_call "gemm" ins(%{{.+}}, %{{.+}} : memref<2x8xf16>, memref<2x4xf16>) outs(%{{.+}}, %{{.+}} : memref<8x4xf16>, memref<8xf32>)
+    // CHECK-SAME: epilogue = "bgrad_a"
+    // CHECK-NOT: dlexec.kernel
+    dlexec.library_call "gemm" ins(%dy, %x : memref<2x8xf16>, memref<2x4xf16>) outs(%dw : memref<8x4xf16>) {trans_a = true, trans_b = false}
+    %db = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @bias_grad ins(%dy : memref<2x8xf16>) outs(%db : memref<8xf32>) attributes {indexing_maps = [#id, #col], init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+    ^bb0(%a: f16, %acc: f32):
+      %e = arith.extf %a : f16 to f32
+      %s = arith.addf %e, %acc : f32
+      dlexec.yield %s : f32
+    }
+    dlexec.output "dw", %dw : memref<8x4xf16>
+    dlexec.output "db", %db : memref<8xf32>
+  }
+}
+
+// -----
+
+// No fold where the accumulator's update is not exactly extf(element) +
+// accumulator: a sum of squares, and a sum rounded to bf16 at every step.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  // CHECK-LABEL: dlexec.func @bf16_bgrad_no_fold
+  dlexec.func @bf16_bgrad_no_fold {
+    %x = dlexec.input "x" : memref<2x4xbf16>
+    %dy = dlexec.input "dy" : memref<2x8xbf16>
+    %dw = dlexec.alloc : memref<8x4xbf16>
+    // CHECK: dlexec.library_call "gemm"
+    // CHECK-NOT: epilogue
+    // CHECK: dlexec.kernel @scaled_sum
+    dlexec.library_call "gemm" ins(%dy, %x : memref<2x8xbf16>, memref<2x4xbf16>) outs(%dw : memref<8x4xbf16>) {trans_a = true, trans_b = false}
+    %db = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @scaled_sum ins(%dy : memref<2x8xbf16>) outs(%db : memref<8xf32>) attributes {indexing_maps = [#id, #col], init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+    ^bb0(%a: bf16, %acc: f32):
+      %e = arith.extf %a : bf16 to f32
+      %t = arith.mulf %e, %e : f32
+      %s = arith.addf %t, %acc : f32
+      dlexec.yield %s : f32
+    }
+    dlexec.output "dw", %dw : memref<8x4xbf16>
+    dlexec.output "db", %db : memref<8xf32>
+  }
+
+  // CHECK-LABEL: dlexec.func @bf16_rounded_sum_no_fold
+  dlexec.func @bf16_rounded_sum_no_fold {
+    %x = dlexec.input "x" : memref<2x4xbf16>
+    %dy = dlexec.input "dy" : memref<2x8xbf16>
+    %dw = dlexec.alloc : memref<8x4xbf16>
+    // CHECK: dlexec.library_call "gemm"
+    // CHECK-NOT: epilogue
+    // CHECK: dlexec.kernel @bf16_sum
+    dlexec.library_call "gemm" ins(%dy, %x : memref<2x8xbf16>, memref<2x4xbf16>) outs(%dw : memref<8x4xbf16>) {trans_a = true, trans_b = false}
+    %db = dlexec.alloc : memref<8xf32>
+    dlexec.kernel @bf16_sum ins(%dy : memref<2x8xbf16>) outs(%db : memref<8xf32>) attributes {indexing_maps = [#id, #col], init = [0.0 : f32], iterator_types = ["reduction", "parallel"]} {
+    ^bb0(%a: bf16, %acc: f32):
+      %t = arith.truncf %acc : f32 to bf16
+      %s = arith.addf %a, %t : bf16
+      %e = arith.extf %s : bf16 to f32
+      dlexec.yield %e : f32
+    }
+    dlexec.output "dw", %dw : memref<8x4xbf16>
+    dlexec.output "db", %db : memref<8xf32>
+  }
+}

@@ -302,6 +302,88 @@ TEST_P(LowPrecisionCalls, GemmF32Bias) {
   }
 }
 
+// A 16-bit gemm's bias_grad_a/bias_grad_b with an f32 dBias (f32_bias:
+// mixed precision's bias gradient, the f32 column sum of a 16-bit dY; on
+// CUDA BGRADA/BGRADB with BIAS_DATA_TYPE CUDA_R_32F, or the product with
+// ones into f32 where cuBLASLt has no algorithm, which the stand-in's
+// DLRT_CUDA_STANDIN_LT_NO_EPILOGUE run reaches). dBias is the f32 sum,
+// not rounded to the 16-bit type: bit for bit the f32 call's on the host,
+// within the f32 accumulation bound on CUDA, where the case asserts that a
+// 16-bit rounding would not be.
+TEST_P(LowPrecisionCalls, GemmF32BiasGrad) {
+  using dlc::exec::GemmEpilogue;
+  const int64_t M = 7, N = 33, K = 29;
+  int idx = 0;
+  for (GemmEpilogue epilogue :
+       {GemmEpilogue::BiasGradA, GemmEpilogue::BiasGradB}) {
+    for (bool trans : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(idx++));
+      const bool ofA = epilogue == GemmEpilogue::BiasGradA;
+      Operand a = makeOperand(M * K, 171 + idx, type);
+      Operand b = makeOperand(K * N, 181 + idx, type);
+      GemmParams p;
+      p.m = M, p.n = N, p.k = K;
+      (ofA ? p.trans_a : p.trans_b) = trans;
+      p.f32_bias = true;
+      p.epilogue = epilogue;
+      p.dtype = type;
+
+      Reference ref;
+      ref.terms = K;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            double t = double(a.wide[p.trans_a ? k * M + i : i * K + k]) *
+                       b.wide[p.trans_b ? j * K + k : k * N + j];
+            acc += t;
+            mag += std::fabs(t);
+          }
+          ref.value.push_back(acc);
+          ref.magnitude.push_back(mag);
+        }
+      const int64_t length = ofA ? M : N;
+      std::vector<double> sum(length, 0.0), mag(length, 0.0);
+      for (int64_t i = 0; i < length; ++i)
+        for (int64_t k = 0; k < K; ++k) {
+          double v = ofA ? a.wide[p.trans_a ? k * M + i : i * K + k]
+                         : b.wide[p.trans_b ? i * K + k : k * N + i];
+          sum[i] += v;
+          mag[i] += std::fabs(v);
+        }
+
+      // The f32 call on the widened operands: Y and the f32 dBias.
+      std::vector<float> f32(M * N), g32(length);
+      GemmParams p32 = p;
+      p32.dtype = ElementType::F32;
+      p32.f32_bias = false;
+      Status s = host->gemm(p32, a.wide.data(), b.wide.data(), nullptr,
+                            f32.data(), g32.data());
+      ASSERT_TRUE(s.ok()) << s.message;
+
+      void *dy = upload(makeOperand(M * N, 199, type).bits);
+      void *dg = upload(std::vector<float>(length, -7.0f));
+      s = device->gemm(p, upload(a.bits), upload(b.bits), nullptr, dy, dg);
+      ASSERT_TRUE(s.ok()) << s.message;
+      check(download<uint16_t>(dy, M * N), f32, ref, "Y");
+      std::vector<float> got = download<float>(dg, length);
+      int roundingShows = 0;
+      for (int64_t i = 0; i < length; ++i) {
+        double bound = 2.0 * K * std::ldexp(1.0, -24) * mag[i];
+        if (onHost())
+          EXPECT_EQ(got[i], g32[i]) << "dBias[" << i << "]";
+        EXPECT_LE(std::fabs(double(got[i]) - sum[i]), bound)
+            << "dBias[" << i << "]: got " << got[i] << ", naive " << sum[i];
+        roundingShows +=
+            std::fabs(double(fromBits(toBits(g32[i], type), type)) - sum[i]) >
+            bound;
+      }
+      ASSERT_GT(roundingShows, 0)
+          << "the case cannot tell an f32 dBias from a rounded one";
+    }
+  }
+}
+
 TEST_P(LowPrecisionCalls, BatchedGemm) {
   // Y[b0, b1] = A[b0, b1] B[b1]: B broadcast over the outer batch dim.
   BatchedGemmParams p;

@@ -3,6 +3,8 @@
 // absent means f32 (packages written before the field load unchanged), f16
 // and bf16 calls need buffers of that type, and other types are refused
 // with a message that names what is supported.
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "Package.h"
@@ -86,6 +88,39 @@ TEST(LowPrecisionPackage, MismatchesAndOtherTypesAreCorrupt) {
     Status s = parse(c.spec, &p);
     EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
     EXPECT_NE(s.message.find(c.expect), std::string::npos) << s.message;
+  }
+}
+
+// A bf16 gemm's bias_grad_b with an f32 dBias (mixed precision's bias
+// gradient kept in f32) loads with f32_bias set; a bf16 dBias loads
+// without it; an f32 dBias of the drelu_bgrad epilogue is corrupt.
+TEST(LowPrecisionPackage, F32BiasGradientOfA16BitGemm) {
+  for (auto [epilogue, dbType, ok] :
+       {std::tuple{dlc::exec::GemmEpilogue::BiasGradB, kF32, true},
+        std::tuple{dlc::exec::GemmEpilogue::BiasGradB, kBF16, true},
+        std::tuple{dlc::exec::GemmEpilogue::DReluBiasGrad, kF32, false}}) {
+    SCOPED_TRACE(std::string(dlc::exec::gemmEpilogueName(epilogue)) +
+                 (dbType == kF32 ? " f32" : " bf16"));
+    PkgSpec s = gemmSpec(kBF16, ElementType::BF16);
+    s.buffers.push_back({"", 4, dbType, {3}, 64}); // 3 dBias, Arena @64
+    StepSpec &step = s.functions[0].steps[0];
+    step.params->gemm.epilogue = epilogue;
+    step.args = {0, 1, 2, 3};
+    if (epilogue == dlc::exec::GemmEpilogue::DReluBiasGrad) {
+      s.buffers.push_back({"", 4, 3, {2, 4}, 128}); // 4 the ReLU mask, i32
+      step.args = {0, 1, 4, 2, 3};
+    }
+    s.functions[0].arenaBytes = 256;
+    Package p;
+    Status st = parse(s, &p);
+    if (!ok) {
+      EXPECT_EQ(st.code, DLRT_CORRUPT) << st.message;
+      EXPECT_NE(st.message.find("dBias (buffer 3"), std::string::npos)
+          << st.message;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << st.message;
+    EXPECT_EQ(p.functions[0].steps[0].call.gemm.f32_bias, dbType == kF32);
   }
 }
 

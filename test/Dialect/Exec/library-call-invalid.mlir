@@ -298,6 +298,19 @@ dlexec.func @bf16_gemm_f32_scaled_row {
 
 // -----
 
+// An f32 dBias is legal only for bgrad_a/bgrad_b without C (the f32 column
+// sum of a 16-bit operand, GemmParams::f32_bias): not with a C.
+dlexec.func @bf16_bgrad_f32_dbias_with_c {
+  %a = dlexec.input "a" : memref<2x2xbf16>
+  %c = dlexec.input "c" : memref<2x2xbf16>
+  %y = dlexec.alloc : memref<2x2xbf16>
+  %db = dlexec.alloc : memref<2xf32>
+  // expected-error @+1 {{operand #4 has element type 'f32', but operand #0 has 'bf16'; all operands share one}}
+  dlexec.library_call "gemm" ins(%a, %a, %c : memref<2x2xbf16>, memref<2x2xbf16>, memref<2x2xbf16>) outs(%y, %db : memref<2x2xbf16>, memref<2xf32>) {epilogue = "bgrad_b", beta = 1.0 : f32}
+}
+
+// -----
+
 dlexec.func @conv_f16_filter_bf16 {
   %x = dlexec.input "x" : memref<1x1x3x3xf16>
   %w = dlexec.input "w" : memref<1x1x2x2xbf16>

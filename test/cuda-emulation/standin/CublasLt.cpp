@@ -410,19 +410,24 @@ cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
   int32_t auxType = d.get<int32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE);
   if (auxType == -1)
     auxType = dd.type;
-  // cuBLAS docs, cublasLtMatmul's type table: a bias that the epilogue adds
-  // may be CUDA_R_32F with a 16-bit D (added in the f32 compute type before
-  // D is rounded); otherwise, and for a bias gradient, it has D's type.
+  // A bias that the epilogue adds may be CUDA_R_32F with a 16-bit D (added
+  // in the f32 compute type before D is rounded), and so may BGRADA/BGRADB's
+  // bias gradient (the f32 sum stored unrounded); otherwise it has D's
+  // type. Real cuBLASLt 13 on an H100 found no algorithm for an f32 bias
+  // with a bf16 D (its documented bias types are D's, but for IMMA and FP8
+  // kernels), so the callers keep fallbacks, which
+  // DLRT_CUDA_STANDIN_LT_NO_EPILOGUE reaches.
   const bool f32BiasOf16BitD =
       biasType == CUDA_R_32F &&
       (dd.type == CUDA_R_16F || dd.type == CUDA_R_16BF) &&
-      !writesBias(epilogue);
+      (!writesBias(epilogue) || epilogue == CUBLASLT_EPILOGUE_BGRADA ||
+       epilogue == CUBLASLT_EPILOGUE_BGRADB);
   if (usesBias(epilogue) && biasType != dd.type && !f32BiasOf16BitD)
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
                 "bias type " + typeName(biasType) + " with D of " +
                     typeName(dd.type) +
                     " (must be D's type, or CUDA_R_32F for a 16-bit D's "
-                    "BIAS epilogues)");
+                    "BIAS and BGRADA/BGRADB epilogues)");
   if (usesAux(epilogue) && !isReluAux(epilogue) && auxType != dd.type)
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, fn,
                 "aux type " + typeName(auxType) + " with D of " +
