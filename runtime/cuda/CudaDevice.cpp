@@ -332,6 +332,8 @@ public:
   Status endCapture(std::unique_ptr<Graph> *out) override;
   Status launchGraph(Graph &graph) override;
 
+  int64_t gemmEpilogueFallbacks() const override { return fallbacks_; }
+
   CudaKernelStats stats() const {
     CudaKernelStats s;
     s.embedded = embedded_;
@@ -454,6 +456,7 @@ private:
   size_t workspaceBytes_ = 0;
   bool capturing_ = false; // between beginCapture and endCapture
   std::atomic<int64_t> embedded_{0}, cacheHits_{0}, compiled_{0};
+  std::atomic<int64_t> fallbacks_{0}; // gemmEpilogueFallbacks()
   std::mutex algoMutex_;
   std::map<std::vector<int64_t>, std::pair<int, size_t>> convAlgos_;
   std::map<std::vector<int64_t>, cublasLtMatmulHeuristicResult_t> matmulAlgos_;
@@ -1179,6 +1182,7 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
         return Status::OK();
       // No epilogue algorithm for this problem: broadcast C instead (the
       // main matmul below applies a ReLU as its RELU epilogue).
+      ++fallbacks_;
     }
     // Y = beta * broadcast(C) first, as the rank-1 product C * ones^T, then
     // accumulate the product onto it. f16/bf16: Y = broadcast(C) exactly
@@ -1206,6 +1210,7 @@ Status CudaDevice::gemm(const GemmParams &p, const void *a, const void *b,
     if (matmul(fused).ok())
       return Status::OK();
     // No algorithm for the epilogue: the product, then a ReLU kernel.
+    ++fallbacks_;
   }
   DLRT_TRY(matmul(mm));
   return relu ? reluInPlace(y, M * N, p.dtype) : Status::OK();
@@ -1328,6 +1333,7 @@ Status CudaDevice::gemmWithF32Bias(const GemmParams &p, const void *a,
   mm.epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
   if (matmul(mm).ok())
     return Status::OK();
+  ++fallbacks_;
   // No epilogue algorithm: T = broadcast(bias) as the f32 rank-1 product
   // bias[N,1] ones[1,M] (column-major T^T[N,M]), then T += the product.
   const int which = p.dtype == ElementType::BF16 ? 1 : 0;
@@ -1401,6 +1407,7 @@ Status CudaDevice::gemmWithBiasGradient(const GemmParams &p, const void *a,
       return Status::OK();
     // No algorithm for the epilogue: the product, then the sum below.
   }
+  ++fallbacks_;
   GemmParams plain = p;
   plain.epilogue = dlc::exec::GemmEpilogue::None;
   plain.f32_bias = false;
@@ -1476,6 +1483,7 @@ Status CudaDevice::gemmWithReluMask(const GemmParams &p, const void *a,
   }
   if (eligible && matmul(mm).ok())
     return Status::OK();
+  ++fallbacks_;
   // No algorithm for the epilogue: the product (with its ReLU), then the
   // mask kernel and, for DRELU_BGRAD, dBias[1,N] = ones[1,M] Y[M,N].
   GemmParams plain = p;

@@ -176,6 +176,18 @@ const char *dlrt_context_device_name(dlrt_context_t context) {
   return context ? context->impl->deviceName().c_str() : "";
 }
 
+dlrt_status_t dlrt_context_gemm_epilogue_fallbacks(dlrt_context_t context,
+                                                   int64_t *out_count) {
+  if (out_count)
+    *out_count = 0;
+  if (!context)
+    return nullArgument("context");
+  if (!out_count)
+    return nullArgument("out_count");
+  *out_count = context->impl->device().gemmEpilogueFallbacks();
+  return nullptr;
+}
+
 dlrt_status_t dlrt_context_rank(dlrt_context_t context, int32_t *out_rank,
                                 int32_t *out_world_size) {
   if (out_rank)

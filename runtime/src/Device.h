@@ -113,6 +113,15 @@ public:
     (void)bytes;
   }
 
+  /// How many times since the device was created a gemm call's cuBLASLt
+  /// epilogue (bias, ReLU, bias gradient, ReLU mask, an f32 bias of a
+  /// 16-bit gemm) found no algorithm, or could not be used, so that the
+  /// device ran its own fallback (broadcast products, products with ones,
+  /// small kernels; one call may count twice when its fallback's own gemm
+  /// falls back). Calls replayed from a CUDA graph are not counted again.
+  /// 0 on devices without epilogues (the host computes each directly).
+  virtual int64_t gemmEpilogueFallbacks() const { return 0; }
+
   /// The CUDA stream (a CUstream) on which this device issues its work,
   /// with the device's CUDA context made current on the calling thread, for
   /// the NCCL communicator (comm::createNcclCommunicator); null for devices

@@ -506,6 +506,15 @@ TEST_P(MemoryTest, F32BiasFallbackScratchIsPlanned) {
     // The first run goes step by step, the second captures and replays.
     EXPECT_EQ(replayed, cuda && i > 0) << "run " << i << ": " << reason;
   }
+  // The plain run and the capture each took the fallback; the replay adds
+  // none (dlrt_context_gemm_epilogue_fallbacks; the host has no
+  // fallbacks, a GPU's cuBLASLt may or may not take the epilogue).
+  int64_t fallbacks = -1;
+  ASSERT_FALSE(context.gemmEpilogueFallbacks(&fallbacks));
+  if (!cuda)
+    EXPECT_EQ(fallbacks, 0);
+  else if (!onRealGpu(GetParam()))
+    EXPECT_EQ(fallbacks, 2);
   dlrt_memory_info_t m = memory();
   EXPECT_EQ(m.workspace_bytes, 1024); // 768 + 32, rounded up to 256
   if (onRealGpu(GetParam())) // no allocation beyond the planned ones

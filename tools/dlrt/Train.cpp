@@ -733,6 +733,14 @@ int runTrain(const TrainOptions &o) {
               o.noCudaGraph ? "--no-cuda-graph"
               : why         ? why
                             : "the step has collectives or is traced");
+        // Whether cuBLASLt took every fused gemm epilogue (e.g. an f32 bias
+        // of a bf16 gemm) or the device ran its fallbacks.
+        int64_t fallbacks = 0;
+        check(dlrt_context_gemm_epilogue_fallbacks(context.get(), &fallbacks));
+        say("gemm epilogue fallbacks: %lld in the first two steps%s\n",
+            (long long)fallbacks,
+            fallbacks ? " (cuBLASLt had no algorithm for a fused epilogue)"
+                      : "");
       }
       std::vector<double> lossValues =
           readOutput(session.get(), "train_step", lossInfo);

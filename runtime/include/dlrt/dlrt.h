@@ -137,6 +137,14 @@ dlrt_device_kind_t dlrt_context_device(dlrt_context_t context);
 /* A one-line description of the device, e.g. "host (2 threads)" or
  * "cuda:0 NVIDIA H100 (sm_90)"; borrowed from |context|. */
 const char *dlrt_context_device_name(dlrt_context_t context);
+/* How many times the device's gemm calls ran their own fallback because
+ * cuBLASLt had no algorithm for the fused epilogue (bias, ReLU, bias
+ * gradient, ReLU mask, an f32 bias of a bf16/f16 gemm), since the context
+ * was created; steps replayed from a CUDA graph add nothing. Always 0 on
+ * the host device. Since API 0.6. Errors: DLRT_INVALID_ARGUMENT (NULL
+ * argument). */
+dlrt_status_t dlrt_context_gemm_epilogue_fallbacks(dlrt_context_t context,
+                                                   int64_t *out_count);
 
 /* This process's rank (0 .. world size - 1) and the number of ranks of
  * |context|'s job: 0 and 1 unless the context was created distributed with

@@ -81,6 +81,10 @@ public:
   }
   dlrt_device_kind_t device() const { return dlrt_context_device(handle_); }
   const char *deviceName() const { return dlrt_context_device_name(handle_); }
+  /// dlrt_context_gemm_epilogue_fallbacks.
+  Error gemmEpilogueFallbacks(int64_t *count) const {
+    return Error(dlrt_context_gemm_epilogue_fallbacks(handle_, count));
+  }
   /// This process's rank and the job's world size (dlrt_context_rank).
   Error rank(int32_t *rank, int32_t *worldSize) const {
     return Error(dlrt_context_rank(handle_, rank, worldSize));
