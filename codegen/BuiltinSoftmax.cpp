@@ -3,11 +3,16 @@
 // softmax, log_softmax (BuiltinFamily::Softmax) and softmax_cross_entropy
 // with its gradient (BuiltinFamily::CrossEntropy). Softmax subtracts the
 // slice maximum before exponentiating. On CUDA, rows along the last axis
-// are shared by the lanes of a warp (shuffle reductions); the host runs the
-// same function one row per iteration.
+// are shared by a warp or a block (RowKernel.h): a row that fits in the
+// threads' registers is read once and written once; a longer one is
+// streamed twice with the online softmax (Milakov & Gimelshein 2018,
+// "Online normalizer calculation for softmax": a running maximum and a sum
+// rescaled when the maximum grows), then written. The host runs the same
+// function one row per iteration, as before.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
+#include "codegen/RowKernel.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
@@ -30,32 +35,10 @@ struct RowMath {
   std::function<std::string(const std::string &)> x;
 };
 
-/// CUDA: the maximum `m` and the sum of exp(x - m) `s` of a row of |n|
-/// elements, over the 32 lanes of a warp (`lane`): lane l takes elements
-/// l, l + 32, ... in order, then an xor butterfly of shuffles combines the
-/// lanes, which leaves the same bits in every lane (each level combines the
-/// same two values, in either order).
-std::string warpRowStats(const RowMath &r, int64_t n, StringRef in) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << in << r.t << " m = -" << r.inf << ";\n"
-     << in << "for (long long k = lane; k < " << n << "LL; k += 32) { const "
-     << r.t << " v = " << r.x("k") << "; if (v > m || v != v) m = v; }\n"
-     << in << "for (int o = 16; o > 0; o >>= 1) { const " << r.t
-     << " v = __shfl_xor_sync(0xffffffffu, m, o); if (v > m || v != v) m = "
-        "v; }\n"
-     << in << r.t << " s = 0;\n"
-     << in << "for (long long k = lane; k < " << n
-     << "LL; k += 32) s += " << r.exp << "(" << r.x("k") << " - m);\n"
-     << in
-     << "for (int o = 16; o > 0; o >>= 1) s += "
-        "__shfl_xor_sync(0xffffffffu, s, o);\n";
-  return out;
-}
-
-/// Host: the same statistics serially, one element after another (the
-/// order of the host kernels before the CUDA ones shared rows among lanes;
-/// the two targets differ in the last bits of the sum, as in a GEMM).
+/// Host: the maximum `m` and the sum of exp(x - m) `s` of a row of |n|
+/// elements, serially, one element after another (the order of the host
+/// kernels before the CUDA ones shared rows among threads; the two targets
+/// differ in the last bits of the sum, as in a GEMM).
 std::string hostRowStats(const RowMath &r, int64_t n, StringRef in) {
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -67,22 +50,14 @@ std::string hostRowStats(const RowMath &r, int64_t n, StringRef in) {
      << "(" << r.x("k") << " - m);\n";
   return out;
 }
-/// The sum `sx` of a row's |n| elements (label smoothing's mean log
-/// probability): on CUDA over the lanes (|cuda|) with the butterfly of
-/// warpRowStats, on the host serially.
-std::string rowSum(const RowMath &r, int64_t n, StringRef in, bool cuda) {
+/// Host: the sum `sx` of a row's |n| elements (label smoothing's mean log
+/// probability), serially.
+std::string hostRowSum(const RowMath &r, int64_t n, StringRef in) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << in << r.t << " sx = 0;\n";
-  if (cuda)
-    os << in << "for (long long k = lane; k < " << n << "LL; k += 32) sx += "
-       << r.x("k") << ";\n"
-       << in
-       << "for (int o = 16; o > 0; o >>= 1) sx += "
-          "__shfl_xor_sync(0xffffffffu, sx, o);\n";
-  else
-    os << in << "for (long long k = 0; k < " << n << "LL; ++k) sx += "
-       << r.x("k") << ";\n";
+  os << in << r.t << " sx = 0;\n"
+     << in << "for (long long k = 0; k < " << n << "LL; ++k) sx += " << r.x("k")
+     << ";\n";
   return out;
 }
 
@@ -97,19 +72,168 @@ std::string literal(const std::string &t, double v) {
   return "(" + t + ")" + out;
 }
 
-/// Launches |code| with one warp per row of |rows| rows, 8 rows per block,
-/// and returns the CUDA body's first lines: `row` and `lane`, and the
-/// return of a warp past the last row (rows * 32 threads are whole warps,
-/// so warps return whole and the shuffles after stay full). The host runs
-/// one row per `tid`.
-std::string warpPerRow(KernelCode &code, int64_t rows) {
-  code.blockSize = 256;
-  code.numThreads = (rows * 32 + 255) / 256 * 256;
-  code.hostThreads = rows;
-  return "  const long long row = tid >> 5;\n"
-         "  const int lane = (int)(tid & 31);\n"
-         "  if (row >= " +
-         std::to_string(rows) + "LL) return;\n";
+/// One step of the online softmax (Milakov & Gimelshein 2018, algorithm 3)
+/// over element |v|: the running maximum `m` and the running sum `s` of
+/// exp(x - m), rescaled by exp(m_old - m_new) when the maximum grows. While
+/// every element so far is -inf, `s` stays 0 (no exp(-inf - -inf)).
+std::string onlineStep(const RowMath &r, const std::string &v) {
+  return "{ const " + r.t + " v = " + v + "; if (v > m || v != v) { s = s * " +
+         r.exp + "(m - v); m = v; } if (m != -" + r.inf + ") s += " + r.exp +
+         "(v - m); }";
+}
+
+/// rowAllReduce's combine of two threads' online statistics (m, s) and
+/// (dlc_o0, dlc_o1): the larger maximum, each sum rescaled to it, a sum
+/// whose maximum is the new one unscaled (no exp(inf - inf) for equal
+/// infinite maxima). Symmetric bit for bit: both sides compute the same
+/// maximum and add the same two terms.
+std::string onlineCombine(const RowMath &r) {
+  return "{ " + r.t +
+         " mm = m; if (dlc_o0 > mm || dlc_o0 != dlc_o0) mm = dlc_o0; s = (m "
+         "== mm ? s : s * " +
+         r.exp + "(m - mm)) + (dlc_o0 == mm ? dlc_o1 : dlc_o1 * " + r.exp +
+         "(dlc_o0 - mm)); m = mm; }";
+}
+
+/// The C type of a row's elements and how they are read: |load| turns a
+/// reference to a stored element into a value of the row's compute type.
+struct RowIo {
+  std::string storage;
+  std::function<std::string(const std::string &)> load;
+};
+
+/// The CUDA body of a kernel that writes each row of |l| from its maximum
+/// `m` and its sum `s` of exp(x - m): |setup| (C statements after `row` is
+/// known) points `x` at the row's input and `y` at its output; |value|(e, k)
+/// is element k's output, converted to the storage type, from e = exp(x_k -
+/// m) (|useExp|) or e = x_k; |afterStats| runs once the statistics are
+/// known. A held row (RowLayout::held) is read once into registers (the
+/// exps overwrite it when |useExp|); a streamed row is read twice, once
+/// for the online statistics and once for the output.
+std::string cudaRowBody(
+    KernelCode &code, const RowLayout &l, const RowMath &r, const RowIo &io,
+    const std::string &setup, bool useExp, const std::string &afterStats,
+    const std::function<std::string(const std::string &, const std::string &)>
+        &value) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  const std::string t = r.t, v = std::to_string(l.vec);
+  os << rowPrologue(l, code) << setup << rowVectorType(l, io.storage, "  ");
+  if (l.held) {
+    auto slot = [&](const std::string &i) {
+      return "dlc_v[j * " + v + " + " + i + "]";
+    };
+    os << "  " << t << " dlc_v[" << l.held * l.vec << "];\n"
+       << rowHeldLoop(l, rowLoadVector(l, "x", slot, io.load, "    "), "  ")
+       << "  " << t << " m = -" << r.inf << ";\n"
+       << rowHeldLoop(l,
+                      rowForEachElement(
+                          l,
+                          [&](const std::string &i) {
+                            return "if (" + slot(i) + " > m || " + slot(i) +
+                                   " != " + slot(i) + ") m = " + slot(i) + ";";
+                          },
+                          "    "),
+                      "  ")
+       << rowAllReduce(
+              l, t, {"m"},
+              [] { return "if (dlc_o0 > m || dlc_o0 != dlc_o0) m = dlc_o0;"; },
+              "max", "  ")
+       << "  " << t << " s = 0;\n"
+       << rowHeldLoop(l,
+                      rowForEachElement(
+                          l,
+                          [&](const std::string &i) {
+                            std::string e = r.exp + "(" + slot(i) + " - m)";
+                            return useExp ? slot(i) + " = " + e +
+                                                "; s += " + slot(i) + ";"
+                                          : "s += " + e + ";";
+                          },
+                          "    "),
+                      "  ")
+       << rowAllReduce(
+              l, t, {"s"}, [] { return "s += dlc_o0;"; }, "sum", "  ")
+       << afterStats
+       << rowHeldLoop(l,
+                      rowStoreVector(
+                          l, "y",
+                          [&](const std::string &i, const std::string &k) {
+                            return value(slot(i), k);
+                          },
+                          "    "),
+                      "  ");
+    return out;
+  }
+  auto elem = [](const std::string &i) { return "dlc_x[" + i + "]"; };
+  const std::string read = "    " + t + " dlc_x[" + v + "];\n" +
+                           rowLoadVector(l, "x", elem, io.load, "    ");
+  os << "  " << t << " m = -" << r.inf << ", s = 0;\n"
+     << rowStreamLoop(l,
+                      read + rowForEachElement(
+                                 l,
+                                 [&](const std::string &i) {
+                                   return onlineStep(r, elem(i));
+                                 },
+                                 "    "),
+                      "  ")
+     << rowAllReduce(
+            l, t, {"m", "s"}, [&] { return onlineCombine(r); }, "online", "  ")
+     << afterStats
+     << rowStreamLoop(
+            l,
+            read + rowStoreVector(
+                       l, "y",
+                       [&](const std::string &i, const std::string &k) {
+                         return value(useExp ? r.exp + "(" + elem(i) + " - m)"
+                                             : elem(i),
+                                      k);
+                       },
+                       "    "),
+            "  ");
+  return out;
+}
+
+/// CUDA: the statistics of hostRowStats (and with |withSum| hostRowSum's
+/// `sx`) of a row of |n| elements over the 32 lanes of a warp (`lane`), in
+/// one read (the online softmax): lane l takes elements l, l + 32, ... in
+/// order, then xor butterflies combine the lanes and leave the same bits in
+/// every lane.
+std::string warpOnlineStats(const RowMath &r, int64_t n, StringRef in,
+                            bool withSum) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  RowLayout warp; // threads = 32
+  os << in << r.t << " m = -" << r.inf << ", s = 0"
+     << (withSum ? ", sx = 0" : "") << ";\n"
+     << in << "for (long long k = lane; k < " << n << "LL; k += 32) { const "
+     << r.t << " xk = " << r.x("k") << "; " << onlineStep(r, "xk")
+     << (withSum ? " sx += xk;" : "") << " }\n"
+     << rowAllReduce(
+            warp, r.t, {"m", "s"}, [&] { return onlineCombine(r); }, "online",
+            in);
+  if (withSum)
+    os << rowAllReduce(
+        warp, r.t, {"sx"}, [] { return "sx += dlc_o0;"; }, "sx", in);
+  return out;
+}
+
+/// Whether |v|'s first element is 16-byte aligned (knownAlignment).
+bool aligned16(Value v) {
+  const int64_t a = knownAlignment(v);
+  return a > 0 && a % 16 == 0;
+}
+
+/// Elements of a 128-bit access to rows of |n| elements of |bytes| bytes
+/// each in |operands| (every row start aligned: the buffers are, and n is a
+/// multiple of the width), else 1.
+int64_t rowVectorWidth(int64_t n, int64_t bytes, ArrayRef<Value> operands) {
+  const int64_t width = 16 / bytes;
+  if (width < 2 || n % width != 0)
+    return 1;
+  for (Value v : operands)
+    if (!aligned16(v))
+      return 1;
+  return width;
 }
 } // namespace
 
@@ -143,9 +267,10 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
   std::string body;
   llvm::raw_string_ostream os(body);
   if (inner == 1) {
-    // Rows along the last axis. CUDA: one warp per row, lanes striding over
-    // it (coalesced), 8 rows per block; the host goes through a row per
-    // iteration (hostRowStats).
+    // Rows along the last axis. CUDA: a warp or a block per row
+    // (cudaRowBody): read once into registers, or streamed with the online
+    // softmax when too long; the host goes through a row per iteration
+    // (hostRowStats).
     RowMath r{*t, exp, log, f32 ? "DLC_INF_F" : "DLC_INF_D",
               [](const std::string &k) { return "a0[base + " + k + "]"; }};
     auto write = [&](llvm::raw_ostream &out, StringRef loop) {
@@ -156,12 +281,18 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
         out << "  " << loop << " a1[base + k] = " << exp
             << "(a0[base + k] - m) / s;\n";
     };
-    llvm::raw_string_ostream cs(code.cudaBody);
-    cs << warpPerRow(code, outer) << "  const long long base = row * " << n
-       << "LL;\n"
-       << warpRowStats(r, n, "  ");
-    write(cs,
-          "for (long long k = lane; k < " + std::to_string(n) + "LL; k += 32)");
+    const int64_t bytes = f32 ? 4 : 8;
+    RowLayout l = chooseRowLayout(
+        outer, n, rowVectorWidth(n, bytes, {x, op.getOutputs()[0]}), bytes);
+    code.cudaBody = cudaRowBody(
+        code, l, r, {*t, [](const std::string &ref) { return ref; }},
+        "  const " + *t + "* x = a0 + row * " + std::to_string(n) + "LL;\n  " +
+            *t + "* y = a1 + row * " + std::to_string(n) + "LL;\n",
+        /*useExp=*/!isLog,
+        isLog ? "  const " + *t + " lse = " + log + "(s);\n" : "",
+        [&](const std::string &e, const std::string &) {
+          return isLog ? e + " - m - lse" : e + " / s";
+        });
     os << "  const long long base = tid * " << n << "LL;\n"
        << hostRowStats(r, n, "  ");
     write(os, "for (long long k = 0; k < " + std::to_string(n) + "LL; ++k)");
@@ -231,8 +362,8 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
   } else {
     auto ot = cast<MemRefType>(out.getType());
     if (ot.getRank() != 0 || ot.getElementType() != lossType)
-      return op.emitOpError() << "loss must be a rank-0 " << lossType
-                              << " memref, got " << ot;
+      return op.emitOpError()
+             << "loss must be a rank-0 " << lossType << " memref, got " << ot;
   }
   auto storage = cStorageType(elem);
   if (failed(storage))
@@ -253,9 +384,9 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
   std::string body;
   llvm::raw_string_ostream os(body);
   llvm::raw_string_ostream cs(code.cudaBody);
-  // CUDA: one warp per row (warpRowStats); the host goes through each row
-  // serially (hostRowStats). No atomics anywhere: the results do not depend
-  // on the order threads run in.
+  // CUDA: warps share rows (warpOnlineStats, cudaRowBody); the host goes
+  // through each row serially (hostRowStats). No atomics anywhere: the
+  // results do not depend on the order threads run in.
   auto rowBase = [&](llvm::raw_ostream &out, StringRef in) {
     out << in << "const " << *storage << "* x = a0 + row * " << c << "LL;\n"
         << in << "const long long label = (long long)a1[row];\n";
@@ -284,7 +415,7 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
        << "  for (long long row = warp; row < " << rows
        << "LL; row += " << warps << ") {\n";
     rowBase(cs, "    ");
-    cs << warpRowStats(r, c, "    ") << (e != 0 ? rowSum(r, c, "    ", true) : "")
+    cs << warpOnlineStats(r, c, "    ", e != 0)
        << "    if (lane == 0 && label >= 0 && label < " << c
        << "LL) acc += " << lossTerm << ";\n"
        << "  }\n"
@@ -301,15 +432,14 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     os << "  double total = 0;\n"
        << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";
     rowBase(os, "    ");
-    os << hostRowStats(r, c, "    ")
-       << (e != 0 ? rowSum(r, c, "    ", false) : "")
-       << "    if (label >= 0 && label < " << c
-       << "LL) total += " << lossTerm << ";\n"
+    os << hostRowStats(r, c, "    ") << (e != 0 ? hostRowSum(r, c, "    ") : "")
+       << "    if (label >= 0 && label < " << c << "LL) total += " << lossTerm
+       << ";\n"
        << "  }\n"
        << "  a2[0] = (" << *t << ")(total / " << rows << ".0);\n";
   } else {
-    // CUDA: one warp per row (warpPerRow). The target of class k: on for
-    // the label, off for the others ((1 - e) one_hot + e / C).
+    // The target of class k: on for the label, off for the others
+    // ((1 - e) one_hot + e / C).
     std::string on = "(" + *t + ")1", off = "(" + *t + ")0";
     if (e != 0) {
       on = literal(*t, 1.0 - e + e / double(c));
@@ -327,12 +457,27 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
                                  off + ")) * scale : (" + *t + ")0")
           << ";\n";
     };
-    cs << warpPerRow(code, rows);
-    rowBase(cs, "  ");
-    cs << warpRowStats(r, c, "  ");
-    writeGrad(cs, "  ",
-              "for (long long k = lane; k < " + std::to_string(c) +
-                  "LL; k += 32)");
+    // CUDA: a warp or a block per row (cudaRowBody), the exps held in
+    // registers where the row fits.
+    std::string setup;
+    llvm::raw_string_ostream ss(setup);
+    rowBase(ss, "  ");
+    ss << "  " << *storage << "* y = a3 + row * " << c << "LL;\n"
+       << "  const " << *t << " scale = a2[0] / (" << *t << ")" << rows << ";\n"
+       << "  const bool valid = label >= 0 && label < " << c << "LL;\n";
+    const int64_t bytes =
+        std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+    RowLayout l = chooseRowLayout(
+        rows, c, rowVectorWidth(c, bytes, {logits, out}), f32 ? 4 : 8);
+    code.cudaBody = cudaRowBody(
+        code, l, r,
+        {*storage, [&](const std::string &ref) { return loadExpr(elem, ref); }},
+        setup, /*useExp=*/true, "",
+        [&](const std::string &ex, const std::string &k) {
+          return storeExpr(elem, "valid ? (" + ex + " / s - (" + k +
+                                     " == label ? " + on + " : " + off +
+                                     ")) * scale : (" + *t + ")0");
+        });
     os << "  const long long row = tid;\n";
     rowBase(os, "  ");
     os << hostRowStats(r, c, "  ");

@@ -132,6 +132,17 @@ std::string storeExpr(mlir::Type type, const std::string &v);
 /// __double2bfloat16: NaN becomes 0x7fff, overflow inf, subnormals kept) and
 /// `dlc_round_<t>` (a float rounded to the type and widened back).
 std::string halfHelpers(bool bf16, bool cuda);
+/// The byte alignment of the first element of |v| that the runtime
+/// guarantees: every buffer it allocates (inputs, persistent variables, the
+/// arena, a pipeline's stash and received values) starts 256-byte aligned
+/// (CudaDevice::allocate checks it), an arena buffer lies at its planned
+/// offset from the arena's start, and a reshape is its source's memory. A
+/// pipeline stage binds an input to micro-batch m's slice of the global
+/// batch, m times the input's bytes past an allocation
+/// (runtime/src/Pipeline.cpp), so an input is only as aligned as its size.
+/// 0 where nothing is known (an unplanned alloc). Kernels use 128-bit vector
+/// accesses only where this proves them aligned.
+int64_t knownAlignment(mlir::Value v);
 /// Name of a kernel symbol made into a C identifier (other characters -> '_').
 std::string sanitizeName(llvm::StringRef name);
 /// Which operands of |op| (inputs then outputs) may alias another operand.

@@ -940,16 +940,9 @@ FailureOr<KernelCode> GeneratedKernelEmitter::emit() {
   return code;
 }
 
-/// The byte alignment of the first element of |v| that the runtime
-/// guarantees: every buffer it allocates (inputs, persistent variables, the
-/// arena, a pipeline's stash and received values) starts 256-byte aligned
-/// (CudaDevice::allocate checks it), an arena buffer lies at its planned
-/// offset from the arena's start, and a reshape is its source's memory. A
-/// pipeline stage binds an input to micro-batch m's slice of the global
-/// batch, m times the input's bytes past an allocation
-/// (runtime/src/Pipeline.cpp), so an input is only as aligned as its size.
-/// 0 where nothing is known (an unplanned alloc).
-static int64_t knownAlignment(Value v) {
+// knownAlignment (KernelCode.h): why each kind of buffer is as aligned as
+// it says.
+int64_t knownAlignment(Value v) {
   constexpr int64_t kAllocationAlignment = 256;
   auto alignmentOf = [&](int64_t offset) {
     return offset == 0 ? kAllocationAlignment

@@ -19,6 +19,7 @@
 #include "codegen/KernelCode.h"
 #include "compiler/InitAll/InitAll.h"
 #include "dialects/Exec/ExecOps.h"
+#include "StandinRun.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -37,6 +38,7 @@
 
 using namespace mlir;
 using namespace dlc::codegen;
+using namespace dlc::codegen::test;
 
 namespace {
 
@@ -180,115 +182,6 @@ const std::map<std::string, int> kExpectedWidth = {
     {"fill", 0},  {"view", 4},   {"slices", 4}, {"update", 4},
     {"accumulate", 4}, {"iota", 4}};
 
-/// A host library compiled from |source| and loaded with dlopen.
-class HostLib {
-public:
-  explicit HostLib(const std::string &source) {
-    MLIRContext ctx;
-    auto so = compileHostLibrary(UnknownLoc::get(&ctx), source);
-    if (failed(so))
-      return;
-    llvm::SmallString<128> p;
-    int fd;
-    if (llvm::sys::fs::createTemporaryFile("dlc-elementwise-test", "so", fd,
-                                           p))
-      return;
-    ::close(fd);
-    path = std::string(p);
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char *>(so->data()), so->size());
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  }
-  ~HostLib() {
-    if (handle)
-      dlclose(handle);
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-  }
-  template <typename Fn> Fn get(const char *name) {
-    return handle ? reinterpret_cast<Fn>(dlsym(handle, name)) : nullptr;
-  }
-
-private:
-  void *handle = nullptr;
-  std::string path;
-};
-
-/// The stand-in's driver and NVRTC entry points, from dlopen (its NVRTC
-/// would clash with the real one codegen links).
-struct Standin {
-  void *handle = nullptr;
-#define DLC_STANDIN_FN(name, symbol) decltype(&::name) name = nullptr;
-#define DLC_STANDIN_FNS(X)                                                     \
-  X(cuInit, "cuInit")                                                          \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                      \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                        \
-  X(cuCtxSynchronize, "cuCtxSynchronize")                                      \
-  X(cuModuleLoadData, "cuModuleLoadData")                                      \
-  X(cuModuleGetFunction, "cuModuleGetFunction")                                \
-  X(cuMemAlloc, "cuMemAlloc_v2")                                               \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                           \
-  X(cuLaunchKernel, "cuLaunchKernel")                                          \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                               \
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor")                             \
-  X(nvrtcCreateProgram, "nvrtcCreateProgram")                                  \
-  X(nvrtcCompileProgram, "nvrtcCompileProgram")                                \
-  X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize")                          \
-  X(nvrtcGetProgramLog, "nvrtcGetProgramLog")                                  \
-  X(nvrtcGetCUBINSize, "nvrtcGetCUBINSize")                                    \
-  X(nvrtcGetCUBIN, "nvrtcGetCUBIN")                                            \
-  X(nvrtcDestroyProgram, "nvrtcDestroyProgram")
-  DLC_STANDIN_FNS(DLC_STANDIN_FN)
-#undef DLC_STANDIN_FN
-
-  bool load() {
-    handle = dlopen(DLC_STANDIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!handle)
-      return false;
-#define DLC_STANDIN_SYM(name, symbol)                                          \
-  name = reinterpret_cast<decltype(name)>(dlsym(handle, symbol));              \
-  if (!name)                                                                   \
-    return false;
-    DLC_STANDIN_FNS(DLC_STANDIN_SYM)
-#undef DLC_STANDIN_SYM
-    return true;
-  }
-
-  /// Compiles |k| with the stand-in NVRTC for sm_90 and loads it.
-  CUfunction compile(const KernelSource &k) {
-    nvrtcProgram prog = nullptr;
-    EXPECT_EQ(nvrtcCreateProgram(&prog, k.cudaSource.c_str(), "k.cu", 0,
-                                 nullptr, nullptr),
-              NVRTC_SUCCESS);
-    const char *opts[] = {"--gpu-architecture=sm_90", "--std=c++17"};
-    nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
-    size_t logSize = 0;
-    nvrtcGetProgramLogSize(prog, &logSize);
-    std::string log(logSize, '\0');
-    nvrtcGetProgramLog(prog, log.data());
-    EXPECT_EQ(r, NVRTC_SUCCESS) << log << "\n" << k.cudaSource;
-    size_t size = 0;
-    nvrtcGetCUBINSize(prog, &size);
-    std::string image(size, '\0');
-    nvrtcGetCUBIN(prog, image.data());
-    nvrtcDestroyProgram(&prog);
-    CUmodule module = nullptr;
-    CUfunction fn = nullptr;
-    if (r != NVRTC_SUCCESS ||
-        cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS ||
-        cuModuleGetFunction(&fn, module, k.name.c_str()) != CUDA_SUCCESS)
-      return nullptr;
-    return fn;
-  }
-};
-
-size_t bytesOf(Value v) {
-  auto t = cast<MemRefType>(v.getType());
-  return (size_t)t.getNumElements() *
-         std::max<size_t>(1, t.getElementTypeBitWidth() / 8);
-}
-
 /// Deterministic bytes for a buffer of element type |elem|: ordinary values
 /// (no NaN or inf bit patterns, so equality is plain byte equality).
 std::vector<uint8_t> fillFor(Type elem, size_t bytes, unsigned salt) {
@@ -314,10 +207,6 @@ std::vector<uint8_t> fillFor(Type elem, size_t bytes, unsigned salt) {
   return out;
 }
 
-/// Every buffer of the function after running it: named inputs, variables
-/// and the arena.
-using Memory = std::map<std::string, std::vector<uint8_t>>;
-
 /// The initial contents: inputs and variables filled, the arena zero.
 Memory initialMemory(ModuleOp module) {
   Memory mem;
@@ -334,79 +223,6 @@ Memory initialMemory(ModuleOp module) {
     else if (auto fn = dyn_cast<dlc::exec::FuncOp>(op))
       mem["arena"] = std::vector<uint8_t>(*fn.getArenaBytes(), 0);
   });
-  return mem;
-}
-
-/// The key of |v|'s memory in a Memory and its byte offset there.
-std::pair<std::string, size_t> placeOf(Value v) {
-  while (auto r = v.getDefiningOp<dlc::exec::ReshapeOp>())
-    v = r.getSource();
-  if (auto in = v.getDefiningOp<dlc::exec::InputOp>())
-    return {"in:" + in.getName().str(), 0};
-  if (auto var = v.getDefiningOp<dlc::exec::VariableRefOp>())
-    return {"var:" + var.getVariable().str(), 0};
-  auto alloc = v.getDefiningOp<dlc::exec::AllocOp>();
-  return {"arena", alloc ? (size_t)*alloc.getOffset() : 0};
-}
-
-/// Runs every kernel of |module| in order on the host library.
-Memory runHost(ModuleOp module, HostLib &lib) {
-  Memory mem = initialMemory(module);
-  module.walk([&](dlc::exec::KernelOp k) {
-    std::vector<void *> args;
-    for (Value v : k->getOperands()) {
-      auto [key, offset] = placeOf(v);
-      args.push_back(mem[key].data() + offset);
-    }
-    auto fn = lib.get<void (*)(void **)>(
-        dlc::codegen::detail::sanitizeName(k.getSymName()).c_str());
-    ASSERT_NE(fn, nullptr) << k.getSymName().str();
-    fn(args.data());
-  });
-  return mem;
-}
-
-/// Runs every kernel of |module| in order on the stand-in, each buffer in a
-/// device allocation of its own (256-byte aligned, as the runtime's), with
-/// |blocks| blocks a launch (0: enough for the kernel's thread count).
-Memory runStandin(ModuleOp module, Standin &cu,
-                  const std::map<std::string, CUfunction> &functions,
-                  const std::map<std::string, KernelSource> &sources,
-                  unsigned blocks) {
-  Memory mem = initialMemory(module);
-  std::map<std::string, CUdeviceptr> device;
-  for (auto &[key, bytes] : mem) {
-    CUdeviceptr p = 0;
-    EXPECT_EQ(cu.cuMemAlloc(&p, bytes.size()), CUDA_SUCCESS);
-    EXPECT_EQ(p % 256, 0u);
-    EXPECT_EQ(cu.cuMemcpyHtoD(p, bytes.data(), bytes.size()), CUDA_SUCCESS);
-    device[key] = p;
-  }
-  module.walk([&](dlc::exec::KernelOp k) {
-    std::string name = dlc::codegen::detail::sanitizeName(k.getSymName());
-    CUfunction fn = functions.at(name);
-    ASSERT_NE(fn, nullptr) << name;
-    const KernelSource &src = sources.at(name);
-    std::vector<CUdeviceptr> ptrs;
-    for (Value v : k->getOperands()) {
-      auto [key, offset] = placeOf(v);
-      ptrs.push_back(device[key] + offset);
-    }
-    std::vector<void *> args;
-    for (CUdeviceptr &p : ptrs)
-      args.push_back(&p);
-    unsigned grid =
-        blocks ? blocks
-               : (unsigned)((src.numThreads + src.blockSize - 1) / src.blockSize);
-    ASSERT_EQ(cu.cuLaunchKernel(fn, grid, 1, 1, src.blockSize, 1, 1, 0,
-                                nullptr, args.data(), nullptr),
-              CUDA_SUCCESS)
-        << name;
-  });
-  EXPECT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
-  for (auto &[key, bytes] : mem)
-    EXPECT_EQ(cu.cuMemcpyDtoH(bytes.data(), device[key], bytes.size()),
-              CUDA_SUCCESS);
   return mem;
 }
 
@@ -499,7 +315,8 @@ TEST_F(ElementwiseKernels, StandinMatchesTheHostBitForBit) {
   auto source = emitHostSource(*module);
   ASSERT_TRUE(succeeded(source));
   HostLib lib(*source);
-  Memory want = runHost(*module, lib);
+  Memory want = initialMemory(*module);
+  runHost(*module, lib, want);
   // The cases change memory: the host run is not a no-op.
   EXPECT_NE(want["arena"], std::vector<uint8_t>(want["arena"].size(), 0));
 
@@ -520,7 +337,8 @@ TEST_F(ElementwiseKernels, StandinMatchesTheHostBitForBit) {
             CUDA_SUCCESS);
   EXPECT_EQ(perSm, 8);
   for (unsigned blocks : {0u, 2u, 1u}) {
-    Memory got = runStandin(*module, cu, functions, kernels, blocks);
+    Memory got = initialMemory(*module);
+    runStandin(*module, cu, functions, kernels, blocks, got);
     ASSERT_EQ(got.size(), want.size());
     for (auto &[key, bytes] : want) {
       const std::vector<uint8_t> &g = got[key];
