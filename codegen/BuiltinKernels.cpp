@@ -4,8 +4,8 @@
 // baked in; both targets print it (see KernelCode.h). The templates are
 // listed once, in dialects/Exec/BuiltinTemplates.def, whose verifier checks
 // every op before codegen; this file dispatches on the template's family to
-// the family's file (BuiltinPool.cpp, BuiltinSoftmax.cpp, BuiltinDropout.cpp,
-// BuiltinGather.cpp, BuiltinResize.cpp).
+// the family's file (BuiltinPool.cpp, BuiltinSoftmax.cpp, BuiltinLayerNorm.cpp,
+// BuiltinDropout.cpp, BuiltinGather.cpp, BuiltinResize.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
@@ -63,6 +63,9 @@ FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
     break;
   case exec::BuiltinFamily::Softmax:
     code = buildSoftmax(op, tmpl == "log_softmax");
+    break;
+  case exec::BuiltinFamily::LayerNorm:
+    code = buildLayerNorm(op);
     break;
   case exec::BuiltinFamily::CrossEntropy:
     code = buildCrossEntropy(op, grad);

@@ -35,6 +35,9 @@ mlir::FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op,
                                       llvm::StringRef tmpl);
 /// softmax, or log_softmax when |isLog| (BuiltinSoftmax.cpp).
 mlir::FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog);
+/// layer_norm over the last axis: y, the row mean and rstd in one pass over
+/// x (BuiltinLayerNorm.cpp).
+mlir::FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op);
 /// softmax_cross_entropy, or its gradient when |grad| (BuiltinSoftmax.cpp).
 mlir::FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op,
                                               bool grad);

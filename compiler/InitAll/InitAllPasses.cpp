@@ -2,6 +2,7 @@
 #include "compiler/InitAll/InitAll.h"
 
 #include "compiler/Lowering/MultiTensor/Passes.h"
+#include "compiler/Lowering/LayerNorm/Passes.h"
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
 #include "compiler/Lowering/Passes.h"
@@ -24,6 +25,7 @@ void dlc::registerAllPasses() {
   dlc::registerLoweringPasses();
   dlc::registerDLCMultiTensorPasses();
   dlc::registerDLCReductionEpiloguesPasses();
+  dlc::registerDLCLayerNormPasses();
   dlc::registerDLCLoweringRematPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();

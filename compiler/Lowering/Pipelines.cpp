@@ -3,6 +3,7 @@
 
 #include "compiler/Lowering/Liveness.h"
 #include "compiler/Lowering/KernelQueries.h"
+#include "compiler/Lowering/LayerNorm/Passes.h"
 #include "compiler/Lowering/MultiTensor/Passes.h"
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
@@ -23,6 +24,7 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createFuseGemmEpiloguesPass());
   pm.addPass(createMultiTensorPass());
   pm.addPass(createFuseReductionEpiloguesPass());
+  pm.addPass(createFuseLayerNormPass());
   pm.addPass(createRematPersistentKernelsPass());
   pm.addPass(createPlanMemoryPass());
 }

@@ -9,6 +9,8 @@
 #include "dialects/Exec/AttrReaders.h"
 #include "dialects/Exec/ExecOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace dlc::exec;
 
@@ -107,6 +109,42 @@ LogicalResult verifySoftmax(BuiltinKernelOp op) {
   if (a < 0 || a >= rank)
     return op.emitOpError()
            << "axis " << *axis << " is out of range for " << x.getType();
+  return success();
+}
+
+/// layer_norm: x [..., N] f32/f64, scale and bias [N], y of x's type, mean
+/// and rstd one element per row of N (x's shape with the last dimension 1,
+/// or any shape of as many elements), all of x's element type; `epsilon` an
+/// f32 >= 0.
+LogicalResult verifyLayerNorm(BuiltinKernelOp op) {
+  Value x = op.getInputs()[0];
+  if (failed(floatElementType(op, x)))
+    return failure();
+  MemRefType xt = typeOf(x);
+  if (xt.getRank() < 1 || xt.getNumElements() == 0)
+    return op.emitOpError() << "expects a non-empty x [..., N], got " << xt;
+  int64_t n = xt.getShape().back(), rows = xt.getNumElements() / n;
+  Type elem = xt.getElementType();
+  for (Value p : op.getInputs().drop_front()) {
+    MemRefType pt = typeOf(p);
+    if (pt.getRank() != 1 || pt.getDimSize(0) != n ||
+        pt.getElementType() != elem)
+      return op.emitOpError() << "scale and bias must be [" << n << "] of "
+                              << elem << ", got " << pt;
+  }
+  if (op.getOutputs()[0].getType() != xt)
+    return op.emitOpError() << "y must have the type of x, " << xt;
+  for (Value s : op.getOutputs().drop_front()) {
+    MemRefType st = typeOf(s);
+    if (st.getNumElements() != rows || st.getElementType() != elem)
+      return op.emitOpError() << "mean and rstd must hold " << rows
+                              << " elements of " << elem << " (one a row), got "
+                              << st;
+  }
+  auto eps = op->getAttrOfType<FloatAttr>("epsilon");
+  if (!eps || !eps.getType().isF32() || !(eps.getValueAsDouble() >= 0.0) ||
+      !std::isfinite(eps.getValueAsDouble()))
+    return op.emitOpError() << "needs an f32 attribute 'epsilon' >= 0";
   return success();
 }
 
@@ -280,6 +318,8 @@ LogicalResult BuiltinKernelOp::verify() {
     return verifyPool(*this, info->isGradient, name.starts_with("max"));
   case BuiltinFamily::Softmax:
     return verifySoftmax(*this);
+  case BuiltinFamily::LayerNorm:
+    return verifyLayerNorm(*this);
   case BuiltinFamily::CrossEntropy:
     return verifyCrossEntropy(*this, info->isGradient);
   case BuiltinFamily::Dropout:

@@ -18,6 +18,7 @@ namespace dlc::exec {
 enum class BuiltinFamily {
   Pool,           // max/average pooling over [N, C, H, W] and its gradient
   Softmax,        // softmax, log_softmax along `axis`
+  LayerNorm,      // LayerNorm over the last axis, with its mean and rstd
   CrossEntropy,   // mean softmax cross-entropy and its gradient
   Dropout,        // Philox dropout with a mask
   Gather,         // ONNX Gather and its gradient

@@ -37,6 +37,12 @@ namespace epilogue {
 namespace xent_grad {
 #include "kernels/dlc_softmax_cross_entropy_grad.cu"
 }
+namespace ln_warp {
+#include "kernels/dlc_layer_norm_warp.cu"
+}
+namespace ln_block {
+#include "kernels/dlc_layer_norm_block.cu"
+}
 
 namespace {
 
@@ -301,6 +307,104 @@ TEST(EmittedKernels, ThroughputFigures) {
              fibers, threads, 25088.0 * launches / seconds);
     }
   }
+}
+
+// LayerNorm as one row kernel (--dlexec-fuse-layer-norm): |threads| threads
+// a row, thread t holding elements t, t + threads, ...; each thread sums its
+// elements in double, in order; a warp's 32 sums combine by the xor
+// butterfly, a block's warp sums in warp order. The reference does the
+// same additions in the same order (and the decomposition's roundings), so
+// every thread order (seed) must give its bits for y, mean and rstd.
+struct LayerNormRef {
+  std::vector<float> y, mean, rstd;
+};
+LayerNormRef layerNormReference(const std::vector<float> &x,
+                                const std::vector<float> &w,
+                                const std::vector<float> &b, int rows, int n,
+                                int threads) {
+  const float c = (float)(1.0 / n), eps = 9.999999747e-06f;
+  LayerNormRef out{std::vector<float>(x.size()), std::vector<float>(rows),
+                   std::vector<float>(rows)};
+  // Sum of |term(k)| over the row in the kernel's order.
+  auto rowSum = [&](auto term) {
+    std::vector<double> part(threads, 0.0);
+    for (int t = 0; t < threads; ++t)
+      for (int k = t; k < n; k += threads)
+        part[t] += term(k);
+    std::vector<double> warpSum;
+    for (int w0 = 0; w0 < threads; w0 += 32) {
+      double lane[32];
+      std::copy(part.begin() + w0, part.begin() + w0 + 32, lane);
+      for (int o = 16; o > 0; o >>= 1) {
+        double next[32];
+        for (int l = 0; l < 32; ++l)
+          next[l] = lane[l] + lane[l ^ o];
+        std::copy(next, next + 32, lane);
+      }
+      warpSum.push_back(lane[0]);
+    }
+    double total = warpSum[0];
+    for (size_t i = 1; i < warpSum.size(); ++i)
+      total += warpSum[i];
+    return total;
+  };
+  for (int r = 0; r < rows; ++r) {
+    const float *xr = x.data() + (size_t)r * n;
+    const float m =
+        (float)rowSum([&](int k) { return (double)(float)(xr[k] * c); });
+    const float var = (float)rowSum([&](int k) {
+      const float d = (float)(xr[k] - m);
+      return (double)(float)((float)(d * d) * c);
+    });
+    const float rs = 1.0f / sqrtf((float)(var + eps));
+    out.mean[r] = m;
+    out.rstd[r] = rs;
+    for (int k = 0; k < n; ++k) {
+      const float d = (float)(xr[k] - m);
+      out.y[(size_t)r * n + k] = (float)((float)((float)(d * rs) * w[k]) + b[k]);
+    }
+  }
+  return out;
+}
+
+template <typename Kernel>
+void checkLayerNorm(Kernel kernel, int rows, int n, int threads, dim3 grid,
+                    dim3 block) {
+  // Rows far from zero (offset 50): the two-pass variance keeps them exact
+  // where E[x^2] - E[x]^2 would cancel.
+  std::vector<float> x = values((size_t)rows * n, 3.0f, 23),
+                     w = values(n, 1.5f, 29), b = values(n, 0.5f, 31);
+  for (float &v : x)
+    v += 50.0f;
+  const LayerNormRef want = layerNormReference(x, w, b, rows, n, threads);
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::vector<float> y(x.size(), NAN), mean(rows, NAN), rstd(rows, NAN);
+    options o = options();
+    o.seed = seed;
+    auto r = launch(kernel, grid, block, o, x.data(), w.data(), b.data(),
+                    y.data(), mean.data(), rstd.data());
+    ASSERT_TRUE(r.ok()) << r.message;
+    expectSameFloats(mean, want.mean);
+    expectSameFloats(rstd, want.rstd);
+    expectSameFloats(y, want.y);
+  }
+  // Not a vacuous comparison: the rows are normalized (mean 0, variance
+  // near 1 before the affine).
+  double s = 0;
+  for (int k = 0; k < n; ++k)
+    s += (want.y[k] - b[k]) / w[k];
+  EXPECT_NEAR(s / n, 0.0, 1e-4);
+  EXPECT_NEAR(want.mean[0], 50.0, 1.0);
+}
+
+TEST(EmittedKernels, LayerNormWarpPerRow) {
+  checkLayerNorm(ln_warp::forward_k8_layer_norm, 3, 40, 32, gridFor(256),
+                 dim3(256));
+}
+
+TEST(EmittedKernels, LayerNormBlockPerRow) {
+  checkLayerNorm(ln_block::forward_k9_layer_norm, 2, 1500, 256, dim3(2),
+                 dim3(256));
 }
 
 } // namespace
