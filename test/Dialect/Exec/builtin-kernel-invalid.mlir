@@ -309,3 +309,59 @@ dlexec.func @dropout_half_step {
   // expected-error @+1 {{expects X, a rank-0 f32 step, Y of X's type and an i1 mask of X's shape}}
   dlexec.builtin_kernel @k "dropout" ins(%x, %s : memref<4xf16>, memref<f16>) outs(%y, %m : memref<4xf16>, memref<4xi1>) {ratio = 5.000000e-01 : f32, seed = 1 : i64}
 }
+
+// -----
+
+// layer_norm: scale and bias are [N] of x's element type.
+dlexec.func @layer_norm_scale_shape {
+  %x = dlexec.input "x" : memref<4x8xf32>
+  %w = dlexec.input "w" : memref<4xf32>
+  %b = dlexec.input "b" : memref<8xf32>
+  %y = dlexec.alloc : memref<4x8xf32>
+  %m = dlexec.alloc : memref<4x1xf32>
+  %r = dlexec.alloc : memref<4x1xf32>
+  // expected-error @+1 {{scale and bias must be [8] of 'f32', got 'memref<4xf32>'}}
+  dlexec.builtin_kernel @k "layer_norm" ins(%x, %w, %b : memref<4x8xf32>, memref<4xf32>, memref<8xf32>) outs(%y, %m, %r : memref<4x8xf32>, memref<4x1xf32>, memref<4x1xf32>) {epsilon = 1.0e-5 : f32}
+}
+
+// -----
+
+// layer_norm: one mean and one rstd a row.
+dlexec.func @layer_norm_stats_per_row {
+  %x = dlexec.input "x" : memref<4x8xf32>
+  %w = dlexec.input "w" : memref<8xf32>
+  %b = dlexec.input "b" : memref<8xf32>
+  %y = dlexec.alloc : memref<4x8xf32>
+  %m = dlexec.alloc : memref<8xf32>
+  %r = dlexec.alloc : memref<4x1xf32>
+  // expected-error @+1 {{mean and rstd must hold 4 elements of 'f32' (one a row), got 'memref<8xf32>'}}
+  dlexec.builtin_kernel @k "layer_norm" ins(%x, %w, %b : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y, %m, %r : memref<4x8xf32>, memref<8xf32>, memref<4x1xf32>) {epsilon = 1.0e-5 : f32}
+}
+
+// -----
+
+// layer_norm: epsilon is an f32 >= 0.
+dlexec.func @layer_norm_epsilon {
+  %x = dlexec.input "x" : memref<4x8xf32>
+  %w = dlexec.input "w" : memref<8xf32>
+  %b = dlexec.input "b" : memref<8xf32>
+  %y = dlexec.alloc : memref<4x8xf32>
+  %m = dlexec.alloc : memref<4x1xf32>
+  %r = dlexec.alloc : memref<4x1xf32>
+  // expected-error @+1 {{needs an f32 attribute 'epsilon' >= 0}}
+  dlexec.builtin_kernel @k "layer_norm" ins(%x, %w, %b : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y, %m, %r : memref<4x8xf32>, memref<4x1xf32>, memref<4x1xf32>) {epsilon = -1.0 : f32}
+}
+
+// -----
+
+// layer_norm: f32 and f64 only (an f16 LayerNorm stays decomposed).
+dlexec.func @layer_norm_dtype {
+  %x = dlexec.input "x" : memref<4x8xi32>
+  %w = dlexec.input "w" : memref<8xi32>
+  %b = dlexec.input "b" : memref<8xi32>
+  %y = dlexec.alloc : memref<4x8xi32>
+  %m = dlexec.alloc : memref<4x1xi32>
+  %r = dlexec.alloc : memref<4x1xi32>
+  // expected-error @+1 {{template 'layer_norm' supports f32 and f64, got 'i32'}}
+  dlexec.builtin_kernel @k "layer_norm" ins(%x, %w, %b : memref<4x8xi32>, memref<8xi32>, memref<8xi32>) outs(%y, %m, %r : memref<4x8xi32>, memref<4x1xi32>, memref<4x1xi32>) {epsilon = 1.0e-5 : f32}
+}
