@@ -5,6 +5,7 @@
 #include "compiler/Lowering/LayerNorm/Passes.h"
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
+#include "compiler/Lowering/SplitReductions/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
@@ -27,6 +28,7 @@ void dlc::registerAllPasses() {
   dlc::registerDLCReductionEpiloguesPasses();
   dlc::registerDLCLayerNormPasses();
   dlc::registerDLCLoweringRematPasses();
+  dlc::registerDLCSplitReductionsPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();
   dlc::registerDLCDataParallelPasses();

@@ -7,6 +7,7 @@
 #include "compiler/Lowering/MultiTensor/Passes.h"
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
+#include "compiler/Lowering/SplitReductions/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "dialects/Exec/LibraryCalls.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -26,6 +27,7 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createFuseReductionEpiloguesPass());
   pm.addPass(createFuseLayerNormPass());
   pm.addPass(createRematPersistentKernelsPass());
+  pm.addPass(createSplitReductionsPass());
   pm.addPass(createPlanMemoryPass());
 }
 
