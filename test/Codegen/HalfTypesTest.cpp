@@ -17,6 +17,7 @@
 #include "codegen/KernelCode.h"
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Lowering/Pipelines.h"
+#include "test/cuda-emulation/StandinRun.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -334,71 +335,7 @@ runHost(ModuleOp module, HostLib &lib,
   return outputs;
 }
 
-/// The stand-in's driver and NVRTC entry points, from dlopen.
-struct Standin {
-  void *handle = nullptr;
-#define DLC_STANDIN_FN(name, symbol) decltype(&::name) name = nullptr;
-#define DLC_STANDIN_FNS(X)                                                     \
-  X(cuInit, "cuInit")                                                          \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                      \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                        \
-  X(cuCtxSynchronize, "cuCtxSynchronize")                                      \
-  X(cuModuleLoadData, "cuModuleLoadData")                                      \
-  X(cuModuleGetFunction, "cuModuleGetFunction")                                \
-  X(cuMemAlloc, "cuMemAlloc_v2")                                               \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                           \
-  X(cuLaunchKernel, "cuLaunchKernel")                                          \
-  X(nvrtcCreateProgram, "nvrtcCreateProgram")                                  \
-  X(nvrtcCompileProgram, "nvrtcCompileProgram")                                \
-  X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize")                          \
-  X(nvrtcGetProgramLog, "nvrtcGetProgramLog")                                  \
-  X(nvrtcGetCUBINSize, "nvrtcGetCUBINSize")                                    \
-  X(nvrtcGetCUBIN, "nvrtcGetCUBIN")                                            \
-  X(nvrtcDestroyProgram, "nvrtcDestroyProgram")
-  DLC_STANDIN_FNS(DLC_STANDIN_FN)
-#undef DLC_STANDIN_FN
-
-  bool load() {
-    handle = dlopen(DLC_STANDIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!handle)
-      return false;
-#define DLC_STANDIN_SYM(name, symbol)                                          \
-  name = reinterpret_cast<decltype(name)>(dlsym(handle, symbol));              \
-  if (!name)                                                                   \
-    return false;
-    DLC_STANDIN_FNS(DLC_STANDIN_SYM)
-#undef DLC_STANDIN_SYM
-    return true;
-  }
-
-  /// Compiles |k| with the stand-in NVRTC for sm_90 and loads it.
-  CUfunction compile(const KernelSource &k) {
-    nvrtcProgram prog = nullptr;
-    EXPECT_EQ(nvrtcCreateProgram(&prog, k.cudaSource.c_str(), "k.cu", 0,
-                                 nullptr, nullptr),
-              NVRTC_SUCCESS);
-    const char *opts[] = {"--gpu-architecture=sm_90", "--std=c++17"};
-    nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
-    size_t logSize = 0;
-    nvrtcGetProgramLogSize(prog, &logSize);
-    std::string log(logSize, '\0');
-    nvrtcGetProgramLog(prog, log.data());
-    EXPECT_EQ(r, NVRTC_SUCCESS) << log << "\n" << k.cudaSource;
-    size_t size = 0;
-    nvrtcGetCUBINSize(prog, &size);
-    std::string image(size, '\0');
-    nvrtcGetCUBIN(prog, image.data());
-    nvrtcDestroyProgram(&prog);
-    CUmodule module = nullptr;
-    CUfunction fn = nullptr;
-    if (r != NVRTC_SUCCESS ||
-        cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS ||
-        cuModuleGetFunction(&fn, module, k.name.c_str()) != CUDA_SUCCESS)
-      return nullptr;
-    return fn;
-  }
-};
+using dlc::codegen::test::Standin;
 
 /// Runs the dlexec function of |module| through the stand-in as runHost
 /// does on the host: kernels launched the runtime's way (blocks of
@@ -541,11 +478,7 @@ TEST(HalfKernels, HostRunIsBitExact) {
 
   // The CUDA kernels on the stand-in: the host's bytes exactly.
   Standin cu;
-  ASSERT_TRUE(cu.load()) << DLC_STANDIN_PATH << ": " << dlerror();
-  CUcontext context = nullptr;
-  ASSERT_EQ(cu.cuInit(0), CUDA_SUCCESS);
-  ASSERT_EQ(cu.cuDevicePrimaryCtxRetain(&context, 0), CUDA_SUCCESS);
-  ASSERT_EQ(cu.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  ASSERT_TRUE(cu.start());
   auto onCuda = runStandin(*module, cu,
                            {{"x", rawBytes(in.x)},
                             {"y", rawBytes(in.y)},

@@ -43,8 +43,7 @@ public:
       return;
     llvm::SmallString<128> p;
     int fd;
-    if (llvm::sys::fs::createTemporaryFile("dlc-elementwise-test", "so", fd,
-                                           p))
+    if (llvm::sys::fs::createTemporaryFile("dlc-elementwise-test", "so", fd, p))
       return;
     ::close(fd);
     path = std::string(p);
@@ -106,6 +105,20 @@ struct Standin {
     DLC_STANDIN_FNS(DLC_STANDIN_SYM)
 #undef DLC_STANDIN_SYM
     return true;
+  }
+
+  /// Loads the stand-in and makes its device's primary context current.
+  ::testing::AssertionResult start() {
+    if (!load())
+      return ::testing::AssertionFailure()
+             << DLC_STANDIN_PATH << ": " << dlerror();
+    CUcontext context = nullptr;
+    if (cuInit(0) != CUDA_SUCCESS ||
+        cuDevicePrimaryCtxRetain(&context, 0) != CUDA_SUCCESS ||
+        cuCtxSetCurrent(context) != CUDA_SUCCESS)
+      return ::testing::AssertionFailure()
+             << "the stand-in's primary context cannot be made current";
+    return ::testing::AssertionSuccess();
   }
 
   /// Compiles |k| with the stand-in NVRTC for sm_90 and loads it.
@@ -217,10 +230,11 @@ inline void runStandin(ModuleOp module, Standin &cu,
     for (CUdeviceptr &p : ptrs)
       args.push_back(&p);
     unsigned grid =
-        blocks ? blocks
-               : (unsigned)((src.numThreads + src.blockSize - 1) / src.blockSize);
-    ASSERT_EQ(cu.cuLaunchKernel(fn, grid, 1, 1, src.blockSize, 1, 1, 0,
-                                nullptr, args.data(), nullptr),
+        blocks
+            ? blocks
+            : (unsigned)((src.numThreads + src.blockSize - 1) / src.blockSize);
+    ASSERT_EQ(cu.cuLaunchKernel(fn, grid, 1, 1, src.blockSize, 1, 1, 0, nullptr,
+                                args.data(), nullptr),
               CUDA_SUCCESS)
         << name;
   }
