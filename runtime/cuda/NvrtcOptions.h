@@ -22,8 +22,11 @@ namespace dlrt::cuda {
 /// contracts depends on the kernel it lands in, so an activation recomputed
 /// under --remat inside a backward kernel could differ in its last bit from
 /// the stored one, and the rematerialization plans' losses would no longer
-/// be bit-identical to those of the plan that stores it. dlc's generated
-/// kernels are memory-bound
+/// be bit-identical to those of the plan that stores it: on an H200
+/// (2026-11-28) the remat CNN's packages run with contraction on repeated
+/// none's losses bit for bit but sqrt's and budget's differed from them
+/// from step 2 (1.96375275 vs 1.96375263); with --fmad=false all three
+/// plans agree bit for bit. dlc's generated kernels are memory-bound
 /// (GEMMs and convolutions go to cuBLASLt and cuDNN), so the extra
 /// instructions cost no measurable time.
 inline constexpr const char *kNvrtcArithmeticOptions[] = {"--fmad=false"};
