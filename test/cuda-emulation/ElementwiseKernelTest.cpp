@@ -321,11 +321,7 @@ TEST_F(ElementwiseKernels, StandinMatchesTheHostBitForBit) {
   EXPECT_NE(want["arena"], std::vector<uint8_t>(want["arena"].size(), 0));
 
   Standin cu;
-  ASSERT_TRUE(cu.load()) << DLC_STANDIN_PATH << ": " << dlerror();
-  CUcontext context = nullptr;
-  ASSERT_EQ(cu.cuInit(0), CUDA_SUCCESS);
-  ASSERT_EQ(cu.cuDevicePrimaryCtxRetain(&context, 0), CUDA_SUCCESS);
-  ASSERT_EQ(cu.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  ASSERT_TRUE(cu.start());
   std::map<std::string, CUfunction> functions;
   for (auto &[name, k] : kernels)
     functions[name] = cu.compile(k);
