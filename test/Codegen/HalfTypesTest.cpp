@@ -43,38 +43,7 @@ using namespace dlc::codegen;
 
 namespace {
 
-/// A host library compiled from |source| and loaded with dlopen.
-class HostLib {
-public:
-  explicit HostLib(const std::string &source) {
-    MLIRContext ctx;
-    auto so = compileHostLibrary(UnknownLoc::get(&ctx), source);
-    if (failed(so))
-      return;
-    llvm::SmallString<128> p;
-    int fd;
-    if (llvm::sys::fs::createTemporaryFile("dlc-half-test", "so", fd, p))
-      return;
-    ::close(fd);
-    path = std::string(p);
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char *>(so->data()), so->size());
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  }
-  ~HostLib() {
-    if (handle)
-      dlclose(handle);
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-  }
-  template <typename Fn> Fn get(const char *name) {
-    return handle ? reinterpret_cast<Fn>(dlsym(handle, name)) : nullptr;
-  }
-
-private:
-  void *handle = nullptr;
-  std::string path;
-};
+using dlc::codegen::test::HostLib;
 
 uint16_t bitsOf(__half h) {
   uint16_t b;

@@ -229,16 +229,7 @@ Memory initialMemory(ModuleOp module) {
 class ElementwiseKernels : public ::testing::Test {
 protected:
   void SetUp() override {
-    DialectRegistry registry;
-    dlc::registerAllDialects(registry);
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    module = parseSourceString<ModuleOp>(kModule, &ctx);
-    ASSERT_TRUE(module);
-    auto emitted = emitCudaKernels(*module);
-    ASSERT_TRUE(succeeded(emitted));
-    for (KernelSource &k : *emitted)
-      kernels[k.name] = std::move(k);
+    parseAndEmit(ctx, kModule, module, kernels);
   }
 
   MLIRContext ctx;

@@ -118,16 +118,9 @@ std::vector<float> reference(const std::vector<T> &idx,
 class GatherKernels : public ::testing::Test {
 protected:
   void SetUp() override {
-    DialectRegistry registry;
-    dlc::registerAllDialects(registry);
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    module = parseSourceString<ModuleOp>(kModule, &ctx);
-    ASSERT_TRUE(module);
-    auto emitted = emitCudaKernels(*module);
-    ASSERT_TRUE(succeeded(emitted));
-    for (KernelSource &k : *emitted)
-      kernels[k.name] = std::move(k);
+    parseAndEmit(ctx, kModule, module, kernels);
+    if (HasFatalFailure())
+      return;
     ie = indicesFor<int64_t>(37, 1000, 1);
     is = indicesFor<int64_t>(37, 300, 2);
     io = indicesFor<int32_t>(10, 50, 3);

@@ -240,16 +240,7 @@ double elementAt(const uint8_t *p, Type elem, size_t i) {
 class SoftmaxKernels : public ::testing::Test {
 protected:
   void SetUp() override {
-    DialectRegistry registry;
-    dlc::registerAllDialects(registry);
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    module = parseSourceString<ModuleOp>(kModule, &ctx);
-    ASSERT_TRUE(module);
-    auto emitted = emitCudaKernels(*module);
-    ASSERT_TRUE(succeeded(emitted));
-    for (KernelSource &k : *emitted)
-      kernels[k.name] = std::move(k);
+    parseAndEmit(ctx, kModule, module, kernels);
   }
 
   /// How many times the kernel's source reads its row input: once in the

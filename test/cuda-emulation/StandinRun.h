@@ -13,10 +13,12 @@
 
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
+#include "compiler/InitAll/InitAll.h"
 #include "dialects/Exec/ExecOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <cuda.h>
@@ -43,7 +45,7 @@ public:
       return;
     llvm::SmallString<128> p;
     int fd;
-    if (llvm::sys::fs::createTemporaryFile("dlc-elementwise-test", "so", fd, p))
+    if (llvm::sys::fs::createTemporaryFile("dlc-kernel-test", "so", fd, p))
       return;
     ::close(fd);
     path = std::string(p);
@@ -148,6 +150,23 @@ struct Standin {
     return fn;
   }
 };
+
+/// Parses |text| (a dlexec module) into |module| in |ctx|, with every dlc
+/// dialect loaded, and emits its CUDA kernels into |kernels| by name.
+inline void parseAndEmit(MLIRContext &ctx, const char *text,
+                         OwningOpRef<ModuleOp> &module,
+                         std::map<std::string, KernelSource> &kernels) {
+  DialectRegistry registry;
+  dlc::registerAllDialects(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+  module = parseSourceString<ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module);
+  auto emitted = emitCudaKernels(*module);
+  ASSERT_TRUE(succeeded(emitted));
+  for (KernelSource &k : *emitted)
+    kernels[k.name] = std::move(k);
+}
 
 inline size_t bytesOf(Value v) {
   auto t = cast<MemRefType>(v.getType());
