@@ -354,20 +354,6 @@ LogicalResult foldSubviews(exec::FuncOp func) {
   return success();
 }
 
-/// The sizes of |k|'s loops (codegen's rule: from the plain dims of its
-/// maps); -1 for a loop no map sizes.
-SmallVector<int64_t> loopSizesOf(exec::KernelOp k) {
-  SmallVector<int64_t> size(k.getIteratorTypes().size(), -1);
-  for (auto [v, a] : llvm::zip(k->getOperands(), k.getIndexingMaps())) {
-    AffineMap m = cast<AffineMapAttr>(a).getValue();
-    auto t = cast<MemRefType>(v.getType());
-    for (unsigned r = 0; r < m.getNumResults(); ++r)
-      if (auto d = dyn_cast<AffineDimExpr>(m.getResult(r)))
-        size[d.getPosition()] = t.getDimSize(r);
-  }
-  return size;
-}
-
 /// A closed interval that holds every value of |e| over loops of |sizes|,
 /// or [0, whole - 1] when |e| is not of the forms data movement produces
 /// (dims, constants, sums, products with and remainders by constants).
@@ -409,7 +395,7 @@ std::pair<int64_t, int64_t> exprRange(AffineExpr e, ArrayRef<int64_t> sizes,
 /// The box of elements of operand |n| of |k| that |k| may touch.
 SmallVector<std::pair<int64_t, int64_t>> footprint(exec::KernelOp k,
                                                    unsigned n) {
-  SmallVector<int64_t> sizes = loopSizesOf(k);
+  SmallVector<int64_t> sizes = loopSizes(k);
   AffineMap m = cast<AffineMapAttr>(k.getIndexingMaps()[n]).getValue();
   auto t = cast<MemRefType>(k->getOperand(n).getType());
   SmallVector<std::pair<int64_t, int64_t>> box;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 
+#include "compiler/Lowering/KernelQueries.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -91,19 +93,6 @@ struct Points {
   int64_t count = 1;             // elements
   unsigned numLoops = 0;
 };
-
-/// The loop sizes of |k| (the verifier guarantees every loop is sized).
-SmallVector<int64_t> loopSizes(exec::KernelOp k) {
-  SmallVector<int64_t> sizes(k.getIteratorTypes().size(), 1);
-  for (auto [i, attr] : llvm::enumerate(k.getIndexingMaps())) {
-    AffineMap map = cast<AffineMapAttr>(attr).getValue();
-    auto type = cast<MemRefType>(k->getOperand(i).getType());
-    for (unsigned r = 0; r < map.getNumResults(); ++r)
-      if (auto d = dyn_cast<AffineDimExpr>(map.getResult(r)))
-        sizes[d.getPosition()] = type.getDimSize(r);
-  }
-  return sizes;
-}
 
 /// The map from |p|'s loops to the elements of a buffer of |type| that
 /// reads, at each output point, the element at the point's row-major

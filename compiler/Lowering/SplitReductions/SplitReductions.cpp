@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/SplitReductions/Passes.h"
 
+#include "compiler/Lowering/KernelQueries.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
@@ -26,19 +28,6 @@ using namespace mlir;
 using namespace dlc;
 
 namespace {
-
-/// The loop sizes of |k| (the verifier guarantees every loop is sized).
-SmallVector<int64_t> loopSizes(exec::KernelOp k) {
-  SmallVector<int64_t> sizes(k.getIteratorTypes().size(), -1);
-  for (auto [i, attr] : llvm::enumerate(k.getIndexingMaps())) {
-    AffineMap map = cast<AffineMapAttr>(attr).getValue();
-    auto type = cast<MemRefType>(k->getOperand(i).getType());
-    for (unsigned r = 0; r < map.getNumResults(); ++r)
-      if (auto d = dyn_cast<AffineDimExpr>(map.getResult(r)))
-        sizes[d.getPosition()] = type.getDimSize(r);
-  }
-  return sizes;
-}
 
 bool isReduction(Attribute iterator) {
   return cast<StringAttr>(iterator).getValue() == "reduction";
