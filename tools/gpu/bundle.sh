@@ -60,10 +60,13 @@ for d in "$BUILD_DIR"/test/e2e/remat/{mlp,cnn,gpt}/; do
   cp "$d"/{none,sqrt,budget}.dlcp "$d"/batch.npz "$d"/none.jsonl "$OUT/remat/$name/"
 done
 # The training-step benchmark against PyTorch (issue 14 item 5): packages
-# compiled here for sm_90; the PyTorch side builds the same models there.
+# compiled here for sm_90, carried without their weights (train_step.py
+# rebuilds them there from the same seeded PyTorch models and checks their
+# SHA-256), so ResNet-18's travel too; the PyTorch side builds the same
+# models there.
 if [ -z "${DLC_GPU_NO_BENCH:-}" ]; then
   /usr/bin/python3 test/benchmarks/gpu/train_step.py prepare --dlc "$BUILD_DIR/bin/dlc" \
-    --out "$OUT/bench" --models "${DLC_GPU_BENCH_MODELS:-gpt}"
+    --out "$OUT/bench" --models "${DLC_GPU_BENCH_MODELS:-gpt,resnet18}"
   cp test/benchmarks/gpu/train_step.py test/e2e/arch_models.py "$OUT/"
 fi
 # Kernel microbenchmarks against a device copy and cuBLAS (issue 14 item 5):

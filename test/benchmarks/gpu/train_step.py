@@ -8,8 +8,8 @@ GPU machine has PyTorch but no MLIR:
   train_step.py prepare --dlc build/bin/dlc --out DIR [--models gpt,resnet18]
       (development machine) exports each model with PyTorch, compiles its
       training step with `dlc --train --target sm_90` (fp32, and bf16 with
-      --precision bf16) and writes DIR/<model>/{fp32,bf16}.dlcp, batch.npz
-      and config.json.
+      --precision bf16) and writes DIR/<model>/{fp32,bf16}.dlcp.noweights
+      and .weights.json (below), batch.npz and config.json.
   train_step.py run --dlrt .../dlrt --dir DIR
       (GPU machine) for each package: dlrt's steady-state step time on
       --device cuda; PyTorch's on the same model, seeded identically (the
@@ -29,6 +29,17 @@ GPU machine has PyTorch but no MLIR:
       on the CPU (the same factory, weights and batch), within the 1e-4
       relative that `run` expects of the GPU; every prepared package loads
       (`dlrt info`).
+
+The packages travel without their initial weights (ResNet-18's are 45 MB a
+package, more than the GPU machine's 64 MiB carry holds beside the rest):
+`prepare` cuts the tensor data out of each package's `weights` safetensors
+blob (<precision>.dlcp.noweights) and records in <precision>.weights.json
+where each tensor's bytes come from: a tensor of the seeded PyTorch model's
+state_dict (matched by content, in the package's dtype) or, for the few
+that are not (small constants), the bytes themselves; and the SHA-256 of
+the whole package. `run` and `check` rebuild <precision>.dlcp from the same
+seeded model and refuse to go on unless the SHA-256 matches, so the package
+that runs is byte for byte the one dlc wrote.
 
 Fairness, stated: PyTorch fp32 runs with TF32 off (dlc's fp32 GEMMs and
 convolutions use no TF32), bf16 under torch.autocast; Adam with fused=True
@@ -67,6 +78,144 @@ def make(name):
     return make_resnet18(spec["batch"])
 
 
+# runtime/schema/package.fbs: `weights` is field 8 of table Package.
+PACKAGE_WEIGHTS_FIELD = 8
+# Bytes of weights that `prepare` may keep inline in the manifest (tensors
+# that match no state_dict entry) before it calls the package unstrippable.
+MAX_INLINE_BYTES = 1 << 20
+
+
+def weights_region(data):
+    """(start, end) of the tensor data inside the package's `weights`
+    safetensors blob in |data| (a .dlcp file: a FlatBuffer whose root table
+    is Package), or None when it has no weights. Raises ValueError for a
+    file that is not a package."""
+    import struct
+    if len(data) < 8 or data[4:8] != b"DLCP":
+        raise ValueError("not a dlc package (no DLCP file identifier)")
+    root = struct.unpack_from("<I", data, 0)[0]
+    vtable = root - struct.unpack_from("<i", data, root)[0]
+    vtable_bytes = struct.unpack_from("<H", data, vtable)[0]
+    slot = 4 + 2 * PACKAGE_WEIGHTS_FIELD
+    if slot + 2 > vtable_bytes:
+        return None
+    field = struct.unpack_from("<H", data, vtable + slot)[0]
+    if field == 0:
+        return None
+    at = root + field
+    vector = at + struct.unpack_from("<I", data, at)[0]
+    size = struct.unpack_from("<I", data, vector)[0]
+    blob = vector + 4
+    header = struct.unpack_from("<Q", data, blob)[0]
+    start = blob + 8 + header
+    if start > blob + size:
+        raise ValueError("the weights blob's safetensors header overruns it")
+    return start, blob + size, json.loads(data[blob + 8:start])
+
+
+SAFETENSORS_TORCH_DTYPES = {"F32": "float32", "F64": "float64", "BF16": "bfloat16",
+                            "F16": "float16", "I64": "int64", "I32": "int32",
+                            "U8": "uint8", "BOOL": "bool"}
+
+
+def state_bytes(state, key, st_dtype):
+    """The little-endian bytes of state_dict entry |key| in safetensors
+    dtype |st_dtype|."""
+    import torch
+    t = state[key].detach().to(getattr(torch, SAFETENSORS_TORCH_DTYPES[st_dtype]))
+    t = t.contiguous()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.view(torch.int16)
+    return t.numpy().tobytes()
+
+
+def strip_weights(pkg, state):
+    """Writes |pkg|.noweights (the package without its weights' tensor data)
+    and the manifest <pkg minus .dlcp>.weights.json, and removes |pkg|."""
+    import base64
+    import hashlib
+    data = open(pkg, "rb").read()
+    region = weights_region(data)
+    if region is None:
+        raise ValueError(f"{pkg} has no weights to strip")
+    start, end, header = region
+    by_content = {}
+    tensors, inline = [], 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        raw = data[start + b:start + e]
+        digest = hashlib.sha256(raw).hexdigest()
+        entry = {"name": name, "offsets": [b, e]}
+        if (digest, info["dtype"]) not in by_content:
+            for key in state:
+                if tuple(state[key].shape) == tuple(info["shape"]) and \
+                        state_bytes(state, key, info["dtype"]) == raw:
+                    by_content[(digest, info["dtype"])] = key
+                    break
+            else:
+                by_content[(digest, info["dtype"])] = None
+        key = by_content[(digest, info["dtype"])]
+        if key is not None:
+            entry.update(key=key, dtype=info["dtype"])
+        else:
+            entry["base64"] = base64.b64encode(raw).decode()
+            inline += len(raw)
+        tensors.append(entry)
+    if inline > MAX_INLINE_BYTES:
+        raise ValueError(f"{pkg}: {inline} bytes of weights match no state_dict tensor")
+    base = pkg[:-len(".dlcp")]
+    with open(base + ".weights.json", "w") as f:
+        json.dump({"sha256": hashlib.sha256(data).hexdigest(), "data_start": start,
+                   "data_bytes": end - start, "inline_bytes": inline,
+                   "tensors": tensors}, f)
+    with open(pkg + ".noweights", "wb") as f:
+        f.write(data[:start] + data[end:])
+    os.remove(pkg)
+    return end - start, inline
+
+
+def restore_weights(pkg, state):
+    """Rebuilds |pkg| from |pkg|.noweights, its manifest and the seeded
+    model's |state|; raises RuntimeError unless it is the package dlc wrote
+    (SHA-256)."""
+    import base64
+    import hashlib
+    base = pkg[:-len(".dlcp")]
+    manifest = json.load(open(base + ".weights.json"))
+    stripped = open(pkg + ".noweights", "rb").read()
+    region = bytearray(manifest["data_bytes"])
+    for t in manifest["tensors"]:
+        b, e = t["offsets"]
+        raw = (state_bytes(state, t["key"], t["dtype"]) if "key" in t
+               else base64.b64decode(t["base64"]))
+        if len(raw) != e - b:
+            raise RuntimeError(f"{pkg}: tensor {t['name']} is {len(raw)} bytes, "
+                               f"the package's {e - b}")
+        region[b:e] = raw
+    at = manifest["data_start"]
+    data = stripped[:at] + bytes(region) + stripped[at:]
+    if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
+        raise RuntimeError(
+            f"{pkg}: the rebuilt package differs from the one dlc wrote: this "
+            "PyTorch initialises the seeded model with other weights than the "
+            "compile machine's did; carry the package whole instead")
+    tmp = pkg + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, pkg)
+
+
+def restore_packages(d, name, precisions):
+    """Rebuilds each of |precisions|' packages of model |name| in |d|."""
+    state = make(name)[0].state_dict()
+    for precision in precisions:
+        pkg = os.path.join(d, f"{precision}.dlcp")
+        if os.path.exists(pkg + ".noweights"):
+            restore_weights(pkg, state)
+
+
 def prepare(args):
     import numpy as np
     import torch
@@ -85,6 +234,11 @@ def prepare(args):
                    "-o", os.path.join(d, f"{precision}.dlcp")]
             print("+ " + " ".join(cmd), flush=True)
             subprocess.run(cmd, check=True)
+            pkg = os.path.join(d, f"{precision}.dlcp")
+            size = os.path.getsize(pkg)
+            data_bytes, inline = strip_weights(pkg, make(name)[0].state_dict())
+            print(f"{pkg}: {size} bytes, {data_bytes} of them weights, left out "
+                  f"({inline} bytes kept inline)", flush=True)
         os.remove(os.path.join(d, "train.onnx"))
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump({"model": name, "batch": MODELS[name]["batch"], "lr": LR,
@@ -194,6 +348,11 @@ def run(args):
             continue
         cfg = json.load(open(cfg_path))
         batch = cfg["batch"]
+        try:
+            restore_packages(d, name, cfg["precisions"])
+        except Exception as e:
+            print(f"{name}: cannot rebuild its packages: {e}")
+            continue
         for precision in cfg["precisions"]:
             pkg = os.path.join(d, f"{precision}.dlcp")
             row = {"model": name, "precision": precision}
@@ -258,6 +417,22 @@ def check(args):
     for name in models:
         d = os.path.join(args.dir, name)
         cfg = json.load(open(os.path.join(d, "config.json")))
+        try:
+            restore_packages(d, name, cfg["precisions"])
+        except Exception as e:
+            failures.append(f"{name}: cannot rebuild its packages: {e}")
+            continue
+        # The rebuild must refuse other weights: one tensor changed by one.
+        state = dict(make(name)[0].state_dict())
+        pkg = os.path.join(d, "fp32.dlcp")
+        manifest = json.load(open(pkg[:-len(".dlcp")] + ".weights.json"))
+        key = next(t["key"] for t in manifest["tensors"] if "key" in t)
+        state[key] = state[key] + 1
+        try:
+            restore_weights(pkg, state)
+            failures.append(f"{name}: the rebuild accepted a changed '{key}'")
+        except RuntimeError as e:
+            print(f"{name}: a changed '{key}' is refused: {str(e).split(':')[1].strip()}")
         for precision in cfg["precisions"]:
             pkg = os.path.join(d, f"{precision}.dlcp")
             r = subprocess.run([args.dlrt, "info", pkg], stdout=subprocess.PIPE,
