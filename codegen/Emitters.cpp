@@ -161,6 +161,7 @@ std::string wrapCuda(const KernelCode &code) {
   if (code.usesBF16)
     out += halfHelpers(/*bf16=*/true, /*cuda=*/true);
   out += code.helpers;
+  out += code.cudaHelpers;
   llvm::raw_string_ostream os(out);
   // Kernels that are not cooperative walk their elements in a grid-stride
   // loop, so the runtime may launch fewer threads than elements (a grid

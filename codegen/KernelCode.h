@@ -40,6 +40,11 @@ struct KernelCode {
   /// target prelude and before the kernel; guarded against repetition,
   /// since a host source holds every kernel.
   std::string helpers;
+  /// File-level CUDA C printed after `helpers` in the CUDA translation unit
+  /// only (each kernel is its own unit and module): `__device__` variables a
+  /// cooperative body keeps between its blocks, e.g. the loss's per-block
+  /// partial sums and the counter that elects the block combining them.
+  std::string cudaHelpers;
   int64_t numThreads = 1;
   std::string invariant;
   /// True for generated kernels: the host prints `invariant`, then

@@ -11,7 +11,9 @@
 // match a float64 reference (softmax) or the host library (cross entropy,
 // whose host loops these kernels leave unchanged) within the tolerances of
 // a different summation order, and two stand-in runs
-// must agree bit for bit (no atomics, fixed combination order). Launch
+// must agree bit for bit (fixed combination order; the loss's last block,
+// elected by an atomic counter, adds the blocks' sums in a fixed tree, and
+// a second run of the same module checks it reset the counter). Launch
 // shapes and the number of passes over each row are asserted, and every
 // kernel compiles with the real NVRTC for sm_80 and sm_90.
 //
@@ -33,6 +35,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <tuple>
 
 using namespace mlir;
 using namespace dlc::codegen;
@@ -45,7 +48,7 @@ namespace {
 /// output in the arena, 256-byte aligned but ym, at 4 mod 16 (a misaligned
 /// output: the kernel must stay scalar).
 const char *kModule = R"mlir(
-dlexec.func @f attributes {arena_bytes = 2111488 : i64} {
+dlexec.func @f attributes {arena_bytes = 2112000 : i64} {
   %x1 = dlexec.input "x1" : memref<4x1xf32>
   %x31 = dlexec.input "x31" : memref<4x31xf32>
   %x32 = dlexec.input "x32" : memref<4x32xf32>
@@ -68,6 +71,8 @@ dlexec.func @f attributes {arena_bytes = 2111488 : i64} {
   %ce_long_labels = dlexec.input "ce_long_labels" : memref<2xi64>
   %ce_mlp_logits = dlexec.input "ce_mlp_logits" : memref<6x10xf32>
   %ce_mlp_labels = dlexec.input "ce_mlp_labels" : memref<6xi64>
+  %ce_many_logits = dlexec.input "ce_many_logits" : memref<1000x40xf32>
+  %ce_many_labels = dlexec.input "ce_many_labels" : memref<1000xi64>
   %y1 = dlexec.alloc {offset = 0 : i64} : memref<4x1xf32>
   %ly1 = dlexec.alloc {offset = 256 : i64} : memref<4x1xf32>
   %y31 = dlexec.alloc {offset = 512 : i64} : memref<4x31xf32>
@@ -98,6 +103,8 @@ dlexec.func @f attributes {arena_bytes = 2111488 : i64} {
   %ce_long_dx = dlexec.alloc {offset = 1708800 : i64} : memref<2x50257xf32>
   %ce_mlp_loss = dlexec.alloc {offset = 2110976 : i64} : memref<f32>
   %ce_mlp_dx = dlexec.alloc {offset = 2111232 : i64} : memref<6x10xf32>
+  %ce_many_loss = dlexec.alloc {offset = 2111488 : i64} : memref<f32>
+  %ce_many_smooth_loss = dlexec.alloc {offset = 2111744 : i64} : memref<f32>
   dlexec.builtin_kernel @softmax_1 "softmax" ins(%x1 : memref<4x1xf32>) outs(%y1 : memref<4x1xf32>) {axis = 1 : i64}
   dlexec.builtin_kernel @log_softmax_1 "log_softmax" ins(%x1 : memref<4x1xf32>) outs(%ly1 : memref<4x1xf32>) {axis = -1 : i64}
   dlexec.builtin_kernel @softmax_31 "softmax" ins(%x31 : memref<4x31xf32>) outs(%y31 : memref<4x31xf32>) {axis = 1 : i64}
@@ -128,6 +135,8 @@ dlexec.func @f attributes {arena_bytes = 2111488 : i64} {
   dlexec.builtin_kernel @ce_long_grad "softmax_cross_entropy_grad" ins(%ce_long_logits, %ce_long_labels, %g : memref<2x50257xf32>, memref<2xi64>, memref<f32>) outs(%ce_long_dx : memref<2x50257xf32>)
   dlexec.builtin_kernel @ce_mlp "softmax_cross_entropy" ins(%ce_mlp_logits, %ce_mlp_labels : memref<6x10xf32>, memref<6xi64>) outs(%ce_mlp_loss : memref<f32>)
   dlexec.builtin_kernel @ce_mlp_grad "softmax_cross_entropy_grad" ins(%ce_mlp_logits, %ce_mlp_labels, %g : memref<6x10xf32>, memref<6xi64>, memref<f32>) outs(%ce_mlp_dx : memref<6x10xf32>)
+  dlexec.builtin_kernel @ce_many "softmax_cross_entropy" ins(%ce_many_logits, %ce_many_labels : memref<1000x40xf32>, memref<1000xi64>) outs(%ce_many_loss : memref<f32>)
+  dlexec.builtin_kernel @ce_many_smooth "softmax_cross_entropy" ins(%ce_many_logits, %ce_many_labels : memref<1000x40xf32>, memref<1000xi64>) outs(%ce_many_smooth_loss : memref<f32>) {label_smoothing = 0.1 : f32}
 }
 )mlir";
 
@@ -311,8 +320,28 @@ TEST_F(SoftmaxKernels, LaunchShapesVectorsAndPasses) {
               w.reads == 2)
         << name;
   }
+  // The loss: a warp a row, 8 rows a block; a batch of more than 8 rows
+  // spreads over blocks whose sums the last block to finish adds (125
+  // blocks for 1,000 rows), fewer rows are one block of a warp a row.
+  for (auto [name, threads, block] :
+       {std::tuple<const char *, int64_t, int64_t>{"ce", 160, 160},
+        {"ce_bf16", 128, 128},
+        {"ce_long", 64, 64},
+        {"ce_mlp", 192, 192},
+        {"ce_many", 125 * 256, 256},
+        {"ce_many_smooth", 125 * 256, 256}}) {
+    const KernelSource &k = kernels.at(name);
+    EXPECT_EQ(k.numThreads, threads) << name;
+    EXPECT_EQ(k.blockSize, block) << name;
+    EXPECT_EQ(k.cudaSource.find("atomicAdd(&dlc_loss_done, 1u) == 124u") !=
+                  std::string::npos,
+              threads > block)
+        << name << "\n"
+        << k.cudaSource;
+  }
   // The loss reads each row once, online, a warp a row.
-  for (const char *name : {"ce", "ce_bf16", "ce_long", "ce_mlp"})
+  for (const char *name :
+       {"ce", "ce_bf16", "ce_long", "ce_mlp", "ce_many", "ce_many_smooth"})
     EXPECT_NE(kernels.at(name).cudaSource.find("s = s * expf(m - v); m = v;"),
               std::string::npos)
         << name;
