@@ -1,15 +1,18 @@
 //===- GatherKernelTest.cpp - the gather gradient on the stand-in --------===//
 //
 // gather_grad (an embedding's gradient, codegen/BuiltinGather.cpp) on CUDA
-// shares each dx column among several threads, each owning the rows k with
-// k % G == g; the host keeps one thread per column. Both add a row's dy
-// terms in index order from zero, so the stand-in (threads of a block in a
-// seeded random order) must match the host library bit for bit, with
-// repeated, negative and out-of-range indices, a G that does not divide the
-// row count, an axis with outer dimensions, and i32 and i64 indices; the
-// host must match a plain reference loop in the same order, and the CUDA
-// launch must hold more threads than the host's columns. The kernels compile
-// with the real NVRTC for sm_80 and sm_90.
+// gives each block of 256 threads a range of dx rows: it reads the indices
+// 256 at a time (coalesced), lists in index order those naming its rows
+// (ballot, warp counts) and adds their dy rows; the host keeps one thread
+// per column. Both add a row's dy terms in index order from zero, so the
+// stand-in (blocks and threads in a seeded random order) must match the
+// host library bit for bit, with repeated, negative and out-of-range
+// indices, more indices than a block reads at once (700: three chunks, the
+// last partial, repeated rows in each), an axis with outer dimensions, a
+// row narrower than a block, and i32 and i64 indices; the host must match a
+// plain reference loop in the same order, and the CUDA launch must be a
+// block per row here. The kernels compile with the real NVRTC for sm_80 and
+// sm_90.
 //
 //===----------------------------------------------------------------------===//
 #include "StandinRun.h"
@@ -33,23 +36,23 @@ using namespace dlc::codegen::test;
 
 namespace {
 
-/// emb: an embedding [1000, 64] (G = 512 groups do not divide 1000 rows)
-/// from 37 i64 indices; small: [300, 64] (G = 300, one row a thread);
+/// emb: an embedding [1000, 64] from 37 i64 indices; small: [300, 64] from
+/// 700 indices (three chunks of the CUDA block's index reads);
 /// outer: axis 1 of [3, 50, 40] from i32 indices [2, 5] (inner 40, not a
 /// multiple of a warp).
 const char *kModule = R"mlir(
 dlexec.func @f attributes {arena_bytes = 409600 : i64} {
   %ie = dlexec.input "ie" : memref<37xi64>
   %de = dlexec.input "de" : memref<37x64xf32>
-  %is = dlexec.input "is" : memref<37xi64>
-  %ds = dlexec.input "ds" : memref<37x64xf32>
+  %is = dlexec.input "is" : memref<700xi64>
+  %ds = dlexec.input "ds" : memref<700x64xf32>
   %io = dlexec.input "io" : memref<2x5xi32>
   %do = dlexec.input "do" : memref<3x2x5x40xf32>
   %emb = dlexec.alloc {offset = 0 : i64} : memref<1000x64xf32>
   %small = dlexec.alloc {offset = 256000 : i64} : memref<300x64xf32>
   %outer = dlexec.alloc {offset = 332800 : i64} : memref<3x50x40xf32>
   dlexec.builtin_kernel @emb_grad "gather_grad" ins(%ie, %de : memref<37xi64>, memref<37x64xf32>) outs(%emb : memref<1000x64xf32>) {axis = 0 : i64}
-  dlexec.builtin_kernel @small_grad "gather_grad" ins(%is, %ds : memref<37xi64>, memref<37x64xf32>) outs(%small : memref<300x64xf32>) {axis = 0 : i64}
+  dlexec.builtin_kernel @small_grad "gather_grad" ins(%is, %ds : memref<700xi64>, memref<700x64xf32>) outs(%small : memref<300x64xf32>) {axis = 0 : i64}
   dlexec.builtin_kernel @outer_grad "gather_grad" ins(%io, %do : memref<2x5xi32>, memref<3x2x5x40xf32>) outs(%outer : memref<3x50x40xf32>) {axis = 1 : i64}
   dlexec.output "emb", %emb : memref<1000x64xf32>
 }
@@ -122,10 +125,10 @@ protected:
     if (HasFatalFailure())
       return;
     ie = indicesFor<int64_t>(37, 1000, 1);
-    is = indicesFor<int64_t>(37, 300, 2);
+    is = indicesFor<int64_t>(700, 300, 2);
     io = indicesFor<int32_t>(10, 50, 3);
     de = valuesFor(37 * 64, 4);
-    ds = valuesFor(37 * 64, 5);
+    ds = valuesFor(700 * 64, 5);
     dout = valuesFor(3 * 10 * 40, 6);
   }
 
@@ -150,16 +153,22 @@ protected:
   std::vector<float> de, ds, dout;
 };
 
-TEST_F(GatherKernels, ColumnsAreSharedAmongThreadsOnCuda) {
+TEST_F(GatherKernels, BlocksOwnRowRangesOnCuda) {
   ASSERT_EQ(kernels.size(), 3u);
-  // 64 columns x 512 groups; 64 x 300 (one row a thread); 3 x 40 x 50.
-  EXPECT_EQ(kernels.at("emb_grad").numThreads, 64 * 512);
-  EXPECT_EQ(kernels.at("small_grad").numThreads, 64 * 300);
-  EXPECT_EQ(kernels.at("outer_grad").numThreads,
-            (3 * 50 * 40 + 255) / 256 * 256);
-  EXPECT_NE(kernels.at("emb_grad").cudaSource.find("k % 512LL == g"),
-            std::string::npos)
-      << kernels.at("emb_grad").cudaSource;
+  // Fewer rows than the 1,024 blocks aimed at: a block a row (1000, 300,
+  // 3 x 50 blocks of 256 threads), each reading the indices in chunks of
+  // 256 and listing its hits with a ballot.
+  for (auto [name, blocks] : {std::pair<const char *, int64_t>{"emb_grad", 1000},
+                              {"small_grad", 300},
+                              {"outer_grad", 150}}) {
+    const KernelSource &k = kernels.at(name);
+    EXPECT_EQ(k.blockSize, 256) << name;
+    EXPECT_EQ(k.numThreads, blocks * 256) << name;
+    EXPECT_NE(k.cudaSource.find("__ballot_sync(0xffffffffu, hit)"),
+              std::string::npos)
+        << name << "\n"
+        << k.cudaSource;
+  }
 }
 
 TEST_F(GatherKernels, CompileWithNvrtcForSm80AndSm90) {
