@@ -8,7 +8,10 @@
 # kernel microbenchmarks against a device copy and cuBLAS, and the
 # training-step benchmark against PyTorch (test/benchmarks/gpu).
 # SECTIONS (default "tests e2e mp remat mlp kernels bench") picks what runs; every
-# command has a time limit, so one hang cannot eat the lease.
+# command has a time limit, so one hang cannot eat the lease. BENCH_MODELS
+# (e.g. "resnet18") picks the benchmark's models, BENCH_T its time limit in
+# seconds (default 400): torch.compile of ResNet-18 in two modes and two
+# precisions may want a call of its own.
 set -uo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -92,7 +95,8 @@ if want kernels && [ -d kernels ]; then
 fi
 if want bench && [ -d bench ]; then
   echo "== training step against PyTorch eager and torch.compile (test/benchmarks/gpu/train_step.py)"
-  timeout 400 $PY train_step.py run --dlrt bin/dlrt --dir bench ${OUT:+--json $OUT/bench.json} || fail bench
+  timeout ${BENCH_T:-400} $PY train_step.py run --dlrt bin/dlrt --dir bench ${BENCH_MODELS:+--models $BENCH_MODELS} \
+    ${OUT:+--json $OUT/bench.json} || fail bench
 fi
 echo "exit status $status"
 exit $status

@@ -10,8 +10,8 @@ GPU machine has PyTorch but no MLIR:
       training step with `dlc --train --target sm_90` (fp32, and bf16 with
       --precision bf16) and writes DIR/<model>/{fp32,bf16}.dlcp.noweights
       and .weights.json (below), batch.npz and config.json.
-  train_step.py run --dlrt .../dlrt --dir DIR
-      (GPU machine) for each package: dlrt's steady-state step time on
+  train_step.py run --dlrt .../dlrt --dir DIR [--models gpt,resnet18]
+      (GPU machine) for each package (of the named models, default all): dlrt's steady-state step time on
       --device cuda; PyTorch's on the same model, seeded identically (the
       same initial weights: arch_models' factories seed torch's CPU generator;
       the check is that the first-step losses of dlrt and PyTorch fp32 agree
@@ -346,6 +346,8 @@ def run(args):
         cfg_path = os.path.join(d, "config.json")
         if not os.path.exists(cfg_path):
             continue
+        if args.models and name not in args.models.split(","):
+            continue
         cfg = json.load(open(cfg_path))
         batch = cfg["batch"]
         try:
@@ -484,6 +486,8 @@ def main():
     r.add_argument("--top", type=int, default=12)
     r.add_argument("--timeout", type=int, default=300)
     r.add_argument("--json", default=None)
+    r.add_argument("--models", default=None,
+                   help="comma-separated prepared models to run (default: all)")
     c = sub.add_parser("check")
     c.add_argument("--dlrt", required=True)
     c.add_argument("--dir", required=True)
