@@ -36,7 +36,8 @@ mlir::FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op,
 /// softmax, or log_softmax when |isLog| (BuiltinSoftmax.cpp).
 mlir::FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog);
 /// layer_norm over the last axis: y, the row mean and rstd in one pass over
-/// x (BuiltinLayerNorm.cpp).
+/// x; layer_norm_train also the centered and normalized values
+/// (BuiltinLayerNorm.cpp).
 mlir::FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op);
 /// softmax_cross_entropy, or its gradient when |grad| (BuiltinSoftmax.cpp).
 mlir::FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op,

@@ -2,7 +2,8 @@
 //
 // layer_norm (BuiltinFamily::LayerNorm): LayerNorm over the last axis of
 // x [R, N] in one kernel that reads x once and writes y once, plus the row
-// mean and rstd. The formula is the importer's decomposition (two passes,
+// mean and rstd; layer_norm_train also writes d = x - mean and
+// u = d * rstd (a training step's backward reads them). The formula is the importer's decomposition (two passes,
 // as PyTorch's and Apex's layer_norm kernels: the mean, then the variance
 // of the centered values), with the generated reductions' f32 rounding
 // steps and double accumulators, so that the host gives the decomposed
@@ -47,7 +48,13 @@ std::string literalOf(const std::string &t, double v) {
 } // namespace
 
 FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op) {
-  if (failed(expectOperands(op, 3, 3, "x, scale, bias -> y, mean, rstd")))
+  // layer_norm_train also writes d = x - mean (a6) and u = d * rstd (a7),
+  // which a training step's backward reads.
+  const bool train = op.getTemplateName() == "layer_norm_train";
+  if (failed(expectOperands(
+          op, 3, train ? 5 : 3,
+          train ? "x, scale, bias -> y, mean, rstd, centered, normalized"
+                : "x, scale, bias -> y, mean, rstd")))
     return failure();
   Value x = op.getInputs()[0];
   auto t = floatElementType(op, x);
@@ -82,8 +89,13 @@ FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op) {
   auto yTerm = [&](const std::string &xv, const std::string &k) {
     return "{ const " + T + " d = (" + T + ")(" + xv + " - m); const " + T +
            " u = (" + T + ")(d * r); const " + T + " w = (" + T + ")(u * a1[" +
-           k + "]); yr[" + k + "] = (" + T + ")(w + a2[" + k + "]); }";
+           k + "]); yr[" + k + "] = (" + T + ")(w + a2[" + k + "]);" +
+           (train ? " dr[" + k + "] = d; ur[" + k + "] = u;" : "") + " }";
   };
+  const std::string trainRows =
+      train ? "  " + T + "* dr = a6 + row * " + N + ";\n  " + T +
+                  "* ur = a7 + row * " + N + ";\n"
+            : "";
   auto rowStats = [&](llvm::raw_ostream &os) {
     os << "  const " << T << " c = " << c << ";\n";
   };
@@ -99,7 +111,8 @@ FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op) {
     llvm::raw_string_ostream os(code.body);
     os << "  const long long row = tid;\n"
        << "  const " << T << "* xr = a0 + row * " << N << ";\n"
-       << "  " << T << "* yr = a3 + row * " << N << ";\n";
+       << "  " << T << "* yr = a3 + row * " << N << ";\n"
+       << trainRows;
     rowStats(os);
     os << "  double s = 0;\n"
        << "  for (long long k = 0; k < " << N << "; ++k) " << meanTerm("xr[k]")
@@ -145,7 +158,8 @@ FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op) {
        << "  __shared__ double dlc_ln_part[" << warps << "];\n";
   }
   cs << "  const " << T << "* xr = a0 + row * " << N << ";\n"
-     << "  " << T << "* yr = a3 + row * " << N << ";\n";
+     << "  " << T << "* yr = a3 + row * " << N << ";\n"
+     << trainRows;
   rowStats(cs);
   // Each pass: `stmt` for every element k of this thread, reading the value
   // from registers (cached) or memory.

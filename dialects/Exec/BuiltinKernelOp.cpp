@@ -115,7 +115,8 @@ LogicalResult verifySoftmax(BuiltinKernelOp op) {
 /// layer_norm: x [..., N] f32/f64, scale and bias [N], y of x's type, mean
 /// and rstd one element per row of N (x's shape with the last dimension 1,
 /// or any shape of as many elements), all of x's element type; `epsilon` an
-/// f32 >= 0.
+/// f32 >= 0. layer_norm_train also writes the centered values x - mean and
+/// the normalized values (x - mean) * rstd, both of x's type.
 LogicalResult verifyLayerNorm(BuiltinKernelOp op) {
   Value x = op.getInputs()[0];
   if (failed(floatElementType(op, x)))
@@ -134,13 +135,18 @@ LogicalResult verifyLayerNorm(BuiltinKernelOp op) {
   }
   if (op.getOutputs()[0].getType() != xt)
     return op.emitOpError() << "y must have the type of x, " << xt;
-  for (Value s : op.getOutputs().drop_front()) {
+  for (Value s : op.getOutputs().slice(1, 2)) {
     MemRefType st = typeOf(s);
     if (st.getNumElements() != rows || st.getElementType() != elem)
       return op.emitOpError() << "mean and rstd must hold " << rows
                               << " elements of " << elem << " (one a row), got "
                               << st;
   }
+  for (Value v : op.getOutputs().drop_front(3))
+    if (v.getType() != xt)
+      return op.emitOpError()
+             << "the centered and normalized values must have the type of x, "
+             << xt << ", got " << v.getType();
   auto eps = op->getAttrOfType<FloatAttr>("epsilon");
   if (!eps || !eps.getType().isF32() || !(eps.getValueAsDouble() >= 0.0) ||
       !std::isfinite(eps.getValueAsDouble()))

@@ -143,3 +143,33 @@ module {
     return %11 : tensor<16x64xf32>
   }
 }
+
+// -----
+
+// A training step's form: the backward reads the centered values d and the
+// normalized values u = d * rstd, so u has a kernel of its own and the
+// affine reads it (five kernels). The pass folds them into one
+// layer_norm_train builtin that also writes d and u; the variance is no
+// longer stored.
+// CHECK-LABEL: dlexec.func @forward
+// CHECK-NOT: dlexec.kernel
+// CHECK: dlexec.builtin_kernel @forward_k{{[0-9]+}}_layer_norm "layer_norm_train" ins(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} : memref<16x64xf32>, memref<64xf32>, memref<64xf32>) outs(%[[Y:[0-9]+]], %{{[0-9]+}}, %{{[0-9]+}}, %[[D:[0-9]+]], %[[U:[0-9]+]] : memref<16x64xf32>, memref<16x1xf32>, memref<16x1xf32>, memref<16x64xf32>, memref<16x64xf32>) {epsilon = 9.99999974E-6 : f32}
+// CHECK-NOT: dlexec.kernel
+// CHECK: dlexec.output "y", %[[Y]]
+// CHECK: dlexec.output "d", %[[D]]
+// CHECK: dlexec.output "u", %[[U]]
+module {
+  func.func @forward(%x: tensor<16x64xf32> {dlgraph.name = "x"}, %w: tensor<64xf32> {dlgraph.name = "w"}, %b: tensor<64xf32> {dlgraph.name = "b"}) -> (tensor<16x64xf32> {dlgraph.name = "y"}, tensor<16x64xf32> {dlgraph.name = "d"}, tensor<16x64xf32> {dlgraph.name = "u"}) {
+    %2 = dlgraph.reduce_mean %x {axes = array<i64: 1>, keepdims} : tensor<16x64xf32> -> tensor<16x1xf32>
+    %3 = dlgraph.sub %x, %2 : (tensor<16x64xf32>, tensor<16x1xf32>) -> tensor<16x64xf32>
+    %4 = dlgraph.mul %3, %3 : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+    %5 = dlgraph.reduce_mean %4 {axes = array<i64: 1>, keepdims} : tensor<16x64xf32> -> tensor<16x1xf32>
+    %6 = dlgraph.constant dense<1.0E-5> : tensor<16x1xf32>
+    %7 = dlgraph.add %5, %6 : (tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+    %8 = dlgraph.rsqrt %7 : tensor<16x1xf32>
+    %9 = dlgraph.mul %3, %8 : (tensor<16x64xf32>, tensor<16x1xf32>) -> tensor<16x64xf32>
+    %10 = dlgraph.mul %9, %w : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+    %11 = dlgraph.add %10, %b : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+    return %11, %3, %9 : tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>
+  }
+}

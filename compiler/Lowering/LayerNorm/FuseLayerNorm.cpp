@@ -136,7 +136,12 @@ Value scaledSumTerm(Value v, Value acc, int64_t n, Type elem) {
 /// One decomposed LayerNorm: its four kernels and buffers.
 struct Chain {
   exec::KernelOp mean, center, variance, affine;
+  /// The training form's `u = d * rstd` kernel (null in the inference
+  /// form, whose affine multiplies d by rstd itself).
+  exec::KernelOp normalize;
   Value x, scale, bias, y, m, d, var, rstd;
+  /// The normalized values u (training form only).
+  Value u;
   double epsilon = 0;
 };
 
@@ -156,6 +161,91 @@ bool onlyUsedBy(Value v, ArrayRef<Operation *> allowed) {
   usersOf(stripViews(v), users);
   return llvm::all_of(
       users, [&](Operation *u) { return llvm::is_contained(allowed, u); });
+}
+
+/// The index of block argument |v| of |k|'s body, or -1.
+int argIndex(exec::KernelOp k, Value v) {
+  Block &body = k.getBody().front();
+  for (unsigned i = 0; i < body.getNumArguments(); ++i)
+    if (v == body.getArgument(i))
+      return i;
+  return -1;
+}
+
+/// Whether |k| is the training form's `u = d * rstd` for |c|'s d and rstd
+/// (all-parallel, d and u identity maps, rstd one element a row).
+bool matchNormalize(exec::KernelOp k, const Chain &c) {
+  if (!allParallel(k) || k.getInputs().size() != 2 ||
+      k.getOutputs().size() != 1 || !mapOf(k, 2).isIdentity())
+    return false;
+  auto mul = yielded(k.getBody(), 0).getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  int di = argIndex(k, mul.getLhs()), ri = argIndex(k, mul.getRhs());
+  if (di >= 0 && ri >= 0 && k.getInputs()[di] != c.d)
+    std::swap(di, ri);
+  return di >= 0 && ri >= 0 && di != ri && di < 2 && ri < 2 &&
+         k.getInputs()[di] == c.d && k.getInputs()[ri] == c.rstd &&
+         mapOf(k, di).isIdentity() && isRowMap(mapOf(k, ri)) &&
+         k.getOutputs()[0].getType() == c.d.getType();
+}
+
+/// Whether |k| is the affine of |c| and, if so, records its scale and bias
+/// in |c|: ((d * rstd) * scale) + bias over four operands (inference form,
+/// |c|.normalize null), or (u * scale) + bias over three (training form, u
+/// the normalize kernel's output); operands of each op in either order,
+/// scale and bias read along the last loop.
+bool matchAffine(exec::KernelOp k, Chain &c) {
+  const unsigned ins = c.normalize ? 3 : 4;
+  if (!allParallel(k) || k.getInputs().size() != ins ||
+      k.getOutputs().size() != 1 || !mapOf(k, ins).isIdentity())
+    return false;
+  auto add = yielded(k.getBody(), 0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  for (auto [p, b] : {std::pair(add.getLhs(), add.getRhs()),
+                      std::pair(add.getRhs(), add.getLhs())}) {
+    auto mw = p.getDefiningOp<arith::MulFOp>();
+    int bi = argIndex(k, b);
+    if (!mw || bi < 0 || bi >= (int)ins)
+      continue;
+    for (auto [q, w] : {std::pair(mw.getLhs(), mw.getRhs()),
+                        std::pair(mw.getRhs(), mw.getLhs())}) {
+      int wi = argIndex(k, w);
+      if (wi < 0 || wi >= (int)ins)
+        continue;
+      // The normalized value: an input (training) or d * rstd (inference).
+      SmallVector<int, 4> roles{bi, wi};
+      if (c.normalize) {
+        int ui = argIndex(k, q);
+        if (ui < 0 || ui >= (int)ins || k.getInputs()[ui] != c.u ||
+            !mapOf(k, ui).isIdentity())
+          continue;
+        roles.push_back(ui);
+      } else {
+        auto mr = q.getDefiningOp<arith::MulFOp>();
+        if (!mr)
+          continue;
+        int di = argIndex(k, mr.getLhs()), ri = argIndex(k, mr.getRhs());
+        if (di < 0 || ri < 0 || k.getInputs()[di] != c.d)
+          std::swap(di, ri);
+        if (di < 0 || ri < 0 || k.getInputs()[di] != c.d ||
+            k.getInputs()[ri] != c.rstd || !mapOf(k, di).isIdentity() ||
+            !isRowMap(mapOf(k, ri)))
+          continue;
+        roles.append({di, ri});
+      }
+      // Distinct operands, scale and bias along the last loop.
+      llvm::sort(roles);
+      if (std::adjacent_find(roles.begin(), roles.end()) != roles.end() ||
+          !isColumnMap(mapOf(k, wi)) || !isColumnMap(mapOf(k, bi)))
+        continue;
+      c.scale = k.getInputs()[wi];
+      c.bias = k.getInputs()[bi];
+      return true;
+    }
+  }
+  return false;
 }
 
 /// Matches the chain whose variance kernel is |var| (kernel 3 of
@@ -251,80 +341,69 @@ std::optional<Chain> matchChain(exec::KernelOp var) {
                       elem) != body.getArgument(0))
       return std::nullopt;
   }
-  // 4: y = ((d * rstd) * scale) + bias, the only other reader of d.
+  // 4: the affine. Inference form: y = ((d * rstd) * scale) + bias in one
+  // kernel, the only other reader of d. Training form (the backward reads d
+  // and u): u = d * rstd in one kernel, then y = (u * scale) + bias.
+  SmallVector<Operation *> others;
   for (Operation *u : dUsers)
     if (u != c.center.getOperation() && u != var.getOperation())
-      c.affine = c.affine || !isa<exec::KernelOp>(u)
-                     ? exec::KernelOp()
-                     : cast<exec::KernelOp>(u);
-  if (!c.affine || c.affine->getBlock() != var->getBlock() ||
-      !var->isBeforeInBlock(c.affine) || !allParallel(c.affine) ||
-      c.affine.getInputs().size() != 4 || c.affine.getOutputs().size() != 1)
-    return std::nullopt;
-  {
-    Block &body = c.affine.getBody().front();
-    auto argIndex = [&](Value v) -> int {
-      for (unsigned i = 0; i < 4; ++i)
-        if (v == body.getArgument(i))
-          return i;
-      return -1;
-    };
-    auto add = yielded(c.affine.getBody(), 0).getDefiningOp<arith::AddFOp>();
-    if (!add)
-      return std::nullopt;
-    for (auto [p, b] : {std::pair(add.getLhs(), add.getRhs()),
-                        std::pair(add.getRhs(), add.getLhs())}) {
-      auto mw = p.getDefiningOp<arith::MulFOp>();
-      int bi = argIndex(b);
-      if (!mw || bi < 0)
-        continue;
-      for (auto [q, w] : {std::pair(mw.getLhs(), mw.getRhs()),
-                          std::pair(mw.getRhs(), mw.getLhs())}) {
-        auto mr = q.getDefiningOp<arith::MulFOp>();
-        int wi = argIndex(w);
-        if (!mr || wi < 0)
-          continue;
-        int di = argIndex(mr.getLhs()), ri = argIndex(mr.getRhs());
-        if (di < 0 || ri < 0 || c.affine.getInputs()[di] != c.d)
-          std::swap(di, ri);
-        if (di < 0 || ri < 0 || c.affine.getInputs()[di] != c.d ||
-            c.affine.getInputs()[ri] != c.rstd)
-          continue;
-        // Four distinct operands with their maps.
-        SmallVector<int> roles{di, ri, wi, bi};
-        llvm::sort(roles);
-        if (std::adjacent_find(roles.begin(), roles.end()) != roles.end())
-          continue;
-        if (!mapOf(c.affine, di).isIdentity() ||
-            !isRowMap(mapOf(c.affine, ri)) || !isColumnMap(mapOf(c.affine, wi)) ||
-            !isColumnMap(mapOf(c.affine, bi)) ||
-            !mapOf(c.affine, 4).isIdentity())
-          continue;
-        c.scale = c.affine.getInputs()[wi];
-        c.bias = c.affine.getInputs()[bi];
-      }
-      if (c.scale)
+      others.push_back(u);
+  if (others.size() == 1 && isa<exec::KernelOp>(others[0]) &&
+      matchAffine(cast<exec::KernelOp>(others[0]), c)) {
+    c.affine = cast<exec::KernelOp>(others[0]);
+  } else {
+    for (Operation *u : others)
+      if (auto k = dyn_cast<exec::KernelOp>(u); k && matchNormalize(k, c)) {
+        c.normalize = k;
         break;
-    }
-    if (!c.scale)
+      }
+    if (!c.normalize)
       return std::nullopt;
-    c.y = c.affine.getOutputs()[0];
-    if (c.y.getType() != c.x.getType())
+    c.u = c.normalize.getOutputs()[0];
+    SmallVector<Operation *> uUsers;
+    usersOf(stripViews(c.u), uUsers);
+    for (Operation *u : uUsers)
+      if (auto k = dyn_cast<exec::KernelOp>(u);
+          k && u != c.normalize.getOperation() && matchAffine(k, c)) {
+        c.affine = k;
+        break;
+      }
+    if (!c.affine)
       return std::nullopt;
-    for (Value p : {c.scale, c.bias}) {
-      auto pt = cast<MemRefType>(p.getType());
-      if (pt.getRank() != 1 || pt.getDimSize(0) != n ||
-          pt.getElementType() != elem)
-        return std::nullopt;
-    }
+  }
+  if (c.affine->getBlock() != var->getBlock() ||
+      !(c.normalize ? c.normalize.getOperation() : var.getOperation())
+           ->isBeforeInBlock(c.affine))
+    return std::nullopt;
+  if (c.normalize && (c.normalize->getBlock() != var->getBlock() ||
+                      !var->isBeforeInBlock(c.normalize)))
+    return std::nullopt;
+  c.y = c.affine.getOutputs()[0];
+  if (c.y.getType() != c.x.getType())
+    return std::nullopt;
+  for (Value p : {c.scale, c.bias}) {
+    auto pt = cast<MemRefType>(p.getType());
+    if (pt.getRank() != 1 || pt.getDimSize(0) != n ||
+        pt.getElementType() != elem)
+      return std::nullopt;
   }
   // Buffers: d and var have no reader outside the chain and are allocs the
   // pass can drop; mean and rstd hold one element a row of the element type.
-  Operation *group[] = {c.mean, c.center, c.variance, c.affine};
-  if (!onlyUsedBy(c.d, group) || !onlyUsedBy(c.var, group) ||
-      !stripViews(c.d).getDefiningOp<exec::AllocOp>() ||
+  // In the training form the builtin writes d and u as well (their
+  // readers come after it: checked below), so only var must be unread.
+  SmallVector<Operation *, 5> group{c.mean, c.center, c.variance, c.affine};
+  if (c.normalize)
+    group.push_back(c.normalize);
+  if ((!c.normalize && (!onlyUsedBy(c.d, group) ||
+                        !stripViews(c.d).getDefiningOp<exec::AllocOp>())) ||
+      !onlyUsedBy(c.var, group) ||
       !stripViews(c.var).getDefiningOp<exec::AllocOp>())
     return std::nullopt;
+  if (c.normalize)
+    for (Value v : {c.d, c.u})
+      if (v.getType() != c.x.getType() ||
+          (bool)stripViews(v).getDefiningOp<exec::SubviewOp>())
+        return std::nullopt;
   const int64_t rows = dt.getNumElements() / n;
   for (Value s : {c.m, c.rstd}) {
     auto st = cast<MemRefType>(s.getType());
@@ -337,18 +416,27 @@ std::optional<Chain> matchChain(exec::KernelOp var) {
     if (!cast<MemRefType>(v.getType()).getLayout().isIdentity() ||
         (bool)v.getDefiningOp<exec::SubviewOp>())
       return std::nullopt;
-  // The builtin reads x, scale and bias while it writes y, mean and rstd:
-  // no output may share memory with an input.
-  for (Value out : {c.y, c.m, c.rstd})
+  // The builtin reads x, scale and bias while it writes y, mean and rstd
+  // (and d and u): no output may share memory with an input or another
+  // output.
+  SmallVector<Value, 5> outs{c.y, c.m, c.rstd};
+  if (c.normalize)
+    outs.append({c.d, c.u});
+  for (auto [i, out] : llvm::enumerate(outs)) {
     for (Value in : {c.x, c.scale, c.bias})
       if (rootOf(out) == rootOf(in))
         return std::nullopt;
+    for (Value other : ArrayRef<Value>(outs).drop_front(i + 1))
+      if (rootOf(out) == rootOf(other))
+        return std::nullopt;
+  }
   // The ops between the first and the last kernel: none writes x, scale or
   // bias (read later now) or touches mean or rstd (written later now) or y.
   llvm::SmallPtrSet<const void *, 8> readLater{rootOf(c.x), rootOf(c.scale),
                                                rootOf(c.bias)};
-  llvm::SmallPtrSet<const void *, 8> writtenLater{rootOf(c.m), rootOf(c.rstd),
-                                                  rootOf(c.y)};
+  llvm::SmallPtrSet<const void *, 8> writtenLater;
+  for (Value out : outs)
+    writtenLater.insert(rootOf(out));
   for (Operation *op = c.mean->getNextNode(); op != c.affine.getOperation();
        op = op->getNextNode()) {
     if (llvm::is_contained(group, op))
@@ -375,13 +463,20 @@ void replace(Chain &c) {
   std::string name = end == StringRef::npos
                          ? old.str() + "_layer_norm"
                          : old.take_front(end + 1).str() + "layer_norm";
+  SmallVector<Value, 5> outs{c.y, c.m, c.rstd};
+  if (c.normalize)
+    outs.append({c.d, c.u});
   auto k = exec::BuiltinKernelOp::create(
       b, c.affine.getLoc(), b.getStringAttr(name),
-      b.getStringAttr("layer_norm"), ValueRange{c.x, c.scale, c.bias},
-      ValueRange{c.y, c.m, c.rstd});
+      b.getStringAttr(c.normalize ? "layer_norm_train" : "layer_norm"),
+      ValueRange{c.x, c.scale, c.bias}, outs);
   k->setAttr("epsilon", b.getF32FloatAttr((float)c.epsilon));
-  SmallVector<Value> dead{c.d, c.var};
+  SmallVector<Value> dead{c.var};
+  if (!c.normalize)
+    dead.push_back(c.d);
   c.affine.erase();
+  if (c.normalize)
+    c.normalize.erase();
   c.variance.erase();
   c.center.erase();
   c.mean.erase();

@@ -365,3 +365,33 @@ dlexec.func @layer_norm_dtype {
   // expected-error @+1 {{template 'layer_norm' supports f32 and f64, got 'i32'}}
   dlexec.builtin_kernel @k "layer_norm" ins(%x, %w, %b : memref<4x8xi32>, memref<8xi32>, memref<8xi32>) outs(%y, %m, %r : memref<4x8xi32>, memref<4x1xi32>, memref<4x1xi32>) {epsilon = 1.0e-5 : f32}
 }
+
+// -----
+
+// layer_norm_train: the centered and normalized values have x's type.
+dlexec.func @layer_norm_train_centered {
+  %x = dlexec.input "x" : memref<4x8xf32>
+  %w = dlexec.input "w" : memref<8xf32>
+  %b = dlexec.input "b" : memref<8xf32>
+  %y = dlexec.alloc : memref<4x8xf32>
+  %m = dlexec.alloc : memref<4x1xf32>
+  %r = dlexec.alloc : memref<4x1xf32>
+  %d = dlexec.alloc : memref<4x4xf32>
+  %u = dlexec.alloc : memref<4x8xf32>
+  // expected-error @+1 {{the centered and normalized values must have the type of x, 'memref<4x8xf32>', got 'memref<4x4xf32>'}}
+  dlexec.builtin_kernel @k "layer_norm_train" ins(%x, %w, %b : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y, %m, %r, %d, %u : memref<4x8xf32>, memref<4x1xf32>, memref<4x1xf32>, memref<4x4xf32>, memref<4x8xf32>) {epsilon = 1.0e-5 : f32}
+}
+
+// -----
+
+// layer_norm_train writes five outputs.
+dlexec.func @layer_norm_train_arity {
+  %x = dlexec.input "x" : memref<4x8xf32>
+  %w = dlexec.input "w" : memref<8xf32>
+  %b = dlexec.input "b" : memref<8xf32>
+  %y = dlexec.alloc : memref<4x8xf32>
+  %m = dlexec.alloc : memref<4x1xf32>
+  %r = dlexec.alloc : memref<4x1xf32>
+  // expected-error @+1 {{template 'layer_norm_train' expects 3 inputs and 5 outputs (x, scale, bias -> y, mean, rstd, centered, normalized), got 3 and 3}}
+  dlexec.builtin_kernel @k "layer_norm_train" ins(%x, %w, %b : memref<4x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y, %m, %r : memref<4x8xf32>, memref<4x1xf32>, memref<4x1xf32>) {epsilon = 1.0e-5 : f32}
+}
