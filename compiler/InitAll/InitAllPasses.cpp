@@ -5,6 +5,7 @@
 #include "compiler/Lowering/LayerNorm/Passes.h"
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
+#include "compiler/Lowering/SiblingReductions/Passes.h"
 #include "compiler/Lowering/SplitReductions/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "compiler/Lowering/Pipelines.h"
@@ -28,6 +29,7 @@ void dlc::registerAllPasses() {
   dlc::registerDLCReductionEpiloguesPasses();
   dlc::registerDLCLayerNormPasses();
   dlc::registerDLCLoweringRematPasses();
+  dlc::registerDLCSiblingReductionsPasses();
   dlc::registerDLCSplitReductionsPasses();
   dlc::registerDLCTransformsPasses();
   dlc::registerDLCMixedPrecisionPasses();

@@ -7,6 +7,7 @@
 #include "compiler/Lowering/MultiTensor/Passes.h"
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 #include "compiler/Lowering/Remat/Passes.h"
+#include "compiler/Lowering/SiblingReductions/Passes.h"
 #include "compiler/Lowering/SplitReductions/Passes.h"
 #include "compiler/Lowering/Passes.h"
 #include "dialects/Exec/LibraryCalls.h"
@@ -27,6 +28,7 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createFuseReductionEpiloguesPass());
   pm.addPass(createFuseLayerNormPass());
   pm.addPass(createRematPersistentKernelsPass());
+  pm.addPass(createFuseSiblingReductionsPass());
   pm.addPass(createSplitReductionsPass());
   pm.addPass(createPlanMemoryPass());
 }
