@@ -13,8 +13,13 @@ compares:
 each as max |cuda - host| <= tol * max |host| (per tensor). The default
 tolerance is 1e-5: both devices compute in fp32, and the only differences
 are the order of sums inside GEMMs and convolutions (oneDNN on the host,
-the stand-in's loops on the CUDA path). A model whose training amplifies
-that difference states its looser bound and the reason in TOLERANCES.
+whose kernels and so orders depend on the CPU's instruction set, and the
+stand-in's loops on the CUDA path). A gradient that is zero or cancels
+(conditioning.py: found with PyTorch's float64 gradients at the exported
+weights), with its optimizer state, is compared against the largest tensor
+of its kind in the step instead of its own size: its values are rounding
+noise. A model whose training amplifies the difference of well-conditioned
+tensors states its looser bound and the reason in TOLERANCES.
 """
 import argparse
 import json
@@ -29,6 +34,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 from arch_models import ARCHITECTURES  # noqa: E402
 from architectures import export  # noqa: E402
+from conditioning import ill_conditioned, parameter_of, role  # noqa: E402
 from models import MODELS  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
 
@@ -38,12 +44,19 @@ _RESNET_REASON = (
     "layer4) amplifies summation-order differences; the host device alone, "
     "1 thread against 2, differs by up to 2.7e-5 in these gradients")
 _ADAM_EPS_REASON = (
-    "Adam near its eps: a few weights (4 of 50176 in 1.weight) have gradients "
-    "of ~1.5e-8, sums that cancel to 1e-6 of their terms, so the GEMMs' "
-    "summation order changes them by ~1e-2 relative, and at |g| ~ eps = 1e-8 "
-    "Adam's step lr*g/(|g|+eps) follows that; measured 6.3e-6 before the "
-    "CUDA loss and reductions were split over warps and blocks (issue 14), "
-    "2.2e-5 after, when the CUDA path also sums those in another order")
+    "Adam near its eps: a few weights of 1.weight (the worst at (47, 227)) "
+    "have gradients of ~1.5e-8, sums that cancel to 1e-6 of their terms, so "
+    "the GEMMs' summation order changes them by ~1e-2 relative, and near "
+    "eps = 1e-8 Adam's step lr*m/(sqrt(v)+eps) follows that: after 5 steps "
+    "1.weight differs by 1.1e-5 absolute (Adam can move it 5 * lr = 5e-3 at "
+    "most), measured 2.7e-4 of its largest entry with oneDNN's AVX-512 "
+    "kernels, 8.1e-5 with AVX2, 1.9e-4 with SSE4.1 (issue 33; the 2.2e-5 "
+    "measured before was against a scale of 0.5 that the step counter lent "
+    "every parameter)")
+_ADAM_MOMENTS_REASON = (
+    "the moments of steps 2-5 average gradients taken at weights that differ "
+    "as the parameters do (see 'checkpoint parameters'): measured up to "
+    "9.7e-6 (3.weight.exp_avg, AVX-512), 6.9e-6 SSE4.1, 3.0e-6 AVX2")
 _CNN_REASON = (
     "the host's own variation is larger: since its convolution backward runs "
     "oneDNN's blocked-layout kernels (8c6e2f1), the host device alone, 1 "
@@ -51,7 +64,8 @@ _CNN_REASON = (
     "1.5e-5 in the checkpoint (0.weight's momentum buffer), against the "
     "stand-in's 9.0e-6 and 1.3e-5")
 TOLERANCES = {
-    ("mlp", "checkpoint"): (5e-5, _ADAM_EPS_REASON),
+    ("mlp", "checkpoint parameters"): (1e-3, _ADAM_EPS_REASON),
+    ("mlp", "checkpoint"): (5e-5, _ADAM_MOMENTS_REASON),
     ("cnn", "later gradients"): (5e-5, _CNN_REASON),
     ("cnn", "checkpoint"): (5e-5, _CNN_REASON),
     ("resnet18", "gradients"): (1e-4, _RESNET_REASON),
@@ -83,8 +97,9 @@ def rel_error(ours, ref):
 
 
 def build(args, w):
-    """Exports the model and writes batch.npz/inputs.npz; returns the ONNX
-    paths for inference and training and dlc's training flags."""
+    """Exports the model and writes batch.npz/inputs.npz; returns the batch
+    size, the ONNX paths for inference and training, dlc's training flags
+    and the model with its batch (at the exported weights)."""
     if args.model in MODELS:
         model = MODELS[args.model]()
         batch = args.batch or 16
@@ -114,7 +129,7 @@ def build(args, w):
         train_flags += ["--momentum", "0.9"]
     np.savez(w("batch.npz"), input=x.numpy(), labels=y.numpy())
     np.savez(w("inputs.npz"), input=x.numpy())
-    return batch, infer_onnx, train_onnx, train_flags
+    return batch, infer_onnx, train_onnx, train_flags, (model, x, y)
 
 
 def main():
@@ -141,7 +156,12 @@ def main():
     w = lambda name: os.path.join(args.workdir, name)  # noqa: E731
     torch.set_num_threads(1)
 
-    batch, infer_onnx, train_onnx, train_flags = build(args, w)
+    batch, infer_onnx, train_onnx, train_flags, (model, x, y) = build(args, w)
+    ill = (ill_conditioned(model, x, y,
+                           TOLERANCES.get((args.model, "gradients"), (1e-5,))[0])
+           if args.precision == "fp32" else {})
+    for name, why in sorted(ill.items()):
+        print(f"compared against the step's scale: {name}: {why}")
     target = ["--target", args.target] if args.target else []
     precision = ["--precision", args.precision]
     run([args.dlc, infer_onnx, "--batch-size", str(batch), "--quiet",
@@ -190,7 +210,9 @@ def main():
             1e-3, f"{args.precision}: both devices round each GEMM/conv result "
             "once from f32 sums taken in different orders, which can land on "
             "either side of a rounding boundary (issue 10's bound)")
-        tol, reason = TOLERANCES.get((args.model, key), default)
+        tol, reason = TOLERANCES.get(
+            (args.model, key),
+            TOLERANCES.get((args.model, key.split(" ")[0]), default))
         if args.precision != "fp32":
             tol, reason = max(tol, default[0]), reason or default[1]
         flag = "ok" if err <= tol else "MISMATCH"
@@ -211,12 +233,24 @@ def main():
     # Step 1's gradients are taken at identical weights on both devices;
     # later steps also carry the trajectories' divergence.
     if args.precision == "fp32":
+        unknown = sorted(set(ill) - set(grad_h[0]))
+        if unknown:
+            sys.exit(f"FAIL: PyTorch parameters {unknown} have no gradient in "
+                     "dlrt's --save-gradients (names differ?)")
         for i, (gc, gh) in enumerate(zip(grad_c, grad_h), 1):
-            err, name = worst_tensor(gc, gh)
+            err, name = worst_tensor(gc, gh, ill)
             check(f"gradients step {i} ({len(gh)} tensors; worst {name})", err,
                   "gradients" if i == 1 else "later gradients")
-        err, name = worst_tensor(ckpt_c, ckpt_h)
-        check(f"checkpoint ({len(ckpt_h)} tensors; worst {name})", err, "checkpoint")
+        if sorted(ckpt_c) != sorted(ckpt_h):
+            check("checkpoint tensor names", float("inf"), "checkpoint")
+        # Each kind on its own line: parameters, each optimizer state.
+        for kind in sorted({role(n) for n in ckpt_h}):
+            names = [n for n in ckpt_h if role(n) == kind]
+            err, name = worst_tensor({n: ckpt_c[n] for n in names if n in ckpt_c},
+                                     {n: ckpt_h[n] for n in names}, ill)
+            what = kind.lstrip("_") or "parameters"
+            check(f"checkpoint {what} ({len(names)} tensors; worst {name})", err,
+                  f"checkpoint {what}")
     else:
         # Low precision: a gradient that cancels to about 0 (a convolution
         # bias before BatchNorm) is rounding noise, so each gradient is
@@ -249,13 +283,6 @@ def main():
     print("PASS")
 
 
-def role(name):
-    """Parameters, gradients, momentum buffers and Adam moments are compared
-    among their own kind."""
-    last = name.rsplit(".", 1)[-1]
-    return last if last in ("momentum_buffer", "exp_avg", "exp_avg_sq") else ""
-
-
 def worst_vs_peak(ours, ref):
     """The largest |ours - ref| over all tensors divided by the largest
     |ref| over all float tensors, and the tensor it is in (inf for missing,
@@ -275,18 +302,16 @@ def worst_vs_peak(ours, ref):
     return (worst / peak if peak > 0 else worst), worst_name
 
 
-def worst_tensor(ours, ref):
+def worst_tensor(ours, ref, ill):
     """The largest per-tensor error of |ours| against |ref| and the tensor's
     name (inf for a missing, misshapen, non-finite or unequal integer one).
 
-    A tensor is compared relative to its own largest magnitude, but never
-    to less than 0.1 of the largest tensor of the same role: the rounding
-    error of a sum scales with its terms, not its result, and a tensor far
-    smaller than its peers is a sum that cancels — e.g. the gradient of a
-    convolution bias followed by BatchNorm, exactly zero in exact arithmetic
-    (seen: cnn 0.bias.momentum_buffer, |values| < 1e-6 next to 1.96
-    elsewhere). A wrong index still shows: it errs by the tensor's own size,
-    which only tensors below 1e-6 of their peers could hide."""
+    A tensor is compared relative to its own largest magnitude, unless it
+    belongs to a parameter in |ill| (gradient zero or unresolved by fp32,
+    conditioning.py): then relative to the largest tensor of the same role
+    in |ref|, since its values are rounding noise whose size follows the
+    sums' terms, not their result. A wrong index in such a tensor still
+    shows when it errs by more than 1e-5 of the step's largest."""
     if sorted(ours) != sorted(ref):
         return float("inf"), "(different tensor names)"
     peak = {}
@@ -304,7 +329,8 @@ def worst_tensor(ours, ref):
             err = 0.0
         else:
             r, g = r.astype(np.float64), g.astype(np.float64)
-            scale = max(float(np.max(np.abs(r))), 0.1 * peak[role(name)])
+            scale = (peak[role(name)] if parameter_of(name) in ill
+                     else float(np.max(np.abs(r))))
             err = float(np.max(np.abs(g - r))) / scale if scale > 0 else 0.0
         if err >= worst:
             worst, worst_name = err, name
