@@ -307,6 +307,7 @@ LogicalResult Importer::tile() {
                        << " must have one value per input dimension (rank "
                        << in.getRank() << ")";
   SmallVector<int64_t> split, wide, out;
+  bool prevUntiled = false;
   for (auto [d, r] : llvm::zip(dims, *repeats)) {
     if (r < 0)
       return nodeError() << "repeats " << shapeStr(*repeats)
@@ -314,8 +315,24 @@ LogicalResult Importer::tile() {
     if (r > 0 && d > kMaxElements / r)
       return nodeError() << "repeats " << shapeStr(*repeats)
                          << " make a dimension over 2^40";
-    split.append({1, d});
-    wide.append({r, d});
+    // A repeat axis only where the dimension really repeats: a run of
+    // untiled dimensions (r = 1) becomes one dimension and a size-1 one
+    // broadcasts in place, so the view's rank is the number of such runs
+    // plus one per size-1 and two per other tiled dimension, not twice the
+    // input's (GPT-J's rank-5 Tile made a rank-10 buffer, beyond a
+    // package's kMaxBufferRank).
+    bool untiled = r == 1;
+    if (untiled && prevUntiled) {
+      split.back() *= d;
+      wide.back() *= d;
+    } else if (untiled || (d == 1 && r > 0)) {
+      split.push_back(d);
+      wide.push_back(r * d);
+    } else {
+      split.append({1, d});
+      wide.append({r, d});
+    }
+    prevUntiled = untiled;
     out.push_back(r * d);
   }
   Type et = in.getElementType();

@@ -2,6 +2,7 @@
 #include "dialects/Exec/ExecOps.h"
 #include "dialects/Exec/KernelBodyOps.h"
 
+#include "runtime/schema/Limits.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -44,6 +45,11 @@ static LogicalResult verifyBufferType(Operation *op, MemRefType type) {
     return op->emitOpError() << "element type " << type.getElementType()
                              << " cannot be stored in a package (expected "
                                 "f32, f64, f16, bf16, i64, i32 or i1)";
+  if (type.getRank() > dlc::schema::kMaxBufferRank)
+    return op->emitOpError() << "buffer of type " << type << " has rank "
+                             << type.getRank() << "; a package holds buffers "
+                             << "of rank at most "
+                             << dlc::schema::kMaxBufferRank;
   return success();
 }
 

@@ -11,7 +11,12 @@
 
 #include "Safetensors.h"
 #include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Limits.h"
 #include "dlc_schema/package_generated.h"
+
+static_assert(sizeof(dlrt_tensor_info_t::shape) / sizeof(int64_t) ==
+                  dlc::schema::kMaxBufferRank,
+              "the C API's tensor descriptor holds kMaxBufferRank dims");
 
 namespace dlrt {
 namespace fb = dlc::package;
@@ -258,9 +263,10 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
     if (!elementsAligned(b->shape()))
       return c.fail(where + " has a misaligned shape vector");
     if (b->shape()) {
-      if (b->shape()->size() > 8)
+      if (b->shape()->size() > size_t(dlc::schema::kMaxBufferRank))
         return c.fail(where + " has rank " +
-                      std::to_string(b->shape()->size()) + " (at most 8)");
+                      std::to_string(b->shape()->size()) + " (at most " +
+                      std::to_string(dlc::schema::kMaxBufferRank) + ")");
       for (int64_t d : *b->shape()) {
         if (d < 0 || !mulOk(numel, d, &numel))
           return c.fail(where + " has an invalid shape");
