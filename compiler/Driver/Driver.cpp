@@ -280,6 +280,11 @@ bool printCheck(llvm::raw_ostream &os, llvm::StringRef path,
     os << "\n";
   }
   os << supported << " of " << check.ops.size() << " op types supported\n";
+  if (!check.unfixedDims.empty())
+    os << "symbolic dimensions not fixed (checked as 1): "
+       << llvm::join(check.unfixedDims, ", ")
+       << "; fix them with --batch-size (dim 0) or --input-shape "
+       << llvm::join(check.inputShapeHints, " --input-shape ") << "\n";
   if (check.importError.empty())
     os << "import: ok (lowering and code generation are checked when "
           "compiling)\n";
@@ -304,6 +309,24 @@ LogicalResult runPipeline(ModuleOp module,
 
 } // namespace
 
+/// The importer's options from |options|; an empty string, or what is wrong
+/// with them (a malformed or repeated --input-shape).
+static std::string importOptionsOf(const dlc::CompileOptions &options,
+                                   dlc::ImportOptions &out) {
+  out.batchSize = options.batchSize;
+  out.inputShapes.clear();
+  for (const std::string &spec : options.inputShapes) {
+    dlc::InputShapeOverride o;
+    if (std::string problem = dlc::parseInputShape(spec, o); !problem.empty())
+      return problem;
+    for (const dlc::InputShapeOverride &seen : out.inputShapes)
+      if (seen.name == o.name)
+        return "--input-shape names '" + o.name + "' twice";
+    out.inputShapes.push_back(std::move(o));
+  }
+  return "";
+}
+
 std::string dlc::checkCompileOptions(const CompileOptions &options) {
   const PipelineOptions &p = options.pipeline;
   if (!llvm::is_contained(supportedOptimizers(), p.optimizer))
@@ -314,6 +337,10 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
            "'; supported: " + llvm::join(supportedLosses(), ", ");
   if (options.batchSize < 0)
     return "--batch-size must be positive";
+  ImportOptions importOptions;
+  if (std::string problem = importOptionsOf(options, importOptions);
+      !problem.empty())
+    return problem;
   if (p.exposeGradients && !p.train)
     return "--expose-gradients needs --train";
   if (!p.train) {
@@ -466,7 +493,7 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
   if (llvm::sys::path::extension(options.inputPath) == ".mlir")
     return fail("--check takes an ONNX model, not '" + options.inputPath + "'");
   ImportOptions importOptions;
-  importOptions.batchSize = options.batchSize;
+  (void)importOptionsOf(options, importOptions); // checked above
   FailureOr<ONNXModelCheck> check =
       checkONNXModel(dc.context, options.inputPath, importOptions);
   if (failed(check))
@@ -492,7 +519,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   } else {
     progress.stage("importing " + input);
     ImportOptions importOptions;
-    importOptions.batchSize = options.batchSize;
+    (void)importOptionsOf(options, importOptions); // checked above
     module = importONNXModel(context, input, importOptions);
   }
   if (!module)

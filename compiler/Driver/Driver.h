@@ -41,6 +41,9 @@ struct CompileOptions {
   EmitKind emit = EmitKind::Package;
   /// Fixes dim 0 of every model input; 0 keeps the model's. Must be >= 0.
   int64_t batchSize = 0;
+  /// `--input-shape` values as written, `NAME=D0xD1x...` (parseInputShape in
+  /// compiler/Import/ONNXImporter.h): the static shapes of named inputs.
+  std::vector<std::string> inputShapes;
   /// CUDA architectures ("sm_80") to compile kernels for and embed.
   std::vector<std::string> cudaArchs;
   /// C++ compiler for the host kernels.

@@ -20,6 +20,7 @@
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -257,9 +258,61 @@ LogicalResult Importer::importInitializers(const onnx::GraphProto &graph) {
   return success();
 }
 
+/// The --input-shape value that fixes every dimension of graph input |in|:
+/// its static sizes, and <name> (or <?>) for its symbolic ones, e.g.
+/// "input_ids=<batch>x<seq>".
+static std::string inputShapeHint(const onnx::ValueInfoProto &in) {
+  std::string hint = in.name() + "=";
+  const auto &shape = in.type().tensor_type().shape();
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    const auto &d = shape.dim(i);
+    if (i)
+      hint += "x";
+    if (d.has_dim_value() && d.dim_value() >= 0)
+      hint += std::to_string(d.dim_value());
+    else
+      hint += "<" + (d.has_dim_param() ? d.dim_param() : std::string("?")) +
+              ">";
+  }
+  return hint;
+}
+
+std::string dlc::parseInputShape(StringRef spec, InputShapeOverride &out) {
+  auto [name, dims] = spec.rsplit('=');
+  if (name.empty() || dims.empty() || name.size() == spec.size())
+    return "--input-shape '" + spec.str() +
+           "' is not NAME=D0xD1x... (each D a size or ?)";
+  out.name = name.str();
+  out.dims.clear();
+  SmallVector<StringRef> parts;
+  dims.split(parts, 'x');
+  for (StringRef part : parts) {
+    int64_t d;
+    if (part == "?")
+      out.dims.push_back(-1);
+    else if (!part.getAsInteger(10, d) && d >= 0 && d <= kMaxElements)
+      out.dims.push_back(d);
+    else
+      return "--input-shape '" + spec.str() + "': '" + part.str() +
+             "' is not a dimension size (a non-negative integer, or ? to "
+             "keep the model's)";
+  }
+  return "";
+}
+
 LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
                                      SmallVectorImpl<Type> &types,
                                      SmallVectorImpl<std::string> &names) {
+  SmallVector<std::string> inputNames;
+  for (const auto &in : graph.input())
+    if (!slots.count(in.name()))
+      inputNames.push_back(in.name());
+  for (const InputShapeOverride &o : options.inputShapes)
+    if (!llvm::is_contained(inputNames, o.name))
+      return emitError(namedLoc(o.name))
+             << "--input-shape names '" << o.name
+             << "', which is not a graph input; the graph inputs are: "
+             << llvm::join(inputNames, ", ");
   for (const auto &in : graph.input()) {
     // Older exporters list initializers as inputs too (as defaults).
     if (slots.count(in.name()))
@@ -279,10 +332,36 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
     if (!tt.has_shape())
       return emitError(loc) << "graph input '" << in.name()
                             << "' has no shape; static shapes are required";
+    const InputShapeOverride *fixed = nullptr;
+    for (const InputShapeOverride &o : options.inputShapes)
+      if (o.name == in.name())
+        fixed = &o;
+    int rank = tt.shape().dim_size();
+    if (fixed && (int)fixed->dims.size() != rank)
+      return emitError(loc)
+             << "--input-shape gives graph input '" << in.name() << "' "
+             << fixed->dims.size() << " dimensions; it has rank " << rank;
     SmallVector<int64_t> shape;
-    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    for (int i = 0; i < rank; ++i) {
       const auto &d = tt.shape().dim(i);
       bool known = d.has_dim_value() && d.dim_value() >= 0;
+      if (int64_t want = fixed ? fixed->dims[i] : -1; want >= 0) {
+        if (i == 0 && options.batchSize > 0 && want != options.batchSize)
+          return emitError(loc)
+                 << "--input-shape gives graph input '" << in.name()
+                 << "' dim 0 = " << want << ", --batch-size "
+                 << options.batchSize;
+        if (known && d.dim_value() != want && !(i == 0 && options.batchSize))
+          return emitError(loc)
+                 << "--input-shape gives graph input '" << in.name()
+                 << "' axis " << i << " = " << want
+                 << ", but the model fixes it to " << d.dim_value()
+                 << " (only symbolic dimensions can be set)";
+        if (i == 0 && known && d.dim_value() != want)
+          exportedBatch = d.dim_value();
+        shape.push_back(want);
+        continue;
+      }
       if (i == 0 && options.batchSize > 0) {
         if (known && d.dim_value() != options.batchSize)
           exportedBatch = d.dim_value();
@@ -300,8 +379,8 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
                               << "; pass a batch size (--batch-size N)";
       return emitError(loc)
              << "graph input '" << in.name() << "' has a symbolic dimension "
-             << sym << " at axis " << i
-             << "; only dim 0 (the batch) may be symbolic";
+             << sym << " at axis " << i << "; fix it with --input-shape "
+             << inputShapeHint(in) << " (static shapes are required)";
     }
     if (boundedNumElements(shape) < 0)
       return emitError(loc) << "graph input '" << in.name() << "' of shape "
@@ -590,17 +669,45 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
         n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name());
   }
 
-  // Import with errors captured (notes and warnings are dropped).
+  // The symbolic dimensions the options leave unfixed are listed and
+  // checked as 1. (Initializers listed as inputs have static shapes.)
   ImportOptions importOptions = options;
-  if (importOptions.batchSize == 0) {
-    for (const auto &in : graph.input()) {
-      const auto &type = in.type();
-      if (!type.has_tensor_type() || !type.tensor_type().has_shape() ||
-          type.tensor_type().shape().dim_size() == 0)
+  for (const auto &in : graph.input()) {
+    const auto &type = in.type();
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+      continue;
+    const auto &shape = type.tensor_type().shape();
+    auto given = llvm::find_if(importOptions.inputShapes,
+                               [&](const InputShapeOverride &o) {
+                                 return o.name == in.name();
+                               });
+    if (given != importOptions.inputShapes.end() &&
+        (int)given->dims.size() != shape.dim_size())
+      continue; // the import reports the rank mismatch
+    InputShapeOverride fixed{in.name(),
+                             std::vector<int64_t>(shape.dim_size(), -1)};
+    if (given != importOptions.inputShapes.end())
+      fixed = *given;
+    bool unfixed = false;
+    for (int i = 0; i < shape.dim_size(); ++i) {
+      const auto &d = shape.dim(i);
+      if ((d.has_dim_value() && d.dim_value() >= 0) || fixed.dims[i] >= 0 ||
+          (i == 0 && options.batchSize > 0))
         continue;
-      if (!type.tensor_type().shape().dim(0).has_dim_value())
-        importOptions.batchSize = 1;
+      check.unfixedDims.push_back(
+          "input '" + in.name() + "' axis " + std::to_string(i) + " (" +
+          (d.has_dim_param() ? "'" + d.dim_param() + "'" : std::string("?")) +
+          ")");
+      fixed.dims[i] = 1;
+      unfixed = true;
     }
+    if (!unfixed)
+      continue;
+    check.inputShapeHints.push_back(inputShapeHint(in));
+    if (given != importOptions.inputShapes.end())
+      *given = fixed;
+    else
+      importOptions.inputShapes.push_back(fixed);
   }
   std::string lastError;
   ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {

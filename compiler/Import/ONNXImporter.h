@@ -14,12 +14,32 @@
 
 namespace dlc {
 
+/// The static shape `--input-shape NAME=D0xD1x...` gives graph input |name|
+/// (as `trtexec --shapes` and onnxruntime's free-dimension overrides do).
+struct InputShapeOverride {
+  std::string name;
+  /// One entry per dimension of the input: the size (>= 0), or -1 (`?`) to
+  /// keep the model's dimension.
+  std::vector<int64_t> dims;
+};
+
 /// Options of the ONNX importer.
 struct ImportOptions {
   /// When > 0, replaces dim 0 of every graph input (static or symbolic). When
   /// 0, a symbolic dim 0 is an error that asks for `--batch-size`.
   int64_t batchSize = 0;
+  /// Per named graph input, the sizes of its dimensions (`--input-shape`).
+  /// A given size fixes a symbolic dimension or must equal the model's
+  /// static one; on dim 0 it must agree with batchSize when both are set.
+  /// Naming no graph input, or giving another rank than the input's, is an
+  /// error.
+  std::vector<InputShapeOverride> inputShapes;
 };
+
+/// Parses one `--input-shape` value, `NAME=D0xD1x...` (each D a
+/// non-negative integer or `?`; NAME may contain `=` only before the last
+/// one), into |out|. Returns an empty string, or what is wrong with |spec|.
+std::string parseInputShape(llvm::StringRef spec, InputShapeOverride &out);
 
 /// Parses the ONNX model (opsets 13..17 of the ai.onnx domain; an older
 /// opset only when every node's op has, at that opset, a definition the
@@ -53,8 +73,9 @@ struct ImportOptions {
 /// int64 constants) are folded at import time.
 ///
 /// Errors (a missing or unparsable file, an opset outside 13..17, an
-/// unsupported op, attribute or element type, a symbolic dimension other
-/// than the batch dimension) are emitted through |context|'s diagnostic
+/// unsupported op, attribute or element type, a symbolic dimension that
+/// neither options.batchSize nor options.inputShapes fixes, an input shape
+/// override that does not fit its input) are emitted through |context|'s diagnostic
 /// engine, at the node's location where there is one, and null is returned.
 /// Loads the dlgraph and func dialects into |context|.
 mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(mlir::MLIRContext &context,
@@ -112,6 +133,14 @@ struct ONNXModelCheck {
   /// Empty when the whole model imports into dlgraph; else the first import
   /// error (an unsupported attribute, element type, dynamic shape...).
   std::string importError;
+  /// The graph inputs' symbolic dimensions that neither --batch-size nor
+  /// --input-shape fixes, as "input 'x' axis 1 ('seq')"; the check imports
+  /// them as 1, a compile fails on them.
+  std::vector<std::string> unfixedDims;
+  /// For each graph input with such a dimension, the --input-shape value
+  /// that would fix it, with its symbolic dimensions as <name> (e.g.
+  /// "x=<batch>x<seq>x768").
+  std::vector<std::string> inputShapeHints;
 };
 
 /// Loads the ONNX model at |path| and reports, per op type, whether the
@@ -119,8 +148,9 @@ struct ONNXModelCheck {
 /// operand- and shape-level problems per node: a node that does not import
 /// is reported in its op type's nodeIssues and the import goes on with the
 /// nodes that do not depend on it (those that do are uncheckedNodes); the
-/// first error is also importError. Nothing is lowered or compiled. A symbolic batch dimension is fixed to options.batchSize, or to
-/// 1 when that is 0. Errors that prevent the check (a missing or unparsable
+/// first error is also importError. Nothing is lowered or compiled. A
+/// symbolic dimension that options do not fix is listed in unfixedDims and
+/// checked as 1. Errors that prevent the check (a missing or unparsable
 /// file) are emitted through |context|'s diagnostic engine and fail.
 mlir::FailureOr<ONNXModelCheck> checkONNXModel(mlir::MLIRContext &context,
                                                llvm::StringRef path,

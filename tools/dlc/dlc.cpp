@@ -318,6 +318,12 @@ static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Batch size; fixes dim 0 of every model input"),
               cl::init(defaults.batchSize), cl::cat(dlcCategory));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Fixes the shape of graph input NAME (repeatable): each D a size, "
+             "or ? to keep the model's dimension; sets symbolic dimensions "
+             "(sequence length, image size) that --batch-size does not"),
+    cl::value_desc("NAME=D0xD1x..."), cl::cat(dlcCategory));
 static cl::list<std::string>
     targets("target",
             cl::desc("CUDA architectures to compile kernels for with NVRTC "
@@ -461,6 +467,7 @@ int main(int argc, char **argv) {
   options.outputPath = outputPath;
   options.emit = emitKind;
   options.batchSize = batchSize;
+  options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
   options.cudaArchs.assign(targets.begin(), targets.end());
   options.hostCompiler = hostCompiler;
   options.stats = stats;
