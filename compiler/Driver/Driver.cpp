@@ -98,8 +98,16 @@ std::string describeParameterGroups(ModuleOp module) {
   for (Group *g : {&trained, &frozen, &noDecay}) {
     os << g->title << ": " << g->tensors.size() << ", " << g->elements
        << " elements\n";
-    for (auto &[name, n] : g->tensors)
-      os << "  " << name << ": " << n << "\n";
+    for (auto &[name, n] : g->tensors) {
+      os << "  " << name << ": " << n;
+      if (g == &frozen)
+        if (auto var = dyn_cast_or_null<dlc::graph::VariableOp>(
+                SymbolTable::lookupSymbolIn(module, name)))
+          if (auto why = var->getAttrOfType<StringAttr>(
+                  dlc::training::kFrozenAttr))
+            os << " (" << why.getValue() << ")";
+      os << "\n";
+    }
   }
   return out;
 }
@@ -348,11 +356,16 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
                        : p.clipGradNorm != 0     ? "--clip-grad-norm"
                        : !p.noWeightDecay.empty() ? "--no-weight-decay"
                        : !p.freeze.empty()        ? "--freeze"
+                       : !p.noFreeze.empty()      ? "--no-freeze"
+                       : !p.trainable.empty()     ? "--trainable"
                        : p.labelSmoothing != 0    ? "--label-smoothing"
                                                   : nullptr;
     if (flag)
       return std::string(flag) + " needs --train";
   }
+  if (!p.trainable.empty() && !p.noFreeze.empty())
+    return "--no-freeze does not combine with --trainable, which names "
+           "every trained initializer";
   if (std::string problem = checkTrainingRecipe(recipeOf(p));
       !problem.empty())
     return problem;

@@ -131,6 +131,8 @@ void dlc::buildTrainingStepPipeline(
   pm.addPass(createDecomposeBatchNormForTrainingPass());
   DifferentiatePassOptions differentiate;
   differentiate.freeze = options.freeze;
+  differentiate.noFreeze = options.noFreeze;
+  differentiate.trainable = options.trainable;
   pm.addPass(createDifferentiatePass(differentiate));
   if (beforeOptimizer)
     beforeOptimizer(pm);

@@ -83,6 +83,15 @@ struct TrainingOptions : mlir::PassPipelineOptions<TrainingOptions> {
       *this, "freeze",
       llvm::cl::desc("Regex (POSIX extended, matched anywhere in the name) of "
                      "the variables that are not trained")};
+  Option<std::string> noFreeze{
+      *this, "no-freeze",
+      llvm::cl::desc("Regex of the variables the buffer rule (non-finite "
+                     "values, attention masks, sin/cos frequencies) must not "
+                     "freeze")};
+  Option<std::string> trainable{
+      *this, "trainable",
+      llvm::cl::desc("File naming the variables to train, one per line "
+                     "(PyTorch's named_parameters()); the others are frozen")};
   Option<std::string> noWeightDecay{
       *this, "no-weight-decay",
       llvm::cl::desc("Regex of the trained parameters updated without weight "

@@ -156,18 +156,33 @@ def DifferentiatePass : Pass<"dlgraph-differentiate", "mlir::ModuleOp"> {
       return %loss, %dw
     }
     ```
-    With `freeze` (a regex, POSIX extended, matched anywhere in the name),
-    the variables whose names match are marked `dlgraph.frozen` and are not
-    sources: they get no gradient and stay constant (`--freeze`).
+    Frozen variables are marked `dlgraph.frozen` (with the reason) and are
+    not sources: they get no gradient and stay constant. With `trainable` (a
+    file of names, one per line: PyTorch's `named_parameters()`), every
+    variable it does not name is frozen. Else those matching `freeze` (a
+    regex, POSIX extended, matched anywhere in the name) are, and so are the
+    f32 buffers that PyTorch would not train, unless they match
+    `no-freeze`: variables holding non-finite values, those whose every
+    read only reaches softmaxes' inputs through elementwise and
+    element-moving ops (attention masks), and those whose every read only
+    reaches sin/cos through ops not mixing in the step's float inputs
+    (rotary and sinusoidal position frequencies); the ops are recognized by
+    their traits (NormalizesScores, Periodic, Elementwise, MovesElements).
 
     Errors: no `@train_step`, a loss that is not one `tensor<f32>` result,
     an op without a gradient rule on a path from a parameter to the loss (at
-    the op), no trainable parameter (at the module), a `freeze` regex that
-    is invalid or matches no variable (naming the variables).
+    the op), no trainable parameter (at the module), a `freeze` or
+    `no-freeze` regex that is invalid or matches no variable (naming the
+    variables), a `trainable` file that cannot be read or names no variable
+    (a warning lists the names it holds that are no variable).
   }];
   let options = [
     Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
            "Regex of the variables not to train (no gradient, no optimizer state)">,
+    Option<"noFreeze", "no-freeze", "std::string", /*default=*/"\"\"",
+           "Regex of the variables the buffer rule must not freeze">,
+    Option<"trainable", "trainable", "std::string", /*default=*/"\"\"",
+           "File naming the variables to train, one per line; the others are frozen">,
   ];
   let dependentDialects = ["::dlc::graph::GraphDialect"];
 }

@@ -32,8 +32,9 @@ constexpr llvm::StringLiteral kGradNormName = "grad_norm";
 /// update, and the suffix of each parameter's gradient accumulator.
 constexpr llvm::StringLiteral kAccumulateCountVar = "__accumulate_count";
 constexpr llvm::StringLiteral kAccumulatorSuffix = ".grad_accumulator";
-/// Unit attribute on the variables --freeze keeps constant (no gradient, no
-/// optimizer state).
+/// String attribute on the variables the training step keeps constant (no
+/// gradient, no optimizer state): why ("--freeze", "not in --trainable",
+/// or the trainable-set rule's reason; Differentiate.cpp).
 constexpr llvm::StringLiteral kFrozenAttr = "dlgraph.frozen";
 /// Unit attribute on the trained parameters --no-weight-decay updates
 /// without weight decay.

@@ -62,6 +62,16 @@ template <typename ConcreteType>
 class MovesElements
     : public mlir::OpTrait::TraitBase<ConcreteType, MovesElements> {};
 
+/// Marks sin and cos; see Graph_Periodic in GraphInterfaces.td.
+template <typename ConcreteType>
+class Periodic : public mlir::OpTrait::TraitBase<ConcreteType, Periodic> {};
+
+/// Marks softmax and log_softmax; see Graph_NormalizesScores in
+/// GraphInterfaces.td.
+template <typename ConcreteType>
+class NormalizesScores
+    : public mlir::OpTrait::TraitBase<ConcreteType, NormalizesScores> {};
+
 /// Marks a reduction lowered to a generated loop kernel over its input's
 /// shape; see Graph_Reduction in GraphInterfaces.td.
 template <typename ConcreteType>

@@ -30,6 +30,22 @@ def Graph_MovesElements : NativeOpTrait<"MovesElements"> {
   let cppNamespace = "::dlc::graph::GraphTrait";
 }
 
+// A periodic elementwise function (sin, cos). A float initializer that
+// reaches the step's results only through such ops is a positional or rotary
+// sin/cos table (a buffer, not a parameter): the training step keeps it
+// constant (Differentiate's trainable-set rule).
+def Graph_Periodic : NativeOpTrait<"Periodic"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
+// A softmax along an axis (softmax, log_softmax): it is invariant to adding
+// a constant along its axis and turns -inf into 0, so a mask added to its
+// input is how attention excludes positions (Differentiate's trainable-set
+// rule keeps such masks constant).
+def Graph_NormalizesScores : NativeOpTrait<"NormalizesScores"> {
+  let cppNamespace = "::dlc::graph::GraphTrait";
+}
+
 // A reduction of its one input (operand 0) over some of its axes, lowered
 // to a generated loop kernel over the input's shape that reads each input
 // element at its own index: elementwise fusion can fold a producer of the

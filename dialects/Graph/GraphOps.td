@@ -148,10 +148,11 @@ def Graph_BroadcastToOp : Graph_Op<"broadcast_to", [Pure,
 // float32 (exp, log, rsqrt, tan, asin, acos, sinh, cosh), else
 // Graph_FollowsOperands.
 class Graph_UnaryOp<string mnemonic, string onnx,
-                    Trait precision = Graph_FollowsOperands>
-    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                    Trait precision = Graph_FollowsOperands,
+                    list<Trait> extra = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType,
                           InferTypeOpInterface, Graph_Elementwise, precision,
-                          Graph_RecomputeCheap]> {
+                          Graph_RecomputeCheap], extra)> {
   let summary = "Elementwise " # mnemonic # " (ONNX " # onnx # ")";
   let description = "`%y = dlgraph." # mnemonic # " %x : tensor<8xf32>`";
   let arguments = (ins AnyRankedTensor:$input);
@@ -171,8 +172,10 @@ def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "Sigmoid">;
 def Graph_ErfOp : Graph_UnaryOp<"erf", "Erf">;
 // Trigonometric and hyperbolic functions and their inverses (float).
-def Graph_SinOp : Graph_UnaryOp<"sin", "Sin">;
-def Graph_CosOp : Graph_UnaryOp<"cos", "Cos">;
+def Graph_SinOp : Graph_UnaryOp<"sin", "Sin", Graph_FollowsOperands,
+                                [Graph_Periodic]>;
+def Graph_CosOp : Graph_UnaryOp<"cos", "Cos", Graph_FollowsOperands,
+                                [Graph_Periodic]>;
 def Graph_TanOp : Graph_UnaryOp<"tan", "Tan", Graph_KeepsF32>;
 def Graph_AsinOp : Graph_UnaryOp<"asin", "Asin", Graph_KeepsF32>;
 def Graph_AcosOp : Graph_UnaryOp<"acos", "Acos", Graph_KeepsF32>;
@@ -435,7 +438,8 @@ def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool", [Pure,
 }
 
 def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType,
-    InferTypeOpInterface, Graph_KeepsF32, Graph_RecomputeModerate]> {
+    InferTypeOpInterface, Graph_KeepsF32, Graph_RecomputeModerate,
+    Graph_NormalizesScores]> {
   let summary = "Softmax along `axis` (ONNX Softmax, opset 13 semantics)";
   let description = "`%y = dlgraph.softmax %x {axis = 1 : i64} : tensor<8x10xf32>`";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
@@ -446,7 +450,7 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, SameOperandsAndResultType,
 
 def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure,
     SameOperandsAndResultType, InferTypeOpInterface, Graph_KeepsF32,
-    Graph_RecomputeModerate]> {
+    Graph_RecomputeModerate, Graph_NormalizesScores]> {
   let summary = "Log of softmax along `axis` (ONNX LogSoftmax, opset 13 semantics)";
   let description = "`%y = dlgraph.log_softmax %x {axis = 1 : i64} : tensor<8x10xf32>`";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);

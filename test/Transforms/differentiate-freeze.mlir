@@ -24,11 +24,11 @@ module {
 }
 
 // CHECK: dlgraph.variable @b : tensor<3xf32> = {{.+}} {trainable}
-// CHECK: dlgraph.variable @w : tensor<3xf32> = {{.+}} {dlgraph.frozen}
+// CHECK: dlgraph.variable @w : tensor<3xf32> = {{.+}} {dlgraph.frozen = "--freeze"}
 // CHECK: dlgraph.variable @w2 : tensor<3xf32> = {{.+}} {trainable}
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: -> (tensor<f32> {dlgraph.name = "loss"}, tensor<3xf32> {dlgraph.name = "b.grad"}, tensor<3xf32> {dlgraph.name = "w2.grad"})
 
 // NOMATCH: error: --freeze 'conv' matches no initializer; they are: b, w, w2
-// ALL: error: no trainable parameters: the loss does not depend on any f32 dlgraph.variable that --freeze leaves trainable through differentiable ops
+// ALL: error: no trainable parameters: the loss does not depend on any f32 dlgraph.variable that is not frozen (--freeze, --trainable or the buffer rule) through differentiable ops
 // BAD: error: --freeze '(' is not a valid regex:

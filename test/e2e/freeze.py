@@ -71,8 +71,11 @@ def main():
     for line in lines[at + 1:]:
         if not line.startswith("  "):
             break
-        name, n = line.strip().rsplit(": ", 1)
-        frozen[name] = int(n)
+        # "  name: elements (why)"
+        m = re.match(r"  (.+): (\d+) \((.+)\)$", line)
+        if not m or m.group(3) != "--freeze":
+            sys.exit(f"FAIL: unexpected frozen-tensor line {line!r}")
+        frozen[m.group(1)] = int(m.group(2))
     params = dict(model.named_parameters())
     expected = {n: p.numel() for n, p in params.items() if re.search(FREEZE, n)}
     ok = True

@@ -42,6 +42,7 @@ import math
 import os
 import re
 import sys
+import types
 
 import numpy as np
 import torch
@@ -127,8 +128,11 @@ def stats_group(text, title):
             for entry in lines[i + 1:]:
                 if not entry.startswith("  "):
                     break
-                name, n = entry.strip().rsplit(": ", 1)
-                out[name] = int(n)
+                # "  name: elements", frozen ones followed by " (why)"
+                m = re.match(r"  (.+): (\d+)( \(.+\))?$", entry)
+                if not m:
+                    sys.exit(f"FAIL: unexpected --stats line {entry!r}")
+                out[m.group(1)] = int(m.group(2))
             return out
     sys.exit(f"FAIL: dlc --stats printed no '{title}':\n{text}")
 
@@ -145,6 +149,31 @@ def compare(what, ours, ref, tol):
     return ok
 
 
+def _additive_mask_forward(self, x):
+    b, t, c = x.shape
+    q, k, v = self.qkv(x).split(c, dim=2)
+    q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+    k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+    v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
+    att = torch.softmax(att + self.mask[:, :, :t, :t], dim=-1)
+    y = (att @ v).transpose(1, 2).reshape(b, t, c)
+    return self.proj(y)
+
+
+def additive_mask(model):
+    """Gives each attention a float causal mask buffer of 0 and -inf added
+    to the scores (issue 34 item 7), as many models register it, in place
+    of the 0/1 mask read through masked_fill: a buffer the loss reaches
+    through differentiable ops, which PyTorch does not train and dlc must
+    not either (its buffer rule freezes it, without a flag)."""
+    for block in model.blocks:
+        attn = block.attn
+        t = attn.mask.shape[-1]
+        attn.mask = torch.triu(torch.full((t, t), float("-inf")), 1).view(1, 1, t, t)
+        attn.forward = types.MethodType(_additive_mask_forward, attn)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lr", type=float, default=0.01)
@@ -155,6 +184,9 @@ def main():
     ap.add_argument("--device", default="host",
                     help="dlrt's device (cuda with DLRT_CUDA_STANDIN set runs the CUDA "
                          "kernels, label smoothing's warp sums included, on the host)")
+    ap.add_argument("--mask-buffer", action="store_true",
+                    help="attention masks as float -inf buffers added to the "
+                         "scores (additive_mask)")
     ap.add_argument("--dlc", required=True)
     ap.add_argument("--dlrt", required=True)
     ap.add_argument("--workdir", required=True)
@@ -166,6 +198,8 @@ def main():
 
     model, x, y = make_gpt(args.batch, vocab=args.vocab, embed=args.embed)
     distinct_layer_norms(model)
+    if args.mask_buffer:
+        additive_mask(model)
     onnx_path = w("gpt.onnx")
     torch.onnx.export(model, x, onnx_path, input_names=["input"], output_names=["logits"],
                       opset_version=17, training=torch.onnx.TrainingMode.TRAINING,

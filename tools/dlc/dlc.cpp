@@ -308,6 +308,18 @@ static cl::opt<std::string> freeze(
     cl::desc("With --train: initializers whose name matches REGEX are not "
              "trained (no gradient, no optimizer state)"),
     cl::value_desc("REGEX"), cl::cat(dlcCategory));
+static cl::opt<std::string> noFreeze(
+    "no-freeze",
+    cl::desc("With --train: initializers whose name matches REGEX are trained "
+             "even when dlc's rule takes them for buffers (non-finite values, "
+             "attention masks, sin/cos position frequencies)"),
+    cl::value_desc("REGEX"), cl::cat(dlcCategory));
+static cl::opt<std::string> trainable(
+    "trainable",
+    cl::desc("With --train: train exactly the initializers FILE names, one "
+             "per line (PyTorch's named_parameters()); the others are "
+             "constants"),
+    cl::value_desc("FILE"), cl::cat(dlcCategory));
 static cl::opt<double> labelSmoothing(
     "label-smoothing",
     cl::desc("With --train: label smoothing E in [0, 1] of the "
@@ -498,6 +510,8 @@ int main(int argc, char **argv) {
   p.accumulate = accumulate;
   p.noWeightDecay = noWeightDecay;
   p.freeze = freeze;
+  p.noFreeze = noFreeze;
+  p.trainable = trainable;
   p.labelSmoothing = labelSmoothing;
   p.precision = precision;
   p.lossScale = lossScale;
