@@ -13,7 +13,8 @@ Without --run/--train writes into OUT_DIR:
   after it in one/weights.bin are not 4-byte aligned), with dtypes.in.npz;
   inline/mlp.onnx and one/mlp.onnx + one/mlp.bin: an MLP classifier for
   training, with batch.npz (x, labels);
-  bad/<case>/m.onnx: models whose external data is wrong (see BAD_CASES).
+  bad/<case>/m.onnx: models whose external data is wrong
+  (write_bad_cases); big/m.onnx: a 2.2 GB initializer in a sparse file.
 --run compiles dtypes.onnx of inline/, one/ and many/ with dlc, runs each
 with `dlrt run --device host` and prints "ok external-data dtypes <n>
 outputs" when every output of one/ and many/ equals inline/'s bit for bit
@@ -201,6 +202,33 @@ def write_bad_cases(out):
     os.makedirs(os.path.join(bad, "directory", "sub"))
 
 
+def write_big_model(out):
+    """big/m.onnx: Gather of 2 rows of a [540000, 1024] f32 initializer
+    (2.2 GB, over a package's 2 GiB) whose external file is sparse (zeros
+    that take no disk space)."""
+    folder = os.path.join(out, "big")
+    os.makedirs(folder)
+    rows, cols = 540000, 1024
+    with open(os.path.join(folder, "big.bin"), "wb") as f:
+        f.truncate(rows * cols * 4)
+    w = TensorProto()
+    w.name = "table"
+    w.data_type = TensorProto.FLOAT
+    w.dims.extend([rows, cols])
+    w.data_location = TensorProto.EXTERNAL
+    e = w.external_data.add()
+    e.key, e.value = "location", "big.bin"
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "idx"], ["y"], axis=0)], "big",
+        [helper.make_tensor_value_info("idx", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, cols])],
+        initializer=[w])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 17)])
+    with open(os.path.join(folder, "m.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+
+
 def run(cmd):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
@@ -309,6 +337,7 @@ def main():
     save(mlp, os.path.join(out, "one"), "mlp.onnx",
          all_tensors_to_one_file=True, location="mlp.bin")
     write_bad_cases(out)
+    write_big_model(out)
 
 
 if __name__ == "__main__":
