@@ -31,8 +31,16 @@
 
 #include <chrono>
 #include <cmath>
+#include <sys/resource.h>
 
 using namespace mlir;
+
+uint64_t dlc::peakResidentBytes() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0 || usage.ru_maxrss < 0)
+    return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024; // Linux: KiB
+}
 
 namespace {
 
@@ -135,8 +143,9 @@ private:
 };
 
 /// `--time-phases`: the wall time between consecutive phase() calls (and
-/// the phases writePackage adds itself), printed to stderr with the total
-/// and the compile cache's hits when it goes out of scope.
+/// the phases writePackage adds itself), printed to stderr with the total,
+/// the compile cache's hits and the peak resident memory when it goes out
+/// of scope.
 class PhaseClock {
 public:
   explicit PhaseClock(bool enabled) : enabled(enabled) {}
@@ -152,6 +161,9 @@ public:
                  << llvm::format("%8.3f", elapsed(start)) << "\n";
     if (!cache.empty())
       llvm::errs() << kTool << ": " << cache << "\n";
+    llvm::errs() << kTool << ": peak resident memory: "
+                 << llvm::format("%.1f", dlc::peakResidentBytes() / 1048576.0)
+                 << " MiB\n";
   }
 
   /// Ends the running phase and starts |name| ("" starts none).

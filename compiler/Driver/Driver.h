@@ -113,6 +113,12 @@ std::string checkCompileOptions(const CompileOptions &options);
 /// stdout. Nothing is written when it fails.
 mlir::LogicalResult compileModel(const CompileOptions &options);
 
+/// The peak resident memory of this process so far (getrusage's ru_maxrss:
+/// anonymous memory and the pages of mapped files it has touched, such as
+/// external data weights), in bytes; 0 where the system does not report it.
+/// `dlc --time-phases` prints it, in MiB, after the phase times.
+uint64_t peakResidentBytes();
+
 /// `dlc --check`: prints to |os| every op type of the ONNX model
 /// `options.inputPath` with its node count and support status, then the
 /// result of importing it. Returns whether every op type is supported and

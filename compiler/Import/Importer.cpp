@@ -207,10 +207,12 @@ Value Importer::materialize(Slot &s) {
   if (!s.variable.empty()) {
     Value &read = variableReads[s.variable];
     if (!read) {
-      auto type = cast<RankedTensorType>(s.constant.getType());
+      auto type = s.type();
       OpBuilder::InsertPoint ip = builder.saveInsertionPoint();
       builder.setInsertionPoint(func);
-      gr::VariableOp::create(builder, s.loc, s.variable, type, s.constant,
+      ElementsAttr init =
+          s.resource ? ElementsAttr(s.resource) : ElementsAttr(s.constant);
+      gr::VariableOp::create(builder, s.loc, s.variable, type, init,
                              /*trainable=*/false);
       builder.restoreInsertionPoint(ip);
       read = gr::ReadVariableOp::create(builder, s.loc, type, s.variable);

@@ -7,7 +7,8 @@
 // entry points; each op family has its file (Elementwise.cpp, Linear.cpp,
 // Conv.cpp, Normalization.cpp, Pool.cpp, DataMovement.cpp, Indexing.cpp,
 // Reductions.cpp, Losses.cpp, Constants.cpp) with its handlers and its
-// registration entries.
+// registration entries; ExternalData.cpp reads tensors stored in external
+// data files.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DLC_COMPILER_IMPORT_IMPORTER_H
@@ -28,11 +29,13 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "onnx/onnx_pb.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +53,11 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 /// Constants the importer builds element by element (folded shape
 /// computations, masks, EyeLike) have at most 2^26 elements.
 constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+/// f32 initializers in external data files above this many bytes become
+/// `dense_resource` blobs that view the mapped file (no copy); smaller ones
+/// (Clip bounds, Resize scales, OneHot values: what handlers read at import)
+/// are copied into dense attributes as inline data is.
+constexpr int64_t kMinExternalResourceBytes = 1024;
 
 /// The element count of |shape|, or -1 when a dim is negative or the count
 /// exceeds |limit|.
@@ -141,15 +149,20 @@ struct OpMapping {
 /// contents (`constant`: initializers, Constant nodes, folded shape
 /// computations), be an f32 initializer read through a variable (`variable`),
 /// and/or have an SSA value (`value`, created on first use for the former two).
+/// A large f32 initializer in an external data file has `resource` (its
+/// initial value, viewing the mapped file) instead of `constant`.
 struct Slot {
   mlir::Value value;
   mlir::DenseElementsAttr constant;
+  mlir::DenseResourceElementsAttr resource;
   std::string variable;
   mlir::LocationAttr loc;
 
   mlir::RankedTensorType type() const {
     if (value)
       return mlir::cast<mlir::RankedTensorType>(value.getType());
+    if (resource)
+      return mlir::cast<mlir::RankedTensorType>(resource.getType());
     return mlir::cast<mlir::RankedTensorType>(constant.getType());
   }
   /// True when the contents are known and may be folded (f32 initializers
@@ -172,7 +185,8 @@ class Importer {
 public:
   /// An importer of the model file |path| (named so in locations and
   /// messages). |forCheck| is true for checkONNXModel: its unsupported-op
-  /// error then does not point to `dlc --check`, which is running.
+  /// error then does not point to `dlc --check`, which is running. Set
+  /// externalDataDir before run() to read external data.
   Importer(mlir::MLIRContext &ctx, llvm::StringRef path,
            const dlc::ImportOptions &options, bool forCheck = false)
       : ctx(&ctx), path(path.str()), options(options), forCheck(forCheck),
@@ -222,9 +236,37 @@ private:
 
   // Model-level steps.
   mlir::LogicalResult checkOpset(const onnx::ModelProto &model);
+  /// The dims of |t| (|what| names it in errors: "initializer"...); an error
+  /// on a negative dim or more than 2^60 elements.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  tensorDims(const onnx::TensorProto &t, mlir::Location loc,
+             llvm::StringRef what);
+  /// The contents of |t| (inline or in an external data file) as a dense
+  /// attribute, in any element type of kSupportedTypes.
   mlir::FailureOr<mlir::DenseElementsAttr>
   convertTensor(const onnx::TensorProto &t, mlir::Location loc,
                 llvm::StringRef what);
+  /// The |bytes| bytes of |t|'s external data (data_location EXTERNAL):
+  /// a view into the file named by its `location` entry, mapped once per
+  /// model (|file| receives the mapping, which the view needs alive).
+  /// Errors, at |loc|, naming the tensor and the file: no or an empty
+  /// `location`, an absolute one, one with a `..` component or one whose
+  /// real path is outside the model's folder, a file that cannot be opened
+  /// or is not a regular file, an `offset` or `length` that is not a
+  /// non-negative decimal integer, a file shorter than offset + length, a
+  /// length (default: the rest of the file) other than |bytes|, a model
+  /// imported from bytes (no folder to read from).
+  mlir::FailureOr<llvm::StringRef>
+  externalData(const onnx::TensorProto &t, int64_t bytes, mlir::Location loc,
+               llvm::StringRef what,
+               std::shared_ptr<llvm::MemoryBuffer> *file = nullptr);
+  /// For an f32 initializer |t| in an external data file of more than
+  /// kMinExternalResourceBytes bytes, aligned to 4 bytes in its file: a
+  /// `dense_resource` attribute whose blob views the mapped file and keeps
+  /// the mapping alive; a null attribute for any other tensor (which
+  /// convertTensor then copies). Errors as externalData.
+  mlir::FailureOr<mlir::DenseResourceElementsAttr>
+  externalResource(const onnx::TensorProto &t, mlir::Location loc);
   mlir::LogicalResult importInitializers(const onnx::GraphProto &graph);
   mlir::LogicalResult importInputs(const onnx::GraphProto &graph,
                                    llvm::SmallVectorImpl<mlir::Type> &types,
@@ -440,6 +482,13 @@ private:
                   llvm::SmallVectorImpl<int64_t> &dilations,
                   llvm::SmallVectorImpl<int64_t> &pads);
 
+public:
+  /// The folder external data `location`s are relative to (that of the
+  /// model file); empty for a model imported from bytes, whose external
+  /// data is then an error.
+  std::string externalDataDir;
+
+private:
   mlir::MLIRContext *ctx;
   std::string path;
   dlc::ImportOptions options;
@@ -455,6 +504,8 @@ private:
 
   llvm::StringMap<Slot> slots;
   llvm::StringMap<const onnx::TensorProto *> f32Initializers;
+  /// The external data files read so far, by real path, each mapped once.
+  llvm::StringMap<std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
   llvm::StringMap<mlir::Value> variableReads;
   llvm::StringSet<> consumed;
   /// How many inputs of non-Identity nodes name each value, looking through

@@ -7,6 +7,7 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 using namespace mlir;
 using namespace dlc::onnx_import;
@@ -57,9 +58,15 @@ LogicalResult Importer::lossOp() {
     Slot *ws = input(2);
     if (!ws)
       return failure();
-    if (ws->constant && isa<FloatType>(ws->type().getElementType()))
-      w = gr::ConstantOp::create(builder, nodeLoc,
-                                 cast<ElementsAttr>(ws->constant));
+    DenseElementsAttr known = ws->constant;
+    // An external-data initializer: its [C] values are copied out of the
+    // mapped file (dense constants are what the lowering folds through).
+    if (ws->resource)
+      if (AsmResourceBlob *blob = ws->resource.getRawHandle().getBlob())
+        known =
+            DenseElementsAttr::getFromRawBuffer(ws->type(), blob->getData());
+    if (known && isa<FloatType>(ws->type().getElementType()))
+      w = gr::ConstantOp::create(builder, nodeLoc, cast<ElementsAttr>(known));
     else if (!(w = floatOperand(2)))
       return failure();
     auto wt = cast<RankedTensorType>(w.getType());

@@ -49,6 +49,7 @@ LogicalResult Importer::batchNorm() {
     if (i >= 3 && !s->variable.empty() && useCount[s->variable] > 1) {
       Slot copy;
       copy.constant = s->constant;
+      copy.resource = s->resource;
       copy.loc = nodeLoc;
       std::string base = nodeName + (i == 3 ? ".running_mean" : ".running_var");
       copy.variable = base;

@@ -24,6 +24,7 @@
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <climits>
 #include <cstring>
@@ -77,13 +78,8 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
   return success();
 }
 
-FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
-                                                     Location loc,
-                                                     StringRef what) {
-  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
-    return emitError(loc) << what << " '" << t.name()
-                          << "' stores its data externally, which is not "
-                             "supported; save the model with its data inline";
+FailureOr<SmallVector<int64_t>>
+Importer::tensorDims(const onnx::TensorProto &t, Location loc, StringRef what) {
   SmallVector<int64_t> dims;
   for (int64_t d : t.dims()) {
     if (d < 0)
@@ -100,49 +96,69 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
                             << shapeStr(dims) << " is too large";
     n *= d;
   }
+  return dims;
+}
+
+FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
+                                                     Location loc,
+                                                     StringRef what) {
+  FailureOr<SmallVector<int64_t>> shape = tensorDims(t, loc, what);
+  if (failed(shape))
+    return failure();
+  SmallVector<int64_t> dims = std::move(*shape);
+  int64_t n = product(dims);
   auto sizeError = [&](int64_t got) {
     return emitError(loc) << what << " '" << t.name() << "' of shape "
                           << shapeStr(dims) << " has " << got
                           << " values, expected " << n;
   };
+  // Little-endian bytes: raw_data, or the tensor's range of its external
+  // data file (the same format).
+  std::optional<StringRef> raw;
+  if (t.has_raw_data())
+    raw = StringRef(t.raw_data());
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    Type et = elementTypeFor(builder, t.data_type());
+    if (et) { // else the type's error below
+      int64_t width = std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8);
+      FailureOr<StringRef> bytes = externalData(t, n * width, loc, what);
+      if (failed(bytes))
+        return failure();
+      raw = *bytes;
+    }
+  }
   switch (t.data_type()) {
   case onnx::TensorProto_DataType_FLOAT: {
-    if (t.has_raw_data() ? (int64_t)t.raw_data().size() != n * 4
-                         : t.float_data_size() != n)
-      return sizeError(t.has_raw_data() ? t.raw_data().size() / 4
-                                        : t.float_data_size());
+    if (raw ? (int64_t)raw->size() != n * 4 : t.float_data_size() != n)
+      return sizeError(raw ? raw->size() / 4 : t.float_data_size());
     auto type = RankedTensorType::get(dims, builder.getF32Type());
     // Little-endian raw bytes are the attribute's storage format: one copy
     // of a large weight instead of two (the attribute is the same one).
-    if (t.has_raw_data() && n && llvm::endianness::native ==
-                                     llvm::endianness::little)
+    if (raw && n && llvm::endianness::native == llvm::endianness::little)
       return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
+          type, ArrayRef<char>(raw->data(), raw->size()));
     SmallVector<float> data(n);
-    if (t.has_raw_data()) {
+    if (raw) {
       if (n)
-        std::memcpy(data.data(), t.raw_data().data(), n * 4);
+        std::memcpy(data.data(), raw->data(), n * 4);
     } else {
       llvm::copy(t.float_data(), data.begin());
     }
     return DenseElementsAttr::get(type, ArrayRef<float>(data));
   }
   case onnx::TensorProto_DataType_DOUBLE: {
-    if (t.has_raw_data() ? (int64_t)t.raw_data().size() != n * 8
-                         : t.double_data_size() != n)
-      return sizeError(t.has_raw_data() ? t.raw_data().size() / 8
-                                        : t.double_data_size());
+    if (raw ? (int64_t)raw->size() != n * 8 : t.double_data_size() != n)
+      return sizeError(raw ? raw->size() / 8 : t.double_data_size());
     auto type = RankedTensorType::get(dims, builder.getF64Type());
     // Little-endian raw bytes are the attribute's storage format: one copy
     // of a large weight instead of two (the attribute is the same one).
-    if (t.has_raw_data() && n && llvm::endianness::native ==
-                                     llvm::endianness::little)
+    if (raw && n && llvm::endianness::native == llvm::endianness::little)
       return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
+          type, ArrayRef<char>(raw->data(), raw->size()));
     SmallVector<double> data(n);
-    if (t.has_raw_data()) {
+    if (raw) {
       if (n)
-        std::memcpy(data.data(), t.raw_data().data(), n * 8);
+        std::memcpy(data.data(), raw->data(), n * 8);
     } else {
       llvm::copy(t.double_data(), data.begin());
     }
@@ -152,19 +168,19 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
   case onnx::TensorProto_DataType_INT32: {
     bool is64 = t.data_type() == onnx::TensorProto_DataType_INT64;
     int64_t width = is64 ? 8 : 4;
-    int64_t got = t.has_raw_data() ? (int64_t)t.raw_data().size() / width
-                  : is64           ? t.int64_data_size()
-                                   : t.int32_data_size();
-    if (got != n || (t.has_raw_data() && t.raw_data().size() % width))
+    int64_t got = raw    ? (int64_t)raw->size() / width
+                  : is64 ? t.int64_data_size()
+                         : t.int32_data_size();
+    if (got != n || (raw && raw->size() % width))
       return sizeError(got);
     SmallVector<int64_t> data(n);
-    if (t.has_raw_data()) {
+    if (raw) {
       for (int64_t i = 0; i < n; ++i) {
         if (is64) {
-          std::memcpy(&data[i], t.raw_data().data() + i * 8, 8);
+          std::memcpy(&data[i], raw->data() + i * 8, 8);
         } else {
           int32_t v;
-          std::memcpy(&v, t.raw_data().data() + i * 4, 4);
+          std::memcpy(&v, raw->data() + i * 4, 4);
           data[i] = v;
         }
       }
@@ -186,16 +202,14 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
   case onnx::TensorProto_DataType_BFLOAT16: {
     // Bit patterns: 2 little-endian bytes each in raw_data, or one uint16
     // per int32_data entry (the ONNX TensorProto convention for both).
-    int64_t got = t.has_raw_data() ? (int64_t)t.raw_data().size() / 2
-                                   : t.int32_data_size();
-    if (got != n || (t.has_raw_data() && t.raw_data().size() % 2))
+    int64_t got = raw ? (int64_t)raw->size() / 2 : t.int32_data_size();
+    if (got != n || (raw && raw->size() % 2))
       return sizeError(got);
     SmallVector<uint16_t> bits(n);
     for (int64_t i = 0; i < n; ++i) {
-      if (t.has_raw_data()) {
+      if (raw) {
         const auto *p =
-            reinterpret_cast<const unsigned char *>(t.raw_data().data()) +
-            2 * i;
+            reinterpret_cast<const unsigned char *>(raw->data()) + 2 * i;
         bits[i] = (uint16_t)(p[0] | (p[1] << 8));
         continue;
       }
@@ -219,13 +233,12 @@ FailureOr<DenseElementsAttr> Importer::convertTensor(const onnx::TensorProto &t,
   }
   case onnx::TensorProto_DataType_BOOL: {
     // Flags such as Dropout's training_mode.
-    int64_t got =
-        t.has_raw_data() ? (int64_t)t.raw_data().size() : t.int32_data_size();
+    int64_t got = raw ? (int64_t)raw->size() : t.int32_data_size();
     if (got != n)
       return sizeError(got);
     SmallVector<bool> data(n);
     for (int64_t i = 0; i < n; ++i)
-      data[i] = t.has_raw_data() ? t.raw_data()[i] != 0 : t.int32_data(i) != 0;
+      data[i] = raw ? (*raw)[i] != 0 : t.int32_data(i) != 0;
     auto type = RankedTensorType::get(dims, builder.getI1Type());
     return DenseElementsAttr::get(type, ArrayRef<bool>(data));
   }
@@ -245,12 +258,19 @@ LogicalResult Importer::importInitializers(const onnx::GraphProto &graph) {
     if (slots.count(t.name()))
       return emitError(loc)
              << "initializer '" << t.name() << "' is defined twice";
-    FailureOr<DenseElementsAttr> c = convertTensor(t, loc, "initializer");
-    if (failed(c))
-      return failure();
     Slot s;
-    s.constant = *c;
     s.loc = loc;
+    // A large f32 weight in an external data file stays in its mapping.
+    FailureOr<DenseResourceElementsAttr> r = externalResource(t, loc);
+    if (failed(r))
+      return failure();
+    s.resource = *r;
+    if (!s.resource) {
+      FailureOr<DenseElementsAttr> c = convertTensor(t, loc, "initializer");
+      if (failed(c))
+        return failure();
+      s.constant = *c;
+    }
     if (t.data_type() == onnx::TensorProto_DataType_FLOAT)
       s.variable = t.name();
     slots[t.name()] = s;
@@ -611,6 +631,13 @@ static LogicalResult loadModel(StringRef path, Location fileLoc,
   return parseModel((*buffer)->getBuffer(), path, fileLoc, model);
 }
 
+/// The folder of the model file |path|, which its external data locations
+/// are relative to.
+static std::string modelFolder(StringRef path) {
+  StringRef dir = llvm::sys::path::parent_path(path);
+  return dir.empty() ? "." : dir.str();
+}
+
 OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
                                            const ImportOptions &options) {
   context.loadDialect<graph::GraphDialect, func::FuncDialect>();
@@ -619,6 +646,7 @@ OwningOpRef<ModuleOp> dlc::importONNXModel(MLIRContext &context, StringRef path,
   if (failed(loadModel(path, fileLoc, model)))
     return nullptr;
   Importer importer(context, path, options);
+  importer.externalDataDir = modelFolder(path);
   return importer.run(model);
 }
 
@@ -720,6 +748,7 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
     return success();
   });
   Importer importer(context, path, importOptions, /*forCheck=*/true);
+  importer.externalDataDir = modelFolder(path);
   importer.onNodeFailure = [&](int i, bool dependent) {
     const onnx::NodeProto &n = graph.node(i);
     bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";

@@ -72,6 +72,15 @@ std::string parseInputShape(llvm::StringRef spec, InputShapeOverride &out);
 /// subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, arithmetic on
 /// int64 constants) are folded at import time.
 ///
+/// An initializer with data_location EXTERNAL is read from the file its
+/// `external_data` entries name: `location` (relative to the folder of
+/// |path|; absolute paths, `..` components and real paths outside that
+/// folder are errors), `offset` (default 0) and `length` (default: to the
+/// end of the file; it must equal the tensor's dims x element size), in the
+/// raw_data format. Each file is memory-mapped once; f32 initializers over
+/// 1 KiB become `dense_resource` attributes viewing the mapping (which lives
+/// as long as |context|), other tensors are copied into dense attributes.
+///
 /// Errors (a missing or unparsable file, an opset outside 13..17, an
 /// unsupported op, attribute or element type, a symbolic dimension that
 /// neither options.batchSize nor options.inputShapes fixes, an input shape
@@ -84,10 +93,20 @@ mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(mlir::MLIRContext &context,
 
 /// Imports the ONNX model bytes |bytes| as importONNXModel imports a file;
 /// |name| stands for the file in locations and messages. For callers that
-/// hold the model in memory (and the importer's fuzz target).
+/// hold the model in memory (and the importer's fuzz target); a tensor in
+/// an external data file is an error (there is no folder to read it from).
 mlir::OwningOpRef<mlir::ModuleOp>
 importONNXModelFromBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
                          llvm::StringRef name, const ImportOptions &options);
+
+/// Identifies the contents of the external data files that the ONNX model
+/// |bytes| (the file at |path|) references, for caches keyed by a model:
+/// per file its `location` and the BLAKE3 of its bytes (read in 1 MiB
+/// chunks, not mapped; "unreadable" when it cannot be read, which the
+/// import then reports). "" when the model references no external data
+/// (without parsing it unless its bytes contain the key "location") or
+/// does not parse. Nothing is validated: importONNXModel does that.
+std::string externalDataKey(llvm::StringRef path, llvm::StringRef bytes);
 
 /// A node whose op type the importer maps but which does not import: an
 /// element type, attribute or shape it does not support, or an input that

@@ -5,6 +5,7 @@
 #include "codegen/Codegen.h"
 #include "codegen/CompileCache.h"
 #include "compiler/Driver/Driver.h"
+#include "compiler/Import/ONNXImporter.h"
 #include "compiler/InitAll/InitAll.h"
 #include "compiler/Pipeline/MemoryBudget.h"
 
@@ -426,6 +427,10 @@ static std::string packageCacheKey(int argc, char **argv,
       continue;
     parts.push_back(a.str());
   }
+  // Weights in external data files are part of the model.
+  if (std::string data = dlc::externalDataKey(inputPath, (*input)->getBuffer());
+      !data.empty())
+    parts.push_back(data);
   std::vector<llvm::StringRef> refs(parts.begin(), parts.end());
   refs.push_back((*input)->getBuffer());
   return dlc::codegen::contentKey(refs);
@@ -568,7 +573,10 @@ int main(int argc, char **argv) {
                    << llvm::format("%8.3f", seconds) << "\n"
                    << "dlc: cache: 1 hits, 0 misses (0 corrupt, recompiled) "
                       "in "
-                   << cache.dir() << " (the whole package)\n";
+                   << cache.dir() << " (the whole package)\n"
+                   << "dlc: peak resident memory: "
+                   << llvm::format("%.1f", dlc::peakResidentBytes() / 1048576.0)
+                   << " MiB\n";
     if (!quiet)
       llvm::errs() << "dlc: " << llvm::format("[%6.2fs] ", seconds)
                    << "wrote " << outputPath
