@@ -25,12 +25,19 @@ class CausalSelfAttention(nn.Module):
     lower-triangular mask (as in GPT-2); with dropout > 0, GPT-2's dropout on
     the attention probabilities and on the output projection."""
 
-    def __init__(self, embed: int, heads: int, seq: int, dropout: float = 0.0):
+    def __init__(self, embed: int, heads: int, seq: int, dropout: float = 0.0,
+                 additive_mask: bool = False):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(embed, 3 * embed)
         self.proj = nn.Linear(embed, embed)
-        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+        # additive_mask: a float buffer of 0 and -inf added to the scores,
+        # as many models register it, instead of a 0/1 mask read through
+        # masked_fill (the training recipes test it: issue 34 item 7).
+        self.additive_mask = additive_mask
+        mask = (torch.triu(torch.full((seq, seq), float("-inf")), 1) if additive_mask
+                else torch.tril(torch.ones(seq, seq)))
+        self.register_buffer("mask", mask.view(1, 1, seq, seq))
         self.attn_drop = _dropout(dropout)
         self.resid_drop = _dropout(dropout)
 
@@ -41,7 +48,10 @@ class CausalSelfAttention(nn.Module):
         k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
         v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
-        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        if self.additive_mask:
+            att = att + self.mask[:, :, :t, :t]
+        else:
+            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
         att = self.attn_drop(torch.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).reshape(b, t, c)
         return self.resid_drop(self.proj(y))
@@ -51,10 +61,11 @@ class DecoderBlock(nn.Module):
     """Pre-LayerNorm transformer decoder block with a GELU MLP (dropout, when
     > 0, on the MLP's output as in GPT-2)."""
 
-    def __init__(self, embed: int, heads: int, seq: int, dropout: float = 0.0):
+    def __init__(self, embed: int, heads: int, seq: int, dropout: float = 0.0,
+                 additive_mask: bool = False):
         super().__init__()
         self.ln1 = nn.LayerNorm(embed)
-        self.attn = CausalSelfAttention(embed, heads, seq, dropout)
+        self.attn = CausalSelfAttention(embed, heads, seq, dropout, additive_mask)
         self.ln2 = nn.LayerNorm(embed)
         self.fc = nn.Linear(embed, 4 * embed)
         self.fc_out = nn.Linear(4 * embed, embed)
@@ -72,12 +83,13 @@ class TinyGPT(nn.Module):
     GPT-2's dropouts: embeddings, attention probabilities, attention and MLP
     outputs."""
 
-    def __init__(self, vocab=50, seq=8, embed=32, heads=2, layers=2, dropout=0.0):
+    def __init__(self, vocab=50, seq=8, embed=32, heads=2, layers=2, dropout=0.0,
+                 additive_mask=False):
         super().__init__()
         self.tok = nn.Embedding(vocab, embed)
         self.pos = nn.Embedding(seq, embed)
         self.drop = _dropout(dropout)
-        self.blocks = nn.ModuleList([DecoderBlock(embed, heads, seq, dropout)
+        self.blocks = nn.ModuleList([DecoderBlock(embed, heads, seq, dropout, additive_mask)
                                      for _ in range(layers)])
         self.ln_f = nn.LayerNorm(embed)
         self.head = nn.Linear(embed, vocab, bias=False)
@@ -125,14 +137,16 @@ def make_resnet18(batch):
     return model, x, y
 
 
-def make_gpt(batch, seq=8, dropout=0.0, vocab=50, embed=32, heads=2, layers=2):
+def make_gpt(batch, seq=8, dropout=0.0, vocab=50, embed=32, heads=2, layers=2,
+             additive_mask=False):
     """The tiny GPT and a seeded batch of |batch| x |seq| tokens and labels.
     The defaults are the model of the architecture tests; the rematerialization
     tests (test/e2e/remat.py, test/benchmarks/remat.py) ask for longer
-    sequences, dropout and deeper or wider models."""
+    sequences, dropout and deeper or wider models, the training recipes an
+    additive -inf mask buffer (CausalSelfAttention)."""
     torch.manual_seed(20)
     model = TinyGPT(vocab=vocab, seq=seq, embed=embed, heads=heads, layers=layers,
-                    dropout=dropout)
+                    dropout=dropout, additive_mask=additive_mask)
     gen = torch.Generator().manual_seed(21)
     x = torch.randint(0, vocab, (batch, seq), generator=gen)
     y = torch.randint(0, vocab, (batch, seq), generator=gen)

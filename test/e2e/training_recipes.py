@@ -42,7 +42,6 @@ import math
 import os
 import re
 import sys
-import types
 
 import numpy as np
 import torch
@@ -149,31 +148,6 @@ def compare(what, ours, ref, tol):
     return ok
 
 
-def _additive_mask_forward(self, x):
-    b, t, c = x.shape
-    q, k, v = self.qkv(x).split(c, dim=2)
-    q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-    k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-    v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
-    att = torch.softmax(att + self.mask[:, :, :t, :t], dim=-1)
-    y = (att @ v).transpose(1, 2).reshape(b, t, c)
-    return self.proj(y)
-
-
-def additive_mask(model):
-    """Gives each attention a float causal mask buffer of 0 and -inf added
-    to the scores (issue 34 item 7), as many models register it, in place
-    of the 0/1 mask read through masked_fill: a buffer the loss reaches
-    through differentiable ops, which PyTorch does not train and dlc must
-    not either (its buffer rule freezes it, without a flag)."""
-    for block in model.blocks:
-        attn = block.attn
-        t = attn.mask.shape[-1]
-        attn.mask = torch.triu(torch.full((t, t), float("-inf")), 1).view(1, 1, t, t)
-        attn.forward = types.MethodType(_additive_mask_forward, attn)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lr", type=float, default=0.01)
@@ -186,7 +160,9 @@ def main():
                          "kernels, label smoothing's warp sums included, on the host)")
     ap.add_argument("--mask-buffer", action="store_true",
                     help="attention masks as float -inf buffers added to the "
-                         "scores (additive_mask)")
+                         "scores (issue 34 item 7: a buffer the loss reaches "
+                         "through differentiable ops, which PyTorch does not "
+                         "train and dlc must not either, without a flag)")
     ap.add_argument("--dlc", required=True)
     ap.add_argument("--dlrt", required=True)
     ap.add_argument("--workdir", required=True)
@@ -196,10 +172,9 @@ def main():
     torch.set_num_threads(1)
     base, min_lr = args.lr, 0.1 * args.lr
 
-    model, x, y = make_gpt(args.batch, vocab=args.vocab, embed=args.embed)
+    model, x, y = make_gpt(args.batch, vocab=args.vocab, embed=args.embed,
+                           additive_mask=args.mask_buffer)
     distinct_layer_norms(model)
-    if args.mask_buffer:
-        additive_mask(model)
     onnx_path = w("gpt.onnx")
     torch.onnx.export(model, x, onnx_path, input_names=["input"], output_names=["logits"],
                       opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
