@@ -523,7 +523,23 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
       checkONNXModel(dc.context, options.inputPath, importOptions);
   if (failed(check))
     return failure();
-  return printCheck(os, options.inputPath, *check);
+  bool ok = printCheck(os, options.inputPath, *check);
+  if (!options.pipeline.train || !ok || !check->unfixedDims.empty())
+    return ok;
+  // --check --train: the training step's graph passes, for the trained and
+  // frozen tensors (with why) that `--stats` would list; a pass error is
+  // printed and fails the check.
+  OwningOpRef<ModuleOp> module =
+      importONNXModel(dc.context, options.inputPath, importOptions);
+  if (!module ||
+      failed(runPipeline(*module, [&](OpPassManager &pm) {
+        buildGraphPipeline(pm, options.pipeline, /*withRemat=*/false);
+      }))) {
+    os << "training step: error (printed on stderr)\n";
+    return false;
+  }
+  os << "training step: ok\n" << describeParameterGroups(*module);
+  return true;
 }
 
 LogicalResult dlc::compileModel(const CompileOptions &options) {
