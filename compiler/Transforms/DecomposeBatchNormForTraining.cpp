@@ -19,14 +19,22 @@ namespace {
 /// Replaces |bn| (inference batch norm) with training-mode batch
 /// normalization built from primitive ops, and writes the PyTorch train-mode
 /// running statistics: running' = m * running + (1 - m) * batch (the
-/// variance unbiased by n / (n - 1), n = elements per channel).
+/// variance unbiased by n / (n - 1), n = elements per channel). When
+/// neither statistic is a variable the batch norm is functional
+/// (`F.batch_norm(x, None, None, training=True)`, as weight standardization
+/// uses it; PyTorch's exporter then feeds the batch's own statistics): batch
+/// statistics, nothing to update.
 LogicalResult decomposeBatchNorm(OpBuilder &b, BatchNormOp bn) {
   auto meanRead = bn.getMean().getDefiningOp<ReadVariableOp>();
   auto varRead = bn.getVariance().getDefiningOp<ReadVariableOp>();
-  if (!meanRead || !varRead)
+  bool functional = !meanRead && !varRead;
+  if (!functional && (!meanRead || !varRead))
     return bn.emitOpError()
-           << "running mean and variance must come from "
-              "dlgraph.read_variable so that training can update them";
+           << "running " << (meanRead ? "variance" : "mean")
+           << " is computed while the running "
+           << (meanRead ? "mean" : "variance")
+           << " is a variable; training updates both or, for a functional "
+              "batch norm, neither";
   Location loc = bn.getLoc();
   auto xt = cast<RankedTensorType>(bn.getInput().getType());
   if (!isa<Float32Type>(xt.getElementType()))
@@ -67,6 +75,11 @@ LogicalResult decomposeBatchNorm(OpBuilder &b, BatchNormOp bn) {
   Value y =
       AddOp::create(b, loc, xt, MulOp::create(b, loc, xt, xc, alpha), bias);
 
+  if (functional) {
+    bn.replaceAllUsesWith(y);
+    bn.erase();
+    return success();
+  }
   double m = APFloat(bn.getMomentum()).convertToDouble();
   Value batchMean = ReshapeOp::create(b, loc, ct, mean);
   Value batchVar = ReshapeOp::create(b, loc, ct, var);

@@ -117,9 +117,12 @@ def DecomposeBatchNormForTrainingPass
     dlgraph.write_variable @running_mean, m * %m + (1 - m) * mean
     dlgraph.write_variable @running_var, m * %v + (1 - m) * n/(n-1) * var
     ```
-    Errors (at the batch_norm): running statistics not read from variables
-    or shared with another batch_norm, a non-f32 input, at most 1 value per
-    channel.
+    When neither statistic is read from a variable the batch norm is
+    functional (`F.batch_norm(x, None, None, training=True)`, weight
+    standardization): batch statistics, and no write.
+    Errors (at the batch_norm): one running statistic read from a variable
+    and the other not, a statistic shared with another batch_norm, a non-f32
+    input, at most 1 value per channel.
   }];
   let dependentDialects = ["::dlc::graph::GraphDialect"];
 }

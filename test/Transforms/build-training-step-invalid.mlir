@@ -39,13 +39,19 @@ module {
 
 // -----
 
+// A running mean that is a variable beside a running variance that is not
+// (statistics computed in the graph, with neither a variable, are a
+// functional batch norm and train: decompose-batch-norm-for-training-
+// functional.mlir).
 module {
   dlgraph.variable @s : tensor<2xf32> = dense<1.0> : tensor<2xf32>
   dlgraph.variable @b : tensor<2xf32> = dense<0.0> : tensor<2xf32>
-  func.func @main(%x: tensor<4x2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>) -> tensor<4x2xf32> {
+  dlgraph.variable @rm : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+  func.func @main(%x: tensor<4x2xf32>, %v: tensor<2xf32>) -> tensor<4x2xf32> {
     %s = dlgraph.read_variable @s : tensor<2xf32>
     %b = dlgraph.read_variable @b : tensor<2xf32>
-    // expected-error @+1 {{running mean and variance must come from dlgraph.read_variable}}
+    %m = dlgraph.read_variable @rm : tensor<2xf32>
+    // expected-error @+1 {{running variance is computed while the running mean is a variable}}
     %y = dlgraph.batch_norm %x, %s, %b, %m, %v : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
     return %y : tensor<4x2xf32>
   }

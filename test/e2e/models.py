@@ -20,4 +20,24 @@ def make_cnn() -> nn.Module:
         nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
 
 
-MODELS = {"mlp": make_mlp, "cnn": make_cnn}
+class StdConv2d(nn.Conv2d):
+    """A convolution with weight standardization (Qiao et al. 2019), as
+    timm's NF-ResNets write it: each output channel's weights normalized by
+    a functional batch norm (no running statistics, always batch ones)."""
+
+    def forward(self, x):
+        w = nn.functional.batch_norm(
+            self.weight.reshape(1, self.out_channels, -1), None, None,
+            training=True, momentum=0.0, eps=1e-6).reshape_as(self.weight)
+        return nn.functional.conv2d(x, w, self.bias, self.stride, self.padding)
+
+
+def make_ws_cnn() -> nn.Module:
+    torch.manual_seed(3)
+    return nn.Sequential(
+        StdConv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        StdConv2d(8, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(8 * 7 * 7, 10))
+
+
+MODELS = {"mlp": make_mlp, "cnn": make_cnn, "ws_cnn": make_ws_cnn}
