@@ -412,6 +412,14 @@ static const char *mathName(Operation *op, bool isF32) {
 #undef DLC_CASE
 }
 
+/// Whether integer division by |v| is defined in C for every dividend: |v|
+/// is a constant other than 0 and -1.
+static bool isSafeDivisor(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto attr = cst ? dyn_cast<IntegerAttr>(cst.getValue()) : IntegerAttr();
+  return attr && !attr.getValue().isZero() && !attr.getValue().isAllOnes();
+}
+
 static const char *binaryOperator(Operation *op) {
 #define DLC_CASE(Op, Operator) .Case<Op>([](auto) { return Operator; })
   return llvm::TypeSwitch<Operation *, const char *>(op)
@@ -557,6 +565,29 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
              << "loop " << dim << " does not exist; the "
              << "kernel has " << loopSizes.size() << " loops";
     expr = "i" + std::to_string(dim);
+  } else if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(bodyOp) &&
+             unsignedOf(*cType) != *cType) {
+    // Signed overflow is undefined in C++ and CUDA C++; the same operation
+    // on the unsigned type wraps (two's complement), as arith.addi/subi/muli
+    // and ONNX integer arithmetic do.
+    std::string u = "(" + unsignedOf(*cType) + ")";
+    expr = "(" + *cType + ")(" + u + args[0] + " " + binaryOperator(bodyOp) +
+           " " + u + args[1] + ")";
+  } else if (isa<arith::DivSIOp, arith::RemSIOp>(bodyOp) &&
+             !isSafeDivisor(bodyOp->getOperand(1))) {
+    // Defined results where C's are undefined: x / 0 == x % 0 == 0 (NumPy
+    // gives 0 too; ONNX leaves integer division by zero undefined), and
+    // INT_MIN / -1 wraps to INT_MIN (so x / -1 is the wrapping 0 - x and
+    // x % -1 is 0).
+    const std::string &a = args[0], &b = args[1];
+    if (isa<arith::DivSIOp>(bodyOp))
+      expr = "(" + b + " == 0 ? (" + *cType + ")0 : " + b + " == -1 ? (" +
+             *cType + ")((" + unsignedOf(*cType) + ")0 - (" +
+             unsignedOf(*cType) + ")" + a + ") : (" + *cType + ")(" + a +
+             " / " + b + "))";
+    else
+      expr = "((" + b + " == 0 || " + b + " == -1) ? (" + *cType + ")0 : (" +
+             *cType + ")(" + a + " % " + b + "))";
   } else if (const char *binop = binaryOperator(bodyOp)) {
     expr = "(" + *cType + ")(" + args[0] + " " + binop + " " + args[1] + ")";
   } else if (isa<arith::NegFOp>(bodyOp)) {

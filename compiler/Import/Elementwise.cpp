@@ -27,6 +27,13 @@ template <typename OpTy> LogicalResult Importer::unary() {
   return define(0, OpTy::create(builder, nodeLoc, x));
 }
 
+template <typename OpTy> LogicalResult Importer::numericUnary() {
+  Value x = numericOperand(0);
+  if (!x)
+    return failure();
+  return define(0, OpTy::create(builder, nodeLoc, x));
+}
+
 /// Folds Add/Sub/Mul/Div of two int64 constants (shape arithmetic); one side
 /// may be a single element.
 LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
@@ -55,11 +62,9 @@ LogicalResult Importer::foldIntBinary(Slot &l, Slot &r) {
       out[i] = static_cast<int64_t>(ux - uy);
     else if (op == "Mul")
       out[i] = static_cast<int64_t>(ux * uy);
-    else {
-      if (y == 0)
-        return nodeError() << "integer division by zero";
-      out[i] = y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
-    }
+    else
+      // x / 0 == 0, as the kernels (and dlgraph.div's folder) define it.
+      out[i] = y == 0 ? 0 : y == -1 ? static_cast<int64_t>(0 - ux) : x / y;
   }
   auto type = RankedTensorType::get(*shape, lt.getElementType());
   return defineConstant(0, intConstant(type, out));
@@ -341,13 +346,6 @@ LogicalResult Importer::reciprocal() {
   return define(0, gr::DivOp::create(builder, nodeLoc, splatLike(x, 1.0), x));
 }
 
-LogicalResult Importer::absOp() {
-  Value x = floatOperand(0);
-  if (!x)
-    return failure();
-  return define(0, gr::AbsOp::create(builder, nodeLoc, x));
-}
-
 LogicalResult Importer::activation() {
   StringRef opType = node->op_type();
   float alpha = 0, beta = 0, gamma = 0;
@@ -369,7 +367,8 @@ LogicalResult Importer::activation() {
   }
   if (attrFailed)
     return failure();
-  Value x = floatOperand(0);
+  // Sign also takes int32/int64 (its decomposition is exact on integers).
+  Value x = opType == "Sign" ? numericOperand(0) : floatOperand(0);
   if (!x)
     return failure();
   // On f16/bf16 the decomposition runs in f32 and the result is rounded
@@ -696,7 +695,7 @@ LogicalResult Importer::castOp() {
 
 ArrayRef<OpMapping> Importer::elementwiseOps() {
   static const OpMapping ops[] = {
-      {"Abs", 6, &Importer::absOp},
+      {"Abs", 6, &Importer::numericUnary<gr::AbsOp>},
       {"Acos", 7, &Importer::unary<gr::AcosOp>},
       {"Acosh", 9, &Importer::unary<gr::AcoshOp>},
       {"Add", 6, &Importer::binary<gr::AddOp>},
@@ -733,7 +732,7 @@ ArrayRef<OpMapping> Importer::elementwiseOps() {
       {"Mish", kMinOpset, &Importer::activation},
       {"Mod", 10, &Importer::modOp},
       {"Mul", 6, &Importer::binary<gr::MulOp>},
-      {"Neg", 6, &Importer::unary<gr::NegOp>},
+      {"Neg", 6, &Importer::numericUnary<gr::NegOp>},
       {"Not", 1, &Importer::logical},
       {"Or", 7, &Importer::logical},
       {"PRelu", 6, &Importer::prelu},

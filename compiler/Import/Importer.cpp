@@ -349,6 +349,20 @@ Value Importer::floatOperand(int i) {
   return materialize(*s);
 }
 
+Value Importer::numericOperand(int i) {
+  Slot *s = input(i);
+  if (!s)
+    return {};
+  if (!isNumeric(s->type().getElementType())) {
+    nodeError() << "input " << i << " ('" << node->input(i)
+                << "') has element type " << s->type().getElementType()
+                << ", which is not supported here; supported: float (f32), "
+                   "double (f64), float16, bfloat16, int32, int64";
+    return {};
+  }
+  return materialize(*s);
+}
+
 Value Importer::splatOf(RankedTensorType t, double v) {
   Type et = t.getElementType();
   Attribute a;

@@ -324,6 +324,8 @@ private:
 
   // Op handlers.
   template <typename OpTy> mlir::LogicalResult unary();
+  /// Abs, Neg: float, int32 or int64 (integers wrap: -INT_MIN == INT_MIN).
+  template <typename OpTy> mlir::LogicalResult numericUnary();
   template <typename OpTy> mlir::LogicalResult binary();
   /// Max/Min over any number of broadcasting inputs.
   template <typename OpTy> mlir::LogicalResult variadic();
@@ -332,13 +334,14 @@ private:
   mlir::LogicalResult logical();
   mlir::LogicalResult where();
   mlir::LogicalResult reciprocal();
-  mlir::LogicalResult absOp();
   /// Elu, Selu, LeakyRelu, Softplus, HardSigmoid, HardSwish, decomposed
   /// into elementwise dlgraph ops.
   mlir::LogicalResult activation();
   mlir::LogicalResult prelu();
   /// Input |i|, which must have a float element type (f32 or f64).
   mlir::Value floatOperand(int i);
+  /// Input |i|, which must have a float, int32 or int64 element type.
+  mlir::Value numericOperand(int i);
   /// A splat dlgraph.constant of |t| (float, integer or bool) holding |v|.
   mlir::Value splatOf(mlir::RankedTensorType t, double v);
   mlir::Value splatLike(mlir::Value like, double v);

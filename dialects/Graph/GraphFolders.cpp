@@ -12,9 +12,10 @@
 // float add/sub/mul/div fold only when the IEEE result is exact (APFloat
 // reports no rounding), so that the folded value is the run-time value with
 // or without FMA contraction; transcendental functions are never folded.
-// Operations whose run-time result is undefined or target-specific (integer
-// division by zero, float -> int casts out of range or of NaN, min/max with
-// a NaN operand) are not folded.
+// Integer division and remainder by zero give 0, as the kernels define them
+// (codegen/KernelEmitter.cpp). Operations whose run-time result is undefined
+// or target-specific (float -> int casts out of range or of NaN, min/max
+// with a NaN operand) are not folded.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/GraphOps.h"
@@ -214,10 +215,10 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       adaptor.getOperands(), getResult(),
-      // Truncating division; INT_MIN / -1 wraps.
+      // Truncating division; INT_MIN / -1 wraps; x / 0 == 0.
       [](const APInt &a, const APInt &b) -> std::optional<APInt> {
         if (b.isZero())
-          return std::nullopt;
+          return APInt::getZero(a.getBitWidth());
         return b.isAllOnes() ? -a : a.sdiv(b);
       },
       [](const APFloat &a, const APFloat &b) {
@@ -225,11 +226,10 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       });
 }
 
-/// The remainder with the sign of the dividend (C fmod, ONNX Mod fmod = 1).
+/// The remainder with the sign of the dividend (C fmod, ONNX Mod fmod = 1);
+/// x % 0 == 0.
 static std::optional<APInt> truncRem(const APInt &a, const APInt &b) {
-  if (b.isZero())
-    return std::nullopt;
-  if (b.isAllOnes())
+  if (b.isZero() || b.isAllOnes())
     return APInt::getZero(a.getBitWidth());
   return a.srem(b);
 }
@@ -298,6 +298,21 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
     return {};
   return constFoldUnaryOp<IntegerAttr, APInt, void>(
       ArrayRef<Attribute>{x}, [](const APInt &a) { return -a; });
+}
+
+OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr x = dense(adaptor.getInput());
+  if (!x || !foldable(getType()))
+    return {};
+  Type et = x.getElementType();
+  if (isa<FloatType>(et))
+    return constFoldUnaryOp<FloatAttr, APFloat, void>(
+        ArrayRef<Attribute>{x}, [](const APFloat &a) { return abs(a); });
+  if (!et.isSignlessInteger() || et.isInteger(1))
+    return {};
+  // |INT_MIN| wraps to INT_MIN, as in the kernels.
+  return constFoldUnaryOp<IntegerAttr, APInt, void>(
+      ArrayRef<Attribute>{x}, [](const APInt &a) { return a.abs(); });
 }
 
 //===----------------------------------------------------------------------===//

@@ -185,7 +185,9 @@ def Graph_CoshOp : Graph_UnaryOp<"cosh", "Cosh", Graph_KeepsF32>;
 def Graph_AsinhOp : Graph_UnaryOp<"asinh", "Asinh">;
 def Graph_AcoshOp : Graph_UnaryOp<"acosh", "Acosh">;
 def Graph_AtanhOp : Graph_UnaryOp<"atanh", "Atanh">;
-def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs">;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs"> {
+  let hasFolder = 1;
+}
 def Graph_CeilOp : Graph_UnaryOp<"ceil", "Ceil">;
 def Graph_FloorOp : Graph_UnaryOp<"floor", "Floor">;
 /// Rounds half to even (ONNX Round, numpy.round).

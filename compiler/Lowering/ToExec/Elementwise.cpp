@@ -171,7 +171,6 @@ void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
   // Unary float ops that are one math/arith op.
   addOneToOne<g::ExpOp, math::ExpOp>(table);
   addOneToOne<g::LogOp, math::LogOp>(table);
-  addOneToOne<g::NegOp, arith::NegFOp>(table);
   addOneToOne<g::SqrtOp, math::SqrtOp>(table);
   addOneToOne<g::RsqrtOp, math::RsqrtOp>(table);
   addOneToOne<g::TanhOp, math::TanhOp>(table);
@@ -187,10 +186,35 @@ void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
   addOneToOne<g::AsinhOp, math::AsinhOp>(table);
   addOneToOne<g::AcoshOp, math::AcoshOp>(table);
   addOneToOne<g::AtanhOp, math::AtanhOp>(table);
-  addOneToOne<g::AbsOp, math::AbsFOp>(table);
   addOneToOne<g::CeilOp, math::CeilOp>(table);
   addOneToOne<g::FloorOp, math::FloorOp>(table);
   addOneToOne<g::RoundOp, math::RoundEvenOp>(table);
+
+  // Neg and Abs: float, or integer with two's complement wrap-around
+  // (-INT_MIN == |INT_MIN| == INT_MIN, as NumPy and ONNX Runtime give).
+  table.add<g::NegOp, g::AbsOp>([](FuncLowering &fl, auto o) -> LogicalResult {
+    bool isAbs = isa<g::AbsOp>(o.getOperation());
+    if (kindOf(tensorType(o.getInput()).getElementType()) != ElemKind::Int)
+      return unary(fl, o, o.getInput(),
+                   [&](OpBuilder &kb, Location l, Value v) -> Value {
+                     if (isAbs)
+                       return math::AbsFOp::create(kb, l, v);
+                     return arith::NegFOp::create(kb, l, v);
+                   });
+    fl.elementwise(o, {o.getInput()},
+                   [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                       ArrayRef<Value>) -> SmallVector<Value> {
+                     Value zero = arith::ConstantOp::create(
+                         kb, l, kb.getIntegerAttr(v[0].getType(), 0));
+                     Value neg = arith::SubIOp::create(kb, l, zero, v[0]);
+                     if (!isAbs)
+                       return {neg};
+                     Value isNeg = arith::CmpIOp::create(
+                         kb, l, arith::CmpIPredicate::slt, v[0], zero);
+                     return {arith::SelectOp::create(kb, l, isNeg, neg, v[0])};
+                   });
+    return success();
+  });
 
   table.add<g::ReluOp>([](FuncLowering &fl, g::ReluOp o) -> LogicalResult {
     return unary(fl, o, o.getInput(), [](OpBuilder &kb, Location l, Value v) {

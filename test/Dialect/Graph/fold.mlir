@@ -1,16 +1,19 @@
 // RUN: dlc-opt %s --canonicalize --split-input-file | FileCheck %s
 // Constant folding through the dlgraph op folders (GraphFolders.cpp): what
 // folds, with broadcasting, and what is left to run time because folding it
-// could differ from the kernels (inexact float results, division by zero).
+// could differ from the kernels (inexact float results). Integer division
+// and remainder by zero fold to 0, as the kernels define them.
 
 // CHECK-LABEL: func.func @int_arith
 // CHECK-DAG: %[[ADD:.+]] = dlgraph.constant dense<[11, 12, 13]> : tensor<3xi64>
 // CHECK-DAG: %[[MOD:.+]] = dlgraph.constant dense<[1, 2, -2, -1]> : tensor<4xi64>
 // CHECK-DAG: %[[FMOD:.+]] = dlgraph.constant dense<[1, -1, 1, -1]> : tensor<4xi64>
 // CHECK-DAG: %[[DIV:.+]] = dlgraph.constant dense<[2, -2, -2, 2]> : tensor<4xi64>
-// CHECK: %[[BYZERO:.+]] = dlgraph.div
-// CHECK: return %[[ADD]], %[[MOD]], %[[FMOD]], %[[DIV]], %[[BYZERO]]
-func.func @int_arith() -> (tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<2xi64>) {
+// CHECK-DAG: %[[BYZERO:.+]] = dlgraph.constant dense<[1, 0]> : tensor<2xi64>
+// CHECK-DAG: %[[MODZERO:.+]] = dlgraph.constant dense<0> : tensor<2xi64>
+// CHECK-DAG: %[[ABS:.+]] = dlgraph.constant dense<[-2147483648, 2147483647, 0]> : tensor<3xi32>
+// CHECK: return %[[ADD]], %[[MOD]], %[[FMOD]], %[[DIV]], %[[BYZERO]], %[[MODZERO]], %[[ABS]]
+func.func @int_arith() -> (tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<2xi64>, tensor<2xi64>, tensor<3xi32>) {
   %a = dlgraph.constant dense<[1, 2, 3]> : tensor<3xi64>
   %ten = dlgraph.constant dense<10> : tensor<i64>
   %add = dlgraph.add %a, %ten : (tensor<3xi64>, tensor<i64>) -> tensor<3xi64>
@@ -23,7 +26,12 @@ func.func @int_arith() -> (tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4
   %n = dlgraph.constant dense<[1, 2]> : tensor<2xi64>
   %z = dlgraph.constant dense<[1, 0]> : tensor<2xi64>
   %byzero = dlgraph.div %n, %z : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
-  return %add, %mod, %fmod, %div, %byzero : tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<2xi64>
+  // 2 % 0 == 0 and 1 % 1 == 0.
+  %modzero = dlgraph.mod %n, %z : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  // |INT_MIN| wraps to INT_MIN.
+  %m = dlgraph.constant dense<[-2147483648, -2147483647, 0]> : tensor<3xi32>
+  %abs = dlgraph.abs %m : tensor<3xi32>
+  return %add, %mod, %fmod, %div, %byzero, %modzero, %abs : tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<2xi64>, tensor<2xi64>, tensor<3xi32>
 }
 
 // -----
