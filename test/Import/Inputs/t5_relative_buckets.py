@@ -1,8 +1,8 @@
-"""Exports T5's relative position buckets (transformers' T5Attention.
-_relative_position_bucket, copied below: Sub, Greater, Abs, Neg, Min, Less,
-Cast, Log, Div, Mul, Add, Where on int64) with PyTorch, from run-time int64
-query and key positions, and checks dlc + `dlrt run --device host` against
-PyTorch's own result.
+"""Exports T5's relative position buckets (the formula of T5's relative
+attention bias, written here: Sub, Greater, Abs, Neg, Min, Less, Cast, Log,
+Div, Mul, Add, Where on int64) with PyTorch, from run-time int64 query and
+key positions, and checks dlc + `dlrt run --device host` against PyTorch's
+own result.
 
 Usage: t5_relative_buckets.py OUT_DIR [--break]
 Prints "ok t5_relative_buckets <n> outputs" when every output equals
@@ -18,36 +18,34 @@ import numpy as np
 import torch
 
 
-def relative_position_bucket(relative_position, bidirectional=True,
-                             num_buckets=32, max_distance=128):
-    relative_buckets = 0
+def buckets(distance, bidirectional, count=32, max_distance=128):
+    """T5's relative-position bucket of each key-minus-query |distance|
+    (Raffel et al. 2020, section 2.1): the first half of a direction's
+    buckets hold one distance each, the rest are spaced logarithmically up
+    to |max_distance| and clamped to the last bucket; bidirectional buckets
+    give positive distances their own half of |count|, causal ones keep only
+    the past (distances <= 0). Written with the integer and float ops T5's
+    export contains: Greater, Abs or Neg/Min, Less, Cast, Log, Div, Mul,
+    Add, Where on int64."""
+    offset = torch.zeros_like(distance)
     if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
+        count = count // 2
+        offset = (distance > 0).long() * count
+        steps = distance.abs()
     else:
-        relative_position = -torch.min(relative_position,
-                                       torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    relative_position_if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact)
-        / math.log(max_distance / max_exact)
-        * (num_buckets - max_exact)).to(torch.long)
-    relative_position_if_large = torch.min(
-        relative_position_if_large,
-        torch.full_like(relative_position_if_large, num_buckets - 1))
-    relative_buckets += torch.where(is_small, relative_position,
-                                    relative_position_if_large)
-    return relative_buckets
+        steps = -torch.minimum(distance, torch.zeros_like(distance))
+    exact = count // 2
+    scaled = (torch.log(steps.float() / exact) / math.log(max_distance / exact)
+              * (count - exact)).long()
+    far = torch.minimum(exact + scaled, torch.full_like(steps, count - 1))
+    return offset + torch.where(steps < exact, steps, far)
 
 
 class Buckets(torch.nn.Module):
     def forward(self, q, k):
         rel = k[None, :] - q[:, None]
         # Encoder (bidirectional) and decoder (causal) buckets.
-        return (relative_position_bucket(rel, True),
-                relative_position_bucket(rel, False))
+        return buckets(rel, True), buckets(rel, False)
 
 
 def main():
