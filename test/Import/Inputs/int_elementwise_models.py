@@ -22,11 +22,13 @@ dtype (two's complement), so they are exact for every int64:
   dlc defines both as 0 (as NumPy gives), and INT_MIN / -1 wraps to INT_MIN.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from exact_outputs import run_and_compare  # noqa: E402
 
 DTYPES = [("i32", TensorProto.INT32, np.int32, 32),
           ("i64", TensorProto.INT64, np.int64, 64)]
@@ -191,30 +193,11 @@ def main():
     device = "host"
     if "--device" in sys.argv:
         device = sys.argv[sys.argv.index("--device") + 1]
-    subprocess.run(["dlc", base + ".onnx", "--quiet", "-o", base + ".dlcp"],
-                   check=True)
-    outs = base + "." + device + ".out.npz"
-    subprocess.run(["dlrt", "run", base + ".dlcp", "--device", device,
-                    "--inputs", base + ".in.npz", "--outputs", outs],
-                   check=True, stdout=subprocess.DEVNULL)
     if "--break" in sys.argv:
         w = wants[len(wants) // 2]
         w.flat[1] = not w.flat[1] if w.dtype == np.bool_ else w.flat[1] + 1
-    got = np.load(outs)
-    bad = 0
-    for name, want in zip(names, wants):
-        g = got[name]
-        if (g.dtype != want.dtype or g.shape != want.shape or
-                not np.array_equal(g, want)):
-            bad += 1
-            print(f"  {name}: got {g.dtype} {g.shape}, want {want.dtype} "
-                  f"{want.shape}" + ("" if g.shape != want.shape else
-                                     f", {int(np.sum(g != want))} differ"))
-    if bad:
-        print(f"MISMATCH int_elementwise {bad} of {len(names)} outputs")
-        sys.exit(1)
-    print(f"ok int_elementwise {len(names)} outputs")
-
+    run_and_compare(base, "int_elementwise", names, wants, device,
+                    base + "." + device + ".out.npz")
 
 if __name__ == "__main__":
     main()
