@@ -392,7 +392,9 @@ ArrayRef<OpMapping> Importer::constantOps() {
       {"Dropout", 6, &Importer::dropout},
       {"EyeLike", 9, &Importer::eyeLike},
       {"Identity", 1, &Importer::identity},
-      {"Range", 11, &Importer::range},
+      // Range-27's stash_type only matters for f16/bf16 bounds, which the
+      // fold computes in double and rounds once.
+      {"Range", 11, &Importer::range, 27},
       {"Shape", 1, &Importer::shape},
       {"Size", 1, &Importer::sizeOp},
       {"Trilu", kMinOpset, &Importer::trilu},

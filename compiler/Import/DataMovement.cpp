@@ -9,6 +9,8 @@
 
 #include "dialects/Graph/GraphOps.h"
 
+#include <limits>
+
 #include <cmath>
 
 using namespace mlir;
@@ -446,21 +448,76 @@ LogicalResult Importer::resize() {
     return sl && sl->type().getNumElements() > 0;
   };
   int scalesIdx = upsample ? 1 : 2;
-  SmallVector<double> scales;
-  SmallVector<int64_t> shape;
+  // Opset 18: scales and sizes may name a subset of the axes (the others
+  // keep their size), and sizes may keep the aspect ratio.
+  SmallVector<int64_t> axes;
+  std::string policy = "stretch";
+  int64_t antialias = 0;
+  if (!upsample && opset >= 18) {
+    axes = attrInts("axes", {});
+    policy = attrString("keep_aspect_ratio_policy", "stretch");
+    antialias = attrInt("antialias", 0);
+    if (attrFailed)
+      return failure();
+    if (policy != "stretch" && policy != "not_larger" &&
+        policy != "not_smaller")
+      return nodeError() << "keep_aspect_ratio_policy '" << policy
+                         << "' is not supported; supported: stretch, "
+                            "not_larger, not_smaller";
+  }
+  SmallVector<bool> seen(rank, false);
+  for (int64_t &a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank || seen[n])
+      return nodeError() << "axes " << shapeStr(axes)
+                         << " are out of range or repeated for rank " << rank;
+    seen[n] = true;
+    a = n;
+  }
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  int64_t naxes = axes.size();
+  SmallVector<double> scales(rank, 1.0);
+  SmallVector<int64_t> shape(xt.getShape());
   if (!upsample && given(3)) {
     auto sz = constInts(3, "sizes");
     if (failed(sz))
       return failure();
-    if ((int64_t)sz->size() != rank)
-      return nodeError() << "sizes has " << sz->size() << " values for rank "
-                         << rank;
-    for (int64_t d = 0; d < rank; ++d) {
-      if ((*sz)[d] <= 0)
+    if ((int64_t)sz->size() != naxes)
+      return nodeError() << "sizes has " << sz->size() << " values for "
+                         << naxes << " axes";
+    for (int64_t v : *sz)
+      if (v <= 0)
         return nodeError() << "sizes must be positive, got "
                            << shapeStr(*sz);
-      shape.push_back((*sz)[d]);
-      scales.push_back((double)(*sz)[d] / (double)xt.getDimSize(d));
+    if (policy == "stretch") {
+      for (int64_t i = 0; i < naxes; ++i) {
+        int64_t d = axes[i];
+        shape[d] = (*sz)[i];
+        scales[d] = (double)(*sz)[i] / (double)xt.getDimSize(d);
+      }
+    } else {
+      // One scale for the given axes: the smallest (not_larger) or the
+      // largest (not_smaller) of sizes / input sizes; each output size is
+      // that scale times the input size, rounded half up.
+      double scale = policy == "not_larger"
+                       ? std::numeric_limits<double>::infinity()
+                       : 0.0;
+      for (int64_t i = 0; i < naxes; ++i) {
+        double r = (double)(*sz)[i] / (double)xt.getDimSize(axes[i]);
+        scale = policy == "not_larger" ? std::min(scale, r)
+                                       : std::max(scale, r);
+      }
+      for (int64_t d : axes) {
+        double n = std::floor(scale * (double)xt.getDimSize(d) + 0.5);
+        if (n < 1 || !(n <= (double)kMaxElements))
+          return nodeError() << "sizes " << shapeStr(*sz) << " with policy "
+                             << policy << " give an empty or too large "
+                             << "dimension on axis " << d;
+        shape[d] = (int64_t)n;
+        scales[d] = scale;
+      }
     }
   } else if (given(scalesIdx)) {
     Slot *sl = input(scalesIdx);
@@ -471,12 +528,15 @@ LogicalResult Importer::resize() {
                          << "') must be a constant float tensor (an "
                             "initializer or a Constant); runtime scales "
                             "give no static output shape";
+    SmallVector<double> values;
     for (const APFloat &v : sl->constant.getValues<APFloat>())
-      scales.push_back(v.convertToDouble());
-    if ((int64_t)scales.size() != rank)
-      return nodeError() << "scales has " << scales.size()
-                         << " values for rank " << rank;
-    for (int64_t d = 0; d < rank; ++d) {
+      values.push_back(v.convertToDouble());
+    if ((int64_t)values.size() != naxes)
+      return nodeError() << "scales has " << values.size() << " values for "
+                         << naxes << " axes";
+    for (int64_t i = 0; i < naxes; ++i) {
+      int64_t d = axes[i];
+      scales[d] = values[i];
       // ONNX: floor(input_dimension * scale); the scale as given (f32).
       double n = std::floor((double)xt.getDimSize(d) * (double)(float)scales[d]);
       if (!(scales[d] > 0) || n < 1)
@@ -486,11 +546,15 @@ LogicalResult Importer::resize() {
       if (!(n <= (double)kMaxElements))
         return nodeError() << "scale " << scales[d] << " on axis " << d
                            << " gives a dimension over 2^40";
-      shape.push_back((int64_t)n);
+      shape[d] = (int64_t)n;
     }
   } else {
     return nodeError() << "needs constant scales or sizes";
   }
+  if (antialias && mode != "nearest" &&
+      llvm::any_of(scales, [](double v) { return v < 1; }))
+    return nodeError() << "antialias = 1 when downscaling is not supported "
+                          "(supported: antialias = 0, or scales >= 1)";
   auto rt = RankedTensorType::get(shape, xt.getElementType());
   return define(0, gr::ResizeOp::create(
                        builder, nodeLoc, rt, x, builder.getStringAttr(mode),
@@ -510,7 +574,7 @@ ArrayRef<OpMapping> Importer::dataMovementOps() {
       {"Expand", 8, &Importer::expand},
       {"Flatten", 1, &Importer::flatten},
       {"Reshape", 5, &Importer::reshape},
-      {"Resize", 11, &Importer::resize},
+      {"Resize", 11, &Importer::resize, 19},
       {"SpaceToDepth", 1, &Importer::depthSpace},
       {"Squeeze", 1, &Importer::squeeze},
       {"Tile", 6, &Importer::tile},

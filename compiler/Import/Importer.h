@@ -40,12 +40,21 @@
 #include <string>
 #include <vector>
 
+// DLC_ONNX_NEWEST_OPSET (the table itself is read in ONNXImporter.cpp).
+#include "compiler/Import/OnnxOpVersions.inc"
+
 namespace dlc::onnx_import {
 
-/// The ai.onnx opsets the importer supports in full; older opsets are
-/// accepted per op (OpMapping::mappedSince).
+/// The ai.onnx opsets the importer reads: kMinOpset to the newest opset of
+/// the ONNX release whose schemas OnnxOpVersions.inc was generated from.
+/// Older opsets are accepted per op (OpMapping::mappedSince); from opset 18
+/// on, per op and version (OpMapping::newestVersion).
 constexpr int64_t kMinOpset = 13;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = DLC_ONNX_NEWEST_OPSET;
+/// The newest opset whose schemas libonnx 1.12 (the protobuf classes the
+/// importer reads with) knows; the definitions up to it are the ones the
+/// handlers were first written against.
+constexpr int64_t kLibOnnxOpset = 17;
 /// Tensors the importer accepts have at most 2^40 elements: far beyond any
 /// model, and small enough that products of a few such element counts or
 /// dims never overflow int64.
@@ -143,7 +152,25 @@ struct OpMapping {
   int64_t mappedSince;
   /// Imports the current node (see Importer).
   mlir::LogicalResult (Importer::*handler)();
+  /// The newest definition version of the op (the opset at which it was
+  /// defined, OnnxOpVersions.inc) that the handler reads. 0: the op's
+  /// definition at opset kLibOnnxOpset (or at mappedSince, for an op defined
+  /// later). A model opset whose definition of the op is newer is accepted
+  /// when every definition in between kept the signature (see
+  /// opVersionIssue).
+  int64_t newestVersion = 0;
 };
+
+/// The version of ONNX op |opType| (ai.onnx) that |opset| defines: the
+/// newest `since` version at or below |opset|, or 0 when the op does not
+/// exist at that opset (or is unknown to the schemas).
+int64_t opVersionAt(llvm::StringRef opType, int64_t opset);
+
+/// Why |mapping|'s handler cannot import the op's definition at |opset|
+/// (>= kMinOpset), or "" when it can: a definition after the handler's
+/// newestVersion changed the op's inputs, outputs or attributes. The reason
+/// names the version and the newest opset that still works.
+std::string opVersionIssue(const OpMapping &mapping, int64_t opset);
 
 /// What an ONNX value name stands for while importing. A name can have known
 /// contents (`constant`: initializers, Constant nodes, folded shape
@@ -401,16 +428,38 @@ private:
   /// Slice (opset 10+: constant starts/ends/axes/steps inputs; opset 1-9:
   /// attributes), folded on constants, else dlgraph.slice.
   mlir::LogicalResult slice();
-  /// Split (opset 13+: constant `split` input; 2-12: attribute; equal parts
-  /// when absent) as slices.
+  /// Split (opset 13+: constant `split` input; 2-12: attribute; without
+  /// sizes, equal parts before opset 18 and `num_outputs` parts of
+  /// ceil(size / num_outputs), the last smaller, from 18) as slices.
   mlir::LogicalResult split();
+  /// |v| reshaped to |shape| (a dlgraph.reshape), or |v| when it has it.
+  mlir::Value reshapeIfNeeded(mlir::Value v, llvm::ArrayRef<int64_t> shape);
+  /// The sizes of |n| parts of |dim| elements as opset 18's Split and
+  /// SplitToSequence cut them: ceil(dim / n) each, the last one smaller.
+  mlir::FailureOr<llvm::SmallVector<int64_t>> ceilParts(int64_t dim,
+                                                        int64_t n);
+  /// SplitToSequence with a constant `split` (or none: parts of size 1,
+  /// squeezed unless keepdims) into a sequence of slices held at import
+  /// time (`sequences`); the sequence is never a run-time value.
+  mlir::LogicalResult splitToSequence();
+  /// SequenceAt with a constant position (negative counts from the end) on
+  /// a sequence held at import time.
+  mlir::LogicalResult sequenceAt();
+  /// GatherND (batch_dims >= 0) as dlgraph.gather on |data| reshaped to
+  /// [batch * indexed, rest...] by a flat i64 index computed from the
+  /// index tuples (each component normalized from negative; a tuple with
+  /// a component out of range reads 0, as dlgraph.gather does); folded when
+  /// both inputs are constants. Gradients are dlgraph.gather's.
+  mlir::LogicalResult gatherND();
   /// Pad (opset 11+: constant pads/constant_value inputs; 2-10: attributes)
   /// in constant, edge and reflect mode: negative pads crop with a slice;
   /// constant mode is dlgraph.pad, edge/reflect are concats of slices.
   mlir::LogicalResult pad();
-  /// ScatterND (opsets 11..17; reduction none, add or mul) on compile-time
-  /// constant data, indices and updates, folded to a constant; indices are
-  /// bounds-checked. Run-time inputs are an error.
+  /// ScatterND (reduction none, add or mul; max and min from opset 18) with
+  /// constant indices (bounds-checked): folded on constant data and
+  /// updates; with run-time data or updates (reduction none only), a
+  /// dlgraph.select between data and a dlgraph.gather of the last update of
+  /// each written row. Run-time indices are an error.
   mlir::LogicalResult scatterND();
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
@@ -506,6 +555,9 @@ private:
   int64_t exportedBatch = -1;
 
   llvm::StringMap<Slot> slots;
+  /// ONNX sequence values (SplitToSequence outputs), element by element: a
+  /// sequence of statically known length exists only at import time.
+  llvm::StringMap<llvm::SmallVector<Slot>> sequences;
   llvm::StringMap<const onnx::TensorProto *> f32Initializers;
   /// The external data files read so far, by real path, each mapped once.
   llvm::StringMap<std::shared_ptr<llvm::MemoryBuffer>> externalFiles;

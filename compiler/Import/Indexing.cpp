@@ -257,6 +257,22 @@ LogicalResult Importer::split() {
   if (axis < 0)
     axis += rank;
   int64_t dim = in.getDimSize(axis), outs = node->output_size();
+  if (!haveSizes && opset >= 18) {
+    int64_t n = attrInt("num_outputs", -1);
+    if (attrFailed)
+      return failure();
+    if (n < 0)
+      return nodeError() << "needs the 'split' input or the 'num_outputs' "
+                            "attribute (opset 18+)";
+    if (n != outs)
+      return nodeError() << "num_outputs = " << n << " but the node has "
+                         << outs << " outputs";
+    auto parts = ceilParts(dim, n);
+    if (failed(parts))
+      return failure();
+    sizes = *parts;
+    haveSizes = true;
+  }
   if (!haveSizes) {
     if (outs == 0 || dim % outs)
       return nodeError() << "cannot split axis " << axis << " of size " << dim
@@ -339,6 +355,30 @@ LogicalResult Importer::pad() {
   }
   RankedTensorType in = s->type();
   int64_t rank = in.getRank();
+  if (opset >= 18 && hasInput(3)) {
+    // Opset 18: `pads` holds begin and end values for the given axes only.
+    auto a = constInts(3, "axes");
+    if (failed(a))
+      return failure();
+    int64_t n = a->size();
+    if ((int64_t)pads.size() != 2 * n)
+      return nodeError() << "pads " << shapeStr(pads) << " must have " << 2 * n
+                         << " values (begin and end per axis) for axes "
+                         << shapeStr(*a);
+    SmallVector<int64_t> full(2 * rank, 0);
+    SmallVector<bool> seen(rank, false);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t ax = (*a)[i] < 0 ? (*a)[i] + rank : (*a)[i];
+      if (ax < 0 || ax >= rank || seen[ax])
+        return nodeError() << "axes " << shapeStr(*a)
+                           << " are out of range or repeated for rank "
+                           << rank;
+      seen[ax] = true;
+      full[ax] = pads[i];
+      full[ax + rank] = pads[i + n];
+    }
+    pads = std::move(full);
+  }
   if ((int64_t)pads.size() != 2 * rank)
     return nodeError() << "pads " << shapeStr(pads) << " must have " << 2 * rank
                        << " values (begin and end per axis) for rank " << rank;
@@ -428,24 +468,27 @@ LogicalResult Importer::scatterND() {
   std::string reduction = attrString("reduction", "none");
   if (attrFailed)
     return failure();
-  if (reduction != "none" && reduction != "add" && reduction != "mul")
+  // max and min since opset 18.
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      (opset < 18 || (reduction != "max" && reduction != "min")))
     return nodeError() << "reduction '" << reduction
-                       << "' is not supported; supported: none, add, mul";
+                       << "' is not supported; supported: none, add, mul"
+                       << (opset >= 18 ? ", max, min" : "");
   Slot *in[3];
   for (int i = 0; i < 3; ++i)
     if (!(in[i] = input(i)))
       return failure();
-  static const char *const names[] = {"data", "indices", "updates"};
-  for (int i = 0; i < 3; ++i)
-    if (!in[i]->isFoldable())
-      return nodeError() << "ScatterND is supported only on compile-time "
-                            "constant inputs (Constant nodes, non-f32 "
-                            "initializers and computations on them); "
-                         << names[i] << " (input '" << node->input(i)
-                         << "') is "
-                         << (in[i]->variable.empty()
-                                 ? "computed at run time"
-                                 : "an f32 initializer, which is a variable");
+  bool folds = in[0]->isFoldable() && in[1]->isFoldable() &&
+               in[2]->isFoldable();
+  if (!folds && !in[1]->isFoldable())
+    return nodeError() << "indices (input '" << node->input(1)
+                       << "') are computed at run time; ScatterND is "
+                          "supported with compile-time constant indices "
+                          "(data and updates may be run-time values)";
+  if (!folds && reduction != "none")
+    return nodeError() << "reduction '" << reduction
+                       << "' on run-time data or updates is not supported; "
+                          "supported: none (or constant inputs, folded)";
   RankedTensorType dt = in[0]->type(), it = in[1]->type(),
                    ut = in[2]->type();
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
@@ -469,9 +512,8 @@ LogicalResult Importer::scatterND() {
                        << " (indices.shape[:-1] + data.shape[k:])";
   int64_t slice = product(ds.drop_front(k)), updatesCount = product(is) / k;
   SmallVector<int64_t> idx = intValues(in[1]->constant);
-  SmallVector<Attribute> out(in[0]->constant.getValues<Attribute>());
-  SmallVector<Attribute> upd(in[2]->constant.getValues<Attribute>());
-  Type et = dt.getElementType();
+  // The row of data (flattened over its first k axes) each update writes.
+  SmallVector<int64_t> rows(updatesCount);
   for (int64_t u = 0; u < updatesCount; ++u) {
     int64_t base = 0;
     for (int64_t d = 0; d < k; ++d) {
@@ -483,6 +525,50 @@ LogicalResult Importer::scatterND() {
                            << ds[d];
       base = base * ds[d] + (v < 0 ? v + ds[d] : v);
     }
+    rows[u] = base;
+  }
+  if (!folds) {
+    // Run-time data or updates, constant indices: each row of the result
+    // is the last update written to it, or data's row. With data as
+    // [R, slice...] and updates as [U, slice...]:
+    //   result = select(written, gather(updates, source), data)
+    // where source[r] is the last update of row r (U where none, which
+    // gather reads as 0). Gradients: data's where nothing was written,
+    // each update's where it is the last writer (select and gather's).
+    int64_t numRows = product(ds.take_front(k));
+    SmallVector<int64_t> source(numRows, updatesCount);
+    SmallVector<bool> written(numRows, false);
+    for (int64_t u = 0; u < updatesCount; ++u) {
+      source[rows[u]] = u;
+      written[rows[u]] = true;
+    }
+    SmallVector<int64_t> rowShape{numRows}, updShape{updatesCount},
+        maskShape{numRows};
+    llvm::append_range(rowShape, ds.drop_front(k));
+    llvm::append_range(updShape, ds.drop_front(k));
+    maskShape.append(r - k, 1);
+    Value data = reshapeIfNeeded(materialize(*in[0]), rowShape);
+    Value upd = reshapeIfNeeded(materialize(*in[2]), updShape);
+    auto i64 = builder.getI64Type();
+    Value src = gr::ConstantOp::create(
+        builder, nodeLoc,
+        DenseElementsAttr::get(RankedTensorType::get({numRows}, i64),
+                               ArrayRef<int64_t>(source)));
+    Value mask = gr::ConstantOp::create(
+        builder, nodeLoc,
+        DenseElementsAttr::get(
+            RankedTensorType::get(maskShape, builder.getI1Type()),
+            ArrayRef<bool>(written)));
+    Value picked = gr::GatherOp::create(builder, nodeLoc, upd, src,
+                                        builder.getI64IntegerAttr(0));
+    Value y = gr::SelectOp::create(builder, nodeLoc, mask, picked, data);
+    return define(0, reshapeIfNeeded(y, ds));
+  }
+  SmallVector<Attribute> out(in[0]->constant.getValues<Attribute>());
+  SmallVector<Attribute> upd(in[2]->constant.getValues<Attribute>());
+  Type et = dt.getElementType();
+  for (int64_t u = 0; u < updatesCount; ++u) {
+    int64_t base = rows[u];
     for (int64_t j = 0; j < slice; ++j) {
       Attribute &dst = out[base * slice + j];
       Attribute src = upd[u * slice + j];
@@ -493,17 +579,21 @@ LogicalResult Importer::scatterND() {
         APFloat b = cast<FloatAttr>(src).getValue();
         if (reduction == "add")
           a.add(b, APFloat::rmNearestTiesToEven);
-        else
+        else if (reduction == "mul")
           a.multiply(b, APFloat::rmNearestTiesToEven);
+        else // NaN propagates, as np.maximum / np.minimum
+          a = reduction == "max" ? llvm::maximum(a, b) : llvm::minimum(a, b);
         dst = FloatAttr::get(et, a);
       } else {
         APInt a = cast<IntegerAttr>(dst).getValue();
         APInt b = cast<IntegerAttr>(src).getValue();
         // Wraps, as integer arithmetic does at run time; bools: or / and.
         if (et.isInteger(1))
-          a = reduction == "add" ? (a | b) : (a & b);
-        else
+          a = reduction == "add" || reduction == "max" ? (a | b) : (a & b);
+        else if (reduction == "add" || reduction == "mul")
           a = reduction == "add" ? a + b : a * b;
+        else
+          a = (reduction == "max") == a.slt(b) ? b : a;
         dst = IntegerAttr::get(et, a);
       }
     }
@@ -580,15 +670,221 @@ LogicalResult Importer::oneHot() {
 // Registration
 //===----------------------------------------------------------------------===//
 
+Value Importer::reshapeIfNeeded(Value v, ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
+}
+
+FailureOr<SmallVector<int64_t>> Importer::ceilParts(int64_t dim, int64_t n) {
+  if (n <= 0 || n > std::max<int64_t>(dim, 1))
+    return nodeError() << "cannot cut an axis of size " << dim << " into "
+                       << n << " parts";
+  int64_t chunk = (dim + n - 1) / n;
+  if (chunk * (n - 1) >= dim && n > 1)
+    return nodeError() << "cannot cut an axis of size " << dim << " into "
+                       << n << " parts of " << chunk
+                       << " (the last one would be empty)";
+  SmallVector<int64_t> sizes(n, chunk);
+  sizes.back() = dim - chunk * (n - 1);
+  return sizes;
+}
+
+LogicalResult Importer::splitToSequence() {
+  int64_t axis = attrInt("axis", 0), keepdims = attrInt("keepdims", 1);
+  if (attrFailed)
+    return failure();
+  Slot *s = input(0);
+  if (!s)
+    return failure();
+  RankedTensorType in = s->type();
+  int64_t rank = in.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  int64_t dim = in.getDimSize(axis);
+  SmallVector<int64_t> sizes;
+  bool squeeze = false;
+  if (hasInput(1)) {
+    auto sp = constInts(1, "split");
+    if (failed(sp))
+      return failure();
+    if (input(1)->type().getRank() == 0) {
+      // One size: parts of that size, the last one smaller.
+      int64_t size = (*sp)[0];
+      if (size <= 0)
+        return nodeError() << "split size " << size << " must be positive";
+      for (int64_t at = 0; at < dim; at += size)
+        sizes.push_back(std::min(size, dim - at));
+    } else {
+      sizes = *sp;
+      int64_t total = 0;
+      for (int64_t v : sizes) {
+        if (v < 0 || __builtin_add_overflow(total, v, &total))
+          return nodeError() << "split sizes " << shapeStr(sizes)
+                             << " must be non-negative and add up to " << dim;
+      }
+      if (total != dim)
+        return nodeError() << "split sizes " << shapeStr(sizes)
+                           << " must add up to " << dim;
+    }
+  } else {
+    sizes.assign(dim, 1);
+    squeeze = keepdims == 0;
+  }
+  SmallVector<Slot> parts;
+  int64_t offset = 0;
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1),
+        shape(in.getShape());
+    starts[axis] = size ? offset : 0;
+    shape[axis] = size;
+    Slot part = stridedSlice(*s, starts, steps, shape);
+    if (squeeze) {
+      SmallVector<int64_t> squeezed(in.getShape());
+      squeezed.erase(squeezed.begin() + axis);
+      auto type = RankedTensorType::get(squeezed, in.getElementType());
+      if (part.isFoldable())
+        part.constant = part.constant.reshape(type);
+      else
+        part.value = gr::ReshapeOp::create(builder, nodeLoc, type,
+                                           materialize(part));
+    }
+    parts.push_back(part);
+    offset += size;
+  }
+  sequences[node->output(0)] = std::move(parts);
+  return success();
+}
+
+LogicalResult Importer::sequenceAt() {
+  auto seq = sequences.find(node->input(0));
+  if (seq == sequences.end())
+    return nodeError() << "input '" << node->input(0)
+                       << "' is not a sequence made by SplitToSequence (the "
+                          "only sequences dlc imports: their length is "
+                          "static)";
+  auto pos = constInts(1, "position");
+  if (failed(pos))
+    return failure();
+  int64_t n = seq->second.size(), p = (*pos)[0];
+  if (p < -n || p >= n)
+    return nodeError() << "position " << p << " is out of range for a "
+                       << "sequence of " << n << " tensors";
+  return defineSlot(0, seq->second[p < 0 ? p + n : p]);
+}
+
+LogicalResult Importer::gatherND() {
+  int64_t batchDims = attrInt("batch_dims", 0);
+  if (attrFailed)
+    return failure();
+  Slot *data = input(0), *idxSlot = data ? input(1) : nullptr;
+  if (!idxSlot)
+    return failure();
+  RankedTensorType dt = data->type(), it = idxSlot->type();
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return nodeError() << "indices (input '" << node->input(1)
+                       << "') have element type " << it.getElementType()
+                       << "; supported: int32, int64";
+  int64_t r = dt.getRank(), q = it.getRank();
+  if (q < 1 || r < 1 || batchDims < 0 || batchDims >= std::min(r, q))
+    return nodeError() << "batch_dims = " << batchDims
+                       << " must be below the ranks of data (" << r
+                       << ") and indices (" << q << ")";
+  ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
+  int64_t k = is.back();
+  if (k < 1 || batchDims + k > r)
+    return nodeError() << "index tuples of " << k << " components do not fit "
+                       << "data of rank " << r << " after " << batchDims
+                       << " batch dimensions";
+  if (ds.take_front(batchDims) != is.take_front(batchDims))
+    return nodeError() << "the batch dimensions of data " << shapeStr(ds)
+                       << " and indices " << shapeStr(is) << " differ";
+  int64_t batch = product(ds.take_front(batchDims));
+  int64_t indexed = product(ds.slice(batchDims, k));
+  // Strides of the indexed dimensions within one batch entry.
+  SmallVector<int64_t> strides(k, 1);
+  for (int64_t j = k - 2; j >= 0; --j)
+    strides[j] = strides[j + 1] * ds[batchDims + j + 1];
+
+  // The flat index, [indices.shape[:-1]], in i64.
+  auto i64 = builder.getI64Type();
+  SmallVector<int64_t> tupleShape(is.drop_back());
+  auto tupleType = RankedTensorType::get(tupleShape, i64);
+  auto scalar = [&](int64_t v) -> Value {
+    return gr::ConstantOp::create(
+        builder, nodeLoc,
+        DenseElementsAttr::get(RankedTensorType::get({}, i64),
+                               builder.getI64IntegerAttr(v)));
+  };
+  Value idx = materialize(*idxSlot);
+  if (!it.getElementType().isInteger(64))
+    idx = gr::CastOp::create(builder, nodeLoc, it.clone(i64), idx);
+  int64_t total = batch * indexed;
+  Value flat;
+  for (int64_t j = 0; j < k; ++j) {
+    SmallVector<int64_t> starts(q, 0), steps(q, 1), shape(is);
+    starts.back() = j;
+    shape.back() = 1;
+    Value c = gr::SliceOp::create(
+        builder, nodeLoc, RankedTensorType::get(shape, i64), idx,
+        builder.getDenseI64ArrayAttr(starts),
+        builder.getDenseI64ArrayAttr(steps));
+    c = reshapeIfNeeded(c, tupleType.getShape());
+    int64_t dim = ds[batchDims + j];
+    // Negative components count from the end; a component out of range
+    // makes the flat index >= total, which dlgraph.gather reads as 0.
+    Value neg = gr::CompareOp::create(builder, nodeLoc, "lt", c, scalar(0));
+    c = gr::SelectOp::create(builder, nodeLoc, neg,
+                             gr::AddOp::create(builder, nodeLoc, c,
+                                               scalar(dim)),
+                             c);
+    Value scaled = gr::SelectOp::create(
+        builder, nodeLoc,
+        gr::CompareOp::create(builder, nodeLoc, "ge", c, scalar(0)),
+        gr::MulOp::create(builder, nodeLoc, c, scalar(strides[j])),
+        scalar(total));
+    c = gr::SelectOp::create(
+        builder, nodeLoc,
+        gr::CompareOp::create(builder, nodeLoc, "lt", c, scalar(dim)), scaled,
+        scalar(total));
+    flat = flat ? Value(gr::AddOp::create(builder, nodeLoc, flat, c)) : c;
+  }
+  if (batchDims > 0) {
+    // Each batch entry's offset, broadcast over the index tuples.
+    SmallVector<int64_t> offsetShape(is.take_front(batchDims));
+    offsetShape.append(q - 1 - batchDims, 1);
+    SmallVector<int64_t> offsets(batch);
+    for (int64_t b = 0; b < batch; ++b)
+      offsets[b] = b * indexed;
+    Value off = gr::ConstantOp::create(
+        builder, nodeLoc,
+        DenseElementsAttr::get(RankedTensorType::get(offsetShape, i64),
+                               ArrayRef<int64_t>(offsets)));
+    flat = gr::AddOp::create(builder, nodeLoc, flat, off);
+  }
+  SmallVector<int64_t> flatShape{total};
+  llvm::append_range(flatShape, ds.drop_front(batchDims + k));
+  Value x = reshapeIfNeeded(materialize(*data), flatShape);
+  return define(0, gr::GatherOp::create(builder, nodeLoc, x, flat,
+                                        builder.getI64IntegerAttr(0)));
+}
+
 ArrayRef<OpMapping> Importer::indexingOps() {
   static const OpMapping ops[] = {
       {"Gather", 1, &Importer::gather},
       {"GatherElements", 11, &Importer::gatherElements},
+      {"GatherND", 12, &Importer::gatherND},
       {"OneHot", 11, &Importer::oneHot},
-      {"Pad", 2, &Importer::pad},
-      {"ScatterND", 11, &Importer::scatterND},
+      {"Pad", 2, &Importer::pad, 18},
+      {"ScatterND", 11, &Importer::scatterND, 18},
       {"Slice", 1, &Importer::slice},
-      {"Split", 2, &Importer::split},
+      {"SequenceAt", 11, &Importer::sequenceAt},
+      {"Split", 2, &Importer::split, 18},
+      {"SplitToSequence", 11, &Importer::splitToSequence},
   };
   return ops;
 }

@@ -413,6 +413,65 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
 }
 
 //===----------------------------------------------------------------------===//
+// Op definition versions (OnnxOpVersions.inc)
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct OpVersion {
+  llvm::StringLiteral opType;
+  int64_t since;
+  bool sameSignature;
+};
+// Sorted by op type, then version (as the generator writes them).
+constexpr OpVersion kOpVersions[] = {
+#define DLC_ONNX_OP_VERSION(op, since, same) {op, since, same},
+#include "compiler/Import/OnnxOpVersions.inc"
+};
+
+ArrayRef<OpVersion> versionsOf(StringRef opType) {
+  assert(llvm::is_sorted(kOpVersions,
+                         [](const OpVersion &a, const OpVersion &b) {
+                           return a.opType < b.opType ||
+                                  (a.opType == b.opType && a.since < b.since);
+                         }) &&
+         "OnnxOpVersions.inc is sorted by op type and version");
+  auto lo = llvm::partition_point(
+      kOpVersions, [&](const OpVersion &v) { return v.opType < opType; });
+  auto hi = std::find_if(lo, std::end(kOpVersions), [&](const OpVersion &v) {
+    return v.opType != opType;
+  });
+  return ArrayRef<OpVersion>(lo, hi);
+}
+} // namespace
+
+int64_t dlc::onnx_import::opVersionAt(StringRef opType, int64_t opset) {
+  int64_t version = 0;
+  for (const OpVersion &v : versionsOf(opType))
+    if (v.since <= opset)
+      version = v.since;
+  return version;
+}
+
+std::string dlc::onnx_import::opVersionIssue(const OpMapping &mapping,
+                                             int64_t opset) {
+  int64_t newest = mapping.newestVersion;
+  if (!newest)
+    newest = opVersionAt(mapping.opType,
+                         std::max(kLibOnnxOpset, mapping.mappedSince));
+  for (const OpVersion &v : versionsOf(mapping.opType)) {
+    if (v.since <= newest || v.since > opset || v.sameSignature)
+      continue;
+    return "its version " + std::to_string(v.since) + " (opset " +
+           std::to_string(opset) +
+           ") changed its inputs or attributes and is not mapped; dlc maps "
+           "versions up to " +
+           std::to_string(newest) + " (export with opset " +
+           std::to_string(v.since - 1) + " or lower)";
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
 // Registration table and node dispatch
 //===----------------------------------------------------------------------===//
 
@@ -470,6 +529,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
            << "` for the list of supported ops";
     return diag;
   }
+  if (opset >= kMinOpset) {
+    std::string issue = opVersionIssue(*mapping, opset);
+    if (!issue.empty())
+      return emitError(nodeLoc)
+             << "unsupported ONNX op '" << n.op_type() << "' (node '"
+             << nodeName << "'): " << issue;
+  }
   Block *block = builder.getInsertionBlock();
   Operation *before = block->empty() ? nullptr : &block->back();
   deferredInputs.clear();
@@ -485,7 +551,7 @@ std::string Importer::unsupportedReason(StringRef opType, bool defaultDomain,
   if (!mapping)
     return "no importer for this op";
   if (opset >= kMinOpset && opset <= kMaxOpset)
-    return "";
+    return opVersionIssue(*mapping, opset);
   if (opset > kMaxOpset || opset < 1)
     return "opset " + std::to_string(opset) + " is outside " +
            std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset);
@@ -780,6 +846,12 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
 std::vector<dlc::SupportedONNXOp> dlc::supportedONNXOps() {
   std::vector<SupportedONNXOp> ops;
   for (const OpMapping *m : OpRegistry::get().entries())
-    ops.push_back({m->opType.str(), m->mappedSince});
+    ops.push_back(
+        {m->opType.str(), m->mappedSince,
+         m->newestVersion
+             ? m->newestVersion
+             : onnx_import::opVersionAt(
+                   m->opType, std::max(onnx_import::kLibOnnxOpset,
+                                       m->mappedSince))});
   return ops;
 }

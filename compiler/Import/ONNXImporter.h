@@ -182,6 +182,10 @@ struct SupportedONNXOp {
   /// of an older opset (down to 1) imports only when every node's op is
   /// mapped at that opset. Opsets 13..17 are mapped for every op.
   int64_t mappedSince = 0;
+  /// The newest definition version of the op that is mapped (the opset
+  /// that introduced it); newer versions that kept its inputs and
+  /// attributes import too, up to the newest opset the importer reads.
+  int64_t newestVersion = 0;
 };
 
 /// Every op type the importer maps, sorted by op type: the importer's

@@ -32,6 +32,16 @@ template <typename OpTy> LogicalResult Importer::pool() {
       return failure();
   } else {
     countIncludePad = attrInt("count_include_pad", 0);
+    // AveragePool has dilations since opset 19; the kernels average
+    // undilated windows.
+    if (opset >= 19 && findAttr("dilations")) {
+      SmallVector<int64_t> d = attrInts("dilations", {});
+      if (llvm::any_of(d, [](int64_t v) { return v != 1; }))
+        return nodeError() << "dilations " << shapeStr(d)
+                           << " are not supported for AveragePool; "
+                              "supported: 1 on every axis (MaxPool takes "
+                              "dilations)";
+    }
   }
   if (attrFailed)
     return failure();
@@ -182,7 +192,7 @@ LogicalResult Importer::globalMaxPool() {
 
 ArrayRef<OpMapping> Importer::poolOps() {
   static const OpMapping ops[] = {
-      {"AveragePool", 1, &Importer::pool<gr::AveragePoolOp>},
+      {"AveragePool", 1, &Importer::pool<gr::AveragePoolOp>, 19},
       {"GlobalAveragePool", 1, &Importer::globalAveragePool},
       {"GlobalMaxPool", 1, &Importer::globalMaxPool},
       {"MaxPool", 1, &Importer::pool<gr::MaxPoolOp>},

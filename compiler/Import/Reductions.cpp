@@ -18,12 +18,14 @@ LogicalResult Importer::reduce() {
   int64_t keepdims = attrInt("keepdims", 1);
   int64_t noop = 0;
   SmallVector<int64_t> axes;
-  if (op == "ReduceSum" && opset >= 13) {
-    // ReduceSum-13 takes the axes as an optional input.
+  // ReduceSum since opset 13 and the others since 18 take the axes as an
+  // optional input (with noop_with_empty_axes); before, as an attribute.
+  if (opset >= (op == "ReduceSum" ? 13 : 18)) {
     noop = attrInt("noop_with_empty_axes", 0);
     if (findAttr("axes"))
-      return nodeError() << "attribute 'axes' is not part of ReduceSum since "
-                            "opset 13; pass the axes as input 1";
+      return nodeError() << "attribute 'axes' is not part of " << op
+                         << " since opset " << (op == "ReduceSum" ? 13 : 18)
+                         << "; pass the axes as input 1";
     if (hasInput(1)) {
       auto a = constInts(1, "axes");
       if (failed(a))
@@ -31,12 +33,9 @@ LogicalResult Importer::reduce() {
       axes = *a;
     }
   } else {
-    // The other reductions take axes as an input only from opset 18.
     if (hasInput(1))
-      return nodeError() << "axes given as an input (opset 18) are not "
-                            "supported; supported opsets are "
-                         << kMinOpset << " to " << kMaxOpset
-                         << " (the 'axes' attribute)";
+      return nodeError() << "takes its axes as an attribute before opset 18, "
+                            "not as input 1";
     axes = attrInts("axes", {});
   }
   if (attrFailed)
@@ -297,16 +296,16 @@ ArrayRef<OpMapping> Importer::reductionOps() {
       {"CumSum", 11, &Importer::cumSum},
       {"Hardmax", 13, &Importer::hardmax},
       {"LogSoftmax", 1, &Importer::softmax<gr::LogSoftmaxOp>},
-      {"ReduceL1", 1, &Importer::reduce},
-      {"ReduceL2", 1, &Importer::reduce},
-      {"ReduceLogSum", 1, &Importer::reduce},
-      {"ReduceLogSumExp", 1, &Importer::reduce},
-      {"ReduceMax", 1, &Importer::reduce},
-      {"ReduceMean", 1, &Importer::reduce},
-      {"ReduceMin", 1, &Importer::reduce},
-      {"ReduceProd", 1, &Importer::reduce},
+      {"ReduceL1", 1, &Importer::reduce, 18},
+      {"ReduceL2", 1, &Importer::reduce, 18},
+      {"ReduceLogSum", 1, &Importer::reduce, 18},
+      {"ReduceLogSumExp", 1, &Importer::reduce, 18},
+      {"ReduceMax", 1, &Importer::reduce, 18},
+      {"ReduceMean", 1, &Importer::reduce, 18},
+      {"ReduceMin", 1, &Importer::reduce, 18},
+      {"ReduceProd", 1, &Importer::reduce, 18},
       {"ReduceSum", 1, &Importer::reduce},
-      {"ReduceSumSquare", 1, &Importer::reduce},
+      {"ReduceSumSquare", 1, &Importer::reduce, 18},
       {"Softmax", 1, &Importer::softmax<gr::SoftmaxOp>},
   };
   return ops;

@@ -61,7 +61,8 @@ int main(int argc, char **argv) {
 
   if (supportedOps) {
     for (const dlc::SupportedONNXOp &op : dlc::supportedONNXOps())
-      llvm::outs() << op.opType << " " << op.mappedSince << "\n";
+      llvm::outs() << op.opType << " " << op.mappedSince << " "
+                   << op.newestVersion << "\n";
     return 0;
   }
   if (model.empty() || input.empty() || expected.empty()) {

@@ -371,6 +371,64 @@ TEST_F(OnnxGradientCheck, ReductionsSqueezeUnsqueeze) {
 }
 
 
+// Opset 18 forms: GatherND (negative and repeated index tuples, batch_dims
+// 0 and 1), ScatterND on run-time data and updates (constant indices, a row
+// written twice: the last write wins), Split with num_outputs (uneven),
+// SplitToSequence/SequenceAt, ReduceMean with axes as an input and Pad with
+// axes.
+TEST_F(OnnxGradientCheck, Opset18IndexingOps) {
+  OnnxGraph graph;
+  graph.model.mutable_opset_import(0)->set_version(18);
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("t", {3, 4, 2});
+  graph.param("v", {3, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  // [2, 3, 2] index tuples into t's first two axes -> [2, 3, 2] -> mean.
+  std::string g1 = graph.node(
+      "GatherND",
+      {"t", int64Constant(graph, {0, 1, 2, -1, 0, 1, 1, 0, 2, 3, -3, 0},
+                          {2, 3, 2})});
+  std::string m1 = graph.node("ReduceMean", {g1, int64Constant(graph, {2})},
+                              {}, {{"keepdims", 0}});
+  // batch_dims 1: row b picks h[b, i].
+  std::string g2 = graph.node(
+      "GatherND", {h, int64Constant(graph, {2, 0, -1, 1, 1, 0}, {2, 3, 1})},
+      {}, {{"batch_dims", 1}});
+  // Rows of a [3, 3] copy of t's slice, overwritten by v's rows 0..2 at
+  // rows 1, 0, 1 (row 1 ends as v[2]; v[0]'s write is lost).
+  std::string base = graph.node(
+      "Reshape", {slice(graph, "t", {0, 0, 0}, {3, 3, 1}, {0, 1, 2},
+                        {1, 1, 1}),
+                  int64Constant(graph, {3, 3})});
+  std::string sc = graph.node(
+      "ScatterND", {base, int64Constant(graph, {1, 0, 1}, {3, 1}), "v"});
+  std::string scRows = slice(graph, sc, {0}, {2}, {0}, {1});
+  // Split into [2, 2] and [2, 1], concatenated in reverse order.
+  std::string s0 = graph.node("Split", {h}, {}, {{"axis", 1},
+                                                 {"num_outputs", 2}});
+  lastNode(graph)->add_output(s0 + "_1");
+  std::string swapped =
+      graph.node("Concat", {s0 + "_1", s0}, {}, {{"axis", 1}});
+  // The last column of h as a sequence element, [2] -> [2, 1].
+  std::string seq = graph.node("SplitToSequence", {h}, {},
+                               {{"axis", 1}, {"keepdims", 0}});
+  std::string last = graph.node("SequenceAt", {seq, int64Constant(graph, {-1}, {})});
+  std::string col = graph.node("Unsqueeze", {last, int64Constant(graph, {1})});
+  // Pad axis 1 by one on each side, then drop the first two columns.
+  std::string padded = graph.node(
+      "Pad", {h, int64Constant(graph, {1, 1}), graph.scalar(0.5f),
+              int64Constant(graph, {1})});
+  std::string shifted = slice(graph, padded, {2}, {5}, {1}, {1});
+  std::string y = graph.node(
+      "Add",
+      {graph.node("Mul", {m1, g2}),
+       graph.node("Add",
+                  {graph.node("Mul", {scRows, swapped}),
+                   graph.node("Mul", {col, shifted})})});
+  run(graph, y, 3);
+}
+
 // SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss as model-computed
 // losses (--loss-output): class weights and ignore_index, over [N, C, D].
 TEST_F(OnnxGradientCheck, ModelComputedOnnxLosses) {

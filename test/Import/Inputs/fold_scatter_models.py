@@ -42,9 +42,20 @@ def main():
         const("u", I64, [2], [10, 100]),
         helper.make_node("ScatterND", ["d", "i", "u"], ["y"], name="sc",
                          reduction="mul")], [], [vi("y", I64, [2, 2])])
-    # Data computed at run time: an error that names the node and input.
+    # Data computed at run time, constant indices: imported as a select
+    # (import-opset18.test checks the values).
     save(out, "scatter_runtime", scatter[1:] + [
         helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc")],
+        [vi("x", F, [3, 2])], [vi("y", F, [3, 2])])
+    # Indices computed at run time, and a reduction on run-time data: errors
+    # that name the node and the input.
+    save(out, "scatter_runtime_indices", [
+        const("u", F, [2, 2], [1, 2, 3, 4]),
+        helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], name="sc")],
+        [vi("x", F, [3, 2]), vi("idx", I64, [2, 1])], [vi("y", F, [3, 2])])
+    save(out, "scatter_runtime_add", scatter[1:] + [
+        helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc",
+                         reduction="add")],
         [vi("x", F, [3, 2])], [vi("y", F, [3, 2])])
     save(out, "scatter_oob", [
         const("d", F, [3, 2], [0] * 6), const("i", I64, [1, 1], [3]),
