@@ -235,7 +235,8 @@ def attention_cases(m):
     # the first new key (the keys after it are left out).
     q, k, v = rand(1, 4, 2, 4), rand(1, 2, 2, 4), rand(1, 2, 2, 4)
     pk, pv = rand(1, 2, 3, 4), rand(1, 2, 3, 4)
-    short = np.array([[[[True, False, True, True]]]])
+    short = np.array([[[[True, False, True, True],
+                        [False, True, True, True]]]])
     y, _ = ref_attention(q, k, v, short, causal=True, past_k=pk, past_v=pv)
     m.node("Attention", [m.input("dc_q", q), m.input("dc_k", k),
                          m.input("dc_v", v), m.input("dc_mask", short),
