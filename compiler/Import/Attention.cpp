@@ -176,28 +176,30 @@ LogicalResult Importer::attention() {
   if (failed(define(1, key)) || failed(define(2, value)))
     return failure();
 
-  // Grouped-query attention: query head h reads K/V head h / (Hq / Hkv)
-  // (each K/V head repeated for consecutive query heads).
-  auto repeatHeads = [&](Value x, int64_t dim) -> Value {
-    if (hq == hkv)
-      return x;
-    int64_t g = hq / hkv;
-    auto t = cast<RankedTensorType>(x.getType());
-    Value r = reshaped(builder, nodeLoc, x, {batch, hkv, 1, skv, dim});
-    Value bcast = gr::BroadcastToOp::create(
-        builder, nodeLoc, t.clone({batch, hkv, g, skv, dim}), r);
-    return reshaped(builder, nodeLoc, bcast, {batch, hq, skv, dim});
-  };
-  key = repeatHeads(key, d);
-  value = repeatHeads(value, dv);
+  // Grouped-query attention: query head h reads K/V head h / g, g = Hq /
+  // Hkv. The g query heads of one K/V head are one more batch dim that the
+  // K/V operands of the two matmuls broadcast over ([B, Hkv, g, S, D] against
+  // [B, Hkv, 1, T, D]), so the repeated heads are never materialized.
+  int64_t g = hq / hkv;
+  bool grouped = g > 1;
+  Value query = *q;
+  if (grouped) {
+    query = reshaped(builder, nodeLoc, query, {batch, hkv, g, sq, d});
+    key = reshaped(builder, nodeLoc, key, {batch, hkv, 1, skv, d});
+    value = reshaped(builder, nodeLoc, value, {batch, hkv, 1, skv, dv});
+  }
+  int64_t rank = grouped ? 5 : 4;
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 1], perm[rank - 2]);
 
   double scale = hasScale ? double(scaleAttr) : 1.0 / std::sqrt(double(d));
-  Value kT = permute(builder, nodeLoc, key, {0, 1, 3, 2});
-  Value scores = gr::MatMulOp::create(builder, nodeLoc, *q, kT);
+  Value kT = permute(builder, nodeLoc, key, perm);
+  Value scores = gr::MatMulOp::create(builder, nodeLoc, query, kT);
   scores = gr::MulOp::create(
       builder, nodeLoc, scores,
       splatOf(RankedTensorType::get({}, builder.getF32Type()), scale));
-  auto scoresType = cast<RankedTensorType>(scores.getType());
+  // The scores as ONNX defines them, [B, Hq, Sq, T], for the mask checks.
+  SmallVector<int64_t> scoresShape = {batch, hq, sq, skv};
   // A rank-0 fill broadcasts in the select without a full-size splat.
   Value negInf = splatOf(RankedTensorType::get({}, builder.getF32Type()),
                          -std::numeric_limits<double>::infinity());
@@ -251,19 +253,31 @@ LogicalResult Importer::attention() {
           builder.getF64FloatAttr(
               isBool ? 0.0 : -std::numeric_limits<double>::infinity()));
     }
-    if (!semantics::broadcastsTo(padded, scoresType.getShape()))
+    if (padded.size() > 4 || !semantics::broadcastsTo(padded, scoresShape))
       return nodeError() << "attn_mask of shape " << shapeStr(mt.getShape())
                          << " does not broadcast to the scores [batch, "
                             "q_heads, q_sequence, kv_sequence] = "
-                         << shapeStr(scoresType.getShape());
+                         << shapeStr(scoresShape);
+    if (grouped) {
+      // [.., Hq or 1, Sq', T'] -> [.., Hkv, g or 1, 1, Sq', T'].
+      SmallVector<int64_t> m4(4 - padded.size(), 1);
+      m4.append(padded.begin(), padded.end());
+      SmallVector<int64_t> m5 = {m4[0], 1, 1, m4[2], m4[3]};
+      if (m4[1] != 1) {
+        m5[1] = hkv;
+        m5[2] = g;
+      }
+      mask = reshaped(builder, nodeLoc, mask, m5);
+    }
     // A true boolean takes part in attention; a float mask is added.
     scores = isBool ? Value(gr::SelectOp::create(builder, nodeLoc, mask, scores,
                                                  negInf))
                     : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
   }
   Value probs = gr::SoftmaxOp::create(builder, nodeLoc, scores,
-                                      builder.getI64IntegerAttr(3));
+                                      builder.getI64IntegerAttr(rank - 1));
   Value y = gr::MatMulOp::create(builder, nodeLoc, probs, value);
+  y = reshaped(builder, nodeLoc, y, {batch, hq, sq, dv});
   if (qRank == 3) {
     y = permute(builder, nodeLoc, y, {0, 2, 1, 3});
     y = reshaped(builder, nodeLoc, y, {batch, sq, hq * dv});

@@ -463,16 +463,16 @@ TEST_F(OnnxGradientCheck, AttentionCausalGroupedQuery3D) {
   run(graph, graph.node("Add", {"x", r}), 3);
 }
 
-// 4-D, an additive float mask (a parameter too) and a boolean mask that
-// drops key 1 for query 0 and key 3 for queries 1 and 2, an explicit scale,
-// 2 query heads over 1 K/V head; Sq = 3, Skv = 4.
+// 4-D, an additive per-head float mask [2, 3, 4] (a parameter too) and a
+// boolean mask that drops key 1 for query 0 and key 3 for queries 1 and 2,
+// an explicit scale, 2 query heads over 1 K/V head; Sq = 3, Skv = 4.
 TEST_F(OnnxGradientCheck, AttentionMasksGroupedQuery4D) {
   OnnxGraph graph(23);
   graph.input("x", {2, 3});
   graph.param("q", {1, 2, 3, 2});
   graph.param("k", {1, 1, 4, 2});
   graph.param("v", {1, 1, 4, 1});
-  graph.param("mask", {3, 4});
+  graph.param("mask", {2, 3, 4});
   std::string keep =
       boolConstant(graph, {1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0}, {1, 1, 3, 4});
   std::string a =
