@@ -7,7 +7,8 @@ Usage: attention_models.py OUT_DIR [--run [--device host|cuda] [--break]]
 Without --run writes OUT_DIR/attention.onnx with its inputs
 (OUT_DIR/attention.in.npz) and the models the importer must reject
 (OUT_DIR/nonpad.onnx, OUT_DIR/qk_output.onnx, OUT_DIR/rotary_odd.onnx,
-OUT_DIR/gqa_heads.onnx).
+OUT_DIR/gqa_heads.onnx), and OUT_DIR/gqa_graph.onnx, whose dlgraph the test
+reads.
 With --run also compiles the model with dlc, runs it with `dlrt run
 --device DEVICE` and prints "ok attention <n> outputs" when every output is
 within 1e-5 (absolute below 1, relative above) of its reference, else
@@ -329,6 +330,12 @@ def rejected(out):
         helper.make_node("RotaryEmbedding", ["q", "c", "s"], ["y"],
                          name="odd", rotary_embedding_dim=3),
         qkv[:1] + [("c", [1, 3, 2]), ("s", [1, 3, 2])], ["y"])
+    # Not rejected: grouped-query attention, whose dlgraph the test reads.
+    one("gqa_graph.onnx",
+        helper.make_node("Attention", ["q", "k", "v", "m"], ["y"],
+                         name="gqa"),
+        [("q", [2, 8, 5, 4]), ("k", [2, 2, 7, 4]), ("v", [2, 2, 7, 4]),
+         ("m", [2, 8, 5, 7])], ["y"])
     one("gqa_heads.onnx",
         helper.make_node("Attention", ["q", "k", "v"], ["y"], name="heads"),
         [("q", [1, 3, 3, 4]), ("k", [1, 2, 3, 4]), ("v", [1, 2, 3, 4])],
