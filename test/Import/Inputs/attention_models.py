@@ -13,7 +13,10 @@ With --run also compiles the model with dlc, runs it with `dlrt run
 --device DEVICE` and prints "ok attention <n> outputs" when every output is
 within 1e-5 (absolute below 1, relative above) of its reference, else
 "MISMATCH ...". --break perturbs one reference value by 1e-4 so that the
-check must fail (a self-test).
+check must fail (a self-test). --reference-python PYTHON also compares the
+outputs with onnx.reference and ONNX Runtime run by PYTHON (an environment
+with onnx >= 1.18 and onnxruntime; onnx_reference_compare.py), and says it
+skipped when PYTHON does not exist.
 
 The models are built with onnx 1.12's helper (which does not know the
 opset-23 schemas and does not validate) and declare opset 23.
@@ -36,6 +39,7 @@ Formulas (ONNX opset 23):
     [B, heads, S, D]; 3-D X is [B, S, heads * D] with num_heads.
 """
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -362,8 +366,21 @@ def main():
     if "--break" in sys.argv:
         wants[3] = wants[3].copy()
         wants[3].flat[7] += 1e-4
-    run_and_compare(base, "attention", m.names, wants, device,
-                    base + "." + device + ".out.npz", tolerance=1e-5)
+    outputs = base + "." + device + ".out.npz"
+    run_and_compare(base, "attention", m.names, wants, device, outputs,
+                    tolerance=1e-5)
+    if "--reference-python" in sys.argv:
+        # The same outputs against onnx's reference evaluator and ONNX
+        # Runtime, run by an interpreter that has them (onnx >= 1.18).
+        python = sys.argv[sys.argv.index("--reference-python") + 1]
+        if not os.path.exists(python):
+            print(f"skipped onnx-reference: no interpreter at {python}")
+            return
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "onnx_reference_compare.py")
+        r = subprocess.run([python, script, base, outputs, "--skip-ort",
+                            "bool_mask", "kv_cache_causal"])
+        sys.exit(r.returncode)
 
 
 if __name__ == "__main__":
