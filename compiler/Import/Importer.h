@@ -5,7 +5,7 @@
 // table of op handlers (OpMapping, OpRegistry) and the helpers every op
 // family uses. ONNXImporter.cpp holds the model-level steps and the public
 // entry points; each op family has its file (Elementwise.cpp, Linear.cpp,
-// Conv.cpp, Normalization.cpp, Pool.cpp, DataMovement.cpp, Indexing.cpp,
+// Conv.cpp, Normalization.cpp, Attention.cpp, Pool.cpp, DataMovement.cpp, Indexing.cpp,
 // Reductions.cpp, Losses.cpp, Constants.cpp) with its handlers and its
 // registration entries; ExternalData.cpp reads tensors stored in external
 // data files.
@@ -242,6 +242,7 @@ public:
   static llvm::ArrayRef<OpMapping> linearOps();
   static llvm::ArrayRef<OpMapping> convOps();
   static llvm::ArrayRef<OpMapping> normalizationOps();
+  static llvm::ArrayRef<OpMapping> attentionOps();
   static llvm::ArrayRef<OpMapping> poolOps();
   static llvm::ArrayRef<OpMapping> dataMovementOps();
   static llvm::ArrayRef<OpMapping> indexingOps();
@@ -506,6 +507,24 @@ private:
   /// LayerNormalization (opset 17) and InstanceNormalization, decomposed
   /// into reduce_mean, sub, mul, rsqrt and add.
   mlir::LogicalResult normalization();
+  /// Attention (opset 23): softmax(mask(softcap(Q Kᵀ scale))) V over
+  /// [B, H, S, D] heads (3-D inputs split by q_num_heads/kv_num_heads), with
+  /// causal, boolean or additive masks, grouped-query K/V heads and a KV
+  /// cache (past_key/past_value, present outputs), decomposed into matmul,
+  /// softmax, tanh and select; qk_matmul_output and nonpad_kv_seqlen are
+  /// errors.
+  mlir::LogicalResult attention();
+  /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
+  /// into |heads| heads, the attribute |attr|).
+  mlir::FailureOr<mlir::Value> attentionHeads(int i, int64_t heads,
+                                              llvm::StringRef attr);
+  /// RMSNormalization (opset 23): x * rsqrt(mean(x^2 over axis..) + eps) *
+  /// scale.
+  mlir::LogicalResult rmsNormalization();
+  /// RotaryEmbedding (opset 23): rotates (x1, x2) pairs of the first
+  /// rotary_embedding_dim features by cos/sin (looked up by position_ids or
+  /// given per position), interleaved or split halves, 3-D or 4-D input.
+  mlir::LogicalResult rotaryEmbedding();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>

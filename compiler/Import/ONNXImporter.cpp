@@ -479,9 +479,9 @@ OpRegistry::OpRegistry() {
   // The op families, one file each; every op type is registered once.
   for (ArrayRef<OpMapping> family :
        {Importer::elementwiseOps(), Importer::linearOps(), Importer::convOps(),
-        Importer::normalizationOps(), Importer::poolOps(),
-        Importer::dataMovementOps(), Importer::indexingOps(),
-        Importer::reductionOps(), Importer::lossOps(),
+        Importer::normalizationOps(), Importer::attentionOps(),
+        Importer::poolOps(), Importer::dataMovementOps(),
+        Importer::indexingOps(), Importer::reductionOps(), Importer::lossOps(),
         Importer::constantOps()}) {
     for (const OpMapping &m : family) {
       if (!byType.try_emplace(m.opType, &m).second)

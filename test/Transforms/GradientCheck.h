@@ -134,17 +134,17 @@ protected:
 };
 
 
-/// A small ONNX graph under construction (opset 17).
+/// A small ONNX graph under construction (opset 17 unless given).
 struct OnnxGraph {
   onnx::ModelProto model;
   onnx::GraphProto *g;
   int counter = 0;
 
-  OnnxGraph() {
+  explicit OnnxGraph(int64_t opset = 17) {
     model.set_ir_version(8);
     auto *imp = model.add_opset_import();
     imp->set_domain("");
-    imp->set_version(17);
+    imp->set_version(opset);
     g = model.mutable_graph();
     g->set_name("gradcheck");
   }

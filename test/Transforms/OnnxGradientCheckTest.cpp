@@ -481,4 +481,99 @@ TEST_F(OnnxGradientCheck, ModelComputedOnnxLosses) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Opset-23 transformer ops (Attention.cpp's decompositions): every input that
+// carries a gradient is a parameter, so the check covers Q, K, V, additive
+// masks, RMSNormalization's scale and RotaryEmbedding's cos/sin caches.
+//===----------------------------------------------------------------------===//
+
+/// A Constant node holding a bool tensor of |shape|.
+std::string boolConstant(OnnxGraph &graph, std::vector<int> values,
+                         std::vector<int64_t> shape) {
+  std::string name = "b" + std::to_string(graph.counter++);
+  auto *n = graph.g->add_node();
+  n->set_op_type("Constant");
+  n->add_output(name);
+  auto *a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto_DataType_BOOL);
+  for (int64_t d : shape)
+    a->mutable_t()->add_dims(d);
+  for (int v : values)
+    a->mutable_t()->add_int32_data(v);
+  return name;
+}
+
+// 3-D, causal, grouped-query: 2 query heads of size 2 read 1 K/V head
+// (V head size 1); Y [1, 3, 2] reshaped to [2, 3].
+TEST_F(OnnxGradientCheck, AttentionCausalGroupedQuery3D) {
+  OnnxGraph graph(23);
+  graph.input("x", {2, 3});
+  graph.param("q", {1, 3, 4});
+  graph.param("k", {1, 3, 2});
+  graph.param("v", {1, 3, 1});
+  std::string y = graph.node("Attention", {"q", "k", "v"}, {},
+                             {{"is_causal", 1},
+                              {"q_num_heads", 2},
+                              {"kv_num_heads", 1}});
+  std::string r = graph.node("Reshape", {y, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {"x", r}), 3);
+}
+
+// 4-D, an additive per-head float mask [2, 3, 4] (a parameter too) and a
+// boolean mask that drops key 1 for query 0 and key 3 for queries 1 and 2,
+// an explicit scale, 2 query heads over 1 K/V head; Sq = 3, Skv = 4.
+TEST_F(OnnxGradientCheck, AttentionMasksGroupedQuery4D) {
+  OnnxGraph graph(23);
+  graph.input("x", {2, 3});
+  graph.param("q", {1, 2, 3, 2});
+  graph.param("k", {1, 1, 4, 2});
+  graph.param("v", {1, 1, 4, 1});
+  graph.param("mask", {2, 3, 4});
+  std::string keep =
+      boolConstant(graph, {1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0}, {1, 1, 3, 4});
+  std::string a =
+      graph.node("Attention", {"q", "k", "v", "mask"}, {{"scale", 0.7f}});
+  std::string b = graph.node("Attention", {"q", "k", "v", keep});
+  std::string y = graph.node("Mul", {a, b});
+  std::string r = graph.node("Reshape", {y, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {"x", r}), 4);
+}
+
+TEST_F(OnnxGradientCheck, RMSNormalization) {
+  OnnxGraph graph(23);
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("scale", {3});
+  std::string h = graph.node("Add", {"x", "w"});
+  run(graph,
+      graph.node("RMSNormalization", {h, "scale"}, {{"epsilon", 1e-3f}}), 2);
+}
+
+// X = x + w as [1, 1, 1, 6] (split halves) or [1, 1, 6] with one head
+// (interleaved, partial: 4 of 6 features through position ids 2): the
+// gradient reaches X and the cos/sin caches (gathered rows included).
+TEST_F(OnnxGradientCheck, RotaryEmbeddingHalvesAndInterleavedPartial) {
+  OnnxGraph graph(23);
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("cos", {1, 1, 3});
+  graph.param("sin", {1, 1, 3});
+  graph.param("pcos", {4, 2});
+  graph.param("psin", {4, 2});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string x4 =
+      graph.node("Reshape", {h, int64Constant(graph, {1, 1, 1, 6})});
+  std::string a = graph.node("RotaryEmbedding", {x4, "cos", "sin"});
+  std::string x3 = graph.node("Reshape", {h, int64Constant(graph, {1, 1, 6})});
+  std::string b = graph.node(
+      "RotaryEmbedding", {x3, "pcos", "psin", int64Constant(graph, {2}, {1, 1})},
+      {}, {{"interleaved", 1}, {"num_heads", 1}, {"rotary_embedding_dim", 4}});
+  std::string y = graph.node(
+      "Add", {graph.node("Reshape", {a, int64Constant(graph, {2, 3})}),
+              graph.node("Reshape", {b, int64Constant(graph, {2, 3})})});
+  run(graph, graph.node("Mul", {y, h}), 5);
+}
+
 } // namespace

@@ -40,8 +40,8 @@ g = helper.make_graph([helper.make_node("Softmax", ["x"], ["z"], name="sm", axis
                       "g", [x], [z])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           os.path.join(out, "check_attr.onnx"))
-# Supported op types whose nodes do not import: ScatterND on a graph input
-# (it needs compile-time constants) and Relu on int64 data; the Neg after
+# Supported op types whose nodes do not import: ScatterND adding into a graph
+# input (a reduction needs compile-time constants) and Relu on int64 data; the Neg after
 # the ScatterND is not checked, the independent Relu 'ok' is.
 xi = helper.make_tensor_value_info("xi", TensorProto.INT64, [2, 3])
 w = helper.make_tensor_value_info("w", TensorProto.INT64, [2, 3])
@@ -51,7 +51,8 @@ nodes = [
         "i", TensorProto.INT64, [1, 1], [1])),
     helper.make_node("Constant", [], ["u"], value=helper.make_tensor(
         "u", TensorProto.FLOAT, [1, 3], [1, 2, 3])),
-    helper.make_node("ScatterND", ["x", "i", "u"], ["s"], name="scatter"),
+    helper.make_node("ScatterND", ["x", "i", "u"], ["s"], name="scatter",
+                     reduction="add"),
     helper.make_node("Neg", ["s"], ["z"], name="after"),
     helper.make_node("Relu", ["xi"], ["w"], name="int_relu"),
     helper.make_node("Relu", ["x"], ["v"], name="ok"),

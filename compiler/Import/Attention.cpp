@@ -1,0 +1,475 @@
+//===- Attention.cpp - ONNX opset-23 transformer ops -> dlgraph -----------===//
+//
+// Attention, RMSNormalization and RotaryEmbedding (ai.onnx opset 23),
+// decomposed into existing dlgraph ops (matmul, softmax, select, reductions,
+// slices, concats and elementwise ops), so that their gradients and
+// lowering are those of the ops they decompose into. Attention materializes
+// its [B, H, Sq, Skv] scores; the fused dlgraph.attention op of issue 36 is
+// to replace that decomposition.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/Importer.h"
+
+#include "dialects/Graph/GraphOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace dlc::onnx_import;
+namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
+
+static Value reshaped(OpBuilder &b, Location loc, Value v,
+                      ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  return gr::ReshapeOp::create(b, loc, t.clone(shape), v);
+}
+
+static Value permute(OpBuilder &b, Location loc, Value v,
+                     ArrayRef<int64_t> perm) {
+  return gr::TransposeOp::create(b, loc, v, b.getDenseI64ArrayAttr(perm));
+}
+
+/// v[..., start + step * i] for i < count along the last axis.
+static Value sliceLast(OpBuilder &b, Location loc, Value v, int64_t start,
+                       int64_t step, int64_t count) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (start == 0 && step == 1 && count == t.getShape().back())
+    return v;
+  SmallVector<int64_t> starts(t.getRank(), 0), steps(t.getRank(), 1);
+  starts.back() = start;
+  steps.back() = step;
+  SmallVector<int64_t> shape(t.getShape());
+  shape.back() = count;
+  return gr::SliceOp::create(b, loc, t.clone(shape), v,
+                             b.getDenseI64ArrayAttr(starts),
+                             b.getDenseI64ArrayAttr(steps));
+}
+
+static Value concatLast(OpBuilder &b, Location loc, ValueRange vs) {
+  int64_t rank = cast<RankedTensorType>(vs[0].getType()).getRank();
+  return gr::ConcatOp::create(b, loc, vs, b.getI64IntegerAttr(rank - 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Input |i| of an Attention node as [B, heads, S, D]: a 4-D input as is, a
+/// 3-D [B, S, heads * D] one split into |heads| heads (the q_num_heads or
+/// kv_num_heads attribute, named |attr|).
+FailureOr<Value> Importer::attentionHeads(int i, int64_t heads,
+                                          StringRef attr) {
+  Value v = operand(i);
+  if (!v)
+    return failure();
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() == 4)
+    return v;
+  if (t.getRank() != 3)
+    return nodeError() << "input " << i << " ('" << node->input(i)
+                       << "') has shape " << shapeStr(t.getShape())
+                       << "; expected [batch, heads, sequence, head_size] or "
+                          "[batch, sequence, heads * head_size]";
+  int64_t hidden = t.getDimSize(2);
+  if (heads <= 0 || hidden % heads != 0)
+    return nodeError() << "input " << i << " ('" << node->input(i)
+                       << "') is 3-D " << shapeStr(t.getShape())
+                       << ", which needs attribute " << attr << " > 0 dividing "
+                       << hidden << "; got " << heads;
+  Value r = reshaped(builder, nodeLoc, v,
+                     {t.getDimSize(0), t.getDimSize(1), heads, hidden / heads});
+  return permute(builder, nodeLoc, r, {0, 2, 1, 3});
+}
+
+LogicalResult Importer::attention() {
+  int64_t isCausal = attrInt("is_causal", 0);
+  int64_t qHeads = attrInt("q_num_heads", 0);
+  int64_t kvHeads = attrInt("kv_num_heads", 0);
+  int64_t qkMode = attrInt("qk_matmul_output_mode", 0);
+  float softcap = attrFloat("softcap", 0.0f);
+  bool hasScale = findAttr("scale") != nullptr;
+  float scaleAttr = attrFloat("scale", 0.0f);
+  // softmax_precision: the decomposition computes in f32, the only element
+  // type it takes, which is every precision the attribute can ask for here.
+  if (attrFailed)
+    return failure();
+  if (isCausal != 0 && isCausal != 1)
+    return nodeError() << "attribute is_causal = " << isCausal
+                       << " is not supported; supported: 0, 1";
+  if (softcap < 0.0f)
+    return nodeError() << "attribute softcap = " << softcap
+                       << " is not supported; supported: 0 (none) or > 0";
+  // Opset 25's sliding window: -1 (the default) on both sides is none.
+  for (const char *side : {"left_window_size", "right_window_size"}) {
+    int64_t w = attrInt(side, -1);
+    if (!attrFailed && w != -1)
+      return nodeError() << "attribute " << side << " = " << w
+                         << " (a sliding window, opset 25) is not "
+                            "supported; supported: -1 (no window)";
+  }
+  if (attrFailed)
+    return failure();
+  if (hasInput(6))
+    return nodeError() << "input 6 (nonpad_kv_seqlen, opset 24) is not "
+                          "supported; supported: a boolean attn_mask for "
+                          "padded keys";
+  if (node->output_size() > 3 && !node->output(3).empty() &&
+      consumed.contains(node->output(3)))
+    return nodeError() << "output 3 (qk_matmul_output, qk_matmul_output_mode = "
+                       << qkMode
+                       << ") is used, which is not supported; supported: "
+                          "outputs Y, present_key and present_value";
+  if (hasInput(4) != hasInput(5))
+    return nodeError() << "past_key and past_value must be given together";
+
+  auto qIn = input(0);
+  if (!qIn)
+    return failure();
+  int64_t qRank = qIn->type().getRank();
+  FailureOr<Value> q = attentionHeads(0, qHeads, "q_num_heads");
+  if (failed(q))
+    return failure();
+  FailureOr<Value> k = attentionHeads(1, kvHeads, "kv_num_heads");
+  if (failed(k))
+    return failure();
+  FailureOr<Value> v = attentionHeads(2, kvHeads, "kv_num_heads");
+  if (failed(v))
+    return failure();
+  Value key = *k, value = *v;
+  int64_t past = 0;
+  if (hasInput(4)) {
+    Value pk = operand(4), pv = pk ? operand(5) : Value();
+    if (!pv)
+      return failure();
+    auto pkt = cast<RankedTensorType>(pk.getType()),
+         pvt = cast<RankedTensorType>(pv.getType());
+    auto kt = cast<RankedTensorType>(key.getType()),
+         vt = cast<RankedTensorType>(value.getType());
+    auto fits = [](RankedTensorType past, RankedTensorType cur) {
+      return past.getRank() == 4 && past.getDimSize(0) == cur.getDimSize(0) &&
+             past.getDimSize(1) == cur.getDimSize(1) &&
+             past.getDimSize(3) == cur.getDimSize(3);
+    };
+    if (!fits(pkt, kt) || !fits(pvt, vt))
+      return nodeError() << "past_key " << shapeStr(pkt.getShape())
+                         << " and past_value " << shapeStr(pvt.getShape())
+                         << " must be [batch, kv_heads, past_sequence, "
+                            "head_size] matching K "
+                         << shapeStr(kt.getShape()) << " and V "
+                         << shapeStr(vt.getShape());
+    past = pkt.getDimSize(2);
+    key = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pk, key},
+                               builder.getI64IntegerAttr(2));
+    value = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pv, value},
+                                 builder.getI64IntegerAttr(2));
+  }
+
+  ArrayRef<int64_t> qs = cast<RankedTensorType>(q->getType()).getShape();
+  ArrayRef<int64_t> ks = cast<RankedTensorType>(key.getType()).getShape();
+  ArrayRef<int64_t> vs = cast<RankedTensorType>(value.getType()).getShape();
+  int64_t batch = qs[0], hq = qs[1], sq = qs[2], d = qs[3];
+  int64_t hkv = ks[1], skv = ks[2], dv = vs[3];
+  if (ks[0] != batch || vs[0] != batch || vs[1] != hkv || vs[2] != skv ||
+      ks[3] != d)
+    return nodeError() << "Q [batch, heads, sequence, head_size] = "
+                       << shapeStr(qs) << ", K = " << shapeStr(ks)
+                       << " and V = " << shapeStr(vs)
+                       << " disagree: K and V need Q's batch, one head count "
+                          "and one sequence length, K Q's head size";
+  if (hkv <= 0 || hq % hkv != 0)
+    return nodeError() << "Q's " << hq << " heads are not a multiple of K/V's "
+                       << hkv << " heads";
+  // Present key/value: K and V with the past prepended, [B, Hkv, T, D].
+  if (failed(define(1, key)) || failed(define(2, value)))
+    return failure();
+
+  // Grouped-query attention: query head h reads K/V head h / g, g = Hq /
+  // Hkv. The g query heads of one K/V head are one more batch dim that the
+  // K/V operands of the two matmuls broadcast over ([B, Hkv, g, S, D] against
+  // [B, Hkv, 1, T, D]), so the repeated heads are never materialized.
+  int64_t g = hq / hkv;
+  bool grouped = g > 1;
+  Value query = *q;
+  if (grouped) {
+    query = reshaped(builder, nodeLoc, query, {batch, hkv, g, sq, d});
+    key = reshaped(builder, nodeLoc, key, {batch, hkv, 1, skv, d});
+    value = reshaped(builder, nodeLoc, value, {batch, hkv, 1, skv, dv});
+  }
+  int64_t rank = grouped ? 5 : 4;
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 1], perm[rank - 2]);
+
+  double scale = hasScale ? double(scaleAttr) : 1.0 / std::sqrt(double(d));
+  Value kT = permute(builder, nodeLoc, key, perm);
+  Value scores = gr::MatMulOp::create(builder, nodeLoc, query, kT);
+  scores = gr::MulOp::create(
+      builder, nodeLoc, scores,
+      splatOf(RankedTensorType::get({}, builder.getF32Type()), scale));
+  // The scores as ONNX defines them, [B, Hq, Sq, T], for the mask checks.
+  SmallVector<int64_t> scoresShape = {batch, hq, sq, skv};
+  // A rank-0 fill broadcasts in the select without a full-size splat.
+  Value negInf = splatOf(RankedTensorType::get({}, builder.getF32Type()),
+                         -std::numeric_limits<double>::infinity());
+  // Soft-capping (Gemma 2) comes before the masks, which stay -inf.
+  if (softcap > 0.0f) {
+    Value cap =
+        splatOf(RankedTensorType::get({}, builder.getF32Type()), softcap);
+    scores = gr::MulOp::create(
+        builder, nodeLoc,
+        gr::TanhOp::create(builder, nodeLoc,
+                           gr::DivOp::create(builder, nodeLoc, scores, cap)),
+        cap);
+  }
+  if (isCausal) {
+    // Aligned at the past: query i (at position past + i) attends to keys
+    // j <= past + i; without a KV cache the mask is upper-left aligned.
+    auto maskType = RankedTensorType::get({sq, skv}, builder.getI1Type());
+    if (boundedNumElements(maskType.getShape(), kMaxFoldElements) < 0)
+      return nodeError() << "a causal mask of " << sq << " x " << skv
+                         << " elements is beyond the importer's constant "
+                            "limit of "
+                         << kMaxFoldElements << " elements";
+    SmallVector<bool> keep(sq * skv);
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < skv; ++j)
+        keep[i * skv + j] = j <= past + i;
+    Value mask = gr::ConstantOp::create(
+        builder, nodeLoc,
+        cast<ElementsAttr>(DenseElementsAttr::get(maskType, ArrayRef(keep))));
+    scores = gr::SelectOp::create(builder, nodeLoc, mask, scores, negInf);
+  }
+  if (hasInput(3)) {
+    Slot *m = input(3);
+    if (!m)
+      return failure();
+    RankedTensorType mt = m->type();
+    bool isBool = mt.getElementType().isInteger(1);
+    Value mask = isBool ? materialize(*m) : operand(3);
+    if (!mask)
+      return failure();
+    // A mask shorter than the keys (past + new) leaves the keys after it
+    // out: it is padded with false (boolean) or -inf (additive).
+    SmallVector<int64_t> padded(mt.getShape());
+    if (!padded.empty() && padded.back() < skv && padded.back() != 1) {
+      padded.back() = skv;
+      SmallVector<int64_t> zeros(padded.size(), 0), ones(padded.size(), 1);
+      mask = gr::PadOp::create(
+          builder, nodeLoc, mt.clone(padded), mask,
+          builder.getDenseI64ArrayAttr(zeros),
+          builder.getDenseI64ArrayAttr(ones),
+          builder.getF64FloatAttr(
+              isBool ? 0.0 : -std::numeric_limits<double>::infinity()));
+    }
+    if (padded.size() > 4 || !semantics::broadcastsTo(padded, scoresShape))
+      return nodeError() << "attn_mask of shape " << shapeStr(mt.getShape())
+                         << " does not broadcast to the scores [batch, "
+                            "q_heads, q_sequence, kv_sequence] = "
+                         << shapeStr(scoresShape);
+    if (grouped) {
+      // [.., Hq or 1, Sq', T'] -> [.., Hkv, g or 1, 1, Sq', T'].
+      SmallVector<int64_t> m4(4 - padded.size(), 1);
+      m4.append(padded.begin(), padded.end());
+      SmallVector<int64_t> m5 = {m4[0], 1, 1, m4[2], m4[3]};
+      if (m4[1] != 1) {
+        m5[1] = hkv;
+        m5[2] = g;
+      }
+      mask = reshaped(builder, nodeLoc, mask, m5);
+    }
+    // A true boolean takes part in attention; a float mask is added.
+    scores = isBool ? Value(gr::SelectOp::create(builder, nodeLoc, mask, scores,
+                                                 negInf))
+                    : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
+  }
+  Value probs = gr::SoftmaxOp::create(builder, nodeLoc, scores,
+                                      builder.getI64IntegerAttr(rank - 1));
+  Value y = gr::MatMulOp::create(builder, nodeLoc, probs, value);
+  y = reshaped(builder, nodeLoc, y, {batch, hq, sq, dv});
+  if (qRank == 3) {
+    y = permute(builder, nodeLoc, y, {0, 2, 1, 3});
+    y = reshaped(builder, nodeLoc, y, {batch, sq, hq * dv});
+  }
+  return define(0, y);
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNormalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::rmsNormalization() {
+  int64_t axis = attrInt("axis", -1);
+  float eps = attrFloat("epsilon", 1e-5f);
+  int64_t stashType = attrInt("stash_type", 1);
+  if (attrFailed)
+    return failure();
+  // The statistics are computed in f32 (the only element type taken here).
+  if (stashType != onnx::TensorProto_DataType_FLOAT)
+    return nodeError() << "attribute stash_type = " << stashType
+                       << " is not supported; supported: 1 (float)";
+  Value x = operand(0), scale = x ? operand(1) : Value();
+  if (!scale)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (axis < -rank || axis >= rank)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  if (axis < 0)
+    axis += rank;
+  auto st = cast<RankedTensorType>(scale.getType());
+  if (!semantics::broadcastsTo(st.getShape(), t.getShape()))
+    return nodeError() << "scale of shape " << shapeStr(st.getShape())
+                       << " does not broadcast to X of shape "
+                       << shapeStr(t.getShape());
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i)
+    axes.push_back(i);
+  // y = x * rsqrt(mean(x^2) + eps) * scale.
+  Value sq = gr::MulOp::create(builder, nodeLoc, x, x);
+  Value ms = reduceOver<gr::ReduceMeanOp>(sq, axes, /*keepdims=*/true);
+  Value inv = gr::RsqrtOp::create(
+      builder, nodeLoc,
+      gr::AddOp::create(builder, nodeLoc, ms, splatLike(ms, eps)));
+  Value y = gr::MulOp::create(builder, nodeLoc, x, inv);
+  return define(0, gr::MulOp::create(builder, nodeLoc, y, scale));
+}
+
+//===----------------------------------------------------------------------===//
+// RotaryEmbedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::rotaryEmbedding() {
+  int64_t interleaved = attrInt("interleaved", 0);
+  int64_t numHeads = attrInt("num_heads", 0);
+  int64_t rotaryDim = attrInt("rotary_embedding_dim", 0);
+  if (attrFailed)
+    return failure();
+  if (interleaved != 0 && interleaved != 1)
+    return nodeError() << "attribute interleaved = " << interleaved
+                       << " is not supported; supported: 0, 1";
+  Value x = operand(0);
+  Value cosCache = x ? operand(1) : Value();
+  Value sinCache = cosCache ? operand(2) : Value();
+  if (!sinCache)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  ArrayRef<int64_t> xs = xt.getShape();
+  // Work on X as [B, H, S, D] (4-D input) or [B, S, H, D] (3-D input split
+  // into num_heads heads); |seqAxis| is S's axis.
+  Value x4 = x;
+  int64_t seqAxis = 2;
+  if (xt.getRank() == 3) {
+    if (numHeads <= 0 || xs[2] % numHeads != 0)
+      return nodeError() << "3-D input " << shapeStr(xs)
+                         << " needs attribute num_heads > 0 dividing " << xs[2]
+                         << "; got " << numHeads;
+    x4 = reshaped(builder, nodeLoc, x,
+                  {xs[0], xs[1], numHeads, xs[2] / numHeads});
+    seqAxis = 1;
+  } else if (xt.getRank() != 4) {
+    return nodeError() << "input of shape " << shapeStr(xs)
+                       << " is not supported; expected [batch, heads, "
+                          "sequence, head_size] or [batch, sequence, hidden]";
+  }
+  ArrayRef<int64_t> s4 = cast<RankedTensorType>(x4.getType()).getShape();
+  int64_t batch = s4[0], seq = s4[seqAxis], headSize = s4[3];
+  if (rotaryDim == 0)
+    rotaryDim = headSize;
+  if (rotaryDim < 0 || rotaryDim > headSize || rotaryDim % 2 != 0)
+    return nodeError() << "rotary_embedding_dim = " << rotaryDim
+                       << " must be even and at most the head size "
+                       << headSize;
+  int64_t half = rotaryDim / 2;
+
+  // cos/sin as [B, S, half]: looked up by position_ids ([B, S]) in
+  // [max_position, half] caches, or given per position.
+  Value cs[2] = {cosCache, sinCache};
+  for (Value &c : cs) {
+    if (hasInput(3)) {
+      Slot *ids = input(3);
+      if (!ids)
+        return failure();
+      RankedTensorType it = ids->type();
+      if (!it.getElementType().isInteger(64) &&
+          !it.getElementType().isInteger(32))
+        return nodeError() << "position_ids has element type "
+                           << it.getElementType() << "; supported: int64, "
+                           << "int32";
+      if (it.getShape() != ArrayRef<int64_t>{batch, seq})
+        return nodeError() << "position_ids of shape "
+                           << shapeStr(it.getShape()) << " must be [" << batch
+                           << ", " << seq << "]";
+      auto ct = cast<RankedTensorType>(c.getType());
+      if (ct.getRank() != 2 || ct.getDimSize(1) != half)
+        return nodeError() << "with position_ids, cos_cache and sin_cache "
+                              "must be [max_position, "
+                           << half << "], got " << shapeStr(ct.getShape());
+      c = gr::GatherOp::create(builder, nodeLoc, c, materialize(*ids),
+                               builder.getI64IntegerAttr(0));
+    } else {
+      auto ct = cast<RankedTensorType>(c.getType());
+      if (ct.getRank() != 3 || ct.getDimSize(0) != batch ||
+          ct.getDimSize(1) != seq || ct.getDimSize(2) != half)
+        return nodeError() << "without position_ids, cos_cache and "
+                              "sin_cache must be ["
+                           << batch << ", " << seq << ", " << half << "], got "
+                           << shapeStr(ct.getShape());
+    }
+    // Broadcast over heads: [B, 1, S, half] (4-D) or [B, S, 1, half] (3-D).
+    c = reshaped(builder, nodeLoc, c,
+                 seqAxis == 2 ? SmallVector<int64_t>{batch, 1, seq, half}
+                              : SmallVector<int64_t>{batch, seq, 1, half});
+  }
+  Value cosv = cs[0], sinv = cs[1];
+
+  // The rotated pairs: (x[2i], x[2i+1]) interleaved, else (x[i],
+  // x[i + half]).
+  Value x1 = interleaved ? sliceLast(builder, nodeLoc, x4, 0, 2, half)
+                         : sliceLast(builder, nodeLoc, x4, 0, 1, half);
+  Value x2 = interleaved ? sliceLast(builder, nodeLoc, x4, 1, 2, half)
+                         : sliceLast(builder, nodeLoc, x4, half, 1, half);
+  Value real = gr::SubOp::create(builder, nodeLoc,
+                                 gr::MulOp::create(builder, nodeLoc, cosv, x1),
+                                 gr::MulOp::create(builder, nodeLoc, sinv, x2));
+  Value imag = gr::AddOp::create(builder, nodeLoc,
+                                 gr::MulOp::create(builder, nodeLoc, sinv, x1),
+                                 gr::MulOp::create(builder, nodeLoc, cosv, x2));
+  SmallVector<int64_t> rotShape(s4);
+  rotShape.back() = rotaryDim;
+  Value rotated;
+  if (interleaved) {
+    SmallVector<int64_t> pairShape(s4);
+    pairShape.back() = half;
+    pairShape.push_back(1);
+    Value r = reshaped(builder, nodeLoc, real, pairShape);
+    Value i = reshaped(builder, nodeLoc, imag, pairShape);
+    rotated = reshaped(builder, nodeLoc, concatLast(builder, nodeLoc, {r, i}),
+                       rotShape);
+  } else {
+    rotated = concatLast(builder, nodeLoc, {real, imag});
+  }
+  Value y = rotated;
+  if (rotaryDim < headSize)
+    y = concatLast(builder, nodeLoc,
+                   {rotated, sliceLast(builder, nodeLoc, x4, rotaryDim, 1,
+                                       headSize - rotaryDim)});
+  return define(0, reshaped(builder, nodeLoc, y, xs));
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+ArrayRef<OpMapping> Importer::attentionOps() {
+  static const OpMapping ops[] = {
+      // Versions 24 (nonpad_kv_seqlen) and 25 (sliding windows) are read:
+      // their new input and attributes are refused unless unused.
+      {"Attention", 23, &Importer::attention, 25},
+      {"RMSNormalization", 23, &Importer::rmsNormalization},
+      {"RotaryEmbedding", 23, &Importer::rotaryEmbedding},
+  };
+  return ops;
+}
