@@ -26,7 +26,10 @@ die() { echo "test-venv: error: $*" >&2; exit 1; }
 [ -x "$PY" ] || die "$PY not found (Debian's python3)"
 KEY=$( { cat "$REQ" "$REQ_TORCH"; "$PY" -c 'import sys; print(sys.version)'; } |
   sha256sum | cut -c1-16)
-VENV=${DLC_VENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dlc/venv-$KEY}
+if [ -z "${DLC_VENV_DIR:-}" ] && [ -z "${XDG_CACHE_HOME:-}" ] && [ -z "${HOME:-}" ]; then
+  die "neither HOME nor XDG_CACHE_HOME is set; set DLC_VENV_DIR to the venv's folder"
+fi
+VENV=${DLC_VENV_DIR:-${XDG_CACHE_HOME:-${HOME:-}/.cache}/dlc/venv-$KEY}
 
 if [ "${1:-}" = "--python" ]; then
   echo "$VENV/bin/python"

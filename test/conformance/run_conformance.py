@@ -304,14 +304,22 @@ SUPPORTED_ELEM_TYPES = {"FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16", "INT32",
                         "INT64", "BOOL"}
 
 
+def elem_name(elem_type):
+    """TensorProto.DataType's name of |elem_type|, or 'type N' for one this
+    onnx does not know (a newer model read by an older onnx)."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type)
+    except ValueError:
+        return "type %d" % elem_type
+
+
 def type_names(type_proto, found):
     """Adds the element types and kinds (sequence/optional/map/sparse) of
     |type_proto| to |found|."""
     kind = type_proto.WhichOneof("value")
     if kind == "tensor_type":
         if type_proto.tensor_type.elem_type:
-            found.add(onnx.TensorProto.DataType.Name(
-                type_proto.tensor_type.elem_type))
+            found.add(elem_name(type_proto.tensor_type.elem_type))
     elif kind == "sequence_type":
         found.add("sequence")
         type_names(type_proto.sequence_type.elem_type, found)
@@ -326,17 +334,17 @@ def type_names(type_proto, found):
 
 def graph_type_names(graph, found):
     """Element types of |graph|'s values, initializers, tensor attributes and
-    Cast/CastLike targets, subgraphs included."""
+    Cast targets (CastLike's is an input's type), subgraphs included."""
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
         type_names(vi.type, found)
     for t in graph.initializer:
-        found.add(onnx.TensorProto.DataType.Name(t.data_type))
+        found.add(elem_name(t.data_type))
     if len(graph.sparse_initializer):
         found.add("sparse")
     for node in graph.node:
         for a in node.attribute:
             if a.type == onnx.AttributeProto.TENSOR:
-                found.add(onnx.TensorProto.DataType.Name(a.t.data_type))
+                found.add(elem_name(a.t.data_type))
             elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
                 found.add("sparse")
             elif a.type == onnx.AttributeProto.GRAPH:
@@ -345,7 +353,7 @@ def graph_type_names(graph, found):
                 for g in a.graphs:
                     graph_type_names(g, found)
             elif a.name == "to" and node.op_type == "Cast":
-                found.add(onnx.TensorProto.DataType.Name(a.i))
+                found.add(elem_name(a.i))
 
 
 def unsupported_dtypes(model_path):
@@ -562,9 +570,9 @@ def read_expected(path):
 
 
 def write_expected(path, outcomes, data):
-    source = ("Debian's libonnx-testdata" if data == DEFAULT_DATA else
-              data_description(data))
-    header = ("# Expected outcome of every test of %s\n"
+    source = ("ONNX backend test from Debian's libonnx-testdata"
+              if data == DEFAULT_DATA else data_description(data))
+    header = ("# Expected outcome of every %s\n"
               "# (test/conformance/run_conformance.py). Regenerate with "
               "--update.\n" % source)
     tmp = path + ".tmp"
@@ -582,9 +590,9 @@ def data_description(data):
     if os.path.isfile(stamp):
         with open(stamp) as f:
             version = f.read().split(",")[0].strip()  # "onnx 1.23.2"
-        return ("the ONNX node tests of %s (written by test/conformance/"
+        return ("ONNX node test of %s (written by test/conformance/"
                 "generate_node_tests.py)" % version)
-    return "the ONNX backend tests in %s" % os.path.basename(
+    return "ONNX backend test in %s" % os.path.basename(
         os.path.normpath(data))
 
 
