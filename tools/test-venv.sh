@@ -4,8 +4,13 @@
 # transformers; test/requirements-torch.txt: PyTorch 2.15 and its dynamo
 # exporter), in a cache folder keyed by those files' hash, and reuses it.
 #
-# Usage: tools/test-venv.sh            build it unless complete; print its python
+# Usage: tools/test-venv.sh            build it unless complete
 #        tools/test-venv.sh --python   only print where its python is (or will be)
+#
+# torch is installed --no-deps with the few NVIDIA wheels the CUDA 13 toolkit
+# lacks (test/requirements-torch.txt says why); where `import torch` then
+# fails, or with DLC_TEST_VENV_TORCH=full, with all of torch's requirements
+# (~3 GB more: cuBLAS, cuDNN, ... from PyPI, found through torch's RPATH).
 #
 # The folder is ${DLC_VENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dlc/venv-<sha>},
 # <sha> the first 16 hex digits of sha256(requirements.txt,
@@ -66,7 +71,11 @@ step "installing test/requirements.txt" "${PIP[@]}" install -q -r "$REQ"
 step "installing test/requirements-torch.txt (--no-deps)" \
   "${PIP[@]}" install -q --no-deps -r "$REQ_TORCH"
 TORCH_LIBS="toolkit (the CUDA 13 toolkit's libraries on the library path)"
-if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+if [ "${DLC_TEST_VENV_TORCH:-}" = full ]; then
+  step "DLC_TEST_VENV_TORCH=full: installing torch's full requirements" \
+    "${PIP[@]}" install -q "$(grep -E '^torch==' "$REQ_TORCH")"
+  TORCH_LIBS="PyPI (torch's full requirements)"
+elif ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
   # No CUDA 13 toolkit on the library path (a fresh machine mounts it without
   # an ld.so.conf entry): take torch's whole CUDA stack from PyPI instead
   # (~3 GB more).
