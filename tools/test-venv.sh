@@ -15,8 +15,8 @@
 # The folder is ${DLC_VENV_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dlc/venv-<sha>},
 # <sha> the first 16 hex digits of sha256(requirements.txt,
 # requirements-torch.txt, python version). It is complete once its stamp file
-# `dlc-venv-complete` exists (written last); an incomplete one is removed and
-# built again. CMake runs `--python` at configure time (DLC_TEST_VENV_PYTHON)
+# `dlc-venv-complete` exists (written last) and holds that key; an incomplete
+# or other one is removed and built again. CMake runs `--python` at configure time (DLC_TEST_VENV_PYTHON)
 # and adds the tests that need it only when the stamp is there.
 set -euo pipefail
 
@@ -43,7 +43,10 @@ elif [ $# -gt 0 ]; then
   die "unknown argument '$1' (usage: test-venv.sh [--python])"
 fi
 
-if [ -f "$VENV/$STAMP" ]; then
+if [ -f "$VENV/$STAMP" ] && ! grep -qx "key: $KEY" "$VENV/$STAMP"; then
+  # DLC_VENV_DIR names a folder, not a version: its stamp holds the key.
+  echo "test-venv: $VENV was built for other requirements; building it again"
+elif [ -f "$VENV/$STAMP" ]; then
   # A venv whose torch takes CUDA libraries from the system toolkit (see
   # requirements-torch.txt) breaks when that toolkit changes: check it.
   if ! grep -q '^torch: toolkit' "$VENV/$STAMP" ||
@@ -55,6 +58,9 @@ if [ -f "$VENV/$STAMP" ]; then
 fi
 
 echo "test-venv: building $VENV (several minutes, ~2.5 GB; once per change of test/requirements*.txt)"
+if [ -e "$VENV" ] && [ ! -f "$VENV/pyvenv.cfg" ] && [ -n "$(ls -A "$VENV")" ]; then
+  die "$VENV exists and is not a virtualenv; not removing it (set DLC_VENV_DIR elsewhere)"
+fi
 rm -rf "$VENV"
 mkdir -p "$(dirname "$VENV")"
 "$PY" -m venv "$VENV" ||
@@ -89,5 +95,5 @@ print("test-venv: onnx %s, onnxruntime %s, torch %s, transformers %s, numpy %s"
       % (onnx.__version__, onnxruntime.__version__, torch.__version__,
          transformers.__version__, numpy.__version__))'
 "${PIP[@]}" freeze > "$VENV/pip-freeze.txt"
-echo "torch: $TORCH_LIBS" > "$VENV/$STAMP"
+printf 'key: %s\ntorch: %s\n' "$KEY" "$TORCH_LIBS" > "$VENV/$STAMP"
 echo "test-venv: $VENV is complete ($(du -sh "$VENV" | cut -f1))"
