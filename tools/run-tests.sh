@@ -3,7 +3,7 @@
 # PyTorch, NVRTC compile checks). Tests that need a GPU skip without one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+bash tools/setup.sh --tests
 BUILD_DIR=${DLC_BUILD_DIR:-build}
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"
 

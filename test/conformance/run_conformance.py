@@ -29,6 +29,17 @@ The expected category of every test is checked in (expected.txt, lines
 the expected category, in either direction, and whenever any test crashes or
 times out, whatever expected.txt says. `--update` rewrites expected.txt from
 this run's outcomes.
+
+Other test data: `--data DIR` with the same layout, e.g. the node tests of a
+newer onnx that generate_node_tests.py writes (CTest `onnx_conformance_1_23`,
+with expected-onnx-1.23.txt, run by the test virtualenv's python; see the
+README). Its suites default to DIR's subfolders.
+
+Dtypes: a test whose model has a value, initializer or Cast target of an
+element type the importer does not take (it takes float, double, float16,
+bfloat16, int32, int64 and bool), or a sequence/optional/map value, is
+counted as excluded for unsupported dtypes, and the summary gives the pass
+rate over the other tests.
 """
 
 import argparse
@@ -71,6 +82,7 @@ class Outcome:
         self.detail = " ".join(detail.split())  # one line
         self.seconds = seconds
         self.times = {}  # seconds spent in each tool ("dlc", "dlrt")
+        self.dtypes = []  # the model's element types dlc does not take
 
     def line(self):
         if self.category in ("pass", "timeout") or not self.detail:
@@ -264,11 +276,15 @@ DLRT_DTYPES = {"f32": "float32", "f64": "float64", "i64": "int64",
 
 
 def widen_bf16(value, elem_type):
-    """ONNX keeps BFLOAT16 test data as uint16 bit patterns; dlrt reads and
-    writes bf16 as exactly widened float32. Other values pass unchanged."""
+    """ONNX keeps BFLOAT16 test data as uint16 bit patterns (onnx < 1.17; newer
+    onnx reads it as ml_dtypes.bfloat16); dlrt reads and writes bf16 as exactly
+    widened float32. Other values pass unchanged."""
     if elem_type != onnx.TensorProto.BFLOAT16 or isinstance(value, tuple):
         return value
-    bits = np.asarray(value).astype(np.uint16).astype(np.uint32) << 16
+    value = np.asarray(value)
+    if value.dtype.name == "bfloat16":
+        return value.astype(np.float32)  # exact
+    bits = value.astype(np.uint16).astype(np.uint32) << 16
     return bits.view(np.float32)
 
 
@@ -280,6 +296,73 @@ def onnx_np_dtype(elem_type):
         return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE.get(elem_type)
     except (KeyError, ValueError):
         return None
+
+
+# Element types the importer takes (compiler/Import/Importer.cpp,
+# elementTypeFor); a model with any other is counted apart in the summary.
+SUPPORTED_ELEM_TYPES = {"FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16", "INT32",
+                        "INT64", "BOOL"}
+
+
+def elem_name(elem_type):
+    """TensorProto.DataType's name of |elem_type|, or 'type N' for one this
+    onnx does not know (a newer model read by an older onnx)."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type)
+    except ValueError:
+        return "type %d" % elem_type
+
+
+def type_names(type_proto, found):
+    """Adds the element types and kinds (sequence/optional/map/sparse) of
+    |type_proto| to |found|."""
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        if type_proto.tensor_type.elem_type:
+            found.add(elem_name(type_proto.tensor_type.elem_type))
+    elif kind == "sequence_type":
+        found.add("sequence")
+        type_names(type_proto.sequence_type.elem_type, found)
+    elif kind == "optional_type":
+        found.add("optional")
+        type_names(type_proto.optional_type.elem_type, found)
+    elif kind == "map_type":
+        found.add("map")
+    elif kind == "sparse_tensor_type":
+        found.add("sparse")
+
+
+def graph_type_names(graph, found):
+    """Element types of |graph|'s values, initializers, tensor attributes and
+    Cast targets (CastLike's is an input's type), subgraphs included."""
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        type_names(vi.type, found)
+    for t in graph.initializer:
+        found.add(elem_name(t.data_type))
+    if len(graph.sparse_initializer):
+        found.add("sparse")
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                found.add(elem_name(a.t.data_type))
+            elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
+                found.add("sparse")
+            elif a.type == onnx.AttributeProto.GRAPH:
+                graph_type_names(a.g, found)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    graph_type_names(g, found)
+            elif a.name == "to" and node.op_type == "Cast":
+                found.add(elem_name(a.i))
+
+
+def unsupported_dtypes(model_path):
+    """Sorted names of |model_path|'s element types and value kinds that
+    dlc's importer does not take (lower case: 'uint8', 'sequence')."""
+    found = set()
+    graph_type_names(onnx.load(model_path, load_external_data=False).graph,
+                     found)
+    return sorted(n.lower() for n in found - SUPPORTED_ELEM_TYPES)
 
 
 def parse_forward_inputs(info):
@@ -313,6 +396,11 @@ def run_test(test_dir, args, env):
         shutil.rmtree(tmp, ignore_errors=True)
     outcome.seconds = time.monotonic() - start
     outcome.times = times
+    try:
+        outcome.dtypes = unsupported_dtypes(os.path.join(test_dir,
+                                                         "model.onnx"))
+    except Exception:  # an unreadable model: not a dtype question
+        outcome.dtypes = []
     return outcome
 
 
@@ -481,16 +569,31 @@ def read_expected(path):
     return expected
 
 
-def write_expected(path, outcomes):
-    header = ("# Expected outcome of every ONNX backend test from Debian's "
-              "libonnx-testdata\n# (test/conformance/run_conformance.py). "
-              "Regenerate with --update.\n")
+def write_expected(path, outcomes, data):
+    source = ("ONNX backend test from Debian's libonnx-testdata"
+              if data == DEFAULT_DATA else data_description(data))
+    header = ("# Expected outcome of every %s\n"
+              "# (test/conformance/run_conformance.py). Regenerate with "
+              "--update.\n" % source)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(header)
         for name in sorted(outcomes):
             f.write("%s: %s\n" % (name, outcomes[name]))
     os.replace(tmp, path)
+
+
+def data_description(data):
+    """What |data| holds, for the expected file's header: the onnx version in
+    generate_node_tests.py's stamp when there is one, else the folder."""
+    stamp = os.path.join(data, "stamp.txt")
+    if os.path.isfile(stamp):
+        with open(stamp) as f:
+            version = f.read().split(",")[0].strip()  # "onnx 1.23.2"
+        return ("ONNX node test of %s (written by test/conformance/"
+                "generate_node_tests.py)" % version)
+    return "ONNX backend test in %s" % os.path.basename(
+        os.path.normpath(data))
 
 
 # --------------------------------------------------------------------------
@@ -520,8 +623,10 @@ def main():
                         "the CUDA path on the host stand-in)")
     p.add_argument("--data", default=DEFAULT_DATA,
                    help="libonnx-testdata's data folder (default %(default)s)")
-    p.add_argument("--suites", default=",".join(SUITES),
-                   help="comma-separated suites (default %(default)s)")
+    p.add_argument("--suites", default=None,
+                   help="comma-separated suites (default: %s for the "
+                        "default --data, else every subfolder of --data)" %
+                        ",".join(SUITES))
     p.add_argument("--filter", default=None,
                    help="only tests whose 'suite/name' matches this regex")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
@@ -547,8 +652,17 @@ def main():
             raise SystemExit("error: '%s' is not an executable" % tool)
     args.dlc = os.path.abspath(args.dlc)
     args.dlrt = os.path.abspath(args.dlrt)
+    args.data = os.path.abspath(args.data)  # the tools run in a temporary cwd
 
-    suites = [s for s in args.suites.split(",") if s]
+    if args.data == DEFAULT_DATA:
+        all_suites = SUITES
+    elif os.path.isdir(args.data):
+        all_suites = sorted(d for d in os.listdir(args.data)
+                            if os.path.isdir(os.path.join(args.data, d)))
+    else:
+        raise SystemExit("error: no test folder %s" % args.data)
+    suites = ([s for s in args.suites.split(",") if s]
+              if args.suites is not None else all_suites)
     tests = []
     for s in suites:
         folder = os.path.join(args.data, s)
@@ -629,6 +743,21 @@ def main():
         print("\nmost common unsupported reasons:")
         for r, n in reasons.most_common(args.top):
             print("  %4d  %s" % (n, r))
+    excluded = {n: o for n, o in outcomes.items() if o.dtypes}
+    kinds = collections.Counter(d for o in excluded.values() for d in o.dtypes)
+    print("\nexcluded for unsupported dtypes: %d tests (%s; one test can have "
+          "several); of them %d pass, %d unsupported, %d fail" % (
+              len(excluded), ", ".join("%s %d" % kv for kv in
+                                        sorted(kinds.items(),
+                                               key=lambda kv: (-kv[1], kv[0])))
+              or "none",
+              sum(o.category == "pass" for o in excluded.values()),
+              sum(o.category == "unsupported" for o in excluded.values()),
+              sum(o.category == "fail" for o in excluded.values())))
+    considered = [o for n, o in outcomes.items() if n not in excluded]
+    passed = sum(o.category == "pass" for o in considered)
+    print("pass rate over supported dtypes: %d of %d (%.1f%%)" % (
+        passed, len(considered), 100.0 * passed / max(1, len(considered))))
     slow = sorted(outcomes.items(), key=lambda kv: -kv[1].seconds)[:5]
     print("\nslowest tests: " + ", ".join("%s %.1fs" % (n, o.seconds)
                                           for n, o in slow))
@@ -645,12 +774,12 @@ def main():
 
     if args.update:
         merged = read_expected(args.expected)
-        selected_all = set(suites) == set(SUITES) and not args.filter
+        selected_all = set(suites) == set(all_suites) and not args.filter
         if selected_all:
             merged = {}
         for n, o in outcomes.items():
             merged[n] = o.category
-        write_expected(args.expected, merged)
+        write_expected(args.expected, merged, args.data)
         print("\nupdated %s (%d tests)" % (args.expected, len(merged)))
         return status
 
@@ -660,26 +789,27 @@ def main():
         got = outcomes[name].category
         want = expected.get(name)
         if want is None:
-            diffs.append("  %s: %s, not in expected.txt" % (name, got))
+            diffs.append("  %s: %s, not in %s" % (
+                name, got, os.path.basename(args.expected)))
         elif want != got:
             kind = ("improvement" if RANK[got] < RANK[want]
                     else "REGRESSION")
             diffs.append("  %s: expected %s, got %s (%s)%s" % (
                 name, want, got, kind,
                 "" if got == "pass" else ": " + outcomes[name].detail))
-    if not (args.filter or set(suites) != set(SUITES)):
+    if not (args.filter or set(suites) != set(all_suites)):
         ran = {n for n, _ in tests}
         for name in sorted(set(expected) - ran):
-            diffs.append("  %s: in expected.txt but not in %s" %
-                         (name, args.data))
+            diffs.append("  %s: in %s but not in %s" % (
+                name, os.path.basename(args.expected), args.data))
     if diffs:
         status = 1
         print("\nFAILED: %d outcome(s) differ from %s:" % (len(diffs),
                                                           args.expected))
         print("\n".join(diffs))
         print("If these changes are intended (e.g. a newly supported op), "
-              "rerun with --update to rewrite expected.txt, and check the "
-              "diff in.")
+              "rerun with --update to rewrite %s, and check the "
+              "diff in." % os.path.basename(args.expected))
     if status == 0:
         print("\nOK: every outcome matches %s" % args.expected)
     return status

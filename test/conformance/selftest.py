@@ -71,6 +71,10 @@ def main():
         make_test(node, "test_wrong_dtype", "Relu", x, relu.astype(np.float64))
         make_test(node, "test_wrong_shape", "Relu", x, relu.reshape(4, 3))
         make_test(node, "test_unsupported", "NoSuchOpForSelftest", x, x)
+        # A dtype the importer does not take: excluded from the pass rate.
+        xu8 = (np.abs(x) * 10).astype(np.uint8)
+        make_test(node, "test_uint8", "Relu", xu8, xu8,
+                  in_dtype=TensorProto.UINT8, out_dtype=TensorProto.UINT8)
         for n in ("test_crash_signal", "test_crash_no_message", "test_hang",
                   "test_dlrt_error"):
             make_test(node, n, "Relu", x, relu)
@@ -97,6 +101,7 @@ exec "%s" "$@"
             "node/test_wrong_dtype": "fail",
             "node/test_wrong_shape": "fail",
             "node/test_unsupported": "unsupported",
+            "node/test_uint8": "unsupported",
             "node/test_crash_signal": "crash",
             "node/test_crash_no_message": "crash",
             "node/test_hang": "timeout",
@@ -136,6 +141,22 @@ exec "%s" "$@"
         if any(l.startswith("node/") and data in l
                for l in r.stdout.splitlines()):
             errors.append("a result line still names the data path")
+        for line in ("excluded for unsupported dtypes: 1 tests (uint8 1;",
+                     "pass rate over supported dtypes: 4 of 12 (33.3%)"):
+            if line not in r.stdout:
+                errors.append("the summary lacks '%s'" % line)
+
+        # A relative --data: the tools run in a temporary folder.
+        r = subprocess.run(
+            [sys.executable, RUNNER, "--dlc", fake,
+             "--dlrt", os.path.abspath(args.dlrt),
+             "--data", os.path.relpath(data, tmp), "--expected", expected,
+             "--filter", "test_good", "--tmpdir", work],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=tmp)
+        if r.returncode != 0 or "node/test_good: pass" not in r.stdout:
+            errors.append("a relative --data did not pass test_good:\n" +
+                          r.stdout)
 
         # Only the well-behaved tests: an exact match passes...
         well = ("test_(good|close|input_named_file|symbolic|wrong_|"

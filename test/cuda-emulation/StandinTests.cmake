@@ -113,7 +113,11 @@ if(DEFINED DLRT_CUDA_SOURCES)
     endif()
     string(REPLACE "${_from}" "${_to}" _mutated "${_dlrt_cuda_device}")
     set(_dir ${CMAKE_CURRENT_BINARY_DIR}/mutants/${_name})
-    file(WRITE ${_dir}/CudaDevice.cpp "${_mutated}")
+    # Written only when it changes: tools/setup.sh configures on every run,
+    # and a new time stamp would rebuild both mutants each time.
+    file(WRITE ${_dir}/CudaDevice.cpp.new "${_mutated}")
+    file(COPY_FILE ${_dir}/CudaDevice.cpp.new ${_dir}/CudaDevice.cpp
+         ONLY_IF_DIFFERENT)
     set(_sources ${DLRT_CUDA_SOURCES})
     list(FILTER _sources EXCLUDE REGEX "CudaDevice\\.cpp$")
     add_executable(dlrt-cuda-tests-mutant-${_name}
