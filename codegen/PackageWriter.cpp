@@ -700,8 +700,8 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   // Large weights go to the weights section after the FlatBuffer (format
   // version 8), which FlatBuffers' 2 GiB does not limit; smaller ones stay
   // in the `weights` safetensors blob inside it, as before.
-  const bool weightsSection = !tensors.empty() &&
-                              weightDataBytes >= options.weightsSectionThreshold;
+  const bool weightsSection =
+      !tensors.empty() && weightDataBytes >= options.weightsSectionThreshold;
   std::vector<uint8_t> weightHeader;
   if (!weightsSection)
     weightHeader = dlrt::safetensors::serializeHeader(
@@ -740,9 +740,9 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   // Room for the weights and the host library up front: growing the
   // builder by doubling would copy them again (the bytes written do not
   // depend on the initial size).
-  flatbuffers::FlatBufferBuilder fbb(
-      (1 << 20) + weightHeader.size() +
-      (weightsSection ? 0 : weightDataBytes) + hostLib->size());
+  flatbuffers::FlatBufferBuilder fbb((1 << 20) + weightHeader.size() +
+                                     (weightsSection ? 0 : weightDataBytes) +
+                                     hostLib->size());
   if (options.pipeline) {
     auto failedRecord = [&]() {
       return planned.emitError()
@@ -971,7 +971,8 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   static const uint8_t zeros[kWeightAlignment] = {};
   if (weightsSection) {
     // The FlatBuffer, padding, and each tensor from its attribute.
-    const uint64_t sectionStart = llvm::alignTo(fbb.GetSize(), kWeightAlignment);
+    const uint64_t sectionStart =
+        llvm::alignTo(fbb.GetSize(), kWeightAlignment);
     pkg::GetMutablePackage(fbb.GetBufferPointer())
         ->mutable_weights_section()
         ->mutate_offset(sectionStart);

@@ -379,16 +379,18 @@ bool convertWeightRefs(const fb::Package *pkg, const uint8_t *file,
   for (size_t i = 0; i < out->buffers.size(); ++i)
     if (isPersistent(out->buffers[i].kind) && !out->buffers[i].init.empty())
       bufferOf.emplace(out->buffers[i].init, i);
-  const std::string sectionText =
-      "the weights section (" + std::to_string(length) + " bytes at offset " +
-      std::to_string(start) + ")";
+  const std::string sectionText = "the weights section (" +
+                                  std::to_string(length) + " bytes at offset " +
+                                  std::to_string(start) + ")";
   if (start % kWeightsSectionAlignment != 0 || start > fileSize ||
       length > fileSize - start)
     return c.fail(sectionText + " is misaligned or outside the file of " +
                   std::to_string(fileSize) + " bytes");
   // The FlatBuffer ends before the section: it verifies within the bytes
-  // before it.
-  flatbuffers::Verifier before(file, static_cast<size_t>(start));
+  // before it (and within 2 GiB, as any FlatBuffer).
+  flatbuffers::Verifier before(
+      file, static_cast<size_t>(
+                std::min<uint64_t>(start, FLATBUFFERS_MAX_BUFFER_SIZE - 1)));
   if (!fb::VerifyPackageBuffer(before))
     return c.fail(sectionText + " overlaps the FlatBuffer");
   if (!pkg->weight_refs())

@@ -415,16 +415,16 @@ Status Session::allocateDeferredState() {
     allocations_.push_back(mem);
     pointers_[i] = mem.data;
     Status st;
-    if (auto it = deferredValues_.find(i); it != deferredValues_.end())
+    if (auto it = deferredValues_.find(i); it != deferredValues_.end()) {
       st = device_.copyToDevice(mem.data, it->second.data(),
                                 it->second.size());
-    else if (!b.init.empty()) {
+    } else if (!b.init.empty()) {
       const TensorData &t = pkg.weights.at(b.init); // checked by the loader
       st = device_.copyToDevice(mem.data, t.data(), t.size());
       pkg.releaseWeightPages(t);
-    }
-    else
+    } else {
       st = device_.fillZero(mem.data, mem.bytes);
+    }
     if (!st.ok())
       return st;
   }

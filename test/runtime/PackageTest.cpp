@@ -279,10 +279,9 @@ TEST(Package, WeightsSectionCorrupt) {
   auto [code, message] = loadViaCApi(dir.file("cut.dlcp"));
   EXPECT_EQ(code, DLRT_CORRUPT);
   expectOneLine(message);
-  EXPECT_EQ(message.rfind("'" + dir.file("cut.dlcp") + "' is corrupt: " +
-                              section,
-                          0),
-            0u)
+  EXPECT_EQ(
+      message.rfind("'" + dir.file("cut.dlcp") + "' is corrupt: " + section, 0),
+      0u)
       << message;
 }
 

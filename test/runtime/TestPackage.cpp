@@ -168,8 +168,8 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
   uint64_t sectionBytes = 0;
   std::vector<flatbuffers::Offset<fb::WeightRef>> refs;
   for (const WeightRefSpec &w : spec.weightRefs) {
-    uint64_t offset = w.offset >= 0 ? uint64_t(w.offset)
-                                    : (sectionBytes + 63) / 64 * 64;
+    uint64_t offset =
+        w.offset >= 0 ? uint64_t(w.offset) : (sectionBytes + 63) / 64 * 64;
     at.push_back(offset);
     if (!w.data.empty())
       sectionBytes = std::max<uint64_t>(sectionBytes, offset + w.data.size());
@@ -178,14 +178,13 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
         w.length >= 0 ? uint64_t(w.length) : w.data.size()));
   }
   fb::WeightsSection section(
-      0, spec.sectionLength >= 0 ? uint64_t(spec.sectionLength)
-                                 : sectionBytes);
+      0, spec.sectionLength >= 0 ? uint64_t(spec.sectionLength) : sectionBytes);
   auto pkg = fb::CreatePackageDirect(
       b, spec.formatVersion, "dlc test", "test-model", &buffers, &kernels,
       &functions, training,
       spec.hostLibrary.empty() ? nullptr : &spec.hostLibrary,
-      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory,
-      pipeline, spec.weightsSection ? &section : nullptr,
+      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory, pipeline,
+      spec.weightsSection ? &section : nullptr,
       spec.weightRefs.empty() ? nullptr : &refs);
   fb::FinishPackageBuffer(b, pkg);
   std::vector<uint8_t> bytes(b.GetBufferPointer(),
