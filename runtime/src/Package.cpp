@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -356,8 +357,10 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
 
 /// The weights section (format version 8): checks that it lies inside the
 /// |fileSize| bytes at |file|, after the FlatBuffer, and that every
-/// WeightRef lies inside it, and adds the tensors to out->weights: viewing
-/// the file when |mapping| (which holds it) is given, else copied.
+/// WeightRef lies inside it, and adds the tensors to out->weights, viewing
+/// the file's |mapping| (which holds |file|) when given, else one copy of
+/// the section (so that overlapping tensors are not copied each); either
+/// becomes out->mapping.
 bool convertWeightRefs(const fb::Package *pkg, const uint8_t *file,
                        size_t fileSize,
                        const std::shared_ptr<const MappedFile> &mapping,
@@ -393,8 +396,13 @@ bool convertWeightRefs(const fb::Package *pkg, const uint8_t *file,
                 std::min<uint64_t>(start, FLATBUFFERS_MAX_BUFFER_SIZE - 1)));
   if (!fb::VerifyPackageBuffer(before))
     return c.fail(sectionText + " overlaps the FlatBuffer");
-  if (!pkg->weight_refs())
+  if (!pkg->weight_refs() || pkg->weight_refs()->size() == 0)
     return true;
+  out->mapping =
+      mapping ? mapping
+              : MappedFile::copyOf(file + start, static_cast<size_t>(length));
+  const uint8_t *base =
+      mapping ? file + start : out->mapping->data(); // the section's start
   for (uint32_t i = 0; i < pkg->weight_refs()->size(); ++i) {
     const fb::WeightRef *r = pkg->weight_refs()->Get(i);
     const std::string name = str(r->name());
@@ -437,13 +445,8 @@ bool convertWeightRefs(const fb::Package *pkg, const uint8_t *file,
                     ", misaligned or outside " + sectionText);
     if (out->weights.count(name))
       return c.fail(where + " is stored twice");
-    const uint8_t *at = file + start + offset;
-    if (mapping) {
-      t.mapped = at;
-      t.mappedSize = static_cast<size_t>(size);
-    } else {
-      t.owned.assign(at, at + size);
-    }
+    t.mapped = base + offset;
+    t.mappedSize = static_cast<size_t>(size);
     out->weights.emplace(name, std::move(t));
   }
   return true;
@@ -1367,12 +1370,6 @@ Status parseBytes(const uint8_t *data, size_t size, const std::string &path,
   if (p->host_library())
     out->hostLibrary.assign(p->host_library()->begin(),
                             p->host_library()->end());
-  if (mapping)
-    for (const auto &[name, t] : out->weights)
-      if (t.mapped) {
-        out->mapping = mapping;
-        break;
-      }
   return Status::OK();
 }
 
@@ -1435,12 +1432,31 @@ Status MappedFile::open(const std::string &path, const char *what,
   return Status::OK();
 }
 
+std::shared_ptr<const MappedFile> MappedFile::copyOf(const uint8_t *data,
+                                                     size_t size) {
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  if (size > 0) {
+    // 64-byte aligned, as the section's tensors are in a file's mapping.
+    void *p = ::operator new[](size, std::align_val_t(64));
+    std::memcpy(p, data, size);
+    file->data_ = static_cast<const uint8_t *>(p);
+    file->size_ = size;
+    file->copied_ = true;
+  }
+  return file;
+}
+
 MappedFile::~MappedFile() {
-  if (data_)
+  if (data_ && copied_)
+    ::operator delete[](const_cast<uint8_t *>(data_), std::align_val_t(64));
+  else if (data_)
     ::munmap(const_cast<uint8_t *>(data_), size_);
 }
 
 void MappedFile::releasePages(const uint8_t *begin, size_t bytes) const {
+  // MADV_DONTNEED zeroes anonymous memory: only a file's pages are dropped.
+  if (copied_)
+    return;
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page *
                        page,

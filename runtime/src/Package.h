@@ -139,7 +139,7 @@ struct PipelineInfo {
 };
 
 /// A read-only mapping of a whole file (mmap), unmapped when the last
-/// owner lets go of it.
+/// owner lets go of it; or (copyOf) a copy of bytes in memory, freed then.
 class MappedFile {
 public:
   /// Maps the regular file |path|; |what| ("package") names it in messages.
@@ -147,6 +147,9 @@ public:
   /// file, mmap fails).
   static Status open(const std::string &path, const char *what,
                      std::shared_ptr<const MappedFile> *out);
+  /// A 64-byte aligned copy of the |size| bytes at |data|.
+  static std::shared_ptr<const MappedFile> copyOf(const uint8_t *data,
+                                                  size_t size);
   ~MappedFile();
   MappedFile(const MappedFile &) = delete;
   MappedFile &operator=(const MappedFile &) = delete;
@@ -157,20 +160,20 @@ public:
   /// Drops the whole pages inside [|begin|, |begin| + |bytes|) from this
   /// process's resident memory (madvise MADV_DONTNEED: the mapping is of a
   /// file and never written, so the bytes are read from the file again if
-  /// touched). A hint: does nothing on failure.
+  /// touched). A hint: does nothing on failure, nor for a copy.
   void releasePages(const uint8_t *begin, size_t bytes) const;
 
 private:
   MappedFile() = default;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
+  bool copied_ = false;
 };
 
 /// The initial value of persistent buffers: little-endian, row-major bytes
 /// of a safetensors dtype ("F32", ...) and shape. The bytes are |owned|
-/// (weights inside the FlatBuffer, copied out, and every weight of a
-/// package parsed from memory), or |mappedSize| bytes at |mapped| in
-/// Package::mapping (the weights section of a package loaded from a file).
+/// (weights inside the FlatBuffer, copied out), or |mappedSize| bytes at
+/// |mapped| in Package::mapping (the weights section).
 struct TensorData {
   std::string dtype;
   std::vector<int64_t> shape;
@@ -196,8 +199,9 @@ struct Package {
   int64_t batchSize = 0;
   std::vector<uint8_t> hostLibrary;
   std::map<std::string, TensorData> weights;
-  /// The package file when loadPackage mapped it: the weights of its
-  /// weights section point into it (TensorData::mapped).
+  /// What the weights of the weights section point into
+  /// (TensorData::mapped): the package file's mapping (loadPackage), or one
+  /// copy of the section (parsePackage). Null without a weights section.
   std::shared_ptr<const MappedFile> mapping;
   /// From the package's MemoryPlan table, or computeMemoryPlan when absent.
   MemoryPlan memory;
@@ -223,11 +227,11 @@ MemoryPlan computeMemoryPlan(const Package &pkg);
 
 /// Parses and validates the package bytes |data| (|size| bytes: the
 /// FlatBuffer and, format version 8, the weights section after it); |path|
-/// names it in messages. Nothing in |out| points into |data|: every weight
-/// is copied. Errors: DLRT_CORRUPT (not a package, fails verification, an
-/// index, offset or size out of range, a weights section or weight outside
-/// the file: "'<path>' is corrupt: weight '<name>' ..."), DLRT_INCOMPATIBLE
-/// (format version).
+/// names it in messages. Nothing in |out| points into |data|: the weights
+/// are copied (the weights section once, as Package::mapping). Errors:
+/// DLRT_CORRUPT (not a package, fails verification, an index, offset or size
+/// out of range, a weights section or weight outside the file: "'<path>' is
+/// corrupt: weight '<name>' ..."), DLRT_INCOMPATIBLE (format version).
 Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
                     Package *out);
 

@@ -8,6 +8,9 @@ libonnx-testdata that the importer accepts (one per op type); packages that
 dlc compiles from tiny models, with the host library and CUDA sources
 removed (the package target never loads kernels) via flatc's JSON form.
 Run it again after a format change; the committed outputs are the seeds.
+(PackageTest FormatVersionsDecodeToTheSameCalls compares cnn_sgd, mlp_adam
+and mlp_infer with their -v1 twins as committed: keep those when adding a
+seed, as mlp_infer_section was added.)
 """
 import argparse
 import glob

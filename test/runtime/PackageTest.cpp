@@ -171,8 +171,14 @@ TEST(Package, WeightsSectionLoadsInPlace) {
   const TensorData &w = p.weights.at("w_init");
   EXPECT_EQ(w.dtype, "F32");
   EXPECT_EQ(w.shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(w.mapped, nullptr);
+  ASSERT_NE(p.mapping, nullptr); // a copy of the section
+  EXPECT_EQ(w.mapped, p.mapping->data());
   EXPECT_EQ(std::vector<uint8_t>(w.data(), w.data() + w.size()), expected);
+  bytes.assign(bytes.size(), 0); // |p| holds its own copy
+  EXPECT_EQ(std::vector<uint8_t>(w.data(), w.data() + w.size()), expected);
+  p.releaseWeightPages(w); // not a file's pages: nothing dropped
+  EXPECT_EQ(std::vector<uint8_t>(w.data(), w.data() + w.size()), expected);
+  bytes = buildPackage(sectionSpec());
   // From a file: read in place from the mapping, which the package keeps.
   TempDir dir;
   writeBytes(dir.file("s.dlcp"), bytes);
