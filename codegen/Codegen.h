@@ -45,7 +45,10 @@ struct CacheReport {
 
 /// The package format version this writer produces
 /// (runtime/schema/package.fbs).
-constexpr uint32_t kFormatVersion = 7;
+constexpr uint32_t kFormatVersion = 8;
+
+/// The default PackageOptions::weightsSectionThreshold: 1 GiB of weights.
+constexpr uint64_t kDefaultWeightsSectionThreshold = uint64_t(1) << 30;
 
 /// One generated CUDA kernel: a translation unit with a single
 /// `extern "C" __global__ void <name>(T0* a0, T1* a1, ...)` (one pointer per
@@ -200,6 +203,12 @@ struct PackageOptions {
   PhaseTimes *times = nullptr;
   /// Receives the cache's hits and misses when not null.
   CacheReport *cacheReport = nullptr;
+  /// Bytes of initial values (all variables together) from which the
+  /// writer puts them in the weights section after the FlatBuffer
+  /// (package.fbs WeightsSection, WeightRef: 64-byte aligned, 64-bit
+  /// offsets, no 2 GiB limit) instead of the `weights` safetensors blob
+  /// inside it. 0: always the section.
+  uint64_t weightsSectionThreshold = kDefaultWeightsSectionThreshold;
 };
 
 /// Writes the package (runtime/schema/package.fbs, format kFormatVersion) for a

@@ -35,6 +35,11 @@ namespace pkg = dlc::package;
 namespace dlc::codegen {
 namespace {
 
+/// Where each tensor of the weights section starts: a multiple of this many
+/// bytes from the section's start, itself at such a multiple from the
+/// file's (package.fbs WeightRef): a cache line, and any SIMD width.
+constexpr uint64_t kWeightAlignment = 64;
+
 struct PlanBuffer {
   std::string name;
   pkg::BufferKind kind;
@@ -674,6 +679,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   // straight from its attribute into the package (below).
   std::vector<dlrt::safetensors::TensorInfo> tensors;
   std::vector<InitialBytes> tensorBytes;
+  std::vector<pkg::DType> tensorDTypes;
   uint64_t weightDataBytes = 0;
   DenseMap<Operation *, const PlanBuffer *> bufferOf;
   for (const PlanBuffer &b : plan.buffers)
@@ -687,24 +693,40 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
       return failure();
     tensors.push_back({var.getSymName().str(), safetensorsDtype(buffer->dtype),
                        buffer->shape, bytes->bytes.size()});
+    tensorDTypes.push_back(buffer->dtype);
     weightDataBytes += bytes->bytes.size();
     tensorBytes.push_back(std::move(*bytes));
   }
-  std::vector<uint8_t> weightHeader = dlrt::safetensors::serializeHeader(
-      tensors, {{"producer", options.producer}});
-  // A package is one FlatBuffers buffer: 32-bit offsets, at most 2 GiB
-  // (FlatBuffers 2.0). Checked before building it, as offsets past that
-  // would wrap silently and give a package dlrt rejects as corrupt.
+  // Large weights go to the weights section after the FlatBuffer (format
+  // version 8), which FlatBuffers' 2 GiB does not limit; smaller ones stay
+  // in the `weights` safetensors blob inside it, as before.
+  const bool weightsSection =
+      !tensors.empty() && weightDataBytes >= options.weightsSectionThreshold;
+  std::vector<uint8_t> weightHeader;
+  if (!weightsSection)
+    weightHeader = dlrt::safetensors::serializeHeader(
+        tensors, {{"producer", options.producer}});
+  // The FlatBuffer: 32-bit offsets, at most 2 GiB (FlatBuffers 2.0).
+  // Checked before building it, as offsets past that would wrap silently
+  // and give a package dlrt rejects as corrupt.
   auto tooLarge = [&](uint64_t bytes) {
+    if (weightsSection)
+      return planned.emitError()
+             << "the package's plan, kernels and host library need " << bytes
+             << " bytes (" << llvm::formatv("{0:F2}", bytes / 1e9).str()
+             << " GB, without the weights); they are one FlatBuffers buffer, "
+                "which holds at most "
+             << FLATBUFFERS_MAX_BUFFER_SIZE << " bytes (2 GiB)";
     return planned.emitError()
            << "the package needs " << bytes << " bytes ("
            << llvm::formatv("{0:F2}", bytes / 1e9).str() << " GB, of which "
-           << weightDataBytes << " bytes of weights); a package holds at most "
-           << FLATBUFFERS_MAX_BUFFER_SIZE
-           << " bytes (2 GiB, one FlatBuffers buffer), so a model with more "
-              "weights cannot be packaged yet";
+           << weightDataBytes << " bytes of weights); one FlatBuffers buffer "
+           << "holds at most " << FLATBUFFERS_MAX_BUFFER_SIZE
+           << " bytes (2 GiB): lower the weights section threshold "
+              "($DLC_WEIGHTS_SECTION_THRESHOLD) to put the weights after it";
   };
-  uint64_t lowerBound = weightHeader.size() + weightDataBytes + hostLib->size();
+  uint64_t lowerBound = weightHeader.size() + hostLib->size() +
+                        (weightsSection ? 0 : weightDataBytes);
   for (const auto &images : *cubinImages)
     for (const auto &image : images)
       lowerBound += image.size();
@@ -719,7 +741,8 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   // builder by doubling would copy them again (the bytes written do not
   // depend on the initial size).
   flatbuffers::FlatBufferBuilder fbb((1 << 20) + weightHeader.size() +
-                                     weightDataBytes + hostLib->size());
+                                     (weightsSection ? 0 : weightDataBytes) +
+                                     hostLib->size());
   if (options.pipeline) {
     auto failedRecord = [&]() {
       return planned.emitError()
@@ -906,27 +929,69 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   // of an ONNX external data file) straight to the file below. Copied into
   // the builder, a model's weights were held twice at the end of a compile.
   uint8_t *weightData = nullptr;
-  auto weightVector = fbb.CreateUninitializedVector(
-      weightHeader.size() + weightDataBytes, &weightData);
-  std::memcpy(weightData, weightHeader.data(), weightHeader.size());
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> weightVector = 0;
+  if (!weightsSection) {
+    weightVector = fbb.CreateUninitializedVector(
+        weightHeader.size() + weightDataBytes, &weightData);
+    std::memcpy(weightData, weightHeader.data(), weightHeader.size());
+  }
   const uint8_t *tensorsBegin = weightData + weightHeader.size();
   auto cubinVector = fbb.CreateVector(cubins);
+  // The weights section: each tensor at the next multiple of
+  // kWeightAlignment from the section's start.
+  std::vector<uint64_t> sectionOffsets;
+  uint64_t sectionBytes = 0;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<pkg::WeightRef>>>
+      weightRefVector = 0;
+  if (weightsSection) {
+    std::vector<flatbuffers::Offset<pkg::WeightRef>> refs;
+    for (auto [i, t] : llvm::enumerate(tensors)) {
+      sectionBytes = llvm::alignTo(sectionBytes, kWeightAlignment);
+      sectionOffsets.push_back(sectionBytes);
+      refs.push_back(pkg::CreateWeightRefDirect(fbb, t.name.c_str(),
+                                                tensorDTypes[i], &t.shape,
+                                                sectionBytes, t.bytes));
+      sectionBytes += t.bytes;
+    }
+    weightRefVector = fbb.CreateVector(refs);
+  }
+  // The section's offset is set once the FlatBuffer's size is known.
+  pkg::WeightsSection sectionPlaceholder(0, sectionBytes);
   auto root = pkg::CreatePackage(
       fbb, kFormatVersion, producerString, modelNameString, bufferVector,
       kernelVector, functionVector, training, hostLibVector, weightVector,
-      cubinVector, memory, pipelineTable);
+      cubinVector, memory, pipelineTable,
+      weightsSection ? &sectionPlaceholder : nullptr, weightRefVector);
   pkg::FinishPackageBuffer(fbb, root);
   if (fbb.GetSize() > FLATBUFFERS_MAX_BUFFER_SIZE)
     return tooLarge(fbb.GetSize());
 
-  // The buffer around the tensors, and the tensors from their attributes.
   const uint8_t *begin = fbb.GetBufferPointer();
-  std::vector<ArrayRef<uint8_t>> pieces = {
-      ArrayRef<uint8_t>(begin, tensorsBegin)};
-  for (const InitialBytes &t : tensorBytes)
-    pieces.push_back(t.bytes);
-  pieces.push_back(
-      ArrayRef<uint8_t>(tensorsBegin + weightDataBytes, begin + fbb.GetSize()));
+  std::vector<ArrayRef<uint8_t>> pieces;
+  static const uint8_t zeros[kWeightAlignment] = {};
+  if (weightsSection) {
+    // The FlatBuffer, padding, and each tensor from its attribute.
+    const uint64_t sectionStart =
+        llvm::alignTo(fbb.GetSize(), kWeightAlignment);
+    pkg::GetMutablePackage(fbb.GetBufferPointer())
+        ->mutable_weights_section()
+        ->mutate_offset(sectionStart);
+    pieces.push_back(ArrayRef<uint8_t>(begin, fbb.GetSize()));
+    uint64_t at = fbb.GetSize();
+    for (auto [i, t] : llvm::enumerate(tensorBytes)) {
+      const uint64_t to = sectionStart + sectionOffsets[i];
+      pieces.push_back(ArrayRef<uint8_t>(zeros, to - at));
+      pieces.push_back(t.bytes);
+      at = to + t.bytes.size();
+    }
+  } else {
+    // The buffer around the tensors, and the tensors from their attributes.
+    pieces.push_back(ArrayRef<uint8_t>(begin, tensorsBegin));
+    for (const InitialBytes &t : tensorBytes)
+      pieces.push_back(t.bytes);
+    pieces.push_back(ArrayRef<uint8_t>(tensorsBegin + weightDataBytes,
+                                       begin + fbb.GetSize()));
+  }
   std::string error;
   if (!writeFileAtomic(path, pieces, error))
     return planned.emitError()

@@ -809,6 +809,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   packageOptions.cache = &cache;
   packageOptions.cacheReport = &cacheReport;
   packageOptions.jobs = options.jobs;
+  packageOptions.weightsSectionThreshold = options.weightsSectionThreshold;
   packageOptions.times = clock.times(); // writePackage times its phases
   progress.stage(options.cudaArchs.empty()
                      ? "generating kernels, compiling host library"

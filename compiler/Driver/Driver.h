@@ -9,6 +9,7 @@
 #ifndef DLC_COMPILER_DRIVER_DRIVER_H
 #define DLC_COMPILER_DRIVER_DRIVER_H
 
+#include "codegen/Codegen.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -58,6 +59,10 @@ struct CompileOptions {
   unsigned jobs = 0;
   /// `--time-phases`: print the wall time of each compile phase to stderr.
   bool timePhases = false;
+  /// $DLC_WEIGHTS_SECTION_THRESHOLD: bytes of initial values from which the
+  /// package puts them in its weights section, after the FlatBuffer
+  /// (codegen::PackageOptions::weightsSectionThreshold).
+  uint64_t weightsSectionThreshold = codegen::kDefaultWeightsSectionThreshold;
   /// Print kernels, library calls and planned memory (bytes) to stdout.
   bool stats = false;
   /// No progress lines on stderr.

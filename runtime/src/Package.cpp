@@ -6,8 +6,14 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <new>
 #include <set>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "Safetensors.h"
 #include "dialects/Semantics/WindowShapes.h"
@@ -349,17 +355,122 @@ bool convertBuffers(const fb::Package *pkg, Package *out, Checker &c) {
   return true;
 }
 
-bool convertWeights(const fb::Package *pkg, Package *out, Checker &c) {
+/// The weights section (format version 8): checks that it lies inside the
+/// |fileSize| bytes at |file|, after the FlatBuffer, and that every
+/// WeightRef lies inside it, and adds the tensors to out->weights, viewing
+/// the file's |mapping| (which holds |file|) when given, else one copy of
+/// the section (so that overlapping tensors are not copied each); either
+/// becomes out->mapping.
+bool convertWeightRefs(const fb::Package *pkg, const uint8_t *file,
+                       size_t fileSize,
+                       const std::shared_ptr<const MappedFile> &mapping,
+                       Package *out, Checker &c) {
+  const fb::WeightsSection *section = pkg->weights_section();
+  if (!section) {
+    if (pkg->weight_refs() && pkg->weight_refs()->size() > 0)
+      return c.fail("it lists weights in a weights section but has none");
+    return true;
+  }
+  if (pkg->format_version() < kWeightsSectionFormatVersion)
+    return c.fail("it has a weights section, which needs format version " +
+                  std::to_string(kWeightsSectionFormatVersion) +
+                  " (the package is version " +
+                  std::to_string(pkg->format_version()) + ")");
+  const uint64_t start = section->offset(), length = section->length();
+  // Where each name is used, to name the buffer in messages.
+  std::map<std::string, size_t> bufferOf;
+  for (size_t i = 0; i < out->buffers.size(); ++i)
+    if (isPersistent(out->buffers[i].kind) && !out->buffers[i].init.empty())
+      bufferOf.emplace(out->buffers[i].init, i);
+  const std::string sectionText = "the weights section (" +
+                                  std::to_string(length) + " bytes at offset " +
+                                  std::to_string(start) + ")";
+  if (start % kWeightsSectionAlignment != 0 || start > fileSize ||
+      length > fileSize - start)
+    return c.fail(sectionText + " is misaligned or outside the file of " +
+                  std::to_string(fileSize) + " bytes");
+  // The FlatBuffer ends before the section: it verifies within the bytes
+  // before it (and within 2 GiB, as any FlatBuffer).
+  flatbuffers::Verifier before(
+      file, static_cast<size_t>(
+                std::min<uint64_t>(start, FLATBUFFERS_MAX_BUFFER_SIZE - 1)));
+  if (!fb::VerifyPackageBuffer(before))
+    return c.fail(sectionText + " overlaps the FlatBuffer");
+  if (!pkg->weight_refs() || pkg->weight_refs()->size() == 0)
+    return true;
+  out->mapping =
+      mapping ? mapping
+              : MappedFile::copyOf(file + start, static_cast<size_t>(length));
+  const uint8_t *base =
+      mapping ? file + start : out->mapping->data(); // the section's start
+  for (uint32_t i = 0; i < pkg->weight_refs()->size(); ++i) {
+    const fb::WeightRef *r = pkg->weight_refs()->Get(i);
+    const std::string name = str(r->name());
+    std::string where = "weight " + std::to_string(i);
+    if (!name.empty()) {
+      where = "weight '" + name + "'";
+      auto b = bufferOf.find(name);
+      if (b != bufferOf.end())
+        where += " (buffer " + std::to_string(b->second) + ")";
+    }
+    if (name.empty())
+      return c.fail(where + " has no name");
+    int dtype = static_cast<int>(r->dtype());
+    if (dtype < static_cast<int>(fb::DType::MIN) ||
+        dtype > static_cast<int>(fb::DType::MAX))
+      return c.fail(where + " has unknown dtype " + std::to_string(dtype));
+    if (!elementsAligned(r->shape()))
+      return c.fail(where + " has a misaligned shape vector");
+    TensorData t;
+    t.dtype = safetensorsDType(static_cast<dlrt_dtype_t>(dtype));
+    int64_t bytes = int64_t(dlrt_dtype_size(static_cast<dlrt_dtype_t>(dtype)));
+    if (r->shape()) {
+      if (r->shape()->size() > size_t(dlc::schema::kMaxBufferRank))
+        return c.fail(where + " has rank " +
+                      std::to_string(r->shape()->size()));
+      for (int64_t d : *r->shape()) {
+        if (d < 0 || !mulOk(bytes, d, &bytes))
+          return c.fail(where + " has an invalid shape");
+        t.shape.push_back(d);
+      }
+    }
+    const uint64_t offset = r->offset(), size = r->length();
+    if (size != static_cast<uint64_t>(bytes))
+      return c.fail(where + " has length " + std::to_string(size) +
+                    " but its shape and dtype need " + std::to_string(bytes));
+    if (offset % kWeightsSectionAlignment != 0 || offset > length ||
+        size > length - offset)
+      return c.fail(where + " has " + std::to_string(size) +
+                    " bytes at offset " + std::to_string(offset) +
+                    ", misaligned or outside " + sectionText);
+    if (out->weights.count(name))
+      return c.fail(where + " is stored twice");
+    t.mapped = base + offset;
+    t.mappedSize = static_cast<size_t>(size);
+    out->weights.emplace(name, std::move(t));
+  }
+  return true;
+}
+
+bool convertWeights(const fb::Package *pkg, const uint8_t *file,
+                    size_t fileSize,
+                    const std::shared_ptr<const MappedFile> &mapping,
+                    Package *out, Checker &c) {
   if (pkg->weights() && pkg->weights()->size() > 0) {
     std::vector<safetensors::Tensor> tensors;
     std::string error;
     if (!safetensors::parse(pkg->weights()->data(), pkg->weights()->size(),
                             &tensors, nullptr, &error))
       return c.fail("weights: " + error);
-    for (safetensors::Tensor &t : tensors)
-      out->weights[t.name] =
-          TensorData{std::move(t.dtype), std::move(t.shape), std::move(t.data)};
+    for (safetensors::Tensor &t : tensors) {
+      TensorData &d = out->weights[t.name];
+      d.dtype = std::move(t.dtype);
+      d.shape = std::move(t.shape);
+      d.owned = std::move(t.data);
+    }
   }
+  if (!convertWeightRefs(pkg, file, fileSize, mapping, out, c))
+    return false;
   for (size_t i = 0; i < out->buffers.size(); ++i) {
     const BufferInfo &b = out->buffers[i];
     if (!isPersistent(b.kind) || b.init.empty())
@@ -370,11 +481,11 @@ bool convertWeights(const fb::Package *pkg, Package *out, Checker &c) {
       return c.fail(where + " is initialized from weight '" + b.init +
                     "', which the package does not contain");
     if (it->second.dtype != safetensorsDType(b.dtype) ||
-        static_cast<int64_t>(it->second.data.size()) != b.sizeBytes)
+        static_cast<int64_t>(it->second.size()) != b.sizeBytes)
       return c.fail(where + " is " + safetensorsDType(b.dtype) + " of " +
                     std::to_string(b.sizeBytes) + " bytes but weight '" +
                     b.init + "' is " + it->second.dtype + " of " +
-                    std::to_string(it->second.data.size()) + " bytes");
+                    std::to_string(it->second.size()) + " bytes");
   }
   return true;
 }
@@ -1146,8 +1257,13 @@ bool convertPipeline(const fb::Pipeline *pl, Package *out, Checker &c) {
   return true;
 }
 
-Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
-                    Package *out) {
+namespace {
+
+/// parsePackage and loadPackage: |mapping|, when given, holds |data| and
+/// the weights of the weights section view it.
+Status parseBytes(const uint8_t *data, size_t size, const std::string &path,
+                  const std::shared_ptr<const MappedFile> &mapping,
+                  Package *out) {
   *out = Package();
   if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
     // FlatBuffers aligns relative to the buffer start: give it an 8-byte
@@ -1155,8 +1271,8 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
     std::vector<uint64_t> aligned((size + 7) / 8);
     if (size)
       std::memcpy(aligned.data(), data, size);
-    return parsePackage(reinterpret_cast<const uint8_t *>(aligned.data()), size,
-                        path, out);
+    return parseBytes(reinterpret_cast<const uint8_t *>(aligned.data()), size,
+                      path, nullptr, out);
   }
   if (size < 8)
     return Status::error(DLRT_CORRUPT, "'" + path +
@@ -1175,7 +1291,10 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
                              " to " + std::to_string(kPackageFormatVersion) +
                              " — recompile it with a matching dlc");
   };
-  flatbuffers::Verifier verifier(data, size);
+  // The FlatBuffer comes first and holds at most 2 GiB; a weights section
+  // may follow it (convertWeightRefs checks that the two do not overlap).
+  flatbuffers::Verifier verifier(
+      data, std::min<size_t>(size, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
   if (!fb::VerifyPackageBuffer(verifier)) {
     uint32_t version;
     if (peekFormatVersion(data, size, &version) && !readsVersion(version))
@@ -1218,7 +1337,8 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
               std::vector<uint8_t>(cb->image()->begin(), cb->image()->end()));
     }
   }
-  if (!convertBuffers(p, out, c) || !convertWeights(p, out, c) ||
+  if (!convertBuffers(p, out, c) ||
+      !convertWeights(p, data, size, mapping, out, c) ||
       !convertFunctions(p, out, c))
     return c.status;
   if (const fb::TrainingInfo *t = p->training()) {
@@ -1253,12 +1373,103 @@ Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
   return Status::OK();
 }
 
+} // namespace
+
+Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
+                    Package *out) {
+  return parseBytes(data, size, path, nullptr, out);
+}
+
 Status loadPackage(const std::string &path, Package *out) {
+  std::shared_ptr<const MappedFile> mapping;
+  Status s = MappedFile::open(path, "package", &mapping);
+  if (s.ok())
+    return parseBytes(mapping->data(), mapping->size(), path, mapping, out);
+  if (s.code == DLRT_NOT_FOUND)
+    return s;
+  // Not a regular file, or mmap failed: read it.
   std::vector<uint8_t> bytes;
-  Status s = readFile(path, "package", &bytes);
+  s = readFile(path, "package", &bytes);
   if (!s.ok())
     return s;
   return parsePackage(bytes.data(), bytes.size(), path, out);
+}
+
+Status MappedFile::open(const std::string &path, const char *what,
+                        std::shared_ptr<const MappedFile> *out) {
+  out->reset();
+  auto ioError = [&](const char *doing, int err) {
+    return Status::error(err == ENOENT ? DLRT_NOT_FOUND : DLRT_IO_ERROR,
+                         std::string("cannot ") + doing + " " + what + " '" +
+                             path + "': " + std::strerror(err));
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ioError("open", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ioError("map", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ioError("map", ENODEV);
+  }
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ > 0) {
+    void *p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      return ioError("map", err);
+    }
+    file->data_ = static_cast<const uint8_t *>(p);
+  }
+  ::close(fd); // the mapping keeps the file
+  *out = std::move(file);
+  return Status::OK();
+}
+
+std::shared_ptr<const MappedFile> MappedFile::copyOf(const uint8_t *data,
+                                                     size_t size) {
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  if (size > 0) {
+    // 64-byte aligned, as the section's tensors are in a file's mapping.
+    void *p = ::operator new[](size, std::align_val_t(64));
+    std::memcpy(p, data, size);
+    file->data_ = static_cast<const uint8_t *>(p);
+    file->size_ = size;
+    file->copied_ = true;
+  }
+  return file;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ && copied_)
+    ::operator delete[](const_cast<uint8_t *>(data_), std::align_val_t(64));
+  else if (data_)
+    ::munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+void MappedFile::releasePages(const uint8_t *begin, size_t bytes) const {
+  // MADV_DONTNEED zeroes anonymous memory: only a file's pages are dropped.
+  if (copied_)
+    return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page *
+                       page,
+                  hi = (reinterpret_cast<uintptr_t>(begin) + bytes) / page *
+                       page;
+  if (!data_ || begin < data_ || begin + bytes > data_ + size_ || hi <= lo)
+    return;
+  (void)::madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_DONTNEED);
+}
+
+void Package::releaseWeightPages(const TensorData &t) const {
+  if (mapping && t.mapped)
+    mapping->releasePages(t.mapped, t.mappedSize);
 }
 
 } // namespace dlrt

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,12 @@
 namespace dlrt {
 
 /// The package format version this runtime writes and reads (package.fbs).
-constexpr uint32_t kPackageFormatVersion = 7;
+constexpr uint32_t kPackageFormatVersion = 8;
+/// The first format version with the weights section after the FlatBuffer.
+constexpr uint32_t kWeightsSectionFormatVersion = 8;
+/// The alignment, bytes, of the weights section and of each of its tensors
+/// (package.fbs WeightsSection, WeightRef).
+constexpr uint64_t kWeightsSectionAlignment = 64;
 /// The oldest format version this runtime still reads: version 1 stored
 /// library-call parameters positionally (LibraryCall.int_attrs).
 constexpr uint32_t kOldestPackageFormatVersion = 1;
@@ -132,10 +138,52 @@ struct PipelineInfo {
   std::vector<std::string> inputs;
 };
 
+/// A read-only mapping of a whole file (mmap), unmapped when the last
+/// owner lets go of it; or (copyOf) a copy of bytes in memory, freed then.
+class MappedFile {
+public:
+  /// Maps the regular file |path|; |what| ("package") names it in messages.
+  /// Errors: DLRT_NOT_FOUND, DLRT_IO_ERROR (cannot open, not a regular
+  /// file, mmap fails).
+  static Status open(const std::string &path, const char *what,
+                     std::shared_ptr<const MappedFile> *out);
+  /// A 64-byte aligned copy of the |size| bytes at |data|.
+  static std::shared_ptr<const MappedFile> copyOf(const uint8_t *data,
+                                                  size_t size);
+  ~MappedFile();
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+
+  const uint8_t *data() const { return data_; }
+  /// Bytes; 0 for an empty file (then data() is null).
+  size_t size() const { return size_; }
+  /// Drops the whole pages inside [|begin|, |begin| + |bytes|) from this
+  /// process's resident memory (madvise MADV_DONTNEED: the mapping is of a
+  /// file and never written, so the bytes are read from the file again if
+  /// touched). A hint: does nothing on failure, nor for a copy.
+  void releasePages(const uint8_t *begin, size_t bytes) const;
+
+private:
+  MappedFile() = default;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+  bool copied_ = false;
+};
+
+/// The initial value of persistent buffers: little-endian, row-major bytes
+/// of a safetensors dtype ("F32", ...) and shape. The bytes are |owned|
+/// (weights inside the FlatBuffer, copied out), or |mappedSize| bytes at
+/// |mapped| in Package::mapping (the weights section).
 struct TensorData {
   std::string dtype;
   std::vector<int64_t> shape;
-  std::vector<uint8_t> data;
+  std::vector<uint8_t> owned;
+  const uint8_t *mapped = nullptr;
+  size_t mappedSize = 0;
+
+  const uint8_t *data() const { return mapped ? mapped : owned.data(); }
+  /// Bytes.
+  size_t size() const { return mapped ? mappedSize : owned.size(); }
 };
 
 struct Package {
@@ -151,6 +199,10 @@ struct Package {
   int64_t batchSize = 0;
   std::vector<uint8_t> hostLibrary;
   std::map<std::string, TensorData> weights;
+  /// What the weights of the weights section point into
+  /// (TensorData::mapped): the package file's mapping (loadPackage), or one
+  /// copy of the section (parsePackage). Null without a weights section.
+  std::shared_ptr<const MappedFile> mapping;
   /// From the package's MemoryPlan table, or computeMemoryPlan when absent.
   MemoryPlan memory;
   /// Pipeline packages only (hasPipeline).
@@ -159,6 +211,11 @@ struct Package {
 
   /// The function named |name|, or null.
   const FunctionInfo *function(const std::string &name) const;
+  /// Called once |t|'s bytes are on the device: a weight read in place from
+  /// the mapping leaves this process's resident memory (MappedFile::
+  /// releasePages), so that loading a large package holds its weights
+  /// once (on the host device: the device's copy), not twice.
+  void releaseWeightPages(const TensorData &t) const;
 };
 
 /// The MemoryPlan of |pkg|'s buffers and functions, computed as the compiler
@@ -168,14 +225,20 @@ struct Package {
 /// largest fallback scratch (dlc::exec::libraryCallFallbackScratchBytes).
 MemoryPlan computeMemoryPlan(const Package &pkg);
 
-/// Parses and validates the package bytes |data|; |path| names it in
-/// messages. Errors: DLRT_CORRUPT (not a package, fails verification, an
-/// index, offset or size out of range), DLRT_INCOMPATIBLE (format version).
+/// Parses and validates the package bytes |data| (|size| bytes: the
+/// FlatBuffer and, format version 8, the weights section after it); |path|
+/// names it in messages. Nothing in |out| points into |data|: the weights
+/// are copied (the weights section once, as Package::mapping). Errors:
+/// DLRT_CORRUPT (not a package, fails verification, an index, offset or size
+/// out of range, a weights section or weight outside the file: "'<path>' is
+/// corrupt: weight '<name>' ..."), DLRT_INCOMPATIBLE (format version).
 Status parsePackage(const uint8_t *data, size_t size, const std::string &path,
                     Package *out);
 
-/// Reads and parses the package file |path|. Errors: DLRT_NOT_FOUND,
-/// DLRT_IO_ERROR, and those of parsePackage.
+/// Maps and parses the package file |path| (a file that cannot be mapped,
+/// such as a pipe, is read instead). The weights of its weights section are
+/// read in place from the mapping, which |out| keeps (Package::mapping).
+/// Errors: DLRT_NOT_FOUND, DLRT_IO_ERROR, and those of parsePackage.
 Status loadPackage(const std::string &path, Package *out);
 
 /// Reads the whole file |path|. Errors: DLRT_NOT_FOUND, DLRT_IO_ERROR;

@@ -294,7 +294,8 @@ Status Session::create(std::shared_ptr<Model> model,
     s->pointers_[i] = mem.data;
     if (isPersistent(b.kind) && !b.init.empty()) {
       const TensorData &t = pkg.weights.at(b.init); // checked by the loader
-      st = s->device_.copyToDevice(mem.data, t.data.data(), t.data.size());
+      st = s->device_.copyToDevice(mem.data, t.data(), t.size());
+      pkg.releaseWeightPages(t);
     } else {
       st = s->device_.fillZero(mem.data, mem.bytes);
     }
@@ -414,14 +415,16 @@ Status Session::allocateDeferredState() {
     allocations_.push_back(mem);
     pointers_[i] = mem.data;
     Status st;
-    if (auto it = deferredValues_.find(i); it != deferredValues_.end())
+    if (auto it = deferredValues_.find(i); it != deferredValues_.end()) {
       st = device_.copyToDevice(mem.data, it->second.data(),
                                 it->second.size());
-    else if (!b.init.empty())
-      st = device_.copyToDevice(mem.data, pkg.weights.at(b.init).data.data(),
-                                pkg.weights.at(b.init).data.size());
-    else
+    } else if (!b.init.empty()) {
+      const TensorData &t = pkg.weights.at(b.init); // checked by the loader
+      st = device_.copyToDevice(mem.data, t.data(), t.size());
+      pkg.releaseWeightPages(t);
+    } else {
       st = device_.fillZero(mem.data, mem.bytes);
+    }
     if (!st.ok())
       return st;
   }

@@ -1077,7 +1077,7 @@ TEST_F(CodegenTest, WritesAndVerifiesPackage) {
   flatbuffers::Verifier verifier(data, (*file)->getBufferSize());
   ASSERT_TRUE(dlc::package::VerifyPackageBuffer(verifier));
   const dlc::package::Package *p = dlc::package::GetPackage(data);
-  EXPECT_EQ(p->format_version(), 7u);
+  EXPECT_EQ(p->format_version(), 8u);
   EXPECT_EQ(p->model_name()->str(), "tiny");
 
   // Buffers: 4 variables, x, labels, y, h, loss, h3, l2.

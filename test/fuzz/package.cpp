@@ -1,7 +1,10 @@
 //===- package.cpp - fuzz target: .dlcp bytes -> validated package ---------===//
-// Parses and validates the bytes as `dlrt_model_load` does (parsePackage),
-// then, for a package the loader accepts, creates a session and runs every
-// function on a CheckingDevice: the executor trusts what the loader accepted,
+// Parses and validates the bytes as `dlrt_model_load` does (parsePackage:
+// the checks, of the FlatBuffer and of the weights section after it, that
+// loadPackage runs on the file's mapping; the seed
+// corpus/package/mlp_infer_section.dlcp has a weights section), then, for a
+// package the loader accepts, creates a session and runs every function on
+// a CheckingDevice: the executor trusts what the loader accepted,
 // so any buffer, alias, arena or library-call size that the loader let
 // through and that would make the executor touch memory outside its buffers
 // is a finding. The package's host library is never loaded.

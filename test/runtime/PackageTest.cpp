@@ -89,7 +89,7 @@ TEST(Package, LoadsValidPackage) {
   EXPECT_EQ(p.kernels[0].name, "k0");
   ASSERT_NE(p.function("forward"), nullptr);
   EXPECT_EQ(p.function("train_step"), nullptr);
-  EXPECT_EQ(p.weights.at("w_init").data.size(), 24u);
+  EXPECT_EQ(p.weights.at("w_init").size(), 24u);
   EXPECT_FALSE(p.hasTraining);
 }
 
@@ -133,6 +133,164 @@ TEST(Package, TruncatedPackage) {
   expectOneLine(message);
 }
 
+/// validSpec with w_init in the weights section (format version 8) instead
+/// of the safetensors blob.
+PkgSpec sectionSpec() {
+  PkgSpec s = validSpec();
+  s.formatVersion = 8;
+  s.weights.clear();
+  s.weightsSection = true;
+  s.weightRefs = {{"w_init", 0, {2, 3}, floatBytes({1, 2, 3, 4, 5, 6})}};
+  return s;
+}
+
+/// The DLRT_CORRUPT message of parsing |spec|'s bytes, cut to |keep| bytes
+/// when not negative.
+std::string corruptMessage(const PkgSpec &spec, int64_t keep = -1) {
+  std::vector<uint8_t> bytes = buildPackage(spec);
+  if (keep >= 0)
+    bytes.resize(static_cast<size_t>(keep));
+  Package p;
+  Status s = parsePackage(bytes.data(), bytes.size(), "t.dlcp", &p);
+  EXPECT_EQ(s.code, DLRT_CORRUPT) << s.message;
+  expectOneLine(s.message);
+  return s.message;
+}
+
+TEST(Package, WeightsSectionLoadsInPlace) {
+  std::vector<uint8_t> bytes = buildPackage(sectionSpec());
+  const std::vector<uint8_t> expected = floatBytes({1, 2, 3, 4, 5, 6});
+  // The section starts at a multiple of 64 after the FlatBuffer and ends
+  // the file.
+  ASSERT_EQ(bytes.size() % 64, 24u);
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bytes.end() - 24));
+  // From memory: copied.
+  Package p;
+  Status s = parsePackage(bytes.data(), bytes.size(), "t.dlcp", &p);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const TensorData &w = p.weights.at("w_init");
+  EXPECT_EQ(w.dtype, "F32");
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{2, 3}));
+  ASSERT_NE(p.mapping, nullptr); // a copy of the section
+  EXPECT_EQ(w.mapped, p.mapping->data());
+  EXPECT_EQ(std::vector<uint8_t>(w.data(), w.data() + w.size()), expected);
+  bytes.assign(bytes.size(), 0); // |p| holds its own copy
+  EXPECT_EQ(std::vector<uint8_t>(w.data(), w.data() + w.size()), expected);
+  p.releaseWeightPages(w); // not a file's pages: nothing dropped
+  EXPECT_EQ(std::vector<uint8_t>(w.data(), w.data() + w.size()), expected);
+  bytes = buildPackage(sectionSpec());
+  // From a file: read in place from the mapping, which the package keeps.
+  TempDir dir;
+  writeBytes(dir.file("s.dlcp"), bytes);
+  Package q;
+  s = loadPackage(dir.file("s.dlcp"), &q);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const TensorData &v = q.weights.at("w_init");
+  ASSERT_NE(q.mapping, nullptr);
+  EXPECT_EQ(v.mapped, q.mapping->data() + bytes.size() - 24);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.mapped) % 64, 0u);
+  EXPECT_EQ(std::vector<uint8_t>(v.data(), v.data() + v.size()), expected);
+  // Dropping the resident pages keeps the bytes (read again from the file).
+  q.releaseWeightPages(v);
+  EXPECT_EQ(std::vector<uint8_t>(v.data(), v.data() + v.size()), expected);
+  Package copy = q; // shares the mapping
+  q = Package();
+  EXPECT_EQ(std::vector<uint8_t>(copy.weights.at("w_init").data(),
+                                 copy.weights.at("w_init").data() + 24),
+            expected);
+  auto [code, message] = loadViaCApi(dir.file("s.dlcp"));
+  EXPECT_EQ(code, DLRT_OK) << message;
+}
+
+TEST(Package, WeightsSectionCorrupt) {
+  const std::string section = "the weights section (24 bytes at offset ";
+  // A weight past the section's end, or misaligned in it.
+  PkgSpec spec = sectionSpec();
+  spec.weightRefs[0].offset = 64;
+  spec.sectionLength = 24;
+  EXPECT_NE(corruptMessage(spec).find(
+                "'t.dlcp' is corrupt: weight 'w_init' (buffer 1) has 24 bytes "
+                "at offset 64, misaligned or outside " +
+                section),
+            std::string::npos)
+      << corruptMessage(spec);
+  spec = sectionSpec();
+  spec.weightRefs[0].offset = 8;
+  spec.sectionLength = 32;
+  EXPECT_NE(corruptMessage(spec).find("weight 'w_init' (buffer 1) has 24 "
+                                      "bytes at offset 8, misaligned"),
+            std::string::npos);
+  // Offsets and lengths that overflow when added.
+  spec = sectionSpec();
+  spec.weightRefs.insert(spec.weightRefs.begin(),
+                         {"pad", 0, {6}, floatBytes({0, 0, 0, 0, 0, 0})});
+  spec.weightRefs[1].offset = int64_t(0x7fffffffffffffc0);
+  spec.weightRefs[1].data.clear();
+  spec.weightRefs[1].length = 24;
+  EXPECT_NE(corruptMessage(spec).find(", misaligned or outside"),
+            std::string::npos);
+  // A length its shape and dtype do not give.
+  spec = sectionSpec();
+  spec.weightRefs[0].length = 20;
+  EXPECT_NE(corruptMessage(spec).find("weight 'w_init' (buffer 1) has length "
+                                      "20 but its shape and dtype need 24"),
+            std::string::npos);
+  // The section past the end of the file: a truncated package.
+  std::vector<uint8_t> whole = buildPackage(sectionSpec());
+  std::string m = corruptMessage(sectionSpec(), int64_t(whole.size()) - 1);
+  EXPECT_NE(m.find(section), std::string::npos) << m;
+  EXPECT_NE(m.find("is misaligned or outside the file of " +
+                   std::to_string(whole.size() - 1) + " bytes"),
+            std::string::npos)
+      << m;
+  // A misaligned section; one overlapping the FlatBuffer.
+  spec = sectionSpec();
+  spec.sectionOffset = int64_t(whole.size()) - 24 - 8;
+  EXPECT_NE(corruptMessage(spec).find("is misaligned or outside the file"),
+            std::string::npos);
+  spec = sectionSpec();
+  spec.sectionOffset = 64;
+  EXPECT_NE(corruptMessage(spec).find("overlaps the FlatBuffer"),
+            std::string::npos);
+  // The section's members in an older format version; refs without one.
+  spec = sectionSpec();
+  spec.formatVersion = 7;
+  EXPECT_NE(corruptMessage(spec).find("it has a weights section, which needs "
+                                      "format version 8 (the package is "
+                                      "version 7)"),
+            std::string::npos);
+  spec = sectionSpec();
+  spec.weightsSection = false;
+  EXPECT_NE(corruptMessage(spec).find("lists weights in a weights section but "
+                                      "has none"),
+            std::string::npos);
+  // A name both inside the FlatBuffer and in the section.
+  spec = sectionSpec();
+  spec.weights = safetensors::serialize(
+      {{"w_init", "F32", {2, 3}, floatBytes({1, 2, 3, 4, 5, 6})}});
+  EXPECT_NE(corruptMessage(spec).find("weight 'w_init' (buffer 1) is stored "
+                                      "twice"),
+            std::string::npos);
+  // A weight the buffer does not match.
+  spec = sectionSpec();
+  spec.weightRefs[0].shape = {3};
+  spec.weightRefs[0].data.resize(12);
+  EXPECT_NE(corruptMessage(spec).find("buffer 1 ('w') is F32 of 24 bytes but "
+                                      "weight 'w_init' is F32 of 12 bytes"),
+            std::string::npos);
+  // Through the C API from a truncated file: the same one line.
+  TempDir dir;
+  writeBytes(dir.file("cut.dlcp"),
+             std::vector<uint8_t>(whole.begin(), whole.end() - 1));
+  auto [code, message] = loadViaCApi(dir.file("cut.dlcp"));
+  EXPECT_EQ(code, DLRT_CORRUPT);
+  expectOneLine(message);
+  EXPECT_EQ(
+      message.rfind("'" + dir.file("cut.dlcp") + "' is corrupt: " + section, 0),
+      0u)
+      << message;
+}
+
 TEST(Package, WrongVersion) {
   TempDir dir;
   PkgSpec spec = validSpec();
@@ -142,7 +300,7 @@ TEST(Package, WrongVersion) {
   EXPECT_EQ(code, DLRT_INCOMPATIBLE);
   EXPECT_EQ(message, "'" + dir.file("v9.dlcp") +
                          "' has package format version 9; this runtime reads "
-                         "versions 1 to 7 — recompile it with a matching dlc");
+                         "versions 1 to 8 — recompile it with a matching dlc");
 }
 
 TEST(Package, OutOfRangeBufferIndex) {

@@ -1,6 +1,7 @@
 //===- TestPackage.cpp - build .dlcp packages and host kernels in tests --===//
 #include "TestPackage.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -162,15 +163,44 @@ std::vector<uint8_t> buildPackage(const PkgSpec &spec) {
         b, p->schedule.c_str(), p->microBatches, p->lossStage,
         p->stepFunction.c_str(), &stages, &transfers, &inputs);
   }
+  // The weights section: where each tensor goes, from the section's start.
+  std::vector<uint64_t> at;
+  uint64_t sectionBytes = 0;
+  std::vector<flatbuffers::Offset<fb::WeightRef>> refs;
+  for (const WeightRefSpec &w : spec.weightRefs) {
+    uint64_t offset =
+        w.offset >= 0 ? uint64_t(w.offset) : (sectionBytes + 63) / 64 * 64;
+    at.push_back(offset);
+    if (!w.data.empty())
+      sectionBytes = std::max<uint64_t>(sectionBytes, offset + w.data.size());
+    refs.push_back(fb::CreateWeightRefDirect(
+        b, w.name.c_str(), static_cast<fb::DType>(w.dtype), &w.shape, offset,
+        w.length >= 0 ? uint64_t(w.length) : w.data.size()));
+  }
+  fb::WeightsSection section(
+      0, spec.sectionLength >= 0 ? uint64_t(spec.sectionLength) : sectionBytes);
   auto pkg = fb::CreatePackageDirect(
       b, spec.formatVersion, "dlc test", "test-model", &buffers, &kernels,
       &functions, training,
       spec.hostLibrary.empty() ? nullptr : &spec.hostLibrary,
-      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory,
-      pipeline);
+      spec.weights.empty() ? nullptr : &spec.weights, nullptr, memory, pipeline,
+      spec.weightsSection ? &section : nullptr,
+      spec.weightRefs.empty() ? nullptr : &refs);
   fb::FinishPackageBuffer(b, pkg);
-  return std::vector<uint8_t>(b.GetBufferPointer(),
-                              b.GetBufferPointer() + b.GetSize());
+  std::vector<uint8_t> bytes(b.GetBufferPointer(),
+                             b.GetBufferPointer() + b.GetSize());
+  if (!spec.weightsSection)
+    return bytes;
+  const uint64_t start = (bytes.size() + 63) / 64 * 64;
+  fb::GetMutablePackage(bytes.data())
+      ->mutable_weights_section()
+      ->mutate_offset(spec.sectionOffset >= 0 ? uint64_t(spec.sectionOffset)
+                                              : start);
+  bytes.resize(start + sectionBytes, 0);
+  for (size_t i = 0; i < spec.weightRefs.size(); ++i)
+    std::copy(spec.weightRefs[i].data.begin(), spec.weightRefs[i].data.end(),
+              bytes.begin() + start + at[i]);
+  return bytes;
 }
 
 TempDir::TempDir() {

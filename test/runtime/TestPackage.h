@@ -69,6 +69,18 @@ struct PipelineSpec {
   std::vector<std::string> inputs;
 };
 
+/// A tensor of the weights section (package.fbs WeightRef, format
+/// version 8). |offset| / |length| are bytes from the section's start;
+/// -1 places the tensor at the next multiple of 64 / takes data's size.
+struct WeightRefSpec {
+  std::string name;
+  int dtype = 0; // F32
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+  int64_t offset = -1;
+  int64_t length = -1;
+};
+
 struct PkgSpec {
   uint32_t formatVersion = 1;  // 2: library calls carry `params`
   std::vector<BufSpec> buffers;
@@ -82,6 +94,14 @@ struct PkgSpec {
   std::optional<std::array<int64_t, 4>> memoryPlan;
   /// The Pipeline table; absent = not a pipeline package.
   std::optional<PipelineSpec> pipeline;
+  /// Format version 8: with |weightsSection|, the tensors of the weights
+  /// section after the FlatBuffer (at the FlatBuffer's size rounded up to
+  /// 64, as dlc writes it, unless |sectionOffset| >= 0 says otherwise; its
+  /// length is the bytes the tensors need unless |sectionLength| >= 0).
+  bool weightsSection = false;
+  std::vector<WeightRefSpec> weightRefs;
+  int64_t sectionOffset = -1;
+  int64_t sectionLength = -1;
 };
 
 /// Serializes |spec| with the FlatBuffers builder (file identifier "DLCP").

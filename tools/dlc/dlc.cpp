@@ -412,7 +412,12 @@ static std::string packageCacheKey(int argc, char **argv,
           " MLIR " LLVM_VERSION_STRING,
       dlc::codegen::hostCompilerIdentity(hostCompiler),
       targets.empty() ? std::string() : dlc::codegen::nvrtcVersionString(),
-      "jobs " + std::to_string(dlc::codegen::compileJobs(jobs))};
+      "jobs " + std::to_string(dlc::codegen::compileJobs(jobs)),
+      // Where the weights go (main() rejects a malformed value).
+      "weights section " +
+          std::string(std::getenv("DLC_WEIGHTS_SECTION_THRESHOLD")
+                          ? std::getenv("DLC_WEIGHTS_SECTION_THRESHOLD")
+                          : "")};
   // Every argument but those that cannot change the package's bytes.
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef a = argv[i];
@@ -493,6 +498,16 @@ int main(int argc, char **argv) {
   options.noCache = noCache;
   options.jobs = jobs;
   options.timePhases = timePhases;
+  // docs/package-format.md, "The weights section".
+  if (const char *t = std::getenv("DLC_WEIGHTS_SECTION_THRESHOLD"); t && *t) {
+    std::optional<int64_t> bytes = dlc::parseByteSize(t);
+    if (!bytes) {
+      llvm::errs() << "dlc: error: DLC_WEIGHTS_SECTION_THRESHOLD '" << t
+                   << "' is not a size in bytes (such as 0, 65536, 1GiB)\n";
+      return 2;
+    }
+    options.weightsSectionThreshold = static_cast<uint64_t>(*bytes);
+  }
   dlc::PipelineOptions &p = options.pipeline;
   p.train = train;
   p.loss = loss;

@@ -7,19 +7,51 @@
 #include "Commands.h"
 #include "Common.h"
 
-#include "data/Npy.h"
 #include "dlc_schema/package_generated.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace dlrt::cli {
 
 namespace fb = dlc::package;
 
 namespace {
+
+/// The package file |path| mapped read-only (mmap); fails (one line) when
+/// it cannot be. dlrt_model_load has read it already.
+struct MappedPackage {
+  explicit MappedPackage(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_size == 0)
+      fail("cannot map package '" + path + "': " + std::strerror(errno));
+    size = static_cast<size_t>(st.st_size);
+    void *m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (m == MAP_FAILED)
+      fail("cannot map package '" + path + "': " + std::strerror(err));
+    data = static_cast<const uint8_t *>(m);
+  }
+  ~MappedPackage() { ::munmap(const_cast<uint8_t *>(data), size); }
+  MappedPackage(const MappedPackage &) = delete;
+  MappedPackage &operator=(const MappedPackage &) = delete;
+
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+};
+
 const char *kindName(fb::BufferKind k) {
   switch (k) {
   case fb::BufferKind::Parameter:
@@ -97,14 +129,16 @@ int runInfo(const InfoOptions &o) {
     ModelPtr model = loadModel(context.get(), o.package);
     check(dlrt_model_memory(model.get(), &memory));
   }
-  std::vector<uint8_t> bytes;
-  std::string err;
-  if (!data::readFileBytes(o.package, bytes, err))
-    fail(err);
-  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  // Mapped, not read: a package's weights section may hold gigabytes that
+  // info never touches.
+  MappedPackage bytes(o.package);
+  // The FlatBuffer comes first, within 2 GiB (docs/package-format.md).
+  flatbuffers::Verifier verifier(
+      bytes.data,
+      std::min<size_t>(bytes.size, FLATBUFFERS_MAX_BUFFER_SIZE - 1));
   if (!fb::VerifyPackageBuffer(verifier))
     fail("'" + o.package + "' is corrupt: FlatBuffers verification failed");
-  const fb::Package *p = fb::GetPackage(bytes.data());
+  const fb::Package *p = fb::GetPackage(bytes.data);
 
   std::printf("package: %s\n", o.package.c_str());
   std::printf("model: %s\n", str(p->model_name()).c_str());
@@ -212,6 +246,17 @@ int runInfo(const InfoOptions &o) {
               std::to_string(e.first) + " (" + humanBytes(e.second) + ")";
     std::printf("16-bit float buffers: %s\n", text.c_str());
   }
+  // Where the initial values are (docs/package-format.md): the weights
+  // section after the FlatBuffer (format version 8), or inside it.
+  if (const fb::WeightsSection *w = p->weights_section())
+    std::printf("weights: %u tensors, %s in the weights section after the "
+                "FlatBuffer (at byte %llu)\n",
+                p->weight_refs() ? p->weight_refs()->size() : 0u,
+                humanBytes(static_cast<int64_t>(w->length())).c_str(),
+                static_cast<unsigned long long>(w->offset()));
+  else
+    std::printf("weights: %s inside the FlatBuffer\n",
+                humanBytes(p->weights() ? p->weights()->size() : 0).c_str());
   std::printf("kernels: %u\n", p->kernels() ? p->kernels()->size() : 0u);
   std::printf("host library: %s\n",
               humanBytes(p->host_library() ? p->host_library()->size() : 0)

@@ -173,9 +173,14 @@ dlrt_status_t dlrt_context_barrier(dlrt_context_t context);
 /* ---------------------------------------------------------------- model */
 
 /* Loads the package at |path|. On success the caller owns |*out_model| and
- * releases it with dlrt_model_release. Errors: DLRT_NOT_FOUND,
+ * releases it with dlrt_model_release. A package with a weights section
+ * (format version 8, docs/package-format.md) stays memory-mapped until the
+ * model is released: sessions copy its weights from the mapping. Replacing
+ * the file meanwhile by a rename (as dlc writes packages) is safe; writing
+ * into it or truncating it in place is not. Errors: DLRT_NOT_FOUND,
  * DLRT_IO_ERROR, DLRT_CORRUPT (not a package, truncated, fails
- * verification), DLRT_INCOMPATIBLE (package format version). */
+ * verification, a weights section or weight outside the file),
+ * DLRT_INCOMPATIBLE (package format version). */
 dlrt_status_t dlrt_model_load(dlrt_context_t context, const char *path,
                               dlrt_model_t *out_model);
 void dlrt_model_release(dlrt_model_t model);

@@ -2,7 +2,8 @@
 models saved with their initializers inline and in external data files
 (onnx.save_model(..., save_as_external_data=True, size_threshold=0)).
 
-Usage: external_data_models.py OUT_DIR [--run [--break] | --train [--break]]
+Usage: external_data_models.py OUT_DIR [--run [--break] | --train [--break]
+                                        | --section]
 
 Without --run/--train writes into OUT_DIR:
   inline/dtypes.onnx, one/dtypes.onnx + one/weights.bin (every initializer
@@ -14,16 +15,21 @@ Without --run/--train writes into OUT_DIR:
   inline/mlp.onnx and one/mlp.onnx + one/mlp.bin: an MLP classifier for
   training, with batch.npz (x, labels);
   bad/<case>/m.onnx: models whose external data is wrong
-  (write_bad_cases); big/m.onnx: a 2.2 GB initializer in a sparse file.
---run compiles dtypes.onnx of inline/, one/ and many/ with dlc, runs each
-with `dlrt run --device host` and prints "ok external-data dtypes <n>
-outputs" when every output of one/ and many/ equals inline/'s bit for bit
-(same dtype, shape and bytes), else "MISMATCH ...".
---train compiles mlp.onnx of inline/ and one/ with `dlc --train`, trains
-each for 3 SGD steps with `dlrt train` and prints "ok external-data train 3
-steps" when the logged losses and the saved checkpoints are identical
-(every tensor byte for byte, and the metadata but the package's path),
-else "MISMATCH ...".
+  (write_bad_cases); big/m.onnx: a 2.2 GB initializer in a sparse file
+  (more than one FlatBuffer holds).
+--run compiles dtypes.onnx of inline/, one/ and many/ with dlc, and one/'s
+again into section/ with every weight in the package's weights section
+($DLC_WEIGHTS_SECTION_THRESHOLD=0), runs each with `dlrt run --device host`
+and prints "ok external-data dtypes <n> outputs" when every output of one/,
+many/ and section/ equals inline/'s bit for bit (same dtype, shape and
+bytes), else "MISMATCH ...".
+--train compiles mlp.onnx of inline/ and one/ (and one/'s into section/)
+with `dlc --train`, trains each for 3 SGD steps with `dlrt train` and
+prints "ok external-data train 3 steps" when the logged losses and the
+saved checkpoints are identical (every tensor byte for byte, and the
+metadata but the package's path), else "MISMATCH ...".
+--section checks where section/dtypes.dlcp keeps its weights and writes
+two damaged copies of it (check_section).
 --break perturbs one value of the inline run's result (with --train: the
 last loss and one bit of a checkpoint tensor) before comparing, so that the
 check must fail (a self-test).
@@ -229,8 +235,24 @@ def write_big_model(out):
         f.write(model.SerializeToString())
 
 
-def run(cmd):
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+def run(cmd, env=None):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                   env=None if env is None else {**os.environ, **env})
+
+
+# Every initial value in the package's weights section, after the FlatBuffer
+# (docs/package-format.md), as dlc writes the weights of large models.
+SECTION = {"DLC_WEIGHTS_SECTION_THRESHOLD": "0"}
+
+
+def compile_section(out, name, flags=()):
+    """Compiles one/<name>.onnx into section/<name>.dlcp with the weights
+    section; returns the package's path without .dlcp."""
+    os.makedirs(os.path.join(out, "section"), exist_ok=True)
+    base = os.path.join(out, "section", name)
+    run(["dlc", os.path.join(out, "one", name + ".onnx"), *flags, "--quiet",
+         "-o", base + ".dlcp"], env=SECTION)
+    return base
 
 
 def compare(label, want, got):
@@ -247,9 +269,12 @@ def compare(label, want, got):
 
 def check_run(out):
     results = {}
-    for kind in ("inline", "one", "many"):
-        base = os.path.join(out, kind, "dtypes")
-        run(["dlc", base + ".onnx", "--quiet", "-o", base + ".dlcp"])
+    for kind in ("inline", "one", "many", "section"):
+        if kind == "section":
+            base = compile_section(out, "dtypes")
+        else:
+            base = os.path.join(out, kind, "dtypes")
+            run(["dlc", base + ".onnx", "--quiet", "-o", base + ".dlcp"])
         run(["dlrt", "run", base + ".dlcp", "--device", "host", "--inputs",
              os.path.join(out, "dtypes.in.npz"), "--outputs",
              base + ".out.npz"])
@@ -258,10 +283,10 @@ def check_run(out):
     if "--break" in sys.argv:
         want["r"] = want["r"].copy()
         want["r"].flat[3] = np.nextafter(want["r"].flat[3], np.float32(1e9))
-    bad = compare("one", want, results["one"]) + compare(
-        "many", want, results["many"])
+    bad = sum(compare(kind, want, results[kind])
+              for kind in ("one", "many", "section"))
     if bad:
-        print(f"MISMATCH external-data dtypes {bad} of {2 * len(want)} "
+        print(f"MISMATCH external-data dtypes {bad} of {3 * len(want)} "
               "outputs")
         sys.exit(1)
     print(f"ok external-data dtypes {len(want)} outputs")
@@ -285,11 +310,15 @@ def read_checkpoint(path):
 
 def check_train(out):
     losses, ckpts = {}, {}
-    for kind in ("inline", "one"):
-        base = os.path.join(out, kind, "mlp")
-        run(["dlc", base + ".onnx", "--train", "--loss",
-             "softmax-cross-entropy", "--optimizer", "sgd", "--lr", "0.1",
-             "--batch-size", str(N), "--quiet", "-o", base + ".dlcp"])
+    flags = ["--train", "--loss", "softmax-cross-entropy", "--optimizer",
+             "sgd", "--lr", "0.1", "--batch-size", str(N)]
+    for kind in ("inline", "one", "section"):
+        if kind == "section":
+            base = compile_section(out, "mlp", flags)
+        else:
+            base = os.path.join(out, kind, "mlp")
+            run(["dlc", base + ".onnx", *flags, "--quiet", "-o",
+                 base + ".dlcp"])
         run(["dlrt", "train", base + ".dlcp", "--data",
              os.path.join(out, "batch.npz"), "--steps", "3", "--no-shuffle",
              "--log-jsonl", base + ".jsonl", "--save",
@@ -304,22 +333,71 @@ def check_train(out):
         ckpts["inline"][1]["fc2.weight"] = (
             dtype, shape, bytes([data[0] ^ 1]) + data[1:])
     bad = 0
-    if losses["one"] != losses["inline"] or len(losses["one"]) != 3:
-        bad += 1
-        print(f"  losses differ: {losses['one']} vs {losses['inline']}")
-    if not ckpts["inline"][1] or ckpts["one"] != ckpts["inline"]:
-        bad += 1
-        print("  checkpoints differ")
+    for kind in ("one", "section"):
+        if losses[kind] != losses["inline"] or len(losses[kind]) != 3:
+            bad += 1
+            print(f"  {kind}: losses differ: {losses[kind]} vs "
+                  f"{losses['inline']}")
+        if not ckpts["inline"][1] or ckpts[kind] != ckpts["inline"]:
+            bad += 1
+            print(f"  {kind}: checkpoints differ")
     if bad:
         print("MISMATCH external-data train")
         sys.exit(1)
     print(f"ok external-data train {len(losses['one'])} steps")
 
 
+def section_struct(data):
+    """The offset of the weights section's (offset, length) struct in the
+    package bytes |data| and the two values: the struct whose section ends
+    the file at a multiple of 64 (as dlc writes it)."""
+    import struct
+    for start in range(0, len(data), 64):
+        at = data.find(struct.pack("<QQ", start, len(data) - start))
+        if at >= 0:
+            return at, start, len(data) - start
+    raise SystemExit("no weights section struct found")
+
+
+def check_section(out):
+    """section/dtypes.dlcp keeps each initial value in the weights section
+    after the FlatBuffer, at a multiple of 64 bytes, as in the ONNX file;
+    writes section/cut.dlcp (its last byte cut) and section/shifted.dlcp
+    (the section's offset moved by 8 bytes) for the corrupt-package
+    checks."""
+    base = compile_section(out, "dtypes")
+    data = open(base + ".dlcp", "rb").read()
+    at, start, length = section_struct(data)
+    model = onnx.load(os.path.join(out, "inline", "dtypes.onnx"))
+    found = 0
+    for t in model.graph.initializer:
+        # The f32 tensors are the model's variables (the importer folds the
+        # others into constants, inside the kernels); short byte strings may
+        # also occur in the FlatBuffer.
+        raw = numpy_helper.to_array(t).tobytes()
+        if t.data_type != TensorProto.FLOAT or len(raw) < 64:
+            continue
+        offset = data.find(raw, start)
+        if offset < 0 or offset % 64 or data.find(raw, 0, start) >= 0:
+            raise SystemExit(f"'{t.name}' is not in the weights section at a "
+                             f"multiple of 64 (found at {offset})")
+        found += 1
+    with open(os.path.join(out, "section", "cut.dlcp"), "wb") as f:
+        f.write(data[:-1])
+    shifted = bytearray(data)
+    shifted[at:at + 8] = (start + 8).to_bytes(8, "little")
+    with open(os.path.join(out, "section", "shifted.dlcp"), "wb") as f:
+        f.write(shifted)
+    print(f"ok weights section at {start}: {length} bytes, {found} tensors "
+          "checked")
+
+
 def main():
     out = sys.argv[1]
     if "--run" in sys.argv:
         return check_run(out)
+    if "--section" in sys.argv:
+        return check_section(out)
     if "--train" in sys.argv:
         return check_train(out)
     shutil.rmtree(out, ignore_errors=True)
