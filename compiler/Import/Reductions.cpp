@@ -43,11 +43,23 @@ LogicalResult Importer::reduce() {
   if (keepdims != 0 && keepdims != 1)
     return nodeError() << "attribute keepdims = " << keepdims
                        << " is not supported; supported: 0, 1";
-  Value x = floatOperand(0);
+  Value x = numericOperand(0);
   if (!x)
     return failure();
   auto t = cast<RankedTensorType>(x.getType());
   int64_t rank = t.getRank();
+  // i32/i64 data: the reductions that are exact integer arithmetic (sums
+  // and products wrap, as the elementwise ops do).
+  bool isInt = isa<IntegerType>(t.getElementType());
+  if (isInt && !llvm::is_contained({"ReduceSum", "ReduceMax", "ReduceMin",
+                                    "ReduceProd", "ReduceL1",
+                                    "ReduceSumSquare"},
+                                   op))
+    return nodeError() << "input 0 has element type " << t.getElementType()
+                       << ", which " << op
+                       << " does not take here; supported: float types "
+                          "(integer data: ReduceSum, ReduceMax, ReduceMin, "
+                          "ReduceProd, ReduceL1, ReduceSumSquare)";
   if (axes.empty()) {
     if (noop)
       return define(0, gr::IdentityOp::create(builder, nodeLoc, x));
@@ -81,6 +93,13 @@ LogicalResult Importer::reduce() {
     y = reduceOver<gr::ReduceMaxOp>(x, axes, keep);
   } else if (op == "ReduceProd") {
     y = reduceOver<gr::ReduceProdOp>(x, axes, keep);
+  } else if (op == "ReduceMin" && isInt) {
+    // min(x) = ~max(~x) with ~x = -1 - x: order-reversing and, unlike
+    // negation, without overflow at INT_MIN.
+    Value ones = splatLike(x, -1);
+    Value m = reduceOver<gr::ReduceMaxOp>(
+        gr::SubOp::create(builder, nodeLoc, ones, x), axes, keep);
+    y = gr::SubOp::create(builder, nodeLoc, splatLike(m, -1), m);
   } else if (op == "ReduceMin") {
     // min(x) = -max(-x), exact in floating point.
     Value m = reduceOver<gr::ReduceMaxOp>(elementwise(gr::NegOp(), x), axes,

@@ -9,9 +9,16 @@
 //
 // Numerics: a folded result equals what the run-time kernels compute, bit for
 // bit. Integer arithmetic wraps (two's complement) as on every target;
-// float add/sub/mul/div fold only when the IEEE result is exact (APFloat
-// reports no rounding), so that the folded value is the run-time value with
-// or without FMA contraction; transcendental functions are never folded.
+// float add/sub/mul/div fold with one IEEE rounding to nearest even in the
+// element type, which is what every kernel computes: the host kernels are
+// compiled with -ffp-contract=off and the CUDA ones with --fmad=false and
+// -ftz=false (no contraction, IEEE division), and f16/bf16 kernels compute
+// in f32 and round once, which for a single add/sub/mul/div equals the
+// direct rounding (f32 has more than 2p + 2 significand bits for p = 11
+// and 8). Results that overflow, underflow to subnormals or zero, divide by
+// zero or are invalid (NaN) are not folded; so -FLT_MAX + 1 (a constant
+// attention mask) folds to -FLT_MAX, and 1 / 0 stays at run time.
+// Transcendental functions are never folded.
 // Integer division and remainder by zero give 0, as the kernels define them
 // (codegen/KernelEmitter.cpp). Operations whose run-time result is undefined
 // or target-specific (float -> int casts out of range or of NaN, min/max
@@ -162,13 +169,15 @@ Attribute foldBinary(
       both, type, [&](const APInt &a, const APInt &b) { return intFn(a, b); });
 }
 
-/// |fn|'s float result when it is exact (no rounding, no overflow, no
-/// division by zero): then it equals any run-time evaluation.
-std::optional<APFloat> exactFloat(
+/// |fn|'s float result rounded once to nearest even, unless it overflows,
+/// underflows, divides by zero or is invalid: then it equals the kernels'
+/// evaluation (see the file comment).
+std::optional<APFloat> roundedFloat(
     const APFloat &a, const APFloat &b,
     APFloat::opStatus (APFloat::*fn)(const APFloat &, APFloat::roundingMode)) {
   APFloat r = a;
-  if ((r.*fn)(b, APFloat::rmNearestTiesToEven) != APFloat::opOK)
+  APFloat::opStatus status = (r.*fn)(b, APFloat::rmNearestTiesToEven);
+  if ((status & ~APFloat::opInexact) != APFloat::opOK)
     return std::nullopt;
   return r;
 }
@@ -186,7 +195,7 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
         return a + b;
       },
       [](const APFloat &a, const APFloat &b) {
-        return exactFloat(a, b, &APFloat::add);
+        return roundedFloat(a, b, &APFloat::add);
       });
 }
 
@@ -197,7 +206,7 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
         return a - b;
       },
       [](const APFloat &a, const APFloat &b) {
-        return exactFloat(a, b, &APFloat::subtract);
+        return roundedFloat(a, b, &APFloat::subtract);
       });
 }
 
@@ -208,7 +217,7 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
         return a * b;
       },
       [](const APFloat &a, const APFloat &b) {
-        return exactFloat(a, b, &APFloat::multiply);
+        return roundedFloat(a, b, &APFloat::multiply);
       });
 }
 
@@ -222,7 +231,7 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
         return b.isAllOnes() ? -a : a.sdiv(b);
       },
       [](const APFloat &a, const APFloat &b) {
-        return exactFloat(a, b, &APFloat::divide);
+        return roundedFloat(a, b, &APFloat::divide);
       });
 }
 

@@ -16,9 +16,13 @@ LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
   Location loc = op->getLoc();
   auto in = tensorType(input);
   Type et = in.getElementType();
-  if (!isa<FloatType>(et))
+  // Integer sums, products and maxima (i32/i64; sums and products wrap).
+  bool isInt = isa<IntegerType>(et) && !et.isInteger(1);
+  if (!isa<FloatType>(et) && !(isInt && kind != "mean"))
     return op->emitError() << "dlgraph-lower-to-dlexec: '" << op->getName()
-                           << "' supports float tensors, not " << et;
+                           << "' supports float tensors"
+                           << (kind == "mean" ? "" : " and i32/i64")
+                           << ", not " << et;
   unsigned rank = in.getRank();
   MLIRContext *ctx = b.getContext();
   SmallVector<StringRef> iters;
@@ -41,12 +45,20 @@ LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
   // once by a second kernel, so it equals the f32 op on the same values,
   // rounded once. A maximum is exact in the input's type.
   bool viaF32 = (et.isF16() || et.isBF16()) && kind != "max";
-  auto ft = cast<FloatType>(viaF32 ? b.getF32Type() : et);
-  Attribute initAttr =
-      kind == "max"
-          ? (Attribute)b.getFloatAttr(
-                ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true))
-          : (Attribute)b.getFloatAttr(ft, kind == "prod" ? 1.0 : 0.0);
+  Type ft = viaF32 ? b.getF32Type() : et;
+  Attribute initAttr;
+  if (isInt)
+    initAttr = b.getIntegerAttr(
+        et, kind == "max"
+                ? APInt::getSignedMinValue(et.getIntOrFloatBitWidth())
+                : APInt(et.getIntOrFloatBitWidth(), kind == "prod" ? 1 : 0));
+  else
+    initAttr = kind == "max"
+                   ? (Attribute)b.getFloatAttr(
+                         ft, APFloat::getInf(
+                                 cast<FloatType>(ft).getFloatSemantics(),
+                                 /*Negative=*/true))
+                   : (Attribute)b.getFloatAttr(ft, kind == "prod" ? 1.0 : 0.0);
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   Value out = fl.alloc(resultType, loc);
   Value acc = viaF32 ? fl.alloc(resultType.clone(ft), loc) : out;
@@ -58,6 +70,13 @@ LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
                  [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
                      ArrayRef<Value> outs) -> SmallVector<Value> {
                    Value v = ins[0];
+                   if (isInt) {
+                     if (kind == "max")
+                       return {arith::MaxSIOp::create(kb, l, outs[0], v)};
+                     if (kind == "prod")
+                       return {arith::MulIOp::create(kb, l, outs[0], v)};
+                     return {arith::AddIOp::create(kb, l, outs[0], v)};
+                   }
                    if (viaF32)
                      v = arith::ExtFOp::create(kb, l, ft, v);
                    if (kind == "max")

@@ -36,13 +36,20 @@ func.func @int_arith() -> (tensor<3xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4
 
 // -----
 
-// Float arithmetic folds only when exact: 1.5 * 2 does, 1 / 3 does not.
-// CHECK-LABEL: func.func @float_exact
+// Float arithmetic folds with one rounding to nearest even, as the kernels
+// compute it: 1.5 * 2 exactly, 1 / 3 to 0.333333343, and a constant mask's
+// -FLT_MAX + 1 to -FLT_MAX. Results that overflow (FLT_MAX * 2), underflow
+// (1e-30 * 1e-30) or divide by zero stay at run time.
+// CHECK-LABEL: func.func @float_rounded
 // CHECK-DAG: %[[MUL:.+]] = dlgraph.constant dense<[3.000000e+00, -1.000000e+00]> : tensor<2xf32>
 // CHECK-DAG: %[[NEG:.+]] = dlgraph.constant dense<[-1.500000e+00, 5.000000e-01]> : tensor<2xf32>
-// CHECK: %[[DIV:.+]] = dlgraph.div
-// CHECK: return %[[MUL]], %[[DIV]], %[[NEG]]
-func.func @float_exact() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+// CHECK-DAG: %[[DIV:.+]] = dlgraph.constant dense<0.333333343> : tensor<2xf32>
+// CHECK-DAG: %[[MASK:.+]] = dlgraph.constant dense<-3.40282347E+38> : tensor<f32>
+// CHECK-DAG: %[[OVER:.+]] = dlgraph.mul
+// CHECK-DAG: %[[UNDER:.+]] = dlgraph.mul
+// CHECK-DAG: %[[BYZERO:.+]] = dlgraph.div
+// CHECK: return %[[MUL]], %[[DIV]], %[[NEG]], %[[MASK]], %[[OVER]], %[[UNDER]], %[[BYZERO]]
+func.func @float_rounded() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %a = dlgraph.constant dense<[1.5, -0.5]> : tensor<2xf32>
   %two = dlgraph.constant dense<2.0> : tensor<f32>
   %three = dlgraph.constant dense<3.0> : tensor<f32>
@@ -50,7 +57,15 @@ func.func @float_exact() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
   %one = dlgraph.constant dense<1.0> : tensor<2xf32>
   %div = dlgraph.div %one, %three : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
   %neg = dlgraph.neg %a : tensor<2xf32>
-  return %mul, %div, %neg : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+  %lowest = dlgraph.constant dense<-3.40282347E+38> : tensor<f32>
+  %onescalar = dlgraph.constant dense<1.0> : tensor<f32>
+  %mask = dlgraph.add %lowest, %onescalar : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %over = dlgraph.mul %lowest, %two : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %tiny = dlgraph.constant dense<1.0e-30> : tensor<f32>
+  %under = dlgraph.mul %tiny, %tiny : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %zero = dlgraph.constant dense<0.0> : tensor<f32>
+  %byzero = dlgraph.div %onescalar, %zero : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %mul, %div, %neg, %mask, %over, %under, %byzero : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // -----

@@ -1,7 +1,8 @@
 """Writes and runs the models of import-int-elementwise.test: int32 and int64
 graph inputs computed on at run time by Abs, Neg, Add, Sub, Mul, Div, Mod
-(fmod 0 and 1), Min, Max, Sign, Clip (constant and run-time integer bounds)
-and Equal, Less, Greater, LessOrEqual, GreaterOrEqual; the same ops on
+(fmod 0 and 1), Min, Max, Sign, Clip (constant and run-time integer bounds),
+Equal, Less, Greater, LessOrEqual, GreaterOrEqual, and ReduceSum, ReduceMax,
+ReduceMin, ReduceProd, ReduceL1 and ReduceSumSquare over one axis; the same ops on
 Constant nodes holding the same values, which the importer folds.
 
 Usage: int_elementwise_models.py OUT_DIR [--run [--device host|cuda]
@@ -36,6 +37,17 @@ SHAPE = (4, 8)
 BINARY = ["Add", "Sub", "Mul", "Div", "Mod0", "Mod1", "Min", "Max"]
 UNARY = ["Abs", "Neg", "Sign"]
 COMPARE = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
+# Integer reductions over one axis, on exact Python integers (wrapped to the
+# dtype afterwards, as the kernels' two's-complement sums and products are).
+REDUCE = {
+    "ReduceSum": sum,
+    "ReduceMax": max,
+    "ReduceMin": min,
+    "ReduceProd": lambda row: int(np.prod([int(v) for v in row],
+                                          dtype=object)),
+    "ReduceL1": lambda row: sum(abs(v) for v in row),
+    "ReduceSumSquare": lambda row: sum(v * v for v in row),
+}
 
 
 def wrap(v, bits):
@@ -114,6 +126,9 @@ def build():
                                                      want.shape))
         wants.append(want)
 
+    nodes.append(helper.make_node(
+        "Constant", [], ["axis1"],
+        value=numpy_helper.from_array(np.array([1], np.int64), "axis1")))
     for tag, tt, npt, bits in DTYPES:
         a, b = operands(npt, bits)
         clip_lo, clip_hi = npt(-7), npt(100)
@@ -162,6 +177,17 @@ def build():
             nodes.append(helper.make_node("Clip", [x, f"lo_{tag}", ""], [o]))
             want = apply(lambda p: max(p, -100), a)
             out(o, tt, np.array(want, npt).reshape(SHAPE))
+            # Reductions over axis 1 (sums and products wrap).
+            for op, fn in REDUCE.items():
+                o = f"{pre}{op}_{tag}"
+                if op == "ReduceSum":
+                    nodes.append(helper.make_node(op, [x, "axis1"], [o],
+                                                  keepdims=0))
+                else:
+                    nodes.append(helper.make_node(op, [x], [o], axes=[1],
+                                                  keepdims=0))
+                want = [wrap(fn([int(v) for v in row]), bits) for row in a]
+                out(o, tt, np.array(want, npt))
         # Max over three inputs, one of them a run-time scalar.
         o = f"Max3_{tag}"
         nodes.append(helper.make_node("Max", [f"a_{tag}", f"b_{tag}",
