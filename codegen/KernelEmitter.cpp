@@ -629,6 +629,20 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
     else if (roundedHalf)
       expr =
           "dlc_" + h + "_to_f32(dlc_f64_to_" + h + "((double)" + args[0] + "))";
+  } else if (isa<arith::FPToSIOp>(bodyOp) &&
+             result.getType().getIntOrFloatBitWidth() > 1) {
+    // Float -> signed integer, defined for every input (a plain C cast is
+    // undefined for NaN and out-of-range values): truncation toward zero,
+    // saturated to the integer's range, NaN to 0 -- what the GPU's cvt.rzi
+    // conversion gives. The bounds +-2^(bits-1) are exact in f32 and f64.
+    unsigned bits = result.getType().getIntOrFloatBitWidth();
+    std::string bound = "0x1p" + std::to_string(bits - 1);
+    std::string x = "(" + args[0] + ")";
+    expr = "(" + x + " != " + x + " ? (" + *cType + ")0 : " + x +
+           " >= " + bound + " ? (" + *cType + ")(~((" + unsignedOf(*cType) +
+           ")1 << " + std::to_string(bits - 1) + ")) : " + x + " <= -" +
+           bound + " ? (" + *cType + ")((" + unsignedOf(*cType) + ")1 << " +
+           std::to_string(bits - 1) + ") : (" + *cType + ")" + x + ")";
   } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
                  arith::FPToSIOp, arith::IndexCastOp, arith::ExtSIOp,
                  arith::TruncIOp>(bodyOp)) {

@@ -2,7 +2,9 @@
 graph inputs computed on at run time by Abs, Neg, Add, Sub, Mul, Div, Mod
 (fmod 0 and 1), Min, Max, Sign, Clip (constant and run-time integer bounds),
 Equal, Less, Greater, LessOrEqual, GreaterOrEqual, and ReduceSum, ReduceMax,
-ReduceMin, ReduceProd, ReduceL1 and ReduceSumSquare over one axis; the same ops on
+ReduceMin, ReduceProd, ReduceL1 and ReduceSumSquare over one axis, and
+float -> int Casts of NaN, infinities and out-of-range values (saturated,
+NaN to 0); the same ops on
 Constant nodes holding the same values, which the importer folds.
 
 Usage: int_elementwise_models.py OUT_DIR [--run [--device host|cuda]
@@ -194,6 +196,22 @@ def build():
                                               f"lo_{tag}"], [o]))
         want = apply(lambda p, q: max(p, q, -100), a, b)
         out(o, tt, np.array(want, npt).reshape(SHAPE))
+    # Float -> integer casts of NaN, infinities and out-of-range values
+    # (undefined in C and in ONNX): dlc truncates toward zero, saturates to
+    # the integer's range and maps NaN to 0, as the GPU's conversion does.
+    f = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 1e20, -0.5,
+                  2147483520.0, -2147483648.0, 0.0], np.float32)
+    feeds["f"] = f
+    inputs.append(helper.make_tensor_value_info("f", TensorProto.FLOAT,
+                                                f.shape))
+    for tag, tt, npt, bits in DTYPES:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        o = f"Cast_f32_{tag}"
+        nodes.append(helper.make_node("Cast", ["f"], [o], to=tt))
+        want = [0 if v != v else hi if v >= 2.0 ** (bits - 1) else
+                lo if v <= -2.0 ** (bits - 1) else int(v) for v in
+                f.astype(np.float64)]
+        out(o, tt, np.array(want, npt))
     g = helper.make_graph(nodes, "int_elementwise", inputs, outputs)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     return m, feeds, [o.name for o in outputs], wants
