@@ -10,6 +10,8 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+
+#include <cmath>
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cfloat>
@@ -364,9 +366,18 @@ LogicalResult Importer::activation() {
   } else if (opType == "Selu") {
     alpha = attrFloat("alpha", 1.67326319217681884765625f);
     gamma = attrFloat("gamma", 1.05070102214813232421875f);
+  } else if (opType == "Celu" || opType == "Swish") {
+    alpha = attrFloat("alpha", 1.0f);
   }
+  std::string approximate =
+      opType == "Gelu" ? attrString("approximate", "none") : "";
   if (attrFailed)
     return failure();
+  if (opType == "Gelu" && approximate != "none" && approximate != "tanh")
+    return nodeError() << "approximate = '" << approximate
+                       << "' is not supported; supported: none, tanh";
+  if (opType == "Celu" && alpha == 0.0f)
+    return nodeError() << "alpha = 0 is not supported (Celu divides by it)";
   // Sign also takes int32/int64 (its decomposition is exact on integers).
   Value x = opType == "Sign" ? numericOperand(0) : floatOperand(0);
   if (!x)
@@ -434,6 +445,26 @@ LogicalResult Importer::activation() {
     Value l = gr::LogOp::create(builder, nodeLoc, add(e, c(1.0)));
     Value sp = add(sel(pos, x, c(0.0)), l);
     y = mul(x, gr::TanhOp::create(builder, nodeLoc, sp));
+  } else if (opType == "Celu") {
+    // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    Value m = gr::MinOp::create(builder, nodeLoc, mul(x, c(1.0 / alpha)),
+                                c(0.0));
+    Value e = mul(sub(gr::ExpOp::create(builder, nodeLoc, m), c(1.0)),
+                  c(alpha));
+    y = sel(cmp("gt", x, c(0.0)), x, e);
+  } else if (opType == "Swish") {
+    // x * sigmoid(alpha * x)
+    y = mul(x, gr::SigmoidOp::create(builder, nodeLoc, mul(x, c(alpha))));
+  } else if (opType == "Gelu" && approximate == "tanh") {
+    // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+    Value inner = mul(add(x, mul(mul(mul(x, x), x), c(0.044715))),
+                      c(std::sqrt(2.0 / M_PI)));
+    y = mul(mul(x, c(0.5)),
+            add(gr::TanhOp::create(builder, nodeLoc, inner), c(1.0)));
+  } else if (opType == "Gelu") {
+    // 0.5 x (1 + erf(x / sqrt(2)))
+    Value e = gr::ErfOp::create(builder, nodeLoc, mul(x, c(M_SQRT1_2)));
+    y = mul(mul(x, c(0.5)), add(e, c(1.0)));
   } else if (opType == "Softsign") {
     // x / (1 + |x|)
     Value a = gr::AbsOp::create(builder, nodeLoc, x);
@@ -730,6 +761,9 @@ ArrayRef<OpMapping> Importer::elementwiseOps() {
       {"Mean", 6, &Importer::variadic<gr::AddOp>},
       {"Min", 6, &Importer::variadic<gr::MinOp>},
       {"Mish", kMinOpset, &Importer::activation},
+      {"Gelu", 20, &Importer::activation},
+      {"Swish", 24, &Importer::activation},
+      {"Celu", 12, &Importer::activation},
       {"Mod", 10, &Importer::modOp},
       {"Mul", 6, &Importer::binary<gr::MulOp>},
       {"Neg", 6, &Importer::numericUnary<gr::NegOp>},

@@ -166,6 +166,10 @@ struct OpMapping {
 /// exist at that opset (or is unknown to the schemas).
 int64_t opVersionAt(llvm::StringRef opType, int64_t opset);
 
+/// The newest definition version of its op that |mapping|'s handler reads
+/// (OpMapping::newestVersion, or its default).
+int64_t newestMappedVersion(const OpMapping &mapping);
+
 /// Why |mapping|'s handler cannot import the op's definition at |opset|
 /// (>= kMinOpset), or "" when it can: a definition after the handler's
 /// newestVersion changed the op's inputs, outputs or attributes. The reason

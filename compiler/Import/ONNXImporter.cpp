@@ -452,12 +452,21 @@ int64_t dlc::onnx_import::opVersionAt(StringRef opType, int64_t opset) {
   return version;
 }
 
+int64_t dlc::onnx_import::newestMappedVersion(const OpMapping &mapping) {
+  if (mapping.newestVersion)
+    return mapping.newestVersion;
+  int64_t newest = opVersionAt(mapping.opType,
+                               std::max(kLibOnnxOpset, mapping.mappedSince));
+  // An op the schemas define only after that (Mish, added at 18 and mapped
+  // as defined there): its first version.
+  if (!newest && !versionsOf(mapping.opType).empty())
+    newest = versionsOf(mapping.opType).front().since;
+  return newest;
+}
+
 std::string dlc::onnx_import::opVersionIssue(const OpMapping &mapping,
                                              int64_t opset) {
-  int64_t newest = mapping.newestVersion;
-  if (!newest)
-    newest = opVersionAt(mapping.opType,
-                         std::max(kLibOnnxOpset, mapping.mappedSince));
+  int64_t newest = newestMappedVersion(mapping);
   for (const OpVersion &v : versionsOf(mapping.opType)) {
     if (v.since <= newest || v.since > opset || v.sameSignature)
       continue;
@@ -846,12 +855,7 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
 std::vector<dlc::SupportedONNXOp> dlc::supportedONNXOps() {
   std::vector<SupportedONNXOp> ops;
   for (const OpMapping *m : OpRegistry::get().entries())
-    ops.push_back(
-        {m->opType.str(), m->mappedSince,
-         m->newestVersion
-             ? m->newestVersion
-             : onnx_import::opVersionAt(
-                   m->opType, std::max(onnx_import::kLibOnnxOpset,
-                                       m->mappedSince))});
+    ops.push_back({m->opType.str(), m->mappedSince,
+                   onnx_import::newestMappedVersion(*m)});
   return ops;
 }

@@ -155,7 +155,7 @@ def build():
     # Errors.
     models["bad_op"] = model(
         "bad_op", [helper.make_node("Relu", ["x"], ["r"], name="r"),
-                   helper.make_node("Celu", ["r"], ["y"], name="celu1")],
+                   helper.make_node("LpNormalization", ["r"], ["y"], name="lpnorm1")],
         [vi("x", [2, 3])], [vi("y", [2, 3])])
     models["bad_opset"] = model(
         "bad_opset", [helper.make_node("Relu", ["x"], ["y"])],

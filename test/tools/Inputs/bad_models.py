@@ -10,7 +10,7 @@ out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
 y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-g = helper.make_graph([helper.make_node("Celu", ["x"], ["y"], name="celu1")], "g", [x], [y])
+g = helper.make_graph([helper.make_node("LpNormalization", ["x"], ["y"], name="lpnorm1")], "g", [x], [y])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           os.path.join(out, "unsupported.onnx"))
 # HardSwish exists only from opset 14, so no opset-9 definition is mapped
@@ -19,14 +19,14 @@ g = helper.make_graph([helper.make_node("HardSwish", ["x"], ["y"], name="r")], "
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]),
           os.path.join(out, "opset9.onnx"))
 
-# For --check: supported ops, an op with a listed alternative (Celu), an op
+# For --check: supported ops, an op with a listed alternative (LpNormalization), an op
 # of another domain, an op with data-dependent output shape (NonZero), and a
 # supported op with an unsupported attribute value (Gemm with broadcast).
 z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
 nodes = [
     helper.make_node("Relu", ["x"], ["r1"], name="relu1"),
     helper.make_node("Relu", ["r1"], ["r2"]),
-    helper.make_node("Celu", ["r2"], ["c"], name="celu1"),
+    helper.make_node("LpNormalization", ["r2"], ["c"], name="lpnorm1"),
     helper.make_node("FusedGelu", ["c"], ["f"], name="fg", domain="com.example"),
     helper.make_node("NonZero", ["f"], ["nz"], name="nz1"),
     helper.make_node("Add", ["r2", "r2"], ["z"], name="add1"),
