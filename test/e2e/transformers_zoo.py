@@ -79,9 +79,14 @@ def lm_labels(gen):
 
 def causal(model_cls, config_cls, **cfg):
     """A causal LM with eager attention: its mask is additive (the dtype's
-    minimum where masked), so the fully masked rows of leading padding give
-    a uniform softmax on both sides instead of NaN. No pad token (see
-    NO_PAD)."""
+    minimum where masked), so the fully masked query rows of leading padding
+    give a uniform softmax, which is also what the exported graph computes.
+    With the default (sdpa), PyTorch's fused kernel treats those rows
+    otherwise: for Llama its logits differ at exactly those 3 positions
+    (~0.07) while the exported graph under ONNX Runtime matches eager to
+    1e-7, so the losses would differ by ~1e-4 through no fault of dlc's. T5
+    with sdpa does not export (torch.export: "Cannot view a tensor with
+    shape [3, 12, 4, 8] ... as (3, 12, 32)"). No pad token (see NO_PAD)."""
     def build():
         config = config_cls(vocab_size=VOCAB, **NO_PAD, **cfg)
         config._attn_implementation = "eager"
@@ -107,7 +112,7 @@ def t5():
                         relative_attention_num_buckets=8,
                         relative_attention_max_distance=16, dropout_rate=0.0,
                         decoder_start_token_id=0, pad_token_id=0)
-    config._attn_implementation = "eager"
+    config._attn_implementation = "eager"  # see causal()
     return T.T5ForConditionalGeneration(config)
 
 
