@@ -90,7 +90,7 @@ elif ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
   TORCH_LIBS="PyPI (torch's full requirements)"
 fi
 step "checking the imports" "$VENV/bin/python" -c '
-import numpy, onnx, onnxruntime, onnxscript, torch, transformers
+import numpy, onnx, onnxruntime, onnxscript, timm, torch, torchvision, transformers
 print("test-venv: onnx %s, onnxruntime %s, torch %s, transformers %s, numpy %s"
       % (onnx.__version__, onnxruntime.__version__, torch.__version__,
          transformers.__version__, numpy.__version__))'

@@ -466,6 +466,20 @@ private:
   /// dlgraph.select between data and a dlgraph.gather of the last update of
   /// each written row. Run-time indices are an error.
   mlir::LogicalResult scatterND();
+  /// ScatterElements (any axis; reduction none, add and mul from opset 16,
+  /// max and min from 18) with constant indices (bounds-checked), as
+  /// ScatterND writing single elements: folded on constant data and
+  /// updates; with run-time data or updates (reduction none only), the same
+  /// dlgraph.select of a dlgraph.gather. Run-time indices are an error.
+  mlir::LogicalResult scatterElements();
+  /// Shared by scatterND and scatterElements: writes update u (|updates|
+  /// flattened to [U, data.shape[k:]...]) into row |rows|[u] of |data|
+  /// flattened to [prod(data.shape[:k]), data.shape[k:]...], combining
+  /// with |reduction| when |folds| (every input constant), else replacing
+  /// (the last writer wins).
+  mlir::LogicalResult scatterRows(Slot &data, Slot &updates,
+                                  llvm::ArrayRef<int64_t> rows, int64_t k,
+                                  llvm::StringRef reduction, bool folds);
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
   /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;

@@ -1,9 +1,9 @@
 //===- Indexing.cpp - ONNX indexing ops -> dlgraph ------------------------===//
 //
 // Ops that select index ranges or elements: Gather, GatherElements, Slice,
-// Split, Pad (which crops with slices), ScatterND (on compile-time
-// constants only, folded) and OneHot, which selects by index too. Constant
-// operands are folded.
+// Split, Pad (which crops with slices), ScatterND and ScatterElements
+// (constant indices; folded on constant data and updates) and OneHot, which
+// selects by index too. Constant operands are folded.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -510,7 +510,7 @@ LogicalResult Importer::scatterND() {
     return nodeError() << "updates have shape " << shapeStr(ut.getShape())
                        << ", expected " << shapeStr(expect)
                        << " (indices.shape[:-1] + data.shape[k:])";
-  int64_t slice = product(ds.drop_front(k)), updatesCount = product(is) / k;
+  int64_t updatesCount = product(is) / k;
   SmallVector<int64_t> idx = intValues(in[1]->constant);
   // The row of data (flattened over its first k axes) each update writes.
   SmallVector<int64_t> rows(updatesCount);
@@ -527,6 +527,16 @@ LogicalResult Importer::scatterND() {
     }
     rows[u] = base;
   }
+  return scatterRows(*in[0], *in[2], rows, k, reduction, folds);
+}
+
+LogicalResult Importer::scatterRows(Slot &dataSlot, Slot &updSlot,
+                                    ArrayRef<int64_t> rows, int64_t k,
+                                    StringRef reduction, bool folds) {
+  RankedTensorType dt = dataSlot.type();
+  ArrayRef<int64_t> ds = dt.getShape();
+  int64_t r = ds.size(), updatesCount = rows.size();
+  int64_t slice = product(ds.drop_front(k));
   if (!folds) {
     // Run-time data or updates, constant indices: each row of the result
     // is the last update written to it, or data's row. With data as
@@ -547,8 +557,8 @@ LogicalResult Importer::scatterND() {
     llvm::append_range(rowShape, ds.drop_front(k));
     llvm::append_range(updShape, ds.drop_front(k));
     maskShape.append(r - k, 1);
-    Value data = reshapeIfNeeded(materialize(*in[0]), rowShape);
-    Value upd = reshapeIfNeeded(materialize(*in[2]), updShape);
+    Value data = reshapeIfNeeded(materialize(dataSlot), rowShape);
+    Value upd = reshapeIfNeeded(materialize(updSlot), updShape);
     auto i64 = builder.getI64Type();
     Value src = gr::ConstantOp::create(
         builder, nodeLoc,
@@ -564,8 +574,8 @@ LogicalResult Importer::scatterND() {
     Value y = gr::SelectOp::create(builder, nodeLoc, mask, picked, data);
     return define(0, reshapeIfNeeded(y, ds));
   }
-  SmallVector<Attribute> out(in[0]->constant.getValues<Attribute>());
-  SmallVector<Attribute> upd(in[2]->constant.getValues<Attribute>());
+  SmallVector<Attribute> out(dataSlot.constant.getValues<Attribute>());
+  SmallVector<Attribute> upd(updSlot.constant.getValues<Attribute>());
   Type et = dt.getElementType();
   for (int64_t u = 0; u < updatesCount; ++u) {
     int64_t base = rows[u];
@@ -599,6 +609,84 @@ LogicalResult Importer::scatterND() {
     }
   }
   return defineConstant(0, DenseElementsAttr::get(dt, out));
+}
+
+LogicalResult Importer::scatterElements() {
+  int64_t axis = attrInt("axis", 0);
+  std::string reduction = attrString("reduction", "none");
+  if (attrFailed)
+    return failure();
+  // add and mul since opset 16, max and min since 18.
+  if (reduction != "none" &&
+      (opset < 16 ||
+       (reduction != "add" && reduction != "mul" &&
+        (opset < 18 || (reduction != "max" && reduction != "min")))))
+    return nodeError() << "reduction '" << reduction
+                       << "' is not supported at opset " << opset
+                       << "; supported: none"
+                       << (opset >= 16 ? ", add, mul" : "")
+                       << (opset >= 18 ? ", max, min" : "");
+  Slot *in[3];
+  for (int i = 0; i < 3; ++i)
+    if (!(in[i] = input(i)))
+      return failure();
+  bool folds =
+      in[0]->isFoldable() && in[1]->isFoldable() && in[2]->isFoldable();
+  if (!folds && !in[1]->isFoldable())
+    return nodeError() << "indices (input '" << node->input(1)
+                       << "') are computed at run time; ScatterElements is "
+                          "supported with compile-time constant indices "
+                          "(data and updates may be run-time values)";
+  if (!folds && reduction != "none")
+    return nodeError() << "reduction '" << reduction
+                       << "' on run-time data or updates is not supported; "
+                          "supported: none (or constant inputs, folded)";
+  RankedTensorType dt = in[0]->type(), it = in[1]->type(), ut = in[2]->type();
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    return nodeError() << "indices have element type " << it.getElementType()
+                       << "; supported: int32, int64";
+  if (ut.getElementType() != dt.getElementType())
+    return nodeError() << "updates have element type " << ut.getElementType()
+                       << ", data " << dt.getElementType()
+                       << "; they must be equal";
+  ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
+  int64_t r = ds.size();
+  if (ut.getShape() != is)
+    return nodeError() << "updates have shape " << shapeStr(ut.getShape())
+                       << ", indices " << shapeStr(is)
+                       << "; they must be equal";
+  if (r < 1 || (int64_t)is.size() != r)
+    return nodeError() << "indices have rank " << is.size() << ", data " << r
+                       << "; they must be equal and at least 1";
+  if (axis < -r || axis >= r)
+    return nodeError() << "axis " << axis << " is out of range for rank " << r;
+  if (axis < 0)
+    axis += r;
+  for (int64_t d = 0; d < r; ++d)
+    if (is[d] > ds[d])
+      return nodeError() << "indices of shape " << shapeStr(is)
+                         << " exceed data of shape " << shapeStr(ds)
+                         << " on axis " << d;
+  // Each update writes one element of data: its own position in indices,
+  // with the axis coordinate replaced by the index there. That is ScatterND
+  // with k = rank (rows are elements).
+  SmallVector<int64_t> idx = intValues(in[1]->constant);
+  int64_t count = product(is);
+  SmallVector<int64_t> rows(count), pos(r, 0);
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t v = idx[u];
+    if (v < -ds[axis] || v >= ds[axis])
+      return nodeError() << "index " << v << " (element " << u
+                         << ") is out of range for axis " << axis << " of size "
+                         << ds[axis];
+    int64_t flat = 0;
+    for (int64_t d = 0; d < r; ++d)
+      flat = flat * ds[d] + (d == axis ? (v < 0 ? v + ds[d] : v) : pos[d]);
+    rows[u] = flat;
+    for (int64_t d = r - 1; d >= 0 && ++pos[d] == is[d]; --d)
+      pos[d] = 0;
+  }
+  return scatterRows(*in[0], *in[2], rows, r, reduction, folds);
 }
 
 //===----------------------------------------------------------------------===//
@@ -880,6 +968,7 @@ ArrayRef<OpMapping> Importer::indexingOps() {
       {"GatherND", 12, &Importer::gatherND},
       {"OneHot", 11, &Importer::oneHot},
       {"Pad", 2, &Importer::pad, 18},
+      {"ScatterElements", 11, &Importer::scatterElements, 18},
       {"ScatterND", 11, &Importer::scatterND, 18},
       {"Slice", 1, &Importer::slice},
       {"SequenceAt", 11, &Importer::sequenceAt},

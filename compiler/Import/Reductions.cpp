@@ -43,10 +43,21 @@ LogicalResult Importer::reduce() {
   if (keepdims != 0 && keepdims != 1)
     return nodeError() << "attribute keepdims = " << keepdims
                        << " is not supported; supported: 0, 1";
-  Value x = numericOperand(0);
-  if (!x)
+  // An integer ReduceSum or ReduceProd of a compile-time constant (index
+  // arithmetic, e.g. BEiT's relative position index) is folded, so that it
+  // can feed inputs that must be constants.
+  Slot *xs = input(0);
+  if (!xs)
     return failure();
-  auto t = cast<RankedTensorType>(x.getType());
+  bool foldInt = (op == "ReduceSum" || op == "ReduceProd") &&
+                 xs->isFoldable() &&
+                 isa<IntegerType>(xs->type().getElementType()) &&
+                 !xs->type().getElementType().isInteger(1);
+  Value x;
+  if (!foldInt && !(x = numericOperand(0)))
+    return failure();
+  RankedTensorType t =
+      foldInt ? xs->type() : cast<RankedTensorType>(x.getType());
   int64_t rank = t.getRank();
   // i32/i64 data: the reductions that are exact integer arithmetic (sums
   // and products wrap, as the elementwise ops do).
@@ -62,7 +73,8 @@ LogicalResult Importer::reduce() {
                           "ReduceProd, ReduceL1, ReduceSumSquare)";
   if (axes.empty()) {
     if (noop)
-      return define(0, gr::IdentityOp::create(builder, nodeLoc, x));
+      return foldInt ? defineConstant(0, xs->constant)
+                     : define(0, gr::IdentityOp::create(builder, nodeLoc, x));
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
@@ -77,6 +89,30 @@ LogicalResult Importer::reduce() {
   }
   llvm::sort(axes);
   bool keep = keepdims != 0;
+  if (foldInt) {
+    // Wrapping sums and products, as integer arithmetic at run time.
+    ArrayRef<int64_t> shape = t.getShape();
+    SmallVector<int64_t> outShape, keptShape;
+    for (int64_t d = 0; d < rank; ++d) {
+      keptShape.push_back(seen[d] ? 1 : shape[d]);
+      if (!seen[d] || keep)
+        outShape.push_back(seen[d] ? 1 : shape[d]);
+    }
+    auto et = cast<IntegerType>(t.getElementType());
+    APInt init(et.getWidth(), op == "ReduceSum" ? 0 : 1);
+    SmallVector<APInt> acc(product(keptShape), init);
+    SmallVector<int64_t> pos(rank, 0);
+    for (const APInt &v : xs->constant.getValues<APInt>()) {
+      int64_t o = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        o = o * keptShape[d] + (seen[d] ? 0 : pos[d]);
+      acc[o] = op == "ReduceSum" ? acc[o] + v : acc[o] * v;
+      for (int64_t d = rank - 1; d >= 0 && ++pos[d] == shape[d]; --d)
+        pos[d] = 0;
+    }
+    return defineConstant(
+        0, DenseElementsAttr::get(RankedTensorType::get(outShape, et), acc));
+  }
   auto elementwise = [&](auto tag, Value a) -> Value {
     using Op = decltype(tag);
     return Op::create(builder, nodeLoc, a);

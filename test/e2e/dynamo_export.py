@@ -77,14 +77,18 @@ class Logits(torch.nn.Module):
         return self.model(input_ids=input_ids, use_cache=False).logits
 
 
-def export(module, ids, path, opset):
-    """Exports |module| with the dynamo exporter; returns the ONNX model
-    (without its external data). Fails unless the model's default-domain
-    opset is |opset|."""
+def export(module, ids, path, opset, input_names=("input_ids",), dynamo=True):
+    """Exports |module| applied to |ids| (a tensor, or a tuple of tensors
+    named |input_names|) with the dynamo exporter (or, dynamo=False, the
+    TorchScript one, without constant folding); returns the ONNX model (without its external data).
+    Fails unless the model's default-domain opset is |opset|."""
     module.eval()
-    torch.onnx.export(module, (ids,), path, dynamo=True, opset_version=opset,
-                      optimize=False, input_names=["input_ids"],
-                      output_names=["logits"])
+    args = ids if isinstance(ids, tuple) else (ids,)
+    # TorchScript's constant folding would rename transposed weights.
+    kwargs = {"optimize": False} if dynamo else {"do_constant_folding": False}
+    torch.onnx.export(module, args, path, dynamo=dynamo, opset_version=opset,
+                      input_names=list(input_names), output_names=["logits"],
+                      **kwargs)
     model = onnx.load(path, load_external_data=False)
     got = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
     if got != [opset]:

@@ -28,10 +28,14 @@ from models import MODELS  # noqa: E402
 REL_TOL = 1e-4
 
 
-def run(cmd):
+def run(cmd, check=True):
+    """Runs |cmd|, printing it and its output; returns the output. A failure
+    exits (FAIL) unless |check| is False: then (exit status, output)."""
     print("+", " ".join(cmd), flush=True)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(r.stdout, end="", flush=True)
+    if not check:
+        return r.returncode, r.stdout
     if r.returncode != 0:
         sys.exit(f"FAIL: command exited with {r.returncode}: {' '.join(cmd)}")
     return r.stdout

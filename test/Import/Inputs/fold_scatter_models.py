@@ -79,6 +79,48 @@ def main():
         helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
         [vi("x", I64, [2, 3])], [vi("y", I64, [3, 2])])
 
+    # ScatterElements on constants, axis 1 with a negative index: row 0
+    # gets 2 at 0 and 1 at 2, row 1 gets 3 at 1 and 4 at 2.
+    elements = [
+        const("ei", I64, [2, 2], [2, 0, 1, -1]),
+        const("eu", F, [2, 2], [1, 2, 3, 4]),
+    ]
+    save(out, "scatter_elements_const", elements + [
+        const("ed", F, [2, 3], [0] * 6),
+        helper.make_node("ScatterElements", ["ed", "ei", "eu"], ["s"],
+                         name="se", axis=1),
+        helper.make_node("Add", ["x", "s"], ["y"])],
+        [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    # Axis 0, reduction add, element (1, 0) written twice:
+    # [[1, 2], [3, 4]] -> [[1, 2 + 40], [3 + 10 + 30, 4 + 20]].
+    save(out, "scatter_elements_add", [
+        const("d", I64, [2, 2], [1, 2, 3, 4]),
+        const("i", I64, [2, 2], [1, 1, 1, 0]),
+        const("u", I64, [2, 2], [10, 20, 30, 40]),
+        helper.make_node("ScatterElements", ["d", "i", "u"], ["y"],
+                         name="se", reduction="add")],
+        [], [vi("y", I64, [2, 2])])
+    # Run-time data, constant indices and updates (indices smaller than
+    # data): elements (0, 2) and (1, 0) are selected from the updates.
+    save(out, "scatter_elements_runtime", [
+        const("i", I64, [2, 1], [2, 0]), const("u", F, [2, 1], [5, 6]),
+        helper.make_node("ScatterElements", ["x", "i", "u"], ["y"],
+                         name="se", axis=1)],
+        [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    save(out, "scatter_elements_oob", [
+        const("i", I64, [1, 1], [3]), const("u", F, [1, 1], [5]),
+        helper.make_node("ScatterElements", ["x", "i", "u"], ["y"],
+                         name="se", axis=1)],
+        [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    # Integer reductions of constants fold (dlgraph reductions are float
+    # only): ReduceSum over axis 1 without keepdims, ReduceProd over axis 0.
+    save(out, "reduce_int_const", [
+        const("a", I64, [2, 3], [1, 2, 3, 4, 5, 6]),
+        const("ax1", I64, [1], [1]),
+        helper.make_node("ReduceSum", ["a", "ax1"], ["s"], keepdims=0),
+        helper.make_node("ReduceProd", ["a"], ["p"], axes=[0])],
+        [], [vi("s", I64, [2]), vi("p", I64, [1, 3])])
+
 
 if __name__ == "__main__":
     main()
