@@ -10,6 +10,8 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+
+#include <cmath>
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cfloat>
@@ -365,8 +367,14 @@ LogicalResult Importer::activation() {
     alpha = attrFloat("alpha", 1.67326319217681884765625f);
     gamma = attrFloat("gamma", 1.05070102214813232421875f);
   }
+  // Gelu (opset 20): approximate = "none" (the Erf form) or "tanh".
+  std::string approximate =
+      opType == "Gelu" ? attrString("approximate", "none") : "";
   if (attrFailed)
     return failure();
+  if (opType == "Gelu" && approximate != "none" && approximate != "tanh")
+    return nodeError() << "approximate '" << approximate
+                       << "' is not supported; supported: none, tanh";
   // Sign also takes int32/int64 (its decomposition is exact on integers).
   Value x = opType == "Sign" ? numericOperand(0) : floatOperand(0);
   if (!x)
@@ -447,6 +455,16 @@ LogicalResult Importer::activation() {
     y = hardSigmoid(alpha, beta);
   } else if (opType == "HardSwish") {
     y = mul(x, hardSigmoid(1.0 / 6.0, 0.5));
+  } else if (opType == "Gelu" && approximate == "none") {
+    // 0.5 * x * (1 + erf(x / sqrt(2))), as torch.nn.functional.gelu.
+    Value e = gr::ErfOp::create(builder, nodeLoc, mul(x, c(M_SQRT1_2)));
+    y = mul(mul(x, c(0.5)), add(e, c(1.0)));
+  } else if (opType == "Gelu") {
+    // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+    Value inner = add(x, mul(mul(mul(x, x), x), c(0.044715)));
+    Value t = gr::TanhOp::create(builder, nodeLoc,
+                                 mul(inner, c(M_2_SQRTPI * M_SQRT1_2)));
+    y = mul(mul(x, c(0.5)), add(t, c(1.0)));
   } else if (opType == "Shrink") {
     // x < -lambd ? x + bias : x > lambd ? x - bias : 0
     y = sel(cmp("lt", x, c(-alpha)), add(x, c(beta)),
@@ -716,6 +734,7 @@ ArrayRef<OpMapping> Importer::elementwiseOps() {
       {"Erf", 9, &Importer::unary<gr::ErfOp>},
       {"Exp", 6, &Importer::unary<gr::ExpOp>},
       {"Floor", 6, &Importer::unary<gr::FloorOp>},
+      {"Gelu", 20, &Importer::activation},
       {"Greater", 7, &Importer::compare},
       {"GreaterOrEqual", 12, &Importer::compare},
       {"HardSigmoid", 6, &Importer::activation},

@@ -23,7 +23,6 @@ const StringRef kResize[] = {"Resize"};
 const StringRef kMatMulReshape[] = {"MatMul", "Transpose", "Reshape"};
 const StringRef kRecurrent[] = {"MatMul", "Add", "Sigmoid", "Tanh"};
 const StringRef kReshapeTranspose[] = {"Reshape", "Transpose"};
-const StringRef kErfGelu[] = {"Erf", "Mul", "Add", "Div"};
 const StringRef kElu[] = {"Elu"};
 const StringRef kReduceMax[] = {"ReduceMax"};
 const StringRef kReduceL2[] = {"ReduceL2", "Div"};
@@ -58,10 +57,6 @@ const Alternative kAlternatives[] = {
      kRecurrent},
     {"DepthToSpace", "Reshape + Transpose + Reshape", kReshapeTranspose},
     {"SpaceToDepth", "Reshape + Transpose + Reshape", kReshapeTranspose},
-    {"Gelu",
-     "the Erf form 0.5*x*(1+Erf(x/sqrt(2))) (what torch.onnx.export emits for "
-     "nn.GELU at opsets up to 17)",
-     kErfGelu},
     {"Celu", "Elu (Celu with alpha = 1 is Elu)", kElu},
     {"GlobalMaxPool", "ReduceMax over the spatial axes (keepdims = 1)",
      kReduceMax},
