@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <deque>
 #include <map>
 
 using namespace mlir;
@@ -86,7 +87,7 @@ std::vector<std::pair<std::string, std::string>>
 Importer::exporterOptimizerSigns(const onnx::GraphProto &graph) {
   // Little-endian element bytes of a floating-point initializer (raw_data, external data, or float_data/int32_data copied);
   // none when it is not one or cannot be read (the import reports that).
-  std::vector<std::string> copies;
+  std::deque<std::string> copies; // stable addresses: views point into them
   auto bytesOf = [&](const onnx::TensorProto &t) -> std::optional<StringRef> {
     int64_t width = floatWidth(t.data_type()), n = numElements(t);
     if (!width || n < 1)
