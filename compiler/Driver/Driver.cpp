@@ -539,6 +539,14 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
     return false;
   }
   os << "training step: ok\n" << describeParameterGroups(*module);
+  // Warnings only: the step builds, but it may not train like the module
+  // the model was exported from (docs/exporting.md). A sign on a tensor
+  // that does not train (a folded mask, frozen) changes nothing.
+  for (const auto &[name, sign] : check->optimizerSigns)
+    if (auto var = dyn_cast_or_null<dlc::graph::VariableOp>(
+            SymbolTable::lookupSymbolIn(*module, name));
+        var && var.getTrainable())
+      os << "warning: " << sign << "\n";
   return true;
 }
 

@@ -240,6 +240,15 @@ public:
   static std::string unsupportedReason(llvm::StringRef opType,
                                        bool defaultDomain, int64_t opset);
 
+  /// For checkONNXModel --train: signs that an exporter's graph optimizer
+  /// (torch.onnx.export's default optimize=True) rewrote |graph|'s
+  /// trainable tensors: (initializer, one sentence naming it) per sign
+  /// (ExporterSigns.cpp). Conservative: a sign is only reported when an
+  /// unoptimized export cannot show it. Reads external data (set
+  /// externalDataDir); a tensor whose data cannot be read is skipped.
+  std::vector<std::pair<std::string, std::string>>
+  exporterOptimizerSigns(const onnx::GraphProto &graph);
+
   // The registration entries of each op family, one function per family
   // file (named after it); OpRegistry concatenates them into the one table.
   static llvm::ArrayRef<OpMapping> elementwiseOps();

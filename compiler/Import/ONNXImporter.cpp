@@ -849,6 +849,7 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
   OwningOpRef<ModuleOp> module = importer.run(model);
   if (!module && check.importError.empty())
     check.importError = "the import failed without a message";
+  check.optimizerSigns = importer.exporterOptimizerSigns(graph);
   return check;
 }
 

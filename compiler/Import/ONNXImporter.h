@@ -160,6 +160,10 @@ struct ONNXModelCheck {
   /// that would fix it, with its symbolic dimensions as <name> (e.g.
   /// "x=<batch>x<seq>x768").
   std::vector<std::string> inputShapeHints;
+  /// Signs that the exporter's graph optimizer folded, transposed or merged
+  /// trainable tensors: the initializer, and one sentence naming it; `dlc
+  /// --check --train` prints those of the trained initializers as warnings.
+  std::vector<std::pair<std::string, std::string>> optimizerSigns;
 };
 
 /// Loads the ONNX model at |path| and reports, per op type, whether the

@@ -23,7 +23,6 @@ const StringRef kResize[] = {"Resize"};
 const StringRef kMatMulReshape[] = {"MatMul", "Transpose", "Reshape"};
 const StringRef kRecurrent[] = {"MatMul", "Add", "Sigmoid", "Tanh"};
 const StringRef kReshapeTranspose[] = {"Reshape", "Transpose"};
-const StringRef kErfGelu[] = {"Erf", "Mul", "Add", "Div"};
 const StringRef kElu[] = {"Elu"};
 const StringRef kReduceMax[] = {"ReduceMax"};
 const StringRef kReduceL2[] = {"ReduceL2", "Div"};

@@ -72,10 +72,13 @@ def schedule(t, base, min_lr):
     return min_lr + (base - min_lr) * 0.5 * (1 + math.cos(math.pi * (t - WARMUP) / (STEPS - WARMUP)))
 
 
-def torch_run(model, x, y, base, min_lr):
+def torch_run(model, x, y, base, min_lr, no_decay_regex=NO_DECAY):
+    """PyTorch's side of the recipe; |no_decay_regex| (re.search on
+    named_parameters() names) picks the weight-decay-free group, as dlc's
+    --no-weight-decay does (test/e2e/dynamo_export.py passes its own)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
-        (no_decay if re.search(NO_DECAY, name) else decay).append(p)
+        (no_decay if re.search(no_decay_regex, name) else decay).append(p)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
                              {"params": no_decay, "weight_decay": 0.0}], lr=base)
     # LambdaLR calls the lambda with 0 at construction and with k after the
@@ -95,7 +98,8 @@ def torch_run(model, x, y, base, min_lr):
         sched.step()
         losses.append(loss.item())
         norms.append(norm.item())
-    groups = {name: p.numel() for name, p in model.named_parameters() if re.search(NO_DECAY, name)}
+    groups = {name: p.numel() for name, p in model.named_parameters()
+              if re.search(no_decay_regex, name)}
     return losses, lrs, norms, groups
 
 
