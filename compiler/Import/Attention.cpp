@@ -286,6 +286,16 @@ LogicalResult Importer::attention() {
   }
   Value probs = gr::SoftmaxOp::create(builder, nodeLoc, scores,
                                       builder.getI64IntegerAttr(rank - 1));
+  if (isCausal || hasInput(3)) {
+    // A fully masked query row (every score -inf) has NaN probabilities;
+    // ONNX (1.23 errata) defines its output as zeros. The select keeps
+    // NaN out of the backward too when the masks are boolean or causal.
+    Value isNumber = gr::CompareOp::create(builder, nodeLoc, "eq", probs,
+                                           probs);
+    probs = gr::SelectOp::create(
+        builder, nodeLoc, isNumber, probs,
+        splatOf(RankedTensorType::get({}, builder.getF32Type()), 0.0));
+  }
   Value y = gr::MatMulOp::create(builder, nodeLoc, probs, value);
   y = reshaped(builder, nodeLoc, y, {batch, hq, sq, dv});
   if (qRank == 3) {
