@@ -465,15 +465,8 @@ LogicalResult Importer::resize() {
                          << "' is not supported; supported: stretch, "
                             "not_larger, not_smaller";
   }
-  SmallVector<bool> seen(rank, false);
-  for (int64_t &a : axes) {
-    int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank || seen[n])
-      return nodeError() << "axes " << shapeStr(axes)
-                         << " are out of range or repeated for rank " << rank;
-    seen[n] = true;
-    a = n;
-  }
+  if (failed(normalizeAxes(axes, rank)))
+    return failure();
   if (axes.empty())
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);

@@ -562,3 +562,21 @@ LogicalResult Importer::checkLowPrecision(Block *block, Operation *before) {
   }
   return success();
 }
+
+LogicalResult Importer::normalizeAxes(SmallVectorImpl<int64_t> &axes,
+                                      int64_t rank,
+                                      SmallVectorImpl<bool> *seen) {
+  SmallVector<bool> flags(rank, false);
+  SmallVector<int64_t> given(axes.begin(), axes.end());
+  for (int64_t &a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank || flags[n])
+      return nodeError() << "axes " << shapeStr(given)
+                         << " are out of range or repeated for rank " << rank;
+    flags[n] = true;
+    a = n;
+  }
+  if (seen)
+    seen->assign(flags.begin(), flags.end());
+  return success();
+}

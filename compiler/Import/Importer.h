@@ -446,6 +446,12 @@ private:
   /// sizes, equal parts before opset 18 and `num_outputs` parts of
   /// ceil(size / num_outputs), the last smaller, from 18) as slices.
   mlir::LogicalResult split();
+  /// Normalizes |axes| (negative ones count from the end) in place for a
+  /// tensor of |rank|; an axis out of range or repeated is a node error.
+  /// |seen|, when given, gets one flag per axis of the tensor.
+  mlir::LogicalResult normalizeAxes(llvm::SmallVectorImpl<int64_t> &axes,
+                                    int64_t rank,
+                                    llvm::SmallVectorImpl<bool> *seen = nullptr);
   /// |v| reshaped to |shape| (a dlgraph.reshape), or |v| when it has it.
   mlir::Value reshapeIfNeeded(mlir::Value v, llvm::ArrayRef<int64_t> shape);
   /// The sizes of |n| parts of |dim| elements as opset 18's Split and
@@ -475,6 +481,12 @@ private:
   /// dlgraph.select between data and a dlgraph.gather of the last update of
   /// each written row. Run-time indices are an error.
   mlir::LogicalResult scatterND();
+  /// ScatterND's and ScatterElements' inputs (data, indices, updates) into
+  /// |in|, with the checks they share: constant indices unless all three
+  /// fold (|folds|), no reduction on run-time data, int32/int64 indices and
+  /// updates of data's element type.
+  mlir::LogicalResult scatterInputs(Slot *(&in)[3], llvm::StringRef reduction,
+                                    bool &folds);
   /// ScatterElements (any axis; reduction none, add and mul from opset 16,
   /// max and min from 18) with constant indices (bounds-checked), as
   /// ScatterND writing single elements: folded on constant data and

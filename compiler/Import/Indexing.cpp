@@ -366,14 +366,10 @@ LogicalResult Importer::pad() {
                          << " values (begin and end per axis) for axes "
                          << shapeStr(*a);
     SmallVector<int64_t> full(2 * rank, 0);
-    SmallVector<bool> seen(rank, false);
+    if (failed(normalizeAxes(*a, rank)))
+      return failure();
     for (int64_t i = 0; i < n; ++i) {
-      int64_t ax = (*a)[i] < 0 ? (*a)[i] + rank : (*a)[i];
-      if (ax < 0 || ax >= rank || seen[ax])
-        return nodeError() << "axes " << shapeStr(*a)
-                           << " are out of range or repeated for rank "
-                           << rank;
-      seen[ax] = true;
+      int64_t ax = (*a)[i];
       full[ax] = pads[i];
       full[ax + rank] = pads[i + n];
     }
@@ -464,6 +460,32 @@ LogicalResult Importer::pad() {
   return define(0, x);
 }
 
+LogicalResult Importer::scatterInputs(Slot *(&in)[3], StringRef reduction,
+                                      bool &folds) {
+  for (int i = 0; i < 3; ++i)
+    if (!(in[i] = input(i)))
+      return failure();
+  folds = in[0]->isFoldable() && in[1]->isFoldable() && in[2]->isFoldable();
+  if (!folds && !in[1]->isFoldable())
+    return nodeError() << "indices (input '" << node->input(1)
+                       << "') are computed at run time; " << node->op_type()
+                       << " is supported with compile-time constant indices "
+                          "(data and updates may be run-time values)";
+  if (!folds && reduction != "none")
+    return nodeError() << "reduction '" << reduction
+                       << "' on run-time data or updates is not supported; "
+                          "supported: none (or constant inputs, folded)";
+  Type dt = in[0]->type().getElementType(), it = in[1]->type().getElementType(),
+       ut = in[2]->type().getElementType();
+  if (!it.isInteger(64) && !it.isInteger(32))
+    return nodeError() << "indices have element type " << it
+                       << "; supported: int32, int64";
+  if (ut != dt)
+    return nodeError() << "updates have element type " << ut << ", data "
+                       << dt << "; they must be equal";
+  return success();
+}
+
 LogicalResult Importer::scatterND() {
   std::string reduction = attrString("reduction", "none");
   if (attrFailed)
@@ -475,29 +497,11 @@ LogicalResult Importer::scatterND() {
                        << "' is not supported; supported: none, add, mul"
                        << (opset >= 18 ? ", max, min" : "");
   Slot *in[3];
-  for (int i = 0; i < 3; ++i)
-    if (!(in[i] = input(i)))
-      return failure();
-  bool folds = in[0]->isFoldable() && in[1]->isFoldable() &&
-               in[2]->isFoldable();
-  if (!folds && !in[1]->isFoldable())
-    return nodeError() << "indices (input '" << node->input(1)
-                       << "') are computed at run time; ScatterND is "
-                          "supported with compile-time constant indices "
-                          "(data and updates may be run-time values)";
-  if (!folds && reduction != "none")
-    return nodeError() << "reduction '" << reduction
-                       << "' on run-time data or updates is not supported; "
-                          "supported: none (or constant inputs, folded)";
+  bool folds;
+  if (failed(scatterInputs(in, reduction, folds)))
+    return failure();
   RankedTensorType dt = in[0]->type(), it = in[1]->type(),
                    ut = in[2]->type();
-  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    return nodeError() << "indices have element type " << it.getElementType()
-                       << "; supported: int32, int64";
-  if (ut.getElementType() != dt.getElementType())
-    return nodeError() << "updates have element type " << ut.getElementType()
-                       << ", data " << dt.getElementType()
-                       << "; they must be equal";
   ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
   int64_t r = ds.size(), q = is.size(), k = q ? is.back() : 0;
   if (q < 1 || k < 1 || k > r)
@@ -627,28 +631,10 @@ LogicalResult Importer::scatterElements() {
                        << (opset >= 16 ? ", add, mul" : "")
                        << (opset >= 18 ? ", max, min" : "");
   Slot *in[3];
-  for (int i = 0; i < 3; ++i)
-    if (!(in[i] = input(i)))
-      return failure();
-  bool folds =
-      in[0]->isFoldable() && in[1]->isFoldable() && in[2]->isFoldable();
-  if (!folds && !in[1]->isFoldable())
-    return nodeError() << "indices (input '" << node->input(1)
-                       << "') are computed at run time; ScatterElements is "
-                          "supported with compile-time constant indices "
-                          "(data and updates may be run-time values)";
-  if (!folds && reduction != "none")
-    return nodeError() << "reduction '" << reduction
-                       << "' on run-time data or updates is not supported; "
-                          "supported: none (or constant inputs, folded)";
+  bool folds;
+  if (failed(scatterInputs(in, reduction, folds)))
+    return failure();
   RankedTensorType dt = in[0]->type(), it = in[1]->type(), ut = in[2]->type();
-  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    return nodeError() << "indices have element type " << it.getElementType()
-                       << "; supported: int32, int64";
-  if (ut.getElementType() != dt.getElementType())
-    return nodeError() << "updates have element type " << ut.getElementType()
-                       << ", data " << dt.getElementType()
-                       << "; they must be equal";
   ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
   int64_t r = ds.size();
   if (ut.getShape() != is)

@@ -78,15 +78,9 @@ LogicalResult Importer::reduce() {
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
-  SmallVector<bool> seen(rank, false);
-  for (int64_t &a : axes) {
-    int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank || seen[n])
-      return nodeError() << "axes " << shapeStr(axes)
-                         << " are out of range or repeated for rank " << rank;
-    seen[n] = true;
-    a = n;
-  }
+  SmallVector<bool> seen;
+  if (failed(normalizeAxes(axes, rank, &seen)))
+    return failure();
   llvm::sort(axes);
   bool keep = keepdims != 0;
   if (foldInt) {
