@@ -47,18 +47,20 @@ if [ -f "$VENV/$STAMP" ] && ! grep -qx "key: $KEY" "$VENV/$STAMP"; then
   # DLC_VENV_DIR names a folder, not a version: its stamp holds the key.
   echo "test-venv: $VENV was built for other requirements; building it again"
 elif [ -f "$VENV/$STAMP" ]; then
-  # A venv whose torch takes CUDA libraries from the system toolkit (see
-  # requirements-torch.txt) breaks when that toolkit changes: check it.
-  if ! grep -q '^torch: toolkit' "$VENV/$STAMP" ||
-      "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+  # A stamped venv is trusted only while the tests' packages import: a venv
+  # whose torch takes CUDA libraries from the system toolkit (see
+  # requirements-torch.txt) breaks when that toolkit changes, and a venv
+  # can be damaged after it was stamped.
+  if "$VENV/bin/python" -c 'import onnx, onnxruntime, torch, transformers, timm' 2>/dev/null; then
     echo "test-venv: $VENV is complete"
     exit 0
   fi
-  echo "test-venv: import torch fails in $VENV (the CUDA toolkit changed?); building it again"
+  echo "test-venv: an import of onnx, onnxruntime, torch, transformers or timm fails in $VENV (damaged, or the CUDA toolkit changed?); building it again"
 fi
 
 echo "test-venv: building $VENV (several minutes, ~2.5 GB; once per change of test/requirements*.txt)"
-if [ -e "$VENV" ] && [ ! -f "$VENV/pyvenv.cfg" ] && [ -n "$(ls -A "$VENV")" ]; then
+if [ -e "$VENV" ] && [ ! -f "$VENV/pyvenv.cfg" ] && [ ! -f "$VENV/$STAMP" ] &&
+    [ -n "$(ls -A "$VENV")" ]; then
   die "$VENV exists and is not a virtualenv; not removing it (set DLC_VENV_DIR elsewhere)"
 fi
 rm -rf "$VENV"
