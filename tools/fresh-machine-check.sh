@@ -20,7 +20,8 @@
 # What it checks is the committed HEAD of this checkout (a clean clone):
 # uncommitted changes are not part of it. Needs root (mmdebstrap in root mode,
 # chroot, bind mounts in a private mount namespace) and Debian's mmdebstrap;
-# apt sources are taken from this machine's /etc/apt. Takes tens of minutes:
+# apt sources are taken from this machine's /etc/apt, and pip's CA bundle
+# and index from its pip configuration. Takes tens of minutes:
 # it is not part of .ci/run, but is run before an issue that changes
 # dependencies is called resolved. Exit status 0 only if every step passed.
 # The installed dlc also NVRTC-compiles the kernels for sm_90 into the package.
@@ -94,6 +95,24 @@ new_root() {
     bookworm "$1" "${SOURCES[@]}" > "$LOGS/mmdebstrap-$(basename "$1").log" 2>&1 \
     || die "mmdebstrap failed (log: $LOGS/mmdebstrap-$(basename "$1").log)"
   mkdir -p "$1/usr/local/cuda" "$1/work"
+  # This machine's way to PyPI, as for apt: the CA bundle pip verifies
+  # with (a proxy's certificate may be in it) and the index it uses. The
+  # root's own bundle is rebuilt by its ca-certificates package, so pip's
+  # gets a file of its own.
+  local cert index
+  cert=${PIP_CERT:-$(pip3 config get global.cert 2>/dev/null || true)}
+  index=${PIP_INDEX_URL:-$(pip3 config get global.index-url 2>/dev/null || true)}
+  if [ -n "$cert" ] && [ -f "$cert" ] || [ -n "$index" ]; then
+    mkdir -p "$1/etc/ssl"
+    {
+      echo "[global]"
+      if [ -n "$cert" ] && [ -f "$cert" ]; then
+        cp "$cert" "$1/etc/ssl/dlc-host-pip-ca.crt"
+        echo "cert = /etc/ssl/dlc-host-pip-ca.crt"
+      fi
+      [ -z "$index" ] || echo "index-url = $index"
+    } > "$1/etc/pip.conf"
+  fi
 }
 
 # in_root DIR LOG COMMAND: runs COMMAND with bash -c inside the root DIR, in a
