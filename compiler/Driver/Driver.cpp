@@ -330,7 +330,7 @@ LogicalResult runPipeline(ModuleOp module,
 } // namespace
 
 /// The importer's options from |options|; an empty string, or what is wrong
-/// with them (a malformed or repeated --input-shape).
+/// with them (a malformed or repeated --input-shape or --input-value).
 static std::string importOptionsOf(const dlc::CompileOptions &options,
                                    dlc::ImportOptions &out) {
   out.batchSize = options.batchSize;
@@ -343,6 +343,16 @@ static std::string importOptionsOf(const dlc::CompileOptions &options,
       if (seen.name == o.name)
         return "--input-shape names '" + o.name + "' twice";
     out.inputShapes.push_back(std::move(o));
+  }
+  out.inputValues.clear();
+  for (const std::string &spec : options.inputValues) {
+    dlc::InputValueBinding b;
+    if (std::string problem = dlc::parseInputValue(spec, b); !problem.empty())
+      return problem;
+    for (const dlc::InputValueBinding &seen : out.inputValues)
+      if (seen.name == b.name)
+        return "--input-value names '" + b.name + "' twice";
+    out.inputValues.push_back(std::move(b));
   }
   return "";
 }

@@ -45,6 +45,9 @@ struct CompileOptions {
   /// `--input-shape` values as written, `NAME=D0xD1x...` (parseInputShape in
   /// compiler/Import/ONNXImporter.h): the static shapes of named inputs.
   std::vector<std::string> inputShapes;
+  /// `--input-value NAME=FILE` values (dlc::InputValueBinding): graph
+  /// inputs given their value at compile time.
+  std::vector<std::string> inputValues;
   /// CUDA architectures ("sm_80") to compile kernels for and embed.
   std::vector<std::string> cudaArchs;
   /// C++ compiler for the host kernels.

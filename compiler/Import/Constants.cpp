@@ -125,7 +125,8 @@ LogicalResult Importer::range() {
       return nodeError() << "input " << i << " ('" << node->input(i)
                          << "') must be a constant scalar (an initializer, "
                             "a Constant or a foldable shape computation); "
-                            "Range with runtime bounds has no static shape";
+                            "Range with runtime bounds has no static shape"
+                         << constantInputHint(i);
   }
   Type et = in[0]->type().getElementType();
   if (in[1]->type().getElementType() != et ||
@@ -295,7 +296,8 @@ LogicalResult Importer::dropout() {
       if (!t->isFoldable() || t->type().getNumElements() != 1)
         return nodeError() << "training_mode (input '" << node->input(2)
                            << "') must be a constant (an initializer or a "
-                              "Constant); a runtime flag is not supported";
+                              "Constant); a runtime flag is not supported"
+                           << constantInputHint(2);
       training = !t->constant.getSplatValue<APInt>().isZero();
     }
     if (hasInput(1)) {

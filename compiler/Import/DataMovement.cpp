@@ -520,7 +520,8 @@ LogicalResult Importer::resize() {
       return nodeError() << "scales (input '" << node->input(scalesIdx)
                          << "') must be a constant float tensor (an "
                             "initializer or a Constant); runtime scales "
-                            "give no static output shape";
+                            "give no static output shape"
+                         << constantInputHint(scalesIdx);
     SmallVector<double> values;
     for (const APFloat &v : sl->constant.getValues<APFloat>())
       values.push_back(v.convertToDouble());

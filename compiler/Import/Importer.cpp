@@ -267,8 +267,17 @@ FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
     return nodeError() << what << " (input '" << node->input(i)
                        << "') must be a constant int64 tensor (an "
                           "initializer, a Constant or a foldable shape "
-                          "computation)";
+                          "computation)"
+                       << constantInputHint(i);
   return intValues(s->constant);
+}
+
+std::string Importer::constantInputHint(int i) {
+  if (!hasInput(i) || !graphInputs.contains(node->input(i)))
+    return "";
+  const std::string &name = node->input(i);
+  return "; give graph input '" + name +
+         "' its value at compile time with --input-value " + name + "=FILE";
 }
 
 LogicalResult Importer::defineSlot(int out, const Slot &s) {

@@ -309,6 +309,9 @@ private:
   mlir::FailureOr<mlir::DenseResourceElementsAttr>
   externalResource(const onnx::TensorProto &t, mlir::Location loc);
   mlir::LogicalResult importInitializers(const onnx::GraphProto &graph);
+  /// Turns the graph inputs options.inputValues names into constant slots
+  /// read from their files (see dlc::InputValueBinding).
+  mlir::LogicalResult importInputValues(const onnx::GraphProto &graph);
   mlir::LogicalResult importInputs(const onnx::GraphProto &graph,
                                    llvm::SmallVectorImpl<mlir::Type> &types,
                                    llvm::SmallVectorImpl<std::string> &names);
@@ -354,6 +357,10 @@ private:
   /// Reads input |i| as a constant int64 tensor (shape-like operands).
   mlir::FailureOr<llvm::SmallVector<int64_t>> constInts(int i,
                                                         llvm::StringRef what);
+  /// For an error saying that input |i| must be a compile-time constant:
+  /// when that input is a graph input, "; give graph input 'X' its value at
+  /// compile time with --input-value X=FILE" (else empty), to append.
+  std::string constantInputHint(int i);
   mlir::LogicalResult define(int out, mlir::Value v);
   mlir::LogicalResult defineConstant(int out, mlir::DenseElementsAttr c);
   mlir::LogicalResult defineSlot(int out, const Slot &s);
@@ -613,6 +620,8 @@ private:
   int64_t exportedBatch = -1;
 
   llvm::StringMap<Slot> slots;
+  /// The graph inputs that are not initializers (bound ones included).
+  llvm::StringSet<> graphInputs;
   /// ONNX sequence values (SplitToSequence outputs), element by element: a
   /// sequence of statically known length exists only at import time.
   llvm::StringMap<llvm::SmallVector<Slot>> sequences;

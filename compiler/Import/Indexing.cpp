@@ -336,7 +336,8 @@ LogicalResult Importer::pad() {
         return failure();
       if (!c->isFoldable() || c->type().getNumElements() != 1)
         return nodeError() << "constant_value (input '" << node->input(2)
-                           << "') must be a constant scalar";
+                           << "') must be a constant scalar"
+                           << constantInputHint(2);
       Type ct = c->type().getElementType();
       if (isa<FloatType>(ct))
         value = (*c->constant.getValues<APFloat>().begin()).convertToDouble();
@@ -700,7 +701,8 @@ LogicalResult Importer::oneHot() {
       ds->type().getRank() > 1 || ds->type().getElementType().isInteger(1))
     return nodeError() << "depth (input '" << node->input(1)
                        << "') must be a constant numeric scalar or "
-                          "one-element 1-D tensor";
+                          "one-element 1-D tensor"
+                       << constantInputHint(1);
   int64_t depth;
   if (isa<FloatType>(ds->type().getElementType())) {
     double d = (*ds->constant.getValues<APFloat>().begin()).convertToDouble();
@@ -719,7 +721,8 @@ LogicalResult Importer::oneHot() {
   if (!vs->constant)
     return nodeError() << "values (input '" << node->input(2)
                        << "') must be a constant (an initializer or a "
-                          "Constant)";
+                          "Constant)"
+                       << constantInputHint(2);
   if (vs->type().getRank() != 1 || vs->type().getNumElements() != 2)
     return nodeError() << "values (input '" << node->input(2)
                        << "') must be [off_value, on_value], 2 elements, "

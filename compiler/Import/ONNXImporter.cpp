@@ -16,6 +16,7 @@
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/Import/Importer.h"
 #include "compiler/Import/OpAlternatives.h"
+#include "data/Npy.h"
 
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
@@ -320,6 +321,140 @@ std::string dlc::parseInputShape(StringRef spec, InputShapeOverride &out) {
   return "";
 }
 
+std::string dlc::parseInputValue(StringRef spec, InputValueBinding &out) {
+  auto [name, file] = spec.rsplit('=');
+  if (name.empty() || file.empty() || name.size() == spec.size())
+    return "--input-value '" + spec.str() +
+           "' is not NAME=FILE (FILE an ONNX TensorProto .pb or a NumPy "
+           ".npy)";
+  out.name = name.str();
+  out.path = file.str();
+  return "";
+}
+
+/// The ONNX element type of a NumPy array's dtype.
+static onnx::TensorProto_DataType onnxTypeOf(dlrt::data::DType dtype) {
+  switch (dtype) {
+  case dlrt::data::DType::F32:
+    return onnx::TensorProto_DataType_FLOAT;
+  case dlrt::data::DType::F64:
+    return onnx::TensorProto_DataType_DOUBLE;
+  case dlrt::data::DType::I64:
+    return onnx::TensorProto_DataType_INT64;
+  case dlrt::data::DType::I32:
+    return onnx::TensorProto_DataType_INT32;
+  case dlrt::data::DType::U8:
+    return onnx::TensorProto_DataType_UINT8;
+  case dlrt::data::DType::Bool:
+    return onnx::TensorProto_DataType_BOOL;
+  case dlrt::data::DType::F16:
+    return onnx::TensorProto_DataType_FLOAT16;
+  case dlrt::data::DType::BF16:
+    return onnx::TensorProto_DataType_BFLOAT16;
+  }
+  return onnx::TensorProto_DataType_UNDEFINED;
+}
+
+/// Reads the `--input-value` file |path| (a NumPy .npy when it ends so, else
+/// a serialized TensorProto) into |t|. Returns an empty string, or the
+/// problem (naming the file).
+static std::string readBoundTensor(const std::string &path,
+                                   onnx::TensorProto &t) {
+  if (StringRef(path).ends_with(".npy")) {
+    dlrt::data::Array a;
+    std::string error;
+    if (!dlrt::data::readNpyFile(path, a, error))
+      return error;
+    for (int64_t d : a.shape)
+      t.add_dims(d);
+    t.set_data_type(onnxTypeOf(a.dtype));
+    t.set_raw_data(std::string(a.data.begin(), a.data.end()));
+    return "";
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return "'" + path + "': cannot open: " + buffer.getError().message();
+  if (!t.ParseFromArray((*buffer)->getBufferStart(),
+                        (int)std::min<size_t>((*buffer)->getBufferSize(),
+                                              INT_MAX)) ||
+      (*buffer)->getBufferSize() > INT_MAX ||
+      t.data_type() == onnx::TensorProto_DataType_UNDEFINED)
+    return "'" + path +
+           "' is not a serialized ONNX TensorProto (nor a .npy file)";
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+    return "'" + path + "' stores its data externally; give the data inline";
+  return "";
+}
+
+LogicalResult Importer::importInputValues(const onnx::GraphProto &graph) {
+  for (const auto &in : graph.input())
+    if (!slots.count(in.name()))
+      graphInputs.insert(in.name());
+  for (const InputValueBinding &b : options.inputValues) {
+    // At the file: the messages name the input themselves.
+    Location loc = fileLoc;
+    const onnx::ValueInfoProto *in = nullptr;
+    for (const auto &i : graph.input())
+      if (i.name() == b.name && !slots.count(b.name))
+        in = &i;
+    if (!in) {
+      std::vector<std::string> names;
+      for (const auto &i : graph.input())
+        if (graphInputs.contains(i.name()))
+          names.push_back(i.name());
+      return emitError(loc) << "--input-value names '" << b.name
+                            << "', which is not a graph input; the graph "
+                               "inputs are: "
+                            << llvm::join(names, ", ");
+    }
+    if (llvm::any_of(options.inputShapes, [&](const InputShapeOverride &o) {
+          return o.name == b.name;
+        }))
+      return emitError(loc) << "graph input '" << b.name
+                            << "' is named by both --input-value and "
+                               "--input-shape; its value fixes its shape";
+    onnx::TensorProto t;
+    if (std::string problem = readBoundTensor(b.path, t); !problem.empty())
+      return emitError(loc) << "--input-value " << b.name << ": " << problem;
+    t.set_name(b.name);
+    const auto &tt = in->type().tensor_type();
+    if (!in->type().has_tensor_type() || t.data_type() != tt.elem_type())
+      return emitError(loc)
+             << "--input-value " << b.name << ": '" << b.path
+             << "' holds " << onnxTypeName(t.data_type())
+             << " values; graph input '" << b.name << "' is "
+             << (in->type().has_tensor_type() ? onnxTypeName(tt.elem_type())
+                                              : std::string("not a tensor"));
+    if (tt.has_shape()) {
+      bool fits = tt.shape().dim_size() == t.dims_size();
+      for (int d = 0; fits && d < t.dims_size(); ++d) {
+        const auto &dim = tt.shape().dim(d);
+        if (dim.has_dim_value() && dim.dim_value() >= 0 &&
+            dim.dim_value() != t.dims(d))
+          fits = false;
+      }
+      if (!fits) {
+        std::string have;
+        for (int d = 0; d < t.dims_size(); ++d)
+          have += (d ? "x" : "") + std::to_string(t.dims(d));
+        return emitError(loc)
+               << "--input-value " << b.name << ": '" << b.path
+               << "' has shape [" << (have.empty() ? "scalar" : have)
+               << "], which does not fit graph input " << inputShapeHint(*in);
+      }
+    }
+    FailureOr<DenseElementsAttr> c = convertTensor(t, loc, "--input-value");
+    if (failed(c))
+      return failure();
+    Slot s;
+    s.loc = loc;
+    s.constant = *c;
+    slots[b.name] = s;
+  }
+  return success();
+}
+
 LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
                                      SmallVectorImpl<Type> &types,
                                      SmallVectorImpl<std::string> &names) {
@@ -580,7 +715,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   OwningOpRef<ModuleOp> owned(module);
   module->setAttr("dlgraph.model_name", builder.getStringAttr(graph.name()));
 
-  if (failed(importInitializers(graph)))
+  if (failed(importInitializers(graph)) || failed(importInputValues(graph)))
     return nullptr;
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;

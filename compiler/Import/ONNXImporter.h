@@ -23,6 +23,18 @@ struct InputShapeOverride {
   std::vector<int64_t> dims;
 };
 
+/// The value `--input-value NAME=FILE` gives graph input |name| at compile
+/// time: the input becomes a constant (never trained) and leaves the
+/// compiled step's inputs. For inputs that fix shapes or axes (`axes`,
+/// `pads`, `sizes`, `shape`, `k`...), which a static-shape compiler needs
+/// before it runs, as TensorRT needs its shape tensors.
+struct InputValueBinding {
+  std::string name;
+  /// A serialized ONNX TensorProto (`.pb`, as onnx.numpy_helper.from_array
+  /// writes and the ONNX test data holds) or a NumPy `.npy` file.
+  std::string path;
+};
+
 /// Options of the ONNX importer.
 struct ImportOptions {
   /// When > 0, replaces dim 0 of every graph input (static or symbolic). When
@@ -34,7 +46,17 @@ struct ImportOptions {
   /// Naming no graph input, or giving another rank than the input's, is an
   /// error.
   std::vector<InputShapeOverride> inputShapes;
+  /// Graph inputs given a value at compile time (`--input-value`). The
+  /// file's element type must be the input's and its shape must fit the
+  /// input's (a symbolic dimension takes the file's size); naming no graph
+  /// input, an input also named by inputShapes, or an unreadable file is an
+  /// error.
+  std::vector<InputValueBinding> inputValues;
 };
+
+/// Parses one `--input-value` value, `NAME=FILE`, into |out|. Returns an
+/// empty string, or what is wrong with |spec|.
+std::string parseInputValue(llvm::StringRef spec, InputValueBinding &out);
 
 /// Parses one `--input-shape` value, `NAME=D0xD1x...` (each D a
 /// non-negative integer or `?`; NAME may contain `=` only before the last

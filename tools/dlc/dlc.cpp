@@ -337,6 +337,13 @@ static cl::list<std::string> inputShapes(
              "or ? to keep the model's dimension; sets symbolic dimensions "
              "(sequence length, image size) that --batch-size does not"),
     cl::value_desc("NAME=D0xD1x..."), cl::cat(dlcCategory));
+static cl::list<std::string> inputValues(
+    "input-value",
+    cl::desc("Gives graph input NAME its value at compile time (repeatable; "
+             "FILE an ONNX TensorProto .pb or a NumPy .npy): it becomes a "
+             "constant and leaves the step's inputs. For inputs that fix "
+             "shapes or axes (axes, pads, sizes, shape, k)"),
+    cl::value_desc("NAME=FILE"), cl::cat(dlcCategory));
 static cl::list<std::string>
     targets("target",
             cl::desc("CUDA architectures to compile kernels for with NVRTC "
@@ -490,6 +497,7 @@ int main(int argc, char **argv) {
   options.emit = emitKind;
   options.batchSize = batchSize;
   options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  options.inputValues.assign(inputValues.begin(), inputValues.end());
   options.cudaArchs.assign(targets.begin(), targets.end());
   options.hostCompiler = hostCompiler;
   options.stats = stats;
