@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "dialects/Graph/GraphOps.h"
 
@@ -273,11 +274,62 @@ FailureOr<SmallVector<int64_t>> Importer::constInts(int i, StringRef what) {
 }
 
 std::string Importer::constantInputHint(int i) {
-  if (!hasInput(i) || !graphInputs.contains(node->input(i)))
+  if (!hasInput(i))
     return "";
-  const std::string &name = node->input(i);
-  return "; give graph input '" + name +
-         "' its value at compile time with --input-value " + name + "=FILE";
+  // The graph inputs the value is computed from.
+  SmallVector<std::string> found;
+  bool onlyIntegers = true;
+  if (graphInputs.contains(node->input(i))) {
+    found.push_back(node->input(i));
+  } else if (mainGraph) {
+    llvm::StringMap<const onnx::NodeProto *> producers;
+    for (const onnx::NodeProto &n : mainGraph->node())
+      for (const std::string &out : n.output())
+        producers[out] = &n;
+    SmallVector<std::string> work{node->input(i)};
+    llvm::StringSet<> seen;
+    while (!work.empty() && found.size() <= 8) {
+      std::string name = work.pop_back_val();
+      if (name.empty() || !seen.insert(name).second)
+        continue;
+      if (graphInputs.contains(name)) {
+        // Bound inputs are constants already.
+        if (slots.count(name) && slots[name].constant)
+          continue;
+        found.push_back(name);
+        for (const onnx::ValueInfoProto &in : mainGraph->input())
+          if (in.name() == name) {
+            int32_t et = in.type().tensor_type().elem_type();
+            onlyIntegers &= et == onnx::TensorProto_DataType_INT64 ||
+                            et == onnx::TensorProto_DataType_INT32;
+          }
+        continue;
+      }
+      auto p = producers.find(name);
+      if (p == producers.end())
+        continue;
+      const onnx::NodeProto &n = *p->second;
+      if (n.op_type() == "Shape" || n.op_type() == "Size")
+        continue;
+      for (const std::string &in : n.input())
+        work.push_back(in);
+    }
+    if (!onlyIntegers || found.size() > 8)
+      found.clear();
+  }
+  if (found.empty())
+    return "";
+  llvm::sort(found);
+  std::string hint = found.size() == 1 ? "; give graph input '" + found[0] +
+                                             "' its value at compile time "
+                                             "with"
+                                       : "; give graph inputs '" +
+                                             llvm::join(found, "', '") +
+                                             "' their values at compile "
+                                             "time with";
+  for (const std::string &name : found)
+    hint += " --input-value " + name + "=FILE";
+  return hint;
 }
 
 LogicalResult Importer::defineSlot(int out, const Slot &s) {

@@ -358,8 +358,10 @@ private:
   mlir::FailureOr<llvm::SmallVector<int64_t>> constInts(int i,
                                                         llvm::StringRef what);
   /// For an error saying that input |i| must be a compile-time constant:
-  /// when that input is a graph input, "; give graph input 'X' its value at
-  /// compile time with --input-value X=FILE" (else empty), to append.
+  /// when that input is a graph input, or is computed only from integer
+  /// graph inputs (through any nodes; Shape and Size read no values),
+  /// "; give graph input 'X' its value at compile time with --input-value
+  /// X=FILE" naming each (else empty), to append.
   std::string constantInputHint(int i);
   mlir::LogicalResult define(int out, mlir::Value v);
   mlir::LogicalResult defineConstant(int out, mlir::DenseElementsAttr c);
@@ -622,6 +624,8 @@ private:
   llvm::StringMap<Slot> slots;
   /// The graph inputs that are not initializers (bound ones included).
   llvm::StringSet<> graphInputs;
+  /// The model's main graph (for constantInputHint), while run() runs.
+  const onnx::GraphProto *mainGraph = nullptr;
   /// ONNX sequence values (SplitToSequence outputs), element by element: a
   /// sequence of statically known length exists only at import time.
   llvm::StringMap<llvm::SmallVector<Slot>> sequences;

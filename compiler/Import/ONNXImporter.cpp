@@ -710,6 +710,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   if (failed(checkOpset(model)))
     return nullptr;
   const onnx::GraphProto &graph = model.graph();
+  mainGraph = &graph;
 
   module = ModuleOp::create(fileLoc);
   OwningOpRef<ModuleOp> owned(module);

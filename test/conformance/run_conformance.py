@@ -448,8 +448,8 @@ def bound_values(folder, input_names, bound):
 def compile_model(test_dir, model_path, pkg, folder, input_names, bound,
                   deadline, args, env, tmp, times):
     """Compiles the test's model to |pkg|, growing |bound| (graph inputs to
-    give their values from data set |folder|) while dlc names one more
-    input it needs as a compile-time constant. Returns (rc, err)."""
+    give their values from data set |folder|) while dlc names more inputs
+    it needs as compile-time constants. Returns (rc, err)."""
     base = [args.dlc, model_path, "-o", pkg, "--quiet"]
     extra = []
     while True:
@@ -468,9 +468,10 @@ def compile_model(test_dir, model_path, pkg, folder, input_names, bound,
                 extra = ["--batch-size", str(batch)]
                 continue
         # An input dlc needs at compile time: bind it, as dlc suggests.
-        m = BIND_HINT.search(reason)
-        if m and m.group(1) in input_names and m.group(1) not in bound:
-            bound.append(m.group(1))
+        names = [n for n in BIND_HINT.findall(reason)
+                 if n in input_names and n not in bound]
+        if names:
+            bound.extend(names)
             continue
         return rc, err
 

@@ -4,7 +4,8 @@ graph input and axes a [1] int64 graph input, so the value of axes fixes the
 output's shape. Also writes the value files --input-value reads.
 
 Usage: input_value_models.py OUT_DIR [--run PKG AXIS [--break]]
-Without --run writes OUT_DIR/reduce.onnx, axis1.pb (TensorProto [1]),
+Without --run writes OUT_DIR/reduce.onnx, indirect.onnx (the same with
+axes negated twice before the ReduceSum), axis1.pb (TensorProto [1]),
 axis2.npy ([1] int64), wrongtype.npy ([1] f32) and wrongshape.pb ([2] int64).
 With --run PKG AXIS runs PKG (compiled with axes = [AXIS]) with `dlrt run
 --device host` on a seeded x and prints "ok AXIS" when its output equals
@@ -31,6 +32,14 @@ def main():
     graph = helper.make_graph([node], "reduce", [x, axes], [y])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
               os.path.join(out, "reduce.onnx"))
+    # The axes computed from the input (-(-axes)): dlc names the input.
+    nodes = [helper.make_node("Neg", ["axes"], ["n1"], name="neg1"),
+             helper.make_node("Neg", ["n1"], ["n2"], name="neg2"),
+             helper.make_node("ReduceSum", ["x", "n2"], ["y"], name="sum",
+                              keepdims=0)]
+    graph = helper.make_graph(nodes, "indirect", [x, axes], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
+              os.path.join(out, "indirect.onnx"))
     with open(os.path.join(out, "axis1.pb"), "wb") as f:
         f.write(numpy_helper.from_array(np.array([1], np.int64)).SerializeToString())
     with open(os.path.join(out, "wrongshape.pb"), "wb") as f:
