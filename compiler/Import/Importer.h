@@ -488,20 +488,35 @@ private:
   /// constant indices (bounds-checked): folded on constant data and
   /// updates; with run-time data or updates (reduction none only), a
   /// dlgraph.select between data and a dlgraph.gather of the last update of
-  /// each written row. Run-time indices are an error.
+  /// each written row. Run-time indices (reduction none or add, float
+  /// data): scatterRowsAtRunTime.
   mlir::LogicalResult scatterND();
   /// ScatterND's and ScatterElements' inputs (data, indices, updates) into
-  /// |in|, with the checks they share: constant indices unless all three
-  /// fold (|folds|), no reduction on run-time data, int32/int64 indices and
-  /// updates of data's element type.
+  /// |in|, with the checks they share: |folds| when all three fold,
+  /// |runtimeIndices| when the indices do not (then reduction none or add
+  /// on f32 data only), no other reduction on run-time data, int32/int64
+  /// indices and updates of data's element type.
   mlir::LogicalResult scatterInputs(Slot *(&in)[3], llvm::StringRef reduction,
-                                    bool &folds);
+                                    bool &folds, bool &runtimeIndices);
   /// ScatterElements (any axis; reduction none, add and mul from opset 16,
   /// max and min from 18) with constant indices (bounds-checked), as
   /// ScatterND writing single elements: folded on constant data and
   /// updates; with run-time data or updates (reduction none only), the same
-  /// dlgraph.select of a dlgraph.gather. Run-time indices are an error.
+  /// dlgraph.select of a dlgraph.gather. Run-time indices (reduction none or
+  /// add, float data): scatterRowsAtRunTime.
   mlir::LogicalResult scatterElements();
+  /// Run-time indices |index| (int32/int64) normalized: a negative index
+  /// plus |size| (broadcast against |index|), as int64.
+  mlir::Value normalizedIndex(mlir::Value index, mlir::Value size);
+  /// scatterRows with run-time |rows| ([U] int64): the updates summed into
+  /// their rows with dlgraph.gather_grad (a scatter-add into zeros, which
+  /// drops out-of-range rows); reduction add adds that to data, none
+  /// selects it where a row was written (counted by a second scatter-add of
+  /// ones) and data elsewhere. ONNX leaves repeated indices under 'none'
+  /// undefined; here their updates add up.
+  mlir::LogicalResult scatterRowsAtRunTime(Slot &data, Slot &updates,
+                                           mlir::Value rows, int64_t k,
+                                           llvm::StringRef reduction);
   /// Shared by scatterND and scatterElements: writes update u (|updates|
   /// flattened to [U, data.shape[k:]...]) into row |rows|[u] of |data|
   /// flattened to [prod(data.shape[:k]), data.shape[k:]...], combining

@@ -462,17 +462,25 @@ LogicalResult Importer::pad() {
 }
 
 LogicalResult Importer::scatterInputs(Slot *(&in)[3], StringRef reduction,
-                                      bool &folds) {
+                                      bool &folds, bool &runtimeIndices) {
   for (int i = 0; i < 3; ++i)
     if (!(in[i] = input(i)))
       return failure();
   folds = in[0]->isFoldable() && in[1]->isFoldable() && in[2]->isFoldable();
-  if (!folds && !in[1]->isFoldable())
+  runtimeIndices = !in[1]->isFoldable();
+  if (runtimeIndices &&
+      ((reduction != "none" && reduction != "add") ||
+       !in[0]->type().getElementType().isF32()))
     return nodeError() << "indices (input '" << node->input(1)
                        << "') are computed at run time; " << node->op_type()
-                       << " is supported with compile-time constant indices "
-                          "(data and updates may be run-time values)";
-  if (!folds && reduction != "none")
+                       << " with run-time indices supports reduction none "
+                          "or add on f32 data (got reduction '"
+                       << reduction << "' on "
+                       << elementTypeName(in[0]->type().getElementType())
+                       << "); with compile-time constant indices, every "
+                          "reduction"
+                       << constantInputHint(1);
+  if (!folds && !runtimeIndices && reduction != "none")
     return nodeError() << "reduction '" << reduction
                        << "' on run-time data or updates is not supported; "
                           "supported: none (or constant inputs, folded)";
@@ -498,8 +506,8 @@ LogicalResult Importer::scatterND() {
                        << "' is not supported; supported: none, add, mul"
                        << (opset >= 18 ? ", max, min" : "");
   Slot *in[3];
-  bool folds;
-  if (failed(scatterInputs(in, reduction, folds)))
+  bool folds, runtimeIndices;
+  if (failed(scatterInputs(in, reduction, folds, runtimeIndices)))
     return failure();
   RankedTensorType dt = in[0]->type(), it = in[1]->type(),
                    ut = in[2]->type();
@@ -516,6 +524,28 @@ LogicalResult Importer::scatterND() {
                        << ", expected " << shapeStr(expect)
                        << " (indices.shape[:-1] + data.shape[k:])";
   int64_t updatesCount = product(is) / k;
+  if (runtimeIndices) {
+    // row = sum_d normalized(index[..., d]) * stride_d over data's first k
+    // axes.
+    auto i64 = builder.getI64Type();
+    SmallVector<int64_t> sizes(ds.take_front(k)), strides(k, 1);
+    for (int64_t d = k - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * ds[d + 1];
+    auto kType = RankedTensorType::get({k}, i64);
+    Value size = gr::ConstantOp::create(
+        builder, nodeLoc, DenseElementsAttr::get(kType, ArrayRef(sizes)));
+    Value stride = gr::ConstantOp::create(
+        builder, nodeLoc, DenseElementsAttr::get(kType, ArrayRef(strides)));
+    Value idx = normalizedIndex(materialize(*in[1]), size);
+    auto idxType = RankedTensorType::get(is, i64);
+    Value scaled = gr::MulOp::create(builder, nodeLoc, idxType, idx, stride);
+    Value rows = gr::ReduceSumOp::create(
+        builder, nodeLoc, RankedTensorType::get(is.drop_back(), i64), scaled,
+        SmallVector<int64_t>{q - 1}, /*keepdims=*/false);
+    return scatterRowsAtRunTime(*in[0], *in[2],
+                                reshapeIfNeeded(rows, {updatesCount}), k,
+                                reduction);
+  }
   SmallVector<int64_t> idx = intValues(in[1]->constant);
   // The row of data (flattened over its first k axes) each update writes.
   SmallVector<int64_t> rows(updatesCount);
@@ -533,6 +563,54 @@ LogicalResult Importer::scatterND() {
     rows[u] = base;
   }
   return scatterRows(*in[0], *in[2], rows, k, reduction, folds);
+}
+
+Value Importer::normalizedIndex(Value index, Value size) {
+  auto it = cast<RankedTensorType>(index.getType());
+  auto i64 = builder.getI64Type();
+  auto t = it.clone(i64);
+  if (!it.getElementType().isInteger(64))
+    index = gr::CastOp::create(builder, nodeLoc, t, index);
+  Value zero = splatOf(RankedTensorType::get({}, i64), 0);
+  Value negative = gr::CompareOp::create(builder, nodeLoc, "lt", index, zero);
+  Value wrapped = gr::AddOp::create(builder, nodeLoc, t, index, size);
+  return gr::SelectOp::create(builder, nodeLoc, negative, wrapped, index);
+}
+
+LogicalResult Importer::scatterRowsAtRunTime(Slot &dataSlot, Slot &updSlot,
+                                             Value rows, int64_t k,
+                                             StringRef reduction) {
+  RankedTensorType dt = dataSlot.type();
+  ArrayRef<int64_t> ds = dt.getShape();
+  int64_t r = ds.size();
+  int64_t numRows = product(ds.take_front(k));
+  int64_t updatesCount = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+  SmallVector<int64_t> rowShape{numRows}, updShape{updatesCount};
+  llvm::append_range(rowShape, ds.drop_front(k));
+  llvm::append_range(updShape, ds.drop_front(k));
+  Type et = dt.getElementType();
+  Value data = reshapeIfNeeded(materialize(dataSlot), rowShape);
+  Value upd = reshapeIfNeeded(materialize(updSlot), updShape);
+  auto rowType = RankedTensorType::get(rowShape, et);
+  auto axis0 = builder.getI64IntegerAttr(0);
+  Value summed =
+      gr::GatherGradOp::create(builder, nodeLoc, rowType, rows, upd, axis0);
+  Value y;
+  if (reduction == "add") {
+    y = gr::AddOp::create(builder, nodeLoc, rowType, data, summed);
+  } else {
+    auto countType = RankedTensorType::get({numRows}, et);
+    Value ones = splatOf(RankedTensorType::get({updatesCount}, et), 1);
+    Value count =
+        gr::GatherGradOp::create(builder, nodeLoc, countType, rows, ones, axis0);
+    Value written = gr::CompareOp::create(
+        builder, nodeLoc, "gt", count, splatOf(RankedTensorType::get({}, et), 0));
+    SmallVector<int64_t> maskShape{numRows};
+    maskShape.append(r - k, 1);
+    written = reshapeIfNeeded(written, maskShape);
+    y = gr::SelectOp::create(builder, nodeLoc, written, summed, data);
+  }
+  return define(0, reshapeIfNeeded(y, ds));
 }
 
 LogicalResult Importer::scatterRows(Slot &dataSlot, Slot &updSlot,
@@ -632,8 +710,8 @@ LogicalResult Importer::scatterElements() {
                        << (opset >= 16 ? ", add, mul" : "")
                        << (opset >= 18 ? ", max, min" : "");
   Slot *in[3];
-  bool folds;
-  if (failed(scatterInputs(in, reduction, folds)))
+  bool folds, runtimeIndices;
+  if (failed(scatterInputs(in, reduction, folds, runtimeIndices)))
     return failure();
   RankedTensorType dt = in[0]->type(), it = in[1]->type(), ut = in[2]->type();
   ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
@@ -657,8 +735,40 @@ LogicalResult Importer::scatterElements() {
   // Each update writes one element of data: its own position in indices,
   // with the axis coordinate replaced by the index there. That is ScatterND
   // with k = rank (rows are elements).
-  SmallVector<int64_t> idx = intValues(in[1]->constant);
   int64_t count = product(is);
+  if (runtimeIndices) {
+    // row = base + normalized(index) * stride(axis), base the element's
+    // flat position with its axis coordinate 0.
+    SmallVector<int64_t> base(count), pos(r, 0);
+    int64_t axisStride = product(ds.drop_front(axis + 1));
+    for (int64_t u = 0; u < count; ++u) {
+      int64_t flat = 0;
+      for (int64_t d = 0; d < r; ++d)
+        flat = flat * ds[d] + (d == axis ? 0 : pos[d]);
+      base[u] = flat;
+      for (int64_t d = r - 1; d >= 0 && ++pos[d] == is[d]; --d)
+        pos[d] = 0;
+    }
+    auto i64 = builder.getI64Type();
+    auto idxType = RankedTensorType::get(is, i64);
+    auto scalar = RankedTensorType::get({}, i64);
+    Value idx = normalizedIndex(
+        materialize(*in[1]),
+        gr::ConstantOp::create(builder, nodeLoc,
+                               DenseElementsAttr::get(scalar, ds[axis])));
+    Value scaled = gr::MulOp::create(
+        builder, nodeLoc, idxType, idx,
+        gr::ConstantOp::create(builder, nodeLoc,
+                               DenseElementsAttr::get(scalar, axisStride)));
+    Value rows = gr::AddOp::create(
+        builder, nodeLoc, idxType, scaled,
+        gr::ConstantOp::create(builder, nodeLoc,
+                               DenseElementsAttr::get(idxType,
+                                                      ArrayRef(base))));
+    return scatterRowsAtRunTime(*in[0], *in[2], reshapeIfNeeded(rows, {count}),
+                                r, reduction);
+  }
+  SmallVector<int64_t> idx = intValues(in[1]->constant);
   SmallVector<int64_t> rows(count), pos(r, 0);
   for (int64_t u = 0; u < count; ++u) {
     int64_t v = idx[u];

@@ -429,6 +429,46 @@ TEST_F(OnnxGradientCheck, Opset18IndexingOps) {
   run(graph, y, 3);
 }
 
+// ScatterElements (reduction none) and ScatterND (reduction add, a repeated
+// row) with indices computed at run time (constant values plus a Cast of
+// x * 0): dlgraph.gather_grad / select, whose gradients gather dy back.
+TEST_F(OnnxGradientCheck, RuntimeIndexScatters) {
+  OnnxGraph graph;
+  graph.model.mutable_opset_import(0)->set_version(18);
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("u", {1, 3});
+  graph.param("v", {2, 3});
+  std::string h = graph.node("Add", {"x", "w"});
+  auto runtimeIndex = [&](std::vector<int64_t> values,
+                          std::vector<int64_t> shape) {
+    std::string zeros = graph.node(
+        "Cast", {graph.node("Mul", {"x", graph.scalar(0.0f)})}, {},
+        {{"to", onnx::TensorProto_DataType_INT64}});
+    // x * 0 is [2, 3]: keep the values' shape by slicing it.
+    std::string z = graph.node(
+        "ReduceMax", {zeros, int64Constant(graph, {0, 1})}, {},
+        {{"keepdims", 0}});
+    return graph.node("Add", {int64Constant(graph, values, shape), z});
+  };
+  std::string se = graph.node(
+      "ScatterElements", {h, runtimeIndex({1, 0, -1}, {1, 3}), "u"}, {},
+      {{"axis", 0}});
+  std::string rows = runtimeIndex({1, 1}, {2, 1});
+  auto *red = graph.g->add_node();
+  red->set_op_type("ScatterND");
+  red->set_name("scatter_add");
+  red->add_input(h);
+  red->add_input(rows);
+  red->add_input("v");
+  red->add_output("sa");
+  auto *r = red->add_attribute();
+  r->set_name("reduction");
+  r->set_type(onnx::AttributeProto_AttributeType_STRING);
+  r->set_s("add");
+  run(graph, graph.node("Mul", {se, "sa"}), 3);
+}
+
 // SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss as model-computed
 // losses (--loss-output): class weights and ignore_index, over [N, C, D].
 TEST_F(OnnxGradientCheck, ModelComputedOnnxLosses) {

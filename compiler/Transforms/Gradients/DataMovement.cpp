@@ -1,7 +1,8 @@
 //===- DataMovement.cpp - gradients of the data-movement ops --------------===//
 //
 // reshape, transpose, broadcast_to, slice, pad, concat, gather,
-// gather_elements and resize: each gradient moves dy back to where the
+// gather_elements, resize and the gathers' own gradients (gather_grad,
+// gather_elements_grad, as run-time-index scatters use them): each gradient moves dy back to where the
 // forward op read it from (summing where it read an element several times).
 //
 //===----------------------------------------------------------------------===//
@@ -87,6 +88,17 @@ static LogicalResult gatherGrad(OpBuilder &b, Operation *op, RGrads dy,
   return success();
 }
 
+// gather_grad is linear in result_grad: its adjoint gathers dy back from
+// the rows (elements) each update was added to (an out-of-range index,
+// which added nothing, reads 0).
+template <typename FwdOp>
+static LogicalResult gatherGradGrad(OpBuilder &b, Operation *op, RGrads dy,
+                                    Grads dx) {
+  dx[1] = FwdOp::create(b, op->getLoc(), dy[0], op->getOperand(0),
+                        op->getAttrOfType<IntegerAttr>("axis"));
+  return success();
+}
+
 static LogicalResult resizeGrad(OpBuilder &b, Operation *op, RGrads dy,
                                 Grads dx) {
   // The adjoint (upsample_nearest/bilinear backward): a weighted
@@ -113,6 +125,9 @@ void dlc::gradients::registerDataMovementGradients(DialectRegistry &registry) {
     attachGradient<ConcatOp, concatGrad>(ctx);
     attachGradient<GatherOp, gatherGrad<GatherGradOp>>(ctx);
     attachGradient<GatherElementsOp, gatherGrad<GatherElementsGradOp>>(ctx);
+    attachGradient<GatherGradOp, gatherGradGrad<GatherOp>>(ctx);
+    attachGradient<GatherElementsGradOp, gatherGradGrad<GatherElementsOp>>(
+        ctx);
     attachGradient<ResizeOp, resizeGrad>(ctx);
   });
 }
