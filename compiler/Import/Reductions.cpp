@@ -53,9 +53,25 @@ LogicalResult Importer::reduce() {
                  xs->isFoldable() &&
                  isa<IntegerType>(xs->type().getElementType()) &&
                  !xs->type().getElementType().isInteger(1);
+  // Bool ReduceMax / ReduceMin (any / all): the count of true (of false)
+  // elements, compared with 0; over an empty set false / true, as the
+  // identities of max and min on bools.
+  std::string boolOp;
+  if (!foldInt && xs->type().getElementType().isInteger(1) &&
+      (op == "ReduceMax" || op == "ReduceMin")) {
+    boolOp = op;
+    op = "ReduceSum";
+  }
   Value x;
-  if (!foldInt && !(x = numericOperand(0)))
+  if (!boolOp.empty()) {
+    x = gr::CastOp::create(builder, nodeLoc,
+                           xs->type().clone(builder.getI32Type()),
+                           materialize(*xs));
+    if (boolOp == "ReduceMin")
+      x = gr::SubOp::create(builder, nodeLoc, splatLike(x, 1), x);
+  } else if (!foldInt && !(x = numericOperand(0))) {
     return failure();
+  }
   RankedTensorType t =
       foldInt ? xs->type() : cast<RankedTensorType>(x.getType());
   int64_t rank = t.getRank();
@@ -74,7 +90,9 @@ LogicalResult Importer::reduce() {
   if (axes.empty()) {
     if (noop)
       return foldInt ? defineConstant(0, xs->constant)
-                     : define(0, gr::IdentityOp::create(builder, nodeLoc, x));
+                     : define(0, gr::IdentityOp::create(
+                                     builder, nodeLoc,
+                                     boolOp.empty() ? x : materialize(*xs)));
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
@@ -163,6 +181,12 @@ LogicalResult Importer::reduce() {
   } else {
     return nodeError() << "internal error: no decomposition";
   }
+  if (!boolOp.empty())
+    y = gr::CompareOp::create(builder, nodeLoc,
+                              boolOp == "ReduceMax" ? "gt" : "eq", y,
+                              splatOf(RankedTensorType::get(
+                                          {}, builder.getI32Type()),
+                                      0));
   return define(0, y);
 }
 
