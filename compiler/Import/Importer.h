@@ -234,11 +234,12 @@ public:
   /// returns null at the end.
   std::function<void(int, bool)> onNodeFailure;
 
-  /// Support of op |opType| (default domain when |defaultDomain|) at
-  /// |opset|: empty when the importer has a handler whose definition at that
-  /// opset is mapped, else why not (one sentence, no alternative).
-  static std::string unsupportedReason(llvm::StringRef opType,
-                                       bool defaultDomain, int64_t opset);
+  /// Support of op |opType| of |domain| ("" or "ai.onnx": the default
+  /// domain) at |opset|: empty when the importer has a handler whose
+  /// definition at that opset is mapped, else why not (one sentence, no
+  /// alternative).
+  static std::string unsupportedReason(llvm::StringRef domain,
+                                       llvm::StringRef opType, int64_t opset);
 
   /// For checkONNXModel --train: signs that an exporter's graph optimizer
   /// (torch.onnx.export's default optimize=True) rewrote |graph|'s
@@ -262,6 +263,7 @@ public:
   static llvm::ArrayRef<OpMapping> reductionOps();
   static llvm::ArrayRef<OpMapping> lossOps();
   static llvm::ArrayRef<OpMapping> constantOps();
+  static llvm::ArrayRef<OpMapping> optimizerOps();
 
 private:
   // Diagnostics.
@@ -525,6 +527,11 @@ private:
   mlir::LogicalResult scatterRows(Slot &data, Slot &updates,
                                   llvm::ArrayRef<int64_t> rows, int64_t k,
                                   llvm::StringRef reduction, bool folds);
+  /// Adagrad, Momentum and Adam of ai.onnx.preview.training (Optimizers.cpp):
+  /// one update of n f32 tensors, elementwise, with R and T possibly run-time
+  /// scalars; the formulas of the ONNX operator docs (Adam's bias correction
+  /// R sqrt(1 - beta^T) / (1 - alpha^T) once T > 0).
+  mlir::LogicalResult optimizerOp();
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
   /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
@@ -672,6 +679,10 @@ public:
   /// The entry of ONNX op |opType| (ai.onnx domain), or null when the
   /// importer does not map it.
   const OpMapping *lookup(llvm::StringRef opType) const;
+  /// The entry of op |opType| of |domain| ("" or "ai.onnx": the default
+  /// domain; another domain's ops are registered as "<domain>.<op>").
+  const OpMapping *lookup(llvm::StringRef domain,
+                          llvm::StringRef opType) const;
   /// Every entry, sorted by op type.
   llvm::ArrayRef<const OpMapping *> entries() const { return sorted; }
 

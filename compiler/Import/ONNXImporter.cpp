@@ -48,6 +48,16 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
     found = true;
     opset = imp.version();
   }
+  // A graph of another domain's ops only (ai.onnx.preview.training's
+  // optimizers) needs no ai.onnx opset.
+  if (!found && !model.graph().node().empty() &&
+      llvm::all_of(model.graph().node(), [](const onnx::NodeProto &n) {
+        return !n.domain().empty() && n.domain() != "ai.onnx" &&
+               OpRegistry::get().lookup(n.domain(), n.op_type());
+      })) {
+    opset = kMaxOpset;
+    return success();
+  }
   if (!found)
     return modelError() << "the model imports no ai.onnx opset; supported "
                            "opsets are "
@@ -626,7 +636,7 @@ OpRegistry::OpRegistry() {
         Importer::normalizationOps(), Importer::attentionOps(),
         Importer::poolOps(), Importer::dataMovementOps(),
         Importer::indexingOps(), Importer::reductionOps(), Importer::lossOps(),
-        Importer::constantOps()}) {
+        Importer::constantOps(), Importer::optimizerOps()}) {
     for (const OpMapping &m : family) {
       if (!byType.try_emplace(m.opType, &m).second)
         llvm::report_fatal_error("ONNX op '" + m.opType +
@@ -648,6 +658,12 @@ const OpMapping *OpRegistry::lookup(StringRef opType) const {
   return byType.lookup(opType);
 }
 
+const OpMapping *OpRegistry::lookup(StringRef domain, StringRef opType) const {
+  if (domain.empty() || domain == "ai.onnx")
+    return byType.lookup(opType);
+  return byType.lookup((domain + "." + opType).str());
+}
+
 LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
   node = &n;
   attrFailed = false;
@@ -656,8 +672,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
   nodeLoc =
       NameLoc::get(StringAttr::get(ctx, nodeName + "/" + n.op_type()), fileLoc);
   bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
-  const OpMapping *mapping =
-      defaultDomain ? OpRegistry::get().lookup(n.op_type()) : nullptr;
+  const OpMapping *mapping = OpRegistry::get().lookup(n.domain(), n.op_type());
   if (!mapping) {
     std::string op =
         defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
@@ -673,7 +688,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
            << "` for the list of supported ops";
     return diag;
   }
-  if (opset >= kMinOpset) {
+  // Other domains' ops (version 1 of their domains) have no versions here.
+  if (opset >= kMinOpset && defaultDomain) {
     std::string issue = opVersionIssue(*mapping, opset);
     if (!issue.empty())
       return emitError(nodeLoc)
@@ -688,12 +704,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
   return checkLowPrecision(block, before);
 }
 
-std::string Importer::unsupportedReason(StringRef opType, bool defaultDomain,
+std::string Importer::unsupportedReason(StringRef domain, StringRef opType,
                                         int64_t opset) {
-  const OpMapping *mapping =
-      defaultDomain ? OpRegistry::get().lookup(opType) : nullptr;
+  const OpMapping *mapping = OpRegistry::get().lookup(domain, opType);
   if (!mapping)
     return "no importer for this op";
+  if (!domain.empty() && domain != "ai.onnx")
+    return "";
   if (opset >= kMinOpset && opset <= kMaxOpset)
     return opVersionIssue(*mapping, opset);
   if (opset > kMaxOpset || opset < 1)
@@ -898,9 +915,9 @@ dlc::checkONNXModel(MLIRContext &context, StringRef path,
       status.domain = domain;
       status.opType = n.op_type();
       status.unsupportedReason =
-          Importer::unsupportedReason(n.op_type(), defaultDomain, check.opset);
+          Importer::unsupportedReason(domain, n.op_type(), check.opset);
       if (!status.unsupportedReason.empty() &&
-          !OpRegistry::get().lookup(n.op_type()))
+          !OpRegistry::get().lookup(domain, n.op_type()))
         status.alternative = nearestSupportedAlternative(domain, n.op_type());
       check.ops.push_back(std::move(status));
     }
