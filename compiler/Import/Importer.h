@@ -264,6 +264,7 @@ public:
   static llvm::ArrayRef<OpMapping> lossOps();
   static llvm::ArrayRef<OpMapping> constantOps();
   static llvm::ArrayRef<OpMapping> optimizerOps();
+  static llvm::ArrayRef<OpMapping> classicalMLOps();
 
 private:
   // Diagnostics.
@@ -532,6 +533,11 @@ private:
   /// scalars; the formulas of the ONNX operator docs (Adam's bias correction
   /// R sqrt(1 - beta^T) / (1 - alpha^T) once T > 0).
   mlir::LogicalResult optimizerOp();
+  /// ai.onnx.ml Binarizer (x > threshold, in x's type) and
+  /// ArrayFeatureExtractor (a gather of the flattened int64 indices on the
+  /// last axis; a vector input gives one row), ClassicalML.cpp.
+  mlir::LogicalResult binarizer();
+  mlir::LogicalResult arrayFeatureExtractor();
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
   /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
