@@ -1,11 +1,12 @@
 //===- Attention.cpp - ONNX opset-23 transformer ops -> dlgraph -----------===//
 //
-// Attention, RMSNormalization and RotaryEmbedding (ai.onnx opset 23),
-// decomposed into existing dlgraph ops (matmul, softmax, select, reductions,
-// slices, concats and elementwise ops), so that their gradients and
-// lowering are those of the ops they decompose into. Attention materializes
-// its [B, H, Sq, Skv] scores; the fused dlgraph.attention op of issue 36 is
-// to replace that decomposition.
+// Attention (opsets 23 to 25: KV caches, padding by nonpad_kv_seqlen,
+// sliding windows, the qk_matmul_output scores), RMSNormalization and
+// RotaryEmbedding, decomposed into existing dlgraph ops (matmul, softmax,
+// select, compare, reductions, slices, concats and elementwise ops), so
+// that their gradients and lowering are those of the ops they decompose
+// into. Attention materializes its [B, H, Sq, Skv] scores; the fused
+// dlgraph.attention op of issue 36 is to replace that decomposition.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -59,12 +60,14 @@ static Value concatLast(OpBuilder &b, Location loc, ValueRange vs) {
 
 /// Input |i| of an Attention node as [B, heads, S, D]: a 4-D input as is, a
 /// 3-D [B, S, heads * D] one split into |heads| heads (the q_num_heads or
-/// kv_num_heads attribute, named |attr|).
+/// kv_num_heads attribute, named |attr|). The element type is checked by the
+/// caller.
 FailureOr<Value> Importer::attentionHeads(int i, int64_t heads,
                                           StringRef attr) {
-  Value v = operand(i);
-  if (!v)
+  Slot *s = input(i);
+  if (!s)
     return failure();
+  Value v = materialize(*s);
   auto t = cast<RankedTensorType>(v.getType());
   if (t.getRank() == 4)
     return v;
@@ -84,6 +87,26 @@ FailureOr<Value> Importer::attentionHeads(int i, int64_t heads,
   return permute(builder, nodeLoc, r, {0, 2, 1, 3});
 }
 
+/// |v| converted to element type |et| (no op when it has it already).
+static Value castTo(OpBuilder &b, Location loc, Value v, Type et) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == et)
+    return v;
+  return gr::CastOp::create(b, loc, t.clone(et), v);
+}
+
+/// An int64 constant [rows, cols] holding f(i, j).
+static Value int64Grid(OpBuilder &b, Location loc, int64_t rows, int64_t cols,
+                       llvm::function_ref<int64_t(int64_t, int64_t)> f) {
+  auto type = RankedTensorType::get({rows, cols}, b.getI64Type());
+  SmallVector<int64_t> values(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      values[i * cols + j] = f(i, j);
+  return gr::ConstantOp::create(
+      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef(values))));
+}
+
 LogicalResult Importer::attention() {
   int64_t isCausal = attrInt("is_causal", 0);
   int64_t qHeads = attrInt("q_num_heads", 0);
@@ -92,8 +115,12 @@ LogicalResult Importer::attention() {
   float softcap = attrFloat("softcap", 0.0f);
   bool hasScale = findAttr("scale") != nullptr;
   float scaleAttr = attrFloat("scale", 0.0f);
-  // softmax_precision: the decomposition computes in f32, the only element
-  // type it takes, which is every precision the attribute can ask for here.
+  // Opset 25's sliding window: -1 (the default) on a side leaves it open.
+  int64_t leftWindow = attrInt("left_window_size", -1);
+  int64_t rightWindow = attrInt("right_window_size", -1);
+  // softmax_precision: the decomposition computes in f32 whatever the input
+  // type (f16/bf16 inputs are widened), which is at least every precision
+  // the attribute asks for short of double.
   if (attrFailed)
     return failure();
   if (isCausal != 0 && isCausal != 1)
@@ -102,33 +129,45 @@ LogicalResult Importer::attention() {
   if (softcap < 0.0f)
     return nodeError() << "attribute softcap = " << softcap
                        << " is not supported; supported: 0 (none) or > 0";
-  // Opset 25's sliding window: -1 (the default) on both sides is none.
-  for (const char *side : {"left_window_size", "right_window_size"}) {
-    int64_t w = attrInt(side, -1);
-    if (!attrFailed && w != -1)
-      return nodeError() << "attribute " << side << " = " << w
-                         << " (a sliding window, opset 25) is not "
-                            "supported; supported: -1 (no window)";
-  }
-  if (attrFailed)
-    return failure();
-  if (hasInput(6))
-    return nodeError() << "input 6 (nonpad_kv_seqlen, opset 24) is not "
-                          "supported; supported: a boolean attn_mask for "
-                          "padded keys";
-  if (node->output_size() > 3 && !node->output(3).empty() &&
-      consumed.contains(node->output(3)))
-    return nodeError() << "output 3 (qk_matmul_output, qk_matmul_output_mode = "
-                       << qkMode
-                       << ") is used, which is not supported; supported: "
-                          "outputs Y, present_key and present_value";
+  if (qkMode < 0 || qkMode > 3)
+    return nodeError() << "attribute qk_matmul_output_mode = " << qkMode
+                       << " is not supported; supported: 0 (Q·Kᵀ), 1 (after "
+                          "softcap), 2 (after the masks), 3 (softmax)";
+  if (leftWindow < -1 || rightWindow < -1)
+    return nodeError() << "attributes left_window_size = " << leftWindow
+                       << " and right_window_size = " << rightWindow
+                       << " are not supported; supported: -1 (unbounded) or "
+                          ">= 0";
   if (hasInput(4) != hasInput(5))
     return nodeError() << "past_key and past_value must be given together";
+  bool nonpad = hasInput(6);
+  if (nonpad && hasInput(4))
+    return nodeError() << "input 6 (nonpad_kv_seqlen, an external KV cache) "
+                          "cannot be combined with past_key and past_value "
+                          "(an internal one)";
 
-  auto qIn = input(0);
-  if (!qIn)
-    return failure();
-  int64_t qRank = qIn->type().getRank();
+  // Q, K, V and the past are f32, or f16 widened to f32 for the arithmetic
+  // (the present outputs keep their type; Y and the scores are rounded
+  // once, at the end). bfloat16 would work the same way, but the ONNX
+  // reference rounds every step to bfloat16, 1 ulp (0.4-0.8%) away from a
+  // once-rounded result, so its conformance cannot check it yet.
+  for (int i : {0, 1, 2, 4, 5}) {
+    if (!hasInput(i))
+      continue;
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    Type et = s->type().getElementType();
+    if (!et.isF32() && !et.isF16())
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has element type " << elementTypeName(et)
+                         << ", which is not supported by Attention yet; "
+                            "supported: float (f32), float16";
+  }
+  Type outType = input(0)->type().getElementType();
+  Type f32 = builder.getF32Type();
+
+  int64_t qRank = input(0)->type().getRank();
   FailureOr<Value> q = attentionHeads(0, qHeads, "q_num_heads");
   if (failed(q))
     return failure();
@@ -141,9 +180,7 @@ LogicalResult Importer::attention() {
   Value key = *k, value = *v;
   int64_t past = 0;
   if (hasInput(4)) {
-    Value pk = operand(4), pv = pk ? operand(5) : Value();
-    if (!pv)
-      return failure();
+    Value pk = materialize(*input(4)), pv = materialize(*input(5));
     auto pkt = cast<RankedTensorType>(pk.getType()),
          pvt = cast<RankedTensorType>(pv.getType());
     auto kt = cast<RankedTensorType>(key.getType()),
@@ -151,7 +188,8 @@ LogicalResult Importer::attention() {
     auto fits = [](RankedTensorType past, RankedTensorType cur) {
       return past.getRank() == 4 && past.getDimSize(0) == cur.getDimSize(0) &&
              past.getDimSize(1) == cur.getDimSize(1) &&
-             past.getDimSize(3) == cur.getDimSize(3);
+             past.getDimSize(3) == cur.getDimSize(3) &&
+             past.getElementType() == cur.getElementType();
     };
     if (!fits(pkt, kt) || !fits(pvt, vt))
       return nodeError() << "past_key " << shapeStr(pkt.getShape())
@@ -159,7 +197,7 @@ LogicalResult Importer::attention() {
                          << " must be [batch, kv_heads, past_sequence, "
                             "head_size] matching K "
                          << shapeStr(kt.getShape()) << " and V "
-                         << shapeStr(vt.getShape());
+                         << shapeStr(vt.getShape()) << ", and of their types";
     past = pkt.getDimSize(2);
     key = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pk, key},
                                builder.getI64IntegerAttr(2));
@@ -192,7 +230,9 @@ LogicalResult Importer::attention() {
   // [B, Hkv, 1, T, D]), so the repeated heads are never materialized.
   int64_t g = hq / hkv;
   bool grouped = g > 1;
-  Value query = *q;
+  Value query = castTo(builder, nodeLoc, *q, f32);
+  key = castTo(builder, nodeLoc, key, f32);
+  value = castTo(builder, nodeLoc, value, f32);
   if (grouped) {
     query = reshaped(builder, nodeLoc, query, {batch, hkv, g, sq, d});
     key = reshaped(builder, nodeLoc, key, {batch, hkv, 1, skv, d});
@@ -205,51 +245,133 @@ LogicalResult Importer::attention() {
   double scale = hasScale ? double(scaleAttr) : 1.0 / std::sqrt(double(d));
   Value kT = permute(builder, nodeLoc, key, perm);
   Value scores = gr::MatMulOp::create(builder, nodeLoc, query, kT);
-  scores = gr::MulOp::create(
-      builder, nodeLoc, scores,
-      splatOf(RankedTensorType::get({}, builder.getF32Type()), scale));
+  scores = gr::MulOp::create(builder, nodeLoc, scores,
+                             splatOf(RankedTensorType::get({}, f32), scale));
+  // The scores at each stage qk_matmul_output_mode can ask for.
+  Value rawScores = scores;
   // The scores as ONNX defines them, [B, Hq, Sq, T], for the mask checks.
   SmallVector<int64_t> scoresShape = {batch, hq, sq, skv};
   // A rank-0 fill broadcasts in the select without a full-size splat.
-  Value negInf = splatOf(RankedTensorType::get({}, builder.getF32Type()),
+  Value negInf = splatOf(RankedTensorType::get({}, f32),
                          -std::numeric_limits<double>::infinity());
   // Soft-capping (Gemma 2) comes before the masks, which stay -inf.
   if (softcap > 0.0f) {
-    Value cap =
-        splatOf(RankedTensorType::get({}, builder.getF32Type()), softcap);
+    Value cap = splatOf(RankedTensorType::get({}, f32), softcap);
     scores = gr::MulOp::create(
         builder, nodeLoc,
         gr::TanhOp::create(builder, nodeLoc,
                            gr::DivOp::create(builder, nodeLoc, scores, cap)),
         cap);
   }
-  if (isCausal) {
-    // Aligned at the past: query i (at position past + i) attends to keys
-    // j <= past + i; without a KV cache the mask is upper-left aligned.
+  Value cappedScores = scores;
+
+  // Causal and sliding-window masks relate query i (at absolute position
+  // offset + i) and key j through diff = offset + i - j: causal keeps
+  // diff >= 0, the window -right_window_size <= diff <= left_window_size.
+  // The offset is the past's length (known here) or, with nonpad_kv_seqlen
+  // (an external cache), nonpad_kv_seqlen[b] - Sq per batch, known at run
+  // time only.
+  bool window = leftWindow >= 0 || rightWindow >= 0;
+  auto keeps = [&](int64_t diff) {
+    return (!isCausal || diff >= 0) && (leftWindow < 0 || diff <= leftWindow) &&
+           (rightWindow < 0 || -diff <= rightWindow);
+  };
+  if ((isCausal || window) && !nonpad) {
     auto maskType = RankedTensorType::get({sq, skv}, builder.getI1Type());
     if (boundedNumElements(maskType.getShape(), kMaxFoldElements) < 0)
-      return nodeError() << "a causal mask of " << sq << " x " << skv
+      return nodeError() << "a causal or sliding-window mask of " << sq
+                         << " x " << skv
                          << " elements is beyond the importer's constant "
                             "limit of "
                          << kMaxFoldElements << " elements";
     SmallVector<bool> keep(sq * skv);
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < skv; ++j)
-        keep[i * skv + j] = j <= past + i;
+        keep[i * skv + j] = keeps(past + i - j);
     Value mask = gr::ConstantOp::create(
         builder, nodeLoc,
         cast<ElementsAttr>(DenseElementsAttr::get(maskType, ArrayRef(keep))));
     scores = gr::SelectOp::create(builder, nodeLoc, mask, scores, negInf);
   }
+  if (nonpad) {
+    Slot *ls = input(6);
+    if (!ls)
+      return failure();
+    RankedTensorType lt = ls->type();
+    if (!lt.getElementType().isInteger(64) &&
+        !lt.getElementType().isInteger(32))
+      return nodeError() << "input 6 (nonpad_kv_seqlen) has element type "
+                         << elementTypeName(lt.getElementType())
+                         << "; supported: int64, int32";
+    if (lt.getNumElements() != batch || lt.getRank() > 1)
+      return nodeError() << "input 6 (nonpad_kv_seqlen) of shape "
+                         << shapeStr(lt.getShape()) << " must be [" << batch
+                         << "] (one length per batch)";
+    if (boundedNumElements({sq, skv}, kMaxFoldElements) < 0)
+      return nodeError() << "a padding mask of " << sq << " x " << skv
+                         << " elements is beyond the importer's constant "
+                            "limit of "
+                         << kMaxFoldElements << " elements";
+    // len[b] as [B, 1, 1] against [Sq, T] grids of constants: each bound on
+    // diff = len - Sq + i - j is one comparison of len with a constant.
+    Value len = castTo(builder, nodeLoc, materialize(*ls),
+                       builder.getI64Type());
+    len = reshaped(builder, nodeLoc, len, {batch, 1, 1});
+    auto cmp = [&](StringRef pred, Value a, Value b) -> Value {
+      return gr::CompareOp::create(builder, nodeLoc, pred, a, b);
+    };
+    // Padding: key j < len[b].
+    Value keep = cmp("lt", int64Grid(builder, nodeLoc, 1, skv,
+                                     [](int64_t, int64_t j) { return j; }),
+                     len);
+    Value falseV = splatOf(RankedTensorType::get({}, builder.getI1Type()), 0);
+    auto both = [&](Value a, Value b) -> Value {
+      return gr::SelectOp::create(builder, nodeLoc, a, b, falseV);
+    };
+    if (isCausal) // diff >= 0: j - i + Sq <= len.
+      keep = both(keep, cmp("le",
+                            int64Grid(builder, nodeLoc, sq, skv,
+                                      [&](int64_t i, int64_t j) {
+                                        return j - i + sq;
+                                      }),
+                            len));
+    if (leftWindow >= 0) // diff <= left: len <= left + j - i + Sq.
+      keep = both(keep, cmp("le", len,
+                            int64Grid(builder, nodeLoc, sq, skv,
+                                      [&](int64_t i, int64_t j) {
+                                        return leftWindow + j - i + sq;
+                                      })));
+    if (rightWindow >= 0) // -diff <= right: j - i - right + Sq <= len.
+      keep = both(keep, cmp("le",
+                            int64Grid(builder, nodeLoc, sq, skv,
+                                      [&](int64_t i, int64_t j) {
+                                        return j - i - rightWindow + sq;
+                                      }),
+                            len));
+    // [B, Sq or 1, T] -> [B, 1, Sq or 1, T] (grouped: [B, 1, 1, Sq or 1, T]).
+    ArrayRef<int64_t> kshape =
+        cast<RankedTensorType>(keep.getType()).getShape();
+    SmallVector<int64_t> k4 = {batch, 1};
+    if (grouped)
+      k4.push_back(1);
+    k4.append({kshape[1], kshape[2]});
+    scores = gr::SelectOp::create(builder, nodeLoc,
+                                  reshaped(builder, nodeLoc, keep, k4), scores,
+                                  negInf);
+  }
   if (hasInput(3)) {
     Slot *m = input(3);
     if (!m)
       return failure();
-    RankedTensorType mt = m->type();
-    bool isBool = mt.getElementType().isInteger(1);
-    Value mask = isBool ? materialize(*m) : operand(3);
+    Type met = m->type().getElementType();
+    bool isBool = met.isInteger(1);
+    Value mask = isBool || isLowPrecisionFloat(met) ? materialize(*m)
+                                                    : operand(3);
     if (!mask)
       return failure();
+    if (!isBool)
+      mask = castTo(builder, nodeLoc, mask, f32);
+    auto mt = cast<RankedTensorType>(mask.getType());
     // A mask shorter than the keys (past + new) leaves the keys after it
     // out: it is padded with false (boolean) or -inf (additive).
     SmallVector<int64_t> padded(mt.getShape());
@@ -284,17 +406,25 @@ LogicalResult Importer::attention() {
                                                  negInf))
                     : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
   }
+  Value maskedScores = scores;
   Value probs = gr::SoftmaxOp::create(builder, nodeLoc, scores,
                                       builder.getI64IntegerAttr(rank - 1));
-  if (isCausal || hasInput(3)) {
+  if (isCausal || window || nonpad || hasInput(3)) {
     // A fully masked query row (every score -inf) has NaN probabilities;
     // ONNX (1.23 errata) defines its output as zeros. The select keeps
     // NaN out of the backward too when the masks are boolean or causal.
     Value isNumber = gr::CompareOp::create(builder, nodeLoc, "eq", probs,
                                            probs);
-    probs = gr::SelectOp::create(
-        builder, nodeLoc, isNumber, probs,
-        splatOf(RankedTensorType::get({}, builder.getF32Type()), 0.0));
+    probs = gr::SelectOp::create(builder, nodeLoc, isNumber, probs,
+                                 splatOf(RankedTensorType::get({}, f32), 0.0));
+  }
+  // Output 3, qk_matmul_output: the scores at the stage the mode names, at
+  // Q's element type.
+  if (node->output_size() > 3 && !node->output(3).empty()) {
+    Value stage[] = {rawScores, cappedScores, maskedScores, probs};
+    Value qk = reshaped(builder, nodeLoc, stage[qkMode], scoresShape);
+    if (failed(define(3, castTo(builder, nodeLoc, qk, outType))))
+      return failure();
   }
   Value y = gr::MatMulOp::create(builder, nodeLoc, probs, value);
   y = reshaped(builder, nodeLoc, y, {batch, hq, sq, dv});
@@ -302,7 +432,7 @@ LogicalResult Importer::attention() {
     y = permute(builder, nodeLoc, y, {0, 2, 1, 3});
     y = reshaped(builder, nodeLoc, y, {batch, sq, hq * dv});
   }
-  return define(0, y);
+  return define(0, castTo(builder, nodeLoc, y, outType));
 }
 
 //===----------------------------------------------------------------------===//
@@ -475,8 +605,7 @@ LogicalResult Importer::rotaryEmbedding() {
 
 ArrayRef<OpMapping> Importer::attentionOps() {
   static const OpMapping ops[] = {
-      // Versions 24 (nonpad_kv_seqlen) and 25 (sliding windows) are read:
-      // their new input and attributes are refused unless unused.
+      // Versions 24 (nonpad_kv_seqlen) and 25 (sliding windows) are read.
       {"Attention", 23, &Importer::attention, 25},
       {"RMSNormalization", 23, &Importer::rmsNormalization},
       {"RotaryEmbedding", 23, &Importer::rotaryEmbedding},

@@ -323,12 +323,12 @@ def rejected(out):
         onnx.save(model, os.path.join(out, path))
     qkv = [("q", [1, 2, 3, 4]), ("k", [1, 2, 3, 4]), ("v", [1, 2, 3, 4])]
     one("nonpad.onnx",
-        helper.make_node("Attention", ["q", "k", "v", "", "", "", "n"],
+        helper.make_node("Attention", ["q", "k", "v", "", "k", "v", "n"],
                          ["y"], name="nonpad"),
         qkv + [("n", [1])], ["y"])
     one("qk_output.onnx",
         helper.make_node("Attention", ["q", "k", "v"], ["y", "", "", "qk"],
-                         name="scores", qk_matmul_output_mode=3),
+                         name="scores", qk_matmul_output_mode=4),
         qkv, ["y", "qk"])
     one("rotary_odd.onnx",
         helper.make_node("RotaryEmbedding", ["q", "c", "s"], ["y"],
