@@ -541,6 +541,59 @@ TEST_F(OnnxGradientCheck, AttentionMasksGroupedQuery4D) {
   run(graph, graph.node("Add", {"x", r}), 4);
 }
 
+/// Adds output 3 (qk_matmul_output) to the node that defined |y|; returns
+/// its name.
+std::string qkOutput(OnnxGraph &graph, const std::string &y) {
+  for (auto &n : *graph.g->mutable_node())
+    if (n.output_size() && n.output(0) == y) {
+      std::string qk = y + "_qk";
+      n.add_output("");
+      n.add_output("");
+      n.add_output(qk);
+      return qk;
+    }
+  return "";
+}
+
+/// Sum of squares of |s| [2, 1, 3, T] over T, as [2, 3].
+std::string rowSquares(OnnxGraph &graph, const std::string &s) {
+  std::string r =
+      graph.node("ReduceSumSquare", {s, int64Constant(graph, {-1})}, {},
+                 {{"keepdims", 0}});
+  return graph.node("Reshape", {r, int64Constant(graph, {2, 3})});
+}
+
+// Opsets 24 and 25: per-batch key lengths (nonpad_kv_seqlen {4, 2}: batch
+// 1's keys 2 and 3 are padding, and its causal offset 2 - 3 = -1 leaves
+// query 0 with no key, a zero row) with a causal left window of 1, and a
+// bidirectional window (left 0, right 1) after soft-capping; the
+// qk_matmul_output scores of both (softmax, mode 3; soft-capped, mode 1)
+// are part of the loss. Sq = 3, Skv = 4.
+TEST_F(OnnxGradientCheck, AttentionWindowsAndKeyLengths) {
+  OnnxGraph graph(25);
+  graph.input("x", {2, 3});
+  graph.param("q", {2, 1, 3, 2});
+  graph.param("k", {2, 1, 4, 2});
+  graph.param("v", {2, 1, 4, 1});
+  std::string lens = int64Constant(graph, {4, 2});
+  std::string a = graph.node(
+      "Attention", {"q", "k", "v", "", "", "", lens}, {},
+      {{"is_causal", 1}, {"left_window_size", 1}, {"qk_matmul_output_mode", 3}});
+  std::string aqk = qkOutput(graph, a);
+  std::string b = graph.node("Attention", {"q", "k", "v"}, {{"softcap", 2.0f}},
+                             {{"left_window_size", 0},
+                              {"right_window_size", 1},
+                              {"qk_matmul_output_mode", 1}});
+  std::string bqk = qkOutput(graph, b);
+  auto flat = [&](const std::string &y) {
+    return graph.node("Reshape", {y, int64Constant(graph, {2, 3})});
+  };
+  std::string ys = graph.node("Add", {flat(a), flat(b)});
+  std::string ss =
+      graph.node("Add", {rowSquares(graph, aqk), rowSquares(graph, bqk)});
+  run(graph, graph.node("Add", {graph.node("Add", {"x", ys}), ss}), 3);
+}
+
 TEST_F(OnnxGradientCheck, RMSNormalization) {
   OnnxGraph graph(23);
   graph.input("x", {2, 3});
