@@ -1,12 +1,13 @@
 //===- Attention.cpp - ONNX opset-23 transformer ops -> dlgraph -----------===//
 //
 // Attention (opsets 23 to 25: KV caches, padding by nonpad_kv_seqlen,
-// sliding windows, the qk_matmul_output scores), RMSNormalization and
-// RotaryEmbedding, decomposed into existing dlgraph ops (matmul, softmax,
-// select, compare, reductions, slices, concats and elementwise ops), so
-// that their gradients and lowering are those of the ops they decompose
-// into. Attention materializes its [B, H, Sq, Skv] scores; the fused
-// dlgraph.attention op of issue 36 is to replace that decomposition.
+// sliding windows, the qk_matmul_output scores), RMSNormalization,
+// RotaryEmbedding and SwiGLU (opset 28), decomposed into existing dlgraph
+// ops (matmul, softmax, select, compare, reductions, slices, concats and
+// elementwise ops), so that their gradients and lowering are those of the
+// ops they decompose into. Attention materializes its [B, H, Sq, Skv]
+// scores; the fused dlgraph.attention op of issue 36 is to replace that
+// decomposition.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -104,7 +105,8 @@ static Value int64Grid(OpBuilder &b, Location loc, int64_t rows, int64_t cols,
     for (int64_t j = 0; j < cols; ++j)
       values[i * cols + j] = f(i, j);
   return gr::ConstantOp::create(
-      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef(values))));
+      b, loc,
+      cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef(values))));
 }
 
 LogicalResult Importer::attention() {
@@ -279,8 +281,8 @@ LogicalResult Importer::attention() {
   if ((isCausal || window) && !nonpad) {
     auto maskType = RankedTensorType::get({sq, skv}, builder.getI1Type());
     if (boundedNumElements(maskType.getShape(), kMaxFoldElements) < 0)
-      return nodeError() << "a causal or sliding-window mask of " << sq
-                         << " x " << skv
+      return nodeError() << "a causal or sliding-window mask of " << sq << " x "
+                         << skv
                          << " elements is beyond the importer's constant "
                             "limit of "
                          << kMaxFoldElements << " elements";
@@ -314,27 +316,27 @@ LogicalResult Importer::attention() {
                          << kMaxFoldElements << " elements";
     // len[b] as [B, 1, 1] against [Sq, T] grids of constants: each bound on
     // diff = len - Sq + i - j is one comparison of len with a constant.
-    Value len = castTo(builder, nodeLoc, materialize(*ls),
-                       builder.getI64Type());
+    Value len =
+        castTo(builder, nodeLoc, materialize(*ls), builder.getI64Type());
     len = reshaped(builder, nodeLoc, len, {batch, 1, 1});
     auto cmp = [&](StringRef pred, Value a, Value b) -> Value {
       return gr::CompareOp::create(builder, nodeLoc, pred, a, b);
     };
     // Padding: key j < len[b].
-    Value keep = cmp("lt", int64Grid(builder, nodeLoc, 1, skv,
-                                     [](int64_t, int64_t j) { return j; }),
+    Value keep = cmp("lt",
+                     int64Grid(builder, nodeLoc, 1, skv,
+                               [](int64_t, int64_t j) { return j; }),
                      len);
     Value falseV = splatOf(RankedTensorType::get({}, builder.getI1Type()), 0);
     auto both = [&](Value a, Value b) -> Value {
       return gr::SelectOp::create(builder, nodeLoc, a, b, falseV);
     };
     if (isCausal) // diff >= 0: j - i + Sq <= len.
-      keep = both(keep, cmp("le",
-                            int64Grid(builder, nodeLoc, sq, skv,
-                                      [&](int64_t i, int64_t j) {
-                                        return j - i + sq;
-                                      }),
-                            len));
+      keep = both(
+          keep, cmp("le",
+                    int64Grid(builder, nodeLoc, sq, skv,
+                              [&](int64_t i, int64_t j) { return j - i + sq; }),
+                    len));
     if (leftWindow >= 0) // diff <= left: len <= left + j - i + Sq.
       keep = both(keep, cmp("le", len,
                             int64Grid(builder, nodeLoc, sq, skv,
@@ -355,9 +357,8 @@ LogicalResult Importer::attention() {
     if (grouped)
       k4.push_back(1);
     k4.append({kshape[1], kshape[2]});
-    scores = gr::SelectOp::create(builder, nodeLoc,
-                                  reshaped(builder, nodeLoc, keep, k4), scores,
-                                  negInf);
+    scores = gr::SelectOp::create(
+        builder, nodeLoc, reshaped(builder, nodeLoc, keep, k4), scores, negInf);
   }
   if (hasInput(3)) {
     Slot *m = input(3);
@@ -365,8 +366,8 @@ LogicalResult Importer::attention() {
       return failure();
     Type met = m->type().getElementType();
     bool isBool = met.isInteger(1);
-    Value mask = isBool || isLowPrecisionFloat(met) ? materialize(*m)
-                                                    : operand(3);
+    Value mask =
+        isBool || isLowPrecisionFloat(met) ? materialize(*m) : operand(3);
     if (!mask)
       return failure();
     if (!isBool)
@@ -413,8 +414,8 @@ LogicalResult Importer::attention() {
     // A fully masked query row (every score -inf) has NaN probabilities;
     // ONNX (1.23 errata) defines its output as zeros. The select keeps
     // NaN out of the backward too when the masks are boolean or causal.
-    Value isNumber = gr::CompareOp::create(builder, nodeLoc, "eq", probs,
-                                           probs);
+    Value isNumber =
+        gr::CompareOp::create(builder, nodeLoc, "eq", probs, probs);
     probs = gr::SelectOp::create(builder, nodeLoc, isNumber, probs,
                                  splatOf(RankedTensorType::get({}, f32), 0.0));
   }
@@ -600,6 +601,41 @@ LogicalResult Importer::rotaryEmbedding() {
 }
 
 //===----------------------------------------------------------------------===//
+// SwiGLU
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::swiGLU() {
+  float alpha = attrFloat("alpha", 1.0f);
+  if (attrFailed)
+    return failure();
+  Value a = floatOperand(0), b = a ? floatOperand(1) : Value();
+  if (!b)
+    return failure();
+  auto at = cast<RankedTensorType>(a.getType()),
+       bt = cast<RankedTensorType>(b.getType());
+  // No broadcasting: the gate and the value have one shape and type.
+  if (at != bt)
+    return nodeError() << "A " << shapeStr(at.getShape()) << " of "
+                       << elementTypeName(at.getElementType()) << " and B "
+                       << shapeStr(bt.getShape()) << " of "
+                       << elementTypeName(bt.getElementType())
+                       << " must have one shape and element type";
+  // f16/bf16: computed in f32 and rounded once, as the activations are.
+  Type et = at.getElementType();
+  bool narrow = isLowPrecisionFloat(et);
+  if (narrow) {
+    a = castTo(builder, nodeLoc, a, builder.getF32Type());
+    b = castTo(builder, nodeLoc, b, builder.getF32Type());
+  }
+  Value gate = gr::SigmoidOp::create(
+      builder, nodeLoc,
+      gr::MulOp::create(builder, nodeLoc, a, splatLike(a, alpha)));
+  Value y = gr::MulOp::create(builder, nodeLoc,
+                              gr::MulOp::create(builder, nodeLoc, a, gate), b);
+  return define(0, castTo(builder, nodeLoc, y, et));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -609,6 +645,7 @@ ArrayRef<OpMapping> Importer::attentionOps() {
       {"Attention", 23, &Importer::attention, 25},
       {"RMSNormalization", 23, &Importer::rmsNormalization},
       {"RotaryEmbedding", 23, &Importer::rotaryEmbedding},
+      {"SwiGLU", 28, &Importer::swiGLU},
   };
   return ops;
 }

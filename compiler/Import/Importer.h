@@ -550,8 +550,9 @@ private:
   /// [B, H, S, D] heads (3-D inputs split by q_num_heads/kv_num_heads), with
   /// causal, boolean or additive masks, grouped-query K/V heads and a KV
   /// cache (past_key/past_value, present outputs), decomposed into matmul,
-  /// softmax, tanh and select; qk_matmul_output and nonpad_kv_seqlen are
-  /// errors.
+  /// softmax, tanh and select; per-batch key lengths (nonpad_kv_seqlen,
+  /// opset 24), sliding windows (opset 25) and the qk_matmul_output scores
+  /// (modes 0-3). f16 inputs are computed in f32 and rounded once.
   mlir::LogicalResult attention();
   /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
   /// into |heads| heads, the attribute |attr|).
@@ -564,6 +565,9 @@ private:
   /// rotary_embedding_dim features by cos/sin (looked up by position_ids or
   /// given per position), interleaved or split halves, 3-D or 4-D input.
   mlir::LogicalResult rotaryEmbedding();
+  /// SwiGLU (opset 28): A * sigmoid(alpha * A) * B for A and B of one shape;
+  /// f16/bf16 computed in f32 and rounded once.
+  mlir::LogicalResult swiGLU();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
