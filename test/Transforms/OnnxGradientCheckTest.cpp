@@ -576,9 +576,10 @@ TEST_F(OnnxGradientCheck, AttentionWindowsAndKeyLengths) {
   graph.param("k", {2, 1, 4, 2});
   graph.param("v", {2, 1, 4, 1});
   std::string lens = int64Constant(graph, {4, 2});
-  std::string a = graph.node(
-      "Attention", {"q", "k", "v", "", "", "", lens}, {},
-      {{"is_causal", 1}, {"left_window_size", 1}, {"qk_matmul_output_mode", 3}});
+  std::string a = graph.node("Attention", {"q", "k", "v", "", "", "", lens}, {},
+                             {{"is_causal", 1},
+                              {"left_window_size", 1},
+                              {"qk_matmul_output_mode", 3}});
   std::string aqk = qkOutput(graph, a);
   std::string b = graph.node("Attention", {"q", "k", "v"}, {{"softcap", 2.0f}},
                              {{"left_window_size", 0},
