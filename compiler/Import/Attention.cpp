@@ -636,6 +636,102 @@ LogicalResult Importer::swiGLU() {
 }
 
 //===----------------------------------------------------------------------===//
+// CausalConvWithState
+//===----------------------------------------------------------------------===//
+
+/// Whether |et| is an element type the sequence-model ops take: f32, or
+/// f16/bf16 computed in f32.
+static bool takesSequenceType(Type et) {
+  return et.isF32() || isLowPrecisionFloat(et);
+}
+
+LogicalResult Importer::causalConvWithState() {
+  std::string activation = attrString("activation", "none");
+  if (attrFailed)
+    return failure();
+  if (activation != "none" && activation != "silu" && activation != "swish")
+    return nodeError() << "attribute activation = '" << activation
+                       << "' is not supported; supported: none, silu, swish";
+  Slot *xs = input(0);
+  if (!xs)
+    return failure();
+  Type et = xs->type().getElementType();
+  for (int i : {0, 1, 2, 3}) {
+    if (!hasInput(i))
+      continue;
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    Type it = s->type().getElementType();
+    if (!takesSequenceType(it) || it != et)
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has element type " << elementTypeName(it)
+                         << "; supported: float (f32), float16, bfloat16, "
+                            "one type for every input";
+  }
+  Value x = materialize(*xs), w = materialize(*input(1));
+  ArrayRef<int64_t> xsh = cast<RankedTensorType>(x.getType()).getShape();
+  ArrayRef<int64_t> wsh = cast<RankedTensorType>(w.getType()).getShape();
+  if (xsh.size() != 3 || wsh.size() != 3 || wsh[0] != xsh[1] || wsh[1] != 1 ||
+      wsh[2] < 1)
+    return nodeError() << "input " << shapeStr(xsh) << " and weight "
+                       << shapeStr(wsh)
+                       << " must be [batch, channels, length] and "
+                          "[channels, 1, kernel_size]";
+  int64_t batch = xsh[0], channels = xsh[1], length = xsh[2], k = wsh[2];
+  auto xt = cast<RankedTensorType>(x.getType());
+  // The causal left padding: the carried state, or zeros.
+  Value past;
+  if (hasInput(3)) {
+    past = materialize(*input(3));
+    ArrayRef<int64_t> ps = cast<RankedTensorType>(past.getType()).getShape();
+    if (ps != ArrayRef<int64_t>{batch, channels, k - 1})
+      return nodeError() << "past_state of shape " << shapeStr(ps)
+                         << " must be [" << batch << ", " << channels << ", "
+                         << k - 1 << "] (batch, channels, kernel_size - 1)";
+  } else if (k > 1) {
+    past = splatOf(xt.clone({batch, channels, k - 1}), 0.0);
+  }
+  Value padded = x;
+  if (k > 1)
+    padded = concatLast(builder, nodeLoc, {past, x});
+  // present_state: the last k - 1 positions of the padded sequence.
+  if (node->output_size() > 1 && !node->output(1).empty()) {
+    // A kernel of size 1 carries no state: [B, C, 0].
+    Value present = k == 1
+                        ? splatOf(xt.clone({batch, channels, 0}), 0.0)
+                        : sliceLast(builder, nodeLoc, padded, length, 1, k - 1);
+    if (failed(define(1, present)))
+      return failure();
+  }
+  // The depthwise convolution as a 2-D one over [B, C, 1, L + k - 1] with
+  // group = C, computed in f32.
+  Type f32 = builder.getF32Type();
+  Value in4 = reshaped(builder, nodeLoc, castTo(builder, nodeLoc, padded, f32),
+                       {batch, channels, 1, length + k - 1});
+  Value w4 = reshaped(builder, nodeLoc, castTo(builder, nodeLoc, w, f32),
+                      {channels, 1, 1, k});
+  Value bias;
+  if (hasInput(2)) {
+    bias = castTo(builder, nodeLoc, materialize(*input(2)), f32);
+    ArrayRef<int64_t> bs = cast<RankedTensorType>(bias.getType()).getShape();
+    if (bs != ArrayRef<int64_t>{channels})
+      return nodeError() << "bias of shape " << shapeStr(bs) << " must be ["
+                         << channels << "]";
+  }
+  Value y = gr::ConvOp::create(builder, nodeLoc, in4, w4, bias,
+                               builder.getDenseI64ArrayAttr({1, 1}),
+                               builder.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                               builder.getDenseI64ArrayAttr({1, 1}),
+                               builder.getI64IntegerAttr(channels));
+  y = reshaped(builder, nodeLoc, y, {batch, channels, length});
+  if (activation != "none") // SiLU (Swish with alpha 1): y * sigmoid(y).
+    y = gr::MulOp::create(builder, nodeLoc, y,
+                          gr::SigmoidOp::create(builder, nodeLoc, y));
+  return define(0, castTo(builder, nodeLoc, y, et));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -643,6 +739,7 @@ ArrayRef<OpMapping> Importer::attentionOps() {
   static const OpMapping ops[] = {
       // Versions 24 (nonpad_kv_seqlen) and 25 (sliding windows) are read.
       {"Attention", 23, &Importer::attention, 25},
+      {"CausalConvWithState", 27, &Importer::causalConvWithState},
       {"RMSNormalization", 23, &Importer::rmsNormalization},
       {"RotaryEmbedding", 23, &Importer::rotaryEmbedding},
       {"SwiGLU", 28, &Importer::swiGLU},

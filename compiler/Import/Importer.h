@@ -568,6 +568,10 @@ private:
   /// SwiGLU (opset 28): A * sigmoid(alpha * A) * B for A and B of one shape;
   /// f16/bf16 computed in f32 and rounded once.
   mlir::LogicalResult swiGLU();
+  /// CausalConvWithState (opset 27): a depthwise 1-D convolution over
+  /// [past_state or zeros, input] (a grouped dlgraph.conv), optional SiLU,
+  /// and the last kernel_size - 1 positions as present_state.
+  mlir::LogicalResult causalConvWithState();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
