@@ -732,6 +732,179 @@ LogicalResult Importer::causalConvWithState() {
 }
 
 //===----------------------------------------------------------------------===//
+// LinearAttention
+//===----------------------------------------------------------------------===//
+
+/// Step |t| of a [B, T, X] tensor: [B, 1, X].
+static Value timeStep(OpBuilder &b, Location loc, Value v, int64_t t) {
+  auto type = cast<RankedTensorType>(v.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  if (s[1] == 1)
+    return v;
+  return gr::SliceOp::create(b, loc, type.clone({s[0], 1, s[2]}), v,
+                             b.getDenseI64ArrayAttr({0, t, 0}),
+                             b.getDenseI64ArrayAttr({1, 1, 1}));
+}
+
+/// The recurrence is unrolled, one group of ops per time step: the graph
+/// grows linearly with T, so T is bounded.
+static constexpr int64_t kMaxLinearAttentionSteps = 1024;
+
+LogicalResult Importer::linearAttention() {
+  int64_t qHeads = attrInt("q_num_heads", 0);
+  int64_t kvHeads = attrInt("kv_num_heads", 0);
+  float scaleAttr = attrFloat("scale", 0.0f);
+  std::string rule = attrString("update_rule", "gated_delta");
+  // chunk_size is a tuning hint for chunk-parallel kernels; the result does
+  // not depend on it.
+  if (attrFailed)
+    return failure();
+  if (rule != "linear" && rule != "gated" && rule != "delta" &&
+      rule != "gated_delta")
+    return nodeError() << "attribute update_rule = '" << rule
+                       << "' is not supported; supported: linear, gated, "
+                          "delta, gated_delta";
+  if (qHeads <= 0 || kvHeads <= 0 || qHeads % kvHeads != 0)
+    return nodeError() << "attributes q_num_heads = " << qHeads
+                       << " and kv_num_heads = " << kvHeads
+                       << " must be positive, q_num_heads a multiple of "
+                          "kv_num_heads";
+  bool gated = rule == "gated" || rule == "gated_delta";
+  bool delta = rule == "delta" || rule == "gated_delta";
+  if (gated != hasInput(4))
+    return nodeError() << "update_rule '" << rule << "' "
+                       << (gated ? "needs" : "takes no") << " input 4 (decay)";
+  if (delta != hasInput(5))
+    return nodeError() << "update_rule '" << rule << "' "
+                       << (delta ? "needs" : "takes no") << " input 5 (beta)";
+  Slot *qs = input(0);
+  if (!qs)
+    return failure();
+  Type et = qs->type().getElementType();
+  for (int i : {0, 1, 2, 3, 4, 5}) {
+    if (!hasInput(i))
+      continue;
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    Type it = s->type().getElementType();
+    // past_state (S) may differ from the others (T).
+    if (!takesSequenceType(it) || (i != 3 && it != et))
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has element type " << elementTypeName(it)
+                         << "; supported: float (f32), float16, bfloat16, "
+                            "one type for query, key, value, decay and beta";
+  }
+  Type f32 = builder.getF32Type();
+  Value q = castTo(builder, nodeLoc, materialize(*qs), f32);
+  Value k = castTo(builder, nodeLoc, materialize(*input(1)), f32);
+  Value v = castTo(builder, nodeLoc, materialize(*input(2)), f32);
+  ArrayRef<int64_t> qsh = cast<RankedTensorType>(q.getType()).getShape();
+  ArrayRef<int64_t> ksh = cast<RankedTensorType>(k.getType()).getShape();
+  ArrayRef<int64_t> vsh = cast<RankedTensorType>(v.getType()).getShape();
+  if (qsh.size() != 3 || ksh.size() != 3 || vsh.size() != 3 ||
+      ksh[0] != qsh[0] || vsh[0] != qsh[0] || ksh[1] != qsh[1] ||
+      vsh[1] != qsh[1] || qsh[2] % qHeads != 0 ||
+      ksh[2] != kvHeads * (qsh[2] / qHeads) || vsh[2] % kvHeads != 0)
+    return nodeError() << "query " << shapeStr(qsh) << ", key " << shapeStr(ksh)
+                       << " and value " << shapeStr(vsh)
+                       << " must be [batch, T, q_num_heads * d_k], [batch, T, "
+                          "kv_num_heads * d_k] and [batch, T, kv_num_heads * "
+                          "d_v] with q_num_heads = "
+                       << qHeads << ", kv_num_heads = " << kvHeads;
+  int64_t batch = qsh[0], steps = qsh[1], dk = qsh[2] / qHeads,
+          dv = vsh[2] / kvHeads, g = qHeads / kvHeads;
+  if (steps > kMaxLinearAttentionSteps)
+    return nodeError() << "sequence length " << steps
+                       << " is beyond the unrolled recurrence's limit of "
+                       << kMaxLinearAttentionSteps << " steps";
+  // exp(decay) for every step at once: [B, T, Hkv] (one decay per head) or
+  // [B, T, Hkv * d_k] (one per key dimension).
+  Value expDecay, beta;
+  int64_t decayWidth = 1, betaHeads = 1;
+  if (gated) {
+    Value decay = castTo(builder, nodeLoc, materialize(*input(4)), f32);
+    ArrayRef<int64_t> ds = cast<RankedTensorType>(decay.getType()).getShape();
+    if (ds.size() != 3 || ds[0] != batch || ds[1] != steps ||
+        (ds[2] != kvHeads && ds[2] != kvHeads * dk))
+      return nodeError() << "decay of shape " << shapeStr(ds) << " must be ["
+                         << batch << ", " << steps << ", " << kvHeads
+                         << "] or [" << batch << ", " << steps << ", "
+                         << kvHeads * dk << "]";
+    decayWidth = ds[2] / kvHeads;
+    expDecay = gr::ExpOp::create(builder, nodeLoc, decay);
+  }
+  if (delta) {
+    beta = castTo(builder, nodeLoc, materialize(*input(5)), f32);
+    ArrayRef<int64_t> bs = cast<RankedTensorType>(beta.getType()).getShape();
+    if (bs.size() != 3 || bs[0] != batch || bs[1] != steps ||
+        (bs[2] != kvHeads && bs[2] != 1))
+      return nodeError() << "beta of shape " << shapeStr(bs) << " must be ["
+                         << batch << ", " << steps << ", " << kvHeads
+                         << " or 1]";
+    betaHeads = bs[2];
+  }
+  // The state S [B, Hkv, d_k, d_v], carried in f32.
+  SmallVector<int64_t> stateShape = {batch, kvHeads, dk, dv};
+  Type stateType = et;
+  Value state;
+  if (hasInput(3)) {
+    Slot *ps = input(3);
+    stateType = ps->type().getElementType();
+    if (ps->type().getShape() != ArrayRef<int64_t>(stateShape))
+      return nodeError() << "past_state of shape "
+                         << shapeStr(ps->type().getShape()) << " must be "
+                         << shapeStr(stateShape)
+                         << " (batch, kv_num_heads, d_k, d_v)";
+    state = castTo(builder, nodeLoc, materialize(*ps), f32);
+  } else {
+    state = splatOf(RankedTensorType::get(stateShape, f32), 0.0);
+  }
+  // One step t, in [B, T, H, D] order sliced at t (a [B, 1, H, D] slice is
+  // [B, H, 1, D] by a reshape):
+  //   S = exp(g_t) S                          (gated)
+  //   v_t = beta_t (v_t - k_t S)              (delta: k_t as a row)
+  //   S = S + k_tᵀ v_t                        (outer product)
+  //   o_t = q_t S                             (g query heads per K/V head)
+  // and the output o * scale. Each step is O(B Hkv d_k d_v) work.
+  SmallVector<Value> outs;
+  for (int64_t t = 0; t < steps; ++t) {
+    auto at = [&](Value x, ArrayRef<int64_t> shape) {
+      return reshaped(builder, nodeLoc, timeStep(builder, nodeLoc, x, t),
+                      shape);
+    };
+    Value vt = at(v, {batch, kvHeads, 1, dv});
+    if (gated)
+      state = gr::MulOp::create(builder, nodeLoc, state,
+                                at(expDecay, {batch, kvHeads, decayWidth, 1}));
+    if (delta) {
+      Value kRow = at(k, {batch, kvHeads, 1, dk});
+      Value retrieved = gr::MatMulOp::create(builder, nodeLoc, kRow, state);
+      vt = gr::MulOp::create(
+          builder, nodeLoc, at(beta, {batch, betaHeads, 1, 1}),
+          gr::SubOp::create(builder, nodeLoc, vt, retrieved));
+    }
+    Value kCol = at(k, {batch, kvHeads, dk, 1});
+    state = gr::AddOp::create(builder, nodeLoc, state,
+                              gr::MulOp::create(builder, nodeLoc, kCol, vt));
+    Value qt = at(q, {batch, kvHeads, g, dk});
+    Value ot = gr::MatMulOp::create(builder, nodeLoc, qt, state);
+    outs.push_back(reshaped(builder, nodeLoc, ot, {batch, 1, qHeads * dv}));
+  }
+  Value out = outs.size() == 1
+                  ? outs[0]
+                  : Value(gr::ConcatOp::create(builder, nodeLoc, outs,
+                                               builder.getI64IntegerAttr(1)));
+  double scale =
+      scaleAttr != 0.0f ? double(scaleAttr) : 1.0 / std::sqrt(double(dk));
+  out = gr::MulOp::create(builder, nodeLoc, out,
+                          splatOf(RankedTensorType::get({}, f32), scale));
+  if (failed(define(1, castTo(builder, nodeLoc, state, stateType))))
+    return failure();
+  return define(0, castTo(builder, nodeLoc, out, et));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -740,6 +913,7 @@ ArrayRef<OpMapping> Importer::attentionOps() {
       // Versions 24 (nonpad_kv_seqlen) and 25 (sliding windows) are read.
       {"Attention", 23, &Importer::attention, 25},
       {"CausalConvWithState", 27, &Importer::causalConvWithState},
+      {"LinearAttention", 27, &Importer::linearAttention},
       {"RMSNormalization", 23, &Importer::rmsNormalization},
       {"RotaryEmbedding", 23, &Importer::rotaryEmbedding},
       {"SwiGLU", 28, &Importer::swiGLU},

@@ -572,6 +572,10 @@ private:
   /// [past_state or zeros, input] (a grouped dlgraph.conv), optional SiLU,
   /// and the last kernel_size - 1 positions as present_state.
   mlir::LogicalResult causalConvWithState();
+  /// LinearAttention (opset 27): the linear, gated, delta and gated-delta
+  /// recurrences over a [B, Hkv, d_k, d_v] state, unrolled one step per
+  /// token (T static, at most 1024 steps) into mul, add, matmul and slices.
+  mlir::LogicalResult linearAttention();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
