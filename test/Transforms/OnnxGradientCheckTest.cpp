@@ -595,6 +595,54 @@ TEST_F(OnnxGradientCheck, AttentionWindowsAndKeyLengths) {
   run(graph, graph.node("Add", {graph.node("Add", {"x", ys}), ss}), 3);
 }
 
+// Opset 27's sequence-model ops, as unrolled recurrences and a grouped
+// convolution: gated-delta LinearAttention with 2 query heads over 1 K/V
+// head (d_k = 2, d_v = 1, per-key-dimension decay, per-head beta, a past
+// state, T = 3), and CausalConvWithState with SiLU, a bias and a past state
+// (kernel 2 over 3 channels, length 2). Every input is a parameter; both
+// outputs of each op are in the loss.
+TEST_F(OnnxGradientCheck, LinearAttentionAndCausalConvWithState) {
+  OnnxGraph graph(27);
+  graph.input("x", {2, 3});
+  graph.param("q", {1, 3, 4});
+  graph.param("k", {1, 3, 2});
+  graph.param("v", {1, 3, 1});
+  graph.param("state", {1, 1, 2, 1});
+  graph.param("decay", {1, 3, 2});
+  graph.param("beta", {1, 3, 1});
+  graph.param("cx", {1, 3, 2});
+  graph.param("cw", {3, 1, 2});
+  graph.param("cb", {3});
+  graph.param("cpast", {1, 3, 1});
+  std::string la =
+      graph.node("LinearAttention", {"q", "k", "v", "state", "decay", "beta"},
+                 {}, {{"q_num_heads", 2}, {"kv_num_heads", 1}});
+  graph.g->mutable_node(graph.g->node_size() - 1)->add_output(la + "_state");
+  auto *ua = graph.g->mutable_node(graph.g->node_size() - 1)->add_attribute();
+  ua->set_name("update_rule");
+  ua->set_type(onnx::AttributeProto_AttributeType_STRING);
+  ua->set_s("gated_delta");
+  std::string cc =
+      graph.node("CausalConvWithState", {"cx", "cw", "cb", "cpast"});
+  graph.g->mutable_node(graph.g->node_size() - 1)->add_output(cc + "_state");
+  auto *ac = graph.g->mutable_node(graph.g->node_size() - 1)->add_attribute();
+  ac->set_name("activation");
+  ac->set_type(onnx::AttributeProto_AttributeType_STRING);
+  ac->set_s("silu");
+  auto flat = [&](const std::string &y) {
+    return graph.node("Reshape", {y, int64Constant(graph, {2, 3})});
+  };
+  // Both outputs [1, 3, 2] as [2, 3]; the conv's present_state [1, 3, 1]
+  // scales the columns, LinearAttention's [1, 1, 2, 1] is added to the rows.
+  std::string y = graph.node("Add", {flat(la), flat(cc)});
+  std::string s1 =
+      graph.node("Reshape", {la + "_state", int64Constant(graph, {1, 2})});
+  std::string s2 =
+      graph.node("Reshape", {cc + "_state", int64Constant(graph, {1, 3})});
+  std::string z = graph.node("Add", {graph.node("Mul", {y, s2}), "x"});
+  run(graph, graph.node("Add", {z, graph.node("Transpose", {s1})}), 10, -1, 1);
+}
+
 TEST_F(OnnxGradientCheck, RMSNormalization) {
   OnnxGraph graph(23);
   graph.input("x", {2, 3});
