@@ -121,7 +121,7 @@ LogicalResult Importer::attention() {
   int64_t leftWindow = attrInt("left_window_size", -1);
   int64_t rightWindow = attrInt("right_window_size", -1);
   // softmax_precision: the decomposition computes in f32 whatever the input
-  // type (f16/bf16 inputs are widened), which is at least every precision
+  // type (f16 inputs are widened), which is at least every precision
   // the attribute asks for short of double.
   if (attrFailed)
     return failure();
