@@ -587,8 +587,9 @@ private:
   /// [B, H, S, D] heads (3-D inputs split by q_num_heads/kv_num_heads), with
   /// causal, boolean or additive masks, grouped-query K/V heads and a KV
   /// cache (past_key/past_value, present outputs), decomposed into matmul,
-  /// softmax, tanh and select; qk_matmul_output and nonpad_kv_seqlen are
-  /// errors.
+  /// softmax, tanh and select; per-batch key lengths (nonpad_kv_seqlen,
+  /// opset 24), sliding windows (opset 25) and the qk_matmul_output scores
+  /// (modes 0-3). f16 inputs are computed in f32 and rounded once.
   mlir::LogicalResult attention();
   /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
   /// into |heads| heads, the attribute |attr|).
@@ -601,6 +602,17 @@ private:
   /// rotary_embedding_dim features by cos/sin (looked up by position_ids or
   /// given per position), interleaved or split halves, 3-D or 4-D input.
   mlir::LogicalResult rotaryEmbedding();
+  /// SwiGLU (opset 28): A * sigmoid(alpha * A) * B for A and B of one shape;
+  /// f16/bf16 computed in f32 and rounded once.
+  mlir::LogicalResult swiGLU();
+  /// CausalConvWithState (opset 27): a depthwise 1-D convolution over
+  /// [past_state or zeros, input] (a grouped dlgraph.conv), optional SiLU,
+  /// and the last kernel_size - 1 positions as present_state.
+  mlir::LogicalResult causalConvWithState();
+  /// LinearAttention (opset 27): the linear, gated, delta and gated-delta
+  /// recurrences over a [B, Hkv, d_k, d_v] state, unrolled one step per
+  /// token (T static, at most 1024 steps) into mul, add, matmul and slices.
+  mlir::LogicalResult linearAttention();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>

@@ -581,6 +581,108 @@ TEST_F(OnnxGradientCheck, AttentionMasksGroupedQuery4D) {
   run(graph, graph.node("Add", {"x", r}), 4);
 }
 
+/// Adds output 3 (qk_matmul_output) to the node that defined |y|; returns
+/// its name.
+std::string qkOutput(OnnxGraph &graph, const std::string &y) {
+  for (auto &n : *graph.g->mutable_node())
+    if (n.output_size() && n.output(0) == y) {
+      std::string qk = y + "_qk";
+      n.add_output("");
+      n.add_output("");
+      n.add_output(qk);
+      return qk;
+    }
+  return "";
+}
+
+/// Sum of squares of |s| [2, 1, 3, T] over T, as [2, 3].
+std::string rowSquares(OnnxGraph &graph, const std::string &s) {
+  std::string r =
+      graph.node("ReduceSumSquare", {s, int64Constant(graph, {-1})}, {},
+                 {{"keepdims", 0}});
+  return graph.node("Reshape", {r, int64Constant(graph, {2, 3})});
+}
+
+// Opsets 24 and 25: per-batch key lengths (nonpad_kv_seqlen {4, 2}: batch
+// 1's keys 2 and 3 are padding, and its causal offset 2 - 3 = -1 leaves
+// query 0 with no key, a zero row) with a causal left window of 1, and a
+// bidirectional window (left 0, right 1) after soft-capping; the
+// qk_matmul_output scores of both (softmax, mode 3; soft-capped, mode 1)
+// are part of the loss. Sq = 3, Skv = 4.
+TEST_F(OnnxGradientCheck, AttentionWindowsAndKeyLengths) {
+  OnnxGraph graph(25);
+  graph.input("x", {2, 3});
+  graph.param("q", {2, 1, 3, 2});
+  graph.param("k", {2, 1, 4, 2});
+  graph.param("v", {2, 1, 4, 1});
+  std::string lens = int64Constant(graph, {4, 2});
+  std::string a = graph.node("Attention", {"q", "k", "v", "", "", "", lens}, {},
+                             {{"is_causal", 1},
+                              {"left_window_size", 1},
+                              {"qk_matmul_output_mode", 3}});
+  std::string aqk = qkOutput(graph, a);
+  std::string b = graph.node("Attention", {"q", "k", "v"}, {{"softcap", 2.0f}},
+                             {{"left_window_size", 0},
+                              {"right_window_size", 1},
+                              {"qk_matmul_output_mode", 1}});
+  std::string bqk = qkOutput(graph, b);
+  auto flat = [&](const std::string &y) {
+    return graph.node("Reshape", {y, int64Constant(graph, {2, 3})});
+  };
+  std::string ys = graph.node("Add", {flat(a), flat(b)});
+  std::string ss =
+      graph.node("Add", {rowSquares(graph, aqk), rowSquares(graph, bqk)});
+  run(graph, graph.node("Add", {graph.node("Add", {"x", ys}), ss}), 3);
+}
+
+// Opset 27's sequence-model ops, as unrolled recurrences and a grouped
+// convolution: gated-delta LinearAttention with 2 query heads over 1 K/V
+// head (d_k = 2, d_v = 1, per-key-dimension decay, per-head beta, a past
+// state, T = 3), and CausalConvWithState with SiLU, a bias and a past state
+// (kernel 2 over 3 channels, length 2). Every input is a parameter; both
+// outputs of each op are in the loss.
+TEST_F(OnnxGradientCheck, LinearAttentionAndCausalConvWithState) {
+  OnnxGraph graph(27);
+  graph.input("x", {2, 3});
+  graph.param("q", {1, 3, 4});
+  graph.param("k", {1, 3, 2});
+  graph.param("v", {1, 3, 1});
+  graph.param("state", {1, 1, 2, 1});
+  graph.param("decay", {1, 3, 2});
+  graph.param("beta", {1, 3, 1});
+  graph.param("cx", {1, 3, 2});
+  graph.param("cw", {3, 1, 2});
+  graph.param("cb", {3});
+  graph.param("cpast", {1, 3, 1});
+  std::string la =
+      graph.node("LinearAttention", {"q", "k", "v", "state", "decay", "beta"},
+                 {}, {{"q_num_heads", 2}, {"kv_num_heads", 1}});
+  graph.g->mutable_node(graph.g->node_size() - 1)->add_output(la + "_state");
+  auto *ua = graph.g->mutable_node(graph.g->node_size() - 1)->add_attribute();
+  ua->set_name("update_rule");
+  ua->set_type(onnx::AttributeProto_AttributeType_STRING);
+  ua->set_s("gated_delta");
+  std::string cc =
+      graph.node("CausalConvWithState", {"cx", "cw", "cb", "cpast"});
+  graph.g->mutable_node(graph.g->node_size() - 1)->add_output(cc + "_state");
+  auto *ac = graph.g->mutable_node(graph.g->node_size() - 1)->add_attribute();
+  ac->set_name("activation");
+  ac->set_type(onnx::AttributeProto_AttributeType_STRING);
+  ac->set_s("silu");
+  auto flat = [&](const std::string &y) {
+    return graph.node("Reshape", {y, int64Constant(graph, {2, 3})});
+  };
+  // Both outputs [1, 3, 2] as [2, 3]; the conv's present_state [1, 3, 1]
+  // scales the columns, LinearAttention's [1, 1, 2, 1] is added to the rows.
+  std::string y = graph.node("Add", {flat(la), flat(cc)});
+  std::string s1 =
+      graph.node("Reshape", {la + "_state", int64Constant(graph, {1, 2})});
+  std::string s2 =
+      graph.node("Reshape", {cc + "_state", int64Constant(graph, {1, 3})});
+  std::string z = graph.node("Add", {graph.node("Mul", {y, s2}), "x"});
+  run(graph, graph.node("Add", {z, graph.node("Transpose", {s1})}), 10, -1, 1);
+}
+
 TEST_F(OnnxGradientCheck, RMSNormalization) {
   OnnxGraph graph(23);
   graph.input("x", {2, 3});

@@ -5,12 +5,15 @@ operators' formulas in float64.
 
 Usage: attention_models.py OUT_DIR [--run [--device host|cuda] [--break]]
 Without --run writes OUT_DIR/attention.onnx with its inputs
-(OUT_DIR/attention.in.npz) and the models the importer must reject
+(OUT_DIR/attention.in.npz), OUT_DIR/attention25.onnx (opset 25: sliding
+windows, nonpad_kv_seqlen, qk_matmul_output) with its inputs, and the
+models the importer must reject
 (OUT_DIR/nonpad.onnx, OUT_DIR/qk_output.onnx, OUT_DIR/rotary_odd.onnx,
 OUT_DIR/gqa_heads.onnx), and OUT_DIR/gqa_graph.onnx, whose dlgraph the test
 reads.
 With --run also compiles the model with dlc, runs it with `dlrt run
---device DEVICE` and prints "ok attention <n> outputs" when every output is
+--device DEVICE` and prints "ok attention <n> outputs" (then "ok
+attention25 <n> outputs") when every output is
 within 1e-5 (absolute below 1, relative above) of its reference, else
 "MISMATCH ...". --break perturbs one reference value by 1e-4 so that the
 check must fail (a self-test). --reference-python PYTHON also compares the
@@ -19,7 +22,8 @@ with onnx >= 1.18 and onnxruntime; onnx_reference_compare.py), and says it
 skipped when PYTHON does not exist.
 
 The models are built with onnx 1.12's helper (which does not know the
-opset-23 schemas and does not validate) and declare opset 23.
+opset-23 schemas and does not validate) and declare opset 23
+(attention25.onnx: 25).
 
 Formulas (ONNX opset 23):
   Attention: Y = softmax(mask(softcap(Q Kᵀ * scale))) V per head, scale
@@ -107,6 +111,45 @@ def ref_attention(q, k, v, mask=None, causal=False, scale=None, q_heads=0,
     return y, present
 
 
+def ref_attention25(q, k, v, mask=None, causal=False, left=-1, right=-1,
+                    lens=None, softcap=0.0, past_k=None, past_v=None):
+    """4-D Attention with opset 24's per-batch key lengths and opset 25's
+    windows: query i of batch b sits at offset + i, offset = past (or
+    lens[b] - Sq with lens), and keeps key j when causal: j <= offset + i;
+    left >= 0: offset + i - j <= left; right >= 0: j - offset - i <= right;
+    lens: j < lens[b]. A row with no key left is zeros. Returns Y and the
+    scores raw, soft-capped, masked and as probabilities (modes 0-3)."""
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    if past_k is not None:
+        k = np.concatenate([past_k, k], axis=2)
+        v = np.concatenate([past_v, v], axis=2)
+    group = q.shape[1] // k.shape[1]
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    raw = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    capped = softcap * np.tanh(raw / softcap) if softcap else raw
+    b, _, sq, skv = raw.shape
+    past = 0 if past_k is None else past_k.shape[2]
+    keep = np.ones((b, 1, sq, skv), dtype=bool)
+    for n in range(b):
+        offset = past if lens is None else lens[n] - sq
+        for i in range(sq):
+            for j in range(skv):
+                diff = offset + i - j
+                keep[n, 0, i, j] = ((not causal or diff >= 0) and
+                                    (left < 0 or diff <= left) and
+                                    (right < 0 or -diff <= right) and
+                                    (lens is None or j < lens[n]))
+    masked = np.where(keep, capped, -np.inf)
+    if mask is not None:
+        masked = (np.where(mask, masked, -np.inf) if mask.dtype == bool
+                  else masked + mask)
+    empty = np.isneginf(masked).all(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        probs = np.where(empty, 0.0, softmax(masked))
+    return probs @ v, (raw, capped, masked, probs)
+
+
 def ref_rms(x, scale, axis, eps):
     x = x.astype(np.float64)
     axes = tuple(range(axis % x.ndim, x.ndim))
@@ -144,7 +187,8 @@ def ref_rotary(x, cos_cache, sin_cache, position_ids=None, interleaved=0,
 
 
 class Model:
-    def __init__(self):
+    def __init__(self, opset=23):
+        self.opset = opset
         self.nodes, self.inputs, self.outputs, self.inits = [], [], [], []
         self.feeds, self.names, self.wants = {}, [], []
 
@@ -176,7 +220,7 @@ class Model:
         graph = helper.make_graph(self.nodes, "attention", self.inputs,
                                   self.outputs, self.inits)
         model = helper.make_model(
-            graph, opset_imports=[helper.make_opsetid("", 23)])
+            graph, opset_imports=[helper.make_opsetid("", self.opset)])
         model.ir_version = 10
         onnx.save(model, path)
 
@@ -258,6 +302,59 @@ def attention_cases(m):
            is_causal=1, softcap=1.5)
 
 
+def attention25_cases(m):
+    """Opsets 24 and 25 (a model of its own at opset 25): sliding windows,
+    per-batch key lengths and the qk_matmul_output scores."""
+    # A causal-like left window of 2 (no is_causal), with the probabilities.
+    q, k, v = rand(2, 2, 5, 4), rand(2, 2, 5, 4), rand(2, 2, 5, 3)
+    y, qk = ref_attention25(q, k, v, left=2, right=0)
+    m.node("Attention", [m.input("lw_q", q), m.input("lw_k", k),
+                         m.input("lw_v", v)], ["left_window", "", "", "lw_qk"],
+           [y, None, None, qk[3]], left_window_size=2, right_window_size=0,
+           qk_matmul_output_mode=3)
+    # A bidirectional window (1, 1) over a KV cache of 3 and 4 new keys
+    # (queries at positions 3 and 4 of 7), with the raw scores.
+    q, k, v = rand(1, 2, 2, 4), rand(1, 2, 4, 4), rand(1, 2, 4, 4)
+    pk, pv = rand(1, 2, 3, 4), rand(1, 2, 3, 4)
+    y, qk = ref_attention25(q, k, v, left=1, right=1, past_k=pk, past_v=pv)
+    m.node("Attention", [m.input("bw_q", q), m.input("bw_k", k),
+                         m.input("bw_v", v), "", m.input("bw_pk", pk),
+                         m.input("bw_pv", pv)],
+           ["both_windows", "", "", "bw_qk"], [y, None, None, qk[0]],
+           left_window_size=1, right_window_size=1)
+    # Run-time key lengths {6, 3} (an external cache), causal from offset
+    # lens - Sq, grouped-query, a left window of 2 and soft-capping, with
+    # the soft-capped scores.
+    q, k, v = rand(2, 4, 2, 4), rand(2, 2, 6, 4), rand(2, 2, 6, 4)
+    lens = np.array([6, 3], dtype=np.int64)
+    y, qk = ref_attention25(q, k, v, causal=True, left=2, lens=lens,
+                            softcap=2.0)
+    m.node("Attention", [m.input("np_q", q), m.input("np_k", k),
+                         m.input("np_v", v), "", "", "",
+                         m.input("np_lens", lens)],
+           ["nonpad_window", "", "", "np_qk"], [y, None, None, qk[1]],
+           is_causal=1, left_window_size=2, softcap=2.0,
+           qk_matmul_output_mode=1)
+    # Lengths shorter than the queries ({1, 4}, Sq = 3): batch 0's first
+    # two queries see no key and are zero rows, in Y and the probabilities.
+    q, k, v = rand(2, 2, 3, 4), rand(2, 2, 4, 4), rand(2, 2, 4, 4)
+    lens = np.array([1, 4], dtype=np.int64)
+    y, qk = ref_attention25(q, k, v, causal=True, lens=lens)
+    m.node("Attention", [m.input("ne_q", q), m.input("ne_k", k),
+                         m.input("ne_v", v), "", "", "",
+                         m.input("ne_lens", lens)],
+           ["nonpad_empty_rows", "", "", "ne_qk"], [y, None, None, qk[3]],
+           is_causal=1, qk_matmul_output_mode=3)
+    # A float mask with the masked scores (mode 2: QKᵀ scale + mask).
+    q, k, v = rand(2, 2, 3, 4), rand(2, 2, 4, 4), rand(2, 2, 4, 4)
+    mask = rand(3, 4)
+    y, qk = ref_attention25(q, k, v, mask=mask)
+    m.node("Attention", [m.input("fm2_q", q), m.input("fm2_k", k),
+                         m.input("fm2_v", v), m.input("fm2_mask", mask)],
+           ["masked_scores", "", "", "fm2_qk"], [y, None, None, qk[2]],
+           qk_matmul_output_mode=2)
+
+
 def norm_cases(m):
     x, scale = rand(2, 5, 16), rand(16)
     m.node("RMSNormalization", [m.input("rms_x", x), m.init("rms_s", scale)],
@@ -323,12 +420,12 @@ def rejected(out):
         onnx.save(model, os.path.join(out, path))
     qkv = [("q", [1, 2, 3, 4]), ("k", [1, 2, 3, 4]), ("v", [1, 2, 3, 4])]
     one("nonpad.onnx",
-        helper.make_node("Attention", ["q", "k", "v", "", "", "", "n"],
+        helper.make_node("Attention", ["q", "k", "v", "", "k", "v", "n"],
                          ["y"], name="nonpad"),
         qkv + [("n", [1])], ["y"])
     one("qk_output.onnx",
         helper.make_node("Attention", ["q", "k", "v"], ["y", "", "", "qk"],
-                         name="scores", qk_matmul_output_mode=3),
+                         name="scores", qk_matmul_output_mode=4),
         qkv, ["y", "qk"])
     one("rotary_odd.onnx",
         helper.make_node("RotaryEmbedding", ["q", "c", "s"], ["y"],
@@ -356,6 +453,11 @@ def main():
     base = os.path.join(out, "attention")
     m.save(base + ".onnx")
     np.savez(base + ".in.npz", **m.feeds)
+    m25 = Model(opset=25)
+    attention25_cases(m25)
+    base25 = os.path.join(out, "attention25")
+    m25.save(base25 + ".onnx")
+    np.savez(base25 + ".in.npz", **m25.feeds)
     rejected(out)
     if "--run" not in sys.argv:
         return
@@ -369,6 +471,8 @@ def main():
     outputs = base + "." + device + ".out.npz"
     run_and_compare(base, "attention", m.names, wants, device, outputs,
                     tolerance=1e-5)
+    run_and_compare(base25, "attention25", m25.names, m25.wants, device,
+                    base25 + "." + device + ".out.npz", tolerance=1e-5)
     if "--reference-python" in sys.argv:
         # The same outputs against onnx's reference evaluator and ONNX
         # Runtime, run by an interpreter that has them (onnx >= 1.18).
