@@ -16,6 +16,7 @@
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
 
 LogicalResult Importer::flatten() {
   int64_t axis = attrInt("axis", 1);
@@ -416,16 +417,26 @@ LogicalResult Importer::resize() {
     return failure();
   if (mode == "bilinear" && upsample)
     mode = "linear"; // Upsample-7's spelling
-  if (mode != "nearest" && mode != "linear")
-    return nodeError() << "mode '" << mode
-                       << "' is not supported; supported: nearest, linear";
+  if (mode != "nearest" && mode != "linear" && (upsample || mode != "cubic"))
+    return nodeError() << "mode '" << mode << "' is not supported; supported: "
+                       << (upsample ? "nearest, linear"
+                                    : "nearest, linear, cubic");
   if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
-                           "asymmetric", "tf_half_pixel_for_nn"},
+                           "asymmetric", "tf_half_pixel_for_nn",
+                           "half_pixel_symmetric", "tf_crop_and_resize"},
                           coord))
     return nodeError() << "coordinate_transformation_mode '" << coord
                        << "' is not supported; supported: half_pixel, "
                           "pytorch_half_pixel, align_corners, asymmetric, "
-                          "tf_half_pixel_for_nn";
+                          "tf_half_pixel_for_nn, half_pixel_symmetric, "
+                          "tf_crop_and_resize";
+  // Resize-11's cubic and crop attributes.
+  double cubicA = upsample ? -0.75 : attrFloat("cubic_coeff_a", -0.75f);
+  int64_t excludeOutside = upsample ? 0 : attrInt("exclude_outside", 0);
+  double extrapolation =
+      upsample ? 0.0 : attrFloat("extrapolation_value", 0.0f);
+  if (attrFailed)
+    return failure();
   if (!llvm::is_contained(
           {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
           nearest))
@@ -544,10 +555,49 @@ LogicalResult Importer::resize() {
   } else {
     return nodeError() << "needs constant scales or sizes";
   }
-  if (antialias && mode != "nearest" &&
-      llvm::any_of(scales, [](double v) { return v < 1; }))
-    return nodeError() << "antialias = 1 when downscaling is not supported "
-                          "(supported: antialias = 0, or scales >= 1)";
+  // dlgraph.resize samples as ONNX's nearest and linear modes do; the rest
+  // are constant interpolation matrices, one per resized axis.
+  bool downscaleAntialias =
+      antialias && mode != "nearest" &&
+      llvm::any_of(scales, [](double v) { return v < 1; });
+  if (mode == "cubic" || coord == "half_pixel_symmetric" ||
+      coord == "tf_crop_and_resize" || downscaleAntialias || excludeOutside) {
+    SmallVector<double> roi;
+    if (coord == "tf_crop_and_resize") {
+      Slot *sl = given(1) ? input(1) : nullptr;
+      if (!sl || !sl->constant ||
+          !isa<FloatType>(sl->type().getElementType()))
+        return nodeError() << "roi (input 1) must be a constant float tensor "
+                              "(an initializer or a Constant) with "
+                              "coordinate_transformation_mode "
+                              "tf_crop_and_resize";
+      SmallVector<double> values;
+      for (const APFloat &v : sl->constant.getValues<APFloat>())
+        values.push_back(v.convertToDouble());
+      if ((int64_t)values.size() != 2 * naxes)
+        return nodeError() << "roi has " << values.size() << " values; "
+                           << "expected " << 2 * naxes << " (a start and an "
+                           << "end for each of " << naxes << " axes)";
+      roi.assign(rank, 0.0);
+      roi.append(rank, 1.0);
+      for (int64_t i = 0; i < naxes; ++i) {
+        roi[axes[i]] = values[i];
+        roi[rank + axes[i]] = values[naxes + i];
+      }
+    }
+    semantics::ResizeAxisRule rule;
+    rule.mode = mode;
+    rule.coord = coord;
+    rule.nearest = nearest;
+    rule.cubicA = cubicA;
+    rule.excludeOutside = excludeOutside != 0;
+    rule.antialias = antialias != 0;
+    FailureOr<Value> y =
+        resizeSeparable(x, shape, scales, rule, roi, extrapolation);
+    if (failed(y))
+      return failure();
+    return define(0, *y);
+  }
   auto rt = RankedTensorType::get(shape, xt.getElementType());
   return define(0, gr::ResizeOp::create(
                        builder, nodeLoc, rt, x, builder.getStringAttr(mode),

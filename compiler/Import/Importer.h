@@ -16,6 +16,7 @@
 
 #include "compiler/Import/ONNXImporter.h"
 #include "dialects/Semantics/Broadcast.h"
+#include "dialects/Semantics/ResizeCoordinates.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -516,9 +517,23 @@ private:
   mlir::LogicalResult argReduce();
   /// Range with constant start/limit/delta, folded to a constant.
   mlir::LogicalResult range();
-  /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
-  /// sizes, modes nearest and linear, as dlgraph.resize.
+  /// Resize (opsets 11..19) and Upsample (opset 9) with constant scales or
+  /// sizes (and roi): modes nearest and linear as dlgraph.resize; cubic,
+  /// antialiased downscaling, exclude_outside, half_pixel_symmetric and
+  /// tf_crop_and_resize as resizeSeparable.
   mlir::LogicalResult resize();
+  /// |x| (f32) resized to |shape| axis by axis (Sampling.cpp): every axis
+  /// whose weights are not the identity is a dlgraph.matmul with a constant
+  /// [out, in] matrix (semantics::resizeAxisWeights, by |rule| and the
+  /// axis's |scales| entry; |roi|, 2 x rank values or empty, gives each
+  /// axis's roiStart/roiEnd), plus |extrapolation| on rows that
+  /// tf_crop_and_resize puts outside the input. Errors: another element
+  /// type, a matrix over kMaxFoldElements elements.
+  mlir::FailureOr<mlir::Value>
+  resizeSeparable(mlir::Value x, llvm::ArrayRef<int64_t> shape,
+                  llvm::ArrayRef<double> scales,
+                  const dlc::semantics::ResizeAxisRule &rule,
+                  llvm::ArrayRef<double> roi, double extrapolation);
   /// CumSum (opsets 11..17) as dlgraph.cumsum; an axis input known only at
   /// run time selects among the scans along every axis.
   mlir::LogicalResult cumSum();
