@@ -263,6 +263,7 @@ public:
   static llvm::ArrayRef<OpMapping> reductionOps();
   static llvm::ArrayRef<OpMapping> lossOps();
   static llvm::ArrayRef<OpMapping> constantOps();
+  static llvm::ArrayRef<OpMapping> samplingOps();
 
 private:
   // Diagnostics.
@@ -529,6 +530,14 @@ private:
   /// axis's roiStart/roiEnd), plus |extrapolation| on rows that
   /// tf_crop_and_resize puts outside the input. Errors: another element
   /// type, a matrix over kMaxFoldElements elements.
+  /// GridSample (opsets 16..22; 1-D to 3-D spatial, nearest/linear/cubic,
+  /// zeros/border/reflection padding) as one dlgraph.gather_elements of
+  /// every tap of every output point from X viewed as [N, C, prod(D)],
+  /// weighted and summed (Sampling.cpp).
+  mlir::LogicalResult gridSample();
+  /// AffineGrid (opset 20, constant size): a constant base grid times
+  /// theta transposed (dlgraph.matmul).
+  mlir::LogicalResult affineGrid();
   mlir::FailureOr<mlir::Value>
   resizeSeparable(mlir::Value x, llvm::ArrayRef<int64_t> shape,
                   llvm::ArrayRef<double> scales,

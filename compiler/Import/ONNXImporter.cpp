@@ -491,7 +491,7 @@ OpRegistry::OpRegistry() {
         Importer::normalizationOps(), Importer::attentionOps(),
         Importer::poolOps(), Importer::dataMovementOps(),
         Importer::indexingOps(), Importer::reductionOps(), Importer::lossOps(),
-        Importer::constantOps()}) {
+        Importer::constantOps(), Importer::samplingOps()}) {
     for (const OpMapping &m : family) {
       if (!byType.try_emplace(m.opType, &m).second)
         llvm::report_fatal_error("ONNX op '" + m.opType +

@@ -11,6 +11,8 @@
 
 #include "dialects/Graph/GraphOps.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
@@ -88,4 +90,312 @@ Importer::resizeSeparable(Value x, ArrayRef<int64_t> shape,
     y = reshapeIfNeeded(r, next);
   }
   return y;
+}
+
+//===----------------------------------------------------------------------===//
+// GridSample
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A polynomial c0 + c1 f + c2 f^2 + c3 f^3 in the fraction f.
+using Cubic = std::array<double, 4>;
+
+Cubic polyMul(const Cubic &a, const Cubic &b) {
+  Cubic r{};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; i + j < 4; ++j)
+      r[i + j] += a[i] * b[j];
+  return r;
+}
+
+/// Keys' cubic convolution weight (a = -0.75, as GridSample's reference and
+/// PyTorch use) of a tap at distance u = u0 + u1 f, |u| in [0, 2], as a
+/// polynomial in f.
+Cubic cubicWeight(double u0, double u1, bool near) {
+  const double a = -0.75;
+  Cubic u{u0, u1, 0, 0}, u2 = polyMul(u, u), u3 = polyMul(u2, u);
+  Cubic r{};
+  for (int i = 0; i < 4; ++i)
+    r[i] = near ? (a + 2) * u3[i] - (a + 3) * u2[i]
+                : a * u3[i] - 5 * a * u2[i] + 8 * a * u[i];
+  r[0] += near ? 1 : -4 * a;
+  return r;
+}
+} // namespace
+
+LogicalResult Importer::gridSample() {
+  std::string mode = attrString("mode", opset >= 20 ? "linear" : "bilinear");
+  std::string padding = attrString("padding_mode", "zeros");
+  int64_t alignCorners = attrInt("align_corners", 0);
+  if (attrFailed)
+    return failure();
+  // GridSample-16 spells the modes bilinear and bicubic, 20 linear and cubic.
+  if (mode == "bilinear")
+    mode = "linear";
+  else if (mode == "bicubic")
+    mode = "cubic";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return nodeError() << "mode '" << mode
+                       << "' is not supported; supported: nearest, linear "
+                          "(bilinear), cubic (bicubic)";
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return nodeError() << "padding_mode '" << padding
+                       << "' is not supported; supported: zeros, border, "
+                          "reflection";
+  Value x = floatOperand(0), grid = x ? floatOperand(1) : Value();
+  if (!grid)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto gt = cast<RankedTensorType>(grid.getType());
+  if (!xt.getElementType().isF32() || !gt.getElementType().isF32())
+    return nodeError() << "X and grid have element types "
+                       << elementTypeName(xt.getElementType()) << " and "
+                       << elementTypeName(gt.getElementType())
+                       << "; supported: float (f32)";
+  int64_t k = xt.getRank() - 2;
+  if (k < 1 || gt.getRank() != k + 2 || gt.getDimSize(0) != xt.getDimSize(0) ||
+      gt.getShape().back() != k)
+    return nodeError() << "X " << shapeStr(xt.getShape()) << " and grid "
+                       << shapeStr(gt.getShape())
+                       << " do not fit: X is [N, C, D1, ..., Dk] and grid "
+                          "[N, O1, ..., Ok, k] (k >= 1)";
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1);
+  ArrayRef<int64_t> dims = xt.getShape().drop_front(2);
+  ArrayRef<int64_t> outDims = gt.getShape().drop_front().drop_back();
+  int64_t p = product(outDims), s = product(dims);
+  int64_t taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  int64_t allTaps = 1;
+  for (int64_t i = 0; i < k; ++i)
+    allTaps *= taps;
+  if (boundedNumElements({n, c, allTaps, p}) < 0 || s >= (int64_t(1) << 24))
+    return nodeError() << "X " << shapeStr(xt.getShape()) << " and grid "
+                       << shapeStr(gt.getShape())
+                       << " are too large (input spatial size up to 2^24)";
+
+  Type f32 = builder.getF32Type();
+  auto scalar = [&](double v) {
+    return splatOf(RankedTensorType::get({}, f32), v);
+  };
+  auto add = [&](Value a, Value b) -> Value {
+    return gr::AddOp::create(builder, nodeLoc, a, b);
+  };
+  auto mul = [&](Value a, Value b) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, a, b);
+  };
+  auto cmp = [&](StringRef pred, Value a, Value b) -> Value {
+    return gr::CompareOp::create(builder, nodeLoc, pred, a, b);
+  };
+  auto select = [&](Value cond, Value a, Value b) -> Value {
+    return gr::SelectOp::create(builder, nodeLoc, cond, a, b);
+  };
+  auto clamp = [&](Value v, double lo, double hi) -> Value {
+    Value r = gr::MinOp::create(builder, nodeLoc, v, scalar(hi));
+    return gr::MaxOp::create(builder, nodeLoc, r, scalar(lo));
+  };
+  // The taps of one axis live on axis 1 + i of [N, t0, ..., t(k-1), P].
+  auto tapShape = [&](int64_t i, int64_t t) {
+    SmallVector<int64_t> sh(k + 2, 1);
+    sh[1 + i] = t;
+    return sh;
+  };
+  auto tapConstant = [&](int64_t i, ArrayRef<double> v) {
+    return f32Constant(builder, nodeLoc,
+                       RankedTensorType::get(tapShape(i, v.size()), f32), v);
+  };
+
+  Value flatGrid = reshapeIfNeeded(grid, {n, p, k});
+  Value index, weight;
+  for (int64_t i = 0; i < k; ++i) {
+    double len = (double)dims[i];
+    // Grid component k - 1 - i addresses axis i (x, the last axis, first).
+    SmallVector<int64_t> starts{0, 0, k - 1 - i}, steps{1, 1, 1};
+    Value g = gr::SliceOp::create(builder, nodeLoc,
+                                  RankedTensorType::get({n, p, 1}, f32),
+                                  flatGrid, builder.getDenseI64ArrayAttr(starts),
+                                  builder.getDenseI64ArrayAttr(steps));
+    SmallVector<int64_t> coordShape(k + 2, 1);
+    coordShape[0] = n;
+    coordShape.back() = p;
+    g = reshapeIfNeeded(g, coordShape);
+    // Normalized [-1, 1] to input coordinates: the corner pixels' centres
+    // (align_corners) or their outer edges.
+    double lo = alignCorners ? 0.0 : -0.5;
+    double hi = alignCorners ? len - 1 : len - 0.5;
+    Value xi = add(mul(g, scalar((hi - lo) / 2)), scalar((hi + lo) / 2));
+    if (mode == "nearest") // half to even, as PyTorch rounds
+      xi = gr::RoundOp::create(builder, nodeLoc, xi);
+    // Reflection about lo and hi until inside: with r = hi - lo and
+    // m = (x - lo) mod 2r, hi - |m - r|.
+    auto reflect = [&](Value v) -> Value {
+      double range = hi - lo;
+      if (range == 0)
+        return add(mul(v, scalar(0)), scalar(lo));
+      Value t = add(v, scalar(-lo));
+      Value q = gr::FloorOp::create(
+          builder, nodeLoc, mul(t, scalar(1 / (2 * range))));
+      Value m = add(t, mul(q, scalar(-2 * range)));
+      Value d = gr::AbsOp::create(builder, nodeLoc, add(m, scalar(-range)));
+      return add(scalar(hi), mul(d, scalar(-1)));
+    };
+    auto outside = [&](Value v, Value moved) {
+      return select(cmp("lt", v, scalar(lo)), moved,
+                    select(cmp("gt", v, scalar(hi)), moved, v));
+    };
+    if (padding == "border")
+      xi = outside(xi, clamp(xi, 0, len - 1));
+    else if (padding == "reflection")
+      xi = outside(xi, reflect(xi));
+    Value base = mode == "nearest" ? xi : gr::FloorOp::create(builder,
+                                                              nodeLoc, xi);
+    Value w;
+    if (mode == "linear") {
+      Value f = add(xi, mul(base, scalar(-1)));
+      w = add(tapConstant(i, {1, 0}), mul(tapConstant(i, {-1, 1}), f));
+    } else if (mode == "cubic") {
+      Value f = add(xi, mul(base, scalar(-1)));
+      Cubic tw[4] = {cubicWeight(1, 1, false), cubicWeight(0, 1, true),
+                     cubicWeight(1, -1, true), cubicWeight(2, -1, false)};
+      Value fp = f;
+      w = tapConstant(i, {tw[0][0], tw[1][0], tw[2][0], tw[3][0]});
+      for (int e = 1; e < 4; ++e) {
+        if (e > 1)
+          fp = mul(fp, f);
+        w = add(w, mul(tapConstant(i, {tw[0][e], tw[1][e], tw[2][e],
+                                      tw[3][e]}),
+                       fp));
+      }
+    }
+    SmallVector<double> offsets =
+        mode == "nearest" ? SmallVector<double>{0}
+        : mode == "linear" ? SmallVector<double>{0, 1}
+                           : SmallVector<double>{-1, 0, 1, 2};
+    Value tap = add(base, tapConstant(i, offsets));
+    // Taps outside the input: 0 (zeros), the edge (border), or reflected.
+    if (padding == "zeros") {
+      Value zero = scalar(0);
+      Value keep = w ? w : scalar(1);
+      w = select(cmp("lt", tap, scalar(0)), zero,
+                 select(cmp("gt", tap, scalar(len - 1)), zero, keep));
+    } else if (padding == "reflection") {
+      tap = outside(tap, reflect(tap));
+    }
+    tap = clamp(tap, 0, len - 1);
+    double stride = (double)product(dims.drop_front(i + 1));
+    Value part = stride == 1 ? tap : mul(tap, scalar(stride));
+    index = index ? add(index, part) : part;
+    if (w)
+      weight = weight ? mul(weight, w) : w;
+  }
+  // One gather of every tap: [N, C, S] at [N, C, T * P].
+  index = gr::CastOp::create(
+      builder, nodeLoc,
+      RankedTensorType::get(cast<RankedTensorType>(index.getType()).getShape(),
+                            builder.getI64Type()),
+      index);
+  index = reshapeIfNeeded(index, {n, 1, allTaps * p});
+  index = gr::BroadcastToOp::create(
+      builder, nodeLoc,
+      RankedTensorType::get({n, c, allTaps * p}, builder.getI64Type()), index);
+  Value data = reshapeIfNeeded(x, {n, c, s});
+  Value y = gr::GatherElementsOp::create(builder, nodeLoc, data, index,
+                                         builder.getI64IntegerAttr(2));
+  y = reshapeIfNeeded(y, {n, c, allTaps, p});
+  if (weight) {
+    // Broadcast the weights to [N, t0, ..., P] (a nearest axis has none).
+    SmallVector<int64_t> full(k + 2, 1);
+    full[0] = n;
+    full.back() = p;
+    for (int64_t i = 0; i < k; ++i)
+      full[1 + i] = taps;
+    auto wt = cast<RankedTensorType>(weight.getType());
+    if (wt.getShape() != ArrayRef<int64_t>(full))
+      weight = gr::BroadcastToOp::create(builder, nodeLoc, wt.clone(full),
+                                         weight);
+    y = mul(y, reshapeIfNeeded(weight, {n, 1, allTaps, p}));
+  }
+  y = reduceOver<gr::ReduceSumOp>(y, {2}, false);
+  SmallVector<int64_t> outShape{n, c};
+  outShape.append(outDims.begin(), outDims.end());
+  return define(0, reshapeIfNeeded(y, outShape));
+}
+
+//===----------------------------------------------------------------------===//
+// AffineGrid
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::affineGrid() {
+  int64_t alignCorners = attrInt("align_corners", 0);
+  if (attrFailed)
+    return failure();
+  Value theta = floatOperand(0);
+  if (!theta)
+    return failure();
+  auto tt = cast<RankedTensorType>(theta.getType());
+  auto size = constInts(1, "size");
+  if (failed(size))
+    return failure();
+  int64_t k = (int64_t)size->size() - 2;
+  if (!tt.getElementType().isF32())
+    return nodeError() << "theta has element type "
+                       << elementTypeName(tt.getElementType())
+                       << "; supported: float (f32)";
+  if ((k != 2 && k != 3) || tt.getRank() != 3 ||
+      tt.getDimSize(0) != (*size)[0] || tt.getDimSize(1) != k ||
+      tt.getDimSize(2) != k + 1)
+    return nodeError() << "theta " << shapeStr(tt.getShape()) << " and size "
+                       << shapeStr(*size)
+                       << " do not fit: theta is [N, 2, 3] with size [N, C, "
+                          "H, W], or [N, 3, 4] with size [N, C, D, H, W]";
+  ArrayRef<int64_t> dims = ArrayRef<int64_t>(*size).drop_front(2);
+  for (int64_t d : dims)
+    if (d <= 0)
+      return nodeError() << "size " << shapeStr(*size)
+                         << " has a spatial size below 1";
+  int64_t points = boundedNumElements(dims, kMaxFoldElements / (k + 1));
+  if (points < 0)
+    return nodeError() << "size " << shapeStr(*size)
+                       << " gives a base grid beyond the importer's constant "
+                          "limit of "
+                       << kMaxFoldElements << " elements";
+  // The base grid [points, k + 1]: (x, y[, z], 1) per output point, x along
+  // the last axis; coordinates are pixel centres in [-1, 1] (the corner
+  // pixels' centres at +-1 with align_corners).
+  auto coord = [&](int64_t i, int64_t len) {
+    if (alignCorners)
+      return len == 1 ? -1.0 : -1.0 + 2.0 * (double)i / (double)(len - 1);
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)len;
+  };
+  std::vector<double> base;
+  base.reserve(points * (k + 1));
+  SmallVector<int64_t> at(k, 0);
+  for (int64_t q = 0; q < points; ++q) {
+    for (int64_t a = k - 1; a >= 0; --a)
+      base.push_back(coord(at[a], dims[a]));
+    base.push_back(1.0);
+    for (int64_t a = k - 1; a >= 0 && ++at[a] == dims[a]; --a)
+      at[a] = 0;
+  }
+  Type f32 = builder.getF32Type();
+  Value b = f32Constant(builder, nodeLoc,
+                        RankedTensorType::get({points, k + 1}, f32), base);
+  // grid[n] = base theta[n]^T: [points, k + 1] x [N, k + 1, k].
+  Value thetaT = gr::TransposeOp::create(
+      builder, nodeLoc, theta, builder.getDenseI64ArrayAttr({0, 2, 1}));
+  Value g = gr::MatMulOp::create(builder, nodeLoc, b, thetaT);
+  SmallVector<int64_t> shape{(*size)[0]};
+  shape.append(dims.begin(), dims.end());
+  shape.push_back(k);
+  return define(0, reshapeIfNeeded(g, shape));
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+ArrayRef<OpMapping> Importer::samplingOps() {
+  static const OpMapping ops[] = {
+      {"AffineGrid", 20, &Importer::affineGrid},
+      {"GridSample", 16, &Importer::gridSample, 22},
+  };
+  return ops;
 }
