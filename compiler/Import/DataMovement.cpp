@@ -356,7 +356,9 @@ LogicalResult Importer::tile() {
 LogicalResult Importer::depthSpace() {
   bool toSpace = node->op_type() == "DepthToSpace";
   int64_t b = attrInt("blocksize", 0);
-  std::string mode = toSpace ? attrString("mode", "DCR") : "DCR";
+  // SpaceToDepth has a mode since version 28 (DCR before).
+  std::string mode =
+      toSpace || opset >= 28 ? attrString("mode", "DCR") : std::string("DCR");
   if (attrFailed)
     return failure();
   // Any element type: the reshapes and the transpose only move elements.
@@ -393,7 +395,10 @@ LogicalResult Importer::depthSpace() {
       return nodeError() << "spatial size [" << h << ", " << w
                          << "] is not divisible by blocksize " << b;
     split = {n, c, h / b, b, w / b, b};
-    perm = {0, 3, 5, 1, 2, 4};
+    if (mode == "DCR")
+      perm = {0, 3, 5, 1, 2, 4};
+    else
+      perm = {0, 1, 3, 5, 2, 4};
     out = {n, c * b * b, h / b, w / b};
   }
   Type et = xt.getElementType();
@@ -618,7 +623,7 @@ ArrayRef<OpMapping> Importer::dataMovementOps() {
       {"Flatten", 1, &Importer::flatten},
       {"Reshape", 5, &Importer::reshape},
       {"Resize", 11, &Importer::resize, 19},
-      {"SpaceToDepth", 1, &Importer::depthSpace},
+      {"SpaceToDepth", 1, &Importer::depthSpace, 28},
       {"Squeeze", 1, &Importer::squeeze},
       {"Tile", 6, &Importer::tile},
       {"Transpose", 1, &Importer::transpose},

@@ -570,6 +570,18 @@ private:
   /// LayerNormalization (opset 17) and InstanceNormalization, decomposed
   /// into reduce_mean, sub, mul, rsqrt and add.
   mlir::LogicalResult normalization();
+  /// GroupNormalization (opset 21: per-channel scale and bias), statistics
+  /// over [N, num_groups, rest] by reduce_mean.
+  mlir::LogicalResult groupNormalization();
+  /// MeanVarianceNormalization: (x - E[x]) / (sqrt(Var[x]) + 1e-9) over
+  /// `axes`, its function body.
+  mlir::LogicalResult meanVarianceNormalization();
+  /// LpNormalization (p = 1, 2): x / ||x||_p along `axis` (0 where the norm
+  /// is 0).
+  mlir::LogicalResult lpNormalization();
+  /// LRN: x / (bias + alpha * avg_pool(x^2 over channels))^beta, the
+  /// average pool counting the zero padding (sum / size).
+  mlir::LogicalResult lrn();
   /// Attention (opset 23): softmax(mask(softcap(Q Kᵀ scale))) V over
   /// [B, H, S, D] heads (3-D inputs split by q_num_heads/kv_num_heads), with
   /// causal, boolean or additive masks, grouped-query K/V heads and a KV
