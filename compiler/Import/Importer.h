@@ -424,7 +424,17 @@ private:
   mlir::LogicalResult convTranspose();
   mlir::LogicalResult batchNorm();
   mlir::LogicalResult clip();
+  /// MaxPool, AveragePool, and LpPool (OpTy AveragePoolOp, p from opset
+  /// 11, dilations and ceil_mode from 18) over 1-D to 3-D windows.
   template <typename OpTy> mlir::LogicalResult pool();
+  /// Window sums of |x| ([N, C, H, W] or [N, C, D, H, W]; |pads| begin...
+  /// end..., |kernel| one per spatial axis) as depthwise dlgraph.conv with a
+  /// filter of ones; ceil_mode's partial last window sums what it covers.
+  /// The window attributes must be valid (pool() checks them).
+  mlir::Value sumPool(mlir::Value x, llvm::ArrayRef<int64_t> kernel,
+                      llvm::ArrayRef<int64_t> strides,
+                      llvm::ArrayRef<int64_t> pads,
+                      llvm::ArrayRef<int64_t> dilations, bool ceilMode);
   mlir::LogicalResult globalAveragePool();
   mlir::LogicalResult globalMaxPool();
   mlir::LogicalResult eyeLike();
