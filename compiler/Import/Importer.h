@@ -548,6 +548,13 @@ private:
   /// AffineGrid (opset 20, constant size): a constant base grid times
   /// theta transposed (dlgraph.matmul).
   mlir::LogicalResult affineGrid();
+  /// CenterCropPad (opset 18, constant shape): a centred dlgraph.slice
+  /// and/or dlgraph.pad (zeros), any element type.
+  mlir::LogicalResult centerCropPad();
+  /// Col2Im (opset 18, constant image_shape and block_shape, N-D): each
+  /// kernel offset's columns placed by a strided dlgraph.pad in the padded
+  /// image, summed, then cropped.
+  mlir::LogicalResult col2Im();
   mlir::FailureOr<mlir::Value>
   resizeSeparable(mlir::Value x, llvm::ArrayRef<int64_t> shape,
                   llvm::ArrayRef<double> scales,

@@ -1,15 +1,17 @@
 //===- Sampling.cpp - ONNX resampling ops -> dlgraph -----------------------===//
 //
-// Resampling decomposed into existing dlgraph ops, so that gradients and
-// lowering are those of the ops they decompose into: the separable form of
-// Resize (cubic, antialiasing, half_pixel_symmetric, tf_crop_and_resize),
-// one constant interpolation matrix per resized axis applied with
-// dlgraph.matmul.
+// Resampling and window placement decomposed into existing dlgraph ops, so
+// that gradients and lowering are those of the ops they decompose into: the
+// separable form of Resize (cubic, antialiasing, half_pixel_symmetric,
+// tf_crop_and_resize), one constant interpolation matrix per resized axis
+// applied with dlgraph.matmul; GridSample as gathers; AffineGrid as a
+// matmul; CenterCropPad as a slice and a pad; Col2Im as strided pads.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/Semantics/WindowShapes.h"
 
 #include <array>
 
@@ -389,12 +391,176 @@ LogicalResult Importer::affineGrid() {
 }
 
 //===----------------------------------------------------------------------===//
+// CenterCropPad, Col2Im
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::centerCropPad() {
+  SmallVector<int64_t> axes = attrInts("axes", {});
+  if (attrFailed)
+    return failure();
+  // Any element type: a slice and a pad only move elements.
+  Value x = operand(0, /*requireF32=*/false);
+  if (!x)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  auto shape = constInts(1, "shape");
+  if (failed(shape))
+    return failure();
+  if (failed(normalizeAxes(axes, rank)))
+    return failure();
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  if (shape->size() != axes.size())
+    return nodeError() << "shape " << shapeStr(*shape) << " has "
+                       << shape->size() << " values for " << axes.size()
+                       << " axes";
+  // Per axis: crop (in - out) / 2 elements before (the odd one after), or
+  // pad (out - in) / 2 zeros before.
+  SmallVector<int64_t> cropStart(rank, 0), cropShape(xt.getShape());
+  SmallVector<int64_t> padStart(rank, 0), outShape(xt.getShape());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t d = axes[i], in = xt.getDimSize(d), out = (*shape)[i];
+    if (out < 1 || out > kMaxElements)
+      return nodeError() << "shape " << shapeStr(*shape)
+                         << " must be positive";
+    outShape[d] = out;
+    if (out < in) {
+      cropStart[d] = (in - out) / 2;
+      cropShape[d] = out;
+    } else {
+      padStart[d] = (out - in) / 2;
+    }
+  }
+  if (boundedNumElements(outShape) < 0)
+    return nodeError() << "shape " << shapeStr(*shape) << " is too large";
+  SmallVector<int64_t> ones(rank, 1);
+  Value y = x;
+  if (ArrayRef<int64_t>(cropShape) != xt.getShape())
+    y = gr::SliceOp::create(builder, nodeLoc, xt.clone(cropShape), y,
+                            builder.getDenseI64ArrayAttr(cropStart),
+                            builder.getDenseI64ArrayAttr(ones));
+  if (outShape != cropShape)
+    y = gr::PadOp::create(builder, nodeLoc, xt.clone(outShape), y,
+                          builder.getDenseI64ArrayAttr(padStart),
+                          builder.getDenseI64ArrayAttr(ones),
+                          builder.getF64FloatAttr(0.0));
+  return define(0, y);
+}
+
+LogicalResult Importer::col2Im() {
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto image = constInts(1, "image_shape");
+  if (failed(image))
+    return failure();
+  auto block = constInts(2, "block_shape");
+  if (failed(block))
+    return failure();
+  size_t k = image->size();
+  SmallVector<int64_t> dilations = attrInts("dilations", SmallVector<int64_t>(k, 1));
+  SmallVector<int64_t> strides = attrInts("strides", SmallVector<int64_t>(k, 1));
+  SmallVector<int64_t> pads = attrInts("pads", SmallVector<int64_t>(2 * k, 0));
+  if (attrFailed)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (k < 1 || block->size() != k || dilations.size() != k ||
+      strides.size() != k || pads.size() != 2 * k || xt.getRank() != 3)
+    return nodeError() << "expects input [N, C * prod(block_shape), L], and "
+                       << "image_shape, block_shape, dilations, strides of "
+                       << "one length k and pads of 2k; got input "
+                       << shapeStr(xt.getShape()) << ", image_shape "
+                       << shapeStr(*image) << ", block_shape "
+                       << shapeStr(*block);
+  int64_t kernelSize = 1, blocks = 1;
+  SmallVector<int64_t> counts, padded;
+  for (size_t i = 0; i < k; ++i) {
+    std::optional<int64_t> nb = semantics::windowOutputSize(
+        (*image)[i], (*block)[i], strides[i], pads[i], pads[i + k],
+        dilations[i]);
+    if ((*image)[i] < 1 || (*block)[i] < 1 || dilations[i] < 1 || !nb ||
+        *nb < 1)
+      return nodeError() << "image_shape " << shapeStr(*image)
+                         << ", block_shape " << shapeStr(*block)
+                         << ", dilations, strides and pads give no block";
+    counts.push_back(*nb);
+    padded.push_back((*image)[i] + pads[i] + pads[i + k]);
+    kernelSize *= (*block)[i];
+    blocks *= *nb;
+  }
+  int64_t n = xt.getDimSize(0), ck = xt.getDimSize(1);
+  if (ck % kernelSize != 0 || xt.getDimSize(2) != blocks ||
+      boundedNumElements(padded) < 0 ||
+      boundedNumElements({n, ck / kernelSize, product(padded)}) < 0 ||
+      kernelSize > 4096)
+    return nodeError() << "input " << shapeStr(xt.getShape())
+                       << " does not fit: expected [N, C * " << kernelSize
+                       << ", " << blocks
+                       << "] (block sizes up to 4096 elements)";
+  int64_t c = ck / kernelSize;
+  // [N, C, K, blocks...]: each kernel offset's blocks, placed with a strided
+  // dlgraph.pad in the padded image and summed; the pads then cropped.
+  SmallVector<int64_t> split{n, c, kernelSize};
+  split.append(counts.begin(), counts.end());
+  Value cols = reshapeIfNeeded(x, split);
+  Type et = xt.getElementType();
+  SmallVector<int64_t> blockShape{n, c};
+  blockShape.append(counts.begin(), counts.end());
+  SmallVector<int64_t> imageShape{n, c};
+  imageShape.append(padded.begin(), padded.end());
+  SmallVector<int64_t> offset(k, 0);
+  Value sum;
+  for (int64_t e = 0; e < kernelSize; ++e) {
+    SmallVector<int64_t> starts(3 + k, 0), steps(3 + k, 1);
+    starts[2] = e;
+    SmallVector<int64_t> one(split);
+    one[2] = 1;
+    Value part = gr::SliceOp::create(builder, nodeLoc,
+                                     RankedTensorType::get(one, et), cols,
+                                     builder.getDenseI64ArrayAttr(starts),
+                                     builder.getDenseI64ArrayAttr(steps));
+    part = reshapeIfNeeded(part, blockShape);
+    SmallVector<int64_t> at(2 + k, 0), st(2 + k, 1);
+    for (size_t i = 0; i < k; ++i) {
+      at[2 + i] = offset[i] * dilations[i];
+      st[2 + i] = strides[i];
+    }
+    Value placed = gr::PadOp::create(
+        builder, nodeLoc, RankedTensorType::get(imageShape, et), part,
+        builder.getDenseI64ArrayAttr(at), builder.getDenseI64ArrayAttr(st),
+        builder.getF64FloatAttr(0.0));
+    sum = sum ? Value(gr::AddOp::create(builder, nodeLoc, sum, placed))
+              : placed;
+    // The next kernel offset, the last axis fastest.
+    for (int64_t i = (int64_t)k - 1; i >= 0 && ++offset[i] == (*block)[i];
+         --i)
+      offset[i] = 0;
+  }
+  SmallVector<int64_t> outShape{n, c}, cropAt(2 + k, 0), ones(2 + k, 1);
+  for (size_t i = 0; i < k; ++i) {
+    outShape.push_back((*image)[i]);
+    cropAt[2 + i] = pads[i];
+  }
+  Value y = sum;
+  if (ArrayRef<int64_t>(outShape) != ArrayRef<int64_t>(imageShape))
+    y = gr::SliceOp::create(builder, nodeLoc,
+                            RankedTensorType::get(outShape, et), y,
+                            builder.getDenseI64ArrayAttr(cropAt),
+                            builder.getDenseI64ArrayAttr(ones));
+  return define(0, y);
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
 ArrayRef<OpMapping> Importer::samplingOps() {
   static const OpMapping ops[] = {
       {"AffineGrid", 20, &Importer::affineGrid},
+      {"CenterCropPad", 18, &Importer::centerCropPad},
+      {"Col2Im", 18, &Importer::col2Im},
       {"GridSample", 16, &Importer::gridSample, 22},
   };
   return ops;
