@@ -555,6 +555,15 @@ private:
   /// kernel offset's columns placed by a strided dlgraph.pad in the padded
   /// image, summed, then cropped.
   mlir::LogicalResult col2Im();
+  /// DeformConv (opsets 19..22, 2-D): bilinear samples (bilinearZeros) at
+  /// the kernel taps moved by the offsets, times the mask, contracted with
+  /// W per group by dlgraph.matmul, plus B.
+  mlir::LogicalResult deformConv();
+  /// Bilinear samples of |data| ([B, C, h * w], an h x w image per channel)
+  /// at pixel coordinates |y|, |x| ([B, Q] f32): [B, C, Q]; taps outside the
+  /// image read 0. Four dlgraph.gather_elements.
+  mlir::Value bilinearZeros(mlir::Value data, int64_t h, int64_t w,
+                            mlir::Value y, mlir::Value x);
   mlir::FailureOr<mlir::Value>
   resizeSeparable(mlir::Value x, llvm::ArrayRef<int64_t> shape,
                   llvm::ArrayRef<double> scales,

@@ -5,7 +5,8 @@
 // separable form of Resize (cubic, antialiasing, half_pixel_symmetric,
 // tf_crop_and_resize), one constant interpolation matrix per resized axis
 // applied with dlgraph.matmul; GridSample as gathers; AffineGrid as a
-// matmul; CenterCropPad as a slice and a pad; Col2Im as strided pads.
+// matmul; CenterCropPad as a slice and a pad; Col2Im as strided pads;
+// DeformConv as bilinear gathers and a grouped matmul.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -553,6 +554,193 @@ LogicalResult Importer::col2Im() {
 }
 
 //===----------------------------------------------------------------------===//
+// DeformConv
+//===----------------------------------------------------------------------===//
+
+Value Importer::bilinearZeros(Value data, int64_t h, int64_t w, Value y,
+                              Value x) {
+  auto dt = cast<RankedTensorType>(data.getType());
+  auto yt = cast<RankedTensorType>(y.getType());
+  int64_t b = dt.getDimSize(0), c = dt.getDimSize(1), q = yt.getDimSize(1);
+  Type f32 = builder.getF32Type();
+  auto scalar = [&](double v) {
+    return splatOf(RankedTensorType::get({}, f32), v);
+  };
+  auto add = [&](Value a, Value v) -> Value {
+    return gr::AddOp::create(builder, nodeLoc, a, v);
+  };
+  auto mul = [&](Value a, Value v) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, a, v);
+  };
+  auto sub = [&](Value a, Value v) -> Value {
+    return gr::SubOp::create(builder, nodeLoc, a, v);
+  };
+  // A tap at (ty, tx) with weight wt: 0 outside the input.
+  auto inside = [&](Value t, int64_t len) -> Value {
+    Value zero = scalar(0), one = scalar(1);
+    return gr::SelectOp::create(
+        builder, nodeLoc, gr::CompareOp::create(builder, nodeLoc, "lt", t, zero),
+        zero,
+        gr::SelectOp::create(builder, nodeLoc,
+                             gr::CompareOp::create(builder, nodeLoc, "gt", t,
+                                                   scalar(len - 1)),
+                             zero, one));
+  };
+  auto clampTo = [&](Value t, int64_t len) -> Value {
+    Value r = gr::MinOp::create(builder, nodeLoc, t, scalar(len - 1));
+    return gr::MaxOp::create(builder, nodeLoc, r, scalar(0));
+  };
+  Value y0 = gr::FloorOp::create(builder, nodeLoc, y);
+  Value x0 = gr::FloorOp::create(builder, nodeLoc, x);
+  Value fy = sub(y, y0), fx = sub(x, x0);
+  Value y1 = add(y0, scalar(1)), x1 = add(x0, scalar(1));
+  Value gy[2] = {sub(scalar(1), fy), fy}, gx[2] = {sub(scalar(1), fx), fx};
+  Value ty[2] = {y0, y1}, tx[2] = {x0, x1};
+  Value sum;
+  for (int a = 0; a < 2; ++a)
+    for (int e = 0; e < 2; ++e) {
+      Value wt = mul(mul(gy[a], gx[e]),
+                     mul(inside(ty[a], h), inside(tx[e], w)));
+      Value idx = add(mul(clampTo(ty[a], h), scalar((double)w)),
+                      clampTo(tx[e], w));
+      idx = gr::CastOp::create(builder, nodeLoc,
+                               RankedTensorType::get({b, q},
+                                                     builder.getI64Type()),
+                               idx);
+      idx = gr::BroadcastToOp::create(
+          builder, nodeLoc,
+          RankedTensorType::get({b, c, q}, builder.getI64Type()),
+          reshapeIfNeeded(idx, {b, 1, q}));
+      Value v = gr::GatherElementsOp::create(builder, nodeLoc, data, idx,
+                                             builder.getI64IntegerAttr(2));
+      v = mul(v, reshapeIfNeeded(wt, {b, 1, q}));
+      sum = sum ? add(sum, v) : v;
+    }
+  return sum;
+}
+
+LogicalResult Importer::deformConv() {
+  SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
+  SmallVector<int64_t> strides = attrInts("strides", {1, 1});
+  SmallVector<int64_t> dilations = attrInts("dilations", {1, 1});
+  SmallVector<int64_t> pads = attrInts("pads", {0, 0, 0, 0});
+  int64_t group = attrInt("group", 1);
+  int64_t offsetGroup = attrInt("offset_group", 1);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0), w = x ? floatOperand(1) : Value();
+  Value offset = w ? floatOperand(2) : Value();
+  if (!offset)
+    return failure();
+  Value bias, mask;
+  if (hasInput(3) && !(bias = floatOperand(3)))
+    return failure();
+  if (hasInput(4) && !(mask = floatOperand(4)))
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  auto ot = cast<RankedTensorType>(offset.getType());
+  for (Value v : {x, w, offset, bias, mask})
+    if (v && !cast<RankedTensorType>(v.getType()).getElementType().isF32())
+      return nodeError() << "inputs must be float (f32); got "
+                         << elementTypeName(cast<RankedTensorType>(v.getType())
+                                                .getElementType());
+  if (xt.getRank() != 4 || wt.getRank() != 4 || ot.getRank() != 4)
+    return nodeError() << "only 2-D DeformConv is supported: X [N, C, H, W], "
+                          "W [OC, C / group, kH, kW], offset [N, "
+                          "offset_group * 2 * kH * kW, OH, OW]; got X "
+                       << shapeStr(xt.getShape()) << ", W "
+                       << shapeStr(wt.getShape()) << ", offset "
+                       << shapeStr(ot.getShape());
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
+          wd = xt.getDimSize(3), oc = wt.getDimSize(0);
+  if (kernel.empty())
+    kernel = {wt.getDimSize(2), wt.getDimSize(3)};
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 ||
+      pads.size() != 4 || kernel[0] != wt.getDimSize(2) ||
+      kernel[1] != wt.getDimSize(3))
+    return nodeError() << "kernel_shape, strides, dilations (2 values) and "
+                          "pads (4) must fit W "
+                       << shapeStr(wt.getShape());
+  if (group < 1 || offsetGroup < 1 || c % group || oc % group ||
+      c % offsetGroup || wt.getDimSize(1) * group != c)
+    return nodeError() << "group = " << group << " and offset_group = "
+                       << offsetGroup << " must divide the " << c
+                       << " input channels (and group the " << oc
+                       << " output channels, W having C / group)";
+  int64_t k = kernel[0] * kernel[1];
+  SmallVector<int64_t> outDims;
+  for (int i = 0; i < 2; ++i) {
+    std::optional<int64_t> o = semantics::windowOutputSize(
+        xt.getDimSize(2 + i), kernel[i], strides[i], pads[i], pads[i + 2],
+        dilations[i]);
+    if (!o || *o < 1)
+      return nodeError() << "kernel_shape, strides, dilations and pads give "
+                            "no output for X "
+                         << shapeStr(xt.getShape());
+    outDims.push_back(*o);
+  }
+  int64_t p = outDims[0] * outDims[1];
+  if (ot.getShape() != ArrayRef<int64_t>({n, offsetGroup * 2 * k, outDims[0],
+                                          outDims[1]}))
+    return nodeError() << "offset " << shapeStr(ot.getShape())
+                       << " must be [" << n << ", " << offsetGroup * 2 * k
+                       << ", " << outDims[0] << ", " << outDims[1] << "]";
+  if (mask && cast<RankedTensorType>(mask.getType()).getShape() !=
+                  ArrayRef<int64_t>({n, offsetGroup * k, outDims[0],
+                                     outDims[1]}))
+    return nodeError() << "mask must be [" << n << ", " << offsetGroup * k
+                       << ", " << outDims[0] << ", " << outDims[1] << "]";
+  if (bias && cast<RankedTensorType>(bias.getType()).getShape() !=
+                  ArrayRef<int64_t>({oc}))
+    return nodeError() << "B must be [" << oc << "]";
+  if (boundedNumElements({n, c, k, p}, kMaxElements) < 0 ||
+      h * wd >= (int64_t(1) << 24))
+    return nodeError() << "X " << shapeStr(xt.getShape())
+                       << " is too large (spatial size up to 2^24)";
+  Type f32 = builder.getF32Type();
+  // Sampling points: the kernel tap's position plus its offset, in pixels.
+  int64_t b = n * offsetGroup;
+  Value off = reshapeIfNeeded(offset, {b, k, 2, p});
+  std::vector<double> baseY(k * p), baseX(k * p);
+  for (int64_t i = 0; i < kernel[0]; ++i)
+    for (int64_t j = 0; j < kernel[1]; ++j)
+      for (int64_t oy = 0; oy < outDims[0]; ++oy)
+        for (int64_t ox = 0; ox < outDims[1]; ++ox) {
+          int64_t at = (i * kernel[1] + j) * p + oy * outDims[1] + ox;
+          baseY[at] = (double)(oy * strides[0] - pads[0] + i * dilations[0]);
+          baseX[at] = (double)(ox * strides[1] - pads[1] + j * dilations[1]);
+        }
+  auto component = [&](int64_t e, const std::vector<double> &base) -> Value {
+    Value v = gr::SliceOp::create(
+        builder, nodeLoc, RankedTensorType::get({b, k, 1, p}, f32), off,
+        builder.getDenseI64ArrayAttr({0, 0, e, 0}),
+        builder.getDenseI64ArrayAttr({1, 1, 1, 1}));
+    v = reshapeIfNeeded(v, {b, k * p});
+    return gr::AddOp::create(
+        builder, nodeLoc, v,
+        f32Constant(builder, nodeLoc, RankedTensorType::get({1, k * p}, f32),
+                    base));
+  };
+  Value data = reshapeIfNeeded(x, {b, c / offsetGroup, h * wd});
+  Value cols = bilinearZeros(data, h, wd, component(0, baseY),
+                             component(1, baseX));
+  if (mask)
+    cols = gr::MulOp::create(builder, nodeLoc, cols,
+                             reshapeIfNeeded(mask, {b, 1, k * p}));
+  // The convolution: per group, W [OC / g, C / g * K] x cols [C / g * K, P].
+  int64_t cg = c / group;
+  cols = reshapeIfNeeded(cols, {n, group, cg * k, p});
+  Value wm = reshapeIfNeeded(w, {group, oc / group, cg * k});
+  Value y = gr::MatMulOp::create(builder, nodeLoc, wm, cols);
+  y = reshapeIfNeeded(y, {n, oc, outDims[0], outDims[1]});
+  if (bias)
+    y = gr::AddOp::create(builder, nodeLoc, y,
+                          reshapeIfNeeded(bias, {oc, 1, 1}));
+  return define(0, y);
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -561,6 +749,7 @@ ArrayRef<OpMapping> Importer::samplingOps() {
       {"AffineGrid", 20, &Importer::affineGrid},
       {"CenterCropPad", 18, &Importer::centerCropPad},
       {"Col2Im", 18, &Importer::col2Im},
+      {"DeformConv", 19, &Importer::deformConv, 22},
       {"GridSample", 16, &Importer::gridSample, 22},
   };
   return ops;
