@@ -559,6 +559,10 @@ private:
   /// the kernel taps moved by the offsets, times the mask, contracted with
   /// W per group by dlgraph.matmul, plus B.
   mlir::LogicalResult deformConv();
+  /// RoiAlign (opsets 10..22, a fixed sampling_ratio >= 1, avg or max):
+  /// the samples of each roi's bins as bilinear gathers from X gathered by
+  /// batch_indices, reduced per bin.
+  mlir::LogicalResult roiAlign();
   /// Bilinear samples of |data| ([B, C, h * w], an h x w image per channel)
   /// at pixel coordinates |y|, |x| ([B, Q] f32): [B, C, Q]; taps outside the
   /// image read 0. Four dlgraph.gather_elements.

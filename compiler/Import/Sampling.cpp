@@ -6,7 +6,8 @@
 // tf_crop_and_resize), one constant interpolation matrix per resized axis
 // applied with dlgraph.matmul; GridSample as gathers; AffineGrid as a
 // matmul; CenterCropPad as a slice and a pad; Col2Im as strided pads;
-// DeformConv as bilinear gathers and a grouped matmul.
+// DeformConv as bilinear gathers and a grouped matmul; RoiAlign as
+// bilinear gathers from each roi's image, averaged or maximized.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -741,6 +742,172 @@ LogicalResult Importer::deformConv() {
 }
 
 //===----------------------------------------------------------------------===//
+// RoiAlign
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::roiAlign() {
+  std::string coord = opset >= 16 ? attrString("coordinate_transformation_mode",
+                                               "half_pixel")
+                                  : std::string("output_half_pixel");
+  std::string mode = attrString("mode", "avg");
+  int64_t outH = attrInt("output_height", 1);
+  int64_t outW = attrInt("output_width", 1);
+  int64_t ratio = attrInt("sampling_ratio", 0);
+  double scale = attrFloat("spatial_scale", 1.0f);
+  if (attrFailed)
+    return failure();
+  if (coord != "half_pixel" && coord != "output_half_pixel")
+    return nodeError() << "coordinate_transformation_mode '" << coord
+                       << "' is not supported; supported: half_pixel, "
+                          "output_half_pixel";
+  if (mode != "avg" && mode != "max")
+    return nodeError() << "mode '" << mode
+                       << "' is not supported; supported: avg, max";
+  if (ratio < 1)
+    return nodeError() << "sampling_ratio = " << ratio
+                       << " is not supported: 0 (adaptive) makes the "
+                          "sample count depend on each roi at run time; "
+                          "supported: a fixed sampling_ratio >= 1";
+  if (outH < 1 || outW < 1 || ratio > 64)
+    return nodeError() << "output_height and output_width must be >= 1 and "
+                          "sampling_ratio at most 64";
+  Value x = floatOperand(0), rois = x ? floatOperand(1) : Value();
+  Value batch = rois ? operand(2, /*requireF32=*/false) : Value();
+  if (!batch)
+    return failure();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto rt = cast<RankedTensorType>(rois.getType());
+  auto bt = cast<RankedTensorType>(batch.getType());
+  if (!xt.getElementType().isF32() || !rt.getElementType().isF32())
+    return nodeError() << "X and rois must be float (f32)";
+  if (xt.getRank() != 4 || rt.getRank() != 2 || rt.getDimSize(1) != 4 ||
+      bt.getRank() != 1 || bt.getDimSize(0) != rt.getDimSize(0) ||
+      !isa<IntegerType>(bt.getElementType()) ||
+      bt.getElementType().isInteger(1))
+    return nodeError() << "expects X [N, C, H, W], rois [R, 4] and "
+                          "integer batch_indices [R]; got "
+                       << shapeStr(xt.getShape()) << ", "
+                       << shapeStr(rt.getShape()) << ", "
+                       << shapeStr(bt.getShape());
+  int64_t r = rt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
+          w = xt.getDimSize(3);
+  int64_t q = outH * outW * ratio * ratio;
+  if (boundedNumElements({r, c, q}) < 0 || h * w >= (int64_t(1) << 24))
+    return nodeError() << "X " << shapeStr(xt.getShape())
+                       << " is too large (spatial size up to 2^24)";
+  Type f32 = builder.getF32Type();
+  auto scalar = [&](double v) {
+    return splatOf(RankedTensorType::get({}, f32), v);
+  };
+  auto add = [&](Value a, Value v) -> Value {
+    return gr::AddOp::create(builder, nodeLoc, a, v);
+  };
+  auto sub = [&](Value a, Value v) -> Value {
+    return gr::SubOp::create(builder, nodeLoc, a, v);
+  };
+  auto mul = [&](Value a, Value v) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, a, v);
+  };
+  auto cmp = [&](StringRef pred, Value a, Value v) -> Value {
+    return gr::CompareOp::create(builder, nodeLoc, pred, a, v);
+  };
+  auto select = [&](Value cond, Value a, Value v) -> Value {
+    return gr::SelectOp::create(builder, nodeLoc, cond, a, v);
+  };
+  auto minOf = [&](Value a, double v) -> Value {
+    return gr::MinOp::create(builder, nodeLoc, a, scalar(v));
+  };
+  auto maxOf = [&](Value a, double v) -> Value {
+    return gr::MaxOp::create(builder, nodeLoc, a, scalar(v));
+  };
+  // Each roi's corners in pixels, [R, 1] each.
+  auto corner = [&](int64_t i) -> Value {
+    Value v = gr::SliceOp::create(builder, nodeLoc,
+                                  RankedTensorType::get({r, 1}, f32), rois,
+                                  builder.getDenseI64ArrayAttr({0, i}),
+                                  builder.getDenseI64ArrayAttr({1, 1}));
+    v = mul(v, scalar(scale));
+    return coord == "half_pixel" ? add(v, scalar(-0.5)) : v;
+  };
+  Value startX = corner(0), startY = corner(1);
+  Value lenX = sub(corner(2), startX), lenY = sub(corner(3), startY);
+  if (coord != "half_pixel") {
+    lenX = maxOf(lenX, 1.0);
+    lenY = maxOf(lenY, 1.0);
+  }
+  // Sample q = ((ph * OW + pw) * ratio + iy) * ratio + ix sits at start + len
+  // * (p + (i + 0.5) / ratio) / out on each axis.
+  std::vector<double> fy(q), fx(q);
+  for (int64_t ph = 0, e = 0; ph < outH; ++ph)
+    for (int64_t pw = 0; pw < outW; ++pw)
+      for (int64_t iy = 0; iy < ratio; ++iy)
+        for (int64_t ix = 0; ix < ratio; ++ix, ++e) {
+          fy[e] = ((double)ph + ((double)iy + 0.5) / (double)ratio) /
+                  (double)outH;
+          fx[e] = ((double)pw + ((double)ix + 0.5) / (double)ratio) /
+                  (double)outW;
+        }
+  auto qConst = [&](const std::vector<double> &v) {
+    return f32Constant(builder, nodeLoc, RankedTensorType::get({1, q}, f32),
+                       v);
+  };
+  Value y = add(startY, mul(lenY, qConst(fy)));
+  Value xs = add(startX, mul(lenX, qConst(fx)));
+  // Outside [-1, H] x [-1, W] a sample is 0; inside, clamped to the image,
+  // it interpolates between floor and floor + 1 (the edge repeated).
+  Value zero = scalar(0), one = scalar(1);
+  Value valid = select(
+      cmp("lt", y, scalar(-1)), zero,
+      select(cmp("gt", y, scalar((double)h)), zero,
+             select(cmp("lt", xs, scalar(-1)), zero,
+                    select(cmp("gt", xs, scalar((double)w)), zero, one))));
+  Value yc = minOf(maxOf(y, 0.0), (double)(h - 1));
+  Value xc = minOf(maxOf(xs, 0.0), (double)(w - 1));
+  Value yLow = gr::FloorOp::create(builder, nodeLoc, yc);
+  Value xLow = gr::FloorOp::create(builder, nodeLoc, xc);
+  Value ly = sub(yc, yLow), lx = sub(xc, xLow);
+  Value yHigh = minOf(add(yLow, one), (double)(h - 1));
+  Value xHigh = minOf(add(xLow, one), (double)(w - 1));
+  Value wy[2] = {mul(sub(one, ly), valid), mul(ly, valid)};
+  Value wx[2] = {sub(one, lx), lx};
+  Value ty[2] = {yLow, yHigh}, tx[2] = {xLow, xHigh};
+  // Each roi's image: X gathered by batch_indices, [R, C, H * W].
+  Value data = gr::GatherOp::create(builder, nodeLoc,
+                                    reshapeIfNeeded(x, {xt.getDimSize(0), c,
+                                                        h * w}),
+                                    batch, builder.getI64IntegerAttr(0));
+  Value acc;
+  for (int a = 0; a < 2; ++a)
+    for (int e = 0; e < 2; ++e) {
+      Value idx = add(mul(ty[a], scalar((double)w)), tx[e]);
+      idx = gr::CastOp::create(
+          builder, nodeLoc,
+          RankedTensorType::get({r, q}, builder.getI64Type()), idx);
+      idx = gr::BroadcastToOp::create(
+          builder, nodeLoc,
+          RankedTensorType::get({r, c, q}, builder.getI64Type()),
+          reshapeIfNeeded(idx, {r, 1, q}));
+      Value v = gr::GatherElementsOp::create(builder, nodeLoc, data, idx,
+                                             builder.getI64IntegerAttr(2));
+      v = mul(v, reshapeIfNeeded(mul(wy[a], wx[e]), {r, 1, q}));
+      // avg: the weighted taps' sum; max (as ONNX's reference and ONNX
+      // Runtime define it): the largest weighted tap.
+      if (!acc)
+        acc = v;
+      else if (mode == "avg")
+        acc = add(acc, v);
+      else
+        acc = gr::MaxOp::create(builder, nodeLoc, acc, v);
+    }
+  acc = reshapeIfNeeded(acc, {r, c, outH * outW, ratio * ratio});
+  Value out =
+      mode == "avg"
+          ? reduceOver<gr::ReduceMeanOp>(acc, {3}, false)
+          : reduceOver<gr::ReduceMaxOp>(acc, {3}, false);
+  return define(0, reshapeIfNeeded(out, {r, c, outH, outW}));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -751,6 +918,7 @@ ArrayRef<OpMapping> Importer::samplingOps() {
       {"Col2Im", 18, &Importer::col2Im},
       {"DeformConv", 19, &Importer::deformConv, 22},
       {"GridSample", 16, &Importer::gridSample, 22},
+      {"RoiAlign", 10, &Importer::roiAlign, 22},
   };
   return ops;
 }
