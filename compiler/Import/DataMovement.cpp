@@ -16,6 +16,7 @@
 using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
+namespace semantics = dlc::semantics;
 
 LogicalResult Importer::flatten() {
   int64_t axis = attrInt("axis", 1);
@@ -355,7 +356,9 @@ LogicalResult Importer::tile() {
 LogicalResult Importer::depthSpace() {
   bool toSpace = node->op_type() == "DepthToSpace";
   int64_t b = attrInt("blocksize", 0);
-  std::string mode = toSpace ? attrString("mode", "DCR") : "DCR";
+  // SpaceToDepth has a mode since version 28 (DCR before).
+  std::string mode =
+      toSpace || opset >= 28 ? attrString("mode", "DCR") : std::string("DCR");
   if (attrFailed)
     return failure();
   // Any element type: the reshapes and the transpose only move elements.
@@ -392,7 +395,10 @@ LogicalResult Importer::depthSpace() {
       return nodeError() << "spatial size [" << h << ", " << w
                          << "] is not divisible by blocksize " << b;
     split = {n, c, h / b, b, w / b, b};
-    perm = {0, 3, 5, 1, 2, 4};
+    if (mode == "DCR")
+      perm = {0, 3, 5, 1, 2, 4};
+    else
+      perm = {0, 1, 3, 5, 2, 4};
     out = {n, c * b * b, h / b, w / b};
   }
   Type et = xt.getElementType();
@@ -416,16 +422,26 @@ LogicalResult Importer::resize() {
     return failure();
   if (mode == "bilinear" && upsample)
     mode = "linear"; // Upsample-7's spelling
-  if (mode != "nearest" && mode != "linear")
-    return nodeError() << "mode '" << mode
-                       << "' is not supported; supported: nearest, linear";
+  if (mode != "nearest" && mode != "linear" && (upsample || mode != "cubic"))
+    return nodeError() << "mode '" << mode << "' is not supported; supported: "
+                       << (upsample ? "nearest, linear"
+                                    : "nearest, linear, cubic");
   if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
-                           "asymmetric", "tf_half_pixel_for_nn"},
+                           "asymmetric", "tf_half_pixel_for_nn",
+                           "half_pixel_symmetric", "tf_crop_and_resize"},
                           coord))
     return nodeError() << "coordinate_transformation_mode '" << coord
                        << "' is not supported; supported: half_pixel, "
                           "pytorch_half_pixel, align_corners, asymmetric, "
-                          "tf_half_pixel_for_nn";
+                          "tf_half_pixel_for_nn, half_pixel_symmetric, "
+                          "tf_crop_and_resize";
+  // Resize-11's cubic and crop attributes.
+  double cubicA = upsample ? -0.75 : attrFloat("cubic_coeff_a", -0.75f);
+  int64_t excludeOutside = upsample ? 0 : attrInt("exclude_outside", 0);
+  double extrapolation =
+      upsample ? 0.0 : attrFloat("extrapolation_value", 0.0f);
+  if (attrFailed)
+    return failure();
   if (!llvm::is_contained(
           {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
           nearest))
@@ -545,10 +561,49 @@ LogicalResult Importer::resize() {
   } else {
     return nodeError() << "needs constant scales or sizes";
   }
-  if (antialias && mode != "nearest" &&
-      llvm::any_of(scales, [](double v) { return v < 1; }))
-    return nodeError() << "antialias = 1 when downscaling is not supported "
-                          "(supported: antialias = 0, or scales >= 1)";
+  // dlgraph.resize samples as ONNX's nearest and linear modes do; the rest
+  // are constant interpolation matrices, one per resized axis.
+  bool downscaleAntialias =
+      antialias && mode != "nearest" &&
+      llvm::any_of(scales, [](double v) { return v < 1; });
+  if (mode == "cubic" || coord == "half_pixel_symmetric" ||
+      coord == "tf_crop_and_resize" || downscaleAntialias || excludeOutside) {
+    SmallVector<double> roi;
+    if (coord == "tf_crop_and_resize") {
+      Slot *sl = given(1) ? input(1) : nullptr;
+      if (!sl || !sl->constant ||
+          !isa<FloatType>(sl->type().getElementType()))
+        return nodeError() << "roi (input 1) must be a constant float tensor "
+                              "(an initializer or a Constant) with "
+                              "coordinate_transformation_mode "
+                              "tf_crop_and_resize";
+      SmallVector<double> values;
+      for (const APFloat &v : sl->constant.getValues<APFloat>())
+        values.push_back(v.convertToDouble());
+      if ((int64_t)values.size() != 2 * naxes)
+        return nodeError() << "roi has " << values.size() << " values; "
+                           << "expected " << 2 * naxes << " (a start and an "
+                           << "end for each of " << naxes << " axes)";
+      roi.assign(rank, 0.0);
+      roi.append(rank, 1.0);
+      for (int64_t i = 0; i < naxes; ++i) {
+        roi[axes[i]] = values[i];
+        roi[rank + axes[i]] = values[naxes + i];
+      }
+    }
+    semantics::ResizeAxisRule rule;
+    rule.mode = mode;
+    rule.coord = coord;
+    rule.nearest = nearest;
+    rule.cubicA = cubicA;
+    rule.excludeOutside = excludeOutside != 0;
+    rule.antialias = antialias != 0;
+    FailureOr<Value> y =
+        resizeSeparable(x, shape, scales, rule, roi, extrapolation);
+    if (failed(y))
+      return failure();
+    return define(0, *y);
+  }
   auto rt = RankedTensorType::get(shape, xt.getElementType());
   return define(0, gr::ResizeOp::create(
                        builder, nodeLoc, rt, x, builder.getStringAttr(mode),
@@ -569,7 +624,7 @@ ArrayRef<OpMapping> Importer::dataMovementOps() {
       {"Flatten", 1, &Importer::flatten},
       {"Reshape", 5, &Importer::reshape},
       {"Resize", 11, &Importer::resize, 19},
-      {"SpaceToDepth", 1, &Importer::depthSpace},
+      {"SpaceToDepth", 1, &Importer::depthSpace, 28},
       {"Squeeze", 1, &Importer::squeeze},
       {"Tile", 6, &Importer::tile},
       {"Transpose", 1, &Importer::transpose},

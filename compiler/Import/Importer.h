@@ -16,6 +16,7 @@
 
 #include "compiler/Import/ONNXImporter.h"
 #include "dialects/Semantics/Broadcast.h"
+#include "dialects/Semantics/ResizeCoordinates.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -265,6 +266,7 @@ public:
   static llvm::ArrayRef<OpMapping> constantOps();
   static llvm::ArrayRef<OpMapping> optimizerOps();
   static llvm::ArrayRef<OpMapping> classicalMLOps();
+  static llvm::ArrayRef<OpMapping> samplingOps();
 
 private:
   // Diagnostics.
@@ -434,7 +436,17 @@ private:
   mlir::LogicalResult convTranspose();
   mlir::LogicalResult batchNorm();
   mlir::LogicalResult clip();
+  /// MaxPool, AveragePool, and LpPool (OpTy AveragePoolOp, p from opset
+  /// 11, dilations and ceil_mode from 18) over 1-D to 3-D windows.
   template <typename OpTy> mlir::LogicalResult pool();
+  /// Window sums of |x| ([N, C, H, W] or [N, C, D, H, W]; |pads| begin...
+  /// end..., |kernel| one per spatial axis) as depthwise dlgraph.conv with a
+  /// filter of ones; ceil_mode's partial last window sums what it covers.
+  /// The window attributes must be valid (pool() checks them).
+  mlir::Value sumPool(mlir::Value x, llvm::ArrayRef<int64_t> kernel,
+                      llvm::ArrayRef<int64_t> strides,
+                      llvm::ArrayRef<int64_t> pads,
+                      llvm::ArrayRef<int64_t> dilations, bool ceilMode);
   mlir::LogicalResult globalAveragePool();
   mlir::LogicalResult globalMaxPool();
   mlir::LogicalResult eyeLike();
@@ -553,9 +565,51 @@ private:
   mlir::LogicalResult argReduce();
   /// Range with constant start/limit/delta, folded to a constant.
   mlir::LogicalResult range();
-  /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
-  /// sizes, modes nearest and linear, as dlgraph.resize.
+  /// Resize (opsets 11..19) and Upsample (opset 9) with constant scales or
+  /// sizes (and roi): modes nearest and linear as dlgraph.resize; cubic,
+  /// antialiased downscaling, exclude_outside, half_pixel_symmetric and
+  /// tf_crop_and_resize as resizeSeparable.
   mlir::LogicalResult resize();
+  /// |x| (f32) resized to |shape| axis by axis (Sampling.cpp): every axis
+  /// whose weights are not the identity is a dlgraph.matmul with a constant
+  /// [out, in] matrix (semantics::resizeAxisWeights, by |rule| and the
+  /// axis's |scales| entry; |roi|, 2 x rank values or empty, gives each
+  /// axis's roiStart/roiEnd), plus |extrapolation| on rows that
+  /// tf_crop_and_resize puts outside the input. Errors: another element
+  /// type, a matrix over kMaxFoldElements elements.
+  /// GridSample (opsets 16..22; 1-D to 3-D spatial, nearest/linear/cubic,
+  /// zeros/border/reflection padding) as one dlgraph.gather_elements of
+  /// every tap of every output point from X viewed as [N, C, prod(D)],
+  /// weighted and summed (Sampling.cpp).
+  mlir::LogicalResult gridSample();
+  /// AffineGrid (opset 20, constant size): a constant base grid times
+  /// theta transposed (dlgraph.matmul).
+  mlir::LogicalResult affineGrid();
+  /// CenterCropPad (opset 18, constant shape): a centred dlgraph.slice
+  /// and/or dlgraph.pad (zeros), any element type.
+  mlir::LogicalResult centerCropPad();
+  /// Col2Im (opset 18, constant image_shape and block_shape, N-D): each
+  /// kernel offset's columns placed by a strided dlgraph.pad in the padded
+  /// image, summed, then cropped.
+  mlir::LogicalResult col2Im();
+  /// DeformConv (opsets 19..22, 2-D): bilinear samples (bilinearZeros) at
+  /// the kernel taps moved by the offsets, times the mask, contracted with
+  /// W per group by dlgraph.matmul, plus B.
+  mlir::LogicalResult deformConv();
+  /// RoiAlign (opsets 10..22, a fixed sampling_ratio >= 1, avg or max):
+  /// the samples of each roi's bins as bilinear gathers from X gathered by
+  /// batch_indices, reduced per bin.
+  mlir::LogicalResult roiAlign();
+  /// Bilinear samples of |data| ([B, C, h * w], an h x w image per channel)
+  /// at pixel coordinates |y|, |x| ([B, Q] f32): [B, C, Q]; taps outside the
+  /// image read 0. Four dlgraph.gather_elements.
+  mlir::Value bilinearZeros(mlir::Value data, int64_t h, int64_t w,
+                            mlir::Value y, mlir::Value x);
+  mlir::FailureOr<mlir::Value>
+  resizeSeparable(mlir::Value x, llvm::ArrayRef<int64_t> shape,
+                  llvm::ArrayRef<double> scales,
+                  const dlc::semantics::ResizeAxisRule &rule,
+                  llvm::ArrayRef<double> roi, double extrapolation);
   /// CumSum (opsets 11..17) as dlgraph.cumsum; an axis input known only at
   /// run time selects among the scans along every axis.
   mlir::LogicalResult cumSum();
@@ -583,6 +637,18 @@ private:
   /// LayerNormalization (opset 17) and InstanceNormalization, decomposed
   /// into reduce_mean, sub, mul, rsqrt and add.
   mlir::LogicalResult normalization();
+  /// GroupNormalization (opset 21: per-channel scale and bias), statistics
+  /// over [N, num_groups, rest] by reduce_mean.
+  mlir::LogicalResult groupNormalization();
+  /// MeanVarianceNormalization: (x - E[x]) / (sqrt(Var[x]) + 1e-9) over
+  /// `axes`, its function body.
+  mlir::LogicalResult meanVarianceNormalization();
+  /// LpNormalization (p = 1, 2): x / ||x||_p along `axis` (0 where the norm
+  /// is 0).
+  mlir::LogicalResult lpNormalization();
+  /// LRN: x / (bias + alpha * avg_pool(x^2 over channels))^beta, the
+  /// average pool counting the zero padding (sum / size).
+  mlir::LogicalResult lrn();
   /// Attention (opset 23): softmax(mask(softcap(Q Kᵀ scale))) V over
   /// [B, H, S, D] heads (3-D inputs split by q_num_heads/kv_num_heads), with
   /// causal, boolean or additive masks, grouped-query K/V heads and a KV

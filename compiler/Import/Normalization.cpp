@@ -1,8 +1,9 @@
 //===- Normalization.cpp - ONNX normalizations -> dlgraph -----------------===//
 //
 // BatchNormalization (inference; running statistics as variables),
-// LayerNormalization and InstanceNormalization (decomposed into reductions
-// and elementwise ops).
+// LayerNormalization, InstanceNormalization, GroupNormalization,
+// MeanVarianceNormalization, LpNormalization and LRN (decomposed into
+// reductions, an average pool and elementwise ops).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -172,14 +173,161 @@ LogicalResult Importer::normalization() {
 }
 
 //===----------------------------------------------------------------------===//
+// GroupNormalization, MeanVarianceNormalization, LpNormalization, LRN
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::groupNormalization() {
+  int64_t groups = attrInt("num_groups", 0);
+  float eps = attrFloat("epsilon", 1e-5f);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  Value scale = x ? floatOperand(1) : Value();
+  Value bias = scale ? floatOperand(2) : Value();
+  if (!bias)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (rank < 3)
+    return nodeError() << "input of rank " << rank
+                       << " is not supported; expected [N, C, D1, ...]";
+  int64_t n = t.getDimSize(0), c = t.getDimSize(1);
+  if (groups < 1 || c % groups != 0)
+    return nodeError() << "num_groups = " << groups << " does not divide the "
+                       << c << " channels";
+  SmallVector<int64_t> chanShape(rank - 1, 1);
+  chanShape[0] = c;
+  for (Value v : {scale, bias}) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getRank() != 1 || vt.getDimSize(0) != c ||
+        vt.getElementType() != t.getElementType())
+      return nodeError() << "scale and bias must be [" << c << "] of "
+                         << elementTypeName(t.getElementType()) << ", got "
+                         << shapeStr(vt.getShape()) << " of "
+                         << elementTypeName(vt.getElementType());
+  }
+  // Statistics over [N, G, C / G * D1 * ...].
+  Value g = reshapeIfNeeded(x, {n, groups, product(t.getShape()) / (n * groups)});
+  Value mean = reduceOver<gr::ReduceMeanOp>(g, {2}, /*keepdims=*/true);
+  Value d = gr::SubOp::create(builder, nodeLoc, g, mean);
+  Value var = reduceOver<gr::ReduceMeanOp>(
+      gr::MulOp::create(builder, nodeLoc, d, d), {2}, /*keepdims=*/true);
+  Value inv = gr::RsqrtOp::create(
+      builder, nodeLoc,
+      gr::AddOp::create(builder, nodeLoc, var, splatLike(var, eps)));
+  Value y = reshapeIfNeeded(gr::MulOp::create(builder, nodeLoc, d, inv),
+                            t.getShape());
+  y = gr::MulOp::create(builder, nodeLoc, y, reshapeIfNeeded(scale, chanShape));
+  y = gr::AddOp::create(builder, nodeLoc, y, reshapeIfNeeded(bias, chanShape));
+  return define(0, y);
+}
+
+LogicalResult Importer::meanVarianceNormalization() {
+  SmallVector<int64_t> axes = attrInts("axes", {0, 2, 3});
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  if (failed(normalizeAxes(axes, rank)))
+    return failure();
+  llvm::sort(axes);
+  // (x - E[x]) / (sqrt(E[(x - E[x])^2]) + 1e-9), the op's function body.
+  Value mean = reduceOver<gr::ReduceMeanOp>(x, axes, /*keepdims=*/true);
+  Value d = gr::SubOp::create(builder, nodeLoc, x, mean);
+  Value var = reduceOver<gr::ReduceMeanOp>(
+      gr::MulOp::create(builder, nodeLoc, d, d), axes, /*keepdims=*/true);
+  Value sd = gr::SqrtOp::create(builder, nodeLoc, var);
+  sd = gr::AddOp::create(builder, nodeLoc, sd, splatLike(sd, 1e-9));
+  return define(0, gr::DivOp::create(builder, nodeLoc, d, sd));
+}
+
+LogicalResult Importer::lpNormalization() {
+  int64_t axis = attrInt("axis", -1);
+  int64_t p = attrInt("p", 2);
+  if (attrFailed)
+    return failure();
+  if (p != 1 && p != 2)
+    return nodeError() << "attribute p = " << p
+                       << " is not supported; supported: 1, 2";
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> axes{axis};
+  if (failed(normalizeAxes(axes, rank)))
+    return failure();
+  Value norm;
+  if (p == 1) {
+    norm = reduceOver<gr::ReduceSumOp>(gr::AbsOp::create(builder, nodeLoc, x),
+                                       axes, /*keepdims=*/true);
+  } else {
+    norm = reduceOver<gr::ReduceSumOp>(gr::MulOp::create(builder, nodeLoc, x, x),
+                                       axes, /*keepdims=*/true);
+    norm = gr::SqrtOp::create(builder, nodeLoc, norm);
+  }
+  // A zero norm (every element 0) divides by 1 instead: the result is 0.
+  Value zero = gr::CompareOp::create(builder, nodeLoc, "eq", norm,
+                                     splatLike(norm, 0.0));
+  norm = gr::SelectOp::create(builder, nodeLoc, zero, splatLike(norm, 1.0),
+                              norm);
+  return define(0, gr::DivOp::create(builder, nodeLoc, x, norm));
+}
+
+LogicalResult Importer::lrn() {
+  int64_t size = attrInt("size", 0);
+  float alpha = attrFloat("alpha", 1e-4f);
+  float beta = attrFloat("beta", 0.75f);
+  float bias = attrFloat("bias", 1.0f);
+  if (attrFailed)
+    return failure();
+  Value x = floatOperand(0);
+  if (!x)
+    return failure();
+  auto t = cast<RankedTensorType>(x.getType());
+  if (!t.getElementType().isF32())
+    return unsupportedLowPrecision(0, "float (f32)");
+  if (t.getRank() < 3)
+    return nodeError() << "input of rank " << t.getRank()
+                       << " is not supported; expected [N, C, D1, ...]";
+  int64_t n = t.getDimSize(0), c = t.getDimSize(1);
+  if (size < 1)
+    return nodeError() << "attribute size = " << size << " must be >= 1";
+  int64_t rest = product(t.getShape().drop_front(2));
+  // alpha / size * (the sum of squares over channels c - floor((size-1)/2)
+  // .. c + ceil((size-1)/2)) is alpha times an average pool of x^2 along C
+  // that counts the zero padding, over [N, 1, C, rest].
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  Value sq = reshapeIfNeeded(gr::MulOp::create(builder, nodeLoc, x, x),
+                             {n, 1, c, rest});
+  Value avg = gr::AveragePoolOp::create(
+      builder, nodeLoc, sq, builder.getDenseI64ArrayAttr({size, 1}),
+      builder.getDenseI64ArrayAttr({1, 1}),
+      builder.getDenseI64ArrayAttr({lo, 0, hi, 0}),
+      builder.getDenseI64ArrayAttr({1, 1}), UnitAttr(), builder.getUnitAttr());
+  Value den = gr::AddOp::create(
+      builder, nodeLoc,
+      gr::MulOp::create(builder, nodeLoc, avg, splatLike(avg, alpha)),
+      splatLike(avg, bias));
+  den = gr::PowOp::create(builder, nodeLoc, den, splatLike(den, beta));
+  return define(0, gr::DivOp::create(builder, nodeLoc, x,
+                                     reshapeIfNeeded(den, t.getShape())));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
 ArrayRef<OpMapping> Importer::normalizationOps() {
   static const OpMapping ops[] = {
       {"BatchNormalization", 6, &Importer::batchNorm},
+      {"GroupNormalization", 21, &Importer::groupNormalization},
       {"InstanceNormalization", 6, &Importer::normalization},
+      {"LRN", 1, &Importer::lrn},
       {"LayerNormalization", kMinOpset, &Importer::normalization},
+      {"LpNormalization", 1, &Importer::lpNormalization, 22},
+      {"MeanVarianceNormalization", 9, &Importer::meanVarianceNormalization},
   };
   return ops;
 }

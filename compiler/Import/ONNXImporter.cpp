@@ -637,7 +637,7 @@ OpRegistry::OpRegistry() {
         Importer::poolOps(), Importer::dataMovementOps(),
         Importer::indexingOps(), Importer::reductionOps(), Importer::lossOps(),
         Importer::constantOps(), Importer::optimizerOps(),
-        Importer::classicalMLOps()}) {
+        Importer::classicalMLOps(), Importer::samplingOps()}) {
     for (const OpMapping &m : family) {
       if (!byType.try_emplace(m.opType, &m).second)
         llvm::report_fatal_error("ONNX op '" + m.opType +

@@ -1,7 +1,8 @@
 //===- Pool.cpp - ONNX pooling ops -> dlgraph -----------------------------===//
 //
-// MaxPool and AveragePool (1-D, 2-D, 3-D), GlobalAveragePool and
-// GlobalMaxPool.
+// MaxPool, AveragePool and LpPool (1-D, 2-D, 3-D), GlobalAveragePool and
+// GlobalMaxPool. LpPool and dilated AveragePool windows are window sums
+// (depthwise convolutions with a filter of ones).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -16,6 +17,9 @@ namespace semantics = dlc::semantics;
 
 template <typename OpTy> LogicalResult Importer::pool() {
   bool isMax = std::is_same<OpTy, gr::MaxPoolOp>::value;
+  // LpPool: (sum of |x|^p over the window)^(1/p), window sums by sumPool.
+  bool isLp = node->op_type() == "LpPool";
+  int64_t p = 0;
   std::string autoPad = attrString("auto_pad", "NOTSET");
   SmallVector<int64_t> kernel = attrInts("kernel_shape", {});
   SmallVector<int64_t> strides = attrInts("strides", {1, 1});
@@ -30,18 +34,19 @@ template <typename OpTy> LogicalResult Importer::pool() {
                          << " is not supported; supported: 0 (row major)";
     if (failed(requireOnlyLeadingOutputs(1)))
       return failure();
+  } else if (isLp) {
+    p = attrInt("p", 2);
+    // LpPool has dilations and ceil_mode since opset 18.
+    if (opset >= 18)
+      dilations = attrInts("dilations", {1, 1});
+    else
+      ceilMode = 0;
   } else {
     countIncludePad = attrInt("count_include_pad", 0);
-    // AveragePool has dilations since opset 19; the kernels average
-    // undilated windows.
-    if (opset >= 19 && findAttr("dilations")) {
-      SmallVector<int64_t> d = attrInts("dilations", {});
-      if (llvm::any_of(d, [](int64_t v) { return v != 1; }))
-        return nodeError() << "dilations " << shapeStr(d)
-                           << " are not supported for AveragePool; "
-                              "supported: 1 on every axis (MaxPool takes "
-                              "dilations)";
-    }
+    // AveragePool has dilations since opset 19: the pool kernels average
+    // undilated windows, so dilated ones become window sums (sumPool).
+    if (opset >= 19)
+      dilations = attrInts("dilations", {1, 1});
   }
   if (attrFailed)
     return failure();
@@ -69,7 +74,8 @@ template <typename OpTy> LogicalResult Importer::pool() {
       strides = {1, 1, 1};
     if (!findAttr("pads"))
       pads = {0, 0, 0, 0, 0, 0};
-    if (!isMax || !findAttr("dilations"))
+    if (!findAttr("dilations") || (!isMax && !isLp && opset < 19) ||
+        (isLp && opset < 18))
       dilations = {1, 1, 1};
   }
   if (autoPad == "VALID")
@@ -122,6 +128,59 @@ template <typename OpTy> LogicalResult Importer::pool() {
                           "axis "
                        << i;
   }
+  if (isLp && p < 1)
+    return nodeError() << "attribute p = " << p << " must be >= 1";
+  bool dilated = llvm::any_of(dilations, [](int64_t d) { return d != 1; });
+  if (isLp || (!isMax && dilated)) {
+    if (!cast<RankedTensorType>(x.getType()).getElementType().isF32())
+      return nodeError() << "input 0 ('" << node->input(0)
+                         << "') must be float (f32) for "
+                         << (isLp ? "LpPool" : "a dilated AveragePool");
+    SmallVector<int64_t> out;
+    Value v = x;
+    if (isLp) {
+      v = gr::AbsOp::create(builder, nodeLoc, v);
+      v = p == 1   ? v
+          : p == 2 ? Value(gr::MulOp::create(builder, nodeLoc, v, v))
+                   : Value(gr::PowOp::create(builder, nodeLoc, v,
+                                             splatLike(v, (double)p)));
+    }
+    Value sum = sumPool(v, kernel, strides, pads, dilations, ceilMode != 0);
+    Value y;
+    if (isLp) {
+      y = p == 1   ? sum
+          : p == 2 ? Value(gr::SqrtOp::create(builder, nodeLoc, sum))
+                   : Value(gr::PowOp::create(builder, nodeLoc, sum,
+                                             splatLike(sum, 1.0 / p)));
+    } else {
+      // The divisor: taps inside the input, or inside the padded input with
+      // count_include_pad (never those of a ceil_mode window past it).
+      auto st = cast<RankedTensorType>(sum.getType());
+      ArrayRef<int64_t> outDims = st.getShape().drop_front(2);
+      SmallVector<float> count(product(outDims), 1.0f);
+      int64_t inner = count.size();
+      for (size_t i = 0; i < sp; ++i) {
+        int64_t in = xt.getDimSize(2 + i), od = outDims[i];
+        inner /= od;
+        int64_t lo = countIncludePad ? -pads[i] : 0;
+        int64_t hi = countIncludePad ? in + pads[i + sp] : in;
+        for (size_t e = 0; e < count.size(); ++e) {
+          int64_t o = (int64_t)(e / inner) % od, c = 0;
+          for (int64_t j = 0; j < kernel[i]; ++j) {
+            int64_t at = o * strides[i] - pads[i] + j * dilations[i];
+            c += at >= lo && at < hi;
+          }
+          count[e] *= (float)c;
+        }
+      }
+      auto ct = RankedTensorType::get(outDims, st.getElementType());
+      Value cv = gr::ConstantOp::create(
+          builder, nodeLoc,
+          cast<ElementsAttr>(DenseElementsAttr::get(ct, ArrayRef(count))));
+      y = gr::DivOp::create(builder, nodeLoc, sum, cv);
+    }
+    return define(0, is1D ? dropUnitH(y) : y);
+  }
   auto pool2D = [&](Value in, ArrayRef<int64_t> k, ArrayRef<int64_t> st,
                     ArrayRef<int64_t> pd, ArrayRef<int64_t> dl) -> Value {
     return OpTy::create(builder, nodeLoc, in, builder.getDenseI64ArrayAttr(k),
@@ -161,6 +220,52 @@ template <typename OpTy> LogicalResult Importer::pool() {
   return define(0, op);
 }
 
+Value Importer::sumPool(Value x, ArrayRef<int64_t> kernel,
+                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                        ArrayRef<int64_t> dilations, bool ceilMode) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  size_t sp = kernel.size();
+  // ceil_mode's last, partial window: zero padding past the end (sums
+  // ignore it).
+  SmallVector<int64_t> pd(pads);
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t in = xt.getDimSize(2 + i);
+    int64_t out = *semantics::windowOutputSize(in, kernel[i], strides[i],
+                                               pads[i], pads[i + sp],
+                                               dilations[i], ceilMode);
+    int64_t need = (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
+    pd[i + sp] += std::max<int64_t>(0, need - (in + pads[i] + pads[i + sp]));
+  }
+  Type et = xt.getElementType();
+  // A depthwise convolution with a filter of ones, one group per channel.
+  auto conv = [&](Value in, ArrayRef<int64_t> k, ArrayRef<int64_t> st,
+                  ArrayRef<int64_t> p, ArrayRef<int64_t> dl) -> Value {
+    int64_t ch = cast<RankedTensorType>(in.getType()).getDimSize(1);
+    Value w = splatOf(RankedTensorType::get({ch, 1, k[0], k[1]}, et), 1.0);
+    return gr::ConvOp::create(builder, nodeLoc, in, w, Value(),
+                              builder.getDenseI64ArrayAttr(st),
+                              builder.getDenseI64ArrayAttr(p),
+                              builder.getDenseI64ArrayAttr(dl),
+                              builder.getI64IntegerAttr(ch));
+  };
+  if (sp == 2)
+    return conv(x, kernel, strides, pd, dilations);
+  // 3-D: window sums are separable, (H, W) over [N, C*D, H, W], then D over
+  // [N*C, 1, D, OH*OW] (as pool() does for 3-D pools).
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2);
+  Value hw = reshapeIfNeeded(
+      x, {n, c * d, xt.getDimSize(3), xt.getDimSize(4)});
+  hw = conv(hw, {kernel[1], kernel[2]}, {strides[1], strides[2]},
+            {pd[1], pd[2], pd[4], pd[5]}, {dilations[1], dilations[2]});
+  auto hwt = cast<RankedTensorType>(hw.getType());
+  int64_t oh = hwt.getDimSize(2), ow = hwt.getDimSize(3);
+  Value dv = reshapeIfNeeded(hw, {n * c, 1, d, oh * ow});
+  dv = conv(dv, {kernel[0], 1}, {strides[0], 1}, {pd[0], 0, pd[3], 0},
+            {dilations[0], 1});
+  int64_t od = cast<RankedTensorType>(dv.getType()).getDimSize(2);
+  return reshapeIfNeeded(dv, {n, c, od, oh, ow});
+}
+
 LogicalResult Importer::globalAveragePool() {
   Value x = operand(0);
   if (!x)
@@ -195,6 +300,7 @@ ArrayRef<OpMapping> Importer::poolOps() {
       {"AveragePool", 1, &Importer::pool<gr::AveragePoolOp>, 19},
       {"GlobalAveragePool", 1, &Importer::globalAveragePool},
       {"GlobalMaxPool", 1, &Importer::globalMaxPool},
+      {"LpPool", 11, &Importer::pool<gr::AveragePoolOp>, 22},
       {"MaxPool", 1, &Importer::pool<gr::MaxPoolOp>},
   };
   return ops;

@@ -718,4 +718,30 @@ TEST_F(OnnxGradientCheck, RotaryEmbeddingHalvesAndInterleavedPartial) {
   run(graph, graph.node("Mul", {y, h}), 5);
 }
 
+// The importer's sampling decompositions: Resize cubic (a constant
+// interpolation matrix per axis), GridSample bilinear with zeros padding (a
+// gather of the taps, weighted by the grid: the gradient reaches the grid)
+// and LpPool p = 2 (a depthwise convolution of x^2).
+TEST_F(OnnxGradientCheck, ResizeCubicGridSampleLpPool) {
+  OnnxGraph graph(22);
+  graph.input("x", {2, 3});
+  graph.param("w", {2, 3});
+  graph.param("grid", {1, 2, 3, 2});
+  std::string h = graph.node("Add", {"x", "w"});
+  std::string h4 =
+      graph.node("Reshape", {h, int64Constant(graph, {1, 1, 2, 3})});
+  std::string r = graph.node(
+      "Resize", {h4, "", "", int64Constant(graph, {1, 1, 3, 4})});
+  auto *mode = lastNode(graph)->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto_AttributeType_STRING);
+  mode->set_s("cubic");
+  std::string g = graph.node("GridSample", {r, "grid"});
+  std::string lp = graph.node("LpPool", {r}, {}, {{"p", 2}});
+  setInts(graph, "kernel_shape", {2, 2});
+  std::string y = graph.node("Add", {g, lp});
+  run(graph, graph.node("Reshape", {y, int64Constant(graph, {2, 3})}), 2,
+      -0.9, 0.9);
+}
+
 } // namespace

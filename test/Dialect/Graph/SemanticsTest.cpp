@@ -82,4 +82,46 @@ TEST(ResizeCoordinates, Taps) {
   EXPECT_DOUBLE_EQ(resizeSourceCoordinate("align_corners", 7, 4, 2.0), 3.0);
 }
 
+TEST(ResizeCoordinates, AxisWeights) {
+  std::vector<double> w;
+  std::vector<bool> ex;
+  // Cubic (a = -0.75), half_pixel, 4 -> 8: every row sums to 1; output 2
+  // (x = 0.75) reads inputs 0..2 (tap -1 clamped onto 0).
+  ResizeAxisRule cubic{"cubic", "half_pixel", "round_prefer_floor"};
+  resizeAxisWeights(cubic, 4, 8, 2.0, w, ex);
+  for (int o = 0; o < 8; ++o) {
+    double sum = 0;
+    for (int i = 0; i < 4; ++i)
+      sum += w[o * 4 + i];
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+  }
+  EXPECT_NEAR(w[2 * 4 + 2], -0.75 * 1.25 * 1.25 * 1.25 + 3.75 * 1.25 * 1.25 -
+                                6 * 1.25 + 3,
+              1e-12);
+  EXPECT_EQ(w[2 * 4 + 3], 0.0);
+  // exclude_outside drops the taps outside (x = -0.25 at output 0) and
+  // renormalizes, instead of clamping them onto input 0.
+  ResizeAxisRule excl = cubic;
+  excl.excludeOutside = true;
+  std::vector<double> we;
+  resizeAxisWeights(excl, 4, 8, 2.0, we, ex);
+  EXPECT_NE(we[0], w[0]);
+  // tf_crop_and_resize, roi [0.5, 1.5]: outputs past the input extrapolate.
+  ResizeAxisRule crop{"linear", "tf_crop_and_resize", "round_prefer_floor"};
+  crop.roiStart = 0.5;
+  crop.roiEnd = 1.5;
+  resizeAxisWeights(crop, 5, 5, 1.0, w, ex);
+  EXPECT_FALSE(ex[0]);
+  EXPECT_TRUE(ex[4]);
+  EXPECT_DOUBLE_EQ(w[0 * 5 + 2], 1.0); // x = 0.5 * 4 = 2
+  // Antialiased linear at scale 0.5: a triangle of 4 taps, normalized.
+  ResizeAxisRule aa{"linear", "half_pixel", "round_prefer_floor"};
+  aa.antialias = true;
+  resizeAxisWeights(aa, 8, 4, 0.5, w, ex);
+  EXPECT_NEAR(w[1 * 8 + 1], 0.125, 1e-12);
+  EXPECT_NEAR(w[1 * 8 + 2], 0.375, 1e-12);
+  EXPECT_NEAR(w[1 * 8 + 3], 0.375, 1e-12);
+  EXPECT_NEAR(w[1 * 8 + 4], 0.125, 1e-12);
+}
+
 } // namespace
