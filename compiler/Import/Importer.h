@@ -389,10 +389,20 @@ private:
   mlir::LogicalResult foldIntBinary(Slot &l, Slot &r);
   mlir::LogicalResult gemm();
   mlir::LogicalResult matmul();
+  /// Einsum (any number of inputs, "..." broadcasting, repeated labels as
+  /// diagonals) as transposes, reshapes, reduce_sums and f32 matmuls.
+  mlir::LogicalResult einsum();
+  /// Det of [..., n, n] inputs, n <= 4, by Laplace expansion (slices, mul,
+  /// add, sub).
+  mlir::LogicalResult det();
   /// IsNaN and IsInf as comparisons (x != x; x == +-inf).
   mlir::LogicalResult isNanOrInf();
-  /// Mod: dlgraph.fmod (fmod = 1) or dlgraph.mod (fmod = 0, integers).
+  /// Mod: dlgraph.fmod (fmod = 1) or dlgraph.mod (fmod = 0).
   mlir::LogicalResult modOp();
+  /// BitwiseAnd/Or/Xor/Not and BitShift on int32/int64 (two's complement).
+  mlir::LogicalResult bitwise();
+  /// BitCast between the 32- or 64-bit int and float types.
+  mlir::LogicalResult bitcastOp();
   /// Hardmax (opset 13, any axis): one-hot of the first maximum, as
   /// arg_max == iota along the axis.
   mlir::LogicalResult hardmax();
@@ -472,8 +482,8 @@ private:
   /// both inputs are constants. Gradients are dlgraph.gather's.
   mlir::LogicalResult gatherND();
   /// Pad (opset 11+: constant pads/constant_value inputs; 2-10: attributes)
-  /// in constant, edge and reflect mode: negative pads crop with a slice;
-  /// constant mode is dlgraph.pad, edge/reflect are concats of slices.
+  /// in constant, edge, reflect and wrap mode: negative pads crop with a slice;
+  /// constant mode is dlgraph.pad, edge/reflect/wrap are concats of slices.
   mlir::LogicalResult pad();
   /// ScatterND (reduction none, add or mul; max and min from opset 18) with
   /// constant indices (bounds-checked): folded on constant data and
@@ -503,6 +513,14 @@ private:
                                   llvm::StringRef reduction, bool folds);
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
+  /// ReverseSequence (run-time sequence_lens) as gather_elements along the
+  /// time axis.
+  mlir::LogicalResult reverseSequence();
+  /// TensorScatter (opset 24, linear or circular, run-time write_indices)
+  /// as gather_elements from the update and a select with the past cache.
+  mlir::LogicalResult tensorScatter();
+  mlir::Value iotaAlong(int64_t rank, int64_t axis, int64_t n);
+  mlir::Value perBatch(Slot &s, int64_t rank, int64_t batchAxis);
   /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
   /// folded when |s| is foldable, |s| itself when the slice is the whole.
   Slot stridedSlice(Slot &s, llvm::ArrayRef<int64_t> starts,
@@ -519,7 +537,8 @@ private:
   /// Resize (opsets 11..17) and Upsample (opset 9) with constant scales or
   /// sizes, modes nearest and linear, as dlgraph.resize.
   mlir::LogicalResult resize();
-  /// CumSum (opsets 11..17) as dlgraph.cumsum; an axis input known only at
+  /// CumSum (opsets 11..17) as dlgraph.cumsum and CumProd (opset 26) as
+  /// dlgraph.cumprod; an axis input known only at
   /// run time selects among the scans along every axis.
   mlir::LogicalResult cumSum();
   /// OneHot (opsets 11..17: constant depth and values inputs) as
