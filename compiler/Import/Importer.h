@@ -390,7 +390,8 @@ private:
   mlir::LogicalResult gemm();
   mlir::LogicalResult matmul();
   /// Einsum (any number of inputs, "..." broadcasting, repeated labels as
-  /// diagonals) as transposes, reshapes, reduce_sums and f32 matmuls.
+  /// diagonals) as transposes, reshapes, reduce_sums and matmuls (f32) or
+  /// broadcast products (other types).
   mlir::LogicalResult einsum();
   /// Det of [..., n, n] inputs, n <= 4, by Laplace expansion (slices, mul,
   /// add, sub).
@@ -430,6 +431,7 @@ private:
   mlir::Value dropUnitH(mlir::Value v);
   /// ConvTranspose (1-D/2-D/3-D) as dlgraph.conv_backward_data (+ bias add).
   mlir::LogicalResult convTranspose();
+  mlir::LogicalResult batchNormWithStatistics(float epsilon, float momentum);
   mlir::LogicalResult batchNorm();
   mlir::LogicalResult clip();
   template <typename OpTy> mlir::LogicalResult pool();

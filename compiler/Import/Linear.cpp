@@ -394,11 +394,10 @@ LogicalResult Importer::einsum() {
       if (!llvm::is_contained(acc.labels, l))
         bOnly.push_back(l);
     Type ea = acc.type().getElementType(), eb = b.type().getElementType();
-    if (!ea.isF32() || !eb.isF32())
-      return nodeError() << "a product of two Einsum inputs is a MatMul, "
-                            "which supports float (f32) operands; got "
-                         << elementTypeName(ea) << " and "
-                         << elementTypeName(eb);
+    if (ea != eb)
+      return nodeError() << "inputs have element types " << elementTypeName(ea)
+                         << " and " << elementTypeName(eb)
+                         << "; supported: one element type";
     for (int64_t l : contract)
       if (acc.type().getDimSize(llvm::find(acc.labels, l) -
                                 acc.labels.begin()) !=
@@ -435,11 +434,25 @@ LogicalResult Importer::einsum() {
       resultShape.push_back(sizeIn(acc, l));
     for (int64_t l : bOnly)
       resultShape.push_back(sizeIn(b, l));
-    shapeA.append({m, k});
-    shapeB.append({k, n});
-    Value y = gr::MatMulOp::create(builder, nodeLoc,
-                                   reshapeTo(acc.value, shapeA),
-                                   reshapeTo(b.value, shapeB));
+    Value y;
+    if (ea.isF32()) {
+      shapeA.append({m, k});
+      shapeB.append({k, n});
+      y = gr::MatMulOp::create(builder, nodeLoc, reshapeTo(acc.value, shapeA),
+                               reshapeTo(b.value, shapeB));
+    } else {
+      // MatMul takes f32 only: other types multiply [.., M, K, 1] by
+      // [.., 1, K, N] and sum over K (M * K * N products in memory).
+      shapeA.append({m, k, 1});
+      shapeB.append({1, k, n});
+      Value prod = gr::MulOp::create(builder, nodeLoc,
+                                     reshapeTo(acc.value, shapeA),
+                                     reshapeTo(b.value, shapeB));
+      y = gr::ReduceSumOp::create(
+          builder, nodeLoc, prod,
+          builder.getDenseI64ArrayAttr({(int64_t)shapeY.size() + 1}),
+          UnitAttr());
+    }
     acc.value = reshapeTo(y, resultShape);
     acc.labels = batch;
     acc.labels.append(aOnly);
