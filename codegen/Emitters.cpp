@@ -36,6 +36,10 @@ static std::string cudaPrelude() {
 #define DLC_NAN_F __int_as_float(0x7fffffff)
 #define DLC_INF_D __longlong_as_double(0x7ff0000000000000LL)
 #define DLC_NAN_D __longlong_as_double(0x7fffffffffffffffLL)
+DLC_HELPER int dlc_f32_as_i32(float x) { return __float_as_int(x); }
+DLC_HELPER float dlc_i32_as_f32(int x) { return __int_as_float(x); }
+DLC_HELPER long long dlc_f64_as_i64(double x) { return __double_as_longlong(x); }
+DLC_HELPER double dlc_i64_as_f64(long long x) { return __longlong_as_double(x); }
 )") + kCommonHelpers;
 }
 
@@ -47,6 +51,13 @@ std::string hostPrelude(ArrayRef<KernelCode> kernels) {
 #define DLC_NAN_F __builtin_nanf("")
 #define DLC_INF_D __builtin_inf()
 #define DLC_NAN_D __builtin_nan("")
+/* Bit reinterpretation (arith.bitcast), as CUDA's __float_as_int etc. */
+#define DLC_BITCAST_HELPER(NAME, TO, FROM) \
+  DLC_HELPER TO NAME(FROM x) { TO r; __builtin_memcpy(&r, &x, sizeof r); return r; }
+DLC_BITCAST_HELPER(dlc_f32_as_i32, int, float)
+DLC_BITCAST_HELPER(dlc_i32_as_f32, float, int)
+DLC_BITCAST_HELPER(dlc_f64_as_i64, long long, double)
+DLC_BITCAST_HELPER(dlc_i64_as_f64, double, long long)
 )") + kCommonHelpers;
   if (llvm::any_of(kernels, [](auto &k) { return k.usesF16; }))
     out += halfHelpers(/*bf16=*/false, /*cuda=*/false);

@@ -590,6 +590,35 @@ LogicalResult GeneratedKernelEmitter::emitBodyOp(Operation *bodyOp,
              *cType + ")(" + a + " % " + b + "))";
   } else if (const char *binop = binaryOperator(bodyOp)) {
     expr = "(" + *cType + ")(" + args[0] + " " + binop + " " + args[1] + ")";
+  } else if (isa<arith::ShLIOp, arith::ShRSIOp>(bodyOp)) {
+    // The amount taken modulo the bit width: C leaves larger (and negative)
+    // amounts undefined where arith.shli/shrsi give poison, so any value is
+    // a refinement; the lowering selects ONNX's result for those amounts.
+    // The left shift runs on the unsigned type (no signed overflow); the
+    // right shift on the signed one is arithmetic (sign-extending).
+    unsigned bits = result.getType().getIntOrFloatBitWidth();
+    std::string u = "(" + unsignedOf(*cType) + ")";
+    std::string amount =
+        "(" + u + args[1] + " & " + std::to_string(bits - 1) + "u)";
+    if (isa<arith::ShLIOp>(bodyOp))
+      expr = "(" + *cType + ")(" + u + args[0] + " << " + amount + ")";
+    else
+      expr = "(" + *cType + ")(" + args[0] + " >> " + amount + ")";
+  } else if (isa<arith::BitcastOp>(bodyOp)) {
+    Type from = bodyOp->getOperand(0).getType(), to = result.getType();
+    const char *fn = from.isF32() && to.isInteger(32)   ? "dlc_f32_as_i32"
+                     : from.isInteger(32) && to.isF32() ? "dlc_i32_as_f32"
+                     : from.isF64() && to.isInteger(64) ? "dlc_f64_as_i64"
+                     : from.isInteger(64) && to.isF64() ? "dlc_i64_as_f64"
+                                                        : nullptr;
+    if (from == to)
+      expr = args[0];
+    else if (!fn)
+      return bodyOp->emitOpError()
+             << "from " << from << " to " << to
+             << " is not supported by codegen (f32 <-> i32, f64 <-> i64)";
+    else
+      expr = std::string(fn) + "(" + args[0] + ")";
   } else if (isa<arith::NegFOp>(bodyOp)) {
     expr = "-" + args[0];
   } else if (isa<arith::MaximumFOp, arith::MinimumFOp>(bodyOp)) {

@@ -648,9 +648,83 @@ LogicalResult Importer::modOp() {
     return failure();
   if (fmod != 0 && fmod != 1)
     return nodeError() << "attribute fmod = " << fmod << "; supported: 0, 1";
-  if (fmod == 0 && isa<FloatType>(l->type().getElementType()))
-    return nodeError() << "floating-point Mod needs fmod = 1 (ONNX)";
   return fmod ? binary<gr::FmodOp>() : binary<gr::ModOp>();
+}
+
+LogicalResult Importer::bitwise() {
+  StringRef opType = node->op_type();
+  bool isShift = opType == "BitShift";
+  std::string direction = isShift ? attrString("direction", "") : "";
+  if (attrFailed)
+    return failure();
+  if (isShift && direction != "LEFT" && direction != "RIGHT")
+    return nodeError() << "attribute direction = '" << direction
+                       << "'; supported: LEFT, RIGHT";
+  int arity = opType == "BitwiseNot" ? 1 : 2;
+  SmallVector<Slot *, 2> in;
+  for (int i = 0; i < arity; ++i) {
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    Type t = s->type().getElementType();
+    if (!t.isInteger(32) && !t.isInteger(64))
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has element type " << elementTypeName(t)
+                         << ", which is not supported by " << opType
+                         << "; supported: int32, int64";
+    in.push_back(s);
+  }
+  if (arity == 1)
+    return define(0, gr::BitwiseNotOp::create(builder, nodeLoc,
+                                              materialize(*in[0])));
+  if (in[0]->type().getElementType() != in[1]->type().getElementType())
+    return nodeError() << "operands have element types "
+                       << elementTypeName(in[0]->type().getElementType())
+                       << " and "
+                       << elementTypeName(in[1]->type().getElementType())
+                       << "; supported: two operands of one type";
+  if (!semantics::broadcastShapes(in[0]->type().getShape(),
+                                  in[1]->type().getShape()))
+    return nodeError() << "shapes " << shapeStr(in[0]->type().getShape())
+                       << " and " << shapeStr(in[1]->type().getShape())
+                       << " do not broadcast";
+  Value l = materialize(*in[0]), r = materialize(*in[1]);
+  if (isShift && direction == "LEFT")
+    return define(0, gr::ShiftLeftOp::create(builder, nodeLoc, l, r));
+  if (isShift)
+    return define(0, gr::ShiftRightOp::create(builder, nodeLoc, l, r));
+  if (opType == "BitwiseAnd")
+    return define(0, gr::BitwiseAndOp::create(builder, nodeLoc, l, r));
+  if (opType == "BitwiseOr")
+    return define(0, gr::BitwiseOrOp::create(builder, nodeLoc, l, r));
+  return define(0, gr::BitwiseXorOp::create(builder, nodeLoc, l, r));
+}
+
+LogicalResult Importer::bitcastOp() {
+  int64_t to = attrInt("to", 0);
+  Slot *s = attrFailed ? nullptr : input(0);
+  if (!s)
+    return failure();
+  Type from = s->type().getElementType();
+  Type toType = elementTypeFor(builder, to);
+  // 16-bit floats are computed in f32 inside kernels, so their bits are not
+  // at hand; bool has no integer of its width among the supported types.
+  auto bitcastable = [](Type t) {
+    return t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64);
+  };
+  if (!toType || !bitcastable(from) || !bitcastable(toType) ||
+      from.getIntOrFloatBitWidth() != toType.getIntOrFloatBitWidth())
+    return nodeError() << "BitCast from " << elementTypeName(from) << " to "
+                       << (toType ? elementTypeName(toType)
+                                  : std::string(onnxTypeName(to)))
+                       << " is not supported; supported: float (f32) <-> "
+                          "int32, double (f64) <-> int64 (or to the same "
+                          "type)";
+  if (from == toType)
+    return identity();
+  return define(0, gr::BitcastOp::create(builder, nodeLoc,
+                                         s->type().clone(toType),
+                                         materialize(*s)));
 }
 
 LogicalResult Importer::castOp() {
@@ -735,6 +809,12 @@ ArrayRef<OpMapping> Importer::elementwiseOps() {
       {"Asinh", 9, &Importer::unary<gr::AsinhOp>},
       {"Atan", 7, &Importer::unary<gr::AtanOp>},
       {"Atanh", 9, &Importer::unary<gr::AtanhOp>},
+      {"BitCast", 26, &Importer::bitcastOp},
+      {"BitShift", 11, &Importer::bitwise, 28},
+      {"BitwiseAnd", 18, &Importer::bitwise},
+      {"BitwiseNot", 18, &Importer::bitwise},
+      {"BitwiseOr", 18, &Importer::bitwise},
+      {"BitwiseXor", 18, &Importer::bitwise},
       {"Cast", 6, &Importer::castOp, 24},
       {"CastLike", 15, &Importer::castOp, 24},
       {"Ceil", 6, &Importer::unary<gr::CeilOp>},

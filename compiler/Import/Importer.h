@@ -403,10 +403,21 @@ private:
   mlir::LogicalResult foldIntBinary(Slot &l, Slot &r);
   mlir::LogicalResult gemm();
   mlir::LogicalResult matmul();
+  /// Einsum (any number of inputs, "..." broadcasting, repeated labels as
+  /// diagonals) as transposes, reshapes, reduce_sums and matmuls (f32) or
+  /// broadcast products (other types).
+  mlir::LogicalResult einsum();
+  /// Det of [..., n, n] inputs, n <= 4, by Laplace expansion (slices, mul,
+  /// add, sub).
+  mlir::LogicalResult det();
   /// IsNaN and IsInf as comparisons (x != x; x == +-inf).
   mlir::LogicalResult isNanOrInf();
-  /// Mod: dlgraph.fmod (fmod = 1) or dlgraph.mod (fmod = 0, integers).
+  /// Mod: dlgraph.fmod (fmod = 1) or dlgraph.mod (fmod = 0).
   mlir::LogicalResult modOp();
+  /// BitwiseAnd/Or/Xor/Not and BitShift on int32/int64 (two's complement).
+  mlir::LogicalResult bitwise();
+  /// BitCast between the 32- or 64-bit int and float types.
+  mlir::LogicalResult bitcastOp();
   /// Hardmax (opset 13, any axis): one-hot of the first maximum, as
   /// arg_max == iota along the axis.
   mlir::LogicalResult hardmax();
@@ -434,6 +445,7 @@ private:
   mlir::Value dropUnitH(mlir::Value v);
   /// ConvTranspose (1-D/2-D/3-D) as dlgraph.conv_backward_data (+ bias add).
   mlir::LogicalResult convTranspose();
+  mlir::LogicalResult batchNormWithStatistics(float epsilon, float momentum);
   mlir::LogicalResult batchNorm();
   mlir::LogicalResult clip();
   /// MaxPool, AveragePool, and LpPool (OpTy AveragePoolOp, p from opset
@@ -496,8 +508,8 @@ private:
   /// both inputs are constants. Gradients are dlgraph.gather's.
   mlir::LogicalResult gatherND();
   /// Pad (opset 11+: constant pads/constant_value inputs; 2-10: attributes)
-  /// in constant, edge and reflect mode: negative pads crop with a slice;
-  /// constant mode is dlgraph.pad, edge/reflect are concats of slices.
+  /// in constant, edge, reflect and wrap mode: negative pads crop with a slice;
+  /// constant mode is dlgraph.pad, edge/reflect/wrap are concats of slices.
   mlir::LogicalResult pad();
   /// ScatterND (reduction none, add or mul; max and min from opset 18) with
   /// constant indices (bounds-checked): folded on constant data and
@@ -552,6 +564,14 @@ private:
   mlir::LogicalResult arrayFeatureExtractor();
   /// GatherElements as dlgraph.gather_elements.
   mlir::LogicalResult gatherElements();
+  /// ReverseSequence (run-time sequence_lens) as gather_elements along the
+  /// time axis.
+  mlir::LogicalResult reverseSequence();
+  /// TensorScatter (opset 24, linear or circular, run-time write_indices)
+  /// as gather_elements from the update and a select with the past cache.
+  mlir::LogicalResult tensorScatter();
+  mlir::Value iotaAlong(int64_t rank, int64_t axis, int64_t n);
+  mlir::Value perBatch(Slot &s, int64_t rank, int64_t batchAxis);
   /// |s| sliced: result[i] = s[starts + steps * i] with result |shape|;
   /// folded when |s| is foldable, |s| itself when the slice is the whole.
   Slot stridedSlice(Slot &s, llvm::ArrayRef<int64_t> starts,
@@ -570,13 +590,6 @@ private:
   /// antialiased downscaling, exclude_outside, half_pixel_symmetric and
   /// tf_crop_and_resize as resizeSeparable.
   mlir::LogicalResult resize();
-  /// |x| (f32) resized to |shape| axis by axis (Sampling.cpp): every axis
-  /// whose weights are not the identity is a dlgraph.matmul with a constant
-  /// [out, in] matrix (semantics::resizeAxisWeights, by |rule| and the
-  /// axis's |scales| entry; |roi|, 2 x rank values or empty, gives each
-  /// axis's roiStart/roiEnd), plus |extrapolation| on rows that
-  /// tf_crop_and_resize puts outside the input. Errors: another element
-  /// type, a matrix over kMaxFoldElements elements.
   /// GridSample (opsets 16..22; 1-D to 3-D spatial, nearest/linear/cubic,
   /// zeros/border/reflection padding) as one dlgraph.gather_elements of
   /// every tap of every output point from X viewed as [N, C, prod(D)],
@@ -605,12 +618,20 @@ private:
   /// image read 0. Four dlgraph.gather_elements.
   mlir::Value bilinearZeros(mlir::Value data, int64_t h, int64_t w,
                             mlir::Value y, mlir::Value x);
+  /// |x| (f32) resized to |shape| axis by axis (Sampling.cpp): every axis
+  /// whose weights are not the identity is a dlgraph.matmul with a constant
+  /// [out, in] matrix (semantics::resizeAxisWeights, by |rule| and the
+  /// axis's |scales| entry; |roi|, 2 x rank values or empty, gives each
+  /// axis's roiStart/roiEnd), plus |extrapolation| on rows that
+  /// tf_crop_and_resize puts outside the input. Errors: another element
+  /// type, a matrix over kMaxFoldElements elements.
   mlir::FailureOr<mlir::Value>
   resizeSeparable(mlir::Value x, llvm::ArrayRef<int64_t> shape,
                   llvm::ArrayRef<double> scales,
                   const dlc::semantics::ResizeAxisRule &rule,
                   llvm::ArrayRef<double> roi, double extrapolation);
-  /// CumSum (opsets 11..17) as dlgraph.cumsum; an axis input known only at
+  /// CumSum (opsets 11..17) as dlgraph.cumsum and CumProd (opset 26) as
+  /// dlgraph.cumprod; an axis input known only at
   /// run time selects among the scans along every axis.
   mlir::LogicalResult cumSum();
   /// OneHot (opsets 11..17: constant depth and values inputs) as

@@ -318,10 +318,11 @@ LogicalResult Importer::pad() {
   }
   if (attrFailed)
     return failure();
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
+  if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+      mode != "wrap")
     return nodeError() << "mode '" << mode
                        << "' is not supported; supported: constant, edge, "
-                          "reflect";
+                          "reflect, wrap";
   Slot *s = input(0);
   if (!s)
     return failure();
@@ -417,7 +418,7 @@ LogicalResult Importer::pad() {
                          builder.getDenseI64ArrayAttr(steps),
                          builder.getF64FloatAttr(value)));
   }
-  // edge / reflect: per axis, concat [head, x, tail] of slices of x.
+  // edge / reflect / wrap: per axis, concat [head, x, tail] of slices of x.
   for (int64_t d = 0; d < rank; ++d) {
     int64_t b = std::max<int64_t>(pads[d], 0),
             e = std::max<int64_t>(pads[d + rank], 0);
@@ -425,7 +426,7 @@ LogicalResult Importer::pad() {
       continue;
     auto xt = cast<RankedTensorType>(x.getType());
     int64_t n = xt.getDimSize(d);
-    if (mode == "edge" ? n < 1 : (n < 2 || b > n - 1 || e > n - 1))
+    if (mode == "reflect" ? (n < 2 || b > n - 1 || e > n - 1) : n < 1)
       return nodeError() << "axis " << d << " of size " << n
                          << " cannot be padded by " << b << " and " << e
                          << " in " << mode << " mode"
@@ -450,10 +451,24 @@ LogicalResult Importer::pad() {
       return v;
     };
     SmallVector<Value> parts;
-    if (b)
+    // wrap (np.pad's mode): the positions -b .. n + e - 1 read x at their
+    // index modulo n, as runs of contiguous slices.
+    auto wrapped = [&](int64_t start, int64_t count) {
+      while (count > 0) {
+        int64_t at = ((start % n) + n) % n, len = std::min(count, n - at);
+        parts.push_back(part(at, 1, len));
+        start += len;
+        count -= len;
+      }
+    };
+    if (b && mode == "wrap")
+      wrapped(-b, b);
+    else if (b)
       parts.push_back(mode == "edge" ? part(0, 1, b) : part(b, -1, b));
     parts.push_back(x);
-    if (e)
+    if (e && mode == "wrap")
+      wrapped(n, e);
+    else if (e)
       parts.push_back(mode == "edge" ? part(n - 1, 1, e) : part(n - 2, -1, e));
     x = gr::ConcatOp::create(builder, nodeLoc, parts,
                              builder.getI64IntegerAttr(d));
@@ -1060,12 +1075,143 @@ LogicalResult Importer::gatherND() {
                                         builder.getI64IntegerAttr(0)));
 }
 
+//===----------------------------------------------------------------------===//
+// ReverseSequence and TensorScatter: gather_elements along the sequence axis
+// with indices computed from the run-time lengths / write positions.
+//===----------------------------------------------------------------------===//
+
+/// 0, 1, ..., n - 1 along axis |axis| of an i64 tensor of rank |rank| whose
+/// other dimensions are 1.
+Value Importer::iotaAlong(int64_t rank, int64_t axis, int64_t n) {
+  SmallVector<int64_t> shape(rank, 1), vals;
+  shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    vals.push_back(i);
+  auto type = RankedTensorType::get(shape, builder.getI64Type());
+  return gr::ConstantOp::create(builder, nodeLoc,
+                                cast<ElementsAttr>(intConstant(type, vals)));
+}
+
+/// A 1-D per-batch i64 input |s| of length dim(|batchAxis|) of a rank-|rank|
+/// tensor, reshaped to broadcast along the other axes.
+Value Importer::perBatch(Slot &s, int64_t rank, int64_t batchAxis) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[batchAxis] = s.type().getNumElements();
+  Value v = materialize(s);
+  return gr::ReshapeOp::create(builder, nodeLoc, s.type().clone(shape), v);
+}
+
+LogicalResult Importer::reverseSequence() {
+  int64_t batchAxis = attrInt("batch_axis", 1);
+  int64_t timeAxis = attrInt("time_axis", 0);
+  if (attrFailed)
+    return failure();
+  Slot *x = input(0), *lens = x ? input(1) : nullptr;
+  if (!x || !lens)
+    return failure();
+  RankedTensorType xt = x->type(), lt = lens->type();
+  int64_t rank = xt.getRank();
+  if (rank < 2 || batchAxis < 0 || batchAxis > 1 || timeAxis < 0 ||
+      timeAxis > 1 || batchAxis == timeAxis)
+    return nodeError() << "batch_axis " << batchAxis << " and time_axis "
+                       << timeAxis << " must be 0 and 1 (in either order) "
+                       << "of an input of rank >= 2, got shape "
+                       << shapeStr(xt.getShape());
+  int64_t batch = xt.getDimSize(batchAxis), time = xt.getDimSize(timeAxis);
+  if (!lt.getElementType().isInteger(64) || lt.getRank() != 1 ||
+      lt.getDimSize(0) != batch)
+    return nodeError() << "sequence_lens (input '" << node->input(1)
+                       << "') must be int64 of shape [" << batch
+                       << "], got " << elementTypeName(lt.getElementType())
+                       << " " << shapeStr(lt.getShape());
+  // index[b, t] = t < len[b] ? len[b] - 1 - t : t along the time axis.
+  Value len = perBatch(*lens, rank, batchAxis);
+  Value t = iotaAlong(rank, timeAxis, time);
+  Value one = splatOf(cast<RankedTensorType>(len.getType()), 1.0);
+  Value rev = gr::SubOp::create(
+      builder, nodeLoc, gr::SubOp::create(builder, nodeLoc, len, one), t);
+  Value inSeq = gr::CompareOp::create(builder, nodeLoc, "lt", t, len);
+  Value idx = gr::SelectOp::create(builder, nodeLoc, inSeq, rev, t);
+  idx = gr::BroadcastToOp::create(builder, nodeLoc,
+                                  xt.clone(builder.getI64Type()), idx);
+  return define(0, gr::GatherElementsOp::create(
+                       builder, nodeLoc, materialize(*x), idx,
+                       builder.getI64IntegerAttr(timeAxis)));
+}
+
+LogicalResult Importer::tensorScatter() {
+  std::string mode = attrString("mode", "linear");
+  int64_t axis = attrInt("axis", -2);
+  if (attrFailed)
+    return failure();
+  if (mode != "linear" && mode != "circular")
+    return nodeError() << "mode '" << mode << "'; supported: linear, circular";
+  Slot *past = input(0), *update = past ? input(1) : nullptr;
+  if (!past || !update)
+    return failure();
+  RankedTensorType pt = past->type(), ut = update->type();
+  int64_t rank = pt.getRank();
+  if (axis < 0)
+    axis += rank;
+  if (axis < 1 || axis >= rank || ut.getRank() != rank ||
+      pt.getElementType() != ut.getElementType())
+    return nodeError() << "axis " << attrInt("axis", -2)
+                       << " must name a sequence axis after the batch axis "
+                          "of past_cache "
+                       << shapeStr(pt.getShape()) << ", and update "
+                       << shapeStr(ut.getShape())
+                       << " must have its rank and element type";
+  for (int64_t d = 0; d < rank; ++d)
+    if (d == axis ? ut.getDimSize(d) > pt.getDimSize(d)
+                  : ut.getDimSize(d) != pt.getDimSize(d))
+      return nodeError() << "update " << shapeStr(ut.getShape())
+                         << " does not fit past_cache "
+                         << shapeStr(pt.getShape()) << " along axis "
+                         << axis;
+  int64_t maxLen = pt.getDimSize(axis), len = ut.getDimSize(axis);
+  // present[..., c, ...] = update[..., c - w[b], ...] where that index is in
+  // [0, len) (c - w[b] modulo maxLen when circular), else past[..., c, ...].
+  Value c = iotaAlong(rank, axis, maxLen);
+  Value s = c;
+  if (hasInput(2)) {
+    Slot *w = input(2);
+    if (!w)
+      return failure();
+    RankedTensorType wt = w->type();
+    if (!wt.getElementType().isInteger(64) || wt.getRank() != 1 ||
+        wt.getDimSize(0) != pt.getDimSize(0))
+      return nodeError() << "write_indices (input '" << node->input(2)
+                         << "') must be int64 of shape [" << pt.getDimSize(0)
+                         << "], got " << elementTypeName(wt.getElementType())
+                         << " " << shapeStr(wt.getShape());
+    s = gr::SubOp::create(builder, nodeLoc, c, perBatch(*w, rank, 0));
+  }
+  auto st = cast<RankedTensorType>(s.getType());
+  if (mode == "circular")
+    s = gr::ModOp::create(builder, nodeLoc, s, splatOf(st, maxLen));
+  auto cmp = [&](StringRef pred, Value l, Value r) -> Value {
+    return gr::CompareOp::create(builder, nodeLoc, pred, l, r);
+  };
+  Value geZero = cmp("ge", s, splatOf(st, 0));
+  Value ltLen = cmp("lt", s, splatOf(st, len));
+  Value valid = gr::SelectOp::create(builder, nodeLoc, geZero, ltLen, geZero);
+  Value idx = gr::BroadcastToOp::create(builder, nodeLoc,
+                                        pt.clone(builder.getI64Type()), s);
+  Value gathered =
+      gr::GatherElementsOp::create(builder, nodeLoc, materialize(*update), idx,
+                                   builder.getI64IntegerAttr(axis));
+  return define(0, gr::SelectOp::create(builder, nodeLoc, valid, gathered,
+                                        materialize(*past)));
+}
+
 ArrayRef<OpMapping> Importer::indexingOps() {
   static const OpMapping ops[] = {
       {"Gather", 1, &Importer::gather},
       {"GatherElements", 11, &Importer::gatherElements},
       {"GatherND", 12, &Importer::gatherND},
       {"OneHot", 11, &Importer::oneHot},
+      {"ReverseSequence", 10, &Importer::reverseSequence, 28},
+      {"Scatter", 9, &Importer::scatterElements},
       {"Pad", 2, &Importer::pad, 18},
       {"ScatterElements", 11, &Importer::scatterElements, 18},
       {"ScatterND", 11, &Importer::scatterND, 18},
@@ -1073,6 +1219,7 @@ ArrayRef<OpMapping> Importer::indexingOps() {
       {"SequenceAt", 11, &Importer::sequenceAt},
       {"Split", 2, &Importer::split, 18},
       {"SplitToSequence", 11, &Importer::splitToSequence},
+      {"TensorScatter", 24, &Importer::tensorScatter},
   };
   return ops;
 }

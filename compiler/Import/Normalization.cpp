@@ -33,8 +33,15 @@ LogicalResult Importer::batchNorm() {
   if (trainingMode != 0 && trainingMode != 1)
     return nodeError() << "attribute training_mode = " << trainingMode
                        << " is not supported; supported: 0, 1";
-  // training_mode=1 still maps to batch_norm (the training pass switches it
-  // to batch statistics); the running-statistics outputs must be unused.
+  // training_mode=1 maps to batch_norm (the training pass switches it to
+  // batch statistics) unless the running-statistics outputs are used: then
+  // the node is decomposed (batchNormWithStatistics).
+  auto used = [&](int i) {
+    return node->output_size() > i && !node->output(i).empty() &&
+           consumed.contains(node->output(i));
+  };
+  if (trainingMode == 1 && (used(1) || used(2)))
+    return batchNormWithStatistics(epsilon, momentum);
   if (failed(requireOnlyLeadingOutputs(1)))
     return failure();
   SmallVector<Value> ops;
@@ -82,6 +89,79 @@ LogicalResult Importer::batchNorm() {
       builder, nodeLoc, ops[0], ops[1], ops[2], ops[3], ops[4],
       builder.getF32FloatAttr(epsilon), builder.getF32FloatAttr(momentum));
   return define(0, op);
+}
+
+/// BatchNormalization with training_mode = 1 and its running mean/var
+/// outputs used, as the ONNX reference computes it: batch mean and biased
+/// variance over every axis but 1 normalize x; running_mean =
+/// input_mean * momentum + mean * (1 - momentum), running_var likewise.
+/// Elementwise ops and reductions, so gradients follow.
+LogicalResult Importer::batchNormWithStatistics(float epsilon,
+                                                float momentum) {
+  SmallVector<Value> in;
+  for (int i = 0; i < 5; ++i) {
+    Value v = operand(i);
+    if (!v)
+      return failure();
+    in.push_back(v);
+  }
+  auto xt = cast<RankedTensorType>(in[0].getType());
+  int64_t rank = xt.getRank();
+  if (rank < 2)
+    return nodeError() << "input must have rank >= 2 (N, C, ...), got "
+                       << shapeStr(xt.getShape());
+  int64_t c = xt.getDimSize(1);
+  for (int i = 1; i < 5; ++i) {
+    auto t = cast<RankedTensorType>(in[i].getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != c)
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has shape " << shapeStr(t.getShape())
+                         << ", expected [" << c << "]";
+  }
+  SmallVector<int64_t> axes, channelShape(rank, 1);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != 1)
+      axes.push_back(d);
+  channelShape[1] = c;
+  auto channelType = xt.clone(channelShape);
+  auto keep = builder.getUnitAttr();
+  auto axesAttr = builder.getDenseI64ArrayAttr(axes);
+  Value x = in[0];
+  Value mean = gr::ReduceMeanOp::create(builder, nodeLoc, x, axesAttr, keep);
+  Value centered = gr::SubOp::create(builder, nodeLoc, x, mean);
+  Value var = gr::ReduceMeanOp::create(
+      builder, nodeLoc, gr::MulOp::create(builder, nodeLoc, centered, centered),
+      axesAttr, keep);
+  Value denom = gr::SqrtOp::create(
+      builder, nodeLoc,
+      gr::AddOp::create(builder, nodeLoc, var,
+                        splatLike(var, (double)epsilon)));
+  auto perChannel = [&](Value v) -> Value {
+    return gr::ReshapeOp::create(builder, nodeLoc, channelType, v);
+  };
+  Value y = gr::MulOp::create(
+      builder, nodeLoc, gr::DivOp::create(builder, nodeLoc, centered, denom),
+      perChannel(in[1]));
+  y = gr::AddOp::create(builder, nodeLoc, y, perChannel(in[2]));
+  auto flat = cast<RankedTensorType>(in[3].getType());
+  auto running = [&](Value old, Value batch) -> Value {
+    Value b = gr::ReshapeOp::create(builder, nodeLoc, flat, batch);
+    return gr::AddOp::create(
+        builder, nodeLoc,
+        gr::MulOp::create(builder, nodeLoc, old,
+                          splatLike(old, (double)momentum)),
+        gr::MulOp::create(builder, nodeLoc, b,
+                          splatLike(b, 1.0 - (double)momentum)));
+  };
+  if (failed(define(0, y)))
+    return failure();
+  if (node->output_size() > 1 && !node->output(1).empty() &&
+      failed(define(1, running(in[3], mean))))
+    return failure();
+  if (node->output_size() > 2 && !node->output(2).empty() &&
+      failed(define(2, running(in[4], var))))
+    return failure();
+  return success();
 }
 
 LogicalResult Importer::normalization() {

@@ -27,12 +27,20 @@ template <typename OpTy> LogicalResult Importer::pool() {
   SmallVector<int64_t> dilations = {1, 1};
   int64_t ceilMode = attrInt("ceil_mode", 0);
   int64_t countIncludePad = 0;
+  // MaxPool's Indices output (1-D and 2-D pooling): flat indices into the
+  // input, row major (storage_order = 0) or with each plane column major.
+  int64_t storageOrder = 0;
+  bool indicesUsed = false;
   if (isMax) {
     dilations = attrInts("dilations", {1, 1});
-    if (int64_t order = attrInt("storage_order", 0))
-      return nodeError() << "attribute storage_order = " << order
-                         << " is not supported; supported: 0 (row major)";
-    if (failed(requireOnlyLeadingOutputs(1)))
+    storageOrder = attrInt("storage_order", 0);
+    if (storageOrder != 0 && storageOrder != 1)
+      return nodeError() << "attribute storage_order = " << storageOrder
+                         << " is not supported; supported: 0 (row major), 1 "
+                            "(column major)";
+    indicesUsed = node->output_size() > 1 && !node->output(1).empty() &&
+                  consumed.contains(node->output(1));
+    if (failed(requireOnlyLeadingOutputs(2)))
       return failure();
   } else if (isLp) {
     p = attrInt("p", 2);
@@ -190,6 +198,11 @@ template <typename OpTy> LogicalResult Importer::pool() {
                         ceilMode ? builder.getUnitAttr() : UnitAttr(),
                         countIncludePad ? builder.getUnitAttr() : UnitAttr());
   };
+  if (is3D && indicesUsed)
+    return nodeError() << "output 1 ('" << node->output(1)
+                       << "', the indices) of a 3-D MaxPool is not "
+                          "supported; supported: indices of 1-D and 2-D "
+                          "MaxPool";
   if (is3D) {
     // 3-D pooling is separable: the window is a box and the per-axis output
     // sizes are independent, so max (first maximum in D, H, W scan order)
@@ -215,6 +228,37 @@ template <typename OpTy> LogicalResult Importer::pool() {
                                            hwt.clone({n, c, od, oh, ow}), dv));
   }
   Value op = pool2D(x, kernel, strides, pads, dilations);
+  if (indicesUsed) {
+    // max_pool_indices gives ih * W + iw within each [H, W] plane; ONNX
+    // counts over the whole [N, C, H, W] input, and with storage_order = 1
+    // as iw * H + ih.
+    Value idx = gr::MaxPoolIndicesOp::create(
+        builder, nodeLoc, x, builder.getDenseI64ArrayAttr(kernel),
+        builder.getDenseI64ArrayAttr(strides),
+        builder.getDenseI64ArrayAttr(pads),
+        builder.getDenseI64ArrayAttr(dilations),
+        ceilMode ? builder.getUnitAttr() : UnitAttr(), UnitAttr());
+    auto it = cast<RankedTensorType>(idx.getType()).clone(builder.getI64Type());
+    idx = gr::CastOp::create(builder, nodeLoc, it, idx);
+    int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
+            w = xt.getDimSize(3);
+    if (storageOrder == 1) {
+      Value row = gr::DivOp::create(builder, nodeLoc, idx, splatOf(it, w));
+      Value col = gr::ModOp::create(builder, nodeLoc, idx, splatOf(it, w));
+      idx = gr::AddOp::create(
+          builder, nodeLoc,
+          gr::MulOp::create(builder, nodeLoc, col, splatOf(it, h)), row);
+    }
+    SmallVector<int64_t> planes;
+    for (int64_t p = 0; p < n * c; ++p)
+      planes.push_back(p * h * w);
+    auto planeType = RankedTensorType::get({n, c, 1, 1}, builder.getI64Type());
+    Value offsets = gr::ConstantOp::create(
+        builder, nodeLoc, cast<ElementsAttr>(intConstant(planeType, planes)));
+    idx = gr::AddOp::create(builder, nodeLoc, idx, offsets);
+    if (failed(define(1, is1D ? dropUnitH(idx) : idx)))
+      return failure();
+  }
   if (is1D)
     return define(0, dropUnitH(op));
   return define(0, op);

@@ -323,11 +323,15 @@ LogicalResult Importer::cumSum() {
   int64_t rank = xt.getRank();
   if (rank == 0)
     return nodeError() << "input 0 ('" << node->input(0)
-                       << "') is a scalar; CumSum needs rank >= 1";
+                       << "') is a scalar; " << node->op_type()
+                       << " needs rank >= 1";
   UnitAttr excl = exclusive ? builder.getUnitAttr() : UnitAttr();
   UnitAttr rev = reverse ? builder.getUnitAttr() : UnitAttr();
   Value x = materialize(*xs);
   auto scan = [&](int64_t axis) -> Value {
+    if (node->op_type() == "CumProd")
+      return gr::CumProdOp::create(builder, nodeLoc, x,
+                                   builder.getI64IntegerAttr(axis), excl, rev);
     return gr::CumSumOp::create(builder, nodeLoc, x,
                                 builder.getI64IntegerAttr(axis), excl, rev);
   };
@@ -366,6 +370,7 @@ ArrayRef<OpMapping> Importer::reductionOps() {
   static const OpMapping ops[] = {
       {"ArgMax", 11, &Importer::argReduce},
       {"ArgMin", 11, &Importer::argReduce},
+      {"CumProd", 26, &Importer::cumSum},
       {"CumSum", 11, &Importer::cumSum},
       {"Hardmax", 13, &Importer::hardmax},
       {"LogSoftmax", 1, &Importer::softmax<gr::LogSoftmaxOp>},

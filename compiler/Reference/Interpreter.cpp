@@ -186,8 +186,10 @@ void forEachConvTerm(std::vector<int64_t> xs, std::vector<int64_t> ws,
 // Scans and one-hot encoding (dlgraph.cumsum, dlgraph.one_hot)
 //===----------------------------------------------------------------------===//
 
-/// dlgraph.cumsum of |x|: a running sum along the axis, in scan order.
-Tensor evalCumSum(CumSumOp op, const Tensor &x) {
+/// dlgraph.cumsum (or cumprod) of |x|: a running sum (product) along the
+/// axis, in scan order.
+template <typename ScanOp> Tensor evalScan(ScanOp op, const Tensor &x) {
+  constexpr bool isProd = std::is_same_v<ScanOp, CumProdOp>;
   Tensor y(x.shape);
   int64_t axis = op.getAxis(), n = x.shape[axis], inner = 1;
   for (size_t d = axis + 1; d < x.shape.size(); ++d)
@@ -196,17 +198,15 @@ Tensor evalCumSum(CumSumOp op, const Tensor &x) {
   bool reverse = op.getReverse(), exclusive = op.getExclusive();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < inner; ++c) {
-      double acc = 0;
+      double acc = isProd ? 1 : 0;
       for (int64_t s = 0; s < n; ++s) {
         int64_t k = reverse ? n - 1 - s : s;
         int64_t at = (o * n + k) * inner + c;
-        if (exclusive) {
+        if (exclusive)
           y.data[at] = acc;
-          acc += x.data[at];
-        } else {
-          acc += x.data[at];
+        acc = isProd ? acc * x.data[at] : acc + x.data[at];
+        if (!exclusive)
           y.data[at] = acc;
-        }
       }
     }
   return y;
@@ -949,7 +949,8 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
           }
           return y;
         })
-        .Case([&](CumSumOp o) { return evalCumSum(o, get(o.getInput())); })
+        .Case([&](CumSumOp o) { return evalScan(o, get(o.getInput())); })
+        .Case([&](CumProdOp o) { return evalScan(o, get(o.getInput())); })
         .Case([&](OneHotOp o) { return evalOneHot(o, get(o.getIndices())); })
         .Default([&](Operation *) {
           ok = false;

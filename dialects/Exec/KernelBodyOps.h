@@ -82,6 +82,9 @@
   X(::mlir::arith::TruncIOp)                                                   \
   X(::mlir::arith::UIToFPOp)                                                   \
   X(::mlir::arith::ExtUIOp)                                                    \
+  X(::mlir::arith::ShLIOp)                                                     \
+  X(::mlir::arith::ShRSIOp)                                                    \
+  X(::mlir::arith::BitcastOp)                                                  \
   X(::mlir::math::RsqrtOp)
 
 namespace dlc::exec {

@@ -266,7 +266,95 @@ OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
           *r += b;
         return r;
       },
+      // On floats, NumPy's np.mod: fmod (exact), then the divisor added
+      // (one rounding) where the signs differ; a zero takes b's sign.
+      [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
+        APFloat r = a;
+        if (r.mod(b) != APFloat::opOK)
+          return std::nullopt;
+        if (r.isZero())
+          return APFloat::getZero(r.getSemantics(), b.isNegative());
+        if (r.isNegative() == b.isNegative())
+          return r;
+        return roundedFloat(r, b, &APFloat::add);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Bitwise operations on integers (two's complement)
+//===----------------------------------------------------------------------===//
+
+OpFoldResult BitwiseAndOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getResult(),
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a & b;
+      },
       nullptr);
+}
+
+OpFoldResult BitwiseOrOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getResult(),
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a | b;
+      },
+      nullptr);
+}
+
+OpFoldResult BitwiseXorOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getResult(),
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a ^ b;
+      },
+      nullptr);
+}
+
+/// Whether shift amount |b| is outside [0, bit width) (ONNX BitShift then
+/// gives the sign fill alone).
+static bool shiftOutOfRange(const APInt &b) {
+  return b.isNegative() || b.uge(b.getBitWidth());
+}
+
+OpFoldResult ShiftLeftOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getResult(),
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        if (shiftOutOfRange(b))
+          return APInt::getZero(a.getBitWidth());
+        return a.shl(b);
+      },
+      nullptr);
+}
+
+OpFoldResult ShiftRightOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getResult(),
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        if (shiftOutOfRange(b))
+          return a.isNegative() ? APInt::getAllOnes(a.getBitWidth())
+                                : APInt::getZero(a.getBitWidth());
+        return a.ashr(b);
+      },
+      nullptr);
+}
+
+OpFoldResult BitwiseNotOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr x = dense(adaptor.getInput());
+  if (!x || !foldable(getType()))
+    return {};
+  return constFoldUnaryOp<IntegerAttr, APInt, void>(
+      ArrayRef<Attribute>{x}, [](const APInt &a) { return ~a; });
+}
+
+OpFoldResult BitcastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  DenseElementsAttr x = dense(adaptor.getInput());
+  if (!x || !foldable(getType()))
+    return {};
+  return x.bitcast(getType().getElementType());
 }
 
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {

@@ -149,6 +149,16 @@ LogicalResult CompareOp::verify() {
   return success();
 }
 
+LogicalResult BitcastOp::verify() {
+  Type from = rankedType(getInput()).getElementType();
+  Type to = getType().getElementType();
+  if (!from.isIntOrFloat() || !to.isIntOrFloat() ||
+      from.getIntOrFloatBitWidth() != to.getIntOrFloatBitWidth())
+    return emitOpError() << "reinterprets " << from << " as " << to
+                         << "; the element types must have one bit width";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra and convolution
 //===----------------------------------------------------------------------===//

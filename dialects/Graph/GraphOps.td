@@ -254,6 +254,64 @@ def Graph_ModOp : Graph_BinaryOp<"mod", "Mod with fmod = 0"> {
   let hasFolder = 1;
 }
 
+// Bitwise ops on signless integers (i32, i64 from ONNX), two's complement.
+class Graph_IntegerBinaryOp<string mnemonic, string onnx>
+    : Graph_Op<mnemonic, [Pure, ResultsBroadcastableShape,
+                          SameOperandsAndResultElementType, Graph_InferType,
+                          Graph_Elementwise, Graph_FollowsOperands,
+                          Graph_RecomputeCheap]> {
+  let summary = "Elementwise integer " # mnemonic # " with NumPy broadcasting (ONNX " # onnx # ")";
+  let description = [{
+    ```mlir
+    %z = dlgraph.}] # mnemonic # [{ %x, %y : (tensor<8x4xi32>, tensor<4xi32>) -> tensor<8x4xi32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$lhs,
+                       RankedTensorOf<[AnySignlessInteger]>:$rhs);
+  let results = (outs RankedTensorOf<[AnySignlessInteger]>:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Graph_BitwiseAndOp : Graph_IntegerBinaryOp<"bitwise_and", "BitwiseAnd">;
+def Graph_BitwiseOrOp : Graph_IntegerBinaryOp<"bitwise_or", "BitwiseOr">;
+def Graph_BitwiseXorOp : Graph_IntegerBinaryOp<"bitwise_xor", "BitwiseXor">;
+/// lhs << rhs, the bits past the sign bit discarded; 0 where rhs < 0 or
+/// rhs >= the bit width (ONNX BitShift LEFT, opset 28).
+def Graph_ShiftLeftOp : Graph_IntegerBinaryOp<"shift_left", "BitShift LEFT">;
+/// Arithmetic (sign-extending) lhs >> rhs; where rhs < 0 or rhs >= the bit
+/// width, -1 for a negative lhs and 0 otherwise (ONNX BitShift RIGHT on a
+/// signed type, opset 28).
+def Graph_ShiftRightOp : Graph_IntegerBinaryOp<"shift_right", "BitShift RIGHT">;
+
+def Graph_BitwiseNotOp : Graph_Op<"bitwise_not", [Pure,
+    SameOperandsAndResultType, InferTypeOpInterface, Graph_Elementwise,
+    Graph_FollowsOperands, Graph_RecomputeCheap]> {
+  let summary = "Elementwise integer complement ~x (ONNX BitwiseNot)";
+  let description = "`%y = dlgraph.bitwise_not %x : tensor<8xi32>`";
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$input);
+  let results = (outs RankedTensorOf<[AnySignlessInteger]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+// The target element type is the result type, so it is not inferred.
+def Graph_BitcastOp : Graph_Op<"bitcast", [Pure, SameOperandsAndResultShape,
+    Graph_Elementwise, Graph_FollowsOperands, Graph_RecomputeCheap]> {
+  let summary = "Reinterprets the bits of each element as another type of the same width (ONNX BitCast)";
+  let description = [{
+    Not differentiable.
+    ```mlir
+    %y = dlgraph.bitcast %x : tensor<8xf32> to tensor<8xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Graph_SelectOp : Graph_Op<"select", [Pure, Graph_InferType,
     Graph_Elementwise, Graph_FollowsOperands, Graph_RecomputeCheap]> {
   let summary = "Picks `on_true` where `condition` holds, else `on_false` (ONNX Where)";
@@ -699,6 +757,26 @@ def Graph_CumSumOp : Graph_Op<"cumsum", [Pure,
     The result has the input's type; element types f32, f64, i32, i64.
     ```mlir
     %y = dlgraph.cumsum %x {axis = 1 : i64, reverse} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$input,
+                       I64Attr:$axis, UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Graph_CumProdOp : Graph_Op<"cumprod", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Graph_KeepsF32,
+    Graph_RecomputeModerate]> {
+  let summary = "Cumulative product along `axis` (ONNX CumProd)";
+  let description = [{
+    dlgraph.cumsum with products: result[p] = product of input[j] over
+    j <= p; with `exclusive`, over j < p (so result[0] = 1); with
+    `reverse`, over j >= p (or j > p with both). Integer products wrap
+    (two's complement). Not differentiable yet.
+    ```mlir
+    %y = dlgraph.cumprod %x {axis = 0 : i64, exclusive} : tensor<5xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32, F64, I32, I64]>:$input,

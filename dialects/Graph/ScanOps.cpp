@@ -1,4 +1,4 @@
-//===- ScanOps.cpp - dlgraph.cumsum and dlgraph.one_hot -------------------===//
+//===- ScanOps.cpp - dlgraph.cumsum, cumprod and one_hot -----------------===//
 // Verifiers and result-type inference (InferTypeOpInterface) of the scan and
 // one-hot ops. The inference runs from builders and in verification, so it
 // rejects with a diagnostic every attribute value that would give no valid
@@ -39,6 +39,33 @@ CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 LogicalResult CumSumOp::verify() {
+  int64_t rank = getInput().getType().getRank(), axis = getAxis();
+  if (rank == 0)
+    return emitOpError() << "expects an input of rank >= 1";
+  if (axis < 0 || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range [0, "
+                         << rank - 1 << "] for an input of rank " << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CumProd (the same rules as CumSum)
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+CumProdOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           ValueRange operands, DictionaryAttr attributes,
+                           OpaqueProperties properties, RegionRange regions,
+                           SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!in)
+    return opError<CumProdOp>(loc, "expects a ranked tensor input");
+  inferred.push_back(in);
+  return success();
+}
+
+LogicalResult CumProdOp::verify() {
   int64_t rank = getInput().getType().getRank(), axis = getAxis();
   if (rank == 0)
     return emitOpError() << "expects an input of rank >= 1";

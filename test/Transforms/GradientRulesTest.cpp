@@ -55,9 +55,18 @@ const char *const kDifferentiableOps[] = {
 
 /// Ops that had no rule either: comparisons, index results and floor-style
 /// mod, and the gradient ops themselves (there is no second-order autodiff);
-/// one_hot, whose only operand is the integer indices.
+/// one_hot, whose only operand is the integer indices; the integer bitwise
+/// ops, bitcast, and cumprod (no rule yet).
 const char *const kNonDifferentiableOps[] = {
     "compare",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "shift_left",
+    "shift_right",
+    "bitcast",
+    "cumprod",
     "arg_max",
     "arg_min",
     "mod",

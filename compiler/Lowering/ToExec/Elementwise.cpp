@@ -32,6 +32,29 @@ Value binaryScalar(OpBuilder &b, Location loc, StringRef op, Value l, Value r) {
       return math::PowFOp::create(b, loc, l, r);
     if (op == "fmod")
       return arith::RemFOp::create(b, loc, l, r);
+    if (op == "mod") {
+      // NumPy's floored remainder (np.mod, ONNX Mod fmod = 0): C fmod, plus
+      // the divisor when the remainder is nonzero (NaN included) and its
+      // sign differs from the divisor's; a zero remainder takes the
+      // divisor's sign.
+      Type t = l.getType();
+      Value rem = arith::RemFOp::create(b, loc, l, r);
+      Value zero = constF(b, loc, t, 0.0);
+      auto lt0 = [&](Value v) {
+        return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, v,
+                                     zero);
+      };
+      Value divisorNeg = lt0(r);
+      Value nonzero =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, rem, zero);
+      Value differ = arith::XOrIOp::create(b, loc, lt0(rem), divisorNeg);
+      Value fix = arith::AndIOp::create(b, loc, nonzero, differ);
+      Value fixed = arith::SelectOp::create(
+          b, loc, fix, arith::AddFOp::create(b, loc, rem, r), rem);
+      Value signedZero = arith::SelectOp::create(
+          b, loc, divisorNeg, constF(b, loc, t, -0.0), zero);
+      return arith::SelectOp::create(b, loc, nonzero, fixed, signedZero);
+    }
   }
   if (k == ElemKind::Int) {
     if (op == "add")
@@ -256,10 +279,70 @@ void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
     return binary(fl, o, o.getLhs(), o.getRhs());
   });
   table.add<g::ModOp>([](FuncLowering &fl, g::ModOp o) -> LogicalResult {
-    if (isa<FloatType>(tensorType(o.getLhs()).getElementType()))
-      return fl.unsupported(o, "floored mod supports integers; use fmod for "
-                               "floats");
     return binary(fl, o, o.getLhs(), o.getRhs());
+  });
+
+  // Bitwise ops on integers (ODS admits only signless integer operands).
+  table.add<g::BitwiseAndOp, g::BitwiseOrOp, g::BitwiseXorOp, g::ShiftLeftOp,
+            g::ShiftRightOp>([](FuncLowering &fl, auto o) -> LogicalResult {
+    Operation *op = o.getOperation();
+    fl.elementwise(
+        op, {o.getLhs(), o.getRhs()},
+        [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+            ArrayRef<Value>) -> SmallVector<Value> {
+          if (isa<g::BitwiseAndOp>(op))
+            return {arith::AndIOp::create(kb, l, v[0], v[1])};
+          if (isa<g::BitwiseOrOp>(op))
+            return {arith::OrIOp::create(kb, l, v[0], v[1])};
+          if (isa<g::BitwiseXorOp>(op))
+            return {arith::XOrIOp::create(kb, l, v[0], v[1])};
+          // ONNX BitShift: an amount outside [0, bits) leaves only the sign
+          // fill (0, or -1 for a right shift of a negative value), which is
+          // also x >> (bits - 1) for the right shift.
+          Type t = v[0].getType();
+          unsigned bits = t.getIntOrFloatBitWidth();
+          auto cst = [&](int64_t c) -> Value {
+            return arith::ConstantOp::create(kb, l, kb.getIntegerAttr(t, c));
+          };
+          Value inRange = arith::CmpIOp::create(
+              kb, l, arith::CmpIPredicate::ult, v[1], cst(bits));
+          Value shifted, fill;
+          if (isa<g::ShiftLeftOp>(op)) {
+            shifted = arith::ShLIOp::create(kb, l, v[0], v[1]);
+            fill = cst(0);
+          } else {
+            shifted = arith::ShRSIOp::create(kb, l, v[0], v[1]);
+            fill = arith::ShRSIOp::create(kb, l, v[0], cst(bits - 1));
+          }
+          return {arith::SelectOp::create(kb, l, inRange, shifted, fill)};
+        });
+    return success();
+  });
+  table.add<g::BitwiseNotOp>([](FuncLowering &fl,
+                                g::BitwiseNotOp o) -> LogicalResult {
+    fl.elementwise(o, {o.getInput()},
+                   [](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                      ArrayRef<Value>) -> SmallVector<Value> {
+                     Value ones = arith::ConstantOp::create(
+                         kb, l, kb.getIntegerAttr(v[0].getType(), -1));
+                     return {arith::XOrIOp::create(kb, l, v[0], ones)};
+                   });
+    return success();
+  });
+  table.add<g::BitcastOp>([](FuncLowering &fl, g::BitcastOp o) -> LogicalResult {
+    Type from = tensorType(o.getInput()).getElementType();
+    Type to = o.getType().getElementType();
+    unsigned bits = from.getIntOrFloatBitWidth();
+    if ((bits != 32 && bits != 64) || kindOf(from) == ElemKind::Other ||
+        kindOf(to) == ElemKind::Other)
+      return fl.unsupported(o, "bitcast supports 32- and 64-bit int and "
+                               "float element types");
+    fl.elementwise(o, {o.getInput()},
+                   [&](OpBuilder &kb, Location l, ArrayRef<Value> v,
+                       ArrayRef<Value>) -> SmallVector<Value> {
+                     return {arith::BitcastOp::create(kb, l, to, v[0])};
+                   });
+    return success();
   });
 
   table.add<g::SelectOp>([](FuncLowering &fl, g::SelectOp s) -> LogicalResult {

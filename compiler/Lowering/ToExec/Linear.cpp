@@ -150,7 +150,8 @@ LogicalResult matmul(FuncLowering &fl, g::MatMulOp op) {
     Value y = fl.alloc(RankedTensorType::get({batchA * m, n}, et), loc);
     auto call = x::LibraryCallOp::create(
         b, loc, b.getStringAttr("gemm"),
-        ValueRange{view(aBuf, {batchA * m, k}), bBuf}, ValueRange{y});
+        ValueRange{view(aBuf, {batchA * m, k}), view(bBuf, {k, n})},
+        ValueRange{y});
     call->setAttr("trans_a", b.getBoolAttr(false));
     call->setAttr("trans_b", b.getBoolAttr(false));
     call->setAttr("alpha", b.getF32FloatAttr(1.0f));

@@ -110,7 +110,10 @@ LogicalResult dlc::lowering::lowerReduction(FuncLowering &fl, Operation *op,
 /// fine for the short axes CumSum sees in models (positions, masks); a
 /// builtin scan kernel would replace it if a long axis shows up. Any element
 /// type of the op (f32, f64, i32, i64); the sum runs in increasing j.
-static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
+/// dlgraph.cumprod is the same kernel with products (identity 1).
+template <typename ScanOp>
+static LogicalResult lowerScan(FuncLowering &fl, ScanOp op) {
+  constexpr bool isProd = std::is_same_v<ScanOp, g::CumProdOp>;
   OpBuilder &b = fl.b;
   Location loc = op.getLoc();
   auto in = tensorType(op.getInput());
@@ -131,15 +134,16 @@ static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
   // gives codegen the size of loop j.
   KIn kin{fl.getBuffer(op.getInput(), loc), TypedAttr(), inMap};
   bool isFloat = isa<FloatType>(et);
-  TypedAttr zero = isFloat ? (TypedAttr)b.getFloatAttr(et, 0.0)
-                           : (TypedAttr)b.getIntegerAttr(et, 0);
+  // The combiner's identity: the initial value and the skipped terms.
+  TypedAttr zero = isFloat ? (TypedAttr)b.getFloatAttr(et, isProd ? 1.0 : 0.0)
+                           : (TypedAttr)b.getIntegerAttr(et, isProd ? 1 : 0);
   arith::CmpIPredicate pred =
       op.getReverse() ? (op.getExclusive() ? arith::CmpIPredicate::ugt
                                            : arith::CmpIPredicate::uge)
                       : (op.getExclusive() ? arith::CmpIPredicate::ult
                                            : arith::CmpIPredicate::ule);
   Value out = fl.alloc(op.getType(), loc);
-  fl.buildKernel(loc, "cumsum", rank + 1, {kin}, {out}, {outMap}, iters,
+  fl.buildKernel(loc, isProd ? "cumprod" : "cumsum", rank + 1, {kin}, {out}, {outMap}, iters,
                  b.getArrayAttr({zero}),
                  [&](OpBuilder &kb, Location l, ArrayRef<Value> ins,
                      ArrayRef<Value> outs) -> SmallVector<Value> {
@@ -150,8 +154,12 @@ static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
                    Value take = arith::CmpIOp::create(kb, l, pred, j, p);
                    Value z = arith::ConstantOp::create(kb, l, zero);
                    Value term = arith::SelectOp::create(kb, l, take, ins[0], z);
+                   if (isFloat && isProd)
+                     return {arith::MulFOp::create(kb, l, outs[0], term)};
                    if (isFloat)
                      return {arith::AddFOp::create(kb, l, outs[0], term)};
+                   if (isProd)
+                     return {arith::MulIOp::create(kb, l, outs[0], term)};
                    return {arith::AddIOp::create(kb, l, outs[0], term)};
                  });
   fl.buffers[op.getResult()] = out;
@@ -159,7 +167,8 @@ static LogicalResult lowerCumSum(FuncLowering &fl, g::CumSumOp op) {
 }
 
 void dlc::lowering::populateLowerToExecReductions(LoweringTable &table) {
-  table.add<g::CumSumOp>(lowerCumSum);
+  table.add<g::CumSumOp>(lowerScan<g::CumSumOp>);
+  table.add<g::CumProdOp>(lowerScan<g::CumProdOp>);
   table.add<g::ReduceSumOp>(
       [](FuncLowering &fl, g::ReduceSumOp r) -> LogicalResult {
         return lowerReduction(fl, r, r.getInput(), r.getAxes(), r.getKeepdims(),

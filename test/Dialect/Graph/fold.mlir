@@ -157,3 +157,49 @@ func.func @cast_pairs(%b: tensor<4xbf16>, %f: tensor<4xf32>, %h: tensor<4xf16>) 
   // CHECK: return %[[B]], %[[ROUND]], %[[H]], %[[F]], %[[BHB]]
   return %back, %round, %hb, %same, %bhb : tensor<4xbf16>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xbf16>
 }
+
+// -----
+
+// Bitwise ops and ONNX BitShift (opset 28): shifts by a negative amount or
+// by the bit width or more leave the sign fill (0, or -1 for a right shift
+// of a negative value); the left shift discards bits past the sign bit.
+// CHECK-LABEL: func.func @bitwise
+// CHECK-DAG: dense<[1, 0, 8, -2147483648]> : tensor<4xi32>
+// CHECK-DAG: dense<[-4, -1, -1, 0]> : tensor<4xi32>
+// CHECK-DAG: dense<[2, 6]> : tensor<2xi64>
+// CHECK-DAG: dense<[-5, -1]> : tensor<2xi64>
+// CHECK-DAG: dense<-7> : tensor<2xi64>
+// CHECK-DAG: dense<[-4, 9]> : tensor<2xi64>
+// CHECK-NOT: dlgraph.shift
+// CHECK-NOT: dlgraph.bitwise
+func.func @bitwise() -> (tensor<4xi32>, tensor<4xi32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) {
+  %x = dlgraph.constant dense<[1, 1, 1, 1]> : tensor<4xi32>
+  %s = dlgraph.constant dense<[0, -1, 3, 31]> : tensor<4xi32>
+  %shl = dlgraph.shift_left %x, %s : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %n = dlgraph.constant dense<[-16, -1, -5, 7]> : tensor<4xi32>
+  %t = dlgraph.constant dense<[2, 40, -1, 3]> : tensor<4xi32>
+  %shr = dlgraph.shift_right %n, %t : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %a = dlgraph.constant dense<[-6, 15]> : tensor<2xi64>
+  %b = dlgraph.constant dense<[3, -10]> : tensor<2xi64>
+  %and = dlgraph.bitwise_and %a, %b : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %or = dlgraph.bitwise_or %a, %b : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %xor = dlgraph.bitwise_xor %a, %b : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %not = dlgraph.bitwise_not %b : tensor<2xi64>
+  return %shl, %shr, %and, %or, %xor, %not : tensor<4xi32>, tensor<4xi32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>
+}
+
+// -----
+
+// BitCast keeps the bits; float Mod (fmod = 0) is NumPy's np.mod: the
+// divisor's sign, and a zero remainder signed like the divisor.
+// CHECK-LABEL: func.func @bitcast_and_float_mod
+// CHECK-DAG: dense<[1065353216, -1073741824]> : tensor<2xi32>
+// CHECK-DAG: dense<[1.000000e+00, -2.000000e+00, -0.000000e+00, 2.500000e+00]> : tensor<4xf32>
+func.func @bitcast_and_float_mod() -> (tensor<2xi32>, tensor<4xf32>) {
+  %f = dlgraph.constant dense<[1.0, -2.0]> : tensor<2xf32>
+  %i = dlgraph.bitcast %f : tensor<2xf32> to tensor<2xi32>
+  %x = dlgraph.constant dense<[7.0, 7.0, 6.0, -0.5]> : tensor<4xf32>
+  %y = dlgraph.constant dense<[3.0, -3.0, -3.0, 3.0]> : tensor<4xf32>
+  %mod = dlgraph.mod %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %i, %mod : tensor<2xi32>, tensor<4xf32>
+}
