@@ -62,6 +62,10 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 /// Constants the importer builds element by element (folded shape
 /// computations, masks, EyeLike) have at most 2^26 elements.
 constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+/// Scan, Loop and the recurrent ops (RNN, GRU, LSTM) are unrolled at import:
+/// the graph holds one copy of the body per step, so the number of steps is
+/// bounded.
+constexpr int64_t kMaxUnrollSteps = 1024;
 /// f32 initializers in external data files above this many bytes become
 /// `dense_resource` blobs that view the mapped file (no copy); smaller ones
 /// (Clip bounds, Resize scales, OneHot values: what handlers read at import)
@@ -262,6 +266,9 @@ public:
   static llvm::ArrayRef<OpMapping> reductionOps();
   static llvm::ArrayRef<OpMapping> lossOps();
   static llvm::ArrayRef<OpMapping> constantOps();
+  static llvm::ArrayRef<OpMapping> controlFlowOps();
+  static llvm::ArrayRef<OpMapping> recurrentOps();
+  static llvm::ArrayRef<OpMapping> spectralOps();
 
 private:
   // Diagnostics.
@@ -564,6 +571,33 @@ private:
   /// rotary_embedding_dim features by cos/sin (looked up by position_ids or
   /// given per position), interleaved or split halves, 3-D or 4-D input.
   mlir::LogicalResult rotaryEmbedding();
+  /// Imports subgraph |g| (a Scan, Loop or If body) inline at the current
+  /// insertion point, its inputs bound to |inputs|: the subgraph sees every
+  /// outer name it does not redefine, and the names it defines are restored
+  /// afterwards. Returns its outputs (constants without a cached value).
+  /// Errors are those of the subgraph's nodes, at their locations.
+  mlir::FailureOr<llvm::SmallVector<Slot>>
+  importSubgraph(const onnx::GraphProto &g, llvm::ArrayRef<Slot> inputs);
+  /// Scan (opset 8: batch axis 0, no sequence_lens; 9 to 25), unrolled over
+  /// its static sequence length: one copy of the body per step, the scan
+  /// inputs sliced per step along scan_input_axes (reversed for direction
+  /// 1), the states carried, the scan outputs stacked along
+  /// scan_output_axes. At most kMaxUnrollSteps steps.
+  mlir::LogicalResult scan();
+  /// The unrolled scan of |body| (see scan()) from states |initial| over
+  /// |scanned| (axes normalized): the final states, then the scan outputs.
+  mlir::FailureOr<llvm::SmallVector<Slot>>
+  unrollScan(const onnx::GraphProto &body, llvm::ArrayRef<Slot> initial,
+             llvm::MutableArrayRef<Slot> scanned,
+             llvm::ArrayRef<int64_t> inAxes, llvm::ArrayRef<int64_t> inDirs,
+             llvm::ArrayRef<int64_t> outAxes, llvm::ArrayRef<int64_t> outDirs);
+  /// |s| reshaped to |shape| (same element count; folded when |s| folds).
+  Slot reshapeSlot(Slot &s, llvm::ArrayRef<int64_t> shape);
+  /// |s|[..., i, ...] along |axis|, that axis dropped.
+  Slot takeAlong(Slot &s, int64_t axis, int64_t i);
+  /// |parts| (one type) stacked along a new axis |axis|.
+  mlir::FailureOr<Slot> stackAlong(llvm::MutableArrayRef<Slot> parts,
+                                   int64_t axis);
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
@@ -633,6 +667,9 @@ private:
   /// not f32, because they are foldable constants: the node must then fold
   /// to constants (checked by foldNode).
   llvm::SmallVector<int> deferredInputs;
+  /// Set when the current node imported a subgraph: its foldNode then keeps
+  /// the cached constants of every slot, not only of the node's own.
+  bool touchesAllSlots = false;
 };
 
 /// The importer's one registration table: the OpMapping entries of every op
