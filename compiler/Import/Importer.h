@@ -598,6 +598,12 @@ private:
   /// |parts| (one type) stacked along a new axis |axis|.
   mlir::FailureOr<Slot> stackAlong(llvm::MutableArrayRef<Slot> parts,
                                    int64_t axis);
+  /// RNN, GRU and LSTM (opsets 7 to 22; layout 0 and 1, every direction,
+  /// optional B, initial_h/initial_c, peepholes, sequence_lens masking;
+  /// activations Sigmoid, Tanh, Relu; no clip, no input_forget) unrolled
+  /// over the static sequence length (at most kMaxUnrollSteps steps) into
+  /// matmul, add, mul and the activations.
+  mlir::LogicalResult recurrent();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
