@@ -604,6 +604,28 @@ private:
   /// over the static sequence length (at most kMaxUnrollSteps steps) into
   /// matmul, add, mul and the activations.
   mlir::LogicalResult recurrent();
+  /// Input |i| as a number read at import (a constant or initializer scalar
+  /// of any numeric type); |what| names it in the error otherwise.
+  mlir::FailureOr<double> constScalar(int i, llvm::StringRef what);
+  /// The float element type attribute output_datatype names (default f32).
+  mlir::FailureOr<mlir::Type> floatOutputType();
+  /// The DFT of length |n| of |x| ([..., C] with C = 1 real or 2 complex
+  /// components, f32) along |axis| (< rank - 1): a matmul against a constant
+  /// cos/sin matrix; forward (e^-i), |inverse| (e^+i, divided by n), one-
+  /// sided (n / 2 + 1 bins; with |inverse|, a real output of length n from
+  /// the Hermitian half). Inputs past n are dropped, missing ones are zero.
+  mlir::FailureOr<mlir::Value> dftAlong(mlir::Value x, int64_t axis, int64_t n,
+                                        bool inverse, bool onesided);
+  /// DFT (opset 17: axis attribute; 20: axis input), constant dft_length
+  /// and axis.
+  mlir::LogicalResult dft();
+  /// STFT (opset 17): constant frame_step and frame_length, optional window.
+  mlir::LogicalResult stft();
+  /// HannWindow, HammingWindow, BlackmanWindow with a constant size,
+  /// folded to a constant.
+  mlir::LogicalResult window();
+  /// MelWeightMatrix with constant inputs, folded to a constant.
+  mlir::LogicalResult melWeightMatrix();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
