@@ -3,7 +3,8 @@
 // dlgraph has no control flow: a subgraph (GraphProto attribute) is imported
 // inline, with its inputs bound to the values of the current iteration, once
 // per iteration. Scan is unrolled over its static sequence length, Loop over
-// a constant trip count, If takes the branch of a constant condition. The
+// a constant trip count (its condition must fold at every iteration), If
+// takes the branch of a constant condition. The
 // unrolled graph grows with the length (one copy of the body per step), so
 // the length is bounded by kMaxUnrollSteps; gradients are those of the ops
 // the body decomposes into.
@@ -332,6 +333,145 @@ LogicalResult Importer::scan() {
 }
 
 //===----------------------------------------------------------------------===//
+// If and Loop
+//===----------------------------------------------------------------------===//
+
+/// The graph attribute |name| of the current node, or null after an error.
+const onnx::GraphProto *Importer::graphAttr(StringRef name) {
+  const onnx::AttributeProto *a = findAttr(name);
+  if (!a || a->type() != onnx::AttributeProto_AttributeType_GRAPH) {
+    nodeError() << "attribute '" << name << "' (a graph) is required";
+    return nullptr;
+  }
+  return &a->g();
+}
+
+FailureOr<bool> Importer::constCondition(int i, StringRef what,
+                                         StringRef otherwise) {
+  Slot *s = input(i);
+  if (!s)
+    return failure();
+  if (!s->isFoldable() || !s->type().getElementType().isInteger(1) ||
+      s->constant.getNumElements() != 1)
+    return nodeError() << what << " (input '" << node->input(i)
+                       << "') must be a constant bool of one element (a "
+                          "Constant, an initializer or a foldable "
+                          "computation); "
+                       << otherwise;
+  return *s->constant.getValues<bool>().begin();
+}
+
+LogicalResult Importer::ifOp() {
+  FailureOr<bool> cond = constCondition(
+      0, "the condition",
+      "a run-time condition needs both branches computed and a Where");
+  if (failed(cond))
+    return failure();
+  const onnx::GraphProto *branch =
+      graphAttr(*cond ? "then_branch" : "else_branch");
+  if (!branch)
+    return failure();
+  FailureOr<SmallVector<Slot>> outs = importSubgraph(*branch, {});
+  if (failed(outs))
+    return failure();
+  for (auto [i, s] : llvm::enumerate(*outs))
+    if (failed(defineSlot(i, s)))
+      return failure();
+  return success();
+}
+
+LogicalResult Importer::loop() {
+  const onnx::GraphProto *body = graphAttr("body");
+  if (!body)
+    return failure();
+  int64_t numCarried = node->input_size() - 2;
+  int64_t numScanOuts = body->output_size() - 1 - numCarried;
+  if (numCarried < 0 || body->input_size() != numCarried + 2 ||
+      numScanOuts < 0)
+    return nodeError() << "the body has " << body->input_size()
+                       << " inputs and " << body->output_size()
+                       << " outputs for " << std::max<int64_t>(numCarried, 0)
+                       << " loop-carried values; expected "
+                       << numCarried + 2 << " inputs and at least "
+                       << numCarried + 1 << " outputs";
+  if (!hasInput(0))
+    return nodeError() << "a loop without a trip count (input M) is not "
+                          "supported; supported: a constant trip count (the "
+                          "body is unrolled at import)";
+  FailureOr<SmallVector<int64_t>> trips =
+      constInts(0, "the trip count M");
+  if (failed(trips))
+    return failure();
+  if (trips->size() != 1 || trips->front() < 0 ||
+      trips->front() > kMaxUnrollSteps)
+    return nodeError() << "trip count " << shapeStr(*trips)
+                       << " is not supported; supported: one value from 0 to "
+                       << kMaxUnrollSteps
+                       << " (the body is unrolled once per iteration at "
+                          "import)";
+  bool go = true;
+  if (hasInput(1)) {
+    FailureOr<bool> c = constCondition(
+        1, "the initial condition",
+        "supported: a condition known at import");
+    if (failed(c))
+      return failure();
+    go = *c;
+  }
+  SmallVector<Slot> carried;
+  for (int i = 2; i < node->input_size(); ++i) {
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    carried.push_back(detached(*s));
+  }
+  auto scalar = [&](Type et, int64_t v) {
+    Slot s;
+    s.loc = nodeLoc;
+    auto t = RankedTensorType::get({}, et);
+    bool flag = v != 0;
+    s.constant = et.isInteger(1) ? DenseElementsAttr::get(t, ArrayRef(flag))
+                                 : intConstant(t, {v});
+    return s;
+  };
+  SmallVector<SmallVector<Slot>> pieces(numScanOuts);
+  for (int64_t it = 0; go && it < trips->front(); ++it) {
+    SmallVector<Slot> ins = {scalar(builder.getI64Type(), it),
+                             scalar(builder.getI1Type(), 1)};
+    ins.append(carried);
+    FailureOr<SmallVector<Slot>> outs = importSubgraph(*body, ins);
+    if (failed(outs))
+      return failure();
+    Slot &c = (*outs)[0];
+    if (!c.isFoldable() || !c.type().getElementType().isInteger(1) ||
+        c.constant.getNumElements() != 1)
+      return nodeError() << "the body's condition output ('"
+                         << body->output(0).name()
+                         << "') is not a constant at iteration " << it
+                         << "; supported: a condition known at import (the "
+                            "body is unrolled)";
+    go = *c.constant.getValues<bool>().begin();
+    for (int64_t i = 0; i < numCarried; ++i)
+      carried[i] = (*outs)[1 + i];
+    for (int64_t k = 0; k < numScanOuts; ++k)
+      pieces[k].push_back((*outs)[1 + numCarried + k]);
+  }
+  for (auto [i, s] : llvm::enumerate(carried))
+    if (failed(defineSlot(i, s)))
+      return failure();
+  for (int64_t k = 0; k < numScanOuts; ++k) {
+    if (pieces[k].empty())
+      return nodeError() << "scan output " << k
+                         << " of a loop that runs no iteration has no static "
+                            "shape; supported: at least one iteration";
+    FailureOr<Slot> stacked = stackAlong(pieces[k], 0);
+    if (failed(stacked) || failed(defineSlot(numCarried + k, *stacked)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -339,6 +479,9 @@ ArrayRef<OpMapping> Importer::controlFlowOps() {
   static const OpMapping table[] = {
       // Versions 9 to 25 only widened the element types; 8 is read as its
       // own definition (batch axis 0, `directions`).
+      // Versions 13 to 25 of If and Loop only widened the element types.
+      {"If", 11, &Importer::ifOp, 25},
+      {"Loop", 11, &Importer::loop, 25},
       {"Scan", 8, &Importer::scan, 25},
   };
   return table;

@@ -591,6 +591,19 @@ private:
              llvm::MutableArrayRef<Slot> scanned,
              llvm::ArrayRef<int64_t> inAxes, llvm::ArrayRef<int64_t> inDirs,
              llvm::ArrayRef<int64_t> outAxes, llvm::ArrayRef<int64_t> outDirs);
+  /// The graph attribute |name| of the current node; null after an error.
+  const onnx::GraphProto *graphAttr(llvm::StringRef name);
+  /// Input |i| as a constant one-element bool; else an error naming it
+  /// (|what|) and ending with |otherwise|.
+  mlir::FailureOr<bool> constCondition(int i, llvm::StringRef what,
+                                       llvm::StringRef otherwise);
+  /// If (opsets 11 to 25) with a condition known at import: the chosen
+  /// branch imported inline.
+  mlir::LogicalResult ifOp();
+  /// Loop (opsets 11 to 25) with a constant trip count and an initial and
+  /// per-iteration condition that fold at import: unrolled (at most
+  /// kMaxUnrollSteps iterations), the scan outputs stacked along axis 0.
+  mlir::LogicalResult loop();
   /// |s| reshaped to |shape| (same element count; folded when |s| folds).
   Slot reshapeSlot(Slot &s, llvm::ArrayRef<int64_t> shape);
   /// |s|[..., i, ...] along |axis|, that axis dropped.

@@ -158,6 +158,9 @@ LogicalResult Importer::recurrent() {
     x = permute(builder, nodeLoc, x, {1, 0, 2});
   ArrayRef<int64_t> xs = cast<RankedTensorType>(x.getType()).getShape();
   int64_t steps = xs[0], batch = xs[1], inSize = xs[2];
+  // hidden_size is optional: R ([numDir, gates * H, H]) gives it.
+  if (!findAttr("hidden_size"))
+    hidden = cast<RankedTensorType>(r.getType()).getShape().back();
   if (hidden < 1)
     return nodeError() << "hidden_size = " << hidden
                        << " is not supported; supported: at least 1";
