@@ -4,10 +4,9 @@
 // inline, with its inputs bound to the values of the current iteration, once
 // per iteration. Scan is unrolled over its static sequence length, Loop over
 // a constant trip count (its condition must fold at every iteration), If
-// takes the branch of a constant condition. The
-// unrolled graph grows with the length (one copy of the body per step), so
-// the length is bounded by kMaxUnrollSteps; gradients are those of the ops
-// the body decomposes into.
+// takes the branch of a constant condition. The unrolled graph grows with
+// the length (one copy of the body per step), so the length is bounded by
+// kMaxUnrollSteps; gradients are those of the ops the body decomposes into.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
@@ -58,7 +57,7 @@ Importer::importSubgraph(const onnx::GraphProto &g, ArrayRef<Slot> inputs) {
     shadowed.push_back({name, detached(it->second)});
     slots.erase(it);
   };
-  auto restore = llvm::make_scope_exit([&] {
+  llvm::scope_exit restore([&] {
     node = outerNode;
     nodeName = outerName;
     nodeLoc = outerLoc;
@@ -156,10 +155,10 @@ FailureOr<Slot> Importer::stackAlong(MutableArrayRef<Slot> parts,
   }
   Slot out;
   out.loc = nodeLoc;
-  out.value = vals.size() == 1
-                  ? vals.front()
-                  : (Value)gr::ConcatOp::create(builder, nodeLoc, vals,
-                                                builder.getI64IntegerAttr(axis));
+  out.value = vals.size() == 1 ? vals.front()
+                               : (Value)gr::ConcatOp::create(
+                                     builder, nodeLoc, vals,
+                                     builder.getI64IntegerAttr(axis));
   return out;
 }
 
@@ -301,7 +300,7 @@ LogicalResult Importer::scan() {
         return nodeError() << "the inputs need one batch size along axis 0";
       batch = s.type().getDimSize(0);
     }
-    if (batch < 1 || batch * 1 > kMaxUnrollSteps)
+    if (batch < 1 || batch > kMaxUnrollSteps)
       return nodeError() << "batch size " << batch
                          << " is not supported; supported: 1 to "
                          << kMaxUnrollSteps;
@@ -364,7 +363,8 @@ FailureOr<bool> Importer::constCondition(int i, StringRef what,
 LogicalResult Importer::ifOp() {
   FailureOr<bool> cond = constCondition(
       0, "the condition",
-      "a run-time condition needs both branches computed and a Where");
+      "supported: a condition known at import (for a run-time condition, "
+      "export both branches and select with Where)");
   if (failed(cond))
     return failure();
   const onnx::GraphProto *branch =

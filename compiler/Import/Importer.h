@@ -6,7 +6,8 @@
 // family uses. ONNXImporter.cpp holds the model-level steps and the public
 // entry points; each op family has its file (Elementwise.cpp, Linear.cpp,
 // Conv.cpp, Normalization.cpp, Attention.cpp, Pool.cpp, DataMovement.cpp, Indexing.cpp,
-// Reductions.cpp, Losses.cpp, Constants.cpp) with its handlers and its
+// Reductions.cpp, Losses.cpp, Constants.cpp, ControlFlow.cpp, Recurrent.cpp,
+// Spectral.cpp) with its handlers and its
 // registration entries; ExternalData.cpp reads tensors stored in external
 // data files.
 //

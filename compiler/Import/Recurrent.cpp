@@ -12,7 +12,6 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
-#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace dlc::onnx_import;
