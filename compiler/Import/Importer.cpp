@@ -531,6 +531,15 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
     if (it != slots.end())
       touched.push_back(&it->second);
   }
+  // A node that imported a subgraph may have materialized constants of any
+  // outer name (its body reads them).
+  if (touchesAllSlots)
+    for (auto &entry : slots) {
+      Slot &s = entry.second;
+      if (Value v = replaced.lookup(s.value))
+        s.value = v;
+      touched.push_back(&s);
+    }
   for (auto it = before ? std::next(before->getIterator()) : block->begin();
        it != block->end();) {
     Operation *op = &*it++;

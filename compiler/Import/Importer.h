@@ -6,7 +6,8 @@
 // family uses. ONNXImporter.cpp holds the model-level steps and the public
 // entry points; each op family has its file (Elementwise.cpp, Linear.cpp,
 // Conv.cpp, Normalization.cpp, Attention.cpp, Pool.cpp, DataMovement.cpp, Indexing.cpp,
-// Reductions.cpp, Losses.cpp, Constants.cpp) with its handlers and its
+// Reductions.cpp, Losses.cpp, Constants.cpp, ControlFlow.cpp, Recurrent.cpp,
+// Spectral.cpp) with its handlers and its
 // registration entries; ExternalData.cpp reads tensors stored in external
 // data files.
 //
@@ -63,6 +64,10 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 /// Constants the importer builds element by element (folded shape
 /// computations, masks, EyeLike) have at most 2^26 elements.
 constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
+/// Scan, Loop and the recurrent ops (RNN, GRU, LSTM) are unrolled at import:
+/// the graph holds one copy of the body per step, so the number of steps is
+/// bounded.
+constexpr int64_t kMaxUnrollSteps = 1024;
 /// f32 initializers in external data files above this many bytes become
 /// `dense_resource` blobs that view the mapped file (no copy); smaller ones
 /// (Clip bounds, Resize scales, OneHot values: what handlers read at import)
@@ -267,6 +272,9 @@ public:
   static llvm::ArrayRef<OpMapping> optimizerOps();
   static llvm::ArrayRef<OpMapping> classicalMLOps();
   static llvm::ArrayRef<OpMapping> samplingOps();
+  static llvm::ArrayRef<OpMapping> controlFlowOps();
+  static llvm::ArrayRef<OpMapping> recurrentOps();
+  static llvm::ArrayRef<OpMapping> spectralOps();
 
 private:
   // Diagnostics.
@@ -700,6 +708,74 @@ private:
   /// recurrences over a [B, Hkv, d_k, d_v] state, unrolled one step per
   /// token (T static, at most 1024 steps) into mul, add, matmul and slices.
   mlir::LogicalResult linearAttention();
+  /// Imports subgraph |g| (a Scan, Loop or If body) inline at the current
+  /// insertion point, its inputs bound to |inputs|: the subgraph sees every
+  /// outer name it does not redefine, and the names it defines are restored
+  /// afterwards. Returns its outputs (constants without a cached value).
+  /// Errors are those of the subgraph's nodes, at their locations.
+  mlir::FailureOr<llvm::SmallVector<Slot>>
+  importSubgraph(const onnx::GraphProto &g, llvm::ArrayRef<Slot> inputs);
+  /// Scan (opset 8: batch axis 0, no sequence_lens; 9 to 25), unrolled over
+  /// its static sequence length: one copy of the body per step, the scan
+  /// inputs sliced per step along scan_input_axes (reversed for direction
+  /// 1), the states carried, the scan outputs stacked along
+  /// scan_output_axes. At most kMaxUnrollSteps steps.
+  mlir::LogicalResult scan();
+  /// The unrolled scan of |body| (see scan()) from states |initial| over
+  /// |scanned| (axes normalized): the final states, then the scan outputs.
+  mlir::FailureOr<llvm::SmallVector<Slot>>
+  unrollScan(const onnx::GraphProto &body, llvm::ArrayRef<Slot> initial,
+             llvm::MutableArrayRef<Slot> scanned,
+             llvm::ArrayRef<int64_t> inAxes, llvm::ArrayRef<int64_t> inDirs,
+             llvm::ArrayRef<int64_t> outAxes, llvm::ArrayRef<int64_t> outDirs);
+  /// The graph attribute |name| of the current node; null after an error.
+  const onnx::GraphProto *graphAttr(llvm::StringRef name);
+  /// Input |i| as a constant one-element bool; else an error naming it
+  /// (|what|) and ending with |otherwise|.
+  mlir::FailureOr<bool> constCondition(int i, llvm::StringRef what,
+                                       llvm::StringRef otherwise);
+  /// If (opsets 11 to 25) with a condition known at import: the chosen
+  /// branch imported inline.
+  mlir::LogicalResult ifOp();
+  /// Loop (opsets 11 to 25) with a constant trip count and an initial and
+  /// per-iteration condition that fold at import: unrolled (at most
+  /// kMaxUnrollSteps iterations), the scan outputs stacked along axis 0.
+  mlir::LogicalResult loop();
+  /// |s| reshaped to |shape| (same element count; folded when |s| folds).
+  Slot reshapeSlot(Slot &s, llvm::ArrayRef<int64_t> shape);
+  /// |s|[..., i, ...] along |axis|, that axis dropped.
+  Slot takeAlong(Slot &s, int64_t axis, int64_t i);
+  /// |parts| (one type) stacked along a new axis |axis|.
+  mlir::FailureOr<Slot> stackAlong(llvm::MutableArrayRef<Slot> parts,
+                                   int64_t axis);
+  /// RNN, GRU and LSTM (opsets 7 to 22; layout 0 and 1, every direction,
+  /// optional B, initial_h/initial_c, peepholes, sequence_lens masking;
+  /// activations Sigmoid, Tanh, Relu; no clip, no input_forget) unrolled
+  /// over the static sequence length (at most kMaxUnrollSteps steps) into
+  /// matmul, add, mul and the activations.
+  mlir::LogicalResult recurrent();
+  /// Input |i| as a number read at import (a constant or initializer scalar
+  /// of any numeric type); |what| names it in the error otherwise.
+  mlir::FailureOr<double> constScalar(int i, llvm::StringRef what);
+  /// The float element type attribute output_datatype names (default f32).
+  mlir::FailureOr<mlir::Type> floatOutputType();
+  /// The DFT of length |n| of |x| ([..., C] with C = 1 real or 2 complex
+  /// components, f32) along |axis| (< rank - 1): a matmul against a constant
+  /// cos/sin matrix; forward (e^-i), |inverse| (e^+i, divided by n), one-
+  /// sided (n / 2 + 1 bins; with |inverse|, a real output of length n from
+  /// the Hermitian half). Inputs past n are dropped, missing ones are zero.
+  mlir::FailureOr<mlir::Value> dftAlong(mlir::Value x, int64_t axis, int64_t n,
+                                        bool inverse, bool onesided);
+  /// DFT (opset 17: axis attribute; 20: axis input), constant dft_length
+  /// and axis.
+  mlir::LogicalResult dft();
+  /// STFT (opset 17): constant frame_step and frame_length, optional window.
+  mlir::LogicalResult stft();
+  /// HannWindow, HammingWindow, BlackmanWindow with a constant size,
+  /// folded to a constant.
+  mlir::LogicalResult window();
+  /// MelWeightMatrix with constant inputs, folded to a constant.
+  mlir::LogicalResult melWeightMatrix();
   /// Reduces |x| over |axes| (sorted, distinct, normalized) with the dlgraph
   /// reduction OpTy.
   template <typename OpTy>
@@ -773,6 +849,9 @@ private:
   /// not f32, because they are foldable constants: the node must then fold
   /// to constants (checked by foldNode).
   llvm::SmallVector<int> deferredInputs;
+  /// Set when the current node imported a subgraph: its foldNode then keeps
+  /// the cached constants of every slot, not only of the node's own.
+  bool touchesAllSlots = false;
 };
 
 /// The importer's one registration table: the OpMapping entries of every op

@@ -40,6 +40,21 @@ namespace gr = dlc::graph;
 // Model-level steps
 //===----------------------------------------------------------------------===//
 
+/// Calls |fn| on every node of |graph| and of its subgraphs (Scan, Loop and
+/// If bodies), outer nodes first.
+static void forEachNode(const onnx::GraphProto &graph,
+                        llvm::function_ref<void(const onnx::NodeProto &)> fn) {
+  for (const auto &n : graph.node()) {
+    fn(n);
+    for (const auto &a : n.attribute()) {
+      if (a.has_g())
+        forEachNode(a.g(), fn);
+      for (const auto &g : a.graphs())
+        forEachNode(g, fn);
+    }
+  }
+}
+
 LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
   bool found = false;
   for (const auto &imp : model.opset_import()) {
@@ -69,7 +84,11 @@ LogicalResult Importer::checkOpset(const onnx::ModelProto &model) {
                         << " (export the model with an opset in that range)";
   if (opset >= kMinOpset)
     return success();
-  for (const auto &n : model.graph().node()) {
+  SmallVector<const onnx::NodeProto *> nodes;
+  forEachNode(model.graph(),
+              [&](const onnx::NodeProto &n) { nodes.push_back(&n); });
+  for (const onnx::NodeProto *np : nodes) {
+    const onnx::NodeProto &n = *np;
     bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
     const OpMapping *mapping =
         defaultDomain ? OpRegistry::get().lookup(n.op_type()) : nullptr;
@@ -637,7 +656,9 @@ OpRegistry::OpRegistry() {
         Importer::poolOps(), Importer::dataMovementOps(),
         Importer::indexingOps(), Importer::reductionOps(), Importer::lossOps(),
         Importer::constantOps(), Importer::optimizerOps(),
-        Importer::classicalMLOps(), Importer::samplingOps()}) {
+        Importer::classicalMLOps(), Importer::samplingOps(),
+        Importer::controlFlowOps(), Importer::recurrentOps(),
+        Importer::spectralOps()}) {
     for (const OpMapping &m : family) {
       if (!byType.try_emplace(m.opType, &m).second)
         llvm::report_fatal_error("ONNX op '" + m.opType +
@@ -700,6 +721,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n, int index) {
   Block *block = builder.getInsertionBlock();
   Operation *before = block->empty() ? nullptr : &block->back();
   deferredInputs.clear();
+  touchesAllSlots = false;
   if (failed((this->*(mapping->handler))()) || failed(foldNode(block, before)))
     return failure();
   return checkLowPrecision(block, before);
@@ -775,6 +797,23 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
   }
   for (const auto &out : graph.output())
     consumed.insert(out.name());
+  // Values a subgraph reads (an outer name, or its own) and its outputs are
+  // used too.
+  for (const auto &n : graph.node())
+    for (const auto &a : n.attribute())
+      if (a.has_g())
+        forEachNode(a.g(), [&](const onnx::NodeProto &inner) {
+          for (const auto &in : inner.input()) {
+            consumed.insert(in);
+            ++useCount[in];
+          }
+        });
+  forEachNode(graph, [&](const onnx::NodeProto &n) {
+    for (const auto &a : n.attribute())
+      if (a.has_g())
+        for (const auto &out : a.g().output())
+          consumed.insert(out.name());
+  });
 
   llvm::StringSet<> failedValues;
   for (auto [i, n] : llvm::enumerate(graph.node())) {

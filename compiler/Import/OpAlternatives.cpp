@@ -21,7 +21,6 @@ struct Alternative {
 // Op lists the table entries refer to.
 const StringRef kResize[] = {"Resize"};
 const StringRef kMatMulReshape[] = {"MatMul", "Transpose", "Reshape"};
-const StringRef kRecurrent[] = {"MatMul", "Add", "Sigmoid", "Tanh"};
 const StringRef kReshapeTranspose[] = {"Reshape", "Transpose"};
 const StringRef kElu[] = {"Elu"};
 const StringRef kReduceMax[] = {"ReduceMax"};
@@ -43,18 +42,6 @@ const Alternative kAlternatives[] = {
     {"Einsum", "MatMul with Transpose/Reshape (export the contraction as "
                "matrix products)",
      kMatMulReshape},
-    {"LSTM",
-     "the cell written out per time step (MatMul, Add, Sigmoid, Tanh), as "
-     "torch.onnx.export emits for an nn.LSTMCell loop",
-     kRecurrent},
-    {"GRU",
-     "the cell written out per time step (MatMul, Add, Sigmoid, Tanh), as "
-     "torch.onnx.export emits for an nn.GRUCell loop",
-     kRecurrent},
-    {"RNN",
-     "the cell written out per time step (MatMul, Add, Tanh), as "
-     "torch.onnx.export emits for an nn.RNNCell loop",
-     kRecurrent},
     {"DepthToSpace", "Reshape + Transpose + Reshape", kReshapeTranspose},
     {"SpaceToDepth", "Reshape + Transpose + Reshape", kReshapeTranspose},
     {"GlobalMaxPool", "ReduceMax over the spatial axes (keepdims = 1)",
@@ -64,9 +51,6 @@ const Alternative kAlternatives[] = {
     {"MeanVarianceNormalization",
      "ReduceMean, Sub, Mul, Sqrt and Div (its definition as a function)",
      kMvn},
-    {"If", "Where (both branches computed; export without data-dependent "
-           "Python control flow)",
-     kWhere},
     {"Softmin", "Softmax of Neg", kNeg},
     {"Hardmax", "ArgMax (the index of the maximum)", kArgMax},
     {"Shrink", "Where with comparisons", kWhere},
@@ -83,7 +67,6 @@ const StringRef kDataDependent[] = {
     "SequenceInsert", "SequenceAt", "SequenceEmpty", "SplitToSequence",
     "ConcatFromSequence", "SequenceLength", "SequenceErase", "Optional",
     "OptionalHasElement", "OptionalGetElement"};
-const StringRef kControlFlow[] = {"Loop", "Scan"};
 const StringRef kRandom[] = {"RandomNormal", "RandomUniform",
                              "RandomNormalLike", "RandomUniformLike",
                              "Bernoulli", "Multinomial"};
@@ -112,9 +95,6 @@ std::string dlc::nearestSupportedAlternative(StringRef domain,
   if (llvm::is_contained(kDataDependent, opType))
     return "none: its output shape depends on the input values, and dlc "
            "compiles static shapes";
-  if (llvm::is_contained(kControlFlow, opType))
-    return "none: control flow is not supported; export with loops unrolled "
-           "(torch.onnx.export traces Python loops)";
   if (llvm::is_contained(kRandom, opType))
     return "none: pass the random tensor as a graph input instead";
   if (llvm::is_contained(kQuantized, opType))

@@ -744,4 +744,113 @@ TEST_F(OnnxGradientCheck, ResizeCubicGridSampleLpPool) {
       -0.9, 0.9);
 }
 
+//===----------------------------------------------------------------------===//
+// Unrolled control flow and recurrences (ControlFlow.cpp, Recurrent.cpp) and
+// the DFT's constant matrix (Spectral.cpp): every weight, bias, initial
+// state and scanned sequence is a parameter.
+//===----------------------------------------------------------------------===//
+
+/// Output |k| of the last node added to |graph|, named and returned.
+std::string extraOutput(OnnxGraph &graph, int k) {
+  auto *n = graph.g->mutable_node(graph.g->node_size() - 1);
+  while (n->output_size() <= k)
+    n->add_output("");
+  std::string name = "o" + std::to_string(graph.counter++);
+  n->set_output(k, name);
+  return name;
+}
+
+void setString(OnnxGraph &graph, const std::string &attr,
+               const std::string &v) {
+  auto *a = graph.g->mutable_node(graph.g->node_size() - 1)->add_attribute();
+  a->set_name(attr);
+  a->set_type(onnx::AttributeProto_AttributeType_STRING);
+  a->set_s(v);
+}
+
+// LSTM with peepholes, initial states and a bias (3 steps, batch 2,
+// hidden 3): y = x + Y_h + Y_c, every input a parameter.
+TEST_F(OnnxGradientCheck, LSTMUnrolled) {
+  OnnxGraph graph(22);
+  graph.input("x", {2, 3});
+  graph.param("X", {3, 2, 2});
+  graph.param("W", {1, 12, 2});
+  graph.param("R", {1, 12, 3});
+  graph.param("B", {1, 24});
+  graph.param("h0", {1, 2, 3});
+  graph.param("c0", {1, 2, 3});
+  graph.param("P", {1, 9});
+  graph.node("LSTM", {"X", "W", "R", "B", "", "h0", "c0", "P"}, {},
+             {{"hidden_size", 3}});
+  std::string yh = extraOutput(graph, 1), yc = extraOutput(graph, 2);
+  std::string s = graph.node("Add", {yh, yc});
+  std::string r = graph.node("Reshape", {s, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {"x", r}), 7, -1, 1);
+}
+
+// Bidirectional GRU with linear_before_reset (2 steps, batch 1, hidden 3):
+// Y_h [2, 1, 3] as [2, 3].
+TEST_F(OnnxGradientCheck, GRUBidirectionalLinearBeforeReset) {
+  OnnxGraph graph(22);
+  graph.input("x", {2, 3});
+  graph.param("X", {2, 1, 2});
+  graph.param("W", {2, 9, 2});
+  graph.param("R", {2, 9, 3});
+  graph.param("B", {2, 18});
+  graph.node("GRU", {"X", "W", "R", "B"}, {},
+             {{"hidden_size", 3}, {"linear_before_reset", 1}});
+  setString(graph, "direction", "bidirectional");
+  std::string yh = extraOutput(graph, 1);
+  std::string r = graph.node("Reshape", {yh, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {"x", r}), 4, -1, 1);
+}
+
+// Scan over 2 steps: s' = tanh(s * x_t + b) with b an outer parameter read
+// by the body; the scan output (the states, [2, 3]) is y.
+TEST_F(OnnxGradientCheck, ScanUnrolled) {
+  OnnxGraph graph(21);
+  graph.input("x", {2, 3});
+  graph.param("s0", {3});
+  graph.param("xs", {2, 3});
+  graph.param("b", {3});
+  graph.node("Scan", {"s0", "xs"}, {}, {{"num_scan_inputs", 1}});
+  std::string ys = extraOutput(graph, 1);
+  auto *a = graph.g->mutable_node(graph.g->node_size() - 1)->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto_AttributeType_GRAPH);
+  onnx::GraphProto *body = a->mutable_g();
+  body->set_name("step");
+  OnnxGraph::setShape(body->add_input(), "s_in", {3});
+  OnnxGraph::setShape(body->add_input(), "x_t", {3});
+  auto addNode = [&](const char *op, std::vector<std::string> ins,
+                     const char *out) {
+    auto *n = body->add_node();
+    n->set_op_type(op);
+    for (auto &i : ins)
+      n->add_input(i);
+    n->add_output(out);
+  };
+  addNode("Mul", {"s_in", "x_t"}, "m");
+  addNode("Add", {"m", "b"}, "p");
+  addNode("Tanh", {"p"}, "s_out");
+  addNode("Identity", {"s_out"}, "y_t");
+  OnnxGraph::setShape(body->add_output(), "s_out", {3});
+  OnnxGraph::setShape(body->add_output(), "y_t", {3});
+  run(graph, graph.node("Add", {"x", ys}), 3, -1, 1);
+}
+
+// DFT (opset 20, constant axis 1, complex [2, 3, 2] parameter) then a
+// [2, 1] parameter mixing the real and imaginary parts.
+TEST_F(OnnxGradientCheck, DFTComplex) {
+  OnnxGraph graph(20);
+  graph.input("x", {2, 3});
+  graph.param("p", {2, 3, 2});
+  graph.param("v", {2, 1});
+  std::string f =
+      graph.node("DFT", {"p", "", int64Constant(graph, {1}, {})});
+  std::string m = graph.node("MatMul", {f, "v"});
+  std::string r = graph.node("Reshape", {m, int64Constant(graph, {2, 3})});
+  run(graph, graph.node("Add", {"x", r}), 2, -1, 1);
+}
+
 } // namespace
