@@ -308,7 +308,8 @@ LogicalResult Importer::dropout() {
           !isa<FloatType>(r->type().getElementType())) {
         if (training)
           return nodeError() << "ratio (input '" << node->input(1)
-                             << "') must be a constant float scalar";
+                             << "') must be a constant float scalar"
+                             << constantInputHint(1);
       } else {
         ratio = (float)(*r->constant.getValues<APFloat>().begin())
                     .convertToDouble();

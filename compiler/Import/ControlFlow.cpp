@@ -356,7 +356,7 @@ FailureOr<bool> Importer::constCondition(int i, StringRef what,
                        << "') must be a constant bool of one element (a "
                           "Constant, an initializer or a foldable "
                           "computation); "
-                       << otherwise;
+                       << otherwise << constantInputHint(i);
   return *s->constant.getValues<bool>().begin();
 }
 

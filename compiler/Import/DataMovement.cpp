@@ -576,7 +576,8 @@ LogicalResult Importer::resize() {
         return nodeError() << "roi (input 1) must be a constant float tensor "
                               "(an initializer or a Constant) with "
                               "coordinate_transformation_mode "
-                              "tf_crop_and_resize";
+                              "tf_crop_and_resize"
+                           << constantInputHint(1);
       SmallVector<double> values;
       for (const APFloat &v : sl->constant.getValues<APFloat>())
         values.push_back(v.convertToDouble());

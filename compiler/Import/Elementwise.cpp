@@ -604,7 +604,8 @@ LogicalResult Importer::clip() {
         !s->type().getElementType().isF32())
       return nodeError() << (i == 1 ? "min" : "max") << " (input '"
                          << node->input(i)
-                         << "') must be a constant f32 scalar";
+                         << "') must be a constant f32 scalar"
+                         << constantInputHint(i);
     bounds[i - 1] = *s->constant.getValues<float>().begin();
   }
   if (bounds[0] > bounds[1])

@@ -495,10 +495,16 @@ LogicalResult Importer::scatterInputs(Slot *(&in)[3], StringRef reduction,
                        << "); with compile-time constant indices, every "
                           "reduction"
                        << constantInputHint(1);
+  // Constant indices adding into run-time data take the run-time-index path
+  // (a scatter-add of the rows).
+  if (!folds && !runtimeIndices && reduction == "add" &&
+      in[0]->type().getElementType().isF32())
+    runtimeIndices = true;
   if (!folds && !runtimeIndices && reduction != "none")
     return nodeError() << "reduction '" << reduction
                        << "' on run-time data or updates is not supported; "
-                          "supported: none (or constant inputs, folded)";
+                          "supported: none, add on f32 data (or constant "
+                          "inputs, folded)";
   Type dt = in[0]->type().getElementType(), it = in[1]->type().getElementType(),
        ut = in[2]->type().getElementType();
   if (!it.isInteger(64) && !it.isInteger(32))

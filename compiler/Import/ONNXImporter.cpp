@@ -625,6 +625,10 @@ int64_t dlc::onnx_import::newestMappedVersion(const OpMapping &mapping) {
   // as defined there): its first version.
   if (!newest && !versionsOf(mapping.opType).empty())
     newest = versionsOf(mapping.opType).front().since;
+  // Another domain's op (OnnxOpVersions.inc lists ai.onnx only): the version
+  // of its domain it is mapped at.
+  if (!newest)
+    newest = mapping.mappedSince;
   return newest;
 }
 

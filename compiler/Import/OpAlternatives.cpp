@@ -19,52 +19,28 @@ struct Alternative {
 };
 
 // Op lists the table entries refer to.
-const StringRef kResize[] = {"Resize"};
-const StringRef kMatMulReshape[] = {"MatMul", "Transpose", "Reshape"};
-const StringRef kReshapeTranspose[] = {"Reshape", "Transpose"};
-const StringRef kElu[] = {"Elu"};
-const StringRef kReduceMax[] = {"ReduceMax"};
 const StringRef kReduceL2[] = {"ReduceL2", "Div"};
-const StringRef kMvn[] = {"ReduceMean", "Sub", "Mul", "Sqrt", "Div"};
-const StringRef kGather[] = {"Gather"};
-const StringRef kWhere[] = {"Where"};
 const StringRef kNeg[] = {"Neg", "Softmax"};
 const StringRef kClip[] = {"Clip"};
-const StringRef kArgMax[] = {"ArgMax"};
-const StringRef kSigmoidMul[] = {"Sigmoid", "Mul"};
-const StringRef kFloorMod[] = {"Floor", "Div", "Mul", "Sub"};
 
 /// Ops with the same function in other terms. Kept to pairs a reader can
-/// check from the ONNX operator definitions.
+/// check from the ONNX operator definitions, and to ops the importer does
+/// not map (an op it maps never asks for an alternative).
 const Alternative kAlternatives[] = {
-    {"Upsample", "Resize (Upsample was replaced by Resize in opset 10)",
-     kResize},
-    {"Einsum", "MatMul with Transpose/Reshape (export the contraction as "
-               "matrix products)",
-     kMatMulReshape},
-    {"DepthToSpace", "Reshape + Transpose + Reshape", kReshapeTranspose},
-    {"SpaceToDepth", "Reshape + Transpose + Reshape", kReshapeTranspose},
-    {"GlobalMaxPool", "ReduceMax over the spatial axes (keepdims = 1)",
-     kReduceMax},
-    {"GlobalLpPool", "ReduceL2 over the spatial axes (p = 2)", kReduceL2},
-    {"LpNormalization", "ReduceL2 (keepdims = 1) + Div (p = 2)", kReduceL2},
-    {"MeanVarianceNormalization",
-     "ReduceMean, Sub, Mul, Sqrt and Div (its definition as a function)",
-     kMvn},
+    {"GlobalLpPool",
+     "ReduceL2 over the spatial axes (p = 2), or LpPool with the whole "
+     "spatial window",
+     kReduceL2},
     {"Softmin", "Softmax of Neg", kNeg},
-    {"Hardmax", "ArgMax (the index of the maximum)", kArgMax},
-    {"Shrink", "Where with comparisons", kWhere},
-    {"Mod", "Floor, Div, Mul and Sub (x - floor(x / y) * y, fmod = 0)",
-     kFloorMod},
     {"Relu6", "Clip with min 0 and max 6", kClip},
 };
 
 /// Ops whose output shape depends on the values of their inputs: dlc
 /// compiles static shapes, so nothing replaces them inside the model.
 const StringRef kDataDependent[] = {
-    "NonZero", "Unique", "NonMaxSuppression", "Compress", "TopK",
+    "NonZero", "Unique", "NonMaxSuppression", "Compress",
     "StringNormalizer", "TfIdfVectorizer", "SequenceConstruct",
-    "SequenceInsert", "SequenceAt", "SequenceEmpty", "SplitToSequence",
+    "SequenceInsert", "SequenceEmpty",
     "ConcatFromSequence", "SequenceLength", "SequenceErase", "Optional",
     "OptionalHasElement", "OptionalGetElement"};
 const StringRef kRandom[] = {"RandomNormal", "RandomUniform",
@@ -81,10 +57,21 @@ std::string dlc::nearestSupportedAlternative(StringRef domain,
                                              StringRef opType) {
   const dlc::onnx_import::OpRegistry &registry =
       dlc::onnx_import::OpRegistry::get();
-  if (!domain.empty() && domain != "ai.onnx")
+  if (!domain.empty() && domain != "ai.onnx") {
+    // Registry keys of other domains' ops are "<domain>.<op>".
+    std::string imported;
+    std::string prefix = domain.str() + ".";
+    for (const dlc::onnx_import::OpMapping *m : registry.entries())
+      if (StringRef(m->opType).starts_with(prefix))
+        imported += (imported.empty() ? "" : ", ") +
+                    StringRef(m->opType).drop_front(prefix.size()).str();
+    if (!imported.empty())
+      return "none: of domain '" + domain.str() + "', dlc imports only " +
+             imported;
     return "none: ops of domain '" + domain.str() +
            "' are not supported; export with the default ai.onnx domain "
            "only (no custom or runtime-specific fused ops)";
+  }
   for (const Alternative &a : kAlternatives) {
     if (a.op != opType)
       continue;

@@ -32,7 +32,8 @@ FailureOr<double> Importer::constScalar(int i, StringRef what) {
   if (!s->constant || s->constant.getNumElements() != 1)
     return nodeError() << what << " (input '" << node->input(i)
                        << "') must be a constant scalar (an initializer, a "
-                          "Constant or a foldable shape computation)";
+                          "Constant or a foldable shape computation)"
+                       << constantInputHint(i);
   Type et = s->constant.getElementType();
   if (isa<FloatType>(et))
     return (*s->constant.getValues<APFloat>().begin()).convertToDouble();

@@ -57,6 +57,10 @@ def main():
         helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc",
                          reduction="add")],
         [vi("x", F, [3, 2])], [vi("y", F, [3, 2])])
+    save(out, "scatter_runtime_mul", scatter[1:] + [
+        helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc",
+                         reduction="mul")],
+        [vi("x", F, [3, 2])], [vi("y", F, [3, 2])])
     save(out, "scatter_oob", [
         const("d", F, [3, 2], [0] * 6), const("i", I64, [1, 1], [3]),
         const("u", F, [1, 2], [1, 2]),

@@ -155,8 +155,8 @@ def build():
     # Errors.
     models["bad_op"] = model(
         "bad_op", [helper.make_node("Relu", ["x"], ["r"], name="r"),
-                   helper.make_node("LpNormalization", ["r"], ["y"], name="lpnorm1")],
-        [vi("x", [2, 3])], [vi("y", [2, 3])])
+                   helper.make_node("GlobalLpPool", ["r"], ["y"], name="lppool1")],
+        [vi("x", [2, 3, 4])], [vi("y", [2, 3, 1])])
     models["bad_opset"] = model(
         "bad_opset", [helper.make_node("Relu", ["x"], ["y"])],
         [vi("x", [2, 3])], [vi("y", [2, 3])], opset=29)
@@ -167,9 +167,10 @@ def build():
         [vi("x", [2, 3], TensorProto.UINT8)], [vi("y", [2, 3], TensorProto.UINT8)])
     models["bad_attr"] = model(
         "bad_attr",
-        [helper.make_node("MaxPool", ["x"], ["y"], name="pool_colmajor", kernel_shape=[2, 2],
-                          storage_order=1)],
-        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 3, 3])])
+        [helper.make_node("RNN", ["x", "w", "r"], ["", "y"], name="rnn_clip",
+                          hidden_size=3, clip=1.0)],
+        [vi("x", [2, 1, 2])], [vi("y", [1, 1, 3])],
+        [f32("w", (1, 3, 2)), f32("r", (1, 3, 3))])
     models["symbolic_hw"] = model(
         "symbolic_hw", [helper.make_node("Relu", ["x"], ["y"])],
         [vi("x", [2, "H"])], [vi("y", [2, "H"])])
@@ -255,8 +256,9 @@ def build():
         [vi("x", [2, 3]), vi("lo", [3])], [vi("y", [2, 3])])
     models["maxpool_indices"] = model(
         "maxpool_indices",
-        [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="mp", kernel_shape=[2, 2])],
-        [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 3, 3]), vi("idx", [1, 1, 3, 3], TensorProto.INT64)])
+        [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="mp", kernel_shape=[2, 2, 2])],
+        [vi("x", [1, 1, 4, 4, 4])],
+        [vi("y", [1, 1, 3, 3, 3]), vi("idx", [1, 1, 3, 3, 3], TensorProto.INT64)])
     models["matmul_batched"] = model(
         "matmul_batched", [helper.make_node("MatMul", ["x", "w"], ["y"], name="bmm")],
         [vi("x", [2, 3, 4])], [vi("y", [2, 3, 5])], [f32("w", (3, 4, 5))])

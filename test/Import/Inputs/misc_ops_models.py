@@ -47,6 +47,10 @@ def main():
         const("sc", F, [4], [1, 1, 2, 2]),
         helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="cubic")],
         [x], [y([2, 3, 8, 10])])
+    save(out, "resize_bad_mode", [
+        const("sc", F, [4], [1, 1, 2, 2]),
+        helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="bicubic")],
+        [x], [y([2, 3, 8, 10])])
     save(out, "resize_runtime_scales", [
         helper.make_node("Resize", ["x", "", "sc"], ["y"])],
         [x, helper.make_tensor_value_info("sc", F, [4])], [y([2, 3, 8, 10])])

@@ -22,7 +22,7 @@ its inputs, compiles it with dlc, runs it with `dlrt run` and prints "ok
 opset18 <n> outputs" when every output equals its reference, else
 "MISMATCH ...". --break perturbs one reference (a self-test).
 --write-unmapped only writes OUT_DIR/unmapped_version.onnx (SpaceToDepth at
-opset 28, a version the importer does not map).
+opset 28, a version the importer once did not map).
 """
 import os
 import sys

@@ -10,7 +10,9 @@ out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
 y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-g = helper.make_graph([helper.make_node("LpNormalization", ["x"], ["y"], name="lpnorm1")], "g", [x], [y])
+x3 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+y3 = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 1])
+g = helper.make_graph([helper.make_node("GlobalLpPool", ["x"], ["y"], name="lppool1")], "g", [x3], [y3])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           os.path.join(out, "unsupported.onnx"))
 # HardSwish exists only from opset 14, so no opset-9 definition is mapped
@@ -19,19 +21,19 @@ g = helper.make_graph([helper.make_node("HardSwish", ["x"], ["y"], name="r")], "
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]),
           os.path.join(out, "opset9.onnx"))
 
-# For --check: supported ops, an op with a listed alternative (LpNormalization), an op
+# For --check: supported ops, an op with a listed alternative (GlobalLpPool), an op
 # of another domain, an op with data-dependent output shape (NonZero), and a
 # supported op with an unsupported attribute value (Gemm with broadcast).
-z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
+z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3, 4])
 nodes = [
     helper.make_node("Relu", ["x"], ["r1"], name="relu1"),
     helper.make_node("Relu", ["r1"], ["r2"]),
-    helper.make_node("LpNormalization", ["r2"], ["c"], name="lpnorm1"),
+    helper.make_node("GlobalLpPool", ["r2"], ["c"], name="lppool1"),
     helper.make_node("FusedGelu", ["c"], ["f"], name="fg", domain="com.example"),
     helper.make_node("NonZero", ["f"], ["nz"], name="nz1"),
     helper.make_node("Add", ["r2", "r2"], ["z"], name="add1"),
 ]
-g = helper.make_graph(nodes, "g", [x], [z])
+g = helper.make_graph(nodes, "g", [x3], [z])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                               helper.make_opsetid("com.example", 1)]),
           os.path.join(out, "check_mixed.onnx"))
@@ -52,7 +54,7 @@ nodes = [
     helper.make_node("Constant", [], ["u"], value=helper.make_tensor(
         "u", TensorProto.FLOAT, [1, 3], [1, 2, 3])),
     helper.make_node("ScatterND", ["x", "i", "u"], ["s"], name="scatter",
-                     reduction="add"),
+                     reduction="mul"),
     helper.make_node("Neg", ["s"], ["z"], name="after"),
     helper.make_node("Relu", ["xi"], ["w"], name="int_relu"),
     helper.make_node("Relu", ["x"], ["v"], name="ok"),
