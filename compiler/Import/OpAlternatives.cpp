@@ -61,10 +61,14 @@ std::string dlc::nearestSupportedAlternative(StringRef domain,
     // Registry keys of other domains' ops are "<domain>.<op>".
     std::string imported;
     std::string prefix = domain.str() + ".";
-    for (const dlc::onnx_import::OpMapping *m : registry.entries())
-      if (StringRef(m->opType).starts_with(prefix))
+    for (const dlc::onnx_import::OpMapping *m : registry.entries()) {
+      StringRef key = m->opType;
+      // "ai.onnx.preview.training.Adam" is not an op of "ai.onnx.preview".
+      if (key.starts_with(prefix) &&
+          !key.drop_front(prefix.size()).contains('.'))
         imported += (imported.empty() ? "" : ", ") +
-                    StringRef(m->opType).drop_front(prefix.size()).str();
+                    key.drop_front(prefix.size()).str();
+    }
     if (!imported.empty())
       return "none: of domain '" + domain.str() + "', dlc imports only " +
              imported;
