@@ -16,6 +16,7 @@
 #define DLC_COMPILER_IMPORT_IMPORTER_H
 
 #include "compiler/Import/ONNXImporter.h"
+#include "dialects/Graph/GraphOps.h"
 #include "dialects/Semantics/Broadcast.h"
 #include "dialects/Semantics/ResizeCoordinates.h"
 
@@ -875,6 +876,24 @@ private:
   llvm::StringMap<const OpMapping *> byType;
   std::vector<const OpMapping *> sorted;
 };
+
+/// |v| reshaped to |shape| (same element count) with dlgraph.reshape; |v|
+/// itself when it already has that shape. Used by Attention.cpp and
+/// Recurrent.cpp.
+inline mlir::Value reshaped(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value v, llvm::ArrayRef<int64_t> shape) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  return dlc::graph::ReshapeOp::create(b, loc, t.clone(shape), v);
+}
+
+/// |v| transposed by |perm| (dlgraph.transpose).
+inline mlir::Value permute(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value v, llvm::ArrayRef<int64_t> perm) {
+  return dlc::graph::TransposeOp::create(b, loc, v,
+                                         b.getDenseI64ArrayAttr(perm));
+}
 
 // Used by several families (pools, reductions, losses, normalizations).
 template <typename OpTy>

@@ -17,19 +17,6 @@ using namespace mlir;
 using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
 
-static Value reshaped(OpBuilder &b, Location loc, Value v,
-                      ArrayRef<int64_t> shape) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getShape() == shape)
-    return v;
-  return gr::ReshapeOp::create(b, loc, t.clone(shape), v);
-}
-
-static Value permute(OpBuilder &b, Location loc, Value v,
-                     ArrayRef<int64_t> perm) {
-  return gr::TransposeOp::create(b, loc, v, b.getDenseI64ArrayAttr(perm));
-}
-
 /// v[..., start : start + count, ...] along |axis|.
 static Value sliceAxis(OpBuilder &b, Location loc, Value v, int64_t axis,
                        int64_t start, int64_t count) {

@@ -21,8 +21,31 @@ LogicalResult opError(std::optional<Location> loc, Args &&...args) {
 
 } // namespace
 
+/// The result type of a scan (cumsum, cumprod): the input's.
+template <typename OpT>
+static LogicalResult inferScanType(std::optional<Location> loc,
+                                   typename OpT::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!in)
+    return opError<OpT>(loc, "expects a ranked tensor input");
+  inferred.push_back(in);
+  return success();
+}
+
+/// A scan's axis lies in [0, rank) of an input of rank >= 1.
+template <typename OpT> static LogicalResult verifyScanAxis(OpT op) {
+  int64_t rank = op.getInput().getType().getRank(), axis = op.getAxis();
+  if (rank == 0)
+    return op.emitOpError() << "expects an input of rank >= 1";
+  if (axis < 0 || axis >= rank)
+    return op.emitOpError() << "axis " << axis << " is out of range [0, "
+                            << rank - 1 << "] for an input of rank " << rank;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
-// CumSum
+// CumSum and CumProd
 //===----------------------------------------------------------------------===//
 
 LogicalResult
@@ -30,50 +53,22 @@ CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                            ValueRange operands, DictionaryAttr attributes,
                            OpaqueProperties properties, RegionRange regions,
                            SmallVectorImpl<Type> &inferred) {
-  Adaptor adaptor(operands, attributes, properties, regions);
-  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!in)
-    return opError<CumSumOp>(loc, "expects a ranked tensor input");
-  inferred.push_back(in);
-  return success();
+  return inferScanType<CumSumOp>(
+      loc, Adaptor(operands, attributes, properties, regions), inferred);
 }
 
-LogicalResult CumSumOp::verify() {
-  int64_t rank = getInput().getType().getRank(), axis = getAxis();
-  if (rank == 0)
-    return emitOpError() << "expects an input of rank >= 1";
-  if (axis < 0 || axis >= rank)
-    return emitOpError() << "axis " << axis << " is out of range [0, "
-                         << rank - 1 << "] for an input of rank " << rank;
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// CumProd (the same rules as CumSum)
-//===----------------------------------------------------------------------===//
+LogicalResult CumSumOp::verify() { return verifyScanAxis(*this); }
 
 LogicalResult
 CumProdOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                           ValueRange operands, DictionaryAttr attributes,
-                           OpaqueProperties properties, RegionRange regions,
-                           SmallVectorImpl<Type> &inferred) {
-  Adaptor adaptor(operands, attributes, properties, regions);
-  auto in = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!in)
-    return opError<CumProdOp>(loc, "expects a ranked tensor input");
-  inferred.push_back(in);
-  return success();
+                            ValueRange operands, DictionaryAttr attributes,
+                            OpaqueProperties properties, RegionRange regions,
+                            SmallVectorImpl<Type> &inferred) {
+  return inferScanType<CumProdOp>(
+      loc, Adaptor(operands, attributes, properties, regions), inferred);
 }
 
-LogicalResult CumProdOp::verify() {
-  int64_t rank = getInput().getType().getRank(), axis = getAxis();
-  if (rank == 0)
-    return emitOpError() << "expects an input of rank >= 1";
-  if (axis < 0 || axis >= rank)
-    return emitOpError() << "axis " << axis << " is out of range [0, "
-                         << rank - 1 << "] for an input of rank " << rank;
-  return success();
-}
+LogicalResult CumProdOp::verify() { return verifyScanAxis(*this); }
 
 //===----------------------------------------------------------------------===//
 // OneHot

@@ -28,6 +28,9 @@ const llvm::StringSet<> kNotInferred = {
     "dlgraph.reshape",
     "dlgraph.broadcast_to",
     "dlgraph.cast",
+    // The target element type (f32 <-> i32, f64 <-> i64) only the result
+    // type holds, like cast.
+    "dlgraph.bitcast",
     "dlgraph.resize",
     "dlgraph.slice",
     "dlgraph.pad",
