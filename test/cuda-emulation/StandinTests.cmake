@@ -86,16 +86,15 @@ endif()
 
 # Self-tests of the stand-in (issue 9): copies of the CUDA device with one
 # planted bug each, run against the stand-in, must fail the device test
-# that covers the call. Each mutation must match the source exactly once;
-# when CudaDevice.cpp changes, update the pattern here.
+# that covers the call. Each mutation must match its source file (in
+# runtime/cuda) exactly once; when that file changes, update the pattern here.
 if(DEFINED DLRT_CUDA_SOURCES)
-  file(READ ${DLC_SOURCE_DIR}/runtime/cuda/CudaDevice.cpp _dlrt_cuda_device)
-  # name | code to replace | replacement | test filter | what must appear
+  # name | file | code to replace | replacement | test filter | what must appear
   set(_mutants
-    "gemm-ld|mm.type, mm.rowsA,
+    "gemm-ld|CudaBlasLt.cpp|mm.type, mm.rowsA,
                                                  mm.colsA, int64_t(mm.rowsA))|mm.type, mm.rowsA,
                                                  mm.colsA, int64_t(mm.rowsA + 1))|CudaGpuTest.Gemm*|FAILED +. CudaGpuTest.Gemm"
-    "conv-x-descriptor|type, int(p.n), int(p.c),
+    "conv-x-descriptor|CudaDnn.cpp|type, int(p.n), int(p.c),
                                                    int(p.h), int(p.w)),
                     \"cudnnSetTensor4dDescriptor(x)\"|type, int(p.n), int(p.c),
                                                    int(p.w), int(p.h)),
@@ -103,25 +102,27 @@ if(DEFINED DLRT_CUDA_SOURCES)
   foreach(_m IN LISTS _mutants)
     string(REPLACE "|" ";" _parts "${_m}")
     list(GET _parts 0 _name)
-    list(GET _parts 1 _from)
-    list(GET _parts 2 _to)
-    list(GET _parts 3 _filter)
-    list(GET _parts 4 _expect)
-    string(FIND "${_dlrt_cuda_device}" "${_from}" _at)
+    list(GET _parts 1 _file)
+    list(GET _parts 2 _from)
+    list(GET _parts 3 _to)
+    list(GET _parts 4 _filter)
+    list(GET _parts 5 _expect)
+    file(READ ${DLC_SOURCE_DIR}/runtime/cuda/${_file} _source)
+    string(FIND "${_source}" "${_from}" _at)
     if(_at EQUAL -1)
-      message(FATAL_ERROR "StandinTests.cmake: the mutation '${_name}' no longer matches runtime/cuda/CudaDevice.cpp; update its pattern")
+      message(FATAL_ERROR "StandinTests.cmake: the mutation '${_name}' no longer matches runtime/cuda/${_file}; update its pattern")
     endif()
-    string(REPLACE "${_from}" "${_to}" _mutated "${_dlrt_cuda_device}")
+    string(REPLACE "${_from}" "${_to}" _mutated "${_source}")
     set(_dir ${CMAKE_CURRENT_BINARY_DIR}/mutants/${_name})
     # Written only when it changes: tools/setup.sh configures on every run,
     # and a new time stamp would rebuild both mutants each time.
-    file(WRITE ${_dir}/CudaDevice.cpp.new "${_mutated}")
-    file(COPY_FILE ${_dir}/CudaDevice.cpp.new ${_dir}/CudaDevice.cpp
+    file(WRITE ${_dir}/${_file}.new "${_mutated}")
+    file(COPY_FILE ${_dir}/${_file}.new ${_dir}/${_file}
          ONLY_IF_DIFFERENT)
     set(_sources ${DLRT_CUDA_SOURCES})
-    list(FILTER _sources EXCLUDE REGEX "CudaDevice\\.cpp$")
+    list(REMOVE_ITEM _sources ${DLC_SOURCE_DIR}/runtime/cuda/${_file})
     add_executable(dlrt-cuda-tests-mutant-${_name}
-      ${DLC_SOURCE_DIR}/test/cuda/CudaDeviceTest.cpp ${_dir}/CudaDevice.cpp ${_sources})
+      ${DLC_SOURCE_DIR}/test/cuda/CudaDeviceTest.cpp ${_dir}/${_file} ${_sources})
     target_include_directories(dlrt-cuda-tests-mutant-${_name} PRIVATE
       ${DLC_SOURCE_DIR}/runtime/cuda ${DLC_SOURCE_DIR}/runtime/src
       ${DLC_SOURCE_DIR}/runtime/include)
