@@ -187,6 +187,8 @@ private:
   /// loss of the global batch.
   Status runPipelineStep();
   struct PipelineState;
+  /// Runs the schedule's actions of one pipeline step (Pipeline.cpp).
+  class PipelineStepRunner;
   std::shared_ptr<PipelineState> pipeline_; // shared_ptr: an incomplete type here
   /// On a context of several ranks, makes every checkpointed buffer
   /// (parameters, optimizer state, running statistics, step counters) rank
