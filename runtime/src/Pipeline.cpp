@@ -125,14 +125,15 @@ private:
     }
   };
   using Slot = std::map<std::string, DeviceBuffer>;
-  using Outputs = std::vector<std::pair<const NamedBufferInfo *, DeviceBuffer *>>;
+  using Outputs =
+      std::vector<std::pair<const NamedBufferInfo *, DeviceBuffer *>>;
   /// Forward values from earlier stages, kept in |slot| when the backward
   /// |bwd| reads them too.
   Status receiveForwardValues(int32_t s, int64_t m, const FunctionInfo *bwd,
                               Slot &slot);
   /// Binds or copies every input of |fn| for micro-batch |m|.
-  Status bindInputs(const FunctionInfo *fn, int64_t m, bool forward,
-                    Slot &slot, Binding &binding);
+  Status bindInputs(const FunctionInfo *fn, int64_t m, bool forward, Slot &slot,
+                    Binding &binding);
   /// The buffers the outputs of |fn| go to, bound where they can be.
   Status prepareOutputs(const FunctionInfo *fn, int64_t m, bool forward,
                         Slot &slot, Binding &binding, Outputs *outputs);
@@ -199,8 +200,9 @@ private:
   int64_t inFlight = 0, stashPeak = 0, slotBytes = 0;
 };
 
-Status Session::PipelineStepRunner::createState(
-    Session &session, std::shared_ptr<PipelineState> *out) {
+Status
+Session::PipelineStepRunner::createState(Session &session,
+                                         std::shared_ptr<PipelineState> *out) {
   const Package &pkg = session.model_->package();
   const PipelineInfo &info = pkg.pipeline;
   Context &context = session.model_->context();
@@ -282,9 +284,10 @@ Status Session::PipelineStepRunner::createState(
   return Status::OK();
 }
 
-Status Session::PipelineStepRunner::bufferOf(
-    std::map<std::string, DeviceBuffer> &map, const std::string &name,
-    int64_t bytes, DeviceBuffer **out) {
+Status
+Session::PipelineStepRunner::bufferOf(std::map<std::string, DeviceBuffer> &map,
+                                      const std::string &name, int64_t bytes,
+                                      DeviceBuffer **out) {
   DeviceBuffer &b = map[name];
   if (!b.data) {
     if (Status st = device_.allocate(static_cast<size_t>(bytes), &b); !st.ok())
@@ -331,8 +334,7 @@ Session::PipelineStepRunner::incoming(bool gradients, int32_t s) const {
   return list;
 }
 
-Status Session::PipelineStepRunner::post(bool gradients, int32_t s,
-                                         int64_t m) {
+Status Session::PipelineStepRunner::post(bool gradients, int32_t s, int64_t m) {
   if (m >= M || !postedBatches[gradients].insert(m).second)
     return Status::OK();
   const PipelineInfo::Stage &stage = info.stages[static_cast<size_t>(s)];
@@ -343,8 +345,8 @@ Status Session::PipelineStepRunner::post(bool gradients, int32_t s,
     if (!nb)
       nb = findIn(pkg.function(stage.backward)->inputs, t->name);
     DeviceBuffer *b;
-    if (Status st = bufferOf(p.received[gradients][m % 2], t->name,
-                             bytesOf(*nb), &b);
+    if (Status st =
+            bufferOf(p.received[gradients][m % 2], t->name, bytesOf(*nb), &b);
         !st.ok())
       return st;
     comm::DataType type;
@@ -363,10 +365,9 @@ Status Session::PipelineStepRunner::received(bool gradients, int64_t m,
                                              void **data) {
   auto it = posted[gradients].find({m, name});
   if (it == posted[gradients].end())
-    return Status::error(DLRT_INTERNAL, "pipeline: '" + name +
-                                            "' of micro-batch " +
-                                            std::to_string(m) +
-                                            " was not received");
+    return Status::error(DLRT_INTERNAL,
+                         "pipeline: '" + name + "' of micro-batch " +
+                             std::to_string(m) + " was not received");
   const int64_t begin = trace_.enabled() ? Trace::now() : 0;
   Status st = it->second.work->wait();
   if (trace_.enabled())
@@ -430,15 +431,14 @@ Status Session::PipelineStepRunner::bindInputs(const FunctionInfo *fn,
     } else if (auto it = slot.find(in.name); it != slot.end()) {
       src = it->second.data;
     } else {
-      return Status::error(DLRT_INTERNAL,
-                           "pipeline: '" + in.name + "' of '" + fn->name +
-                               "' is not in micro-batch " + std::to_string(m) +
-                               "'s stash");
+      return Status::error(DLRT_INTERNAL, "pipeline: '" + in.name + "' of '" +
+                                              fn->name +
+                                              "' is not in micro-batch " +
+                                              std::to_string(m) + "'s stash");
     }
     if (bindable.count(in.buffer))
       binding.bind(in.buffer, src);
-    else if (Status st =
-                 device_.copyOnDevice(pointers_[in.buffer], src, bytes);
+    else if (Status st = device_.copyOnDevice(pointers_[in.buffer], src, bytes);
              !st.ok())
       return st;
   }
@@ -447,17 +447,16 @@ Status Session::PipelineStepRunner::bindInputs(const FunctionInfo *fn,
 
 Status Session::PipelineStepRunner::prepareOutputs(const FunctionInfo *fn,
                                                    int64_t m, bool forward,
-                                                   Slot &slot,
-                                                   Binding &binding,
+                                                   Slot &slot, Binding &binding,
                                                    Outputs *outputs) {
   const std::set<uint32_t> &bindable = p.bindable.at(fn->name);
   for (const NamedBufferInfo &out : fn->outputs) {
     if (out.name == pkg.lossOutput)
       continue;
     DeviceBuffer *b = nullptr;
-    Status st = forward || p.local
-                    ? bufferOf(slot, out.name, bytesOf(out), &b)
-                    : bufferOf(p.gradientOut[m % 2], out.name, bytesOf(out), &b);
+    Status st = forward || p.local ? bufferOf(slot, out.name, bytesOf(out), &b)
+                                   : bufferOf(p.gradientOut[m % 2], out.name,
+                                              bytesOf(out), &b);
     if (!st.ok())
       return st;
     if (Status st = waitSendsFrom(b->data); !st.ok())
@@ -480,8 +479,8 @@ Status Session::PipelineStepRunner::compute(const FunctionInfo *fn, int64_t m,
                 Trace::now(), Trace::Compute, -1});
   if (const NamedBufferInfo *lossOut = findIn(fn->outputs, pkg.lossOutput)) {
     float loss = 0;
-    if (Status st = device_.copyToHost(&loss, pointers_[lossOut->buffer],
-                                       sizeof loss);
+    if (Status st =
+            device_.copyToHost(&loss, pointers_[lossOut->buffer], sizeof loss);
         !st.ok())
       return st;
     lossSum += loss;
@@ -602,10 +601,10 @@ Status Session::PipelineStepRunner::allReduceGradients(
       return Status::error(DLRT_INTERNAL,
                            "pipeline: no accumulator '" + name + "'");
     const BufferInfo &b = pkg.buffers[static_cast<size_t>(idx)];
-    works.push_back(p.replicaGroup->allReduce(
-        pointers_[static_cast<size_t>(idx)],
-        static_cast<size_t>(b.sizeBytes / 4), comm::DataType::F32,
-        comm::ReduceOp::Avg));
+    works.push_back(
+        p.replicaGroup->allReduce(pointers_[static_cast<size_t>(idx)],
+                                  static_cast<size_t>(b.sizeBytes / 4),
+                                  comm::DataType::F32, comm::ReduceOp::Avg));
   }
   for (auto &w : works)
     if (Status st = w->wait(); !st.ok())
@@ -621,8 +620,7 @@ Status Session::PipelineStepRunner::update(int32_t s) {
   const int64_t begin = trace_.enabled() ? Trace::now() : 0;
   Status st = session.execute(*pkg.function(stage.update));
   if (trace_.enabled())
-    trace_.add(
-        {"update", "pipeline", begin, Trace::now(), Trace::Compute, -1});
+    trace_.add({"update", "pipeline", begin, Trace::now(), Trace::Compute, -1});
   return st;
 }
 
@@ -657,8 +655,7 @@ Status Session::PipelineStepRunner::globalLoss(double *loss) {
           world->allGather(in.data, out.data, 1, comm::DataType::I64)->wait();
       !st.ok())
     return st;
-  if (Status st =
-          device_.copyToHost(all.data(), out.data, sizeof(double) * W);
+  if (Status st = device_.copyToHost(all.data(), out.data, sizeof(double) * W);
       !st.ok())
     return st;
   double sum = 0;
@@ -673,8 +670,8 @@ Status Session::PipelineStepRunner::run() {
     return st;
   p.peakStashBytes = std::max(p.peakStashBytes, stashPeak);
   if (trace_.enabled())
-    trace_.add({"activations in flight (peak)", "pipeline_memory",
-                Trace::now(), Trace::now(), Trace::Compute, stashPeak});
+    trace_.add({"activations in flight (peak)", "pipeline_memory", Trace::now(),
+                Trace::now(), Trace::Compute, stashPeak});
   for (auto &w : sends)
     if (Status st = w.second->wait(); !st.ok())
       return st;

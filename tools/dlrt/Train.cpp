@@ -426,29 +426,135 @@ bool metaNumber(const nlohmann::json &meta, const char *key,
   out = std::stoull(s);
   return true;
 }
-} // namespace
 
-int runTrain(const TrainOptions &o) {
+/// `dlrt train`'s run: the package and its sharding (setUp), the data and
+/// the session (bindData, createStepSession), a resumed position
+/// (resumeFromCheckpoint), the epochs of training steps (runEpoch,
+/// trainStep), evaluation and the checkpoints and reports at the end
+/// (finish). Members are declared in the order the run creates them, so
+/// they are destroyed in the reverse order (the log first, the context
+/// last).
+class Trainer {
+public:
+  explicit Trainer(const TrainOptions &o) : o(o) {}
+  int run();
+
+private:
+  /// The checks of the options, the context, the model and its batch size,
+  /// and this rank's data shard (DistributedSampler's).
+  void setUp();
+  /// Binds the data to train_step's inputs; the global batch, the steps of
+  /// an epoch and --eval-data.
+  void bindData();
+  /// The session and what a step reports: the loss, the loss-scaling and
+  /// scalar outputs, the gradients of --save-gradients.
+  void createStepSession();
+  /// --resume: the checkpoint's state, step, seed and place in its epoch.
+  void resumeFromCheckpoint();
+  /// The epochs the run ends in and the --log-jsonl file.
+  void openLog();
+  /// At the end already: the evaluation and memory report only.
+  void finishWithoutSteps();
+  /// One epoch, from the current position to its end or the last step.
+  void runEpoch();
+  /// Feeds this rank's shard of the next global batch and runs train_step.
+  void trainStep(const std::vector<int64_t> &order);
+  /// After the second step: whether it replays a CUDA graph, and the gemm
+  /// epilogue fallbacks.
+  void reportCudaGraph();
+  /// The step's loss and scalar outputs, averaged over the ranks.
+  std::vector<double> readStepOutputs();
+  /// The loss scale a step used and whether it skipped the update; says
+  /// when the scale changes.
+  void reportLossScale(double *scaleUsed, bool *skipped);
+  /// The step's --log-jsonl line.
+  void logStep(const std::vector<double> &averaged, double scaleUsed,
+               bool skipped);
+  /// The epoch's summary, the test split, the checkpoint.
+  void endEpoch(int64_t epoch, int64_t epochSteps, double epochLoss,
+                Clock::time_point epochStart);
+  /// --eval-data: evaluates the weights as they are now; prints and logs
+  /// the result. Every rank calls it at the same step. Returns the time it
+  /// took, which the throughput figures leave out.
+  Clock::duration runEvaluation();
+  /// The last evaluation and checkpoint, the memory report, the trace.
+  void finish();
+
+  /// --steps counts global steps; --epochs counts epochs from the first.
+  bool done(const Position &p) const {
+    return o.steps > 0 ? p.step >= o.steps : p.epoch >= o.epochs;
+  }
+  /// An epoch ends when the next global batch does not fit.
+  void normalize(Position &p) const {
+    if (p.sample + globalBatch > d.samples) {
+      ++p.epoch;
+      p.sample = 0;
+    }
+  }
+
+  const TrainOptions &o;
+  ContextPtr context;
+  int32_t rank = 0, worldSize = 1;
+  bool lead = true;
+  ModelPtr model;
+  int64_t batch = 0;
+  int32_t stages = 0;
+  int32_t dataRank = 0, dataWorld = 1;
+  TrainData d;
+  int64_t globalBatch = 0;
+  int64_t stepsPerEpoch = 0;
+  std::optional<EvalSet> evalSet;
+  std::vector<dlrt_tensor_info_t> outputs;
+  std::string lossName;
+  int lossIndex = -1;
+  dlrt_tensor_info_t lossInfo;
+  SessionPtr session;
+  int64_t sessionRuns = 0; // reports how the step runs after the second
+  std::string tracePath;
+  LossScaleOutputs lossScale;
+  std::vector<ScalarOutput> scalars;
+  int lrIndex = -1; // in scalars
+  std::vector<GradientOutput> grads;
+  Position at;
+  uint64_t seed = 0;
+  int64_t totalEpochs = 0;
+  FILE *log = nullptr;
+  struct LogCloser {
+    FILE *&f;
+    ~LogCloser() {
+      if (f)
+        std::fclose(f);
+    }
+  } logCloser{log};
+  int64_t evaluatedAt = -1;
+  bool testSplit = false;
+  std::vector<int64_t> identity;
+  std::vector<int64_t> shard;
+  bool warnedNonFinite = false;
+  bool savedAtEnd = false;
+};
+
+void Trainer::setUp() {
   if (o.dataFile.empty() == o.dataset.empty())
     fail("train needs exactly one of --data FILE.npz or --dataset "
          "fashion-mnist[:DIR]");
   if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
     fail("--steps, --epochs, --log-every and --batch-size must be positive");
 
-  ContextPtr context = openDistributedContext(
-      o.device, /*announce=*/!o.quiet, commTimeoutSeconds(o.commTimeout));
-  int32_t rank = 0, worldSize = 1;
+  context = openDistributedContext(o.device, /*announce=*/!o.quiet,
+                                   commTimeoutSeconds(o.commTimeout));
   contextRank(context.get(), &rank, &worldSize);
   // Ranks other than 0 print nothing but errors, and only rank 0 writes.
-  const bool lead = rank == 0;
+  lead = rank == 0;
   gQuiet = o.quiet || !lead;
   if (!o.memoryReport.empty() && lead)
     checkReportPath(o.memoryReport);
-  ModelPtr model = loadModel(context.get(), o.package);
+  model = loadModel(context.get(), o.package);
   if (!dlrt_model_has_function(model.get(), "train_step"))
-    fail("'" + o.package + "' is not a training package (it has no "
+    fail("'" + o.package +
+         "' is not a training package (it has no "
          "train_step function; compile it with dlc --train)");
-  int64_t batch = dlrt_model_batch_size(model.get());
+  batch = dlrt_model_batch_size(model.get());
   if (batch < 1)
     fail("'" + o.package + "' does not record its training batch size");
   if (o.batchSize != 0 && o.batchSize != batch)
@@ -460,8 +566,9 @@ int runTrain(const TrainOptions &o) {
   // A pipeline package (docs/pipeline.md) on S x D ranks: the D replicas of
   // every stage share the data as D data-parallel ranks would; the S stages
   // of a replica read the same samples.
-  const int32_t stages = dlrt_model_pipeline_stages(model.get());
-  int32_t dataRank = rank, dataWorld = worldSize;
+  stages = dlrt_model_pipeline_stages(model.get());
+  dataRank = rank;
+  dataWorld = worldSize;
   if (stages > 0 && worldSize > 1) {
     if (worldSize % stages != 0)
       fail("'" + o.package + "' is a pipeline of " + std::to_string(stages) +
@@ -471,8 +578,9 @@ int runTrain(const TrainOptions &o) {
     dataWorld = worldSize / stages;
     dataRank = rank % dataWorld;
   }
+}
 
-  TrainData d;
+void Trainer::bindData() {
   if (!o.dataFile.empty())
     bindNpz(o, model.get(), batch, d);
   else
@@ -480,16 +588,15 @@ int runTrain(const TrainOptions &o) {
   // Sharding as torch.utils.data.DistributedSampler (without padding): every
   // rank computes the same order; global batch k is positions
   // [k*B*W, (k+1)*B*W) of it, of which rank r takes k*B*W + r, + r + W, ...
-  const int64_t globalBatch = batch * dataWorld;
+  globalBatch = batch * dataWorld;
   if (d.samples < globalBatch)
     fail(d.what + " has " + std::to_string(d.samples) +
          " samples, fewer than one " +
          (dataWorld > 1 ? "global batch of " + std::to_string(batch) + " x " +
                               std::to_string(dataWorld) + " ranks"
                         : "batch of " + std::to_string(batch)));
-  const int64_t stepsPerEpoch = d.samples / globalBatch;
+  stepsPerEpoch = d.samples / globalBatch;
   // --eval-data: every rank reads the file (all take part in evaluating).
-  std::optional<EvalSet> evalSet;
   if (!o.evalData.empty()) {
     const dlrt_tensor_info_t *trainLabels = nullptr;
     for (const Binding &b : d.bindings)
@@ -498,40 +605,36 @@ int runTrain(const TrainOptions &o) {
     evalSet.emplace(
         loadEvalSet(model.get(), o.package, trainLabels, o.evalData));
   }
+}
 
-  std::vector<dlrt_tensor_info_t> outputs = outputInfos(model.get(),
-                                                        "train_step");
-  std::string lossName = dlrt_model_loss_output(model.get());
-  int lossIndex = findInfo(outputs, lossName);
+void Trainer::createStepSession() {
+  outputs = outputInfos(model.get(), "train_step");
+  lossName = dlrt_model_loss_output(model.get());
+  lossIndex = findInfo(outputs, lossName);
   if (lossIndex < 0)
     fail("'" + o.package + "': loss output '" + lossName +
          "' is not an output of train_step");
-  const dlrt_tensor_info_t lossInfo = outputs[lossIndex];
+  lossInfo = outputs[lossIndex];
 
   // Every rank creates its session (which broadcasts rank 0's state).
-  SessionPtr session = createSession(model.get());
+  session = createSession(model.get());
   if (o.noCudaGraph)
     check(dlrt_session_set_graphs(session.get(), 0));
-  int64_t sessionRuns = 0; // reports how the step runs after the second
 
-  std::string tracePath;
   if (!o.trace.empty()) {
     tracePath = rankFileName(o.trace, rank, worldSize);
     check(dlrt_session_set_trace(session.get(), 1));
   }
-  const LossScaleOutputs lossScale =
-      findLossScaleOutputs(session.get(), outputs);
-  const std::vector<ScalarOutput> scalars =
-      scalarOutputs(outputs, lossIndex, lossScale, lead);
-  int lrIndex = -1; // in scalars
+  lossScale = findLossScaleOutputs(session.get(), outputs);
+  scalars = scalarOutputs(outputs, lossIndex, lossScale, lead);
   for (size_t i = 0; i < scalars.size(); ++i)
     if (std::string(scalars[i].info.name) == "lr")
       lrIndex = static_cast<int>(i);
-  std::vector<GradientOutput> grads;
   if (!o.saveGradients.empty()) {
     grads = gradientOutputs(session.get(), outputs);
     if (grads.empty())
-      fail("--save-gradients: '" + o.package + "' has no gradient outputs "
+      fail("--save-gradients: '" + o.package +
+           "' has no gradient outputs "
            "(compile it with dlc --train --expose-gradients)");
     if (!lead)
       grads.clear(); // the gradients are averaged: rank 0 writes them
@@ -542,348 +645,340 @@ int runTrain(const TrainOptions &o) {
       fail("--save-gradients: cannot create '" + o.saveGradients +
            "': " + ec.message());
   }
-  Position at;
-  uint64_t seed = o.seed;
-  if (!o.resume.empty()) {
-    // Every rank reads the checkpoint (across nodes it must be on a shared
-    // file system); its state is the same on every rank.
-    char *metaText = nullptr;
-    check(dlrt_session_load_checkpoint(session.get(), o.resume.c_str(),
-                                       &metaText));
-    std::string text = metaText ? metaText : "";
-    dlrt_string_free(metaText);
-    nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
-    uint64_t value;
-    if (!metaNumber(meta, "step", o.resume, value))
-      fail(o.resume + ": checkpoint has no 'step' metadata (not written by "
-                      "dlrt train?)");
-    at.step = static_cast<int64_t>(value);
-    if (metaNumber(meta, "seed", o.resume, value)) {
-      if (!o.seedGiven)
-        seed = value;
-      else if (value != o.seed && lead)
-        std::fprintf(stderr, "dlrt: note: checkpoint was trained with --seed "
-                             "%llu; continuing with --seed %llu\n",
-                     static_cast<unsigned long long>(value),
-                     static_cast<unsigned long long>(o.seed));
-    }
-    uint64_t epoch, sample, savedSteps;
-    if (metaNumber(meta, "epoch", o.resume, epoch) &&
-        metaNumber(meta, "epoch_position", o.resume, sample)) {
-      // The position is in samples, so it carries over to another number
-      // of ranks (another global batch).
-      at.epoch = static_cast<int64_t>(epoch);
-      at.sample = static_cast<int64_t>(sample);
-      if (metaNumber(meta, "global_batch", o.resume, value) &&
-          static_cast<int64_t>(value) != globalBatch && lead)
-        std::fprintf(stderr,
-                     "dlrt: note: checkpoint was trained with a global batch "
-                     "of %llu, this run's is %lld (%d rank(s) x %lld); "
-                     "continuing from sample %lld of epoch %lld\n",
-                     static_cast<unsigned long long>(value),
-                     static_cast<long long>(globalBatch), worldSize,
-                     static_cast<long long>(batch),
-                     static_cast<long long>(at.sample),
-                     static_cast<long long>(at.epoch + 1));
-    } else {
-      // Checkpoints of one process from before epoch_position existed.
-      int64_t spe = stepsPerEpoch;
-      if (metaNumber(meta, "steps_per_epoch", o.resume, savedSteps) &&
-          savedSteps > 0) {
-        if (static_cast<int64_t>(savedSteps) != stepsPerEpoch && lead)
-          std::fprintf(stderr,
-                       "dlrt: note: checkpoint had %llu steps per epoch, "
-                       "this data gives %lld; the data order differs\n",
-                       static_cast<unsigned long long>(savedSteps),
-                       static_cast<long long>(stepsPerEpoch));
-        spe = static_cast<int64_t>(savedSteps);
-      }
-      at.epoch = at.step / spe;
-      at.sample = at.step % spe * batch;
-    }
-    say("resumed from %s at step %lld\n", o.resume.c_str(),
-        static_cast<long long>(at.step));
-  }
+}
 
-  // --steps counts global steps; --epochs counts epochs from the first.
-  auto done = [&](const Position &p) {
-    return o.steps > 0 ? p.step >= o.steps : p.epoch >= o.epochs;
-  };
-  // An epoch ends when the next global batch does not fit.
-  auto normalize = [&](Position &p) {
-    if (p.sample + globalBatch > d.samples) {
-      ++p.epoch;
-      p.sample = 0;
+void Trainer::resumeFromCheckpoint() {
+  // Every rank reads the checkpoint (across nodes it must be on a shared
+  // file system); its state is the same on every rank.
+  char *metaText = nullptr;
+  check(
+      dlrt_session_load_checkpoint(session.get(), o.resume.c_str(), &metaText));
+  std::string text = metaText ? metaText : "";
+  dlrt_string_free(metaText);
+  nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
+  uint64_t value;
+  if (!metaNumber(meta, "step", o.resume, value))
+    fail(o.resume + ": checkpoint has no 'step' metadata (not written by "
+                    "dlrt train?)");
+  at.step = static_cast<int64_t>(value);
+  if (metaNumber(meta, "seed", o.resume, value)) {
+    if (!o.seedGiven)
+      seed = value;
+    else if (value != o.seed && lead)
+      std::fprintf(stderr,
+                   "dlrt: note: checkpoint was trained with --seed "
+                   "%llu; continuing with --seed %llu\n",
+                   static_cast<unsigned long long>(value),
+                   static_cast<unsigned long long>(o.seed));
+  }
+  uint64_t epoch, sample, savedSteps;
+  if (metaNumber(meta, "epoch", o.resume, epoch) &&
+      metaNumber(meta, "epoch_position", o.resume, sample)) {
+    // The position is in samples, so it carries over to another number
+    // of ranks (another global batch).
+    at.epoch = static_cast<int64_t>(epoch);
+    at.sample = static_cast<int64_t>(sample);
+    if (metaNumber(meta, "global_batch", o.resume, value) &&
+        static_cast<int64_t>(value) != globalBatch && lead)
+      std::fprintf(stderr,
+                   "dlrt: note: checkpoint was trained with a global batch "
+                   "of %llu, this run's is %lld (%d rank(s) x %lld); "
+                   "continuing from sample %lld of epoch %lld\n",
+                   static_cast<unsigned long long>(value),
+                   static_cast<long long>(globalBatch), worldSize,
+                   static_cast<long long>(batch),
+                   static_cast<long long>(at.sample),
+                   static_cast<long long>(at.epoch + 1));
+  } else {
+    // Checkpoints of one process from before epoch_position existed.
+    int64_t spe = stepsPerEpoch;
+    if (metaNumber(meta, "steps_per_epoch", o.resume, savedSteps) &&
+        savedSteps > 0) {
+      if (static_cast<int64_t>(savedSteps) != stepsPerEpoch && lead)
+        std::fprintf(stderr,
+                     "dlrt: note: checkpoint had %llu steps per epoch, "
+                     "this data gives %lld; the data order differs\n",
+                     static_cast<unsigned long long>(savedSteps),
+                     static_cast<long long>(stepsPerEpoch));
+      spe = static_cast<int64_t>(savedSteps);
     }
-  };
+    at.epoch = at.step / spe;
+    at.sample = at.step % spe * batch;
+  }
+  say("resumed from %s at step %lld\n", o.resume.c_str(),
+      static_cast<long long>(at.step));
+}
+
+void Trainer::openLog() {
   normalize(at);
-  const int64_t totalEpochs =
-      o.steps > 0 ? at.epoch + (o.steps - at.step + at.sample / globalBatch +
-                                stepsPerEpoch - 1) /
-                                   stepsPerEpoch
-                  : o.epochs;
-  FILE *log = nullptr;
+  totalEpochs = o.steps > 0
+                    ? at.epoch + (o.steps - at.step + at.sample / globalBatch +
+                                  stepsPerEpoch - 1) /
+                                     stepsPerEpoch
+                    : o.epochs;
   if (!o.logJsonl.empty() && lead) {
     // A resumed run continues its log; a fresh run starts a new one.
     log = std::fopen(o.logJsonl.c_str(), o.resume.empty() ? "w" : "a");
     if (!log)
       fail("cannot open --log-jsonl file '" + o.logJsonl + "'");
   }
-  struct LogCloser {
-    FILE *f;
-    ~LogCloser() {
-      if (f)
-        std::fclose(f);
-    }
-  } logCloser{log};
+}
 
-  // --eval-data: evaluates the weights as they are now; prints and logs
-  // the result. Every rank calls it at the same step. Returns the time it
-  // took, which the throughput figures leave out.
-  int64_t evaluatedAt = -1;
-  auto runEvaluation = [&]() -> Clock::duration {
-    Clock::time_point start = Clock::now();
-    // Each pipeline rank updates only its stage's state.
-    if (stages > 0)
-      check(dlrt_session_sync_pipeline_state(session.get()));
-    EvalResult r =
-        evaluate(context.get(), session.get(), *evalSet, rank, worldSize);
-    evaluatedAt = at.step;
-    std::string how;
-    if (worldSize > 1 && !r.alone)
-      how = " over " + std::to_string(worldSize) + " ranks";
-    else if (worldSize > 1)
-      how = " on rank 0 alone: the ranks' states differ, e.g. BatchNorm "
-            "statistics";
-    else if (r.lastRows < evalSet->batch)
-      how = ", the last " + std::to_string(r.lastRows) + " + " +
-            std::to_string(evalSet->batch - r.lastRows) + " padding rows";
-    say("eval at step %lld: loss %.9g, accuracy %.9g (%lld/%lld correct; "
-        "%lld samples in %lld batches of %lld%s)\n",
-        static_cast<long long>(at.step), r.loss, r.accuracy,
-        static_cast<long long>(r.correct),
-        static_cast<long long>(r.predictions),
-        static_cast<long long>(r.samples), static_cast<long long>(r.batches),
-        static_cast<long long>(evalSet->batch), how.c_str());
-    std::fflush(stdout);
-    if (log) {
-      std::fprintf(log, "{\"step\": %lld, \"eval_loss\": ",
+Clock::duration Trainer::runEvaluation() {
+  Clock::time_point start = Clock::now();
+  // Each pipeline rank updates only its stage's state.
+  if (stages > 0)
+    check(dlrt_session_sync_pipeline_state(session.get()));
+  EvalResult r =
+      evaluate(context.get(), session.get(), *evalSet, rank, worldSize);
+  evaluatedAt = at.step;
+  std::string how;
+  if (worldSize > 1 && !r.alone)
+    how = " over " + std::to_string(worldSize) + " ranks";
+  else if (worldSize > 1)
+    how = " on rank 0 alone: the ranks' states differ, e.g. BatchNorm "
+          "statistics";
+  else if (r.lastRows < evalSet->batch)
+    how = ", the last " + std::to_string(r.lastRows) + " + " +
+          std::to_string(evalSet->batch - r.lastRows) + " padding rows";
+  say("eval at step %lld: loss %.9g, accuracy %.9g (%lld/%lld correct; "
+      "%lld samples in %lld batches of %lld%s)\n",
+      static_cast<long long>(at.step), r.loss, r.accuracy,
+      static_cast<long long>(r.correct), static_cast<long long>(r.predictions),
+      static_cast<long long>(r.samples), static_cast<long long>(r.batches),
+      static_cast<long long>(evalSet->batch), how.c_str());
+  std::fflush(stdout);
+  if (log) {
+    std::fprintf(log, "{\"step\": %lld, \"eval_loss\": ",
+                 static_cast<long long>(at.step));
+    writeJsonNumber(log, r.loss, 17);
+    std::fprintf(log, ", \"eval_accuracy\": ");
+    writeJsonNumber(log, r.accuracy, 17);
+    std::fprintf(log, ", \"eval_samples\": %lld}\n",
+                 static_cast<long long>(r.samples));
+    std::fflush(log);
+  }
+  return Clock::now() - start;
+}
+
+void Trainer::finishWithoutSteps() {
+  say("nothing to do: at step %lld%s\n", static_cast<long long>(at.step),
+      o.steps > 0 ? (" of " + std::to_string(o.steps)).c_str()
+                  : (", epoch " + std::to_string(at.epoch) + " of " +
+                     std::to_string(o.epochs))
+                        .c_str());
+  if (evalSet)
+    runEvaluation();
+  if (!o.memoryReport.empty() && lead)
+    reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
+  check(dlrt_context_barrier(context.get()));
+}
+
+void Trainer::reportCudaGraph() {
+  int32_t replayed = 0;
+  const char *why = nullptr;
+  check(
+      dlrt_session_graph_status(session.get(), "train_step", &replayed, &why));
+  if (replayed)
+    say("cuda graph: each step replays as one CUDA graph\n");
+  else if (stages > 0)
+    say("cuda graph: not for the whole step (a pipeline runs its "
+        "stage functions per micro-batch)\n");
+  else
+    say("cuda graph: not used (%s)\n",
+        o.noCudaGraph ? "--no-cuda-graph"
+        : why         ? why
+                      : "the step has collectives or is traced");
+  // Whether cuBLASLt took every fused gemm epilogue (e.g. an f32 bias
+  // of a bf16 gemm) or the device ran its fallbacks.
+  int64_t fallbacks = 0;
+  check(dlrt_context_gemm_epilogue_fallbacks(context.get(), &fallbacks));
+  say("gemm epilogue fallbacks: %lld in the first two steps%s\n",
+      (long long)fallbacks,
+      fallbacks ? " (cuBLASLt had no algorithm for a fused epilogue)" : "");
+}
+
+void Trainer::trainStep(const std::vector<int64_t> &order) {
+  for (int64_t j = 0; j < batch; ++j)
+    shard[j] = order[at.sample + dataRank + j * dataWorld];
+  feedBatch(session.get(), "train_step", d.bindings, shard.data(), batch);
+  check(dlrt_session_run(session.get(), "train_step"));
+  // The second step is the first that may replay a CUDA graph.
+  if (++sessionRuns == 2 &&
+      dlrt_context_device(context.get()) == DLRT_DEVICE_CUDA)
+    reportCudaGraph();
+}
+
+std::vector<double> Trainer::readStepOutputs() {
+  std::vector<double> lossValues =
+      readOutput(session.get(), "train_step", lossInfo);
+  double loss = 0;
+  for (double v : lossValues)
+    loss += v;
+  if (!lossValues.empty())
+    loss /= static_cast<double>(lossValues.size());
+  // The mean over the ranks: the loss of the global batch when the
+  // loss is a mean over samples (every shard has B of them).
+  // (A pipeline's step gives every rank that mean already.)
+  // The scalar outputs too (one collective for all): a value every
+  // rank has alike (the lr, the norm of all-reduced gradients) comes
+  // back unchanged.
+  std::vector<double> averaged = {loss};
+  for (const ScalarOutput &s : scalars)
+    averaged.push_back(readOutput(session.get(), "train_step", s.info)[0]);
+  if (worldSize > 1 && stages == 0)
+    check(
+        dlrt_context_average(context.get(), averaged.data(), averaged.size()));
+  return averaged;
+}
+
+void Trainer::reportLossScale(double *scaleUsed, bool *skipped) {
+  *scaleUsed =
+      readOutput(session.get(), "train_step", outputs[lossScale.scaleIndex])[0];
+  *skipped = readOutput(session.get(), "train_step",
+                        outputs[lossScale.skippedIndex])[0] != 0;
+  float next = static_cast<float>(*scaleUsed);
+  if (lossScale.hasState)
+    check(dlrt_session_read_state(session.get(), "__loss_scale", &next,
+                                  sizeof(next)));
+  if (next != *scaleUsed)
+    say("step %lld: loss scale %.9g -> %.9g (%s)\n",
+        static_cast<long long>(at.step), *scaleUsed, static_cast<double>(next),
+        *skipped ? "inf/NaN gradients, step skipped"
+                 : "growth interval of finite steps reached");
+  else if (*skipped)
+    say("step %lld: inf/NaN gradients, step skipped (loss "
+        "scale %.9g)\n",
+        static_cast<long long>(at.step), *scaleUsed);
+}
+
+void Trainer::logStep(const std::vector<double> &averaged, double scaleUsed,
+                      bool skipped) {
+  const double loss = averaged[0];
+  // f32 losses print exactly with 9 significant digits, f64 with 17;
+  // a mean over ranks is a double and keeps 17.
+  std::fprintf(log,
+               "{\"step\": %lld, \"loss\": ", static_cast<long long>(at.step));
+  writeJsonNumber(log, loss, exactDigits(lossInfo.dtype, worldSize > 1));
+  if (lossScale.present())
+    std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s", scaleUsed,
+                 skipped ? "true" : "false");
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    std::fprintf(log, ", %s: ", scalars[i].key.c_str());
+    const dlrt_dtype_t t = scalars[i].info.dtype;
+    if (t == DLRT_BOOL) // true when any rank's is
+      std::fputs(averaged[i + 1] != 0 ? "true" : "false", log);
+    else
+      writeJsonNumber(log, averaged[i + 1],
+                      exactDigits(t, worldSize > 1 && stages == 0));
+  }
+  std::fprintf(log, "}\n");
+}
+
+void Trainer::runEpoch() {
+  const int64_t epoch = at.epoch;
+  std::vector<int64_t> shuffled;
+  if (o.shuffle)
+    shuffled = data::epochPermutation(d.samples, seed, epoch);
+  const std::vector<int64_t> &order = o.shuffle ? shuffled : identity;
+
+  double epochLoss = 0, windowLoss = 0;
+  int64_t epochSteps = 0, windowSteps = 0;
+  Clock::time_point epochStart = Clock::now(), windowStart = epochStart;
+  while (at.epoch == epoch && !done(at)) {
+    trainStep(order);
+    std::vector<double> averaged = readStepOutputs();
+    const double loss = averaged[0];
+    ++at.step;
+    at.sample += globalBatch;
+    const int64_t k = at.sample / globalBatch; // global batches this epoch
+    normalize(at);
+    if (!grads.empty())
+      saveGradients(session.get(), o.saveGradients, at.step, grads);
+    if (!std::isfinite(loss) && !warnedNonFinite && lead) {
+      std::fprintf(stderr, "dlrt: note: loss is %g at step %lld\n", loss,
                    static_cast<long long>(at.step));
-      writeJsonNumber(log, r.loss, 17);
-      std::fprintf(log, ", \"eval_accuracy\": ");
-      writeJsonNumber(log, r.accuracy, 17);
-      std::fprintf(log, ", \"eval_samples\": %lld}\n",
-                   static_cast<long long>(r.samples));
-      std::fflush(log);
+      warnedNonFinite = true;
     }
-    return Clock::now() - start;
-  };
-
-  if (done(at)) {
-    say("nothing to do: at step %lld%s\n", static_cast<long long>(at.step),
-        o.steps > 0 ? (" of " + std::to_string(o.steps)).c_str()
-                    : (", epoch " + std::to_string(at.epoch) + " of " +
-                       std::to_string(o.epochs))
-                          .c_str());
-    if (evalSet)
-      runEvaluation();
-    if (!o.memoryReport.empty() && lead)
-      reportMemory(context.get(), session.get(), o.memoryReport, o.quiet);
-    check(dlrt_context_barrier(context.get()));
-    return 0;
-  }
-
-  const bool testSplit =
-      d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
-  std::vector<int64_t> identity(static_cast<size_t>(d.samples));
-  std::iota(identity.begin(), identity.end(), 0);
-  std::vector<int64_t> shard(static_cast<size_t>(batch));
-  bool warnedNonFinite = false;
-  bool savedAtEnd = false;
-
-  while (!done(at)) {
-    const int64_t epoch = at.epoch;
-    std::vector<int64_t> shuffled;
-    if (o.shuffle)
-      shuffled = data::epochPermutation(d.samples, seed, epoch);
-    const std::vector<int64_t> &order = o.shuffle ? shuffled : identity;
-
-    double epochLoss = 0, windowLoss = 0;
-    int64_t epochSteps = 0, windowSteps = 0;
-    Clock::time_point epochStart = Clock::now(), windowStart = epochStart;
-    while (at.epoch == epoch && !done(at)) {
-      for (int64_t j = 0; j < batch; ++j)
-        shard[j] = order[at.sample + dataRank + j * dataWorld];
-      feedBatch(session.get(), "train_step", d.bindings, shard.data(), batch);
-      check(dlrt_session_run(session.get(), "train_step"));
-      // The second step is the first that may replay a CUDA graph.
-      if (++sessionRuns == 2 &&
-          dlrt_context_device(context.get()) == DLRT_DEVICE_CUDA) {
-        int32_t replayed = 0;
-        const char *why = nullptr;
-        check(dlrt_session_graph_status(session.get(), "train_step", &replayed,
-                                        &why));
-        if (replayed)
-          say("cuda graph: each step replays as one CUDA graph\n");
-        else if (stages > 0)
-          say("cuda graph: not for the whole step (a pipeline runs its "
-              "stage functions per micro-batch)\n");
-        else
-          say("cuda graph: not used (%s)\n",
-              o.noCudaGraph ? "--no-cuda-graph"
-              : why         ? why
-                            : "the step has collectives or is traced");
-        // Whether cuBLASLt took every fused gemm epilogue (e.g. an f32 bias
-        // of a bf16 gemm) or the device ran its fallbacks.
-        int64_t fallbacks = 0;
-        check(dlrt_context_gemm_epilogue_fallbacks(context.get(), &fallbacks));
-        say("gemm epilogue fallbacks: %lld in the first two steps%s\n",
-            (long long)fallbacks,
-            fallbacks ? " (cuBLASLt had no algorithm for a fused epilogue)"
-                      : "");
-      }
-      std::vector<double> lossValues =
-          readOutput(session.get(), "train_step", lossInfo);
-      double loss = 0;
-      for (double v : lossValues)
-        loss += v;
-      if (!lossValues.empty())
-        loss /= static_cast<double>(lossValues.size());
-      // The mean over the ranks: the loss of the global batch when the
-      // loss is a mean over samples (every shard has B of them).
-      // (A pipeline's step gives every rank that mean already.)
-      // The scalar outputs too (one collective for all): a value every
-      // rank has alike (the lr, the norm of all-reduced gradients) comes
-      // back unchanged.
-      std::vector<double> averaged = {loss};
-      for (const ScalarOutput &s : scalars)
-        averaged.push_back(readOutput(session.get(), "train_step", s.info)[0]);
-      if (worldSize > 1 && stages == 0)
-        check(dlrt_context_average(context.get(), averaged.data(),
-                                   averaged.size()));
-      loss = averaged[0];
-      ++at.step;
-      at.sample += globalBatch;
-      const int64_t k = at.sample / globalBatch; // global batches this epoch
-      normalize(at);
-      if (!grads.empty())
-        saveGradients(session.get(), o.saveGradients, at.step, grads);
-      if (!std::isfinite(loss) && !warnedNonFinite && lead) {
-        std::fprintf(stderr, "dlrt: note: loss is %g at step %lld\n", loss,
-                     static_cast<long long>(at.step));
-        warnedNonFinite = true;
-      }
-      double scaleUsed = 0;
-      bool skipped = false;
-      if (lossScale.present()) {
-        scaleUsed = readOutput(session.get(), "train_step",
-                               outputs[lossScale.scaleIndex])[0];
-        skipped = readOutput(session.get(), "train_step",
-                             outputs[lossScale.skippedIndex])[0] != 0;
-        float next = static_cast<float>(scaleUsed);
-        if (lossScale.hasState)
-          check(dlrt_session_read_state(session.get(), "__loss_scale", &next,
-                                        sizeof(next)));
-        if (next != scaleUsed)
-          say("step %lld: loss scale %.9g -> %.9g (%s)\n",
-              static_cast<long long>(at.step), scaleUsed,
-              static_cast<double>(next),
-              skipped ? "inf/NaN gradients, step skipped"
-                      : "growth interval of finite steps reached");
-        else if (skipped)
-          say("step %lld: inf/NaN gradients, step skipped (loss "
-              "scale %.9g)\n",
-              static_cast<long long>(at.step), scaleUsed);
-      }
-      if (log) {
-        // f32 losses print exactly with 9 significant digits, f64 with 17;
-        // a mean over ranks is a double and keeps 17.
-        std::fprintf(log, "{\"step\": %lld, \"loss\": ",
-                     static_cast<long long>(at.step));
-        writeJsonNumber(log, loss,
-                        exactDigits(lossInfo.dtype, worldSize > 1));
-        if (lossScale.present())
-          std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s",
-                       scaleUsed, skipped ? "true" : "false");
-        for (size_t i = 0; i < scalars.size(); ++i) {
-          std::fprintf(log, ", %s: ", scalars[i].key.c_str());
-          const dlrt_dtype_t t = scalars[i].info.dtype;
-          if (t == DLRT_BOOL) // true when any rank's is
-            std::fputs(averaged[i + 1] != 0 ? "true" : "false", log);
-          else
-            writeJsonNumber(log, averaged[i + 1],
-                            exactDigits(t, worldSize > 1 && stages == 0));
-        }
-        std::fprintf(log, "}\n");
-      }
-      epochLoss += loss;
-      windowLoss += loss;
-      ++epochSteps;
-      ++windowSteps;
-      if (at.step % o.logEvery == 0) {
-        double secs = secondsSince(windowStart);
-        // The lr of the last step, when the step reports one.
-        std::string lr;
-        if (lrIndex >= 0) {
-          char text[32];
-          std::snprintf(text, sizeof(text), "  lr %.4g",
-                        averaged[lrIndex + 1]);
-          lr = text;
-        }
-        say("epoch %lld/%lld  step %lld/%lld  loss %.4f%s  %.0f "
-            "samples/s\n",
-            static_cast<long long>(epoch + 1),
-            static_cast<long long>(totalEpochs), static_cast<long long>(k),
-            static_cast<long long>(stepsPerEpoch),
-            windowLoss / static_cast<double>(windowSteps), lr.c_str(),
-            secs > 0 ? static_cast<double>(windowSteps * globalBatch) / secs
-                     : 0.0);
-        std::fflush(stdout);
-        windowLoss = 0;
-        windowSteps = 0;
-        windowStart = Clock::now();
-      }
-      if (evalSet && o.evalEvery > 0 && at.step % o.evalEvery == 0) {
-        Clock::duration spent = runEvaluation();
-        windowStart += spent;
-        epochStart += spent;
-      }
-    }
+    double scaleUsed = 0;
+    bool skipped = false;
+    if (lossScale.present())
+      reportLossScale(&scaleUsed, &skipped);
     if (log)
-      std::fflush(log);
-    double secs = secondsSince(epochStart);
-    double rate =
-        secs > 0 ? static_cast<double>(epochSteps * globalBatch) / secs : 0.0;
-    bool finished = at.epoch != epoch;
-    if (epochSteps == 0) {
-      // A resumed position at the very end of an epoch: nothing ran.
-    } else if (finished) {
-      say("epoch %lld: mean loss %.4f, %.0f samples/s, %.1f s\n",
+      logStep(averaged, scaleUsed, skipped);
+    epochLoss += loss;
+    windowLoss += loss;
+    ++epochSteps;
+    ++windowSteps;
+    if (at.step % o.logEvery == 0) {
+      double secs = secondsSince(windowStart);
+      // The lr of the last step, when the step reports one.
+      std::string lr;
+      if (lrIndex >= 0) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "  lr %.4g", averaged[lrIndex + 1]);
+        lr = text;
+      }
+      say("epoch %lld/%lld  step %lld/%lld  loss %.4f%s  %.0f "
+          "samples/s\n",
           static_cast<long long>(epoch + 1),
-          epochLoss / static_cast<double>(epochSteps), rate, secs);
-    } else {
-      say("epoch %lld (stopped at step %lld, %lld/%lld of the epoch): "
-          "mean loss %.4f, %.0f samples/s, %.1f s\n",
-          static_cast<long long>(epoch + 1), static_cast<long long>(at.step),
-          static_cast<long long>(at.sample / globalBatch),
+          static_cast<long long>(totalEpochs), static_cast<long long>(k),
           static_cast<long long>(stepsPerEpoch),
-          epochLoss / static_cast<double>(epochSteps), rate, secs);
+          windowLoss / static_cast<double>(windowSteps), lr.c_str(),
+          secs > 0 ? static_cast<double>(windowSteps * globalBatch) / secs
+                   : 0.0);
+      std::fflush(stdout);
+      windowLoss = 0;
+      windowSteps = 0;
+      windowStart = Clock::now();
     }
-    std::fflush(stdout);
-    // Each pipeline rank updates only its stage's state: every rank gets
-    // the whole model before evaluating or saving it.
-    if (stages > 0 && epochSteps > 0 &&
-        (testSplit || (!o.save.empty())))
-      check(dlrt_session_sync_pipeline_state(session.get()));
-    if (testSplit && epochSteps > 0)
-      testAccuracy(context.get(), session.get(), model.get(), batch, d, rank,
-                   worldSize);
-    if (!o.save.empty() && lead && epochSteps > 0) {
-      saveCheckpoint(session.get(), o, at, stepsPerEpoch, globalBatch,
-                     worldSize, seed);
-      savedAtEnd = done(at);
+    if (evalSet && o.evalEvery > 0 && at.step % o.evalEvery == 0) {
+      Clock::duration spent = runEvaluation();
+      windowStart += spent;
+      epochStart += spent;
     }
   }
+  endEpoch(epoch, epochSteps, epochLoss, epochStart);
+}
+
+void Trainer::endEpoch(int64_t epoch, int64_t epochSteps, double epochLoss,
+                       Clock::time_point epochStart) {
+  if (log)
+    std::fflush(log);
+  double secs = secondsSince(epochStart);
+  double rate =
+      secs > 0 ? static_cast<double>(epochSteps * globalBatch) / secs : 0.0;
+  bool finished = at.epoch != epoch;
+  if (epochSteps == 0) {
+    // A resumed position at the very end of an epoch: nothing ran.
+  } else if (finished) {
+    say("epoch %lld: mean loss %.4f, %.0f samples/s, %.1f s\n",
+        static_cast<long long>(epoch + 1),
+        epochLoss / static_cast<double>(epochSteps), rate, secs);
+  } else {
+    say("epoch %lld (stopped at step %lld, %lld/%lld of the epoch): "
+        "mean loss %.4f, %.0f samples/s, %.1f s\n",
+        static_cast<long long>(epoch + 1), static_cast<long long>(at.step),
+        static_cast<long long>(at.sample / globalBatch),
+        static_cast<long long>(stepsPerEpoch),
+        epochLoss / static_cast<double>(epochSteps), rate, secs);
+  }
+  std::fflush(stdout);
+  // Each pipeline rank updates only its stage's state: every rank gets
+  // the whole model before evaluating or saving it.
+  if (stages > 0 && epochSteps > 0 && (testSplit || (!o.save.empty())))
+    check(dlrt_session_sync_pipeline_state(session.get()));
+  if (testSplit && epochSteps > 0)
+    testAccuracy(context.get(), session.get(), model.get(), batch, d, rank,
+                 worldSize);
+  if (!o.save.empty() && lead && epochSteps > 0) {
+    saveCheckpoint(session.get(), o, at, stepsPerEpoch, globalBatch, worldSize,
+                   seed);
+    savedAtEnd = done(at);
+  }
+}
+
+void Trainer::finish() {
   if (evalSet && evaluatedAt != at.step)
     runEvaluation();
   if (!o.save.empty() && lead) {
@@ -907,7 +1002,36 @@ int runTrain(const TrainOptions &o) {
   }
   // No rank closes its connections while another may still read from them.
   check(dlrt_context_barrier(context.get()));
+}
+
+int Trainer::run() {
+  setUp();
+  bindData();
+  createStepSession();
+  seed = o.seed;
+  if (!o.resume.empty())
+    resumeFromCheckpoint();
+  openLog();
+  if (done(at)) {
+    finishWithoutSteps();
+    return 0;
+  }
+
+  testSplit =
+      d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
+  identity.resize(static_cast<size_t>(d.samples));
+  std::iota(identity.begin(), identity.end(), 0);
+  shard.resize(static_cast<size_t>(batch));
+  while (!done(at))
+    runEpoch();
+  finish();
   return 0;
+}
+} // namespace
+
+int runTrain(const TrainOptions &o) {
+  Trainer trainer(o);
+  return trainer.run();
 }
 
 } // namespace dlrt::cli
