@@ -31,18 +31,22 @@ static void usePassiveOpenMPWaitPolicy(char **argv) {
   // exec failed (no /proc): go on with the default policy.
 }
 
-int main(int argc, char **argv) {
-  usePassiveOpenMPWaitPolicy(argv);
-  CLI::App app{"dlrt: trains and runs packages (.dlcp) compiled by dlc"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Help for every subcommand");
+namespace {
 
-  const std::string deviceHelp =
-      "Device: auto (CUDA if a driver and a GPU are present, else host), "
-      "host or cuda";
-  const auto deviceCheck = CLI::IsMember({"auto", "host", "cuda"});
-  // CLI::PositiveNumber's message prints the range as a 300-digit double.
-  const CLI::Validator positive(
+/// The --device help of train and run.
+const std::string kDeviceHelp =
+    "Device: auto (CUDA if a driver and a GPU are present, else host), "
+    "host or cuda";
+
+/// The --device values of train and run.
+CLI::IsMember makeDeviceCheck() {
+  return CLI::IsMember({"auto", "host", "cuda"});
+}
+
+/// A positive integer. CLI::PositiveNumber's message prints the range as a
+/// 300-digit double.
+CLI::Validator positiveCheck() {
+  return CLI::Validator(
       [](std::string &value) -> std::string {
         if (value.empty() ||
             value.find_first_not_of("0123456789") != std::string::npos ||
@@ -51,8 +55,15 @@ int main(int argc, char **argv) {
         return "";
       },
       "POSITIVE");
+}
 
-  TrainOptions train;
+/// `dlrt train` and its options into |train|; |*seedOpt| is --seed (whether
+/// it was given decides between it and a checkpoint's seed).
+CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
+                          CLI::Option **seedOpt) {
+  const std::string &deviceHelp = kDeviceHelp;
+  const auto deviceCheck = makeDeviceCheck();
+  const CLI::Validator positive = positiveCheck();
   CLI::App *trainCmd = app.add_subcommand(
       "train", "Train a package compiled with dlc --train: feed batches to "
                "its train_step, log the loss, save checkpoints");
@@ -93,7 +104,7 @@ int main(int argc, char **argv) {
       "--no-shuffle", [&](int64_t) { train.shuffle = false; },
       "Batches are consecutive samples in file order (default: a seeded "
       "permutation per epoch)");
-  CLI::Option *seedOpt = trainCmd->add_option(
+  *seedOpt = trainCmd->add_option(
       "--seed", train.seed,
       "Seed of the per-epoch permutation (default 0, or the checkpoint's "
       "when resuming)");
@@ -184,8 +195,13 @@ int main(int argc, char **argv) {
       "each global batch of B*W (as torch's DistributedSampler), the logged "
       "loss is the mean over the ranks, and only rank 0 prints, logs and "
       "saves.");
+  return trainCmd;
+}
 
-  RunOptions run;
+/// `dlrt run` and its options into |run|.
+CLI::App *addRunCommand(CLI::App &app, RunOptions &run) {
+  const std::string &deviceHelp = kDeviceHelp;
+  const auto deviceCheck = makeDeviceCheck();
   CLI::App *runCmd = app.add_subcommand(
       "run", "Run a package's forward function once on inputs from an .npz");
   runCmd->add_option("package", run.package, "Package (.dlcp)")->required();
@@ -214,16 +230,23 @@ int main(int argc, char **argv) {
                    "replayed CUDA graph); the outputs are the first run's "
                    "(default 0)")
       ->check(CLI::NonNegativeNumber);
+  return runCmd;
+}
 
-  InfoOptions info;
+/// `dlrt info` and its options into |info|.
+CLI::App *addInfoCommand(CLI::App &app, InfoOptions &info) {
   CLI::App *infoCmd = app.add_subcommand(
       "info", "Describe a package: model, training settings, functions with "
               "their inputs/outputs, kernel launches and library calls, "
               "arena and persistent memory, kernels, cubin architectures, and "
               "the memory a session holds (predicted peak and its parts)");
   infoCmd->add_option("package", info.package, "Package (.dlcp)")->required();
+  return infoCmd;
+}
 
-  LaunchOptions launch;
+/// `dlrt launch` and its options into |launch|.
+CLI::App *addLaunchCommand(CLI::App &app, LaunchOptions &launch) {
+  const CLI::Validator positive = positiveCheck();
   CLI::App *launchCmd = app.add_subcommand(
       "launch", "Start this node's ranks of a distributed job with "
                 "torchrun's environment (static rendezvous), print their "
@@ -269,7 +292,7 @@ int main(int argc, char **argv) {
                         "PROGRAM ARGS..., after --: the rank's command "
                         "(PROGRAM looked up on PATH; 'dlrt' is this dlrt)");
   launchCmd->allow_extras();
-  launchCmd->parse_complete_callback([&] {
+  launchCmd->parse_complete_callback([&launch, launchCmd] {
     std::string error = launchUsageError(launch, launchCmd->remaining());
     if (!error.empty())
       throw CLI::ValidationError(error);
@@ -285,6 +308,26 @@ int main(int argc, char **argv) {
       "that rank's status (128+N for signal N). SIGINT, SIGTERM and SIGHUP "
       "to the launcher go to every rank, with the same shutdown (a second "
       "one kills at once). Exit 0 when every rank exits 0.");
+  return launchCmd;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  usePassiveOpenMPWaitPolicy(argv);
+  CLI::App app{"dlrt: trains and runs packages (.dlcp) compiled by dlc"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+
+  TrainOptions train;
+  CLI::Option *seedOpt = nullptr;
+  CLI::App *trainCmd = addTrainCommand(app, train, &seedOpt);
+  RunOptions run;
+  CLI::App *runCmd = addRunCommand(app, run);
+  InfoOptions info;
+  CLI::App *infoCmd = addInfoCommand(app, info);
+  LaunchOptions launch;
+  CLI::App *launchCmd = addLaunchCommand(app, launch);
 
   try {
     app.parse(argc, argv);
