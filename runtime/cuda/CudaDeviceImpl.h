@@ -20,6 +20,7 @@
 
 namespace dlrt::cuda {
 
+/// Returns the status of |expr| from the enclosing function when it fails.
 #define DLRT_TRY(expr)                                                         \
   do {                                                                         \
     ::dlrt::Status dlrtStatus_ = (expr);                                       \
@@ -164,6 +165,9 @@ struct ConvDescriptors {
   }
 };
 
+/// The CUDA device (Device.h): one primary context and one non-blocking
+/// stream, memory from a stream-ordered pool. Its members are defined by
+/// concern in CudaDevice.cpp, CudaKernels.cpp, CudaBlasLt.cpp and CudaDnn.cpp.
 class CudaDevice final : public Device {
 public:
   /// Errors: DLRT_UNAVAILABLE for every failure (so DLRT_DEVICE_AUTO can
