@@ -1,4 +1,4 @@
-//===- CudaBlasLt.cpp - GEMMs of the CUDA device through cuBLASLt --------===//
+//===- CudaBlasLt.cpp - GEMMs of the CUDA device through cuBLASLt ---------===//
 // gemm and batched_gemm as cuBLASLt matmuls (f32 compute, no TF32), with the
 // heuristic's algorithm cached per problem and the epilogues (bias, ReLU,
 // ReLU bit-mask, bias gradient, f32 bias) fused where cuBLASLt has an

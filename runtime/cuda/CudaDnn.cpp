@@ -1,4 +1,4 @@
-//===- CudaDnn.cpp - convolutions of the CUDA device through cuDNN -------===//
+//===- CudaDnn.cpp - convolutions of the CUDA device through cuDNN --------===//
 // cuDNN tensor, filter and convolution descriptors (2-D and N-D), the
 // algorithm choice (deterministic first, within the workspace, cached per
 // problem) and the three convolutions, with asymmetric pads run on an

@@ -1,4 +1,4 @@
-//===- PackageCalls.cpp - read and check a package's library calls -------===//
+//===- PackageCalls.cpp - read and check a package's library calls --------===//
 // A library call's callee against the shared table (LibraryCalls.h), its
 // parameters (positional in format version 1, typed tables from version 2)
 // and those parameters against the shapes and dtypes of its buffers.

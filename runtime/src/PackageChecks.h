@@ -1,4 +1,4 @@
-//===- PackageChecks.h - what the package loader's sources share -*- C++ -*-===//
+//===- PackageChecks.h - what the package loader's files share --*- C++ -*-===//
 // The checker that collects the first DLRT_CORRUPT error of a package being
 // loaded, the overflow-safe size helpers and the FlatBuffer accessors shared
 // by Package.cpp (tables, buffers, weights, functions, pipeline) and
