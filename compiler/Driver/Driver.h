@@ -97,6 +97,10 @@ struct CompileOptions {
   void bindOptions(OptionsBinder &binder);
 };
 
+/// The overview `dlc --help` prints: what dlc compiles (the ONNX opsets the
+/// importer maps) and three example command lines.
+std::string toolOverview();
+
 /// The version line `dlc --version` prints, with the package format version
 /// a package written now carries (codegen::kPackageFormatVersion).
 std::string versionString();

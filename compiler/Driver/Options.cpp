@@ -1,6 +1,8 @@
 //===- Options.cpp - dlc's flags, each declared once ----------------------===//
 #include "compiler/Driver/Driver.h"
 
+#include "compiler/Import/ONNXImporter.h"
+
 #include "llvm/Config/llvm-config.h"
 
 using namespace dlc;
@@ -9,6 +11,18 @@ std::string dlc::versionString() {
   return "dlc 0.1 (package format " +
          std::to_string(codegen::kFormatVersion) + ", MLIR " +
          LLVM_VERSION_STRING + ")";
+}
+
+std::string dlc::toolOverview() {
+  auto [oldest, newest] = supportedOpsets();
+  return "dlc: compiles an ONNX model (opsets " + std::to_string(oldest) +
+         " to " + std::to_string(newest) +
+         ") or a dlgraph .mlir file into a package for dlrt.\n\n"
+         "  dlc model.onnx --batch-size 64 -o model.dlcp            "
+         "(inference)\n"
+         "  dlc model.onnx --train --optimizer adam --lr 1e-3 --batch-size 64 "
+         "-o model.dlcp\n"
+         "  dlc model.onnx --check        (list the ops and their support)\n";
 }
 
 void CompileOptions::bindOptions(OptionsBinder &b) {

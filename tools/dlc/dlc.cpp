@@ -48,15 +48,9 @@ int main(int argc, char **argv) {
 
   std::string cliErrors;
   llvm::raw_string_ostream cliErrorStream(cliErrors);
-  bool parsed = cl::ParseCommandLineOptions(
-      argc, argv,
-      "dlc: compiles an ONNX model (opsets 13-17) or a dlgraph .mlir file into "
-      "a package for dlrt.\n\n"
-      "  dlc model.onnx --batch-size 64 -o model.dlcp            (inference)\n"
-      "  dlc model.onnx --train --optimizer adam --lr 1e-3 --batch-size 64 "
-      "-o model.dlcp\n"
-      "  dlc model.onnx --check        (list the ops and their support)\n",
-      &cliErrorStream);
+  std::string overview = dlc::toolOverview();
+  bool parsed = cl::ParseCommandLineOptions(argc, argv, overview,
+                                            &cliErrorStream);
   if (!parsed) {
     // One line: LLVM's parser adds suggestions on further lines.
     llvm::StringRef first = llvm::StringRef(cliErrors).split('\n').first;
