@@ -2,6 +2,7 @@
 #ifndef DLC_CODEGEN_CODEGEN_H
 #define DLC_CODEGEN_CODEGEN_H
 
+#include "runtime/schema/FormatVersion.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
@@ -44,8 +45,8 @@ struct CacheReport {
 };
 
 /// The package format version this writer produces
-/// (runtime/schema/package.fbs).
-constexpr uint32_t kFormatVersion = 8;
+/// (runtime/schema/FormatVersion.h, the one constant).
+constexpr uint32_t kFormatVersion = schema::kPackageFormatVersion;
 
 /// The default PackageOptions::weightsSectionThreshold: 1 GiB of weights.
 constexpr uint64_t kDefaultWeightsSectionThreshold = uint64_t(1) << 30;

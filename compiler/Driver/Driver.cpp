@@ -431,23 +431,33 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
   if (p.remat != "none" && !p.train)
     return "--remat needs --train (it recomputes activations in the "
            "backward pass)";
-  if (!options.memoryBudget.empty()) {
+  if (!options.pipeline.memoryBudget.empty()) {
     if (!p.train)
       return "--memory-budget needs --train";
-    if (!parseByteSize(options.memoryBudget))
+    if (!parseByteSize(options.pipeline.memoryBudget))
       return "--memory-budget must be a size in bytes, optionally with KiB, "
              "MiB or GiB (e.g. 536870912, 512MiB, 1.5GiB), got '" +
-             options.memoryBudget + "'";
+             options.pipeline.memoryBudget + "'";
     if (p.remat == "sqrt")
       return "--memory-budget chooses what to recompute itself (--remat "
              "auto); it cannot be combined with --remat sqrt";
   }
-  if (options.pipelineStages < 0)
+  if (options.pipeline.pipelineStages < 0)
     return "--pipeline-stages must be >= 1, got " +
-           std::to_string(options.pipelineStages);
-  if (options.pipelineStages > 0 && !p.train)
+           std::to_string(options.pipeline.pipelineStages);
+  if (!options.compileTo.empty() && !parsePhase(options.compileTo)) {
+    std::vector<std::string> names;
+    for (Phase phase : allPhases())
+      names.push_back(phaseName(phase).str());
+    return "unknown --compile-to '" + options.compileTo +
+           "'; phases: " + llvm::join(names, ", ");
+  }
+  if (!options.compileTo.empty() && options.emit != EmitKind::Package)
+    return "--compile-to prints the module after a phase; it does not "
+           "combine with --emit";
+  if (options.pipeline.pipelineStages > 0 && !p.train)
     return "--pipeline-stages needs --train (it splits a training step)";
-  if (options.pipelineStages > 1 && !options.simulate) {
+  if (options.pipeline.pipelineStages > 1 && !options.simulate) {
     // What the pipelined step does not combine with yet.
     const char *with = " is not supported with --pipeline-stages yet";
     if (p.precision != "fp32")
@@ -455,7 +465,7 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
              " (pipelines train in fp32)";
     if (!p.lossScale.empty() && p.lossScale != "none")
       return std::string("--loss-scale") + with;
-    if (p.remat != "none" || !options.memoryBudget.empty())
+    if (p.remat != "none" || !options.pipeline.memoryBudget.empty())
       return std::string("--remat / --memory-budget") + with;
     if (p.dataParallel)
       return "--data-parallel is not needed with --pipeline-stages: a "
@@ -471,22 +481,22 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
       return "--accumulate is not needed with --pipeline-stages: "
              "--microbatches accumulates the gradients of M micro-batches";
   }
-  if (!options.pipelineSplit.empty() && options.pipelineStages < 2)
+  if (!options.pipeline.pipelineSplit.empty() && options.pipeline.pipelineStages < 2)
     return "--pipeline-split needs --pipeline-stages >= 2";
-  if (!llvm::is_contained(builtinDeviceModels(), options.deviceModel) &&
-      !llvm::StringRef(options.deviceModel).ends_with(".json"))
-    return "unknown --device-model '" + options.deviceModel +
+  if (!llvm::is_contained(builtinDeviceModels(), options.pipeline.deviceModel) &&
+      !llvm::StringRef(options.pipeline.deviceModel).ends_with(".json"))
+    return "unknown --device-model '" + options.pipeline.deviceModel +
            "'; supported: " + llvm::join(builtinDeviceModels(), ", ") +
            ", FILE.json";
-  if (options.microbatches < 1)
+  if (options.pipeline.microbatches < 1)
     return "--microbatches must be >= 1, got " +
-           std::to_string(options.microbatches);
+           std::to_string(options.pipeline.microbatches);
   if (std::string error;
-      !exec::parsePipelineSchedule(options.schedule, &error))
+      !exec::parsePipelineSchedule(options.pipeline.schedule, &error))
     return "--schedule: " + error;
   if (options.replicas < 1)
     return "--replicas must be >= 1, got " + std::to_string(options.replicas);
-  if (options.pipelineStages < 1) {
+  if (options.pipeline.pipelineStages < 1) {
     const char *flag = options.simulate                 ? "--simulate"
                        : options.replicas != 1          ? "--replicas"
                        : !options.simulateTrace.empty() ? "--simulate-trace"
@@ -502,14 +512,14 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
   if (p.dataParallel && !p.train)
     return "--data-parallel needs --train (it averages the gradients over "
            "the ranks)";
-  if (!options.bucketSize.empty()) {
+  if (!options.pipeline.bucketSize.empty()) {
     if (!p.dataParallel)
       return "--bucket-size needs --data-parallel";
-    std::optional<int64_t> size = parseByteSize(options.bucketSize);
+    std::optional<int64_t> size = parseByteSize(options.pipeline.bucketSize);
     if (!size || *size < 1)
       return "--bucket-size must be a positive size in bytes, optionally with "
              "KiB, MiB or GiB (e.g. 26214400, 25MiB), got '" +
-             options.bucketSize + "'";
+             options.pipeline.bucketSize + "'";
   }
   for (llvm::StringRef t : options.cudaArchs)
     if (!t.starts_with("sm_") ||
@@ -584,100 +594,97 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (!module)
     return failure();
 
+  // The pipeline's phases (compiler/Pipeline), run in slices: the driver
+  // reads what each slice leaves (stages, buckets, parameter groups, the
+  // remat summary) before the next one rewrites it.
+  const Phase last = options.compileTo.empty()
+                         ? Phase::MemoryPlanning
+                         : *parsePhase(options.compileTo); // checked above
+  auto runPhases = [&](Phase first, Phase upTo) {
+    return runPipeline(*module, [&](OpPassManager &pm) {
+      buildPipeline(pm, pipeline, first, std::min(upTo, last));
+    });
+  };
+  auto stopAfter = [&](Phase phase) { return last <= phase; };
+
   // Pipeline partitioning (docs/pipeline.md): analysis of @main only.
   std::string pipelineStats;
-  if (options.pipelineStages > 0) {
+  if (pipeline.pipelineStages > 0) {
     clock.phase("pipeline partitioning");
     progress.stage("splitting @main into " +
-                   std::to_string(options.pipelineStages) + " pipeline stages");
-    PartitionPipelinePassOptions po;
-    po.stages = options.pipelineStages;
-    po.deviceModel = options.deviceModel;
-    if (!options.pipelineSplit.empty())
-      for (llvm::StringRef name :
-           llvm::split(llvm::StringRef(options.pipelineSplit), ','))
-        po.split.push_back(name.str());
-    if (failed(runPipeline(*module, [&](OpPassManager &pm) {
-          pm.addPass(createPartitionPipelinePass(po));
-        })))
+                   std::to_string(pipeline.pipelineStages) +
+                   " pipeline stages");
+    if (failed(runPhases(Phase::Partitioning, Phase::Partitioning)))
       return failure();
     pipelineStats = describePipelineStages(*module);
   }
+  if (stopAfter(Phase::Partitioning))
+    return writeModule(options, *module);
   if (options.simulate)
     return simulatePipelineStep(*module, options, pipelineStats);
 
   clock.phase("graph passes");
   if (pipeline.train)
     progress.stage("building the training step (" + pipeline.optimizer + ")");
-  if (failed(runPipeline(*module, [&](OpPassManager &pm) {
-        buildGraphPipeline(pm, pipeline, /*withRemat=*/false);
-      })))
+  if (failed(runPhases(Phase::TrainingStep, Phase::MixedPrecision)))
     return failure();
+  if (stopAfter(Phase::MixedPrecision))
+    return writeModule(options, *module);
   std::vector<GradientBucket> buckets = readGradientBuckets(*module);
   std::string parameterGroups =
       pipeline.train ? describeParameterGroups(*module) : std::string();
 
-  // Rematerialization (docs/remat.md): the plan without it is made first
-  // when the stats print it or the budget search starts from it.
-  bool remat = pipeline.train &&
-               (pipeline.remat != "none" || !options.memoryBudget.empty());
+  // Rematerialization (docs/remat.md). With --stats, the plan without it is
+  // printed too: made here for --remat, by the budget search for
+  // --memory-budget (which plans it anyway).
+  const bool budgeted = !pipeline.memoryBudget.empty();
+  bool remat = pipeline.train && (pipeline.remat != "none" || budgeted);
   std::optional<PlanStats> before;
-  if (remat)
-    clock.phase("rematerialization");
-  if (remat && (options.stats || !options.memoryBudget.empty())) {
-    OwningOpRef<ModuleOp> plain(cast<ModuleOp>((*module)->clone()));
-    if (failed(runPipeline(*plain, buildLoweringPipeline)))
-      return failure();
-    before = computePlanStats(*plain);
-  }
   if (remat) {
-    int64_t target = pipeline.rematArenaTarget;
-    std::string mode = options.memoryBudget.empty()
-                           ? std::string(pipeline.remat)
-                           : std::string("auto");
-    if (!options.memoryBudget.empty()) {
-      int64_t budget = *parseByteSize(options.memoryBudget);
-      progress.stage("fitting the step to --memory-budget " +
-                     formatBytes(budget));
-      std::string error;
-      std::optional<BudgetFit> fit =
-          fitMemoryBudget(*module, budget, *before, error);
-      if (!fit)
-        return fail(error);
-      target = fit->arenaTarget;
-      mode = fit->mode;
+    clock.phase("rematerialization");
+    if (options.stats && !budgeted) {
+      OwningOpRef<ModuleOp> plain(cast<ModuleOp>((*module)->clone()));
+      if (failed(runPipeline(*plain, buildLoweringPipeline)))
+        return failure();
+      before = computePlanStats(*plain);
     }
-    progress.stage("recomputing activations (--remat " + mode + ")");
-    PipelineOptions rp;
-    rp.train = true;
-    rp.remat = mode;
-    rp.rematArenaTarget = target;
-    if (failed(runPipeline(*module, [&](OpPassManager &pm) {
-          buildRematPipeline(pm, rp);
-        })))
-      return failure();
+    if (budgeted)
+      progress.stage("fitting the step to --memory-budget " +
+                     formatBytes(*parseByteSize(pipeline.memoryBudget)));
+    else
+      progress.stage("recomputing activations (--remat " + pipeline.remat +
+                     ")");
+  }
+  if (failed(runPhases(Phase::Rematerialization, Phase::Rematerialization)))
+    return failure();
+  if (auto fit = readMemoryBudgetFit(*module)) {
+    progress.stage("recomputed activations (--remat " + fit->first + ")");
+    before = fit->second;
   }
   RematSummary summary = readRematSummary(*module);
-  if (options.emit == EmitKind::DLGraph && !options.stats)
+  if (stopAfter(Phase::Rematerialization) ||
+      (options.emit == EmitKind::DLGraph && !options.stats))
     return writeModule(options, *module);
 
   int64_t packageBatch = packageBatchSize(options, *module);
   // A pipeline package's batch is the global one: M micro-batches.
   auto pipelineRecord = (*module)->getAttrOfType<DictionaryAttr>(kPipelineAttr);
   if (pipelineRecord)
-    packageBatch *= pipeline.pipelineMicroBatches;
+    packageBatch *= pipeline.microbatches;
   progress.stage("lowering to dlexec, fusing, planning memory");
   clock.phase("lowering passes");
-  if (failed(runPipeline(*module, buildLoweringPipeline)))
+  if (failed(runPhases(Phase::GraphToExec, Phase::MemoryPlanning)))
     return failure();
+  if (!options.compileTo.empty())
+    return writeModule(options, *module);
   clock.phase(options.stats ? "stats" : "");
 
   PlanStats s;
-  if (options.stats || !options.memoryBudget.empty())
+  if (options.stats || !options.pipeline.memoryBudget.empty())
     s = computePlanStats(*module);
-  if (!options.memoryBudget.empty()) {
+  if (!options.pipeline.memoryBudget.empty()) {
     // The search planned this exact module; a difference is a dlc bug.
-    int64_t budget = *parseByteSize(options.memoryBudget);
+    int64_t budget = *parseByteSize(options.pipeline.memoryBudget);
     if (s.predictedPeakBytes() > budget)
       return fail("internal error: the planned peak " + describePeak(s) +
                   " exceeds --memory-budget " + formatBytes(budget) +

@@ -30,9 +30,9 @@ enum class EmitKind {
   Package, ///< a .dlcp package for dlrt
 };
 
-/// Everything `dlc` can be asked to do. The defaults here are dlc's; those
-/// of the training options are TrainingOptions' constants. Not copyable (the
-/// pipeline options are command-line option objects).
+/// Everything `dlc` can be asked to do: the driver's own options here, the
+/// pipeline's in `pipeline`. The member initializers are the defaults;
+/// bindOptions declares each flag once (OptionsBinder).
 struct CompileOptions {
   /// The model: `.mlir` (dlgraph text) or anything else (ONNX).
   std::string inputPath;
@@ -40,6 +40,9 @@ struct CompileOptions {
   /// the other kinds; "-" is stdout.
   std::string outputPath;
   EmitKind emit = EmitKind::Package;
+  /// `--compile-to`: the pipeline phase (phaseName) after which the module
+  /// is written, as IREE's --compile-to; empty: all of them.
+  std::string compileTo;
   /// Fixes dim 0 of every model input; 0 keeps the model's. Must be >= 0.
   int64_t batchSize = 0;
   /// `--input-shape` values as written, `NAME=D0xD1x...` (parseInputShape in
@@ -70,27 +73,6 @@ struct CompileOptions {
   bool stats = false;
   /// No progress lines on stderr.
   bool quiet = false;
-  /// `--memory-budget`: the planned peak (persistent + inputs + arena +
-  /// workspace) the training step must fit, as parseByteSize reads it
-  /// ("512MiB"); empty: no budget. Implies remat auto.
-  std::string memoryBudget;
-  /// `--bucket-size` as written (empty: the default, 25 MiB).
-  std::string bucketSize;
-  /// `--pipeline-stages`: pipeline stages to split @main into (analysis
-  /// only, docs/pipeline.md); 0: no split. Needs train; > 1 needs stats or
-  /// EmitKind::DLGraph.
-  int64_t pipelineStages = 0;
-  /// `--device-model`: h100 or FILE.json (compiler/Partition/Cost).
-  std::string deviceModel = "h100";
-  /// `--pipeline-split`: comma-separated node names ending each stage but
-  /// the last; empty: the cost model's split.
-  std::string pipelineSplit;
-  /// `--microbatches`: micro-batches M per step of a pipeline (>= 1); the
-  /// global batch is M x the compiled (micro-)batch size.
-  int64_t microbatches = 4;
-  /// `--schedule`: the pipeline schedule, gpipe or 1f1b
-  /// (dialects/Exec/PipelineSchedule.h).
-  std::string schedule = "1f1b";
   /// `--simulate`: run the schedule on the cost model (the Simulator) and
   /// print its table instead of writing a package.
   bool simulate = false;
@@ -103,9 +85,33 @@ struct CompileOptions {
   /// `--stage-times`: a JSON file of measured per-stage times that replace
   /// the cost model's in --simulate; empty: the cost model.
   std::string stageTimes;
-  /// Training and its hyper-parameters.
+  /// `--check`: list the ONNX model's ops with their support status and
+  /// compile nothing (checkModel).
+  bool check = false;
+  /// The pipeline's options: training, precision, partitioning, remat.
   PipelineOptions pipeline;
+
+  /// Binds every flag of `dlc` (the driver's and the pipeline's) with
+  /// |binder|; `--stats` and the input path are bound by the tool (LLVM
+  /// has a `-stats` of its own that the tool renames first).
+  void bindOptions(OptionsBinder &binder);
 };
+
+/// The overview `dlc --help` prints: what dlc compiles (the ONNX opsets the
+/// importer maps) and three example command lines.
+std::string toolOverview();
+
+/// The version line `dlc --version` prints, with the package format version
+/// a package written now carries (codegen::kPackageFormatVersion).
+std::string versionString();
+
+/// Runs `dlc` on parsed |options|: --check (checkModel), or a compile through
+/// the package cache (a package compiled before from the same input, |argv|
+/// and toolchain is copied from the cache; docs/dlc.md "Compile time"),
+/// trimming the cache after. Returns the exit status: 0, 1 (compile or check
+/// failed) or 2 (bad environment). |argv| is the command line, for the
+/// cache key.
+int runCompiler(const CompileOptions &options, int argc, char **argv);
 
 /// Checks the options that need no model (optimizer and loss names, batch
 /// size, --expose-gradients without --train, CUDA architecture names).

@@ -112,17 +112,17 @@ buildSimulationConfig(mlir::ModuleOp module, const CompileOptions &options,
   if (!record)
     return error("--simulate: @main has no dlgraph.pipeline.stages record "
                  "(dlgraph-partition-pipeline did not run)");
-  Expected<DeviceModel> model = loadDeviceModel(options.deviceModel);
+  Expected<DeviceModel> model = loadDeviceModel(options.pipeline.deviceModel);
   if (!model)
     return model.takeError();
   std::string scheduleError;
   std::optional<exec::PipelineScheduleKind> schedule =
-      exec::parsePipelineSchedule(options.schedule, &scheduleError);
+      exec::parsePipelineSchedule(options.pipeline.schedule, &scheduleError);
   if (!schedule)
     return error("--schedule: " + scheduleError);
 
   partition::PipelineConfig config;
-  config.numMicroBatches = options.microbatches;
+  config.numMicroBatches = options.pipeline.microbatches;
   config.numReplicas = options.replicas;
   config.schedule = *schedule;
   auto number = [](mlir::DictionaryAttr d, StringRef key) {
@@ -172,7 +172,7 @@ mlir::LogicalResult simulatePipelineStep(mlir::ModuleOp module,
       return fail("--stage-times '" + options.stageTimes +
                   "': cannot read: " + buf.getError().message());
     Expected<StageTimes> parsed = parseStageTimesJSON(
-        (*buf)->getBuffer(), options.stageTimes, options.pipelineStages);
+        (*buf)->getBuffer(), options.stageTimes, options.pipeline.pipelineStages);
     if (!parsed)
       return fail(toString(parsed.takeError()));
     times = std::move(*parsed);
@@ -193,7 +193,7 @@ mlir::LogicalResult simulatePipelineStep(mlir::ModuleOp module,
     llvm::outs() << stageStats;
   llvm::outs() << "times: "
                << (times ? "--stage-times '" + options.stageTimes + "'"
-                         : "cost model, device model " + options.deviceModel)
+                         : "cost model, device model " + options.pipeline.deviceModel)
                << "; transfer " << llvm::format("%.6g", config->transferSeconds)
                << " s per boundary and micro-batch"
                << (times && times->transferSeconds ? "" : " (cost model)")

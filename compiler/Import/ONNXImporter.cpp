@@ -1057,3 +1057,7 @@ std::vector<dlc::SupportedONNXOp> dlc::supportedONNXOps() {
                    onnx_import::newestMappedVersion(*m)});
   return ops;
 }
+
+std::pair<int64_t, int64_t> dlc::supportedOpsets() {
+  return {kMinOpset, kMaxOpset};
+}

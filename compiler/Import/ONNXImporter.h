@@ -130,6 +130,9 @@ importONNXModelFromBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
 /// does not parse. Nothing is validated: importONNXModel does that.
 std::string externalDataKey(llvm::StringRef path, llvm::StringRef bytes);
 
+/// The ai.onnx opsets the importer maps, oldest and newest (inclusive).
+std::pair<int64_t, int64_t> supportedOpsets();
+
 /// A node whose op type the importer maps but which does not import: an
 /// element type, attribute or shape it does not support, or an input that
 /// must be a compile-time constant and is computed at run time.

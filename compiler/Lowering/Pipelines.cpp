@@ -17,10 +17,13 @@
 using namespace mlir;
 using namespace dlc;
 
-void dlc::buildLoweringPipeline(OpPassManager &pm) {
+void dlc::buildGraphToExecPipeline(OpPassManager &pm) {
   pm.addPass(createFoldDataMovementPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerToExecPass());
+}
+
+void dlc::buildExecTransformsPipeline(OpPassManager &pm) {
   pm.addPass(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseGemmEpiloguesPass());
@@ -30,7 +33,16 @@ void dlc::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createRematPersistentKernelsPass());
   pm.addPass(createFuseSiblingReductionsPass());
   pm.addPass(createSplitReductionsPass());
+}
+
+void dlc::buildMemoryPlanningPipeline(OpPassManager &pm) {
   pm.addPass(createPlanMemoryPass());
+}
+
+void dlc::buildLoweringPipeline(OpPassManager &pm) {
+  buildGraphToExecPipeline(pm);
+  buildExecTransformsPipeline(pm);
+  buildMemoryPlanningPipeline(pm);
 }
 
 /// The ops that use buffer |v| or a reshape view of it.

@@ -163,3 +163,96 @@ std::optional<BudgetFit> dlc::fitMemoryBudget(ModuleOp graph,
           ", with the least memory of --remat auto and --remat sqrt";
   return std::nullopt;
 }
+
+namespace {
+/// Phase::Rematerialization with a budget: plans a clone without
+/// rematerialization, searches the target that fits (fitMemoryBudget), runs
+/// dlgraph-remat at it and records the search on the module
+/// (kMemoryBudgetAttr). Fails with the search's one-line error.
+struct FitMemoryBudgetPass
+    : PassWrapper<FitMemoryBudgetPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FitMemoryBudgetPass)
+
+  explicit FitMemoryBudgetPass(int64_t budget) : budget(budget) {}
+  llvm::StringRef getArgument() const override {
+    return "dlc-fit-memory-budget";
+  }
+  llvm::StringRef getDescription() const override {
+    return "Rematerializes the training step until its planned peak fits a "
+           "memory budget";
+  }
+
+  /// The dialects the nested lowering and remat pipelines load.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    OpPassManager pm(ModuleOp::getOperationName());
+    PipelineOptions rp;
+    rp.train = true;
+    rp.remat = "auto";
+    buildRematPipeline(pm, rp);
+    buildLoweringPipeline(pm);
+    pm.getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    OwningOpRef<ModuleOp> plain(cast<ModuleOp>(module->clone()));
+    PassManager lower(ctx);
+    buildLoweringPipeline(lower);
+    if (failed(lower.run(*plain)))
+      return signalPassFailure();
+    PlanStats before = computePlanStats(*plain);
+    std::string error;
+    std::optional<BudgetFit> fit =
+        fitMemoryBudget(module, budget, before, error);
+    if (!fit) {
+      emitError(UnknownLoc::get(ctx)) << error;
+      return signalPassFailure();
+    }
+    PipelineOptions rp;
+    rp.train = true;
+    rp.remat = fit->mode;
+    rp.rematArenaTarget = fit->arenaTarget;
+    OpPassManager remat(ModuleOp::getOperationName());
+    buildRematPipeline(remat, rp);
+    if (failed(runPipeline(remat, module)))
+      return signalPassFailure();
+    Builder b(ctx);
+    auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+    module->setAttr(
+        kMemoryBudgetAttr,
+        b.getDictionaryAttr({
+            b.getNamedAttr("budget", i64(budget)),
+            b.getNamedAttr("mode", b.getStringAttr(fit->mode)),
+            b.getNamedAttr("persistent_before", i64(before.persistentBytes)),
+            b.getNamedAttr("inputs_before", i64(before.inputBytes)),
+            b.getNamedAttr("arena_before", i64(before.arenaBytes)),
+            b.getNamedAttr("workspace_before", i64(before.workspaceBytes)),
+        }));
+  }
+
+  int64_t budget;
+};
+} // namespace
+
+std::unique_ptr<Pass> dlc::createFitMemoryBudgetPass(int64_t budget) {
+  return std::make_unique<FitMemoryBudgetPass>(budget);
+}
+
+std::optional<std::pair<std::string, PlanStats>>
+dlc::readMemoryBudgetFit(ModuleOp module) {
+  auto d = module->getAttrOfType<DictionaryAttr>(kMemoryBudgetAttr);
+  if (!d)
+    return std::nullopt;
+  auto get = [&](llvm::StringRef name) {
+    auto a = d.getAs<IntegerAttr>(name);
+    return a ? a.getInt() : int64_t(0);
+  };
+  PlanStats before;
+  before.persistentBytes = get("persistent_before");
+  before.inputBytes = get("inputs_before");
+  before.arenaBytes = get("arena_before");
+  before.workspaceBytes = get("workspace_before");
+  auto mode = d.getAs<StringAttr>("mode");
+  return std::make_pair(mode ? mode.str() : std::string("auto"), before);
+}

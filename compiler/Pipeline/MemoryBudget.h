@@ -12,6 +12,7 @@
 #include "compiler/Lowering/Pipelines.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 
 #include <cstdint>
 #include <optional>
@@ -54,6 +55,24 @@ struct BudgetFit {
 std::optional<BudgetFit> fitMemoryBudget(mlir::ModuleOp graph,
                                          int64_t budget, const PlanStats &none,
                                          std::string &error);
+
+/// The module attribute where dlc-fit-memory-budget records its search: a
+/// dictionary of `budget` (bytes), `mode` (the dlgraph-remat mode that fit)
+/// and the plan without rematerialization (`persistent_before`,
+/// `inputs_before`, `arena_before`, `workspace_before`, bytes).
+constexpr llvm::StringLiteral kMemoryBudgetAttr = "dlgraph.memory_budget";
+
+/// Phase::Rematerialization under a budget of |budget| bytes: plans a clone
+/// without rematerialization, runs fitMemoryBudget and then dlgraph-remat at
+/// the target found, and records kMemoryBudgetAttr. An unreachable budget
+/// fails the pass with fitMemoryBudget's one-line error.
+std::unique_ptr<mlir::Pass> createFitMemoryBudgetPass(int64_t budget);
+
+/// What dlc-fit-memory-budget recorded on |module|: the remat mode that fit
+/// and the plan without rematerialization (only its memory fields are set);
+/// nullopt when it did not run.
+std::optional<std::pair<std::string, PlanStats>>
+readMemoryBudgetFit(mlir::ModuleOp module);
 
 } // namespace dlc
 

@@ -27,6 +27,90 @@ llvm::ArrayRef<llvm::StringLiteral> dlc::supportedLrSchedules() {
   return kSchedules;
 }
 
+void dlc::TrainingOptions::bindOptions(OptionsBinder &b) {
+  using llvm::cl::value_desc;
+  b.opt("loss", loss,
+        "Loss added by --train: softmax-cross-entropy (over the last axis of "
+        "the first output, against int64 class ids in a new input 'labels')");
+  b.opt("loss-output", lossOutput,
+        "Use this scalar model output as the loss instead", value_desc("name"));
+  b.opt("optimizer", optimizer,
+        "Optimizer for --train: sgd, adam or adamw (torch.optim semantics; "
+        "default {default})");
+  b.opt("lr", lr, "Learning rate (default {default})");
+  b.opt("momentum", momentum, "SGD momentum (default {default})");
+  b.opt("weight-decay", weightDecay,
+        "Weight decay (default " +
+            OptionsBinder::formatNumber(resolveWeightDecay("sgd", weightDecay)) +
+            "; adamw: " +
+            OptionsBinder::formatNumber(
+                resolveWeightDecay("adamw", weightDecay)) +
+            ")");
+  b.opt("beta1", beta1, "Adam beta1 (default {default})");
+  b.opt("beta2", beta2, "Adam beta2 (default {default})");
+  b.opt("adam-epsilon", adamEpsilon, "Adam epsilon (default {default})");
+  b.opt("expose-gradients", exposeGradients,
+        "With --train: train_step also returns each trainable parameter's "
+        "gradient as output '<parameter>.grad' (for dlrt train "
+        "--save-gradients; costs their memory and a copy per step)");
+  b.opt("lr-schedule", lrSchedule,
+        "With --train: the learning rate of update t = 1, 2, ... (counted in "
+        "the step, so --resume continues it): constant, linear, cosine or "
+        "step, after a linear warm-up of --warmup-steps; train_step returns "
+        "it as output 'lr' (docs/dlc.md, Training recipes)",
+        value_desc("constant|linear|cosine|step"));
+  b.opt("warmup-steps", warmupSteps,
+        "With --lr-schedule: lr = lr * t / W for the first W updates "
+        "(default {default})",
+        value_desc("W"));
+  b.opt("total-steps", totalSteps,
+        "With --lr-schedule linear or cosine: the update T at which the lr "
+        "reaches --min-lr (and stays)",
+        value_desc("T"));
+  b.opt("min-lr", minLr,
+        "With --lr-schedule linear or cosine: the final lr (default "
+        "{default})",
+        value_desc("M"));
+  b.opt("step-size", stepSize,
+        "With --lr-schedule step: lr = lr * gamma^floor(t / K)",
+        value_desc("K"));
+  b.opt("gamma", gamma,
+        "With --lr-schedule step: the decay factor (default {default})");
+  b.opt("clip-grad-norm", clipGradNorm,
+        "With --train: scale the gradients by MAX / (norm + 1e-6) when their "
+        "global L2 norm exceeds MAX (torch.nn.utils.clip_grad_norm_); "
+        "train_step returns the norm as output 'grad_norm'",
+        value_desc("MAX"));
+  b.opt("accumulate", accumulate,
+        "With --train: each call of train_step adds its gradients to "
+        "persistent accumulators and the optimizer applies their mean on "
+        "every N-th call (one step on the N-times batch; the step counter "
+        "and --lr-schedule count updates; default {default})",
+        value_desc("N"));
+  b.opt("no-weight-decay", noWeightDecay,
+        "With --train: initializers whose name matches REGEX (POSIX "
+        "extended, anywhere in the name) get weight decay 0",
+        value_desc("REGEX"));
+  b.opt("freeze", freeze,
+        "With --train: initializers whose name matches REGEX are not trained "
+        "(no gradient, no optimizer state)",
+        value_desc("REGEX"));
+  b.opt("no-freeze", noFreeze,
+        "With --train: initializers whose name matches REGEX are trained "
+        "even when dlc's rule takes them for buffers (non-finite values, "
+        "attention masks, sin/cos position frequencies)",
+        value_desc("REGEX"));
+  b.opt("trainable", trainable,
+        "With --train: train exactly the initializers FILE names, one per "
+        "line (PyTorch's named_parameters()); the others are constants",
+        value_desc("FILE"));
+  b.opt("label-smoothing", labelSmoothing,
+        "With --train: label smoothing E in [0, 1] of the "
+        "softmax-cross-entropy loss (PyTorch's label_smoothing; default "
+        "{default})",
+        value_desc("E"));
+}
+
 dlc::TrainingRecipe dlc::recipeOf(const TrainingOptions &o) {
   TrainingRecipe r;
   r.lrSchedule = o.lrSchedule;
@@ -158,13 +242,13 @@ void dlc::buildTrainingStepPipeline(
 }
 
 void dlc::registerTrainingStepPipeline() {
-  PassPipelineRegistration<TrainingOptions>(
+  PassPipelineRegistration<BoundOptions<TrainingOptions>>(
       "dlgraph-build-training-step",
       "Builds @train_step (forward, loss, reverse-mode gradients, optimizer "
       "update) next to @forward: dlgraph-append-loss, "
       "dlgraph-decompose-batch-norm-for-training, dlgraph-differentiate, "
       "dlgraph-apply-optimizer",
-      [](OpPassManager &pm, const TrainingOptions &options) {
-        buildTrainingStepPipeline(pm, options);
+      [](OpPassManager &pm, const BoundOptions<TrainingOptions> &options) {
+        buildTrainingStepPipeline(pm, options.get());
       });
 }

@@ -9,8 +9,8 @@
 #ifndef DLC_COMPILER_TRANSFORMS_BUILDTRAININGSTEP_H
 #define DLC_COMPILER_TRANSFORMS_BUILDTRAININGSTEP_H
 
+#include "compiler/Support/OptionsBinder.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -19,10 +19,12 @@
 
 namespace dlc {
 
-/// Options of the training step. The `kDefault*` constants are the only
-/// defaults of these options: the training passes' options (Passes.td), this
-/// struct's members and `dlc`'s flags all start from them.
-struct TrainingOptions : mlir::PassPipelineOptions<TrainingOptions> {
+/// Options of the training step. The member initializers (from the
+/// `kDefault*` constants) are the only defaults of these options:
+/// bindOptions declares each one once, for `dlc`'s flags, the
+/// `dlgraph-build-training-step` and `dlc-pipeline` pipelines; the training
+/// passes' options (Passes.td) start from the same constants.
+struct TrainingOptions {
   static constexpr const char *kDefaultLoss = "softmax-cross-entropy";
   static constexpr const char *kDefaultOptimizer = "sgd";
   /// What `dlc --train` has always used; `torch.optim.SGD` has no default.
@@ -37,96 +39,33 @@ struct TrainingOptions : mlir::PassPipelineOptions<TrainingOptions> {
   /// StepLR's default decay factor (torch.optim.lr_scheduler.StepLR).
   static constexpr double kDefaultGamma = 0.1;
 
-  Option<std::string> loss{
-      *this, "loss",
-      llvm::cl::desc("Loss applied to the first output: softmax-cross-entropy"),
-      llvm::cl::init(kDefaultLoss)};
-  Option<std::string> lossOutput{
-      *this, "loss-output",
-      llvm::cl::desc("Name (dlgraph.name) of a scalar model output to use as "
-                     "the loss instead")};
-  Option<std::string> optimizer{
-      *this, "optimizer",
-      llvm::cl::desc("sgd, adam or adamw (torch.optim semantics)"),
-      llvm::cl::init(kDefaultOptimizer)};
-  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
-                    llvm::cl::init(kDefaultLearningRate)};
-  Option<double> momentum{
-      *this, "momentum",
-      llvm::cl::desc("SGD momentum (torch.optim.SGD, no dampening, no "
-                     "Nesterov)"),
-      llvm::cl::init(kDefaultMomentum)};
-  Option<double> weightDecay{
-      *this, "weight-decay",
-      llvm::cl::desc("Weight decay; negative means the optimizer's PyTorch "
-                     "default (0 for sgd and adam, 0.01 for adamw)"),
-      llvm::cl::init(kDefaultWeightDecay)};
-  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam beta1"),
-                       llvm::cl::init(kDefaultBeta1)};
-  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam beta2"),
-                       llvm::cl::init(kDefaultBeta2)};
-  Option<double> adamEpsilon{*this, "adam-epsilon",
-                             llvm::cl::desc("Adam epsilon"),
-                             llvm::cl::init(kDefaultAdamEpsilon)};
-  Option<bool> exposeGradients{
-      *this, "expose-gradients",
-      llvm::cl::desc("Also return each trainable parameter's gradient from "
-                     "@train_step, named \"<parameter>.grad\""),
-      llvm::cl::init(false)};
+  std::string loss = kDefaultLoss;
+  std::string lossOutput;
+  std::string optimizer = kDefaultOptimizer;
+  double lr = kDefaultLearningRate;
+  double momentum = kDefaultMomentum;
+  double weightDecay = kDefaultWeightDecay;
+  double beta1 = kDefaultBeta1;
+  double beta2 = kDefaultBeta2;
+  double adamEpsilon = kDefaultAdamEpsilon;
+  bool exposeGradients = false;
   /// Training recipes (issue 16; docs/dlc.md "Training recipes").
-  Option<double> labelSmoothing{
-      *this, "label-smoothing",
-      llvm::cl::desc("Label smoothing of softmax-cross-entropy in [0, 1] "
-                     "(torch.nn.functional.cross_entropy's label_smoothing)"),
-      llvm::cl::init(0.0)};
-  Option<std::string> freeze{
-      *this, "freeze",
-      llvm::cl::desc("Regex (POSIX extended, matched anywhere in the name) of "
-                     "the variables that are not trained")};
-  Option<std::string> noFreeze{
-      *this, "no-freeze",
-      llvm::cl::desc("Regex of the variables the buffer rule (non-finite "
-                     "values, attention masks, sin/cos frequencies) must not "
-                     "freeze")};
-  Option<std::string> trainable{
-      *this, "trainable",
-      llvm::cl::desc("File naming the variables to train, one per line "
-                     "(PyTorch's named_parameters()); the others are frozen")};
-  Option<std::string> noWeightDecay{
-      *this, "no-weight-decay",
-      llvm::cl::desc("Regex of the trained parameters updated without weight "
-                     "decay")};
-  Option<std::string> lrSchedule{
-      *this, "lr-schedule",
-      llvm::cl::desc("constant, linear, cosine or step; empty: a constant lr "
-                     "and no `lr` result")};
-  Option<int64_t> warmupSteps{*this, "warmup-steps",
-                              llvm::cl::desc("Linear warm-up updates"),
-                              llvm::cl::init(0)};
-  Option<int64_t> totalSteps{
-      *this, "total-steps",
-      llvm::cl::desc("Update at which linear/cosine decay reaches min-lr"),
-      llvm::cl::init(0)};
-  Option<double> minLr{*this, "min-lr",
-                       llvm::cl::desc("Final lr of linear/cosine decay"),
-                       llvm::cl::init(0.0)};
-  Option<int64_t> stepSize{
-      *this, "step-size",
-      llvm::cl::desc("step schedule: updates between lr decays"),
-      llvm::cl::init(0)};
-  Option<double> gamma{*this, "gamma",
-                       llvm::cl::desc("step schedule: lr decay factor"),
-                       llvm::cl::init(kDefaultGamma)};
-  Option<int64_t> accumulate{
-      *this, "accumulate",
-      llvm::cl::desc("Accumulate the gradients of N calls; the optimizer "
-                     "applies on every N-th call"),
-      llvm::cl::init(1)};
-  Option<double> clipGradNorm{
-      *this, "clip-grad-norm",
-      llvm::cl::desc("Clip the global L2 norm of the gradients to this value "
-                     "(torch.nn.utils.clip_grad_norm_); 0: no clipping"),
-      llvm::cl::init(0.0)};
+  double labelSmoothing = 0.0;
+  std::string freeze;
+  std::string noFreeze;
+  std::string trainable;
+  std::string noWeightDecay;
+  std::string lrSchedule;
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
+  double minLr = 0.0;
+  int64_t stepSize = 0;
+  double gamma = kDefaultGamma;
+  int64_t accumulate = 1;
+  double clipGradNorm = 0.0;
+
+  /// Declares each option (flag name, help) once; see OptionsBinder.
+  void bindOptions(OptionsBinder &binder);
 };
 
 /// The learning-rate schedules of `lr-schedule`, in the order messages list
