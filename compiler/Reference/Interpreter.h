@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/TypeID.h"
 
 #include <cstdint>
 #include <map>
@@ -38,6 +39,13 @@ public:
   /// its results. Fails with a diagnostic at an op it does not support.
   mlir::FailureOr<std::vector<Tensor>> run(mlir::func::FuncOp func,
                                            const std::vector<Tensor> &args);
+
+  /// Whether run() evaluates ops of kind |opKind| (an op's
+  /// `getName().getTypeID()`, or `TypeID::get<OpT>()`): whether an op family
+  /// registers an evaluation function for it. run() may still refuse some
+  /// forms of such an op (a non-dense dlgraph.constant); it handles
+  /// func.return itself.
+  static bool canEvaluate(mlir::TypeID opKind);
 
   std::map<std::string, Tensor> variables;
 };

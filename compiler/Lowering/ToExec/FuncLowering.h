@@ -45,6 +45,9 @@ public:
 
   /// The handler registered for |op|'s kind, or null when there is none.
   const Handler *lookup(mlir::Operation *op) const;
+  /// Whether a lowering is registered for the op kind |id| (what the
+  /// op-coverage test asks).
+  bool contains(mlir::TypeID id) const { return handlers.count(id); }
 
 private:
   void insert(mlir::TypeID id, Handler handler);

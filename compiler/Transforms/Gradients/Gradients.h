@@ -4,6 +4,8 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace dlc {
 
@@ -13,6 +15,21 @@ namespace dlc {
 /// differentiable dlgraph op. `registerAllDialects` calls it; a context built
 /// without that must call it before differentiating. Idempotent.
 void registerGradientInterfaceExternalModels(mlir::DialectRegistry &registry);
+
+/// The dlgraph ops declared to have no gradient rule, on purpose (full
+/// names, `dlgraph.compare`): comparisons, index results and floor-style
+/// mod; one_hot, whose only operand is the integer indices; the integer
+/// bitwise ops and bitcast; constants and variables, which have no operands
+/// (a read of a trainable variable is where its gradient arrives) or, for
+/// write_variable, no results; the gradient ops themselves (there
+/// is no second-order autodiff), the ops the training step adds after
+/// differentiation (optimizer updates, all_reduce), batch_norm (training
+/// decomposes it first, dlgraph-decompose-batch-norm-for-training), and
+/// cumprod (no rule yet). One on a path from a trainable parameter to the
+/// loss is an error of dlgraph-differentiate. The gradient-rule test checks
+/// that none of them has a rule; the op-coverage test lists, per op, a rule
+/// or this declaration.
+llvm::ArrayRef<llvm::StringLiteral> nonDifferentiableOps();
 
 /// Rewrites every dlgraph.max_pool_grad in |root| to read the argmax
 /// instead of the pooling's input, as PyTorch's max_pool2d_with_indices
