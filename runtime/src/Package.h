@@ -13,11 +13,13 @@
 
 #include "Device.h"
 #include "dlrt/dlrt.h"
+#include "runtime/schema/FormatVersion.h"
 
 namespace dlrt {
 
-/// The package format version this runtime writes and reads (package.fbs).
-constexpr uint32_t kPackageFormatVersion = 8;
+/// The package format version this runtime reads up to (the one constant
+/// dlc writes, runtime/schema/FormatVersion.h).
+constexpr uint32_t kPackageFormatVersion = dlc::schema::kPackageFormatVersion;
 /// The first format version with the weights section after the FlatBuffer.
 constexpr uint32_t kWeightsSectionFormatVersion = 8;
 /// The alignment, bytes, of the weights section and of each of its tensors
