@@ -20,6 +20,7 @@ Also every relative markdown link target must exist.
 Prints one line per kind and exits 1 when anything is missing; with
 DOCS_PATHS_VERBOSE=1 in the environment, also every item it checked.
 """
+import fnmatch
 import glob
 import os
 import re
@@ -78,7 +79,7 @@ def path_exists(token):
 def name_exists(token, names):
     for pattern in to_glob(token.rstrip("/")):
         if pattern in names or ("*" in pattern and any(
-                glob.fnmatch.fnmatchcase(n, pattern) for n in names)):
+                fnmatch.fnmatchcase(n, pattern) for n in names)):
             return True
     return False
 
