@@ -336,8 +336,7 @@ static void printLossMean(llvm::raw_ostream &cs, KernelCode &code,
   if (blocks == 1) {
     cs << "  if (threadIdx.x == 0) {\n"
        << "    double total = 0;\n"
-       << "    for (int w = 0; w < " << W
-       << "; ++w) total += dlc_partial[w];\n"
+       << "    for (int w = 0; w < " << W << "; ++w) total += dlc_partial[w];\n"
        << "    " << mean << "\n"
        << "  }\n";
   } else {
@@ -359,8 +358,9 @@ static void printLossMean(llvm::raw_ostream &cs, KernelCode &code,
        << "  if (dlc_last) {\n"
        << "    __shared__ double dlc_tree[" << 32 * warps << "];\n"
        << "    double v = 0;\n"
-       << "    for (int b = threadIdx.x; b < " << blocks << "; b += "
-       << 32 * warps << ") v += ((volatile double *)dlc_loss_partials)[b];\n"
+       << "    for (int b = threadIdx.x; b < " << blocks
+       << "; b += " << 32 * warps
+       << ") v += ((volatile double *)dlc_loss_partials)[b];\n"
        << "    dlc_tree[threadIdx.x] = v;\n"
        << "    __syncthreads();\n"
        << "    for (int h = " << 16 * warps << "; h > 0; h >>= 1) {\n"

@@ -66,9 +66,7 @@ FailureOr<std::string> cValueType(Type type) {
   return cScalarType(type);
 }
 
-std::string halfName(Type type) {
-  return type.isBF16() ? "bf16" : "f16";
-}
+std::string halfName(Type type) { return type.isBF16() ? "bf16" : "f16"; }
 
 std::string loadExpr(Type type, const std::string &ref) {
   if (!isHalfFloat(type))

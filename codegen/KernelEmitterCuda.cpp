@@ -136,9 +136,8 @@ static void chooseVectors(exec::KernelOp op, int64_t n, int64_t lastSize,
   // [e, e + V) of one row (V divides the last loop), or of the flat index
   // space when every operand is read at e and no index is decoded.
   const int64_t width = layout.width = 16 / widest;
-  bool allFlat = llvm::all_of(access, [](Access a) {
-    return a == Access::None || a == Access::Flat;
-  });
+  bool allFlat = llvm::all_of(
+      access, [](Access a) { return a == Access::None || a == Access::Flat; });
   bool decode = !allFlat || usesIndex;
   SmallVector<bool> vec(numOperands, false);
   bool vectorize = width >= 2 && n >= width &&
@@ -153,8 +152,8 @@ static void chooseVectors(exec::KernelOp op, int64_t n, int64_t lastSize,
       // Every row of the operand starts on a vector boundary, and so does
       // the constant offset within it (a slice's start).
       auto type = cast<MemRefType>(operands[i].getType());
-      aligned &= type.getShape().back() % width == 0 &&
-                 lastOffset[i] % width == 0;
+      aligned &=
+          type.getShape().back() % width == 0 && lastOffset[i] % width == 0;
     }
     vec[i] = aligned;
   }
@@ -212,12 +211,12 @@ void GeneratedKernelEmitter::emitElementwiseCuda(
     }
     for (unsigned i = 0; i < numInputs; ++i)
       if (loadedInputs[i])
-        t += in + "const " + valueTypes[i] + " x" + std::to_string(i) +
-             " = " + load(i, ref(i)) + ";\n";
-    for (StringRef line :
-         llvm::split(StringRef(ops).rtrim('\n'), '\n'))
+        t += in + "const " + valueTypes[i] + " x" + std::to_string(i) + " = " +
+             load(i, ref(i)) + ";\n";
+    for (StringRef line : llvm::split(StringRef(ops).rtrim('\n'), '\n'))
       if (!line.empty())
-        t += in + line.drop_front(std::min<size_t>(2, line.size())).str() + "\n";
+        t +=
+            in + line.drop_front(std::min<size_t>(2, line.size())).str() + "\n";
     for (unsigned o = numInputs; o < numOperands; ++o)
       t += in + ref(o) + " = " +
            store(o, "acc" + std::to_string(o - numInputs)) + ";\n";
@@ -233,8 +232,8 @@ void GeneratedKernelEmitter::emitElementwiseCuda(
         t += "    const int " + var + " = (int)dlc_rem;\n";
       else
         t += "    const int " + var + " = (int)(dlc_rem % " +
-             std::to_string(loopSizes[d]) + "u); dlc_rem /= " +
-             std::to_string(loopSizes[d]) + "u;\n";
+             std::to_string(loopSizes[d]) +
+             "u); dlc_rem /= " + std::to_string(loopSizes[d]) + "u;\n";
     }
     return t;
   };
@@ -250,13 +249,15 @@ void GeneratedKernelEmitter::emitElementwiseCuda(
                     std::to_string(n) + "u; dlc_e += dlc_stride) {\n";
     if (decode)
       t += decodeFrom("i" + std::to_string(last));
-    t += element([&](unsigned i) {
-      return "a" + std::to_string(i) + "[" +
-             (access[i] == Access::Flat
-                  ? std::string("dlc_e")
-                  : offset(i, "i" + std::to_string(last))) +
-             "]";
-    }, "    ");
+    t += element(
+        [&](unsigned i) {
+          return "a" + std::to_string(i) + "[" +
+                 (access[i] == Access::Flat
+                      ? std::string("dlc_e")
+                      : offset(i, "i" + std::to_string(last))) +
+                 "]";
+        },
+        "    ");
     return t + "  }\n";
   };
 
@@ -302,8 +303,8 @@ void GeneratedKernelEmitter::emitElementwiseCuda(
         cs << "    const " << t << " " << r << " = *(const " << t << " *)(" << a
            << " + " << off << ");\n";
       else if (accInitLoads[i - numInputs])
-        cs << "    " << t << " " << name("w", i) << " = *(const " << t
-           << " *)(" << a << " + " << off << ");\n";
+        cs << "    " << t << " " << name("w", i) << " = *(const " << t << " *)("
+           << a << " + " << off << ");\n";
       else
         cs << "    " << t << " " << name("w", i) << ";\n";
     } else if (access[i] == Access::Splat) {
@@ -316,15 +317,17 @@ void GeneratedKernelEmitter::emitElementwiseCuda(
   if (perElementLast)
     cs << "      const int i" << last << " = dlc_b + dlc_j;\n";
   std::string lastName = "i" + std::to_string(last);
-  std::string elem = element([&](unsigned i) -> std::string {
-    if (vec[i])
-      return (i < numInputs ? name("r", i) : name("w", i)) + ".v[dlc_j]";
-    if (access[i] == Access::Splat)
-      return name("s", i);
-    if (access[i] == Access::Flat)
-      return name("a", i) + "[dlc_e + dlc_j]";
-    return name("a", i) + "[" + offset(i, lastName) + "]";
-  }, "      ");
+  std::string elem = element(
+      [&](unsigned i) -> std::string {
+        if (vec[i])
+          return (i < numInputs ? name("r", i) : name("w", i)) + ".v[dlc_j]";
+        if (access[i] == Access::Splat)
+          return name("s", i);
+        if (access[i] == Access::Flat)
+          return name("a", i) + "[dlc_e + dlc_j]";
+        return name("a", i) + "[" + offset(i, lastName) + "]";
+      },
+      "      ");
   cs << elem << "    }\n";
   for (unsigned o = numInputs; o < numOperands; ++o) {
     std::string off =

@@ -33,7 +33,7 @@ static const char *mathName(Operation *op, bool isF32) {
   .Case<Op>([&](auto) { return isF32 ? F32 : F64; })
   return llvm::TypeSwitch<Operation *, const char *>(op)
       DLC_KERNEL_MATH_CALLS(DLC_CASE)
-      .Default([](Operation *) { return nullptr; });
+          .Default([](Operation *) { return nullptr; });
 #undef DLC_CASE
 }
 
@@ -49,7 +49,7 @@ static const char *binaryOperator(Operation *op) {
 #define DLC_CASE(Op, Operator) .Case<Op>([](auto) { return Operator; })
   return llvm::TypeSwitch<Operation *, const char *>(op)
       DLC_KERNEL_BINARY_OPERATORS(DLC_CASE)
-      .Default([](Operation *) { return nullptr; });
+          .Default([](Operation *) { return nullptr; });
 #undef DLC_CASE
 }
 
@@ -124,7 +124,7 @@ static std::string cmpiExpr(arith::CmpIPredicate p, const std::string &a,
 }
 
 std::string nanPropagatingMinMax(bool max, const std::string &a,
-                                        const std::string &b) {
+                                 const std::string &b) {
   return "((" + a + (max ? " > " : " < ") + b + " || " + a + " != " + a +
          ") ? " + a + " : " + b + ")";
 }
@@ -165,9 +165,8 @@ GeneratedKernelEmitter::arithmeticExpr(Operation *bodyOp,
     const std::string &a = args[0], &b = args[1];
     if (isa<arith::DivSIOp>(bodyOp))
       expr = "(" + b + " == 0 ? (" + cType + ")0 : " + b + " == -1 ? (" +
-             cType + ")((" + unsignedOf(cType) + ")0 - (" +
-             unsignedOf(cType) + ")" + a + ") : (" + cType + ")(" + a +
-             " / " + b + "))";
+             cType + ")((" + unsignedOf(cType) + ")0 - (" + unsignedOf(cType) +
+             ")" + a + ") : (" + cType + ")(" + a + " / " + b + "))";
     else
       expr = "((" + b + " == 0 || " + b + " == -1) ? (" + cType + ")0 : (" +
              cType + ")(" + a + " % " + b + "))";
@@ -228,17 +227,15 @@ GeneratedKernelEmitter::arithmeticExpr(Operation *bodyOp,
   return expr;
 }
 
-FailureOr<std::string>
-GeneratedKernelEmitter::conversionOrMathExpr(Operation *bodyOp,
-                                             ArrayRef<std::string> args,
-                                             const std::string &cType,
-                                             bool &roundedHalf) const {
+FailureOr<std::string> GeneratedKernelEmitter::conversionOrMathExpr(
+    Operation *bodyOp, ArrayRef<std::string> args, const std::string &cType,
+    bool &roundedHalf) const {
   Value result = bodyOp->getResult(0);
   bool isHalf = isHalfFloat(result.getType());
   bool isF32 = result.getType().isF32() || isHalf;
   std::string expr;
   if (isHalf &&
-             isa<arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(bodyOp)) {
+      isa<arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(bodyOp)) {
     // One rounding from the exact source value: f64 and integers go through
     // double (exact for every f64, i32 and i1; i64 beyond 2^53 rounds
     // twice), float and the other 2-byte type through float.
@@ -265,8 +262,8 @@ GeneratedKernelEmitter::conversionOrMathExpr(Operation *bodyOp,
     std::string x = "(" + args[0] + ")";
     expr = "(" + x + " != " + x + " ? (" + cType + ")0 : " + x +
            " >= " + bound + " ? (" + cType + ")(~((" + unsignedOf(cType) +
-           ")1 << " + std::to_string(bits - 1) + ")) : " + x + " <= -" +
-           bound + " ? (" + cType + ")((" + unsignedOf(cType) + ")1 << " +
+           ")1 << " + std::to_string(bits - 1) + ")) : " + x + " <= -" + bound +
+           " ? (" + cType + ")((" + unsignedOf(cType) + ")1 << " +
            std::to_string(bits - 1) + ") : (" + cType + ")" + x + ")";
   } else if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
                  arith::FPToSIOp, arith::IndexCastOp, arith::ExtSIOp,

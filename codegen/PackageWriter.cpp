@@ -790,8 +790,9 @@ buildFunctions(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan) {
     std::vector<flatbuffers::Offset<pkg::Step>> steps;
     for (const PlanStep &s : fn.steps) {
       if (s.collective == PlanStep::Collective::AllReduce) {
-        auto ar = pkg::CreateAllReduce(
-            fbb, s.args[0], s.average ? pkg::ReduceOp::Avg : pkg::ReduceOp::Sum);
+        auto ar = pkg::CreateAllReduce(fbb, s.args[0],
+                                       s.average ? pkg::ReduceOp::Avg
+                                                 : pkg::ReduceOp::Sum);
         steps.push_back(pkg::CreateStep(fbb, pkg::Op::AllReduce, ar.Union()));
       } else if (s.collective == PlanStep::Collective::Wait) {
         auto w = pkg::CreateWaitCollective(fbb, s.args[0]);
@@ -913,8 +914,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   auto weights = collectWeights(planned, plan);
   if (failed(weights))
     return failure();
-  const std::vector<dlrt::safetensors::TensorInfo> &tensors =
-      weights->tensors;
+  const std::vector<dlrt::safetensors::TensorInfo> &tensors = weights->tensors;
   const uint64_t weightDataBytes = weights->dataBytes;
   // Large weights go to the weights section after the FlatBuffer (format
   // version 8), which FlatBuffers' 2 GiB does not limit; smaller ones stay
@@ -1043,10 +1043,9 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
     for (auto [i, t] : llvm::enumerate(tensors)) {
       sectionBytes = llvm::alignTo(sectionBytes, kWeightAlignment);
       sectionOffsets.push_back(sectionBytes);
-      refs.push_back(pkg::CreateWeightRefDirect(fbb, t.name.c_str(),
-                                                weights->tensorDTypes[i],
-                                                &t.shape,
-                                                sectionBytes, t.bytes));
+      refs.push_back(pkg::CreateWeightRefDirect(
+          fbb, t.name.c_str(), weights->tensorDTypes[i], &t.shape, sectionBytes,
+          t.bytes));
       sectionBytes += t.bytes;
     }
     weightRefVector = fbb.CreateVector(refs);

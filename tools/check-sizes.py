@@ -333,8 +333,9 @@ def count_lines(text):
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
-def source_files(root):
-    for top in SOURCE_DIRS:
+def source_files(root, tops=SOURCE_DIRS):
+    """The C/C++ sources under the folders |tops| of |root|."""
+    for top in tops:
         base = os.path.join(root, top)
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames
@@ -364,14 +365,20 @@ def main(argv):
     parser.add_argument("--top", type=int, default=0, metavar="N",
                         help="also list the N longest functions, over the "
                         "limit or not")
-    parser.add_argument("paths", nargs="*", help="only these files (relative "
-                        "to --root or absolute) instead of the whole tree")
+    parser.add_argument("paths", nargs="*", help="only these files or "
+                        "folders (relative to --root or absolute) instead of "
+                        "the whole tree")
     args = parser.parse_args(argv)
 
     root = os.path.abspath(args.root)
     if args.paths:
-        files = [p if os.path.isabs(p) else os.path.join(root, p)
-                 for p in args.paths]
+        files = []
+        for p in args.paths:
+            p = p if os.path.isabs(p) else os.path.join(root, p)
+            if os.path.isdir(p):
+                files.extend(source_files(p, ["."]))
+            else:
+                files.append(p)
     else:
         files = list(source_files(root))
     long_files = []

@@ -113,8 +113,7 @@ LogicalResult Importer::checkAttentionInputTypes() {
   return success();
 }
 
-LogicalResult Importer::prependPastKV(Value &key, Value &value,
-                                      int64_t &past) {
+LogicalResult Importer::prependPastKV(Value &key, Value &value, int64_t &past) {
   Value pk = materialize(*input(4)), pv = materialize(*input(5));
   auto pkt = cast<RankedTensorType>(pk.getType()),
        pvt = cast<RankedTensorType>(pv.getType());
@@ -142,16 +141,14 @@ LogicalResult Importer::prependPastKV(Value &key, Value &value,
 }
 
 FailureOr<Value> Importer::nonpadKVMask(Value scores, Value negInf,
-                                         int64_t batch, int64_t sq,
-                                         int64_t skv, bool isCausal,
-                                         int64_t leftWindow,
-                                         int64_t rightWindow, bool grouped) {
+                                        int64_t batch, int64_t sq, int64_t skv,
+                                        bool isCausal, int64_t leftWindow,
+                                        int64_t rightWindow, bool grouped) {
   Slot *ls = input(6);
   if (!ls)
     return failure();
   RankedTensorType lt = ls->type();
-  if (!lt.getElementType().isInteger(64) &&
-      !lt.getElementType().isInteger(32))
+  if (!lt.getElementType().isInteger(64) && !lt.getElementType().isInteger(32))
     return nodeError() << "input 6 (nonpad_kv_seqlen) has element type "
                        << elementTypeName(lt.getElementType())
                        << "; supported: int64, int32";
@@ -166,27 +163,26 @@ FailureOr<Value> Importer::nonpadKVMask(Value scores, Value negInf,
                        << kMaxFoldElements << " elements";
   // len[b] as [B, 1, 1] against [Sq, T] grids of constants: each bound on
   // diff = len - Sq + i - j is one comparison of len with a constant.
-  Value len =
-      castTo(builder, nodeLoc, materialize(*ls), builder.getI64Type());
+  Value len = castTo(builder, nodeLoc, materialize(*ls), builder.getI64Type());
   len = reshaped(builder, nodeLoc, len, {batch, 1, 1});
   auto cmp = [&](StringRef pred, Value a, Value b) -> Value {
     return gr::CompareOp::create(builder, nodeLoc, pred, a, b);
   };
   // Padding: key j < len[b].
-  Value keep = cmp("lt",
-                   int64Grid(builder, nodeLoc, 1, skv,
-                             [](int64_t, int64_t j) { return j; }),
-                   len);
+  Value keep = cmp(
+      "lt",
+      int64Grid(builder, nodeLoc, 1, skv, [](int64_t, int64_t j) { return j; }),
+      len);
   Value falseV = splatOf(RankedTensorType::get({}, builder.getI1Type()), 0);
   auto both = [&](Value a, Value b) -> Value {
     return gr::SelectOp::create(builder, nodeLoc, a, b, falseV);
   };
   if (isCausal) // diff >= 0: j - i + Sq <= len.
-    keep = both(
-        keep, cmp("le",
-                  int64Grid(builder, nodeLoc, sq, skv,
-                            [&](int64_t i, int64_t j) { return j - i + sq; }),
-                  len));
+    keep = both(keep,
+                cmp("le",
+                    int64Grid(builder, nodeLoc, sq, skv,
+                              [&](int64_t i, int64_t j) { return j - i + sq; }),
+                    len));
   if (leftWindow >= 0) // diff <= left: len <= left + j - i + Sq.
     keep = both(keep, cmp("le", len,
                           int64Grid(builder, nodeLoc, sq, skv,
@@ -201,8 +197,7 @@ FailureOr<Value> Importer::nonpadKVMask(Value scores, Value negInf,
                                     }),
                           len));
   // [B, Sq or 1, T] -> [B, 1, Sq or 1, T] (grouped: [B, 1, 1, Sq or 1, T]).
-  ArrayRef<int64_t> kshape =
-      cast<RankedTensorType>(keep.getType()).getShape();
+  ArrayRef<int64_t> kshape = cast<RankedTensorType>(keep.getType()).getShape();
   SmallVector<int64_t> k4 = {batch, 1};
   if (grouped)
     k4.push_back(1);
@@ -212,10 +207,9 @@ FailureOr<Value> Importer::nonpadKVMask(Value scores, Value negInf,
 }
 
 FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
-                                          int64_t skv,
-                                          ArrayRef<int64_t> scoresShape,
-                                          bool grouped, int64_t hkv,
-                                          int64_t g) {
+                                         int64_t skv,
+                                         ArrayRef<int64_t> scoresShape,
+                                         bool grouped, int64_t hkv, int64_t g) {
   Type f32 = builder.getF32Type();
   Slot *m = input(3);
   if (!m)
@@ -237,8 +231,7 @@ FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
     SmallVector<int64_t> zeros(padded.size(), 0), ones(padded.size(), 1);
     mask = gr::PadOp::create(
         builder, nodeLoc, mt.clone(padded), mask,
-        builder.getDenseI64ArrayAttr(zeros),
-        builder.getDenseI64ArrayAttr(ones),
+        builder.getDenseI64ArrayAttr(zeros), builder.getDenseI64ArrayAttr(ones),
         builder.getF64FloatAttr(
             isBool ? 0.0 : -std::numeric_limits<double>::infinity()));
   }
@@ -260,7 +253,7 @@ FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
   }
   // A true boolean takes part in attention; a float mask is added.
   return isBool ? Value(gr::SelectOp::create(builder, nodeLoc, mask, scores,
-                                              negInf))
+                                             negInf))
                 : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
 }
 

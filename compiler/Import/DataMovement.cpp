@@ -411,12 +411,11 @@ LogicalResult Importer::depthSpace() {
 }
 
 LogicalResult Importer::cropAndResizeRoi(bool roiGiven, int64_t rank,
-                                          ArrayRef<int64_t> axes,
-                                          SmallVector<double> &roi) {
+                                         ArrayRef<int64_t> axes,
+                                         SmallVector<double> &roi) {
   int64_t naxes = axes.size();
   Slot *sl = roiGiven ? input(1) : nullptr;
-  if (!sl || !sl->constant ||
-      !isa<FloatType>(sl->type().getElementType()))
+  if (!sl || !sl->constant || !isa<FloatType>(sl->type().getElementType()))
     return nodeError() << "roi (input 1) must be a constant float tensor "
                           "(an initializer or a Constant) with "
                           "coordinate_transformation_mode "

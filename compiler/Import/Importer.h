@@ -710,16 +710,17 @@ private:
   /// |scores| [B, Hq, Sq, T] (grouped: [B, Hkv, g, Sq, T]) with the keys at
   /// or past nonpad_kv_seqlen (input 6), and those the causal and window
   /// masks exclude, set to |negInf|.
-  mlir::FailureOr<mlir::Value>
-  nonpadKVMask(mlir::Value scores, mlir::Value negInf, int64_t batch,
-               int64_t sq, int64_t skv, bool isCausal, int64_t leftWindow,
-               int64_t rightWindow, bool grouped);
+  mlir::FailureOr<mlir::Value> nonpadKVMask(mlir::Value scores,
+                                            mlir::Value negInf, int64_t batch,
+                                            int64_t sq, int64_t skv,
+                                            bool isCausal, int64_t leftWindow,
+                                            int64_t rightWindow, bool grouped);
   /// |scores| with attn_mask (input 3) applied: a boolean mask selects
   /// (|negInf| elsewhere), a float one is added.
   mlir::FailureOr<mlir::Value>
   applyAttnMask(mlir::Value scores, mlir::Value negInf, int64_t skv,
-                llvm::ArrayRef<int64_t> scoresShape, bool grouped,
-                int64_t hkv, int64_t g);
+                llvm::ArrayRef<int64_t> scoresShape, bool grouped, int64_t hkv,
+                int64_t g);
   /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
   /// into |heads| heads, the attribute |attr|).
   mlir::FailureOr<mlir::Value> attentionHeads(int i, int64_t heads,

@@ -20,9 +20,8 @@ LogicalResult Importer::scatterInputs(Slot *(&in)[3], StringRef reduction,
       return failure();
   folds = in[0]->isFoldable() && in[1]->isFoldable() && in[2]->isFoldable();
   runtimeIndices = !in[1]->isFoldable();
-  if (runtimeIndices &&
-      ((reduction != "none" && reduction != "add") ||
-       !in[0]->type().getElementType().isF32()))
+  if (runtimeIndices && ((reduction != "none" && reduction != "add") ||
+                         !in[0]->type().getElementType().isF32()))
     return nodeError() << "indices (input '" << node->input(1)
                        << "') are computed at run time; " << node->op_type()
                        << " with run-time indices supports reduction none "
@@ -48,8 +47,8 @@ LogicalResult Importer::scatterInputs(Slot *(&in)[3], StringRef reduction,
     return nodeError() << "indices have element type " << it
                        << "; supported: int32, int64";
   if (ut != dt)
-    return nodeError() << "updates have element type " << ut << ", data "
-                       << dt << "; they must be equal";
+    return nodeError() << "updates have element type " << ut << ", data " << dt
+                       << "; they must be equal";
   return success();
 }
 
@@ -67,8 +66,7 @@ LogicalResult Importer::scatterND() {
   bool folds, runtimeIndices;
   if (failed(scatterInputs(in, reduction, folds, runtimeIndices)))
     return failure();
-  RankedTensorType dt = in[0]->type(), it = in[1]->type(),
-                   ut = in[2]->type();
+  RankedTensorType dt = in[0]->type(), it = in[1]->type(), ut = in[2]->type();
   ArrayRef<int64_t> ds = dt.getShape(), is = it.getShape();
   int64_t r = ds.size(), q = is.size(), k = q ? is.back() : 0;
   if (q < 1 || k < 1 || k > r)
@@ -100,9 +98,8 @@ LogicalResult Importer::scatterND() {
     Value rows = gr::ReduceSumOp::create(
         builder, nodeLoc, RankedTensorType::get(is.drop_back(), i64), scaled,
         SmallVector<int64_t>{q - 1}, /*keepdims=*/false);
-    return scatterRowsAtRunTime(*in[0], *in[2],
-                                reshapeIfNeeded(rows, {updatesCount}), k,
-                                reduction);
+    return scatterRowsAtRunTime(
+        *in[0], *in[2], reshapeIfNeeded(rows, {updatesCount}), k, reduction);
   }
   SmallVector<int64_t> idx = intValues(in[1]->constant);
   // The row of data (flattened over its first k axes) each update writes.
@@ -112,9 +109,8 @@ LogicalResult Importer::scatterND() {
     for (int64_t d = 0; d < k; ++d) {
       int64_t v = idx[u * k + d];
       if (v < -ds[d] || v >= ds[d])
-        return nodeError() << "index " << v << " (update " << u
-                           << ", axis " << d
-                           << ") is out of range for a dimension of size "
+        return nodeError() << "index " << v << " (update " << u << ", axis "
+                           << d << ") is out of range for a dimension of size "
                            << ds[d];
       base = base * ds[d] + (v < 0 ? v + ds[d] : v);
     }
@@ -159,10 +155,11 @@ LogicalResult Importer::scatterRowsAtRunTime(Slot &dataSlot, Slot &updSlot,
   } else {
     auto countType = RankedTensorType::get({numRows}, et);
     Value ones = splatOf(RankedTensorType::get({updatesCount}, et), 1);
-    Value count =
-        gr::GatherGradOp::create(builder, nodeLoc, countType, rows, ones, axis0);
-    Value written = gr::CompareOp::create(
-        builder, nodeLoc, "gt", count, splatOf(RankedTensorType::get({}, et), 0));
+    Value count = gr::GatherGradOp::create(builder, nodeLoc, countType, rows,
+                                           ones, axis0);
+    Value written =
+        gr::CompareOp::create(builder, nodeLoc, "gt", count,
+                              splatOf(RankedTensorType::get({}, et), 0));
     SmallVector<int64_t> maskShape{numRows};
     maskShape.append(r - k, 1);
     written = reshapeIfNeeded(written, maskShape);
@@ -320,9 +317,8 @@ LogicalResult Importer::scatterElements() {
                                DenseElementsAttr::get(scalar, axisStride)));
     Value rows = gr::AddOp::create(
         builder, nodeLoc, idxType, scaled,
-        gr::ConstantOp::create(builder, nodeLoc,
-                               DenseElementsAttr::get(idxType,
-                                                      ArrayRef(base))));
+        gr::ConstantOp::create(
+            builder, nodeLoc, DenseElementsAttr::get(idxType, ArrayRef(base))));
     return scatterRowsAtRunTime(*in[0], *in[2], reshapeIfNeeded(rows, {count}),
                                 r, reduction);
   }

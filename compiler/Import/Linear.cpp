@@ -243,9 +243,9 @@ static void sumLabelsExcept(OpBuilder &builder, Location nodeLoc, Labeled &op,
   }
   if (axes.empty())
     return;
-  op.value = gr::ReduceSumOp::create(builder, nodeLoc, op.value,
-                                     builder.getDenseI64ArrayAttr(axes),
-                                     UnitAttr());
+  op.value =
+      gr::ReduceSumOp::create(builder, nodeLoc, op.value,
+                              builder.getDenseI64ArrayAttr(axes), UnitAttr());
   op.labels = kept;
 }
 
@@ -265,8 +265,8 @@ static void takeDiagonals(OpBuilder &builder, Location nodeLoc, Labeled &op) {
       for (int64_t i = 0; i < n * n; ++i) {
         bool on = i / n == i % n;
         eye.push_back(isa<FloatType>(t.getElementType())
-                          ? (Attribute)builder.getFloatAttr(
-                                t.getElementType(), on ? 1.0 : 0.0)
+                          ? (Attribute)builder.getFloatAttr(t.getElementType(),
+                                                            on ? 1.0 : 0.0)
                           : (Attribute)builder.getIntegerAttr(
                                 t.getElementType(), on ? 1 : 0));
       }

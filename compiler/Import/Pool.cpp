@@ -52,13 +52,11 @@ windowError(RankedTensorType xt, ArrayRef<int64_t> kernel,
 /// spatial axes) whose output has spatial |outDims|: the taps inside the
 /// input, or inside the padded input with |countIncludePad| (never those of
 /// a ceil_mode window past it), in row-major order over |outDims|.
-static SmallVector<float> averageDivisors(RankedTensorType xt,
-                                          ArrayRef<int64_t> outDims,
-                                          ArrayRef<int64_t> kernel,
-                                          ArrayRef<int64_t> strides,
-                                          ArrayRef<int64_t> pads,
-                                          ArrayRef<int64_t> dilations,
-                                          bool countIncludePad) {
+static SmallVector<float>
+averageDivisors(RankedTensorType xt, ArrayRef<int64_t> outDims,
+                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                bool countIncludePad) {
   const size_t sp = outDims.size();
   SmallVector<float> count(product(outDims), 1.0f);
   int64_t inner = count.size();
@@ -90,8 +88,7 @@ Value Importer::maxPoolFlatIndices(Value x, ArrayRef<int64_t> kernel,
   // as iw * H + ih.
   Value idx = gr::MaxPoolIndicesOp::create(
       builder, nodeLoc, x, builder.getDenseI64ArrayAttr(kernel),
-      builder.getDenseI64ArrayAttr(strides),
-      builder.getDenseI64ArrayAttr(pads),
+      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
       builder.getDenseI64ArrayAttr(dilations),
       ceilMode ? builder.getUnitAttr() : UnitAttr(), UnitAttr());
   auto it = cast<RankedTensorType>(idx.getType()).clone(builder.getI64Type());
@@ -216,8 +213,8 @@ template <typename OpTy> LogicalResult Importer::pool() {
   // Reported here, at the node, before the pool op infers its type with the
   // same formula (ceil_mode drops a last window that starts in the right
   // padding, as PyTorch and ONNX Runtime do).
-  if (std::optional<std::string> error = windowError(
-          xt, kernel, strides, pads, dilations, ceilMode != 0))
+  if (std::optional<std::string> error =
+          windowError(xt, kernel, strides, pads, dilations, ceilMode != 0))
     return nodeError() << *error;
   if (isLp && p < 1)
     return nodeError() << "attribute p = " << p << " must be >= 1";
@@ -248,9 +245,8 @@ template <typename OpTy> LogicalResult Importer::pool() {
       // count_include_pad (never those of a ceil_mode window past it).
       auto st = cast<RankedTensorType>(sum.getType());
       ArrayRef<int64_t> outDims = st.getShape().drop_front(2);
-      SmallVector<float> count =
-          averageDivisors(xt, outDims, kernel, strides, pads, dilations,
-                          countIncludePad != 0);
+      SmallVector<float> count = averageDivisors(
+          xt, outDims, kernel, strides, pads, dilations, countIncludePad != 0);
       auto ct = RankedTensorType::get(outDims, st.getElementType());
       Value cv = gr::ConstantOp::create(
           builder, nodeLoc,

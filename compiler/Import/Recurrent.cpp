@@ -74,9 +74,8 @@ static Value activate(OpBuilder &b, Location loc, Activation a, Value v) {
 /// are): |clip|, activation parameters (|activationParams|), input_forget,
 /// |direction|, |layout|.
 static std::optional<std::string>
-unsupportedRecurrentAttrs(bool clip, bool activationParams,
-                          int64_t inputForget, StringRef direction,
-                          int64_t layout) {
+unsupportedRecurrentAttrs(bool clip, bool activationParams, int64_t inputForget,
+                          StringRef direction, int64_t layout) {
   std::string error;
   llvm::raw_string_ostream os(error);
   if (clip)
@@ -86,8 +85,7 @@ unsupportedRecurrentAttrs(bool clip, bool activationParams,
     os << "attributes activation_alpha/activation_beta are not supported; "
           "supported: activations Sigmoid, Tanh and Relu (no parameters)";
   else if (inputForget)
-    os << "input_forget = " << inputForget
-       << " is not supported; supported: 0";
+    os << "input_forget = " << inputForget << " is not supported; supported: 0";
   else if (direction != "forward" && direction != "reverse" &&
            direction != "bidirectional")
     os << "direction '" << direction
@@ -157,6 +155,24 @@ struct Cell {
   Value peep, pi, po, pf;
 };
 } // namespace
+
+/// Sets |cell|'s GRU columns of R and, with peepholes |peep| ([numDir,
+/// 3 * H]), its direction-|d| peepholes.
+static void sliceCellWeights(OpBuilder &builder, Location nodeLoc, Cell &cell,
+                             Value peep, int64_t d) {
+  const int64_t hidden = cell.hidden;
+  cell.peep = peep;
+  if (peep) {
+    Value pd = row(builder, nodeLoc, peep, d);
+    cell.pi = sliceAxis(builder, nodeLoc, pd, 0, 0, hidden);
+    cell.po = sliceAxis(builder, nodeLoc, pd, 0, hidden, hidden);
+    cell.pf = sliceAxis(builder, nodeLoc, pd, 0, 2 * hidden, hidden);
+  }
+  if (cell.isGRU) {
+    cell.rTzr = sliceAxis(builder, nodeLoc, cell.rT, 1, 0, 2 * hidden);
+    cell.rTh = sliceAxis(builder, nodeLoc, cell.rT, 1, 2 * hidden, hidden);
+  }
+}
 
 /// One step of |cell|: the new hidden state and (LSTM) cell state from the
 /// step's input projection |xt| and the states |h| and |c|.
@@ -352,23 +368,12 @@ LogicalResult Importer::recurrent() {
                              gr::AddOp::create(builder, nodeLoc, wb, rb));
     }
     xw = reshaped(builder, nodeLoc, xw, {steps, batch, gh});
-    Value pi, po, pf;
-    if (peep) {
-      Value pd = row(builder, nodeLoc, peep, d);
-      pi = sliceAxis(builder, nodeLoc, pd, 0, 0, hidden);
-      po = sliceAxis(builder, nodeLoc, pd, 0, hidden, hidden);
-      pf = sliceAxis(builder, nodeLoc, pd, 0, 2 * hidden, hidden);
-    }
-    Value rTzr, rTh;
-    if (isGRU) {
-      rTzr = sliceAxis(builder, nodeLoc, rT, 1, 0, 2 * hidden);
-      rTh = sliceAxis(builder, nodeLoc, rT, 1, 2 * hidden, hidden);
-    }
+    Cell cell{isLSTM, isGRU, linearBeforeReset, hidden, fAct, gAct, hAct, rT};
+    cell.recurBias = recurBias;
+    sliceCellWeights(builder, nodeLoc, cell, peep, d);
     Value h = h0 ? row(builder, nodeLoc, h0, d) : zeroH;
     Value c = c0 ? row(builder, nodeLoc, c0, d) : zeroH;
     SmallVector<Value> yd(steps);
-    const Cell cell{isLSTM, isGRU, linearBeforeReset, hidden, fAct, gAct, hAct,
-                    rT, rTzr, rTh, recurBias, peep, pi, po, pf};
     for (int64_t s = 0; s < steps; ++s) {
       int64_t t = reverse ? steps - 1 - s : s;
       Value xt = row(builder, nodeLoc, xw, t);

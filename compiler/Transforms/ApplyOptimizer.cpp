@@ -189,10 +189,9 @@ static LogicalResult markNoWeightDecay(ModuleOp module,
     SmallVector<StringRef> names;
     for (Parameter &p : params)
       names.push_back(p.var.getSymName());
-    return module.emitError()
-           << "--no-weight-decay '" << noWeightDecay
-           << "' matches no trained parameter; they are: "
-           << llvm::join(names, ", ");
+    return module.emitError() << "--no-weight-decay '" << noWeightDecay
+                              << "' matches no trained parameter; they are: "
+                              << llvm::join(names, ", ");
   }
   return success();
 }
@@ -218,8 +217,7 @@ static Value clipGradients(OpBuilder &b, Location loc,
   Value coef = DivOp::create(
       b, loc, f32Scalar, splat(b, loc, f32Scalar, maxNorm),
       AddOp::create(b, loc, f32Scalar, norm, splat(b, loc, f32Scalar, 1e-6)));
-  coef = MinOp::create(b, loc, f32Scalar, coef,
-                       splat(b, loc, f32Scalar, 1.0));
+  coef = MinOp::create(b, loc, f32Scalar, coef, splat(b, loc, f32Scalar, 1.0));
   for (Parameter &p : params)
     p.grad = MulOp::create(b, loc, p.grad.getType(), p.grad, coef);
   return norm;

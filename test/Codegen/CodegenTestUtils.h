@@ -1,4 +1,5 @@
-//===- CodegenTestUtils.h - the fixture of the codegen tests -----*- C++ -*-===//
+//===- CodegenTestUtils.h - the fixture of the codegen tests -----*- C++
+//-*-===//
 //
 // Shared by CodegenTest.cpp and CodegenBuiltinTest.cpp: a host library
 // compiled with the system compiler and loaded with dlopen, the fixture that
@@ -138,8 +139,8 @@ protected:
   MLIRContext ctx;
 };
 
-inline std::vector<float> randomVector(size_t n, unsigned seed, float lo = -2.0f,
-                                float hi = 2.0f) {
+inline std::vector<float> randomVector(size_t n, unsigned seed,
+                                       float lo = -2.0f, float hi = 2.0f) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
@@ -148,8 +149,9 @@ inline std::vector<float> randomVector(size_t n, unsigned seed, float lo = -2.0f
   return v;
 }
 
-inline void expectClose(const std::vector<float> &got, const std::vector<float> &want,
-                 float rel, const char *what) {
+inline void expectClose(const std::vector<float> &got,
+                        const std::vector<float> &want, float rel,
+                        const char *what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], want[i], rel * std::max(1.0f, std::fabs(want[i])))

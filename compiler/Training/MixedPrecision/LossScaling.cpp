@@ -174,8 +174,7 @@ void LossScalingPass::updateScale(OpBuilder &b, Location loc, Value foundInf,
   Value next = AddOp::create(b, loc, f32Scalar, tracker, one);
   Value reached = CompareOp::create(b, loc, i1Scalar, "ge", next,
                                     constant(double(growthInterval)));
-  Value grown =
-      MulOp::create(b, loc, f32Scalar, scale, constant(growthFactor));
+  Value grown = MulOp::create(b, loc, f32Scalar, scale, constant(growthFactor));
   Value grownFinite =
       CompareOp::create(b, loc, i1Scalar, "le", grown, constant(FLT_MAX));
   Value maybeGrown =

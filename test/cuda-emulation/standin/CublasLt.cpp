@@ -294,10 +294,10 @@ cublasStatus_t checkDescriptor(const char *fn, const Desc &desc) {
 
 /// checkProblem's checks of each operand alone: its layout's order and
 /// batch mode, its type, its size and ld, its batch stride.
-cublasStatus_t checkOperands(
-    const char *fn,
-    const std::pair<const char *, const Layout *> (&layouts)[4],
-    const std::pair<const char *, const Operand *> (&operands)[4]) {
+cublasStatus_t
+checkOperands(const char *fn,
+              const std::pair<const char *, const Layout *> (&layouts)[4],
+              const std::pair<const char *, const Operand *> (&operands)[4]) {
   for (const auto &[name, l] : layouts) {
     const auto &attrs = l->attrs;
     int32_t order = attrs.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER);
