@@ -327,6 +327,56 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
 /// live in a __device__ array of this many doubles.
 constexpr int64_t kMaxLossBlocks = 1024;
 
+/// The CUDA statements after each warp of a cross-entropy loss kernel has
+/// stored its sum in dlc_partial: the mean of the |warps| x |blocks| sums,
+/// added in a fixed order, written by one block as |mean|.
+static void printLossMean(llvm::raw_ostream &cs, KernelCode &code,
+                          int64_t warps, int64_t blocks, const std::string &W,
+                          const std::string &mean) {
+  if (blocks == 1) {
+    cs << "  if (threadIdx.x == 0) {\n"
+       << "    double total = 0;\n"
+       << "    for (int w = 0; w < " << W << "; ++w) total += dlc_partial[w];\n"
+       << "    " << mean << "\n"
+       << "  }\n";
+  } else {
+    // rows > 8 here, so a block is 8 warps: a power of two for the tree.
+    assert(warps == 8 && "multi-block loss with a partial block");
+    code.cudaHelpers = "__device__ double dlc_loss_partials[" +
+                       std::to_string(blocks) +
+                       "];\n__device__ unsigned int dlc_loss_done;\n";
+    cs << "  __shared__ bool dlc_last;\n"
+       << "  if (threadIdx.x == 0) {\n"
+       << "    double sum = 0;\n"
+       << "    for (int w = 0; w < " << W << "; ++w) sum += dlc_partial[w];\n"
+       << "    dlc_loss_partials[blockIdx.x] = sum;\n"
+       << "    __threadfence();\n"
+       << "    dlc_last = atomicAdd(&dlc_loss_done, 1u) == " << blocks - 1
+       << "u;\n"
+       << "  }\n"
+       << "  __syncthreads();\n"
+       << "  if (dlc_last) {\n"
+       << "    __shared__ double dlc_tree[" << 32 * warps << "];\n"
+       << "    double v = 0;\n"
+       << "    for (int b = threadIdx.x; b < " << blocks
+       << "; b += " << 32 * warps
+       << ") v += ((volatile double *)dlc_loss_partials)[b];\n"
+       << "    dlc_tree[threadIdx.x] = v;\n"
+       << "    __syncthreads();\n"
+       << "    for (int h = " << 16 * warps << "; h > 0; h >>= 1) {\n"
+       << "      if (threadIdx.x < h) dlc_tree[threadIdx.x] += "
+          "dlc_tree[threadIdx.x + h];\n"
+       << "      __syncthreads();\n"
+       << "    }\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      const double total = dlc_tree[0];\n"
+       << "      " << mean << "\n"
+       << "      dlc_loss_done = 0;\n"
+       << "    }\n"
+       << "  }\n";
+  }
+}
+
 /// softmax_cross_entropy(_grad): logits [..., C], labels [...] (i64 or i32).
 /// A label outside [0, C) contributes neither loss nor gradient but still
 /// counts in the mean (count = number of label elements). With
@@ -440,48 +490,7 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
        << "  __syncthreads();\n";
     const std::string mean =
         "a2[0] = (" + *t + ")(total / " + std::to_string(rows) + ".0);";
-    if (blocks == 1) {
-      cs << "  if (threadIdx.x == 0) {\n"
-         << "    double total = 0;\n"
-         << "    for (int w = 0; w < " << W
-         << "; ++w) total += dlc_partial[w];\n"
-         << "    " << mean << "\n"
-         << "  }\n";
-    } else {
-      // rows > 8 here, so a block is 8 warps: a power of two for the tree.
-      assert(warps == 8 && "multi-block loss with a partial block");
-      code.cudaHelpers = "__device__ double dlc_loss_partials[" +
-                         std::to_string(blocks) +
-                         "];\n__device__ unsigned int dlc_loss_done;\n";
-      cs << "  __shared__ bool dlc_last;\n"
-         << "  if (threadIdx.x == 0) {\n"
-         << "    double sum = 0;\n"
-         << "    for (int w = 0; w < " << W << "; ++w) sum += dlc_partial[w];\n"
-         << "    dlc_loss_partials[blockIdx.x] = sum;\n"
-         << "    __threadfence();\n"
-         << "    dlc_last = atomicAdd(&dlc_loss_done, 1u) == " << blocks - 1
-         << "u;\n"
-         << "  }\n"
-         << "  __syncthreads();\n"
-         << "  if (dlc_last) {\n"
-         << "    __shared__ double dlc_tree[" << 32 * warps << "];\n"
-         << "    double v = 0;\n"
-         << "    for (int b = threadIdx.x; b < " << blocks << "; b += "
-         << 32 * warps << ") v += ((volatile double *)dlc_loss_partials)[b];\n"
-         << "    dlc_tree[threadIdx.x] = v;\n"
-         << "    __syncthreads();\n"
-         << "    for (int h = " << 16 * warps << "; h > 0; h >>= 1) {\n"
-         << "      if (threadIdx.x < h) dlc_tree[threadIdx.x] += "
-            "dlc_tree[threadIdx.x + h];\n"
-         << "      __syncthreads();\n"
-         << "    }\n"
-         << "    if (threadIdx.x == 0) {\n"
-         << "      const double total = dlc_tree[0];\n"
-         << "      " << mean << "\n"
-         << "      dlc_loss_done = 0;\n"
-         << "    }\n"
-         << "  }\n";
-    }
+    printLossMean(cs, code, warps, blocks, W, mean);
     // Host: one thread; the mean accumulates in double, row after row.
     os << "  double total = 0;\n"
        << "  for (long long row = 0; row < " << rows << "LL; ++row) {\n";

@@ -616,22 +616,13 @@ bool writeFileAtomic(StringRef path, ArrayRef<ArrayRef<uint8_t>> pieces,
   return true;
 }
 
-} // namespace
-
-LogicalResult writePackage(ModuleOp planned, StringRef path,
-                           const PackageOptions &options) {
-  auto planOr = PlanBuilder(planned, /*requirePlanned=*/true).build();
-  if (failed(planOr))
-    return failure();
-  Plan &plan = *planOr;
-  PhaseTimer generation(options.times, "kernel generation");
-  auto cuda = emitCudaKernels(planned);
-  if (failed(cuda))
-    return failure();
-  // Launch steps index the distinct kernels of |cuda| (a kernel identical to
-  // another up to its name is one of the other's aliases).
+/// Points the launch steps of |plan| at the distinct kernels of |cuda| (a
+/// kernel identical to another up to its name is one of the other's
+/// aliases).
+LogicalResult resolveLaunchSteps(ModuleOp planned, Plan &plan,
+                                 ArrayRef<KernelSource> cuda) {
   llvm::StringMap<unsigned> kernelOf;
-  for (auto [i, k] : llvm::enumerate(*cuda)) {
+  for (auto [i, k] : llvm::enumerate(cuda)) {
     kernelOf[k.name] = i;
     for (const std::string &alias : k.aliases)
       kernelOf[alias] = i;
@@ -645,11 +636,254 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
         return planned.emitError() << "internal error: no kernel '"
                                    << plan.kernelNames[step.kernel] << "'";
       step.kernel = it->second;
-      step.name = (*cuda)[it->second].name;
+      step.name = cuda[it->second].name;
     }
   if (kernelOf.size() != plan.kernelNames.size())
     return planned.emitError() << "kernels outside a dlexec.func cannot be "
                                   "packaged";
+  return success();
+}
+
+/// The variables with an initial value, in module order: their safetensors
+/// entries, their bytes and their dtypes.
+struct Weights {
+  std::vector<dlrt::safetensors::TensorInfo> tensors;
+  std::vector<InitialBytes> tensorBytes;
+  std::vector<pkg::DType> tensorDTypes;
+  uint64_t dataBytes = 0;
+};
+
+FailureOr<Weights> collectWeights(ModuleOp planned, const Plan &plan) {
+  Weights w;
+  DenseMap<Operation *, const PlanBuffer *> bufferOf;
+  for (const PlanBuffer &b : plan.buffers)
+    bufferOf[b.op] = &b; // the last buffer of an op, as the search was
+  for (auto var : planned.getOps<exec::VariableOp>()) {
+    if (!var.getInitialValue())
+      continue;
+    const PlanBuffer *buffer = bufferOf.lookup(var.getOperation());
+    auto bytes = initialBytes(var, *buffer);
+    if (failed(bytes))
+      return failure();
+    w.tensors.push_back({var.getSymName().str(),
+                         safetensorsDtype(buffer->dtype), buffer->shape,
+                         bytes->bytes.size()});
+    w.tensorDTypes.push_back(buffer->dtype);
+    w.dataBytes += bytes->bytes.size();
+    w.tensorBytes.push_back(std::move(*bytes));
+  }
+  return w;
+}
+
+/// A pipeline package's step function: the global batch in, the loss out;
+/// the runtime runs the stages' functions for it (the Pipeline table).
+/// Adds the step function and its buffers to |plan| and the bytes of its
+/// inputs to |stepInputBytes|; returns the Pipeline table built in |fbb|.
+FailureOr<flatbuffers::Offset<pkg::Pipeline>>
+buildPipelineTable(ModuleOp planned, Plan &plan, const PackageOptions &options,
+                   flatbuffers::FlatBufferBuilder &fbb,
+                   int64_t &stepInputBytes) {
+  auto failedRecord = [&]() {
+    return planned.emitError()
+           << "internal error: malformed dlgraph.pipeline record";
+  };
+  DictionaryAttr rec = options.pipeline;
+  auto microBatches = rec.getAs<IntegerAttr>("micro_batches");
+  auto schedule = rec.getAs<StringAttr>("schedule");
+  auto lossStage = rec.getAs<IntegerAttr>("loss_stage");
+  auto stagesAttr = rec.getAs<ArrayAttr>("stages");
+  auto transfersAttr = rec.getAs<ArrayAttr>("transfers");
+  auto inputsAttr = rec.getAs<ArrayAttr>("inputs");
+  if (!microBatches || !schedule || !lossStage || !stagesAttr ||
+      !transfersAttr || !inputsAttr)
+    return failedRecord();
+  const int64_t m = microBatches.getInt();
+  PlanFunction step;
+  step.name = "train_step";
+  step.arenaBytes = 0;
+  std::vector<std::string> inputNames;
+  for (Attribute a : inputsAttr) {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name)
+      return failedRecord();
+    // The micro-batch buffer of any stage function reading it.
+    const PlanBuffer *micro = nullptr;
+    for (const PlanFunction &fn : plan.functions)
+      for (auto &[inName, idx] : fn.inputs)
+        if (inName == name.getValue() && !micro)
+          micro = &plan.buffers[idx];
+    if (!micro)
+      continue; // read by no stage
+    PlanBuffer global = *micro;
+    global.op = nullptr;
+    if (global.shape.empty())
+      return planned.emitError()
+             << "pipeline input '" << name.getValue()
+             << "' is a scalar; micro-batches split dim 0 of every input";
+    global.shape[0] *= m;
+    global.bytes *= m;
+    stepInputBytes += global.bytes;
+    plan.buffers.push_back(global);
+    step.inputs.push_back({name.getValue().str(),
+                           static_cast<uint32_t>(plan.buffers.size() - 1)});
+    inputNames.push_back(name.getValue().str());
+  }
+  PlanBuffer loss;
+  loss.name = options.lossOutput;
+  loss.kind = pkg::BufferKind::Input;
+  loss.dtype = pkg::DType::F32;
+  loss.bytes = 4;
+  plan.buffers.push_back(loss);
+  stepInputBytes += loss.bytes;
+  step.outputs.push_back(
+      {options.lossOutput, static_cast<uint32_t>(plan.buffers.size() - 1)});
+  plan.functions.push_back(step);
+
+  std::vector<flatbuffers::Offset<pkg::PipelineStage>> stages;
+  for (Attribute a : stagesAttr) {
+    auto st = dyn_cast<DictionaryAttr>(a);
+    auto fwd = st ? st.getAs<StringAttr>("forward") : StringAttr();
+    auto bwd = st ? st.getAs<StringAttr>("backward") : StringAttr();
+    auto upd = st ? st.getAs<StringAttr>("update") : StringAttr();
+    auto accs = st ? st.getAs<ArrayAttr>("accumulators") : ArrayAttr();
+    if (!fwd || !bwd || !upd || !accs)
+      return failedRecord();
+    std::vector<std::string> accNames;
+    for (Attribute acc : accs)
+      accNames.push_back(cast<StringAttr>(acc).getValue().str());
+    // Strings and vectors are built before the table that holds them.
+    auto accVector = fbb.CreateVectorOfStrings(accNames);
+    auto f = fbb.CreateString(fwd.getValue().str());
+    auto b = fbb.CreateString(bwd.getValue().str());
+    auto u = fbb.CreateString(upd.getValue().str());
+    stages.push_back(pkg::CreatePipelineStage(fbb, f, b, u, accVector));
+  }
+  std::vector<flatbuffers::Offset<pkg::PipelineTransfer>> transfers;
+  for (Attribute a : transfersAttr) {
+    auto t = dyn_cast<DictionaryAttr>(a);
+    auto name = t ? t.getAs<StringAttr>("name") : StringAttr();
+    auto from = t ? t.getAs<IntegerAttr>("from") : IntegerAttr();
+    auto to = t ? t.getAs<IntegerAttr>("to") : IntegerAttr();
+    auto backward = t ? t.getAs<BoolAttr>("backward") : BoolAttr();
+    if (!name || !from || !to || !backward)
+      return failedRecord();
+    transfers.push_back(pkg::CreatePipelineTransferDirect(
+        fbb, name.getValue().str().c_str(), from.getInt(), to.getInt(),
+        backward.getValue()));
+  }
+  auto inputVector = fbb.CreateVectorOfStrings(inputNames);
+  auto scheduleString = fbb.CreateString(schedule.getValue().str());
+  auto stepString = fbb.CreateString("train_step");
+  auto stageVector = fbb.CreateVector(stages);
+  auto transferVector = fbb.CreateVector(transfers);
+  return pkg::CreatePipeline(fbb, scheduleString, static_cast<int32_t>(m),
+                             static_cast<int32_t>(lossStage.getInt()),
+                             stepString, stageVector, transferVector,
+                             inputVector);
+}
+
+/// The Function tables of |plan|, with their steps, built in |fbb|.
+std::vector<flatbuffers::Offset<pkg::Function>>
+buildFunctions(flatbuffers::FlatBufferBuilder &fbb, const Plan &plan) {
+  std::vector<flatbuffers::Offset<pkg::Function>> functions;
+  for (const PlanFunction &fn : plan.functions) {
+    std::vector<flatbuffers::Offset<pkg::Step>> steps;
+    for (const PlanStep &s : fn.steps) {
+      if (s.collective == PlanStep::Collective::AllReduce) {
+        auto ar = pkg::CreateAllReduce(fbb, s.args[0],
+                                       s.average ? pkg::ReduceOp::Avg
+                                                 : pkg::ReduceOp::Sum);
+        steps.push_back(pkg::CreateStep(fbb, pkg::Op::AllReduce, ar.Union()));
+      } else if (s.collective == PlanStep::Collective::Wait) {
+        auto w = pkg::CreateWaitCollective(fbb, s.args[0]);
+        steps.push_back(
+            pkg::CreateStep(fbb, pkg::Op::WaitCollective, w.Union()));
+      } else if (s.isLaunch) {
+        auto launch = pkg::CreateLaunchKernelDirect(fbb, s.kernel, &s.args);
+        steps.push_back(
+            pkg::CreateStep(fbb, pkg::Op::LaunchKernel, launch.Union()));
+      } else {
+        auto [attrsType, attrs] = libraryCallAttrs(fbb, s.call);
+        auto call = pkg::CreateLibraryCallDirect(
+            fbb, s.name.c_str(), &s.args, /*int_attrs=*/nullptr,
+            /*float_attrs=*/nullptr, attrsType, attrs);
+        steps.push_back(
+            pkg::CreateStep(fbb, pkg::Op::LibraryCall, call.Union()));
+      }
+    }
+    std::vector<flatbuffers::Offset<pkg::NamedBuffer>> ins, outs;
+    for (auto &[name, idx] : fn.inputs)
+      ins.push_back(pkg::CreateNamedBufferDirect(fbb, name.c_str(), idx));
+    for (auto &[name, idx] : fn.outputs)
+      outs.push_back(pkg::CreateNamedBufferDirect(fbb, name.c_str(), idx));
+    functions.push_back(pkg::CreateFunctionDirect(
+        fbb, fn.name.c_str(), &ins, &outs, &steps, fn.arenaBytes));
+  }
+  return functions;
+}
+
+/// Writes |fbb|'s finished package to |path| with the bytes of the tensors
+/// from their attributes: after the FlatBuffer in the weights section at
+/// |sectionOffsets| when that is given, else in place of the uninitialized
+/// weights blob at |tensorsBegin| (|weightDataBytes| long).
+LogicalResult writePackageFile(ModuleOp planned, StringRef path,
+                               flatbuffers::FlatBufferBuilder &fbb,
+                               const std::vector<uint64_t> *sectionOffsets,
+                               ArrayRef<InitialBytes> tensorBytes,
+                               const uint8_t *tensorsBegin,
+                               uint64_t weightDataBytes) {
+  const bool weightsSection = sectionOffsets != nullptr;
+  const uint8_t *begin = fbb.GetBufferPointer();
+  std::vector<ArrayRef<uint8_t>> pieces;
+  static const uint8_t zeros[kWeightAlignment] = {};
+  if (weightsSection) {
+    // The FlatBuffer, padding, and each tensor from its attribute.
+    const uint64_t sectionStart =
+        llvm::alignTo(fbb.GetSize(), kWeightAlignment);
+    pkg::GetMutablePackage(fbb.GetBufferPointer())
+        ->mutable_weights_section()
+        ->mutate_offset(sectionStart);
+    pieces.push_back(ArrayRef<uint8_t>(begin, fbb.GetSize()));
+    uint64_t at = fbb.GetSize();
+    for (auto [i, t] : llvm::enumerate(tensorBytes)) {
+      const uint64_t to = sectionStart + (*sectionOffsets)[i];
+      pieces.push_back(ArrayRef<uint8_t>(zeros, to - at));
+      pieces.push_back(t.bytes);
+      at = to + t.bytes.size();
+    }
+  } else {
+    // The buffer around the tensors, and the tensors from their attributes.
+    pieces.push_back(ArrayRef<uint8_t>(begin, tensorsBegin));
+    for (const InitialBytes &t : tensorBytes)
+      pieces.push_back(t.bytes);
+    pieces.push_back(ArrayRef<uint8_t>(tensorsBegin + weightDataBytes,
+                                       begin + fbb.GetSize()));
+  }
+  std::string error;
+  if (!writeFileAtomic(path, pieces, error))
+    return planned.emitError()
+           << "cannot write package '" << path << "': " << error;
+  // The atomic write creates the file owner-only; a package is readable.
+  llvm::sys::fs::setPermissions(path, llvm::sys::fs::all_read |
+                                          llvm::sys::fs::owner_write);
+  return success();
+}
+
+} // namespace
+
+LogicalResult writePackage(ModuleOp planned, StringRef path,
+                           const PackageOptions &options) {
+  auto planOr = PlanBuilder(planned, /*requirePlanned=*/true).build();
+  if (failed(planOr))
+    return failure();
+  Plan &plan = *planOr;
+  PhaseTimer generation(options.times, "kernel generation");
+  auto cuda = emitCudaKernels(planned);
+  if (failed(cuda))
+    return failure();
+  // Launch steps index the distinct kernels of |cuda|.
+  if (failed(resolveLaunchSteps(planned, plan, *cuda)))
+    return failure();
   const unsigned jobCount = compileJobs(options.jobs);
   auto hostSources = emitHostUnits(planned, 4 * jobCount);
   if (failed(hostSources))
@@ -677,26 +911,11 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
 
   // Weights: a safetensors header, then each variable's bytes copied once,
   // straight from its attribute into the package (below).
-  std::vector<dlrt::safetensors::TensorInfo> tensors;
-  std::vector<InitialBytes> tensorBytes;
-  std::vector<pkg::DType> tensorDTypes;
-  uint64_t weightDataBytes = 0;
-  DenseMap<Operation *, const PlanBuffer *> bufferOf;
-  for (const PlanBuffer &b : plan.buffers)
-    bufferOf[b.op] = &b; // the last buffer of an op, as the search was
-  for (auto var : planned.getOps<exec::VariableOp>()) {
-    if (!var.getInitialValue())
-      continue;
-    const PlanBuffer *buffer = bufferOf.lookup(var.getOperation());
-    auto bytes = initialBytes(var, *buffer);
-    if (failed(bytes))
-      return failure();
-    tensors.push_back({var.getSymName().str(), safetensorsDtype(buffer->dtype),
-                       buffer->shape, bytes->bytes.size()});
-    tensorDTypes.push_back(buffer->dtype);
-    weightDataBytes += bytes->bytes.size();
-    tensorBytes.push_back(std::move(*bytes));
-  }
+  auto weights = collectWeights(planned, plan);
+  if (failed(weights))
+    return failure();
+  const std::vector<dlrt::safetensors::TensorInfo> &tensors = weights->tensors;
+  const uint64_t weightDataBytes = weights->dataBytes;
   // Large weights go to the weights section after the FlatBuffer (format
   // version 8), which FlatBuffers' 2 GiB does not limit; smaller ones stay
   // in the `weights` safetensors blob inside it, as before.
@@ -733,8 +952,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   if (lowerBound > FLATBUFFERS_MAX_BUFFER_SIZE)
     return tooLarge(lowerBound);
 
-  // A pipeline package's step function: the global batch in, the loss out;
-  // the runtime runs the stages' functions for it (the Pipeline table).
+  // A pipeline package's step function and its Pipeline table.
   flatbuffers::Offset<pkg::Pipeline> pipelineTable = 0;
   int64_t stepInputBytes = 0;
   // Room for the weights and the host library up front: growing the
@@ -744,103 +962,11 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
                                      (weightsSection ? 0 : weightDataBytes) +
                                      hostLib->size());
   if (options.pipeline) {
-    auto failedRecord = [&]() {
-      return planned.emitError()
-             << "internal error: malformed dlgraph.pipeline record";
-    };
-    DictionaryAttr rec = options.pipeline;
-    auto microBatches = rec.getAs<IntegerAttr>("micro_batches");
-    auto schedule = rec.getAs<StringAttr>("schedule");
-    auto lossStage = rec.getAs<IntegerAttr>("loss_stage");
-    auto stagesAttr = rec.getAs<ArrayAttr>("stages");
-    auto transfersAttr = rec.getAs<ArrayAttr>("transfers");
-    auto inputsAttr = rec.getAs<ArrayAttr>("inputs");
-    if (!microBatches || !schedule || !lossStage || !stagesAttr ||
-        !transfersAttr || !inputsAttr)
-      return failedRecord();
-    const int64_t m = microBatches.getInt();
-    PlanFunction step;
-    step.name = "train_step";
-    step.arenaBytes = 0;
-    std::vector<std::string> inputNames;
-    for (Attribute a : inputsAttr) {
-      auto name = dyn_cast<StringAttr>(a);
-      if (!name)
-        return failedRecord();
-      // The micro-batch buffer of any stage function reading it.
-      const PlanBuffer *micro = nullptr;
-      for (const PlanFunction &fn : plan.functions)
-        for (auto &[inName, idx] : fn.inputs)
-          if (inName == name.getValue() && !micro)
-            micro = &plan.buffers[idx];
-      if (!micro)
-        continue; // read by no stage
-      PlanBuffer global = *micro;
-      global.op = nullptr;
-      if (global.shape.empty())
-        return planned.emitError()
-               << "pipeline input '" << name.getValue()
-               << "' is a scalar; micro-batches split dim 0 of every input";
-      global.shape[0] *= m;
-      global.bytes *= m;
-      stepInputBytes += global.bytes;
-      plan.buffers.push_back(global);
-      step.inputs.push_back({name.getValue().str(),
-                             static_cast<uint32_t>(plan.buffers.size() - 1)});
-      inputNames.push_back(name.getValue().str());
-    }
-    PlanBuffer loss;
-    loss.name = options.lossOutput;
-    loss.kind = pkg::BufferKind::Input;
-    loss.dtype = pkg::DType::F32;
-    loss.bytes = 4;
-    plan.buffers.push_back(loss);
-    stepInputBytes += loss.bytes;
-    step.outputs.push_back(
-        {options.lossOutput, static_cast<uint32_t>(plan.buffers.size() - 1)});
-    plan.functions.push_back(step);
-
-    std::vector<flatbuffers::Offset<pkg::PipelineStage>> stages;
-    for (Attribute a : stagesAttr) {
-      auto st = dyn_cast<DictionaryAttr>(a);
-      auto fwd = st ? st.getAs<StringAttr>("forward") : StringAttr();
-      auto bwd = st ? st.getAs<StringAttr>("backward") : StringAttr();
-      auto upd = st ? st.getAs<StringAttr>("update") : StringAttr();
-      auto accs = st ? st.getAs<ArrayAttr>("accumulators") : ArrayAttr();
-      if (!fwd || !bwd || !upd || !accs)
-        return failedRecord();
-      std::vector<std::string> accNames;
-      for (Attribute acc : accs)
-        accNames.push_back(cast<StringAttr>(acc).getValue().str());
-      // Strings and vectors are built before the table that holds them.
-      auto accVector = fbb.CreateVectorOfStrings(accNames);
-      auto f = fbb.CreateString(fwd.getValue().str());
-      auto b = fbb.CreateString(bwd.getValue().str());
-      auto u = fbb.CreateString(upd.getValue().str());
-      stages.push_back(pkg::CreatePipelineStage(fbb, f, b, u, accVector));
-    }
-    std::vector<flatbuffers::Offset<pkg::PipelineTransfer>> transfers;
-    for (Attribute a : transfersAttr) {
-      auto t = dyn_cast<DictionaryAttr>(a);
-      auto name = t ? t.getAs<StringAttr>("name") : StringAttr();
-      auto from = t ? t.getAs<IntegerAttr>("from") : IntegerAttr();
-      auto to = t ? t.getAs<IntegerAttr>("to") : IntegerAttr();
-      auto backward = t ? t.getAs<BoolAttr>("backward") : BoolAttr();
-      if (!name || !from || !to || !backward)
-        return failedRecord();
-      transfers.push_back(pkg::CreatePipelineTransferDirect(
-          fbb, name.getValue().str().c_str(), from.getInt(), to.getInt(),
-          backward.getValue()));
-    }
-    auto inputVector = fbb.CreateVectorOfStrings(inputNames);
-    auto scheduleString = fbb.CreateString(schedule.getValue().str());
-    auto stepString = fbb.CreateString("train_step");
-    auto stageVector = fbb.CreateVector(stages);
-    auto transferVector = fbb.CreateVector(transfers);
-    pipelineTable = pkg::CreatePipeline(
-        fbb, scheduleString, static_cast<int32_t>(m),
-        static_cast<int32_t>(lossStage.getInt()), stepString, stageVector,
-        transferVector, inputVector);
+    auto table =
+        buildPipelineTable(planned, plan, options, fbb, stepInputBytes);
+    if (failed(table))
+      return failure();
+    pipelineTable = *table;
   }
 
   if (options.training) {
@@ -866,39 +992,8 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   for (const KernelSource &k : *cuda)
     kernels.push_back(pkg::CreateKernelDirect(
         fbb, k.name.c_str(), k.cudaSource.c_str(), k.numThreads, k.blockSize));
-  std::vector<flatbuffers::Offset<pkg::Function>> functions;
-  for (const PlanFunction &fn : plan.functions) {
-    std::vector<flatbuffers::Offset<pkg::Step>> steps;
-    for (const PlanStep &s : fn.steps) {
-      if (s.collective == PlanStep::Collective::AllReduce) {
-        auto ar = pkg::CreateAllReduce(
-            fbb, s.args[0], s.average ? pkg::ReduceOp::Avg : pkg::ReduceOp::Sum);
-        steps.push_back(pkg::CreateStep(fbb, pkg::Op::AllReduce, ar.Union()));
-      } else if (s.collective == PlanStep::Collective::Wait) {
-        auto w = pkg::CreateWaitCollective(fbb, s.args[0]);
-        steps.push_back(
-            pkg::CreateStep(fbb, pkg::Op::WaitCollective, w.Union()));
-      } else if (s.isLaunch) {
-        auto launch = pkg::CreateLaunchKernelDirect(fbb, s.kernel, &s.args);
-        steps.push_back(
-            pkg::CreateStep(fbb, pkg::Op::LaunchKernel, launch.Union()));
-      } else {
-        auto [attrsType, attrs] = libraryCallAttrs(fbb, s.call);
-        auto call = pkg::CreateLibraryCallDirect(
-            fbb, s.name.c_str(), &s.args, /*int_attrs=*/nullptr,
-            /*float_attrs=*/nullptr, attrsType, attrs);
-        steps.push_back(
-            pkg::CreateStep(fbb, pkg::Op::LibraryCall, call.Union()));
-      }
-    }
-    std::vector<flatbuffers::Offset<pkg::NamedBuffer>> ins, outs;
-    for (auto &[name, idx] : fn.inputs)
-      ins.push_back(pkg::CreateNamedBufferDirect(fbb, name.c_str(), idx));
-    for (auto &[name, idx] : fn.outputs)
-      outs.push_back(pkg::CreateNamedBufferDirect(fbb, name.c_str(), idx));
-    functions.push_back(pkg::CreateFunctionDirect(
-        fbb, fn.name.c_str(), &ins, &outs, &steps, fn.arenaBytes));
-  }
+  std::vector<flatbuffers::Offset<pkg::Function>> functions =
+      buildFunctions(fbb, plan);
   flatbuffers::Offset<pkg::TrainingInfo> training = 0;
   if (options.training)
     training = pkg::CreateTrainingInfoDirect(
@@ -948,9 +1043,9 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
     for (auto [i, t] : llvm::enumerate(tensors)) {
       sectionBytes = llvm::alignTo(sectionBytes, kWeightAlignment);
       sectionOffsets.push_back(sectionBytes);
-      refs.push_back(pkg::CreateWeightRefDirect(fbb, t.name.c_str(),
-                                                tensorDTypes[i], &t.shape,
-                                                sectionBytes, t.bytes));
+      refs.push_back(pkg::CreateWeightRefDirect(
+          fbb, t.name.c_str(), weights->tensorDTypes[i], &t.shape, sectionBytes,
+          t.bytes));
       sectionBytes += t.bytes;
     }
     weightRefVector = fbb.CreateVector(refs);
@@ -966,40 +1061,9 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   if (fbb.GetSize() > FLATBUFFERS_MAX_BUFFER_SIZE)
     return tooLarge(fbb.GetSize());
 
-  const uint8_t *begin = fbb.GetBufferPointer();
-  std::vector<ArrayRef<uint8_t>> pieces;
-  static const uint8_t zeros[kWeightAlignment] = {};
-  if (weightsSection) {
-    // The FlatBuffer, padding, and each tensor from its attribute.
-    const uint64_t sectionStart =
-        llvm::alignTo(fbb.GetSize(), kWeightAlignment);
-    pkg::GetMutablePackage(fbb.GetBufferPointer())
-        ->mutable_weights_section()
-        ->mutate_offset(sectionStart);
-    pieces.push_back(ArrayRef<uint8_t>(begin, fbb.GetSize()));
-    uint64_t at = fbb.GetSize();
-    for (auto [i, t] : llvm::enumerate(tensorBytes)) {
-      const uint64_t to = sectionStart + sectionOffsets[i];
-      pieces.push_back(ArrayRef<uint8_t>(zeros, to - at));
-      pieces.push_back(t.bytes);
-      at = to + t.bytes.size();
-    }
-  } else {
-    // The buffer around the tensors, and the tensors from their attributes.
-    pieces.push_back(ArrayRef<uint8_t>(begin, tensorsBegin));
-    for (const InitialBytes &t : tensorBytes)
-      pieces.push_back(t.bytes);
-    pieces.push_back(ArrayRef<uint8_t>(tensorsBegin + weightDataBytes,
-                                       begin + fbb.GetSize()));
-  }
-  std::string error;
-  if (!writeFileAtomic(path, pieces, error))
-    return planned.emitError()
-           << "cannot write package '" << path << "': " << error;
-  // The atomic write creates the file owner-only; a package is readable.
-  llvm::sys::fs::setPermissions(path, llvm::sys::fs::all_read |
-                                          llvm::sys::fs::owner_write);
-  return success();
+  return writePackageFile(planned, path, fbb,
+                          weightsSection ? &sectionOffsets : nullptr,
+                          weights->tensorBytes, tensorsBegin, weightDataBytes);
 }
 
 std::string describePlan(ModuleOp planned) {

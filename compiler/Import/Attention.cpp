@@ -96,6 +96,167 @@ static Value int64Grid(OpBuilder &b, Location loc, int64_t rows, int64_t cols,
       cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef(values))));
 }
 
+LogicalResult Importer::checkAttentionInputTypes() {
+  for (int i : {0, 1, 2, 4, 5}) {
+    if (!hasInput(i))
+      continue;
+    Slot *s = input(i);
+    if (!s)
+      return failure();
+    Type et = s->type().getElementType();
+    if (!et.isF32() && !et.isF16())
+      return nodeError() << "input " << i << " ('" << node->input(i)
+                         << "') has element type " << elementTypeName(et)
+                         << ", which is not supported by Attention yet; "
+                            "supported: float (f32), float16";
+  }
+  return success();
+}
+
+LogicalResult Importer::prependPastKV(Value &key, Value &value, int64_t &past) {
+  Value pk = materialize(*input(4)), pv = materialize(*input(5));
+  auto pkt = cast<RankedTensorType>(pk.getType()),
+       pvt = cast<RankedTensorType>(pv.getType());
+  auto kt = cast<RankedTensorType>(key.getType()),
+       vt = cast<RankedTensorType>(value.getType());
+  auto fits = [](RankedTensorType past, RankedTensorType cur) {
+    return past.getRank() == 4 && past.getDimSize(0) == cur.getDimSize(0) &&
+           past.getDimSize(1) == cur.getDimSize(1) &&
+           past.getDimSize(3) == cur.getDimSize(3) &&
+           past.getElementType() == cur.getElementType();
+  };
+  if (!fits(pkt, kt) || !fits(pvt, vt))
+    return nodeError() << "past_key " << shapeStr(pkt.getShape())
+                       << " and past_value " << shapeStr(pvt.getShape())
+                       << " must be [batch, kv_heads, past_sequence, "
+                          "head_size] matching K "
+                       << shapeStr(kt.getShape()) << " and V "
+                       << shapeStr(vt.getShape()) << ", and of their types";
+  past = pkt.getDimSize(2);
+  key = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pk, key},
+                             builder.getI64IntegerAttr(2));
+  value = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pv, value},
+                               builder.getI64IntegerAttr(2));
+  return success();
+}
+
+FailureOr<Value> Importer::nonpadKVMask(Value scores, Value negInf,
+                                        int64_t batch, int64_t sq, int64_t skv,
+                                        bool isCausal, int64_t leftWindow,
+                                        int64_t rightWindow, bool grouped) {
+  Slot *ls = input(6);
+  if (!ls)
+    return failure();
+  RankedTensorType lt = ls->type();
+  if (!lt.getElementType().isInteger(64) && !lt.getElementType().isInteger(32))
+    return nodeError() << "input 6 (nonpad_kv_seqlen) has element type "
+                       << elementTypeName(lt.getElementType())
+                       << "; supported: int64, int32";
+  if (lt.getNumElements() != batch || lt.getRank() > 1)
+    return nodeError() << "input 6 (nonpad_kv_seqlen) of shape "
+                       << shapeStr(lt.getShape()) << " must be [" << batch
+                       << "] (one length per batch)";
+  if (boundedNumElements({sq, skv}, kMaxFoldElements) < 0)
+    return nodeError() << "a padding mask of " << sq << " x " << skv
+                       << " elements is beyond the importer's constant "
+                          "limit of "
+                       << kMaxFoldElements << " elements";
+  // len[b] as [B, 1, 1] against [Sq, T] grids of constants: each bound on
+  // diff = len - Sq + i - j is one comparison of len with a constant.
+  Value len = castTo(builder, nodeLoc, materialize(*ls), builder.getI64Type());
+  len = reshaped(builder, nodeLoc, len, {batch, 1, 1});
+  auto cmp = [&](StringRef pred, Value a, Value b) -> Value {
+    return gr::CompareOp::create(builder, nodeLoc, pred, a, b);
+  };
+  // Padding: key j < len[b].
+  Value keep = cmp(
+      "lt",
+      int64Grid(builder, nodeLoc, 1, skv, [](int64_t, int64_t j) { return j; }),
+      len);
+  Value falseV = splatOf(RankedTensorType::get({}, builder.getI1Type()), 0);
+  auto both = [&](Value a, Value b) -> Value {
+    return gr::SelectOp::create(builder, nodeLoc, a, b, falseV);
+  };
+  if (isCausal) // diff >= 0: j - i + Sq <= len.
+    keep = both(keep,
+                cmp("le",
+                    int64Grid(builder, nodeLoc, sq, skv,
+                              [&](int64_t i, int64_t j) { return j - i + sq; }),
+                    len));
+  if (leftWindow >= 0) // diff <= left: len <= left + j - i + Sq.
+    keep = both(keep, cmp("le", len,
+                          int64Grid(builder, nodeLoc, sq, skv,
+                                    [&](int64_t i, int64_t j) {
+                                      return leftWindow + j - i + sq;
+                                    })));
+  if (rightWindow >= 0) // -diff <= right: j - i - right + Sq <= len.
+    keep = both(keep, cmp("le",
+                          int64Grid(builder, nodeLoc, sq, skv,
+                                    [&](int64_t i, int64_t j) {
+                                      return j - i - rightWindow + sq;
+                                    }),
+                          len));
+  // [B, Sq or 1, T] -> [B, 1, Sq or 1, T] (grouped: [B, 1, 1, Sq or 1, T]).
+  ArrayRef<int64_t> kshape = cast<RankedTensorType>(keep.getType()).getShape();
+  SmallVector<int64_t> k4 = {batch, 1};
+  if (grouped)
+    k4.push_back(1);
+  k4.append({kshape[1], kshape[2]});
+  return Value(gr::SelectOp::create(
+      builder, nodeLoc, reshaped(builder, nodeLoc, keep, k4), scores, negInf));
+}
+
+FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
+                                         int64_t skv,
+                                         ArrayRef<int64_t> scoresShape,
+                                         bool grouped, int64_t hkv, int64_t g) {
+  Type f32 = builder.getF32Type();
+  Slot *m = input(3);
+  if (!m)
+    return failure();
+  Type met = m->type().getElementType();
+  bool isBool = met.isInteger(1);
+  Value mask =
+      isBool || isLowPrecisionFloat(met) ? materialize(*m) : operand(3);
+  if (!mask)
+    return failure();
+  if (!isBool)
+    mask = castTo(builder, nodeLoc, mask, f32);
+  auto mt = cast<RankedTensorType>(mask.getType());
+  // A mask shorter than the keys (past + new) leaves the keys after it
+  // out: it is padded with false (boolean) or -inf (additive).
+  SmallVector<int64_t> padded(mt.getShape());
+  if (!padded.empty() && padded.back() < skv && padded.back() != 1) {
+    padded.back() = skv;
+    SmallVector<int64_t> zeros(padded.size(), 0), ones(padded.size(), 1);
+    mask = gr::PadOp::create(
+        builder, nodeLoc, mt.clone(padded), mask,
+        builder.getDenseI64ArrayAttr(zeros), builder.getDenseI64ArrayAttr(ones),
+        builder.getF64FloatAttr(
+            isBool ? 0.0 : -std::numeric_limits<double>::infinity()));
+  }
+  if (padded.size() > 4 || !semantics::broadcastsTo(padded, scoresShape))
+    return nodeError() << "attn_mask of shape " << shapeStr(mt.getShape())
+                       << " does not broadcast to the scores [batch, "
+                          "q_heads, q_sequence, kv_sequence] = "
+                       << shapeStr(scoresShape);
+  if (grouped) {
+    // [.., Hq or 1, Sq', T'] -> [.., Hkv, g or 1, 1, Sq', T'].
+    SmallVector<int64_t> m4(4 - padded.size(), 1);
+    m4.append(padded.begin(), padded.end());
+    SmallVector<int64_t> m5 = {m4[0], 1, 1, m4[2], m4[3]};
+    if (m4[1] != 1) {
+      m5[1] = hkv;
+      m5[2] = g;
+    }
+    mask = reshaped(builder, nodeLoc, mask, m5);
+  }
+  // A true boolean takes part in attention; a float mask is added.
+  return isBool ? Value(gr::SelectOp::create(builder, nodeLoc, mask, scores,
+                                             negInf))
+                : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
+}
+
 LogicalResult Importer::attention() {
   int64_t isCausal = attrInt("is_causal", 0);
   int64_t qHeads = attrInt("q_num_heads", 0);
@@ -140,19 +301,8 @@ LogicalResult Importer::attention() {
   // once, at the end). bfloat16 would work the same way, but the ONNX
   // reference rounds every step to bfloat16, 1 ulp (0.4-0.8%) away from a
   // once-rounded result, so its conformance cannot check it yet.
-  for (int i : {0, 1, 2, 4, 5}) {
-    if (!hasInput(i))
-      continue;
-    Slot *s = input(i);
-    if (!s)
-      return failure();
-    Type et = s->type().getElementType();
-    if (!et.isF32() && !et.isF16())
-      return nodeError() << "input " << i << " ('" << node->input(i)
-                         << "') has element type " << elementTypeName(et)
-                         << ", which is not supported by Attention yet; "
-                            "supported: float (f32), float16";
-  }
+  if (failed(checkAttentionInputTypes()))
+    return failure();
   Type outType = input(0)->type().getElementType();
   Type f32 = builder.getF32Type();
 
@@ -168,31 +318,8 @@ LogicalResult Importer::attention() {
     return failure();
   Value key = *k, value = *v;
   int64_t past = 0;
-  if (hasInput(4)) {
-    Value pk = materialize(*input(4)), pv = materialize(*input(5));
-    auto pkt = cast<RankedTensorType>(pk.getType()),
-         pvt = cast<RankedTensorType>(pv.getType());
-    auto kt = cast<RankedTensorType>(key.getType()),
-         vt = cast<RankedTensorType>(value.getType());
-    auto fits = [](RankedTensorType past, RankedTensorType cur) {
-      return past.getRank() == 4 && past.getDimSize(0) == cur.getDimSize(0) &&
-             past.getDimSize(1) == cur.getDimSize(1) &&
-             past.getDimSize(3) == cur.getDimSize(3) &&
-             past.getElementType() == cur.getElementType();
-    };
-    if (!fits(pkt, kt) || !fits(pvt, vt))
-      return nodeError() << "past_key " << shapeStr(pkt.getShape())
-                         << " and past_value " << shapeStr(pvt.getShape())
-                         << " must be [batch, kv_heads, past_sequence, "
-                            "head_size] matching K "
-                         << shapeStr(kt.getShape()) << " and V "
-                         << shapeStr(vt.getShape()) << ", and of their types";
-    past = pkt.getDimSize(2);
-    key = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pk, key},
-                               builder.getI64IntegerAttr(2));
-    value = gr::ConcatOp::create(builder, nodeLoc, ValueRange{pv, value},
-                                 builder.getI64IntegerAttr(2));
-  }
+  if (hasInput(4) && failed(prependPastKV(key, value, past)))
+    return failure();
 
   ArrayRef<int64_t> qs = cast<RankedTensorType>(q->getType()).getShape();
   ArrayRef<int64_t> ks = cast<RankedTensorType>(key.getType()).getShape();
@@ -283,116 +410,19 @@ LogicalResult Importer::attention() {
     scores = gr::SelectOp::create(builder, nodeLoc, mask, scores, negInf);
   }
   if (nonpad) {
-    Slot *ls = input(6);
-    if (!ls)
+    FailureOr<Value> masked =
+        nonpadKVMask(scores, negInf, batch, sq, skv, isCausal != 0, leftWindow,
+                     rightWindow, grouped);
+    if (failed(masked))
       return failure();
-    RankedTensorType lt = ls->type();
-    if (!lt.getElementType().isInteger(64) &&
-        !lt.getElementType().isInteger(32))
-      return nodeError() << "input 6 (nonpad_kv_seqlen) has element type "
-                         << elementTypeName(lt.getElementType())
-                         << "; supported: int64, int32";
-    if (lt.getNumElements() != batch || lt.getRank() > 1)
-      return nodeError() << "input 6 (nonpad_kv_seqlen) of shape "
-                         << shapeStr(lt.getShape()) << " must be [" << batch
-                         << "] (one length per batch)";
-    if (boundedNumElements({sq, skv}, kMaxFoldElements) < 0)
-      return nodeError() << "a padding mask of " << sq << " x " << skv
-                         << " elements is beyond the importer's constant "
-                            "limit of "
-                         << kMaxFoldElements << " elements";
-    // len[b] as [B, 1, 1] against [Sq, T] grids of constants: each bound on
-    // diff = len - Sq + i - j is one comparison of len with a constant.
-    Value len =
-        castTo(builder, nodeLoc, materialize(*ls), builder.getI64Type());
-    len = reshaped(builder, nodeLoc, len, {batch, 1, 1});
-    auto cmp = [&](StringRef pred, Value a, Value b) -> Value {
-      return gr::CompareOp::create(builder, nodeLoc, pred, a, b);
-    };
-    // Padding: key j < len[b].
-    Value keep = cmp("lt",
-                     int64Grid(builder, nodeLoc, 1, skv,
-                               [](int64_t, int64_t j) { return j; }),
-                     len);
-    Value falseV = splatOf(RankedTensorType::get({}, builder.getI1Type()), 0);
-    auto both = [&](Value a, Value b) -> Value {
-      return gr::SelectOp::create(builder, nodeLoc, a, b, falseV);
-    };
-    if (isCausal) // diff >= 0: j - i + Sq <= len.
-      keep = both(
-          keep, cmp("le",
-                    int64Grid(builder, nodeLoc, sq, skv,
-                              [&](int64_t i, int64_t j) { return j - i + sq; }),
-                    len));
-    if (leftWindow >= 0) // diff <= left: len <= left + j - i + Sq.
-      keep = both(keep, cmp("le", len,
-                            int64Grid(builder, nodeLoc, sq, skv,
-                                      [&](int64_t i, int64_t j) {
-                                        return leftWindow + j - i + sq;
-                                      })));
-    if (rightWindow >= 0) // -diff <= right: j - i - right + Sq <= len.
-      keep = both(keep, cmp("le",
-                            int64Grid(builder, nodeLoc, sq, skv,
-                                      [&](int64_t i, int64_t j) {
-                                        return j - i - rightWindow + sq;
-                                      }),
-                            len));
-    // [B, Sq or 1, T] -> [B, 1, Sq or 1, T] (grouped: [B, 1, 1, Sq or 1, T]).
-    ArrayRef<int64_t> kshape =
-        cast<RankedTensorType>(keep.getType()).getShape();
-    SmallVector<int64_t> k4 = {batch, 1};
-    if (grouped)
-      k4.push_back(1);
-    k4.append({kshape[1], kshape[2]});
-    scores = gr::SelectOp::create(
-        builder, nodeLoc, reshaped(builder, nodeLoc, keep, k4), scores, negInf);
+    scores = *masked;
   }
   if (hasInput(3)) {
-    Slot *m = input(3);
-    if (!m)
+    FailureOr<Value> masked =
+        applyAttnMask(scores, negInf, skv, scoresShape, grouped, hkv, g);
+    if (failed(masked))
       return failure();
-    Type met = m->type().getElementType();
-    bool isBool = met.isInteger(1);
-    Value mask =
-        isBool || isLowPrecisionFloat(met) ? materialize(*m) : operand(3);
-    if (!mask)
-      return failure();
-    if (!isBool)
-      mask = castTo(builder, nodeLoc, mask, f32);
-    auto mt = cast<RankedTensorType>(mask.getType());
-    // A mask shorter than the keys (past + new) leaves the keys after it
-    // out: it is padded with false (boolean) or -inf (additive).
-    SmallVector<int64_t> padded(mt.getShape());
-    if (!padded.empty() && padded.back() < skv && padded.back() != 1) {
-      padded.back() = skv;
-      SmallVector<int64_t> zeros(padded.size(), 0), ones(padded.size(), 1);
-      mask = gr::PadOp::create(
-          builder, nodeLoc, mt.clone(padded), mask,
-          builder.getDenseI64ArrayAttr(zeros),
-          builder.getDenseI64ArrayAttr(ones),
-          builder.getF64FloatAttr(
-              isBool ? 0.0 : -std::numeric_limits<double>::infinity()));
-    }
-    if (padded.size() > 4 || !semantics::broadcastsTo(padded, scoresShape))
-      return nodeError() << "attn_mask of shape " << shapeStr(mt.getShape())
-                         << " does not broadcast to the scores [batch, "
-                            "q_heads, q_sequence, kv_sequence] = "
-                         << shapeStr(scoresShape);
-    if (grouped) {
-      // [.., Hq or 1, Sq', T'] -> [.., Hkv, g or 1, 1, Sq', T'].
-      SmallVector<int64_t> m4(4 - padded.size(), 1);
-      m4.append(padded.begin(), padded.end());
-      SmallVector<int64_t> m5 = {m4[0], 1, 1, m4[2], m4[3]};
-      if (m4[1] != 1) {
-        m5[1] = hkv;
-        m5[2] = g;
-      }
-      mask = reshaped(builder, nodeLoc, mask, m5);
-    }
-    // A true boolean takes part in attention; a float mask is added.
-    scores = isBool ? Value(gr::SelectOp::create(builder, nodeLoc, mask, scores,
-                                                 negInf))
-                    : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
+    scores = *masked;
   }
   Value maskedScores = scores;
   Value probs = gr::SoftmaxOp::create(builder, nodeLoc, scores,

@@ -410,6 +410,33 @@ LogicalResult Importer::depthSpace() {
                                          RankedTensorType::get(out, et), t));
 }
 
+LogicalResult Importer::cropAndResizeRoi(bool roiGiven, int64_t rank,
+                                         ArrayRef<int64_t> axes,
+                                         SmallVector<double> &roi) {
+  int64_t naxes = axes.size();
+  Slot *sl = roiGiven ? input(1) : nullptr;
+  if (!sl || !sl->constant || !isa<FloatType>(sl->type().getElementType()))
+    return nodeError() << "roi (input 1) must be a constant float tensor "
+                          "(an initializer or a Constant) with "
+                          "coordinate_transformation_mode "
+                          "tf_crop_and_resize"
+                       << constantInputHint(1);
+  SmallVector<double> values;
+  for (const APFloat &v : sl->constant.getValues<APFloat>())
+    values.push_back(v.convertToDouble());
+  if ((int64_t)values.size() != 2 * naxes)
+    return nodeError() << "roi has " << values.size() << " values; "
+                       << "expected " << 2 * naxes << " (a start and an "
+                       << "end for each of " << naxes << " axes)";
+  roi.assign(rank, 0.0);
+  roi.append(rank, 1.0);
+  for (int64_t i = 0; i < naxes; ++i) {
+    roi[axes[i]] = values[i];
+    roi[rank + axes[i]] = values[naxes + i];
+  }
+  return success();
+}
+
 LogicalResult Importer::resize() {
   bool upsample = node->op_type() == "Upsample";
   std::string mode = attrString("mode", "nearest");
@@ -569,29 +596,9 @@ LogicalResult Importer::resize() {
   if (mode == "cubic" || coord == "half_pixel_symmetric" ||
       coord == "tf_crop_and_resize" || downscaleAntialias || excludeOutside) {
     SmallVector<double> roi;
-    if (coord == "tf_crop_and_resize") {
-      Slot *sl = given(1) ? input(1) : nullptr;
-      if (!sl || !sl->constant ||
-          !isa<FloatType>(sl->type().getElementType()))
-        return nodeError() << "roi (input 1) must be a constant float tensor "
-                              "(an initializer or a Constant) with "
-                              "coordinate_transformation_mode "
-                              "tf_crop_and_resize"
-                           << constantInputHint(1);
-      SmallVector<double> values;
-      for (const APFloat &v : sl->constant.getValues<APFloat>())
-        values.push_back(v.convertToDouble());
-      if ((int64_t)values.size() != 2 * naxes)
-        return nodeError() << "roi has " << values.size() << " values; "
-                           << "expected " << 2 * naxes << " (a start and an "
-                           << "end for each of " << naxes << " axes)";
-      roi.assign(rank, 0.0);
-      roi.append(rank, 1.0);
-      for (int64_t i = 0; i < naxes; ++i) {
-        roi[axes[i]] = values[i];
-        roi[rank + axes[i]] = values[naxes + i];
-      }
-    }
+    if (coord == "tf_crop_and_resize" &&
+        failed(cropAndResizeRoi(given(1), rank, axes, roi)))
+      return failure();
     semantics::ResizeAxisRule rule;
     rule.mode = mode;
     rule.coord = coord;

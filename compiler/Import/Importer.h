@@ -460,6 +460,14 @@ private:
   /// MaxPool, AveragePool, and LpPool (OpTy AveragePoolOp, p from opset
   /// 11, dilations and ceil_mode from 18) over 1-D to 3-D windows.
   template <typename OpTy> mlir::LogicalResult pool();
+  /// MaxPool's Indices output for 2-D pooling of |x| [N, C, H, W]: flat
+  /// indices into the input, row major (|storageOrder| 0) or with each plane
+  /// column major (1), as i64.
+  mlir::Value maxPoolFlatIndices(mlir::Value x, llvm::ArrayRef<int64_t> kernel,
+                                 llvm::ArrayRef<int64_t> strides,
+                                 llvm::ArrayRef<int64_t> pads,
+                                 llvm::ArrayRef<int64_t> dilations,
+                                 bool ceilMode, int64_t storageOrder);
   /// Window sums of |x| ([N, C, H, W] or [N, C, D, H, W]; |pads| begin...
   /// end..., |kernel| one per spatial axis) as depthwise dlgraph.conv with a
   /// filter of ones; ceil_mode's partial last window sums what it covers.
@@ -599,6 +607,12 @@ private:
   /// antialiased downscaling, exclude_outside, half_pixel_symmetric and
   /// tf_crop_and_resize as resizeSeparable.
   mlir::LogicalResult resize();
+  /// Resize's roi (input 1) with coordinate_transformation_mode
+  /// tf_crop_and_resize: a constant with a start and an end for each of
+  /// |axes|, widened to [starts of all |rank| axes, ends] in |roi|.
+  mlir::LogicalResult cropAndResizeRoi(bool roiGiven, int64_t rank,
+                                       llvm::ArrayRef<int64_t> axes,
+                                       llvm::SmallVector<double> &roi);
   /// GridSample (opsets 16..22; 1-D to 3-D spatial, nearest/linear/cubic,
   /// zeros/border/reflection padding) as one dlgraph.gather_elements of
   /// every tap of every output point from X viewed as [N, C, prod(D)],
@@ -687,6 +701,26 @@ private:
   /// opset 24), sliding windows (opset 25) and the qk_matmul_output scores
   /// (modes 0-3). f16 inputs are computed in f32 and rounded once.
   mlir::LogicalResult attention();
+  /// Attention's Q, K, V and past (inputs 0-2, 4, 5) are f32 or f16.
+  mlir::LogicalResult checkAttentionInputTypes();
+  /// Attention's past_key and past_value (inputs 4, 5) prepended to |key|
+  /// and |value| along the sequence; |past| is their length.
+  mlir::LogicalResult prependPastKV(mlir::Value &key, mlir::Value &value,
+                                    int64_t &past);
+  /// |scores| [B, Hq, Sq, T] (grouped: [B, Hkv, g, Sq, T]) with the keys at
+  /// or past nonpad_kv_seqlen (input 6), and those the causal and window
+  /// masks exclude, set to |negInf|.
+  mlir::FailureOr<mlir::Value> nonpadKVMask(mlir::Value scores,
+                                            mlir::Value negInf, int64_t batch,
+                                            int64_t sq, int64_t skv,
+                                            bool isCausal, int64_t leftWindow,
+                                            int64_t rightWindow, bool grouped);
+  /// |scores| with attn_mask (input 3) applied: a boolean mask selects
+  /// (|negInf| elsewhere), a float one is added.
+  mlir::FailureOr<mlir::Value>
+  applyAttnMask(mlir::Value scores, mlir::Value negInf, int64_t skv,
+                llvm::ArrayRef<int64_t> scoresShape, bool grouped, int64_t hkv,
+                int64_t g);
   /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
   /// into |heads| heads, the attribute |attr|).
   mlir::FailureOr<mlir::Value> attentionHeads(int i, int64_t heads,

@@ -209,6 +209,80 @@ static int64_t parseEinsumTerm(StringRef term, int64_t rank,
   return ell;
 }
 
+/// Transposes |op| so that its labels are |order| (a permutation of them).
+static void transposeLabeled(OpBuilder &builder, Location nodeLoc, Labeled &op,
+                             ArrayRef<int64_t> order) {
+  SmallVector<int64_t> perm;
+  for (int64_t label : order)
+    perm.push_back(llvm::find(op.labels, label) - op.labels.begin());
+  op.labels.assign(order.begin(), order.end());
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return;
+  op.value = gr::TransposeOp::create(builder, nodeLoc, op.value,
+                                     builder.getDenseI64ArrayAttr(perm));
+}
+
+/// |v| reshaped to |shape| (|v| itself if it has that shape).
+static Value reshapeIfOther(OpBuilder &builder, Location nodeLoc, Value v,
+                            ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
+}
+
+/// Sums |op| over its labels outside |keep|.
+static void sumLabelsExcept(OpBuilder &builder, Location nodeLoc, Labeled &op,
+                            ArrayRef<int64_t> keep) {
+  SmallVector<int64_t> axes, kept;
+  for (auto [axis, label] : llvm::enumerate(op.labels)) {
+    if (llvm::is_contained(keep, label))
+      kept.push_back(label);
+    else
+      axes.push_back(axis);
+  }
+  if (axes.empty())
+    return;
+  op.value =
+      gr::ReduceSumOp::create(builder, nodeLoc, op.value,
+                              builder.getDenseI64ArrayAttr(axes), UnitAttr());
+  op.labels = kept;
+}
+
+/// A label repeated within a term selects the diagonal: x times the
+/// identity pattern on the two axes, summed over the second.
+static void takeDiagonals(OpBuilder &builder, Location nodeLoc, Labeled &op) {
+  for (size_t p = 0; p < op.labels.size(); ++p) {
+    for (size_t q = p + 1; q < op.labels.size(); ++q) {
+      if (op.labels[p] != op.labels[q])
+        continue;
+      RankedTensorType t = op.type();
+      SmallVector<int64_t> shape(t.getRank(), 1);
+      int64_t n = t.getDimSize(p);
+      shape[p] = shape[q] = n;
+      auto maskType = RankedTensorType::get(shape, t.getElementType());
+      SmallVector<Attribute> eye;
+      for (int64_t i = 0; i < n * n; ++i) {
+        bool on = i / n == i % n;
+        eye.push_back(isa<FloatType>(t.getElementType())
+                          ? (Attribute)builder.getFloatAttr(t.getElementType(),
+                                                            on ? 1.0 : 0.0)
+                          : (Attribute)builder.getIntegerAttr(
+                                t.getElementType(), on ? 1 : 0));
+      }
+      Value mask = gr::ConstantOp::create(
+          builder, nodeLoc,
+          cast<ElementsAttr>(DenseElementsAttr::get(maskType, eye)));
+      op.value = gr::MulOp::create(builder, nodeLoc, op.value, mask);
+      op.value = gr::ReduceSumOp::create(
+          builder, nodeLoc, op.value,
+          builder.getDenseI64ArrayAttr({(int64_t)q}), UnitAttr());
+      op.labels.erase(op.labels.begin() + q);
+      --q;
+    }
+  }
+}
+
 LogicalResult Importer::einsum() {
   std::string eq = attrString("equation", "");
   if (attrFailed)
@@ -299,70 +373,16 @@ LogicalResult Importer::einsum() {
   }
 
   auto transposeTo = [&](Labeled &op, ArrayRef<int64_t> order) {
-    SmallVector<int64_t> perm;
-    for (int64_t label : order)
-      perm.push_back(llvm::find(op.labels, label) - op.labels.begin());
-    op.labels.assign(order.begin(), order.end());
-    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
-      return;
-    op.value = gr::TransposeOp::create(builder, nodeLoc, op.value,
-                                       builder.getDenseI64ArrayAttr(perm));
+    transposeLabeled(builder, nodeLoc, op, order);
   };
-  auto reshapeTo = [&](Value v, ArrayRef<int64_t> shape) -> Value {
-    auto t = cast<RankedTensorType>(v.getType());
-    if (t.getShape() == shape)
-      return v;
-    return gr::ReshapeOp::create(builder, nodeLoc, t.clone(shape), v);
+  auto reshapeTo = [&](Value v, ArrayRef<int64_t> shape) {
+    return reshapeIfOther(builder, nodeLoc, v, shape);
   };
-  // Sums |op| over its labels outside |keep|.
   auto reduceExcept = [&](Labeled &op, ArrayRef<int64_t> keep) {
-    SmallVector<int64_t> axes, kept;
-    for (auto [axis, label] : llvm::enumerate(op.labels)) {
-      if (llvm::is_contained(keep, label))
-        kept.push_back(label);
-      else
-        axes.push_back(axis);
-    }
-    if (axes.empty())
-      return;
-    op.value = gr::ReduceSumOp::create(builder, nodeLoc, op.value,
-                                       builder.getDenseI64ArrayAttr(axes),
-                                       UnitAttr());
-    op.labels = kept;
+    sumLabelsExcept(builder, nodeLoc, op, keep);
   };
-  // A label repeated within a term selects the diagonal: x times the
-  // identity pattern on the two axes, summed over the second.
-  for (Labeled &op : ops) {
-    for (size_t p = 0; p < op.labels.size(); ++p) {
-      for (size_t q = p + 1; q < op.labels.size(); ++q) {
-        if (op.labels[p] != op.labels[q])
-          continue;
-        RankedTensorType t = op.type();
-        SmallVector<int64_t> shape(t.getRank(), 1);
-        int64_t n = t.getDimSize(p);
-        shape[p] = shape[q] = n;
-        auto maskType = RankedTensorType::get(shape, t.getElementType());
-        SmallVector<Attribute> eye;
-        for (int64_t i = 0; i < n * n; ++i) {
-          bool on = i / n == i % n;
-          eye.push_back(isa<FloatType>(t.getElementType())
-                            ? (Attribute)builder.getFloatAttr(
-                                  t.getElementType(), on ? 1.0 : 0.0)
-                            : (Attribute)builder.getIntegerAttr(
-                                  t.getElementType(), on ? 1 : 0));
-        }
-        Value mask = gr::ConstantOp::create(
-            builder, nodeLoc,
-            cast<ElementsAttr>(DenseElementsAttr::get(maskType, eye)));
-        op.value = gr::MulOp::create(builder, nodeLoc, op.value, mask);
-        op.value = gr::ReduceSumOp::create(
-            builder, nodeLoc, op.value,
-            builder.getDenseI64ArrayAttr({(int64_t)q}), UnitAttr());
-        op.labels.erase(op.labels.begin() + q);
-        --q;
-      }
-    }
-  }
+  for (Labeled &op : ops)
+    takeDiagonals(builder, nodeLoc, op);
   // Labels that later operands or the output still need.
   auto neededAfter = [&](size_t i) {
     SmallVector<int64_t> keep(out);

@@ -15,6 +15,102 @@ using namespace dlc::onnx_import;
 namespace gr = dlc::graph;
 namespace semantics = dlc::semantics;
 
+/// Why the pooling windows of |xt| (NC + spatial axes) do not fit (none
+/// when they do): the pool op infers its type with the same formula
+/// (ceil_mode drops a last window that starts in the right padding, as
+/// PyTorch and ONNX Runtime do).
+static std::optional<std::string>
+windowError(RankedTensorType xt, ArrayRef<int64_t> kernel,
+            ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+            ArrayRef<int64_t> dilations, bool ceilMode) {
+  const size_t sp = kernel.size();
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t in = xt.getDimSize(2 + i);
+    if (semantics::windowOutputSize(in, kernel[i], strides[i], pads[i],
+                                    pads[i + sp], dilations[i], ceilMode))
+      continue;
+    std::optional<int64_t> eff =
+        semantics::dilatedKernelExtent(kernel[i], dilations[i]);
+    std::optional<int64_t> padded = semantics::checkedAdd(in, pads[i]);
+    if (padded)
+      padded = semantics::checkedAdd(*padded, pads[i + sp]);
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (!eff || !padded || *padded - *eff >= 0)
+      os << "kernel_shape, dilations, strides or pads overflow int64 along "
+            "spatial axis "
+         << i;
+    else
+      os << "the kernel (" << *eff
+         << ") is larger than the padded input along spatial axis " << i;
+    return error;
+  }
+  return std::nullopt;
+}
+
+/// The divisor of each output position of an average pool of |xt| (NC +
+/// spatial axes) whose output has spatial |outDims|: the taps inside the
+/// input, or inside the padded input with |countIncludePad| (never those of
+/// a ceil_mode window past it), in row-major order over |outDims|.
+static SmallVector<float>
+averageDivisors(RankedTensorType xt, ArrayRef<int64_t> outDims,
+                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                bool countIncludePad) {
+  const size_t sp = outDims.size();
+  SmallVector<float> count(product(outDims), 1.0f);
+  int64_t inner = count.size();
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t in = xt.getDimSize(2 + i), od = outDims[i];
+    inner /= od;
+    int64_t lo = countIncludePad ? -pads[i] : 0;
+    int64_t hi = countIncludePad ? in + pads[i + sp] : in;
+    for (size_t e = 0; e < count.size(); ++e) {
+      int64_t o = (int64_t)(e / inner) % od, c = 0;
+      for (int64_t j = 0; j < kernel[i]; ++j) {
+        int64_t at = o * strides[i] - pads[i] + j * dilations[i];
+        c += at >= lo && at < hi;
+      }
+      count[e] *= (float)c;
+    }
+  }
+  return count;
+}
+
+Value Importer::maxPoolFlatIndices(Value x, ArrayRef<int64_t> kernel,
+                                   ArrayRef<int64_t> strides,
+                                   ArrayRef<int64_t> pads,
+                                   ArrayRef<int64_t> dilations, bool ceilMode,
+                                   int64_t storageOrder) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  // max_pool_indices gives ih * W + iw within each [H, W] plane; ONNX
+  // counts over the whole [N, C, H, W] input, and with storage_order = 1
+  // as iw * H + ih.
+  Value idx = gr::MaxPoolIndicesOp::create(
+      builder, nodeLoc, x, builder.getDenseI64ArrayAttr(kernel),
+      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
+      builder.getDenseI64ArrayAttr(dilations),
+      ceilMode ? builder.getUnitAttr() : UnitAttr(), UnitAttr());
+  auto it = cast<RankedTensorType>(idx.getType()).clone(builder.getI64Type());
+  idx = gr::CastOp::create(builder, nodeLoc, it, idx);
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
+          w = xt.getDimSize(3);
+  if (storageOrder == 1) {
+    Value row = gr::DivOp::create(builder, nodeLoc, idx, splatOf(it, w));
+    Value col = gr::ModOp::create(builder, nodeLoc, idx, splatOf(it, w));
+    idx = gr::AddOp::create(
+        builder, nodeLoc,
+        gr::MulOp::create(builder, nodeLoc, col, splatOf(it, h)), row);
+  }
+  SmallVector<int64_t> planes;
+  for (int64_t p = 0; p < n * c; ++p)
+    planes.push_back(p * h * w);
+  auto planeType = RankedTensorType::get({n, c, 1, 1}, builder.getI64Type());
+  Value offsets = gr::ConstantOp::create(
+      builder, nodeLoc, cast<ElementsAttr>(intConstant(planeType, planes)));
+  return gr::AddOp::create(builder, nodeLoc, idx, offsets);
+}
+
 template <typename OpTy> LogicalResult Importer::pool() {
   bool isMax = std::is_same<OpTy, gr::MaxPoolOp>::value;
   // LpPool: (sum of |x|^p over the window)^(1/p), window sums by sumPool.
@@ -117,25 +213,9 @@ template <typename OpTy> LogicalResult Importer::pool() {
   // Reported here, at the node, before the pool op infers its type with the
   // same formula (ceil_mode drops a last window that starts in the right
   // padding, as PyTorch and ONNX Runtime do).
-  for (size_t i = 0; i < sp; ++i) {
-    int64_t in = xt.getDimSize(2 + i);
-    if (semantics::windowOutputSize(in, kernel[i], strides[i], pads[i],
-                                    pads[i + sp], dilations[i], ceilMode))
-      continue;
-    std::optional<int64_t> eff =
-        semantics::dilatedKernelExtent(kernel[i], dilations[i]);
-    std::optional<int64_t> padded = semantics::checkedAdd(in, pads[i]);
-    if (padded)
-      padded = semantics::checkedAdd(*padded, pads[i + sp]);
-    if (!eff || !padded || *padded - *eff >= 0)
-      return nodeError() << "kernel_shape, dilations, strides or pads "
-                            "overflow int64 along spatial axis "
-                         << i;
-    return nodeError() << "the kernel (" << *eff
-                       << ") is larger than the padded input along spatial "
-                          "axis "
-                       << i;
-  }
+  if (std::optional<std::string> error =
+          windowError(xt, kernel, strides, pads, dilations, ceilMode != 0))
+    return nodeError() << *error;
   if (isLp && p < 1)
     return nodeError() << "attribute p = " << p << " must be >= 1";
   bool dilated = llvm::any_of(dilations, [](int64_t d) { return d != 1; });
@@ -165,22 +245,8 @@ template <typename OpTy> LogicalResult Importer::pool() {
       // count_include_pad (never those of a ceil_mode window past it).
       auto st = cast<RankedTensorType>(sum.getType());
       ArrayRef<int64_t> outDims = st.getShape().drop_front(2);
-      SmallVector<float> count(product(outDims), 1.0f);
-      int64_t inner = count.size();
-      for (size_t i = 0; i < sp; ++i) {
-        int64_t in = xt.getDimSize(2 + i), od = outDims[i];
-        inner /= od;
-        int64_t lo = countIncludePad ? -pads[i] : 0;
-        int64_t hi = countIncludePad ? in + pads[i + sp] : in;
-        for (size_t e = 0; e < count.size(); ++e) {
-          int64_t o = (int64_t)(e / inner) % od, c = 0;
-          for (int64_t j = 0; j < kernel[i]; ++j) {
-            int64_t at = o * strides[i] - pads[i] + j * dilations[i];
-            c += at >= lo && at < hi;
-          }
-          count[e] *= (float)c;
-        }
-      }
+      SmallVector<float> count = averageDivisors(
+          xt, outDims, kernel, strides, pads, dilations, countIncludePad != 0);
       auto ct = RankedTensorType::get(outDims, st.getElementType());
       Value cv = gr::ConstantOp::create(
           builder, nodeLoc,
@@ -229,33 +295,8 @@ template <typename OpTy> LogicalResult Importer::pool() {
   }
   Value op = pool2D(x, kernel, strides, pads, dilations);
   if (indicesUsed) {
-    // max_pool_indices gives ih * W + iw within each [H, W] plane; ONNX
-    // counts over the whole [N, C, H, W] input, and with storage_order = 1
-    // as iw * H + ih.
-    Value idx = gr::MaxPoolIndicesOp::create(
-        builder, nodeLoc, x, builder.getDenseI64ArrayAttr(kernel),
-        builder.getDenseI64ArrayAttr(strides),
-        builder.getDenseI64ArrayAttr(pads),
-        builder.getDenseI64ArrayAttr(dilations),
-        ceilMode ? builder.getUnitAttr() : UnitAttr(), UnitAttr());
-    auto it = cast<RankedTensorType>(idx.getType()).clone(builder.getI64Type());
-    idx = gr::CastOp::create(builder, nodeLoc, it, idx);
-    int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
-            w = xt.getDimSize(3);
-    if (storageOrder == 1) {
-      Value row = gr::DivOp::create(builder, nodeLoc, idx, splatOf(it, w));
-      Value col = gr::ModOp::create(builder, nodeLoc, idx, splatOf(it, w));
-      idx = gr::AddOp::create(
-          builder, nodeLoc,
-          gr::MulOp::create(builder, nodeLoc, col, splatOf(it, h)), row);
-    }
-    SmallVector<int64_t> planes;
-    for (int64_t p = 0; p < n * c; ++p)
-      planes.push_back(p * h * w);
-    auto planeType = RankedTensorType::get({n, c, 1, 1}, builder.getI64Type());
-    Value offsets = gr::ConstantOp::create(
-        builder, nodeLoc, cast<ElementsAttr>(intConstant(planeType, planes)));
-    idx = gr::AddOp::create(builder, nodeLoc, idx, offsets);
+    Value idx = maxPoolFlatIndices(x, kernel, strides, pads, dilations,
+                                   ceilMode != 0, storageOrder);
     if (failed(define(1, is1D ? dropUnitH(idx) : idx)))
       return failure();
   }

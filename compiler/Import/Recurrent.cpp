@@ -70,6 +70,168 @@ static Value activate(OpBuilder &b, Location loc, Activation a, Value v) {
   return v;
 }
 
+/// Why a recurrent layer's attributes are not supported (none when they
+/// are): |clip|, activation parameters (|activationParams|), input_forget,
+/// |direction|, |layout|.
+static std::optional<std::string>
+unsupportedRecurrentAttrs(bool clip, bool activationParams, int64_t inputForget,
+                          StringRef direction, int64_t layout) {
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (clip)
+    os << "attribute 'clip' is not supported; supported: no clipping of the "
+          "gate inputs";
+  else if (activationParams)
+    os << "attributes activation_alpha/activation_beta are not supported; "
+          "supported: activations Sigmoid, Tanh and Relu (no parameters)";
+  else if (inputForget)
+    os << "input_forget = " << inputForget << " is not supported; supported: 0";
+  else if (direction != "forward" && direction != "reverse" &&
+           direction != "bidirectional")
+    os << "direction '" << direction
+       << "' is not supported; supported: forward, reverse, bidirectional";
+  else if (layout != 0 && layout != 1)
+    os << "layout = " << layout << " is not supported; supported: 0 or 1";
+  else
+    return std::nullopt;
+  return error;
+}
+
+/// The activations of a recurrent layer, per direction f (gates), g
+/// (candidate) and h (LSTM output): the defaults, or attribute |a| when
+/// given. Returns the error when |a| is not supported.
+static std::optional<std::string>
+recurrentActivations(const onnx::AttributeProto *a, bool isLSTM, bool isGRU,
+                     int64_t numDir, SmallVector<Activation> &acts) {
+  size_t actsPerDir = isLSTM ? 3 : isGRU ? 2 : 1;
+  for (int64_t d = 0; d < numDir; ++d) {
+    if (isLSTM)
+      acts.append({Activation::Sigmoid, Activation::Tanh, Activation::Tanh});
+    else if (isGRU)
+      acts.append({Activation::Sigmoid, Activation::Tanh});
+    else
+      acts.push_back(Activation::Tanh);
+  }
+  if (!a)
+    return std::nullopt;
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (a->strings_size() != (int)(actsPerDir * numDir)) {
+    os << "attribute 'activations' has " << a->strings_size()
+       << " entries; expected " << actsPerDir * numDir << " (" << actsPerDir
+       << " per direction)";
+    return error;
+  }
+  for (auto [i, name] : llvm::enumerate(a->strings())) {
+    StringRef n = name;
+    if (n.equals_insensitive("Sigmoid"))
+      acts[i] = Activation::Sigmoid;
+    else if (n.equals_insensitive("Tanh"))
+      acts[i] = Activation::Tanh;
+    else if (n.equals_insensitive("Relu"))
+      acts[i] = Activation::Relu;
+    else {
+      os << "activation '" << name
+         << "' is not supported; supported: Sigmoid, Tanh, Relu";
+      return error;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+/// The weights and activations of one direction of a recurrent layer, as
+/// its cell reads them at each step.
+struct Cell {
+  bool isLSTM = false, isGRU = false;
+  int64_t linearBeforeReset = 0, hidden = 0;
+  Activation fAct = Activation::Sigmoid, gAct = Activation::Tanh,
+             hAct = Activation::Tanh;
+  /// R transposed ([H, G * H]) and, for the GRU, its z-r and h columns.
+  Value rT, rTzr, rTh;
+  /// GRU with linear_before_reset: Rbh, inside r * (.).
+  Value recurBias;
+  /// LSTM peepholes (null without them).
+  Value peep, pi, po, pf;
+};
+} // namespace
+
+/// Sets |cell|'s GRU columns of R and, with peepholes |peep| ([numDir,
+/// 3 * H]), its direction-|d| peepholes.
+static void sliceCellWeights(OpBuilder &builder, Location nodeLoc, Cell &cell,
+                             Value peep, int64_t d) {
+  const int64_t hidden = cell.hidden;
+  cell.peep = peep;
+  if (peep) {
+    Value pd = row(builder, nodeLoc, peep, d);
+    cell.pi = sliceAxis(builder, nodeLoc, pd, 0, 0, hidden);
+    cell.po = sliceAxis(builder, nodeLoc, pd, 0, hidden, hidden);
+    cell.pf = sliceAxis(builder, nodeLoc, pd, 0, 2 * hidden, hidden);
+  }
+  if (cell.isGRU) {
+    cell.rTzr = sliceAxis(builder, nodeLoc, cell.rT, 1, 0, 2 * hidden);
+    cell.rTh = sliceAxis(builder, nodeLoc, cell.rT, 1, 2 * hidden, hidden);
+  }
+}
+
+/// One step of |cell|: the new hidden state and (LSTM) cell state from the
+/// step's input projection |xt| and the states |h| and |c|.
+static std::pair<Value, Value> cellStep(OpBuilder &builder, Location nodeLoc,
+                                        const Cell &cell, Value xt, Value h,
+                                        Value c) {
+  auto gate = [&](Value v, int64_t k) {
+    return sliceAxis(builder, nodeLoc, v, 1, k * cell.hidden, cell.hidden);
+  };
+  auto add = [&](Value a, Value b) -> Value {
+    return gr::AddOp::create(builder, nodeLoc, a, b);
+  };
+  auto mul = [&](Value a, Value b) -> Value {
+    return gr::MulOp::create(builder, nodeLoc, a, b);
+  };
+  auto matmul = [&](Value a, Value b) -> Value {
+    return gr::MatMulOp::create(builder, nodeLoc, a, b);
+  };
+  Value hn, cn;
+  if (cell.isLSTM) {
+    Value pre = add(xt, matmul(h, cell.rT));
+    Value i = gate(pre, 0), o = gate(pre, 1), f = gate(pre, 2),
+          cc = gate(pre, 3);
+    if (cell.peep) {
+      i = add(i, mul(cell.pi, c));
+      f = add(f, mul(cell.pf, c));
+    }
+    i = activate(builder, nodeLoc, cell.fAct, i);
+    f = activate(builder, nodeLoc, cell.fAct, f);
+    cc = activate(builder, nodeLoc, cell.gAct, cc);
+    cn = add(mul(f, c), mul(i, cc));
+    if (cell.peep)
+      o = add(o, mul(cell.po, cn));
+    o = activate(builder, nodeLoc, cell.fAct, o);
+    hn = mul(o, activate(builder, nodeLoc, cell.hAct, cn));
+  } else if (cell.isGRU) {
+    Value zr = add(sliceAxis(builder, nodeLoc, xt, 1, 0, 2 * cell.hidden),
+                   matmul(h, cell.rTzr));
+    Value z = activate(builder, nodeLoc, cell.fAct, gate(zr, 0));
+    Value rg = activate(builder, nodeLoc, cell.fAct, gate(zr, 1));
+    Value xh = gate(xt, 2);
+    Value pre;
+    if (cell.linearBeforeReset) {
+      Value hr = matmul(h, cell.rTh);
+      if (cell.recurBias)
+        hr = add(hr, cell.recurBias);
+      pre = add(xh, mul(rg, hr));
+    } else {
+      pre = add(xh, matmul(mul(rg, h), cell.rTh));
+    }
+    Value hh = activate(builder, nodeLoc, cell.gAct, pre);
+    // (1 - z) * hh + z * h = hh + z * (h - hh)
+    hn = add(hh, mul(z, gr::SubOp::create(builder, nodeLoc, h, hh)));
+  } else {
+    hn = activate(builder, nodeLoc, cell.fAct, add(xt, matmul(h, cell.rT)));
+  }
+  return {hn, cn};
+}
+
 LogicalResult Importer::recurrent() {
   StringRef op = node->op_type();
   bool isLSTM = op == "LSTM", isGRU = op == "GRU";
@@ -82,56 +244,18 @@ LogicalResult Importer::recurrent() {
   int64_t inputForget = isLSTM ? attrInt("input_forget", 0) : 0;
   if (attrFailed)
     return failure();
-  if (findAttr("clip"))
-    return nodeError() << "attribute 'clip' is not supported; supported: no "
-                          "clipping of the gate inputs";
-  if (findAttr("activation_alpha") || findAttr("activation_beta"))
-    return nodeError() << "attributes activation_alpha/activation_beta are "
-                          "not supported; supported: activations Sigmoid, "
-                          "Tanh and Relu (no parameters)";
-  if (inputForget)
-    return nodeError() << "input_forget = " << inputForget
-                       << " is not supported; supported: 0";
-  if (direction != "forward" && direction != "reverse" &&
-      direction != "bidirectional")
-    return nodeError() << "direction '" << direction
-                       << "' is not supported; supported: forward, reverse, "
-                          "bidirectional";
-  if (layout != 0 && layout != 1)
-    return nodeError() << "layout = " << layout
-                       << " is not supported; supported: 0 or 1";
+  if (std::optional<std::string> error = unsupportedRecurrentAttrs(
+          findAttr("clip"),
+          findAttr("activation_alpha") || findAttr("activation_beta"),
+          inputForget, direction, layout))
+    return nodeError() << *error;
   int64_t numDir = direction == "bidirectional" ? 2 : 1;
 
   // Activations: f (gates), g (candidate), h (LSTM output), per direction.
   SmallVector<Activation> acts;
-  for (int64_t d = 0; d < numDir; ++d) {
-    if (isLSTM)
-      acts.append({Activation::Sigmoid, Activation::Tanh, Activation::Tanh});
-    else if (isGRU)
-      acts.append({Activation::Sigmoid, Activation::Tanh});
-    else
-      acts.push_back(Activation::Tanh);
-  }
-  if (const onnx::AttributeProto *a = findAttr("activations")) {
-    if (a->strings_size() != (int)(actsPerDir * numDir))
-      return nodeError() << "attribute 'activations' has "
-                         << a->strings_size() << " entries; expected "
-                         << actsPerDir * numDir << " (" << actsPerDir
-                         << " per direction)";
-    for (auto [i, name] : llvm::enumerate(a->strings())) {
-      StringRef n = name;
-      if (n.equals_insensitive("Sigmoid"))
-        acts[i] = Activation::Sigmoid;
-      else if (n.equals_insensitive("Tanh"))
-        acts[i] = Activation::Tanh;
-      else if (n.equals_insensitive("Relu"))
-        acts[i] = Activation::Relu;
-      else
-        return nodeError() << "activation '" << name
-                           << "' is not supported; supported: Sigmoid, "
-                              "Tanh, Relu";
-    }
-  }
+  if (std::optional<std::string> error = recurrentActivations(
+          findAttr("activations"), isLSTM, isGRU, numDir, acts))
+    return nodeError() << *error;
 
   Value x = operand(0), w = operand(1), r = operand(2);
   if (!x || !w || !r)
@@ -244,74 +368,17 @@ LogicalResult Importer::recurrent() {
                              gr::AddOp::create(builder, nodeLoc, wb, rb));
     }
     xw = reshaped(builder, nodeLoc, xw, {steps, batch, gh});
-    Value pi, po, pf;
-    if (peep) {
-      Value pd = row(builder, nodeLoc, peep, d);
-      pi = sliceAxis(builder, nodeLoc, pd, 0, 0, hidden);
-      po = sliceAxis(builder, nodeLoc, pd, 0, hidden, hidden);
-      pf = sliceAxis(builder, nodeLoc, pd, 0, 2 * hidden, hidden);
-    }
-    Value rTzr, rTh;
-    if (isGRU) {
-      rTzr = sliceAxis(builder, nodeLoc, rT, 1, 0, 2 * hidden);
-      rTh = sliceAxis(builder, nodeLoc, rT, 1, 2 * hidden, hidden);
-    }
+    Cell cell{isLSTM, isGRU, linearBeforeReset, hidden, fAct, gAct, hAct, rT};
+    cell.recurBias = recurBias;
+    sliceCellWeights(builder, nodeLoc, cell, peep, d);
     Value h = h0 ? row(builder, nodeLoc, h0, d) : zeroH;
     Value c = c0 ? row(builder, nodeLoc, c0, d) : zeroH;
     SmallVector<Value> yd(steps);
-    auto gate = [&](Value v, int64_t k) {
-      return sliceAxis(builder, nodeLoc, v, 1, k * hidden, hidden);
-    };
-    auto add = [&](Value a, Value b) -> Value {
-      return gr::AddOp::create(builder, nodeLoc, a, b);
-    };
-    auto mul = [&](Value a, Value b) -> Value {
-      return gr::MulOp::create(builder, nodeLoc, a, b);
-    };
-    auto matmul = [&](Value a, Value b) -> Value {
-      return gr::MatMulOp::create(builder, nodeLoc, a, b);
-    };
     for (int64_t s = 0; s < steps; ++s) {
       int64_t t = reverse ? steps - 1 - s : s;
       Value xt = row(builder, nodeLoc, xw, t);
       Value hn, cn;
-      if (isLSTM) {
-        Value pre = add(xt, matmul(h, rT));
-        Value i = gate(pre, 0), o = gate(pre, 1), f = gate(pre, 2),
-              cc = gate(pre, 3);
-        if (peep) {
-          i = add(i, mul(pi, c));
-          f = add(f, mul(pf, c));
-        }
-        i = activate(builder, nodeLoc, fAct, i);
-        f = activate(builder, nodeLoc, fAct, f);
-        cc = activate(builder, nodeLoc, gAct, cc);
-        cn = add(mul(f, c), mul(i, cc));
-        if (peep)
-          o = add(o, mul(po, cn));
-        o = activate(builder, nodeLoc, fAct, o);
-        hn = mul(o, activate(builder, nodeLoc, hAct, cn));
-      } else if (isGRU) {
-        Value zr = add(sliceAxis(builder, nodeLoc, xt, 1, 0, 2 * hidden),
-                       matmul(h, rTzr));
-        Value z = activate(builder, nodeLoc, fAct, gate(zr, 0));
-        Value rg = activate(builder, nodeLoc, fAct, gate(zr, 1));
-        Value xh = gate(xt, 2);
-        Value pre;
-        if (linearBeforeReset) {
-          Value hr = matmul(h, rTh);
-          if (recurBias)
-            hr = add(hr, recurBias);
-          pre = add(xh, mul(rg, hr));
-        } else {
-          pre = add(xh, matmul(mul(rg, h), rTh));
-        }
-        Value hh = activate(builder, nodeLoc, gAct, pre);
-        // (1 - z) * hh + z * h = hh + z * (h - hh)
-        hn = add(hh, mul(z, gr::SubOp::create(builder, nodeLoc, h, hh)));
-      } else {
-        hn = activate(builder, nodeLoc, fAct, add(xt, matmul(h, rT)));
-      }
+      std::tie(hn, cn) = cellStep(builder, nodeLoc, cell, xt, h, c);
       Value y = hn;
       if (seqLens) {
         // Steps at or past an entry's length hold its state and give 0.

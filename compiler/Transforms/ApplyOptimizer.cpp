@@ -129,20 +129,12 @@ struct Parameter {
   Value value; ///< the parameter's first read in @train_step
 };
 
-LogicalResult ApplyOptimizerPass::run() {
-  ModuleOp module = getOperation();
-  MLIRContext *ctx = module.getContext();
-  if (failed(validateOptions(module)))
-    return failure();
-  func::FuncOp train = lookupTrainStep(module, "--dlgraph-apply-optimizer");
-  if (!train)
-    return failure();
+/// The parameters: results 1.. of |train| are "<parameter>.grad" (from
+/// --dlgraph-differentiate), in variable order.
+static LogicalResult collectParameters(ModuleOp module, func::FuncOp train,
+                                       SmallVectorImpl<Parameter> &params) {
   Block &body = train.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-
-  // The parameters: results 1.. are "<parameter>.grad" (from
-  // --dlgraph-differentiate), in variable order.
-  SmallVector<Parameter> params;
   for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
     auto name = train.getResultAttrOfType<StringAttr>(i, kNameAttr);
     VariableOp var;
@@ -174,6 +166,77 @@ LogicalResult ApplyOptimizerPass::run() {
       return train.emitError() << "@train_step returns a gradient for @\""
                                << p.var.getSymName() << "\" but never reads it";
   }
+  return success();
+}
+
+/// Marks the parameters whose names |noWeightDecay| (a POSIX extended
+/// regex) matches with kNoWeightDecayAttr.
+static LogicalResult markNoWeightDecay(ModuleOp module,
+                                       MutableArrayRef<Parameter> params,
+                                       StringRef noWeightDecay) {
+  llvm::Regex re(noWeightDecay); // POSIX extended
+  std::string error;
+  if (!re.isValid(error))
+    return module.emitError() << "--no-weight-decay '" << noWeightDecay
+                              << "' is not a valid regex: " << error;
+  bool any = false;
+  for (Parameter &p : params)
+    if (re.match(p.var.getSymName())) {
+      p.var->setAttr(kNoWeightDecayAttr, UnitAttr::get(module.getContext()));
+      any = true;
+    }
+  if (!any) {
+    SmallVector<StringRef> names;
+    for (Parameter &p : params)
+      names.push_back(p.var.getSymName());
+    return module.emitError() << "--no-weight-decay '" << noWeightDecay
+                              << "' matches no trained parameter; they are: "
+                              << llvm::join(names, ", ");
+  }
+  return success();
+}
+
+/// Multiplies each gradient of |params| by min(1, |maxNorm| / (norm +
+/// 1e-6)); returns the global L2 norm of the gradients.
+static Value clipGradients(OpBuilder &b, Location loc,
+                           MutableArrayRef<Parameter> params, double maxNorm) {
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  Value sumSq;
+  for (Parameter &p : params) {
+    auto gt = cast<RankedTensorType>(p.grad.getType());
+    Value sq = MulOp::create(b, loc, gt, p.grad, p.grad);
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
+    Value s = gt.getRank() == 0
+                  ? sq
+                  : Value(ReduceSumOp::create(b, loc, f32Scalar, sq, axes,
+                                              /*keepdims=*/false));
+    sumSq = sumSq ? Value(AddOp::create(b, loc, f32Scalar, sumSq, s)) : s;
+  }
+  Value norm = SqrtOp::create(b, loc, f32Scalar, sumSq);
+  Value coef = DivOp::create(
+      b, loc, f32Scalar, splat(b, loc, f32Scalar, maxNorm),
+      AddOp::create(b, loc, f32Scalar, norm, splat(b, loc, f32Scalar, 1e-6)));
+  coef = MinOp::create(b, loc, f32Scalar, coef, splat(b, loc, f32Scalar, 1.0));
+  for (Parameter &p : params)
+    p.grad = MulOp::create(b, loc, p.grad.getType(), p.grad, coef);
+  return norm;
+}
+
+LogicalResult ApplyOptimizerPass::run() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = module.getContext();
+  if (failed(validateOptions(module)))
+    return failure();
+  func::FuncOp train = lookupTrainStep(module, "--dlgraph-apply-optimizer");
+  if (!train)
+    return failure();
+  Block &body = train.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  SmallVector<Parameter> params;
+  if (failed(collectParameters(module, train, params)))
+    return failure();
 
   // New zero-initialized optimizer-state variables, each after |after|.
   OpBuilder mb(ctx);
@@ -232,28 +295,9 @@ LogicalResult ApplyOptimizerPass::run() {
   writeUpdate(loc, "__step", step, stepBefore);
 
   // Parameter groups: no weight decay for the names |noWeightDecay| matches.
-  if (!noWeightDecay.empty()) {
-    llvm::Regex re(noWeightDecay); // POSIX extended
-    std::string error;
-    if (!re.isValid(error))
-      return module.emitError() << "--no-weight-decay '" << noWeightDecay
-                                << "' is not a valid regex: " << error;
-    bool any = false;
-    for (Parameter &p : params)
-      if (re.match(p.var.getSymName())) {
-        p.var->setAttr(kNoWeightDecayAttr, b.getUnitAttr());
-        any = true;
-      }
-    if (!any) {
-      SmallVector<StringRef> names;
-      for (Parameter &p : params)
-        names.push_back(p.var.getSymName());
-      return module.emitError()
-             << "--no-weight-decay '" << noWeightDecay
-             << "' matches no trained parameter; they are: "
-             << llvm::join(names, ", ");
-    }
-  }
+  if (!noWeightDecay.empty() &&
+      failed(markNoWeightDecay(module, params, noWeightDecay)))
+    return failure();
 
   // The learning rate of this update: a constant, or the schedule of the
   // incremented counter.
@@ -296,27 +340,7 @@ LogicalResult ApplyOptimizerPass::run() {
   // of every trained gradient, and each gradient times
   // min(1, max / (norm + 1e-6)).
   if (clipGradNorm > 0) {
-    Value sumSq;
-    for (Parameter &p : params) {
-      auto gt = cast<RankedTensorType>(p.grad.getType());
-      Value sq = MulOp::create(b, loc, gt, p.grad, p.grad);
-      SmallVector<int64_t> axes =
-          llvm::to_vector(llvm::seq<int64_t>(0, gt.getRank()));
-      Value s = gt.getRank() == 0
-                    ? sq
-                    : Value(ReduceSumOp::create(b, loc, f32Scalar, sq, axes,
-                                                /*keepdims=*/false));
-      sumSq = sumSq ? Value(AddOp::create(b, loc, f32Scalar, sumSq, s)) : s;
-    }
-    Value norm = SqrtOp::create(b, loc, f32Scalar, sumSq);
-    Value coef = DivOp::create(
-        b, loc, f32Scalar, splat(b, loc, f32Scalar, clipGradNorm),
-        AddOp::create(b, loc, f32Scalar, norm, splat(b, loc, f32Scalar, 1e-6)));
-    coef = MinOp::create(b, loc, f32Scalar, coef,
-                         splat(b, loc, f32Scalar, 1.0));
-    for (Parameter &p : params)
-      p.grad = MulOp::create(b, loc, p.grad.getType(), p.grad, coef);
-    extraResults.push_back(norm);
+    extraResults.push_back(clipGradients(b, loc, params, clipGradNorm));
     extraNames.push_back(nameAttr(b, kGradNormName));
   }
 

@@ -248,6 +248,75 @@ bool matchAffine(exec::KernelOp k, Chain &c) {
   return false;
 }
 
+/// Whether the buffers of the matched chain |c| (rows of |n| elements of
+/// |dt|) let one builtin replace it.
+bool buffersAllowFusion(Chain &c, MemRefType dt, int64_t n) {
+  Type elem = dt.getElementType();
+  // Buffers: d and var have no reader outside the chain and are allocs the
+  // pass can drop; mean and rstd hold one element a row of the element type.
+  // In the training form the builtin writes d and u as well (their
+  // readers come after it: checked below), so only var must be unread.
+  SmallVector<Operation *, 5> group{c.mean, c.center, c.variance, c.affine};
+  if (c.normalize)
+    group.push_back(c.normalize);
+  if ((!c.normalize && (!onlyUsedBy(c.d, group) ||
+                        !stripViews(c.d).getDefiningOp<exec::AllocOp>())) ||
+      !onlyUsedBy(c.var, group) ||
+      !stripViews(c.var).getDefiningOp<exec::AllocOp>())
+    return false;
+  if (c.normalize)
+    for (Value v : {c.d, c.u})
+      if (v.getType() != c.x.getType() ||
+          (bool)stripViews(v).getDefiningOp<exec::SubviewOp>())
+        return false;
+  const int64_t rows = dt.getNumElements() / n;
+  for (Value s : {c.m, c.rstd}) {
+    auto st = cast<MemRefType>(s.getType());
+    if (st.getNumElements() != rows || st.getElementType() != elem ||
+        !st.hasStaticShape() || !st.getLayout().isIdentity() ||
+        (bool)stripViews(s).getDefiningOp<exec::SubviewOp>())
+      return false;
+  }
+  for (Value v : {c.x, c.y, c.scale, c.bias})
+    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity() ||
+        (bool)v.getDefiningOp<exec::SubviewOp>())
+      return false;
+  // The builtin reads x, scale and bias while it writes y, mean and rstd
+  // (and d and u): no output may share memory with an input or another
+  // output.
+  SmallVector<Value, 5> outs{c.y, c.m, c.rstd};
+  if (c.normalize)
+    outs.append({c.d, c.u});
+  for (auto [i, out] : llvm::enumerate(outs)) {
+    for (Value in : {c.x, c.scale, c.bias})
+      if (rootOf(out) == rootOf(in))
+        return false;
+    for (Value other : ArrayRef<Value>(outs).drop_front(i + 1))
+      if (rootOf(out) == rootOf(other))
+        return false;
+  }
+  // The ops between the first and the last kernel: none writes x, scale or
+  // bias (read later now) or touches mean or rstd (written later now) or y.
+  llvm::SmallPtrSet<const void *, 8> readLater{rootOf(c.x), rootOf(c.scale),
+                                               rootOf(c.bias)};
+  llvm::SmallPtrSet<const void *, 8> writtenLater;
+  for (Value out : outs)
+    writtenLater.insert(rootOf(out));
+  for (Operation *op = c.mean->getNextNode(); op != c.affine.getOperation();
+       op = op->getNextNode()) {
+    if (llvm::is_contained(group, op))
+      continue;
+    lowering::Access a = accessOf(op);
+    for (const void *w : a.writes)
+      if (readLater.contains(w) || writtenLater.contains(w))
+        return false;
+    for (const void *r : a.reads)
+      if (writtenLater.contains(r))
+        return false;
+  }
+  return true;
+}
+
 /// Matches the chain whose variance kernel is |var| (kernel 3 of
 /// Passes.td), or none.
 std::optional<Chain> matchChain(exec::KernelOp var) {
@@ -387,68 +456,8 @@ std::optional<Chain> matchChain(exec::KernelOp var) {
         pt.getElementType() != elem)
       return std::nullopt;
   }
-  // Buffers: d and var have no reader outside the chain and are allocs the
-  // pass can drop; mean and rstd hold one element a row of the element type.
-  // In the training form the builtin writes d and u as well (their
-  // readers come after it: checked below), so only var must be unread.
-  SmallVector<Operation *, 5> group{c.mean, c.center, c.variance, c.affine};
-  if (c.normalize)
-    group.push_back(c.normalize);
-  if ((!c.normalize && (!onlyUsedBy(c.d, group) ||
-                        !stripViews(c.d).getDefiningOp<exec::AllocOp>())) ||
-      !onlyUsedBy(c.var, group) ||
-      !stripViews(c.var).getDefiningOp<exec::AllocOp>())
+  if (!buffersAllowFusion(c, dt, n))
     return std::nullopt;
-  if (c.normalize)
-    for (Value v : {c.d, c.u})
-      if (v.getType() != c.x.getType() ||
-          (bool)stripViews(v).getDefiningOp<exec::SubviewOp>())
-        return std::nullopt;
-  const int64_t rows = dt.getNumElements() / n;
-  for (Value s : {c.m, c.rstd}) {
-    auto st = cast<MemRefType>(s.getType());
-    if (st.getNumElements() != rows || st.getElementType() != elem ||
-        !st.hasStaticShape() || !st.getLayout().isIdentity() ||
-        (bool)stripViews(s).getDefiningOp<exec::SubviewOp>())
-      return std::nullopt;
-  }
-  for (Value v : {c.x, c.y, c.scale, c.bias})
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity() ||
-        (bool)v.getDefiningOp<exec::SubviewOp>())
-      return std::nullopt;
-  // The builtin reads x, scale and bias while it writes y, mean and rstd
-  // (and d and u): no output may share memory with an input or another
-  // output.
-  SmallVector<Value, 5> outs{c.y, c.m, c.rstd};
-  if (c.normalize)
-    outs.append({c.d, c.u});
-  for (auto [i, out] : llvm::enumerate(outs)) {
-    for (Value in : {c.x, c.scale, c.bias})
-      if (rootOf(out) == rootOf(in))
-        return std::nullopt;
-    for (Value other : ArrayRef<Value>(outs).drop_front(i + 1))
-      if (rootOf(out) == rootOf(other))
-        return std::nullopt;
-  }
-  // The ops between the first and the last kernel: none writes x, scale or
-  // bias (read later now) or touches mean or rstd (written later now) or y.
-  llvm::SmallPtrSet<const void *, 8> readLater{rootOf(c.x), rootOf(c.scale),
-                                               rootOf(c.bias)};
-  llvm::SmallPtrSet<const void *, 8> writtenLater;
-  for (Value out : outs)
-    writtenLater.insert(rootOf(out));
-  for (Operation *op = c.mean->getNextNode(); op != c.affine.getOperation();
-       op = op->getNextNode()) {
-    if (llvm::is_contained(group, op))
-      continue;
-    lowering::Access a = accessOf(op);
-    for (const void *w : a.writes)
-      if (readLater.contains(w) || writtenLater.contains(w))
-        return std::nullopt;
-    for (const void *r : a.reads)
-      if (writtenLater.contains(r))
-        return std::nullopt;
-  }
   return c;
 }
 

@@ -124,6 +124,140 @@ Attribute widened(Attribute attr) {
                         f.getValue().convertToDouble());
 }
 
+/// The element type of |k|'s output |o|.
+static Type outputElem(exec::KernelOp k, unsigned o) {
+  return cast<MemRefType>(k.getOutputs()[o].getType()).getElementType();
+}
+
+/// Adds a block argument of each element type of |inputs| and |outputs|.
+static void addElementArgs(Block *blk, ValueRange inputs, ValueRange outputs,
+                           Location loc) {
+  for (Value v : inputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(), loc);
+  for (Value v : outputs)
+    blk->addArgument(cast<MemRefType>(v.getType()).getElementType(), loc);
+}
+
+/// The body of |partial|, kernel 1 of splitting |k| by |s|: |k|'s body
+/// with the f32 sums (|wide|) accumulated in |f64|.
+static void buildPartialBody(exec::KernelOp k, exec::KernelOp partial,
+                             const Split &s, ArrayRef<bool> wide, Type f64) {
+  Location loc = k.getLoc();
+  const unsigned numIn = k.getInputs().size();
+  const unsigned numBody = k.getNumBodyOutputs();
+  Block &old = k.getBody().front();
+  Block *blk = new Block();
+  partial.getBody().push_back(blk);
+  IRMapping map;
+  for (unsigned i = 0; i < numIn; ++i)
+    map.map(old.getArgument(i),
+            blk->addArgument(old.getArgument(i).getType(), loc));
+  for (unsigned o = 0; o < numBody; ++o)
+    map.map(old.getArgument(numIn + o),
+            blk->addArgument(wide[o] ? f64 : outputElem(k, o), loc));
+  OpBuilder bb = OpBuilder::atBlockEnd(blk);
+  for (Operation &op : old) {
+    auto at = llvm::find(s.combiners, &op);
+    const unsigned o = at - s.combiners.begin();
+    if (at == s.combiners.end() || !wide[o]) {
+      bb.clone(op, map);
+      continue;
+    }
+    // acc64 + extf(x): what codegen emits for an f32 sum's promoted add.
+    Value acc = old.getArgument(numIn + o);
+    Value x = op.getOperand(0) == acc ? op.getOperand(1) : op.getOperand(0);
+    Value x64 = arith::ExtFOp::create(bb, loc, f64, map.lookup(x));
+    Value sum = op.getOperand(0) == acc
+                    ? arith::AddFOp::create(bb, loc, map.lookup(acc), x64)
+                    : arith::AddFOp::create(bb, loc, x64, map.lookup(acc));
+    map.map(op.getResult(0), sum);
+  }
+}
+
+/// The body of |combine|, kernel 2 of splitting |k| by |s|: each output
+/// combined with its partial by |k|'s combiner (an f64 add for the |wide|
+/// sums).
+static void buildCombineBody(exec::KernelOp k, exec::KernelOp combine,
+                             const Split &s, ArrayRef<bool> wide,
+                             ValueRange inputs2, ValueRange outputs2) {
+  Location loc = k.getLoc();
+  const unsigned numIn = k.getInputs().size();
+  const unsigned numBody = k.getNumBodyOutputs();
+  const unsigned numIn2 = inputs2.size();
+  Block &old = k.getBody().front();
+  Block *blk = new Block();
+  combine.getBody().push_back(blk);
+  addElementArgs(blk, inputs2, outputs2, loc);
+  OpBuilder bb = OpBuilder::atBlockEnd(blk);
+  SmallVector<Value> yields;
+  for (unsigned o = 0; o < numBody; ++o) {
+    // The combiner of the original body, its accumulator operand the
+    // output's current value and its other operand the partial.
+    Operation *c = s.combiners[o];
+    BlockArgument acc = old.getArgument(numIn + o);
+    Value current = blk->getArgument(numIn2 + o), part = blk->getArgument(o);
+    if (wide[o]) {
+      yields.push_back(c->getOperand(0) == acc
+                           ? arith::AddFOp::create(bb, loc, current, part)
+                           : arith::AddFOp::create(bb, loc, part, current));
+      continue;
+    }
+    IRMapping map;
+    for (Value operand : c->getOperands())
+      map.map(operand, operand == acc ? current : part);
+    yields.push_back(bb.clone(*c, map)->getResult(0));
+  }
+  exec::YieldOp::create(bb, loc, yields);
+}
+
+/// The epilogue of |combine|: each wide sum rounded once to its f32
+/// output, then |k|'s epilogue on the inputs at |inputSlot| and the outputs
+/// at |finalSlot| of kernel 2.
+static void buildCombineEpilogue(exec::KernelOp k, exec::KernelOp combine,
+                                 ArrayRef<bool> wide, ValueRange inputs2,
+                                 ValueRange outputs2, ArrayRef<int> inputSlot,
+                                 ArrayRef<int> finalSlot) {
+  Location loc = k.getLoc();
+  const unsigned numIn = k.getInputs().size();
+  const unsigned numBody = k.getNumBodyOutputs();
+  const unsigned numOut = k.getOutputs().size();
+  const unsigned numIn2 = inputs2.size();
+  Block *blk = new Block();
+  combine.getEpilogue().push_back(blk);
+  addElementArgs(blk, inputs2, outputs2, loc);
+  OpBuilder bb = OpBuilder::atBlockEnd(blk);
+  SmallVector<Value> yields;
+  // Each wide sum rounded once to its f32 output; k's epilogue reads
+  // that value as its reduced value.
+  SmallVector<Value> reduced(numBody);
+  for (unsigned o = 0; o < numBody; ++o) {
+    if (wide[o]) {
+      reduced[o] = arith::TruncFOp::create(bb, loc, bb.getF32Type(),
+                                           blk->getArgument(numIn2 + o));
+      yields.push_back(reduced[o]);
+    } else {
+      reduced[o] = blk->getArgument(numIn2 + o);
+    }
+  }
+  if (!k.getEpilogue().empty()) {
+    Block &old = k.getEpilogue().front();
+    IRMapping map;
+    for (unsigned i = 0; i < numIn; ++i)
+      if (inputSlot[i] >= 0)
+        map.map(old.getArgument(i), blk->getArgument(inputSlot[i]));
+    for (unsigned o = 0; o < numBody; ++o)
+      map.map(old.getArgument(numIn + o), reduced[o]);
+    for (unsigned o = numBody; o < numOut; ++o)
+      map.map(old.getArgument(numIn + o),
+              blk->getArgument(numIn2 + finalSlot[o]));
+    for (Operation &op : old.without_terminator())
+      bb.clone(op, map);
+    for (Value v : old.getTerminator()->getOperands())
+      yields.push_back(map.lookupOrDefault(v));
+  }
+  exec::YieldOp::create(bb, loc, yields);
+}
+
 /// Replaces |k| by the partial and the combining kernel of |s|. An f32 sum
 /// keeps its partials in f64 and combines them in f64, rounding once to f32
 /// in the combining kernel's epilogue, as codegen accumulates an unsplit
@@ -186,35 +320,7 @@ void split(exec::KernelOp k, const Split &s, llvm::StringSet<> &taken) {
       b, loc, freshName(ctx, k.getSymName().str() + "_partial", taken),
       k.getInputs(), partials, b.getAffineMapArrayAttr(maps1),
       b.getArrayAttr(iterators1), b.getArrayAttr(wideInit));
-  {
-    Block &old = k.getBody().front();
-    Block *blk = new Block();
-    partial.getBody().push_back(blk);
-    IRMapping map;
-    for (unsigned i = 0; i < numIn; ++i)
-      map.map(old.getArgument(i),
-              blk->addArgument(old.getArgument(i).getType(), loc));
-    for (unsigned o = 0; o < numBody; ++o)
-      map.map(old.getArgument(numIn + o),
-              blk->addArgument(partialElem(o), loc));
-    OpBuilder bb = OpBuilder::atBlockEnd(blk);
-    for (Operation &op : old) {
-      auto at = llvm::find(s.combiners, &op);
-      const unsigned o = at - s.combiners.begin();
-      if (at == s.combiners.end() || !wide[o]) {
-        bb.clone(op, map);
-        continue;
-      }
-      // acc64 + extf(x): what codegen emits for an f32 sum's promoted add.
-      Value acc = old.getArgument(numIn + o);
-      Value x = op.getOperand(0) == acc ? op.getOperand(1) : op.getOperand(0);
-      Value x64 = arith::ExtFOp::create(bb, loc, f64, map.lookup(x));
-      Value sum = op.getOperand(0) == acc
-                      ? arith::AddFOp::create(bb, loc, map.lookup(acc), x64)
-                      : arith::AddFOp::create(bb, loc, x64, map.lookup(acc));
-      map.map(op.getResult(0), sum);
-    }
-  }
+  buildPartialBody(k, partial, s, wide, f64);
 
   // Kernel 2: the parallel loops and r0 (a reduction over the partials),
   // in their order; it reads the partials and the inputs whose maps use no
@@ -292,73 +398,10 @@ void split(exec::KernelOp k, const Split &s, llvm::StringSet<> &taken) {
       b, loc, k.getSymNameAttr(), inputs2, outputs2,
       b.getAffineMapArrayAttr(maps2), b.getArrayAttr(iterators2),
       b.getArrayAttr(wideInit));
-  auto addArgs = [&](Block *blk) {
-    for (Value v : llvm::concat<Value>(inputs2, outputs2))
-      blk->addArgument(cast<MemRefType>(v.getType()).getElementType(), loc);
-  };
-  const unsigned numIn2 = inputs2.size();
-  {
-    Block &old = k.getBody().front();
-    Block *blk = new Block();
-    combine.getBody().push_back(blk);
-    addArgs(blk);
-    OpBuilder bb = OpBuilder::atBlockEnd(blk);
-    SmallVector<Value> yields;
-    for (unsigned o = 0; o < numBody; ++o) {
-      // The combiner of the original body, its accumulator operand the
-      // output's current value and its other operand the partial.
-      Operation *c = s.combiners[o];
-      BlockArgument acc = old.getArgument(numIn + o);
-      Value current = blk->getArgument(numIn2 + o), part = blk->getArgument(o);
-      if (wide[o]) {
-        yields.push_back(c->getOperand(0) == acc
-                             ? arith::AddFOp::create(bb, loc, current, part)
-                             : arith::AddFOp::create(bb, loc, part, current));
-        continue;
-      }
-      IRMapping map;
-      for (Value operand : c->getOperands())
-        map.map(operand, operand == acc ? current : part);
-      yields.push_back(bb.clone(*c, map)->getResult(0));
-    }
-    exec::YieldOp::create(bb, loc, yields);
-  }
-  if (!k.getEpilogue().empty() || anyWide) {
-    Block *blk = new Block();
-    combine.getEpilogue().push_back(blk);
-    addArgs(blk);
-    OpBuilder bb = OpBuilder::atBlockEnd(blk);
-    SmallVector<Value> yields;
-    // Each wide sum rounded once to its f32 output; k's epilogue reads
-    // that value as its reduced value.
-    SmallVector<Value> reduced(numBody);
-    for (unsigned o = 0; o < numBody; ++o) {
-      if (wide[o]) {
-        reduced[o] = arith::TruncFOp::create(bb, loc, bb.getF32Type(),
-                                             blk->getArgument(numIn2 + o));
-        yields.push_back(reduced[o]);
-      } else {
-        reduced[o] = blk->getArgument(numIn2 + o);
-      }
-    }
-    if (!k.getEpilogue().empty()) {
-      Block &old = k.getEpilogue().front();
-      IRMapping map;
-      for (unsigned i = 0; i < numIn; ++i)
-        if (inputSlot[i] >= 0)
-          map.map(old.getArgument(i), blk->getArgument(inputSlot[i]));
-      for (unsigned o = 0; o < numBody; ++o)
-        map.map(old.getArgument(numIn + o), reduced[o]);
-      for (unsigned o = numBody; o < numOut; ++o)
-        map.map(old.getArgument(numIn + o),
-                blk->getArgument(numIn2 + finalSlot[o]));
-      for (Operation &op : old.without_terminator())
-        bb.clone(op, map);
-      for (Value v : old.getTerminator()->getOperands())
-        yields.push_back(map.lookupOrDefault(v));
-    }
-    exec::YieldOp::create(bb, loc, yields);
-  }
+  buildCombineBody(k, combine, s, wide, inputs2, outputs2);
+  if (!k.getEpilogue().empty() || anyWide)
+    buildCombineEpilogue(k, combine, wide, inputs2, outputs2, inputSlot,
+                         finalSlot);
   k.erase();
 }
 

@@ -269,7 +269,8 @@ static LogicalResult lowerOneHot(FuncLowering &fl, g::OneHotOp op) {
   return success();
 }
 
-void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
+/// OneHot, Reshape, Identity/BroadcastTo, Transpose and Slice.
+static void addViewLowerings(LoweringTable &table) {
   table.add<g::OneHotOp>(lowerOneHot);
   table.add<g::ReshapeOp>(
       [](FuncLowering &fl, g::ReshapeOp r) -> LogicalResult {
@@ -354,6 +355,10 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
         copyBody);
     return success();
   });
+}
+
+/// Pad, Concat, the gathers and Resize.
+static void addCopyAndGatherLowerings(LoweringTable &table) {
   table.add<g::PadOp>([](FuncLowering &fl, g::PadOp p) -> LogicalResult {
     // A fill kernel over the result, then a copy kernel over the input
     // writing result[starts + steps * i].
@@ -473,4 +478,9 @@ void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
                     "scales"});
         return success();
       });
+}
+
+void dlc::lowering::populateLowerToExecDataMovement(LoweringTable &table) {
+  addViewLowerings(table);
+  addCopyAndGatherLowerings(table);
 }

@@ -190,7 +190,8 @@ Value dlc::lowering::castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   return Value();
 }
 
-void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
+/// Unary float ops, Neg/Abs, Relu, Sigmoid and Clip.
+static void addUnaryLowerings(LoweringTable &table) {
   // Unary float ops that are one math/arith op.
   addOneToOne<g::ExpOp, math::ExpOp>(table);
   addOneToOne<g::LogOp, math::LogOp>(table);
@@ -272,7 +273,10 @@ void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
                                               constF(kb, l, v.getType(), hi));
     });
   });
+}
 
+/// Binary arithmetic, bitwise ops and Bitcast.
+static void addBinaryLowerings(LoweringTable &table) {
   // Binary ops, float or integer: the scalar op follows the op's name.
   table.add<g::AddOp, g::SubOp, g::MulOp, g::DivOp, g::MaxOp, g::MinOp,
             g::PowOp, g::FmodOp>([](FuncLowering &fl, auto o) -> LogicalResult {
@@ -344,7 +348,10 @@ void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
                    });
     return success();
   });
+}
 
+/// Select, Compare and Cast.
+static void addSelectCompareCastLowerings(LoweringTable &table) {
   table.add<g::SelectOp>([](FuncLowering &fl, g::SelectOp s) -> LogicalResult {
     fl.elementwise(s, {s.getCondition(), s.getOnTrue(), s.getOnFalse()},
                    [](OpBuilder &kb, Location l, ArrayRef<Value> v,
@@ -395,4 +402,10 @@ void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
                    });
     return success();
   });
+}
+
+void dlc::lowering::populateLowerToExecElementwise(LoweringTable &table) {
+  addUnaryLowerings(table);
+  addBinaryLowerings(table);
+  addSelectCompareCastLowerings(table);
 }

@@ -60,34 +60,121 @@ struct SplitPipelineStagesPass
 /// A value that leaves its function: its name and the functions reading it.
 struct Crossing {
   std::string name;
-  int from = -1;              ///< the defining function
-  llvm::SmallVector<int> to;  ///< reading functions, ascending
+  int from = -1;             ///< the defining function
+  llvm::SmallVector<int> to; ///< reading functions, ascending
+};
+
+int64_t stageOf(Operation *op) {
+  auto s = op->getAttrOfType<IntegerAttr>(kStageAttr);
+  return s ? s.getInt() : -1;
+}
+
+/// The pass's work on one module, one method per step of run().
+class StageSplitter {
+public:
+  StageSplitter(ModuleOp module, int64_t microBatches, std::string schedule)
+      : module(module), ctx(module.getContext()), microBatches(microBatches),
+        schedule(schedule), mb(ctx) {}
+
+  LogicalResult run();
+
+private:
+  /// @train_step's ops in order, the number of stages and the backward's
+  /// extent.
+  LogicalResult collectOps();
+  /// 1. Places: forward and backward ops by their tags, untagged forward ops
+  /// (the loss, decompositions) at the latest stage of their operands, the
+  /// optimizer's ops (after the backward) in the update.
+  LogicalResult placeOps();
+  /// The update: each op serves the stages whose gradients it reads, and
+  /// those its users serve; a write serves the stages of what it writes.
+  LogicalResult findServedStages();
+  /// Parameters read in more than one stage (tied weights) would need their
+  /// gradient summed across stages.
+  LogicalResult checkTiedParameters();
+  /// 2. Crossings: every operand read in another function than its
+  /// definition's.
+  LogicalResult findCrossings();
+  /// 3. Accumulators: a variable per parameter gradient, named after the
+  /// parameter its update reads.
+  LogicalResult createAccumulators();
+  /// 4. The functions of stage |s|; adds its record to stageRecords.
+  LogicalResult buildStage(int64_t s);
+  /// 5. The record for the package.
+  void recordPipeline();
+
+  /// The functions an op runs in (copied ops: where they are read).
+  SmallVector<int> fnsOf(Operation *op) const;
+  std::string argName(unsigned i);
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  const int64_t microBatches;
+  const std::string schedule;
+  const char *pass = "--dlgraph-split-pipeline-stages";
+  OpBuilder mb;
+  func::FuncOp train;
+  func::ReturnOp ret;
+  SmallVector<Operation *> ops;
+  int64_t stages = 0, firstBackward = -1, lastBackward = -1;
+  llvm::DenseMap<Operation *, int> place; // op -> fn (not for Update ops)
+  SmallVector<Operation *> updateOps;
+  llvm::DenseMap<Operation *, llvm::SmallBitVector> serves;
+  std::vector<llvm::SetVector<Operation *>> members;
+  llvm::MapVector<Value, Crossing> crossings;
+  llvm::MapVector<Value, int> accumulated; // gradient -> its stage
+  /// Model inputs each function reads (argument numbers).
+  std::vector<llvm::SmallBitVector> dataInputs;
+  Value lossValue;
+  int lossFn = -1;
+  llvm::MapVector<Value, VariableOp> accumulators;
+  SmallVector<Attribute> stageRecords;
 };
 
 LogicalResult SplitPipelineStagesPass::run() {
-  ModuleOp module = getOperation();
-  MLIRContext *ctx = module.getContext();
-  const char *pass = "--dlgraph-split-pipeline-stages";
+  return StageSplitter(getOperation(), microBatches, schedule).run();
+}
+
+LogicalResult StageSplitter::run() {
   if (microBatches < 1)
-    return module.emitError() << pass << ": micro-batches must be >= 1, got "
-                              << microBatches;
-  func::FuncOp train = lookupTrainStep(module, pass);
+    return module.emitError()
+           << pass << ": micro-batches must be >= 1, got " << microBatches;
+  train = lookupTrainStep(module, pass);
   if (!train)
     return failure();
+  if (failed(collectOps()) || failed(placeOps()) || failed(findServedStages()))
+    return failure();
+  members.resize(stages * 3);
+  for (Operation *op : ops)
+    for (int fn : fnsOf(op))
+      members[fn].insert(op);
+  if (failed(checkTiedParameters()) || failed(findCrossings()) ||
+      failed(createAccumulators()))
+    return failure();
+  mb.setInsertionPoint(train);
+  for (int64_t s = 0; s < stages; ++s)
+    if (failed(buildStage(s)))
+      return failure();
+  recordPipeline();
+  train.erase();
+  // @forward keeps the partition's tags; they mean nothing after this.
+  module.walk([](Operation *op) {
+    op->removeAttr(kStageAttr);
+    op->removeAttr(kBackwardAttr);
+  });
+  return success();
+}
+
+LogicalResult StageSplitter::collectOps() {
   Block &body = train.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  ret = cast<func::ReturnOp>(body.getTerminator());
   if (ret.getNumOperands() != 1)
     return train.emitError()
            << pass << " expects @train_step to return only the loss; it "
            << "returns " << ret.getNumOperands()
            << " values (--expose-gradients is not supported with pipeline "
               "stages)";
-
-  SmallVector<Operation *> ops;
-  llvm::DenseMap<Operation *, unsigned> order;
-  int64_t stages = 0, firstBackward = -1, lastBackward = -1;
   for (Operation &op : body.without_terminator()) {
-    order[&op] = ops.size();
     if (auto s = op.getAttrOfType<IntegerAttr>(kStageAttr))
       stages = std::max<int64_t>(stages, s.getInt() + 1);
     if (op.hasAttr(kBackwardAttr)) {
@@ -102,22 +189,16 @@ LogicalResult SplitPipelineStagesPass::run() {
            << pass << " expects a @train_step built from a @main split by "
            << "--dlgraph-partition-pipeline (ops with dlgraph.stage, a "
               "backward with dlgraph.backward)";
-  auto stageAttr = [](Operation *op) -> int64_t {
-    auto s = op->getAttrOfType<IntegerAttr>(kStageAttr);
-    return s ? s.getInt() : -1;
-  };
+  return success();
+}
 
-  // 1. Places: forward and backward ops by their tags, untagged forward ops
-  // (the loss, decompositions) at the latest stage of their operands, the
-  // optimizer's ops (after the backward) in the update.
-  llvm::DenseMap<Operation *, int> place; // op -> fn (not for Update ops)
-  SmallVector<Operation *> updateOps;
+LogicalResult StageSplitter::placeOps() {
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (isCopied(op))
       continue;
     int64_t i64 = static_cast<int64_t>(i);
     if (op->hasAttr(kBackwardAttr)) {
-      place[op] = fnIndex(stageAttr(op), Backward);
+      place[op] = fnIndex(stageOf(op), Backward);
       continue;
     }
     if (i64 > lastBackward) {
@@ -127,7 +208,7 @@ LogicalResult SplitPipelineStagesPass::run() {
     if (i64 > firstBackward)
       return op->emitError() << pass << ": internal error: an op without a "
                              << "stage inside the backward";
-    int64_t s = stageAttr(op);
+    int64_t s = stageOf(op);
     if (s < 0) {
       s = 0;
       for (Value v : op->getOperands())
@@ -136,10 +217,10 @@ LogicalResult SplitPipelineStagesPass::run() {
     }
     place[op] = fnIndex(s, Forward);
   }
+  return success();
+}
 
-  // The update: each op serves the stages whose gradients it reads, and
-  // those its users serve; a write serves the stages of what it writes.
-  llvm::DenseMap<Operation *, llvm::SmallBitVector> serves;
+LogicalResult StageSplitter::findServedStages() {
   for (Operation *op : llvm::reverse(updateOps)) {
     llvm::SmallBitVector set(stages);
     for (Value v : op->getOperands())
@@ -167,25 +248,21 @@ LogicalResult SplitPipelineStagesPass::run() {
     if (serves[op].none() && !isPure(op))
       return op->emitError() << pass << ": internal error: an update op that "
                              << "serves no stage";
+  return success();
+}
 
-  // The functions an op runs in (copied ops: where they are read).
-  auto fnsOf = [&](Operation *op) {
-    SmallVector<int> fns;
-    if (auto it = place.find(op); it != place.end()) {
-      fns.push_back(it->second);
-    } else if (auto it = serves.find(op); it != serves.end()) {
-      for (unsigned s : it->second.set_bits())
-        fns.push_back(fnIndex(s, Update));
-    }
-    return fns;
-  };
-  std::vector<llvm::SetVector<Operation *>> members(stages * 3);
-  for (Operation *op : ops)
-    for (int fn : fnsOf(op))
-      members[fn].insert(op);
+SmallVector<int> StageSplitter::fnsOf(Operation *op) const {
+  SmallVector<int> fns;
+  if (auto it = place.find(op); it != place.end()) {
+    fns.push_back(it->second);
+  } else if (auto it = serves.find(op); it != serves.end()) {
+    for (unsigned s : it->second.set_bits())
+      fns.push_back(fnIndex(s, Update));
+  }
+  return fns;
+}
 
-  // Parameters read in more than one stage (tied weights) would need their
-  // gradient summed across stages.
+LogicalResult StageSplitter::checkTiedParameters() {
   llvm::StringMap<int64_t> paramStage;
   for (Operation *op : ops) {
     auto read = dyn_cast<ReadVariableOp>(op);
@@ -204,21 +281,18 @@ LogicalResult SplitPipelineStagesPass::run() {
         return read.emitError()
                << "parameter @\"" << read.getVariable() << "\" is used by "
                << "pipeline stages "
-               << std::min<int64_t>(at->second, fnStage(it->second))
-               << " and " << std::max<int64_t>(at->second, fnStage(it->second))
+               << std::min<int64_t>(at->second, fnStage(it->second)) << " and "
+               << std::max<int64_t>(at->second, fnStage(it->second))
                << "; parameters shared across stages (tied weights) are not "
                   "supported: choose split points (--pipeline-split) that "
                   "keep its users in one stage";
     }
   }
+  return success();
+}
 
-  // 2. Crossings: every operand read in another function than its
-  // definition's.
-  llvm::MapVector<Value, Crossing> crossings;
-  llvm::MapVector<Value, int> accumulated; // gradient -> its stage
-  // Model inputs each function reads (argument numbers).
-  std::vector<llvm::SmallBitVector> dataInputs(
-      stages * 3, llvm::SmallBitVector(train.getNumArguments()));
+LogicalResult StageSplitter::findCrossings() {
+  dataInputs.assign(stages * 3, llvm::SmallBitVector(train.getNumArguments()));
   for (Operation *op : ops) {
     for (int fn : fnsOf(op)) {
       for (Value v : op->getOperands()) {
@@ -267,24 +341,22 @@ LogicalResult SplitPipelineStagesPass::run() {
         if (crossings.count(r))
           ids[r] = next++;
     for (auto &[v, c] : crossings) {
-      c.name = (fnPhase(c.from) == Forward ? "x." : "g.") +
-               std::to_string(ids[v]);
+      c.name =
+          (fnPhase(c.from) == Forward ? "x." : "g.") + std::to_string(ids[v]);
       llvm::sort(c.to);
     }
   }
-  Value lossValue = ret.getOperand(0);
+  lossValue = ret.getOperand(0);
   Operation *lossDef = lossValue.getDefiningOp();
-  if (!lossDef || !place.count(lossDef) ||
-      fnPhase(place[lossDef]) != Forward)
+  if (!lossDef || !place.count(lossDef) || fnPhase(place[lossDef]) != Forward)
     return train.emitError() << pass << ": the loss is not computed by a "
                              << "stage's forward";
-  int lossFn = place[lossDef];
+  lossFn = place[lossDef];
+  return success();
+}
 
-  // 3. Accumulators: a variable per parameter gradient, named after the
-  // parameter its update reads.
-  OpBuilder mb(ctx);
+LogicalResult StageSplitter::createAccumulators() {
   Location loc = train.getLoc();
-  llvm::MapVector<Value, VariableOp> accumulators;
   for (auto &[grad, stage] : accumulated) {
     std::string name;
     VariableOp after;
@@ -311,107 +383,108 @@ LogicalResult SplitPipelineStagesPass::run() {
     var->setAttr(kOptimizerStateAttr, mb.getUnitAttr());
     accumulators.insert({grad, var});
   }
+  return success();
+}
 
-  // 4. The functions.
-  auto argName = [&](unsigned i) -> std::string {
-    auto name = train.getArgAttrOfType<StringAttr>(i, kNameAttr);
-    return name ? name.getValue().str() : "arg" + std::to_string(i);
-  };
-  SmallVector<Attribute> stageRecords;
-  mb.setInsertionPoint(train);
+std::string StageSplitter::argName(unsigned i) {
+  auto name = train.getArgAttrOfType<StringAttr>(i, kNameAttr);
+  return name ? name.getValue().str() : "arg" + std::to_string(i);
+}
+
+LogicalResult StageSplitter::buildStage(int64_t s) {
+  Location loc = train.getLoc();
   auto scale = 1.0 / static_cast<double>(microBatches);
-  for (int64_t s = 0; s < stages; ++s) {
-    SmallVector<NamedAttribute> record;
-    for (Phase phase : {Forward, Backward, Update}) {
-      int fn = fnIndex(s, phase);
-      std::string fnName =
-          "stage" + std::to_string(s) + "_" + kPhaseNames[phase];
-      record.push_back(mb.getNamedAttr(kPhaseNames[phase],
-                                       mb.getStringAttr(fnName)));
-      if (module.lookupSymbol(fnName))
-        return module.emitError() << pass << ": symbol @" << fnName
-                                  << " already exists";
-      // Inputs: model inputs, then received values by name order.
-      SmallVector<Value> inValues;
-      SmallVector<Type> inTypes;
-      SmallVector<std::string> inNames;
-      for (unsigned a : dataInputs[fn].set_bits()) {
-        inValues.push_back(train.getArgument(a));
-        inTypes.push_back(train.getArgument(a).getType());
-        inNames.push_back(argName(a));
-      }
-      SmallVector<Value> outValues;
-      SmallVector<std::string> outNames;
-      for (auto &[v, c] : crossings) {
-        if (llvm::is_contained(c.to, fn)) {
-          inValues.push_back(v);
-          inTypes.push_back(v.getType());
-          inNames.push_back(c.name);
-        }
-        if (c.from == fn) {
-          outValues.push_back(v);
-          outNames.push_back(c.name);
-        }
-      }
-      if (fn == lossFn) {
-        outValues.push_back(lossValue);
-        outNames.push_back(kLossName.str());
-      }
-      auto func = func::FuncOp::create(
-          mb, loc, fnName,
-          FunctionType::get(ctx, inTypes, ValueRange(outValues).getTypes()));
-      Block *entry = func.addEntryBlock();
-      IRMapping map;
-      for (auto [i, v] : llvm::enumerate(inValues)) {
-        map.map(v, entry->getArgument(i));
-        func.setArgAttrs(i, nameAttr(mb, inNames[i]));
-      }
-      OpBuilder b = OpBuilder::atBlockEnd(entry);
-      if (phase == Update)
-        for (auto &[grad, var] : accumulators)
-          if (accumulated.lookup(grad) == s)
-            map.map(grad, ReadVariableOp::create(b, loc, var.getType(),
-                                                 var.getSymName()));
-      for (Operation *op : ops)
-        if (members[fn].contains(op)) {
-          Operation *copy = b.clone(*op, map);
-          copy->removeAttr(kStageAttr);
-          copy->removeAttr(kBackwardAttr);
-        }
-      // The backward adds each parameter gradient, times 1/M, to its
-      // accumulator; the update zeroes them after reading.
-      SmallVector<Attribute> accNames;
-      for (auto &[grad, var] : accumulators) {
-        if (accumulated.lookup(grad) != s)
-          continue;
-        auto type = cast<RankedTensorType>(var.getType());
-        accNames.push_back(mb.getStringAttr(var.getSymName()));
-        if (phase == Backward) {
-          Value acc = ReadVariableOp::create(b, loc, type, var.getSymName());
-          Value g = map.lookup(grad);
-          if (microBatches > 1)
-            g = MulOp::create(b, loc, type, g, splat(b, loc, type, scale));
-          Value sum = AddOp::create(b, loc, type, acc, g);
-          WriteVariableOp::create(b, loc, var.getSymName(), sum);
-        } else if (phase == Update) {
-          WriteVariableOp::create(b, loc, var.getSymName(),
-                                  splat(b, loc, type, 0.0));
-        }
-      }
-      if (phase == Update)
-        record.push_back(
-            mb.getNamedAttr("accumulators", mb.getArrayAttr(accNames)));
-      SmallVector<Value> results;
-      for (Value v : outValues)
-        results.push_back(map.lookup(v));
-      func::ReturnOp::create(b, loc, results);
-      for (auto [i, name] : llvm::enumerate(outNames))
-        func.setResultAttrs(i, nameAttr(mb, name));
+  SmallVector<NamedAttribute> record;
+  for (Phase phase : {Forward, Backward, Update}) {
+    int fn = fnIndex(s, phase);
+    std::string fnName = "stage" + std::to_string(s) + "_" + kPhaseNames[phase];
+    record.push_back(
+        mb.getNamedAttr(kPhaseNames[phase], mb.getStringAttr(fnName)));
+    if (module.lookupSymbol(fnName))
+      return module.emitError()
+             << pass << ": symbol @" << fnName << " already exists";
+    // Inputs: model inputs, then received values by name order.
+    SmallVector<Value> inValues;
+    SmallVector<Type> inTypes;
+    SmallVector<std::string> inNames;
+    for (unsigned a : dataInputs[fn].set_bits()) {
+      inValues.push_back(train.getArgument(a));
+      inTypes.push_back(train.getArgument(a).getType());
+      inNames.push_back(argName(a));
     }
-    stageRecords.push_back(mb.getDictionaryAttr(record));
+    SmallVector<Value> outValues;
+    SmallVector<std::string> outNames;
+    for (auto &[v, c] : crossings) {
+      if (llvm::is_contained(c.to, fn)) {
+        inValues.push_back(v);
+        inTypes.push_back(v.getType());
+        inNames.push_back(c.name);
+      }
+      if (c.from == fn) {
+        outValues.push_back(v);
+        outNames.push_back(c.name);
+      }
+    }
+    if (fn == lossFn) {
+      outValues.push_back(lossValue);
+      outNames.push_back(kLossName.str());
+    }
+    auto func = func::FuncOp::create(
+        mb, loc, fnName,
+        FunctionType::get(ctx, inTypes, ValueRange(outValues).getTypes()));
+    Block *entry = func.addEntryBlock();
+    IRMapping map;
+    for (auto [i, v] : llvm::enumerate(inValues)) {
+      map.map(v, entry->getArgument(i));
+      func.setArgAttrs(i, nameAttr(mb, inNames[i]));
+    }
+    OpBuilder b = OpBuilder::atBlockEnd(entry);
+    if (phase == Update)
+      for (auto &[grad, var] : accumulators)
+        if (accumulated.lookup(grad) == s)
+          map.map(grad, ReadVariableOp::create(b, loc, var.getType(),
+                                               var.getSymName()));
+    for (Operation *op : ops)
+      if (members[fn].contains(op)) {
+        Operation *copy = b.clone(*op, map);
+        copy->removeAttr(kStageAttr);
+        copy->removeAttr(kBackwardAttr);
+      }
+    // The backward adds each parameter gradient, times 1/M, to its
+    // accumulator; the update zeroes them after reading.
+    SmallVector<Attribute> accNames;
+    for (auto &[grad, var] : accumulators) {
+      if (accumulated.lookup(grad) != s)
+        continue;
+      auto type = cast<RankedTensorType>(var.getType());
+      accNames.push_back(mb.getStringAttr(var.getSymName()));
+      if (phase == Backward) {
+        Value acc = ReadVariableOp::create(b, loc, type, var.getSymName());
+        Value g = map.lookup(grad);
+        if (microBatches > 1)
+          g = MulOp::create(b, loc, type, g, splat(b, loc, type, scale));
+        Value sum = AddOp::create(b, loc, type, acc, g);
+        WriteVariableOp::create(b, loc, var.getSymName(), sum);
+      } else if (phase == Update) {
+        WriteVariableOp::create(b, loc, var.getSymName(),
+                                splat(b, loc, type, 0.0));
+      }
+    }
+    if (phase == Update)
+      record.push_back(
+          mb.getNamedAttr("accumulators", mb.getArrayAttr(accNames)));
+    SmallVector<Value> results;
+    for (Value v : outValues)
+      results.push_back(map.lookup(v));
+    func::ReturnOp::create(b, loc, results);
+    for (auto [i, name] : llvm::enumerate(outNames))
+      func.setResultAttrs(i, nameAttr(mb, name));
   }
+  stageRecords.push_back(mb.getDictionaryAttr(record));
+  return success();
+}
 
-  // 5. The record for the package.
+void StageSplitter::recordPipeline() {
   SmallVector<Attribute> transfers;
   for (auto &[v, c] : crossings)
     for (int fn : c.to) {
@@ -442,19 +515,11 @@ LogicalResult SplitPipelineStagesPass::run() {
       mb.getDictionaryAttr({
           mb.getNamedAttr("micro_batches", mb.getI64IntegerAttr(microBatches)),
           mb.getNamedAttr("schedule", mb.getStringAttr(schedule)),
-          mb.getNamedAttr("loss_stage",
-                          mb.getI64IntegerAttr(fnStage(lossFn))),
+          mb.getNamedAttr("loss_stage", mb.getI64IntegerAttr(fnStage(lossFn))),
           mb.getNamedAttr("stages", mb.getArrayAttr(stageRecords)),
           mb.getNamedAttr("transfers", mb.getArrayAttr(transfers)),
           mb.getNamedAttr("inputs", mb.getArrayAttr(inputs)),
       }));
-  train.erase();
-  // @forward keeps the partition's tags; they mean nothing after this.
-  module.walk([](Operation *op) {
-    op->removeAttr(kStageAttr);
-    op->removeAttr(kBackwardAttr);
-  });
-  return success();
 }
 
 } // namespace

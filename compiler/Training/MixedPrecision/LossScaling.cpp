@@ -109,6 +109,11 @@ struct LossScalingPass : dlc::impl::LossScalingPassBase<LossScalingPass> {
 
   LogicalResult run();
   LogicalResult validateOptions(ModuleOp module);
+  /// The dynamic scale's update at |b|: on overflow (|foundInf|) the scale
+  /// backs off and the tracker restarts, else the tracker counts the step
+  /// and the scale grows every growth-interval steps.
+  void updateScale(OpBuilder &b, Location loc, Value foundInf, Value scale,
+                   Value tracker, Value one, Value zero);
 };
 
 LogicalResult LossScalingPass::validateOptions(ModuleOp module) {
@@ -129,6 +134,63 @@ LogicalResult LossScalingPass::validateOptions(ModuleOp module) {
            << kPass << ": growth-interval must be in [1, 2^24] (the tracker "
            << "counts in f32), got " << int64_t(growthInterval);
   return success();
+}
+
+/// Guards every write of |body|: on overflow (|foundInf|) each variable
+/// keeps its value from before the step. Writes take effect at the end of
+/// the step wherever they stand, so one that comes before found_inf (the
+/// step counter, BatchNorm's running statistics) moves to the end; the
+/// optimizer's stay where they are, so that each new value dies at its
+/// guard instead of living to the end of the step.
+static void guardWrites(Block &body, func::ReturnOp ret, Value foundInf,
+                        OpBuilder &b) {
+  SmallVector<WriteVariableOp> writes(body.getOps<WriteVariableOp>());
+  llvm::StringMap<Value> before;
+  for (auto read : body.getOps<ReadVariableOp>())
+    before.try_emplace(read.getVariable(), read.getResult());
+  Operation *foundInfOp = foundInf.getDefiningOp();
+  for (WriteVariableOp w : writes) {
+    if (!foundInfOp->isBeforeInBlock(w))
+      w->moveBefore(ret);
+    b.setInsertionPoint(w);
+    Value &old = before[w.getVariable()];
+    if (!old) {
+      OpBuilder top = OpBuilder::atBlockBegin(&body);
+      old = ReadVariableOp::create(top, w.getLoc(), w.getValue().getType(),
+                                   w.getVariable());
+    }
+    Value kept = SelectOp::create(b, w.getLoc(), w.getValue().getType(),
+                                  foundInf, old, w.getValue());
+    w.getValueMutable().assign(kept);
+  }
+}
+
+void LossScalingPass::updateScale(OpBuilder &b, Location loc, Value foundInf,
+                                  Value scale, Value tracker, Value one,
+                                  Value zero) {
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  auto i1Scalar = RankedTensorType::get({}, b.getI1Type());
+  auto constant = [&](double v) { return splat(b, loc, f32Scalar, v); };
+  Value next = AddOp::create(b, loc, f32Scalar, tracker, one);
+  Value reached = CompareOp::create(b, loc, i1Scalar, "ge", next,
+                                    constant(double(growthInterval)));
+  Value grown = MulOp::create(b, loc, f32Scalar, scale, constant(growthFactor));
+  Value grownFinite =
+      CompareOp::create(b, loc, i1Scalar, "le", grown, constant(FLT_MAX));
+  Value maybeGrown =
+      SelectOp::create(b, loc, f32Scalar, grownFinite, grown, scale);
+  Value finiteScale =
+      SelectOp::create(b, loc, f32Scalar, reached, maybeGrown, scale);
+  Value finiteTracker =
+      SelectOp::create(b, loc, f32Scalar, reached, zero, next);
+  Value backedOff =
+      MulOp::create(b, loc, f32Scalar, scale, constant(backoffFactor));
+  Value newScale =
+      SelectOp::create(b, loc, f32Scalar, foundInf, backedOff, finiteScale);
+  Value newTracker =
+      SelectOp::create(b, loc, f32Scalar, foundInf, zero, finiteTracker);
+  WriteVariableOp::create(b, loc, kScaleVar, newScale);
+  WriteVariableOp::create(b, loc, kTrackerVar, newTracker);
 }
 
 LogicalResult LossScalingPass::run() {
@@ -295,30 +357,8 @@ LogicalResult LossScalingPass::run() {
   }
 
   // Guard every write: on overflow each variable keeps its value from
-  // before the step. Writes take effect at the end of the step wherever
-  // they stand, so one that comes before found_inf (the step counter,
-  // BatchNorm's running statistics) moves to the end; the optimizer's stay
-  // where they are, so that each new value dies at its guard instead of
-  // living to the end of the step.
-  SmallVector<WriteVariableOp> writes(body.getOps<WriteVariableOp>());
-  llvm::StringMap<Value> before;
-  for (auto read : body.getOps<ReadVariableOp>())
-    before.try_emplace(read.getVariable(), read.getResult());
-  Operation *foundInfOp = foundInf.getDefiningOp();
-  for (WriteVariableOp w : writes) {
-    if (!foundInfOp->isBeforeInBlock(w))
-      w->moveBefore(ret);
-    b.setInsertionPoint(w);
-    Value &old = before[w.getVariable()];
-    if (!old) {
-      OpBuilder top = OpBuilder::atBlockBegin(&body);
-      old = ReadVariableOp::create(top, w.getLoc(), w.getValue().getType(),
-                                   w.getVariable());
-    }
-    Value kept = SelectOp::create(b, w.getLoc(), w.getValue().getType(),
-                                  foundInf, old, w.getValue());
-    w.getValueMutable().assign(kept);
-  }
+  // before the step.
+  guardWrites(body, ret, foundInf, b);
 
   // GradScaler's update (torch's _amp_update_scale_): on overflow scale *=
   // backoff and tracker = 0; else tracker += 1 and at growth-interval the
@@ -326,30 +366,8 @@ LogicalResult LossScalingPass::run() {
   b.setInsertionPoint(ret);
   Value one = constant(1.0);
   Value skipped = SelectOp::create(b, loc, f32Scalar, foundInf, one, zero);
-  if (dynamic) {
-    Value next = AddOp::create(b, loc, f32Scalar, tracker, one);
-    Value reached = CompareOp::create(b, loc, i1Scalar, "ge", next,
-                                      constant(double(growthInterval)));
-    Value grown =
-        MulOp::create(b, loc, f32Scalar, scale, constant(growthFactor));
-    Value grownFinite =
-        CompareOp::create(b, loc, i1Scalar, "le", grown, constant(FLT_MAX));
-    Value maybeGrown =
-        SelectOp::create(b, loc, f32Scalar, grownFinite, grown, scale);
-    Value finiteScale =
-        SelectOp::create(b, loc, f32Scalar, reached, maybeGrown, scale);
-    Value finiteTracker =
-        SelectOp::create(b, loc, f32Scalar, reached, zero, next);
-    Value backedOff =
-        MulOp::create(b, loc, f32Scalar, scale, constant(backoffFactor));
-    Value newScale =
-        SelectOp::create(b, loc, f32Scalar, foundInf, backedOff, finiteScale);
-    Value newTracker =
-        SelectOp::create(b, loc, f32Scalar, foundInf, zero, finiteTracker);
-    WriteVariableOp::create(b, loc, kScaleVar, newScale);
-    WriteVariableOp::create(b, loc, kTrackerVar, newTracker);
-  }
-
+  if (dynamic)
+    updateScale(b, loc, foundInf, scale, tracker, one, zero);
   // Two more results: the scale this step used, and whether it was skipped.
   SmallVector<Value> results(ret.getOperands());
   SmallVector<DictionaryAttr> names;

@@ -236,17 +236,10 @@ std::string shapeOf(const Operand &op) {
          std::to_string(op.ld) + ")";
 }
 
-/// The checks that cublasLtMatmulAlgoGetHeuristic and cublasLtMatmul share.
-/// Fills |plan| except the data pointers, alpha and beta. Inconsistent
-/// shapes are NOT_SUPPORTED from the heuristic (no algorithm fits the
-/// problem) and INVALID_VALUE from the matmul ("parameters are in
-/// conflict", cublasLt.h).
-cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
-                            const Layout *la, const Layout *lb,
-                            const Layout *lc, const Layout *ld,
-                            MatmulPlan *plan) {
-  const cublasStatus_t conflict =
-      atMatmul ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_SUPPORTED;
+/// checkProblem's checks of the matmul descriptor |desc| alone: compute,
+/// scale and pointer modes, transposes, fill mode and unsupported
+/// attributes.
+cublasStatus_t checkDescriptor(const char *fn, const Desc &desc) {
   const auto &d = desc.attrs;
   auto compute =
       cublasComputeType_t(d.get<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE));
@@ -296,13 +289,15 @@ cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
                   "matmul descriptor attribute " + std::to_string(attr) +
                       " (scale/amax pointers, emulation) is not supported by "
                       "the stand-in");
+  return CUBLAS_STATUS_SUCCESS;
+}
 
-  Operand a = operandOf(*la, nullptr), b = operandOf(*lb, nullptr),
-          c = operandOf(*lc, nullptr), dd = operandOf(*ld, nullptr);
-  const std::pair<const char *, const Operand *> operands[] = {
-      {"A", &a}, {"B", &b}, {"C", &c}, {"D", &dd}};
-  const std::pair<const char *, const Layout *> layouts[] = {
-      {"A", la}, {"B", lb}, {"C", lc}, {"D", ld}};
+/// checkProblem's checks of each operand alone: its layout's order and
+/// batch mode, its type, its size and ld, its batch stride.
+cublasStatus_t
+checkOperands(const char *fn,
+              const std::pair<const char *, const Layout *> (&layouts)[4],
+              const std::pair<const char *, const Operand *> (&operands)[4]) {
   for (const auto &[name, l] : layouts) {
     const auto &attrs = l->attrs;
     int32_t order = attrs.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER);
@@ -348,6 +343,38 @@ cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
                   std::string(name) + ": negative batch stride " +
                       std::to_string(op->stride));
   }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// The checks that cublasLtMatmulAlgoGetHeuristic and cublasLtMatmul share.
+/// Fills |plan| except the data pointers, alpha and beta. Inconsistent
+/// shapes are NOT_SUPPORTED from the heuristic (no algorithm fits the
+/// problem) and INVALID_VALUE from the matmul ("parameters are in
+/// conflict", cublasLt.h).
+cublasStatus_t checkProblem(const char *fn, bool atMatmul, const Desc &desc,
+                            const Layout *la, const Layout *lb,
+                            const Layout *lc, const Layout *ld,
+                            MatmulPlan *plan) {
+  const cublasStatus_t conflict =
+      atMatmul ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_SUPPORTED;
+  const auto &d = desc.attrs;
+  auto compute =
+      cublasComputeType_t(d.get<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE));
+  int32_t opA = d.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA);
+  int32_t opB = d.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB);
+  if (cublasStatus_t status = checkDescriptor(fn, desc);
+      status != CUBLAS_STATUS_SUCCESS)
+    return status;
+
+  Operand a = operandOf(*la, nullptr), b = operandOf(*lb, nullptr),
+          c = operandOf(*lc, nullptr), dd = operandOf(*ld, nullptr);
+  const std::pair<const char *, const Operand *> operands[] = {
+      {"A", &a}, {"B", &b}, {"C", &c}, {"D", &dd}};
+  const std::pair<const char *, const Layout *> layouts[] = {
+      {"A", la}, {"B", lb}, {"C", lc}, {"D", ld}};
+  if (cublasStatus_t status = checkOperands(fn, layouts, operands);
+      status != CUBLAS_STATUS_SUCCESS)
+    return status;
   // Type combinations of the cuBLAS docs' table for CUBLAS_COMPUTE_32F:
   // A/B/C/D all 32F, or A/B 16F (16BF) with C/D 16F (16BF) or 32F.
   if (a.type != b.type || c.type != dd.type ||
