@@ -570,6 +570,137 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
   return true;
 }
 
+namespace dlc {
+
+/// The `--stats` report of the planned |module| (whose PlanStats are |s|):
+/// kernels, library calls, epilogues, casts, memory; with |before| the plan
+/// without rematerialization and what |summary| recomputed; with |buckets|
+/// the gradient buckets; then the CUDA launch sizes and vector widths of the
+/// kernels codegen would emit.
+static LogicalResult printPlanStats(ModuleOp module, const PlanStats &s,
+                                    const std::optional<PlanStats> &before,
+                                    const RematSummary &summary,
+                                    const std::vector<GradientBucket> *buckets) {
+  llvm::outs() << "kernels: " << s.kernels << "\n"
+               << "builtin kernels: " << s.builtinKernels << "\n"
+               << "library calls: " << s.libraryCalls << "\n"
+               << "gemm epilogues: " << s.gemmBias << " bias, "
+               << s.gemmBiasRelu << " bias+relu, " << s.gemmRelu
+               << " relu, " << s.gemmBiasGrad << " bgrad, "
+               << s.gemmReluAux << " relu_aux, " << s.gemmDRelu
+               << " drelu, " << s.gemmDReluBiasGrad << " drelu_bgrad\n"
+               << "standalone cast kernels: " << s.castKernels << " ("
+               << s.castKernelsNextToElementwise
+               << " next to an elementwise kernel)\n"
+               << "predicted peak memory: " << describePeak(s) << "\n"
+               << "activation arena: " << s.arenaBytes << " bytes\n"
+               << "persistent memory: " << s.persistentBytes
+               << " bytes (parameters, optimizer state, constants)\n";
+  if (before) {
+    double share = summary.stepFlops > 0
+                       ? 100.0 * summary.addedFlops / summary.stepFlops
+                       : 0.0;
+    llvm::outs() << "before rematerialization: " << describePeak(*before)
+                 << "\n"
+                 << "recomputed: " << summary.recomputedOps << " ops, "
+                 << summary.addedFlops << " FLOPs added ("
+                 << llvm::format("%.1f", share) << "% of the step's "
+                 << summary.stepFlops << ")\n";
+  }
+  if (buckets) {
+    int64_t total = 0;
+    for (const GradientBucket &b : *buckets)
+      total += b.bytes;
+    llvm::outs() << "gradient buckets: " << buckets->size() << ", "
+                 << formatBytes(total) << " all-reduced per step (in this "
+                 << "order, each as soon as the backward finishes it)\n";
+    for (auto [i, b] : llvm::enumerate(*buckets))
+      llvm::outs() << "  bucket " << i << ": " << formatBytes(b.bytes)
+                   << ", " << b.gradients.size() << " gradients: "
+                   << llvm::join(b.gradients, ", ") << "\n";
+  }
+  // CUDA launch sizes: the kernels whose threads share rows, and any
+  // reduction a thread still walks alone for more than a warp's work.
+  auto kernels = codegen::emitCudaKernels(module);
+  if (failed(kernels))
+    return failure();
+  int64_t cooperative = 0, named = 0;
+  std::string shared, serial;
+  for (const codegen::KernelSource &k : *kernels) {
+    named += 1 + k.aliases.size();
+    std::string launch = "  " + k.name + ": " + std::to_string(k.numThreads) +
+                         " threads in blocks of " +
+                         std::to_string(k.blockSize);
+    if (k.cooperative) {
+      ++cooperative;
+      shared += launch + "\n";
+    } else if (k.serialReductionSteps > 32) {
+      serial += launch + ", " + std::to_string(k.serialReductionSteps) +
+                " reduction steps in one thread\n";
+    }
+  }
+  llvm::outs() << "cuda launches: " << kernels->size() << " kernels, "
+               << cooperative
+               << " with a warp or block sharing each row or reduction\n"
+               << shared << "serial reductions longer than a warp: "
+               << (serial.empty() ? "none\n" : "\n" + serial)
+               << "distinct kernels: " << kernels->size() << " of " << named
+               << " (kernels identical up to their name are compiled "
+                  "once)\n";
+  // Elementwise kernels with 128-bit accesses, by vector width (elements
+  // per access); `--emit=cuda` marks each one's source.
+  std::map<int32_t, int64_t> byWidth;
+  int64_t vectorized = 0;
+  for (const codegen::KernelSource &k : *kernels)
+    if (k.vectorWidth > 0) {
+      ++byWidth[k.vectorWidth];
+      ++vectorized;
+    }
+  std::string widths;
+  for (auto [width, count] : byWidth)
+    widths += (widths.empty() ? " (" : ", ") + std::to_string(count) +
+              " of vector width " + std::to_string(width);
+  llvm::outs() << "vectorized elementwise kernels: " << vectorized
+               << widths << (widths.empty() ? "" : ")") << "\n";
+  return success();
+}
+
+/// Writes what `--emit` other than package asks for from the planned
+/// |module|.
+static LogicalResult emitText(const CompileOptions &options,
+                              ModuleOp module) {
+  switch (options.emit) {
+  case EmitKind::DLGraph: // with --stats: the stats are the output
+    return success();
+  case EmitKind::DLExec:
+    return writeModule(options, module);
+  case EmitKind::Cuda: {
+    auto kernels = codegen::emitCudaKernels(module);
+    if (failed(kernels))
+      return failure();
+    std::string text;
+    for (const auto &k : *kernels)
+      text += "// kernel " + k.name + ": " + std::to_string(k.numThreads) +
+              " threads in blocks of " + std::to_string(k.blockSize) + "\n" +
+              k.cudaSource + "\n";
+    return writeText(options, text);
+  }
+  case EmitKind::Host: {
+    auto source = codegen::emitHostSource(module);
+    if (failed(source))
+      return failure();
+    return writeText(options, *source);
+  }
+  case EmitKind::Plan:
+    return writeText(options, codegen::describePlan(module));
+  case EmitKind::Package:
+    break;
+  }
+  return success();
+}
+
+} // namespace dlc
+
 LogicalResult dlc::compileModel(const CompileOptions &options) {
   if (std::string problem = checkCompileOptions(options); !problem.empty())
     return fail(problem);
@@ -690,122 +821,16 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                   " exceeds --memory-budget " + formatBytes(budget) +
                   " that the search fit; please report it");
   }
-  if (options.stats) {
-    llvm::outs() << "kernels: " << s.kernels << "\n"
-                 << "builtin kernels: " << s.builtinKernels << "\n"
-                 << "library calls: " << s.libraryCalls << "\n"
-                 << "gemm epilogues: " << s.gemmBias << " bias, "
-                 << s.gemmBiasRelu << " bias+relu, " << s.gemmRelu
-                 << " relu, " << s.gemmBiasGrad << " bgrad, "
-                 << s.gemmReluAux << " relu_aux, " << s.gemmDRelu
-                 << " drelu, " << s.gemmDReluBiasGrad << " drelu_bgrad\n"
-                 << "standalone cast kernels: " << s.castKernels << " ("
-                 << s.castKernelsNextToElementwise
-                 << " next to an elementwise kernel)\n"
-                 << "predicted peak memory: " << describePeak(s) << "\n"
-                 << "activation arena: " << s.arenaBytes << " bytes\n"
-                 << "persistent memory: " << s.persistentBytes
-                 << " bytes (parameters, optimizer state, constants)\n";
-    if (before) {
-      double share = summary.stepFlops > 0
-                         ? 100.0 * summary.addedFlops / summary.stepFlops
-                         : 0.0;
-      llvm::outs() << "before rematerialization: " << describePeak(*before)
-                   << "\n"
-                   << "recomputed: " << summary.recomputedOps << " ops, "
-                   << summary.addedFlops << " FLOPs added ("
-                   << llvm::format("%.1f", share) << "% of the step's "
-                   << summary.stepFlops << ")\n";
-    }
-    if (pipeline.dataParallel) {
-      int64_t total = 0;
-      for (const GradientBucket &b : buckets)
-        total += b.bytes;
-      llvm::outs() << "gradient buckets: " << buckets.size() << ", "
-                   << formatBytes(total) << " all-reduced per step (in this "
-                   << "order, each as soon as the backward finishes it)\n";
-      for (auto [i, b] : llvm::enumerate(buckets))
-        llvm::outs() << "  bucket " << i << ": " << formatBytes(b.bytes)
-                     << ", " << b.gradients.size() << " gradients: "
-                     << llvm::join(b.gradients, ", ") << "\n";
-    }
-    // CUDA launch sizes: the kernels whose threads share rows, and any
-    // reduction a thread still walks alone for more than a warp's work.
-    auto kernels = codegen::emitCudaKernels(*module);
-    if (failed(kernels))
-      return failure();
-    int64_t cooperative = 0, named = 0;
-    std::string shared, serial;
-    for (const codegen::KernelSource &k : *kernels) {
-      named += 1 + k.aliases.size();
-      std::string launch = "  " + k.name + ": " + std::to_string(k.numThreads) +
-                           " threads in blocks of " +
-                           std::to_string(k.blockSize);
-      if (k.cooperative) {
-        ++cooperative;
-        shared += launch + "\n";
-      } else if (k.serialReductionSteps > 32) {
-        serial += launch + ", " + std::to_string(k.serialReductionSteps) +
-                  " reduction steps in one thread\n";
-      }
-    }
-    llvm::outs() << "cuda launches: " << kernels->size() << " kernels, "
-                 << cooperative
-                 << " with a warp or block sharing each row or reduction\n"
-                 << shared << "serial reductions longer than a warp: "
-                 << (serial.empty() ? "none\n" : "\n" + serial)
-                 << "distinct kernels: " << kernels->size() << " of " << named
-                 << " (kernels identical up to their name are compiled "
-                    "once)\n";
-    // Elementwise kernels with 128-bit accesses, by vector width (elements
-    // per access); `--emit=cuda` marks each one's source.
-    std::map<int32_t, int64_t> byWidth;
-    int64_t vectorized = 0;
-    for (const codegen::KernelSource &k : *kernels)
-      if (k.vectorWidth > 0) {
-        ++byWidth[k.vectorWidth];
-        ++vectorized;
-      }
-    std::string widths;
-    for (auto [width, count] : byWidth)
-      widths += (widths.empty() ? " (" : ", ") + std::to_string(count) +
-                " of vector width " + std::to_string(width);
-    llvm::outs() << "vectorized elementwise kernels: " << vectorized
-                 << widths << (widths.empty() ? "" : ")") << "\n";
-  }
-
+  if (options.stats &&
+      failed(printPlanStats(*module, s, before, summary,
+                            pipeline.dataParallel ? &buckets : nullptr)))
+    return failure();
   if (options.stats)
     llvm::outs() << pipelineStats << parameterGroups;
 
   clock.phase(options.emit == EmitKind::Package ? "" : "emit");
-  switch (options.emit) {
-  case EmitKind::DLGraph: // with --stats: the stats are the output
-    return success();
-  case EmitKind::DLExec:
-    return writeModule(options, *module);
-  case EmitKind::Cuda: {
-    auto kernels = codegen::emitCudaKernels(*module);
-    if (failed(kernels))
-      return failure();
-    std::string text;
-    for (const auto &k : *kernels)
-      text += "// kernel " + k.name + ": " + std::to_string(k.numThreads) +
-              " threads in blocks of " + std::to_string(k.blockSize) + "\n" +
-              k.cudaSource + "\n";
-    return writeText(options, text);
-  }
-  case EmitKind::Host: {
-    auto source = codegen::emitHostSource(*module);
-    if (failed(source))
-      return failure();
-    return writeText(options, *source);
-  }
-  case EmitKind::Plan:
-    return writeText(options, codegen::describePlan(*module));
-  case EmitKind::Package:
-    break;
-  }
-
+  if (options.emit != EmitKind::Package)
+    return emitText(options, *module);
   std::string out = options.outputPath;
   if (out.empty()) {
     llvm::SmallString<128> p(input);

@@ -21,8 +21,10 @@ using namespace dlc;
 /// arguments, dlc executable and host/NVRTC toolchain is copied from the
 /// cache instead of compiled again, as ccache's direct mode reuses objects.
 /// "" where the cache does not apply: no cache, output other than a package
-/// file (--emit, --compile-to), --stats or --simulate (they print what a compile finds), or
-/// options that read further files.
+/// file (--emit, --compile-to), --stats or --simulate (they print what a
+/// compile finds), or options that read files the key cannot cover (a
+/// device model, measured stage times). The files of --trainable and
+/// --input-value are hashed into the key.
 static std::string packageCacheKey(const CompileOptions &options, int argc,
                                    char **argv,
                                    const codegen::CompileCache &cache) {
@@ -69,6 +71,22 @@ static std::string packageCacheKey(const CompileOptions &options, int argc,
         a == "--quiet")
       continue;
     parts.push_back(a.str());
+  }
+  // Files that options read are part of the compile: --trainable's list
+  // and --input-value's tensors (a file edited between two compiles with the
+  // same command line must not give the old package).
+  std::vector<std::string> read;
+  if (!options.pipeline.trainable.empty())
+    read.push_back(options.pipeline.trainable);
+  for (llvm::StringRef spec : options.inputValues)
+    read.push_back(spec.split('=').second.str());
+  for (const std::string &path : read) {
+    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+    if (!file)
+      return ""; // the compile reports it
+    parts.push_back("file " + path + " " +
+                    codegen::contentKey({(*file)->getBuffer()}));
   }
   // Weights in external data files are part of the model.
   if (std::string data =
