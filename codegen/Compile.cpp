@@ -14,8 +14,8 @@
 
 #include <nvrtc.h>
 
-#include "cuda/NvrtcBuiltins.h"
-#include "cuda/NvrtcOptions.h"
+#include "runtime/cuda/NvrtcBuiltins.h"
+#include "runtime/cuda/NvrtcOptions.h"
 
 #include <dlfcn.h>
 

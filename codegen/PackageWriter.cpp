@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
-#include "compiler/Lowering/Pipelines.h"
+#include "dialects/Exec/Analysis/PlanStats.h"
 
 #include "dlc_schema/package_generated.h"
 #include "runtime/formats/Safetensors.h"

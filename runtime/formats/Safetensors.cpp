@@ -1,5 +1,5 @@
 //===- Safetensors.cpp - read and write the safetensors format ------------===//
-#include "Safetensors.h"
+#include "runtime/formats/Safetensors.h"
 
 #include <algorithm>
 #include <cerrno>

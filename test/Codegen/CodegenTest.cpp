@@ -997,7 +997,7 @@ TEST_F(CodegenTest, SoftmaxTemplatesCompileWithNVRTC) {
 }
 
 TEST_F(CodegenTest, UnknownTemplateIsAVerifierError) {
-  // The template table (dialects/Exec/BuiltinTemplates.def) is checked when
+  // The template table (runtime/schema/BuiltinTemplates.def) is checked when
   // the op is verified, before codegen sees it.
   std::string errors = captureErrors([&] {
     auto module = parseSourceString<ModuleOp>(R"mlir(
