@@ -8,8 +8,8 @@ rule) when an include points up:
   - the runtime (runtime/**) never includes compiler/, codegen/ or dialects/;
   - dialects/ never includes compiler/ or codegen/;
   - codegen/ never includes compiler/;
-  - within the runtime the layers are, bottom up: schema, formats and include
-    (the C API) < device < cuda, data < comm < src; a layer includes only its
+  - within the runtime the layers are, bottom up: schema and include (the
+    C API) < device < cuda, data < comm < src; a layer includes only its
     own folder and the layers below it, with root-relative paths.
 
 Usage: tools/check-layers.py [REPO_ROOT]   (default: the script's repository)
@@ -28,7 +28,6 @@ SUFFIXES = (".h", ".hpp", ".c", ".cc", ".cpp", ".cu", ".def", ".inc")
 # Runtime layers, bottom up; folders of one rank do not include each other.
 RUNTIME_RANK = {
     "schema": 0,
-    "formats": 0,
     "include": 0,
     "device": 1,
     "cuda": 2,
@@ -91,7 +90,7 @@ def check_include(src, line_no, path, root):
         return "runtime/%s is not a known layer" % (
             src_layer if src_layer not in RUNTIME_RANK else dst_layer)
     if RUNTIME_RANK[dst_layer] >= RUNTIME_RANK[src_layer]:
-        return ("runtime layers: include, schema, formats < device < cuda, "
+        return ("runtime layers: include, schema < device < cuda, "
                 "data < comm < src; runtime/%s may not include runtime/%s" %
                 (src_layer, dst_layer))
     return None

@@ -2,7 +2,7 @@
 #include "runtime/cuda/KernelCompiler.h"
 
 #include "runtime/cuda/CudaApi.h"
-#include "runtime/cuda/NvrtcOptions.h"
+#include "runtime/schema/NvrtcOptions.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "runtime/schema/Limits.h"
 #include "dlc_schema/package_generated.h"
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 namespace dlrt::exec {
 

@@ -6,7 +6,7 @@
 // shapes against the model before writing anything.
 #include "CheckingDevice.h"
 #include "runtime/src/Package.h"
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "runtime/src/Session.h"
 
 using namespace dlrt;

@@ -11,7 +11,7 @@
 
 #include "runtime/device/HalfConversions.h"
 #include "runtime/src/Package.h"
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 #include "dlrt/dlrt.h"
 #include "dlrt/dlrt.hpp"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/src/Package.h"
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 #include "dlrt/dlrt.h"
 

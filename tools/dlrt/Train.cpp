@@ -13,7 +13,7 @@
 #include "runtime/data/FashionMnist.h"
 #include "runtime/data/Npy.h"
 #include "runtime/data/Shuffle.h"
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 #include <nlohmann/json.hpp>
 
