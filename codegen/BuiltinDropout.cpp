@@ -15,7 +15,7 @@ using namespace mlir;
 
 namespace dlc::codegen::detail {
 
-/// dialects/Semantics/Philox.h (dlc_philox_uniform24), the text the
+/// runtime/schema/Semantics/Philox.h (dlc_philox_uniform24), the text the
 /// reference interpreter compiles too.
 static const char *kPhiloxSource =
 #include "PhiloxSource.inc"

@@ -2,7 +2,7 @@
 //
 // Each template is C code for one thread with the op's shapes and attributes
 // baked in; both targets print it (see KernelCode.h). The templates are
-// listed once, in dialects/Exec/BuiltinTemplates.def, whose verifier checks
+// listed once, in runtime/schema/BuiltinTemplates.def, whose verifier checks
 // every op before codegen; this file dispatches on the template's family to
 // the family's file (BuiltinPool.cpp, BuiltinSoftmax.cpp, BuiltinLayerNorm.cpp,
 // BuiltinDropout.cpp, BuiltinGather.cpp, BuiltinResize.cpp).

@@ -1,7 +1,7 @@
 //===- BuiltinKernels.h - builtin kernel templates, per family -*- C++ -*-===//
 //
 // The codegen builders of the dlexec.builtin_kernel template families
-// (dialects/Exec/BuiltinTemplates.def), one file per family, and the helpers
+// (runtime/schema/BuiltinTemplates.def), one file per family, and the helpers
 // they share. buildBuiltinKernel (BuiltinKernels.cpp) dispatches to them.
 // Each returns the template's KernelCode body and thread count; the caller
 // fills in the name, parameter types and restrict flags.

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
-#include "dialects/Semantics/ResizeCoordinates.h"
+#include "runtime/schema/Semantics/ResizeCoordinates.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
@@ -29,7 +29,7 @@ static std::string doubleLiteral(double v) {
 /// resize / resize_grad: ins(X) outs(Y) / ins(dY) outs(dX) with the
 /// attributes of dlgraph.resize (`mode`, `coordinate_transformation_mode`,
 /// `nearest_mode`, `scales`). The per-axis taps are the C form of
-/// dlc::semantics::resizeTap (dialects/Semantics/ResizeCoordinates.h),
+/// dlc::semantics::resizeTap (runtime/schema/Semantics/ResizeCoordinates.h),
 /// computed in double. The forward is one thread per output element. The
 /// gradient is one thread per index of the leading axes that the resize maps
 /// to themselves; each thread zeroes its slice of dX and scatter-adds its

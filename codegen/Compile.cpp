@@ -14,8 +14,8 @@
 
 #include <nvrtc.h>
 
-#include "cuda/NvrtcBuiltins.h"
-#include "cuda/NvrtcOptions.h"
+#include "runtime/cuda/NvrtcBuiltins.h"
+#include "runtime/schema/NvrtcOptions.h"
 
 #include <dlfcn.h>
 
@@ -308,7 +308,7 @@ compileHostLibrary(Location loc, ArrayRef<HostUnit> units,
     // reset it) lets sqrtf become one instruction and vectorize; IEEE
     // results are unchanged. No -march: packages run on any x86-64.
     // -ffp-contract=off: no fused multiply-add, as the CUDA kernels
-    // (cuda/NvrtcOptions.h), also with a host compiler or flags that would
+    // (runtime/schema/NvrtcOptions.h), also with a host compiler or flags that would
     // target FMA hardware.
     // Without the OpenMP runtime `omp simd` still marks loops vectorizable.
     // -O3 for the units of kernels with much work (HostUnit::hot): on the

@@ -1,7 +1,7 @@
 //===- CompileCache.cpp - on-disk cache of compiled kernels ---------------===//
 #include "codegen/CompileCache.h"
 
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"

@@ -10,10 +10,10 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
-#include "compiler/Lowering/Pipelines.h"
+#include "dialects/Exec/Analysis/PlanStats.h"
 
 #include "dlc_schema/package_generated.h"
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"

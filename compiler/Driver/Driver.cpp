@@ -23,7 +23,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "compiler/Partition/Cost/DeviceModel.h"
 #include "compiler/Partition/Cost/Passes.h"
-#include "dialects/Exec/PipelineSchedule.h"
+#include "runtime/schema/PipelineSchedule.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"

@@ -3,7 +3,7 @@
 #include "compiler/Driver/Simulate.h"
 
 #include "compiler/Partition/Cost/DeviceModel.h"
-#include "dialects/Exec/PipelineSchedule.h"
+#include "runtime/schema/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"

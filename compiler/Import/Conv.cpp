@@ -7,7 +7,7 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 using namespace mlir;
 using namespace dlc::onnx_import;

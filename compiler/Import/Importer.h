@@ -17,8 +17,8 @@
 
 #include "compiler/Import/ONNXImporter.h"
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/Broadcast.h"
-#include "dialects/Semantics/ResizeCoordinates.h"
+#include "runtime/schema/Semantics/Broadcast.h"
+#include "runtime/schema/Semantics/ResizeCoordinates.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -16,7 +16,7 @@
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/Import/Importer.h"
 #include "compiler/Import/OpAlternatives.h"
-#include "data/Npy.h"
+#include "runtime/data/Npy.h"
 
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"

@@ -13,7 +13,7 @@
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 #include <array>
 

@@ -3,7 +3,7 @@
 // Producer/consumer fusion of dlexec.kernel ops over the same iteration space,
 // so that chains of elementwise ops become one kernel and their intermediate
 // buffers disappear.
-#include "compiler/Lowering/KernelQueries.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
 #include "compiler/Lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"

@@ -11,7 +11,7 @@
 // output) and DRELU(_BGRAD) on the second, with the bias gradient of dZ.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Lowering/KernelQueries.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
 #include "compiler/Lowering/Passes.h"
 
 #include "mlir/IR/Matchers.h"

@@ -4,8 +4,8 @@
 // them, generated kernels writing straight into the slots their results were
 // copied to, then greedy-by-size best-fit placement of activation buffers in
 // one arena per step function, and a checker for any memory plan.
-#include "compiler/Lowering/KernelQueries.h"
-#include "compiler/Lowering/Liveness.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
+#include "dialects/Exec/Analysis/Liveness.h"
 #include "compiler/Lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"

@@ -56,7 +56,7 @@ struct PartitionOptions {
   std::string deviceModel = "h100";
   /// Micro-batches M per step of a pipeline (>= 1).
   int64_t microbatches = 4;
-  /// The pipeline schedule, gpipe or 1f1b (dialects/Exec/PipelineSchedule.h).
+  /// The pipeline schedule, gpipe or 1f1b (runtime/schema/PipelineSchedule.h).
   std::string schedule = "1f1b";
 
   /// The gradient bucket size in bytes (kDefaultBucketBytes when

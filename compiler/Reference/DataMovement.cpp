@@ -5,7 +5,7 @@
 #include "compiler/Reference/Evaluators.h"
 
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/ResizeCoordinates.h"
+#include "runtime/schema/Semantics/ResizeCoordinates.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cmath>

@@ -8,7 +8,7 @@
 
 #include "compiler/Reference/Interpreter.h"
 
-#include "dialects/Semantics/Broadcast.h"
+#include "runtime/schema/Semantics/Broadcast.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/TypeID.h"

@@ -1,11 +1,11 @@
 //===- Random.cpp - dropout in the reference interpreter ------------------===//
 // dlgraph.dropout draws its keep mask from the Philox stream that the
-// kernels use (dialects/Semantics/Philox.h), so the reference and the
+// kernels use (runtime/schema/Semantics/Philox.h), so the reference and the
 // compiled model drop the same elements.
 #include "compiler/Reference/Evaluators.h"
 
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/Philox.h"
+#include "runtime/schema/Semantics/Philox.h"
 
 using namespace mlir;
 using namespace dlc::graph;

@@ -2,9 +2,9 @@
 #ifndef DLC_DIALECTS_EXEC_EXECOPS_H
 #define DLC_DIALECTS_EXEC_EXECOPS_H
 
-#include "dialects/Exec/BuiltinTemplates.h"
+#include "runtime/schema/BuiltinTemplates.h"
 #include "dialects/Exec/ExecDialect.h"
-#include "dialects/Exec/LibraryCalls.h"
+#include "runtime/schema/LibraryCalls.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

@@ -324,7 +324,7 @@ def Exec_YieldOp : Exec_Op<"yield", [Pure, Terminator, ReturnLike,
 def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
   let summary = "A call into cuBLASLt / cuDNN (CUDA) or oneDNN (host)";
   let description = [{
-    `callee` is a row of `dialects/Exec/LibraryCalls.def`; the verifier
+    `callee` is a row of `runtime/schema/LibraryCalls.def`; the verifier
     checks the operand count, shapes, dtypes and attributes and derives the
     parameters the package stores (`getParams`). The calls:
     - `gemm`: ins(A, B[, C]) outs(Y); attributes `trans_a`, `trans_b`,
@@ -368,7 +368,7 @@ def Exec_LibraryCallOp : Exec_Op<"library_call", [AttrSizedOperandSegments]> {
 def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]> {
   let summary = "An instance of a hand-written kernel template (pooling and the like)";
   let description = [{
-    `template` names a row of `dialects/Exec/BuiltinTemplates.def`, a kernel
+    `template` names a row of `runtime/schema/BuiltinTemplates.def`, a kernel
     template that codegen instantiates for both targets with this op's shapes
     and attributes baked in; the verifier checks the row's operand counts and
     the family's shapes, dtypes and attributes:

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Exec/AttrReaders.h"
 #include "dialects/Exec/ExecOps.h"
-#include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 using namespace mlir;
 using namespace dlc::exec;

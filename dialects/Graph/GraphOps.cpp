@@ -4,8 +4,8 @@
 // inferred types are checked against the inferred ones by
 // InferTypeOpInterface after verify().
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/Broadcast.h"
-#include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Semantics/Broadcast.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"

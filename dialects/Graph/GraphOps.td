@@ -616,7 +616,7 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure, Graph_InferType,
     index): element i keeps when u < 1 - ratio, with u uniform in [0, 1)
     from the top 24 bits of Philox-4x32-10 (Salmon et al. 2011) with key
     (seed low, seed high) and counter (i low, i high, step, 0), as defined
-    once in dialects/Semantics/Philox.h. `step` is a
+    once in runtime/schema/Semantics/Philox.h. `step` is a
     rank-0 f32 counter (the importer passes a persistent variable that
     every call advances), so each step draws a new mask; the same seed and
     step give the same mask on every device.

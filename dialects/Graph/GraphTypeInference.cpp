@@ -1,12 +1,12 @@
 //===- GraphTypeInference.cpp - dlgraph result-type inference
 //---------------===//
 // InferTypeOpInterface for the dlgraph ops whose result types follow from
-// their operands and attributes, with the formulas of dialects/Semantics.
+// their operands and attributes, with the formulas of runtime/schema/Semantics.
 // In verification these run after the op's verify(), which has checked what
 // they rely on; from a builder they fail with a diagnostic on bad input.
 #include "dialects/Graph/GraphOps.h"
-#include "dialects/Semantics/Broadcast.h"
-#include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Semantics/Broadcast.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 #include "mlir/IR/Diagnostics.h"
 

@@ -1,5 +1,5 @@
 //===- Communicator.cpp - helpers shared by the communicator backends -----===//
-#include "Communicator.h"
+#include "runtime/comm/Communicator.h"
 
 #include <cstdio>
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/Device.h"
+#include "runtime/device/Device.h"
 
 namespace dlrt::comm {
 

@@ -7,11 +7,11 @@
 // job's ranks) is the same class over its own Gloo context, sharing the
 // parent's transport device and store.
 #define ASIO_STANDALONE
-#include "Communicator.h"
-#include "Rendezvous.h"
-#include "TcpStore.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Rendezvous.h"
+#include "runtime/comm/TcpStore.h"
 
-#include "../src/HalfConversions.h"
+#include "runtime/device/HalfConversions.h"
 
 #include <asio.hpp>
 #include <gloo/allgather.h>

@@ -6,11 +6,11 @@
 // by another when its Work is waited for. A sub-communicator is another
 // NCCL communicator (ncclCommInitRank) over the group's ranks, its unique id
 // published under a key of the group.
-#include "Communicator.h"
-#include "Rendezvous.h"
-#include "TcpStore.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Rendezvous.h"
+#include "runtime/comm/TcpStore.h"
 
-#include "../cuda/CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <nccl.h>
 

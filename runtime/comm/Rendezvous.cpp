@@ -1,5 +1,5 @@
 //===- Rendezvous.cpp - rank and master address from the environment -----===//
-#include "Rendezvous.h"
+#include "runtime/comm/Rendezvous.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "../src/Device.h"
+#include "runtime/device/Device.h"
 
 namespace dlrt::comm {
 

@@ -5,8 +5,8 @@
 // client runs each round trip on its own io_context with a deadline
 // (run_for), so a silent server cannot block it past the timeout.
 #define ASIO_STANDALONE
-#include "TcpStore.h"
-#include "Rendezvous.h"
+#include "runtime/comm/TcpStore.h"
+#include "runtime/comm/Rendezvous.h"
 
 #include <asio.hpp>
 #include <gloo/rendezvous/store.h>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/Device.h"
+#include "runtime/device/Device.h"
 
 namespace gloo::rendezvous {
 class Store;

@@ -1,6 +1,6 @@
 //===- CudaApi.cpp - opening the CUDA libraries with dlopen ---------------===//
-#include "CudaApi.h"
-#include "NvrtcBuiltins.h"
+#include "runtime/cuda/CudaApi.h"
+#include "runtime/cuda/NvrtcBuiltins.h"
 
 #include <dlfcn.h>
 

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "../src/Device.h"
+#include "runtime/device/Device.h"
 
 namespace dlrt::cuda {
 

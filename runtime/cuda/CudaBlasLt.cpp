@@ -4,8 +4,8 @@
 // ReLU bit-mask, bias gradient, f32 bias) fused where cuBLASLt has an
 // algorithm, else run as fallbacks: plain products, products with ones and
 // small NVRTC kernels of the device's own.
-#include "CudaDeviceImpl.h"
-#include "KernelCompiler.h"
+#include "runtime/cuda/CudaDeviceImpl.h"
+#include "runtime/cuda/KernelCompiler.h"
 
 #include <algorithm>
 #include <climits>

@@ -8,7 +8,7 @@
 // This file: creation, the context, the memory pool and scratch, copies, the
 // stream and CUDA graphs; kernels are in CudaKernels.cpp, GEMMs in
 // CudaBlasLt.cpp and convolutions in CudaDnn.cpp (CudaDeviceImpl.h).
-#include "CudaDeviceImpl.h"
+#include "runtime/cuda/CudaDeviceImpl.h"
 
 #include <algorithm>
 #include <climits>

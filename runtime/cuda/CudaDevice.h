@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "../src/Device.h"
+#include "runtime/device/Device.h"
 
 namespace dlrt {
 

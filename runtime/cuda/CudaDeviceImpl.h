@@ -6,8 +6,8 @@
 #ifndef DLRT_CUDA_CUDADEVICEIMPL_H
 #define DLRT_CUDA_CUDADEVICEIMPL_H
 
-#include "CudaApi.h"
-#include "CudaDevice.h"
+#include "runtime/cuda/CudaApi.h"
+#include "runtime/cuda/CudaDevice.h"
 
 #include <atomic>
 #include <functional>

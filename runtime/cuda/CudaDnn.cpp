@@ -3,7 +3,7 @@
 // algorithm choice (deterministic first, within the workspace, cached per
 // problem) and the three convolutions, with asymmetric pads run on an
 // explicitly zero-padded copy of the input.
-#include "CudaDeviceImpl.h"
+#include "runtime/cuda/CudaDeviceImpl.h"
 
 #include <algorithm>
 #include <climits>

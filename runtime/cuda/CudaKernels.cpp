@@ -2,8 +2,8 @@
 // A package kernel's cubin for the device's arch, else its CUDA source
 // compiled by NVRTC (several at once, cached on disk), loaded as a module of
 // its own; launches size grid-stride kernels to one wave of the device.
-#include "CudaDeviceImpl.h"
-#include "KernelCompiler.h"
+#include "runtime/cuda/CudaDeviceImpl.h"
+#include "runtime/cuda/KernelCompiler.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,8 +1,8 @@
 //===- KernelCompiler.cpp - NVRTC compilation with an on-disk cache -------===//
-#include "KernelCompiler.h"
+#include "runtime/cuda/KernelCompiler.h"
 
-#include "CudaApi.h"
-#include "NvrtcOptions.h"
+#include "runtime/cuda/CudaApi.h"
+#include "runtime/schema/NvrtcOptions.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

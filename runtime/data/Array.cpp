@@ -1,7 +1,7 @@
 //===- Array.cpp - host arrays: sizes, descriptions, conversion -----------===//
-#include "data/Array.h"
+#include "runtime/data/Array.h"
 
-#include "src/HalfConversions.h"
+#include "runtime/device/HalfConversions.h"
 
 #include <cstring>
 

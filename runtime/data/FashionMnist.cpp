@@ -1,7 +1,7 @@
 //===- FashionMnist.cpp - the Fashion-MNIST dataset -----------------------===//
-#include "data/FashionMnist.h"
+#include "runtime/data/FashionMnist.h"
 
-#include "data/Idx.h"
+#include "runtime/data/Idx.h"
 
 #include <sys/stat.h>
 

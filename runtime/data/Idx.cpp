@@ -1,6 +1,6 @@
 //===- Idx.cpp - the IDX format of the MNIST family -----------------------===//
-#include "data/Idx.h"
-#include "data/Npy.h"
+#include "runtime/data/Idx.h"
+#include "runtime/data/Npy.h"
 
 #include <algorithm>
 #include <cstdint>

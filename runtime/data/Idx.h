@@ -6,7 +6,7 @@
 #ifndef DLRT_DATA_IDX_H
 #define DLRT_DATA_IDX_H
 
-#include "data/Array.h"
+#include "runtime/data/Array.h"
 
 #include <string>
 

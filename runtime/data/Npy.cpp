@@ -3,7 +3,7 @@
 // directory record (with the zip64 locator when counts/offsets overflow),
 // central directory entries (sizes, CRC, local header offsets; zip64 extra
 // field 0x0001), local headers only to find where an entry's data begins.
-#include "data/Npy.h"
+#include "runtime/data/Npy.h"
 
 #include <cerrno>
 #include <cstdio>

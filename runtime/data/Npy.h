@@ -8,7 +8,7 @@
 #ifndef DLRT_DATA_NPY_H
 #define DLRT_DATA_NPY_H
 
-#include "data/Array.h"
+#include "runtime/data/Array.h"
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 //===- Shuffle.cpp - seeded, portable epoch permutations ------------------===//
-#include "data/Shuffle.h"
+#include "runtime/data/Shuffle.h"
 
 namespace dlrt::data {
 

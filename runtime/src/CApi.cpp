@@ -1,5 +1,5 @@
 //===- CApi.cpp - the C API of libdlrt (dlrt.h) over the C++ runtime ------===//
-#include "Session.h"
+#include "runtime/src/Session.h"
 
 #include <cstdlib>
 #include <cstring>

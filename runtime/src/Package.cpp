@@ -1,6 +1,6 @@
 //===- Package.cpp - load and validate a .dlcp package --------------------===//
-#include "Package.h"
-#include "PackageChecks.h"
+#include "runtime/src/Package.h"
+#include "runtime/src/PackageChecks.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "runtime/schema/Limits.h"
 #include "dlc_schema/package_generated.h"
 

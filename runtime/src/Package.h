@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "Device.h"
+#include "runtime/device/Device.h"
 #include "dlrt/dlrt.h"
 #include "runtime/schema/FormatVersion.h"
 
@@ -80,7 +80,7 @@ struct StepInfo {
   uint32_t kernel = 0; // LaunchKernel: index into Package::kernels
   std::vector<uint32_t> args; // buffer indices, inputs then outputs
   bool average = false; // AllReduce: the mean over the ranks (else the sum)
-  /// LibraryCall: the call (a row of dialects/Exec/LibraryCalls.def) and
+  /// LibraryCall: the call (a row of runtime/schema/LibraryCalls.def) and
   /// the parameters of its family.
   dlc::exec::LibraryCallParams call;
 };

@@ -2,12 +2,12 @@
 // A library call's callee against the shared table (LibraryCalls.h), its
 // parameters (positional in format version 1, typed tables from version 2)
 // and those parameters against the shapes and dtypes of its buffers.
-#include "PackageChecks.h"
+#include "runtime/src/PackageChecks.h"
 
 #include <optional>
 #include <string>
 
-#include "dialects/Semantics/WindowShapes.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 namespace dlrt::loader {
 

@@ -6,7 +6,7 @@
 #ifndef DLRT_SRC_PACKAGECHECKS_H
 #define DLRT_SRC_PACKAGECHECKS_H
 
-#include "Package.h"
+#include "runtime/src/Package.h"
 
 #include <cstdint>
 #include <initializer_list>

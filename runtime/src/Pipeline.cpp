@@ -13,7 +13,7 @@
 // update runs.
 //
 //===----------------------------------------------------------------------===//
-#include "PipelineState.h"
+#include "runtime/src/PipelineState.h"
 
 #include <algorithm>
 #include <cstring>

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "Session.h"
-#include "dialects/Exec/PipelineSchedule.h"
+#include "runtime/src/Session.h"
+#include "runtime/schema/PipelineSchedule.h"
 
 namespace dlrt::exec {
 

@@ -1,6 +1,6 @@
 //===- Session.cpp - the executor: memory, step functions, checkpoints ----===//
-#include "Session.h"
-#include "PipelineState.h"
+#include "runtime/src/Session.h"
+#include "runtime/src/PipelineState.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 namespace dlrt::exec {
 

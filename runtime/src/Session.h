@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "Device.h"
-#include "Package.h"
-#include "Trace.h"
-#include "../comm/Communicator.h"
-#include "../comm/Rendezvous.h"
-#include "../comm/TcpStore.h"
+#include "runtime/device/Device.h"
+#include "runtime/src/Package.h"
+#include "runtime/src/Trace.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Rendezvous.h"
+#include "runtime/comm/TcpStore.h"
 
 namespace dlrt {
 /// The objects behind the C API handles; in their own namespace so they

@@ -1,5 +1,5 @@
 //===- Trace.cpp - a session's step timeline as Chrome trace events -------===//
-#include "Trace.h"
+#include "runtime/src/Trace.h"
 
 #include <nlohmann/json.hpp>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "Device.h"
+#include "runtime/device/Device.h"
 
 namespace dlrt {
 

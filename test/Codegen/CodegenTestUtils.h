@@ -12,8 +12,8 @@
 #include "codegen/Codegen.h"
 #include "compiler/InitAll/InitAll.h"
 #include "dlc_schema/package_generated.h"
-#include "runtime/cuda/NvrtcOptions.h"
-#include "runtime/formats/Safetensors.h"
+#include "runtime/schema/NvrtcOptions.h"
+#include "runtime/schema/Safetensors.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

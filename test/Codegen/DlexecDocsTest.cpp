@@ -1,14 +1,14 @@
 //===- DlexecDocsTest.cpp - docs/dlexec.md against the dlexec tables ------===//
 //
-// Every library call of dialects/Exec/LibraryCalls.def and every template of
-// dialects/Exec/BuiltinTemplates.def has a row in docs/dlexec.md naming its
+// Every library call of runtime/schema/LibraryCalls.def and every template of
+// runtime/schema/BuiltinTemplates.def has a row in docs/dlexec.md naming its
 // operands and each of its attributes, so the page cannot fall behind the
 // tables (it did: batched_gemm, conv3d, gather, dropout and resize were
 // missing before the tables existed).
 //
 //===----------------------------------------------------------------------===//
-#include "dialects/Exec/BuiltinTemplates.h"
-#include "dialects/Exec/LibraryCalls.h"
+#include "runtime/schema/BuiltinTemplates.h"
+#include "runtime/schema/LibraryCalls.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 // is comparable across world sizes. Times are the mean of one all-reduce
 // (f32, sum) over the iterations after a warm-up, timed between barriers.
 // Usage: dlrt-allreduce-bench [min_bytes max_bytes factor]
-#include "comm/Communicator.h"
-#include "comm/Rendezvous.h"
-#include "comm/TcpStore.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Rendezvous.h"
+#include "runtime/comm/TcpStore.h"
 
 #include <algorithm>
 #include <chrono>

@@ -8,8 +8,8 @@
 // each) or a GPU; skips without either.
 //
 //===----------------------------------------------------------------------===//
-#include "CudaApi.h"
-#include "Device.h"
+#include "runtime/cuda/CudaApi.h"
+#include "runtime/device/Device.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // NVRTC cannot be loaded.
 //
 //===----------------------------------------------------------------------===//
-#include "KernelCompiler.h"
+#include "runtime/cuda/KernelCompiler.h"
 
 #include <gtest/gtest.h>
 

@@ -124,7 +124,7 @@ if(DEFINED DLRT_CUDA_SOURCES)
     add_executable(dlrt-cuda-tests-mutant-${_name}
       ${DLC_SOURCE_DIR}/test/cuda/CudaDeviceTest.cpp ${_dir}/${_file} ${_sources})
     target_include_directories(dlrt-cuda-tests-mutant-${_name} PRIVATE
-      ${DLC_SOURCE_DIR}/runtime/cuda ${DLC_SOURCE_DIR}/runtime/src
+      ${DLC_SOURCE_DIR}
       ${DLC_SOURCE_DIR}/runtime/include)
     target_include_directories(dlrt-cuda-tests-mutant-${_name} SYSTEM PRIVATE
       ${DLRT_CUDA_INCLUDE_DIRS})

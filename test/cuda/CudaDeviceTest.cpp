@@ -3,10 +3,10 @@
 // on-disk cubin cache (NVRTC needs no GPU). With a GPU: kernel launches,
 // the memory pool, cuBLASLt GEMM and cuDNN convolutions against naive CPU
 // loops; without one those tests are skipped.
-#include "CudaDevice.h"
-#include "KernelCompiler.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/KernelCompiler.h"
 
-#include "CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <gtest/gtest.h>
 

@@ -3,11 +3,11 @@
 // truncated/garbage files, missing arrays, float16 both ways, bfloat16
 // written as float32, rounding conversions to f16/bf16), IDX (round trip, bad
 // magic, truncation) and the seeded epoch permutation.
-#include "data/Array.h"
-#include "data/FashionMnist.h"
-#include "data/Idx.h"
-#include "data/Npy.h"
-#include "data/Shuffle.h"
+#include "runtime/data/Array.h"
+#include "runtime/data/FashionMnist.h"
+#include "runtime/data/Idx.h"
+#include "runtime/data/Npy.h"
+#include "runtime/data/Shuffle.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 // --half writes instead a format-version-3 inference package with f16 and
 // bf16 inputs, outputs and a bf16 parameter (forward_half).
 #include "dlc_schema/package_generated.h"
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 // without dlc. Layout: x [B, F] f32, labels [B] i64, w [F, C], b [C].
 // Compiled into a shared object that MakeTestPackage embeds as the
 // package's host library (kernels take `void **args`, inputs then outputs).
-#include "src/HalfConversions.h"
+#include "runtime/device/HalfConversions.h"
 
 #include <cmath>
 #include <cstdint>

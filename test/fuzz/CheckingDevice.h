@@ -8,7 +8,7 @@
 #ifndef DLC_TEST_FUZZ_CHECKINGDEVICE_H
 #define DLC_TEST_FUZZ_CHECKINGDEVICE_H
 
-#include "Device.h"
+#include "runtime/device/Device.h"
 
 #include <cstdio>
 #include <cstdlib>

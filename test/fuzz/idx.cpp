@@ -1,7 +1,7 @@
 //===- idx.cpp - fuzz target: IDX bytes, plain or gzip-compressed ----------===//
 // parseIdx, as the Fashion-MNIST loader reads its files; an accepted array
 // must have rank 1 to 4 and data size = numel * element size.
-#include "data/Idx.h"
+#include "runtime/data/Idx.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // parseNpy, as `dlrt run --inputs x.npy` reads a file; an accepted array must
 // be consistent (data size = numel * element size) and survive a
 // serialize/parse round trip unchanged.
-#include "data/Npy.h"
+#include "runtime/data/Npy.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // parseNpz, as `dlrt train --data x.npz` and `dlrt run --inputs x.npz` read a
 // file: the zip structure (zip64 too), stored and deflate entries, CRCs and
 // each entry's .npy. Accepted arrays must be consistent.
-#include "data/Npy.h"
+#include "runtime/data/Npy.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -9,8 +9,8 @@
 // through and that would make the executor touch memory outside its buffers
 // is a finding. The package's host library is never loaded.
 #include "CheckingDevice.h"
-#include "Package.h"
-#include "Session.h"
+#include "runtime/src/Package.h"
+#include "runtime/src/Session.h"
 
 using namespace dlrt;
 

@@ -5,9 +5,9 @@
 // of a small model (on a CheckingDevice), which checks names, dtypes and
 // shapes against the model before writing anything.
 #include "CheckingDevice.h"
-#include "Package.h"
-#include "Safetensors.h"
-#include "Session.h"
+#include "runtime/src/Package.h"
+#include "runtime/schema/Safetensors.h"
+#include "runtime/src/Session.h"
 
 using namespace dlrt;
 

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 #include "dlrt/dlrt.h"
 #include "dlrt/dlrt.hpp"

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "Device.h"
+#include "runtime/device/Device.h"
 #include "TestPackage.h"
 
 using namespace dlrt;

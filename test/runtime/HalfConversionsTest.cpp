@@ -3,7 +3,7 @@
 // The runtime's f16/bf16 conversions must equal CUDA's own host
 // implementations bit for bit: the CUDA headers are included here, in the
 // test only (libdlrt never depends on CUDA).
-#include "HalfConversions.h"
+#include "runtime/device/HalfConversions.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

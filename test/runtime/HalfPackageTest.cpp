@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "HalfConversions.h"
-#include "Package.h"
-#include "Safetensors.h"
+#include "runtime/device/HalfConversions.h"
+#include "runtime/src/Package.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 #include "dlrt/dlrt.h"
 #include "dlrt/dlrt.hpp"

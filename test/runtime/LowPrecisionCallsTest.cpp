@@ -20,8 +20,8 @@
 
 #include <gtest/gtest.h>
 
-#include "Device.h"
-#include "HalfConversions.h"
+#include "runtime/device/Device.h"
+#include "runtime/device/HalfConversions.h"
 #include "TestPackage.h"
 
 using namespace dlrt;

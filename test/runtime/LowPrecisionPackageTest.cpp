@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "Package.h"
+#include "runtime/src/Package.h"
 #include "TestPackage.h"
 
 using namespace dlrt;

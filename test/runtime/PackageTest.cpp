@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "Package.h"
-#include "Safetensors.h"
+#include "runtime/src/Package.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 #include "dlrt/dlrt.h"
 

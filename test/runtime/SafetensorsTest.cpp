@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 
 namespace st = dlrt::safetensors;

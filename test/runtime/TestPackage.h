@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "dialects/Exec/LibraryCalls.h"
+#include "runtime/schema/LibraryCalls.h"
 
 namespace dlrt::test {
 

@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 #include "TestPackage.h"
 #include "dlrt/dlrt.hpp"
 

@@ -4,7 +4,7 @@
 #ifndef DLRT_TOOLS_COMMON_H
 #define DLRT_TOOLS_COMMON_H
 
-#include "data/Array.h"
+#include "runtime/data/Array.h"
 #include "dlrt/dlrt.h"
 
 #include <memory>

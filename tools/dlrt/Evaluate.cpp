@@ -1,7 +1,7 @@
 //===- Evaluate.cpp - `dlrt train --eval-data`: loss and accuracy ---------===//
 #include "Evaluate.h"
 
-#include "data/Npy.h"
+#include "runtime/data/Npy.h"
 
 #include <algorithm>
 #include <cmath>

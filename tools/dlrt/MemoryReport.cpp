@@ -3,7 +3,7 @@
 // `dlrt train --memory-report` and `dlrt run --memory-report` report them.
 #include "Common.h"
 
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 #include <nlohmann/json.hpp>
 

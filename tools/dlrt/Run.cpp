@@ -2,7 +2,7 @@
 #include "Commands.h"
 #include "Common.h"
 
-#include "data/Npy.h"
+#include "runtime/data/Npy.h"
 
 #include <algorithm>
 #include <chrono>

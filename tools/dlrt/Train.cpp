@@ -10,10 +10,10 @@
 #include "Common.h"
 #include "Evaluate.h"
 
-#include "data/FashionMnist.h"
-#include "data/Npy.h"
-#include "data/Shuffle.h"
-#include "Safetensors.h"
+#include "runtime/data/FashionMnist.h"
+#include "runtime/data/Npy.h"
+#include "runtime/data/Shuffle.h"
+#include "runtime/schema/Safetensors.h"
 
 #include <nlohmann/json.hpp>
 

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/MultiTensor/Passes.h"
 
-#include "compiler/Lowering/BufferAccess.h"
+#include "dialects/Exec/Analysis/BufferAccess.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"

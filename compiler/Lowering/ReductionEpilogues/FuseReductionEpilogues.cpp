@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/ReductionEpilogues/Passes.h"
 
-#include "compiler/Lowering/KernelQueries.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/Remat/Passes.h"
 
-#include "compiler/Lowering/BufferAccess.h"
+#include "dialects/Exec/Analysis/BufferAccess.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"

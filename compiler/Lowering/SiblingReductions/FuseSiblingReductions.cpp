@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/SiblingReductions/Passes.h"
 
-#include "compiler/Lowering/BufferAccess.h"
-#include "compiler/Lowering/KernelQueries.h"
+#include "dialects/Exec/Analysis/BufferAccess.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"

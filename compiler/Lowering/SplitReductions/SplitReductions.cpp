@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Lowering/SplitReductions/Passes.h"
 
-#include "compiler/Lowering/KernelQueries.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"

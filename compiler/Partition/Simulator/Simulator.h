@@ -17,7 +17,7 @@
 #ifndef DLC_COMPILER_PARTITION_SIMULATOR_SIMULATOR_H
 #define DLC_COMPILER_PARTITION_SIMULATOR_SIMULATOR_H
 
-#include "dialects/Exec/PipelineSchedule.h"
+#include "runtime/schema/PipelineSchedule.h"
 
 #include <cstdint>
 #include <iosfwd>

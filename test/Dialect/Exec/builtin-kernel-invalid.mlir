@@ -1,5 +1,5 @@
 // dlexec.builtin_kernel verifier errors: the template table
-// (dialects/Exec/BuiltinTemplates.def) and each family's shapes, dtypes and
+// (runtime/schema/BuiltinTemplates.def) and each family's shapes, dtypes and
 // attributes, which codegen (codegen/BuiltinKernels.cpp) relies on.
 // RUN: dlc-opt %s --split-input-file --verify-diagnostics
 

@@ -1,5 +1,5 @@
 // dlexec.library_call verifier errors: the callee table
-// (dialects/Exec/LibraryCalls.def) and each call's operand count, shapes,
+// (runtime/schema/LibraryCalls.def) and each call's operand count, shapes,
 // dtypes and attributes: everything the package writer needs of a call.
 // RUN: dlc-opt %s --split-input-file --verify-diagnostics
 

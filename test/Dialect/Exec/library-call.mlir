@@ -1,5 +1,5 @@
 // Well-formed library calls verify and print back unchanged: one per row of
-// dialects/Exec/LibraryCalls.def, with the optional operands and the
+// runtime/schema/LibraryCalls.def, with the optional operands and the
 // attribute spellings the lowering uses.
 // RUN: dlc-opt %s | FileCheck %s
 // RUN: dlc-opt %s | dlc-opt | FileCheck %s

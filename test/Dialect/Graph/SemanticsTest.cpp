@@ -1,7 +1,7 @@
-//===- SemanticsTest.cpp - the MLIR-free formulas of dialects/Semantics -----===//
-#include "dialects/Semantics/Broadcast.h"
-#include "dialects/Semantics/ResizeCoordinates.h"
-#include "dialects/Semantics/WindowShapes.h"
+//===- SemanticsTest.cpp - the MLIR-free formulas of runtime/schema/Semantics -----===//
+#include "runtime/schema/Semantics/Broadcast.h"
+#include "runtime/schema/Semantics/ResizeCoordinates.h"
+#include "runtime/schema/Semantics/WindowShapes.h"
 
 #include <gtest/gtest.h>
 

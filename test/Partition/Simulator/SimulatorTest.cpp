@@ -1,7 +1,7 @@
 //===- SimulatorTest.cpp - pipeline schedules and the simulator -----------===//
 
 #include "compiler/Partition/Simulator/Simulator.h"
-#include "dialects/Exec/PipelineSchedule.h"
+#include "runtime/schema/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -7,9 +7,9 @@
 #ifndef DLRT_TEST_RUNTIME_COMM_COMMTESTUTIL_H
 #define DLRT_TEST_RUNTIME_COMM_COMMTESTUTIL_H
 
-#include "comm/Communicator.h"
-#include "comm/Rendezvous.h"
-#include "comm/TcpStore.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Rendezvous.h"
+#include "runtime/comm/TcpStore.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

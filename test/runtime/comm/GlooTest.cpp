@@ -3,7 +3,7 @@
 // collectives and point-to-point transfers, peers that exit or hang, abort,
 // and sub-communicators (groups of the job's ranks).
 #include "CommTestUtil.h"
-#include "src/HalfConversions.h"
+#include "runtime/device/HalfConversions.h"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,8 @@
 // axis without asserting.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_DIALECTS_SEMANTICS_WINDOWSHAPES_H
-#define DLC_DIALECTS_SEMANTICS_WINDOWSHAPES_H
+#ifndef DLC_RUNTIME_SCHEMA_SEMANTICS_WINDOWSHAPES_H
+#define DLC_RUNTIME_SCHEMA_SEMANTICS_WINDOWSHAPES_H
 
 #include <cstdint>
 #include <limits>
@@ -157,4 +157,4 @@ sameAutoPads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
 
 } // namespace dlc::semantics
 
-#endif // DLC_DIALECTS_SEMANTICS_WINDOWSHAPES_H
+#endif // DLC_RUNTIME_SCHEMA_SEMANTICS_WINDOWSHAPES_H

@@ -5,8 +5,8 @@
 // docs test checks docs/dlexec.md against the names. MLIR-free.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_DIALECTS_EXEC_BUILTINTEMPLATES_H
-#define DLC_DIALECTS_EXEC_BUILTINTEMPLATES_H
+#ifndef DLC_RUNTIME_SCHEMA_BUILTINTEMPLATES_H
+#define DLC_RUNTIME_SCHEMA_BUILTINTEMPLATES_H
 
 #include <cstddef>
 #include <string>
@@ -52,7 +52,7 @@ inline constexpr BuiltinTemplateInfo kBuiltinTemplates[] = {
 #define DLC_BUILTIN_TEMPLATE(Name, Family, Grad, Ins, Outs, Operands, Attrs,   \
                              Half, Strided)                                    \
   {Name, BuiltinFamily::Family, Grad, Ins, Outs, Operands, Attrs, Half, Strided},
-#include "dialects/Exec/BuiltinTemplates.def"
+#include "runtime/schema/BuiltinTemplates.def"
 };
 
 /// The row named |name|, or null for an unknown template.

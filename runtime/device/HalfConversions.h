@@ -11,8 +11,8 @@
 // zero). A NaN becomes the canonical quiet NaN (0x7fff in both formats, as
 // CUDA does). Widening is exact, except that an f16 NaN becomes the quiet
 // NaN 0x7fffffff (CUDA's __half2float does the same).
-#ifndef DLRT_SRC_HALFCONVERSIONS_H
-#define DLRT_SRC_HALFCONVERSIONS_H
+#ifndef DLRT_DEVICE_HALFCONVERSIONS_H
+#define DLRT_DEVICE_HALFCONVERSIONS_H
 
 #include <cstdint>
 #include <cstring>
@@ -132,4 +132,4 @@ inline uint16_t doubleToBFloat16Bits(double value) {
 
 } // namespace dlrt
 
-#endif // DLRT_SRC_HALFCONVERSIONS_H
+#endif // DLRT_DEVICE_HALFCONVERSIONS_H

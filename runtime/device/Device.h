@@ -1,8 +1,8 @@
 //===- Device.h - the device interface every backend implements -*- C++ -*-===//
 // The executor talks to devices only through this interface; the host and
 // CUDA devices implement it and pass the same tests.
-#ifndef DLRT_SRC_DEVICE_H
-#define DLRT_SRC_DEVICE_H
+#ifndef DLRT_DEVICE_DEVICE_H
+#define DLRT_DEVICE_DEVICE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dialects/Exec/LibraryCalls.h"
+#include "runtime/schema/LibraryCalls.h"
 #include "dlrt/dlrt.h"
 
 namespace dlrt {
@@ -57,7 +57,7 @@ public:
 };
 
 /// The parameters of the library calls (gemm, batched_gemm, conv*): the
-/// structs of the shared library-call table (dialects/Exec/LibraryCalls.h),
+/// structs of the shared library-call table (runtime/schema/LibraryCalls.h),
 /// which the compiler fills and the package stores.
 using GemmParams = dlc::exec::GemmParams;
 using BatchedGemmParams = dlc::exec::BatchedGemmParams;

@@ -5,8 +5,8 @@
 //   {"<name>": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]},
 //    "__metadata__": {"key": "value"}}
 // and then the data; offsets are bytes relative to the end of the header.
-#ifndef DLRT_FORMATS_SAFETENSORS_H
-#define DLRT_FORMATS_SAFETENSORS_H
+#ifndef DLC_RUNTIME_SCHEMA_SAFETENSORS_H
+#define DLC_RUNTIME_SCHEMA_SAFETENSORS_H
 
 #include <cstddef>
 #include <cstdint>

@@ -7,8 +7,8 @@
 // LLVM/MLIR, can include it (CMake target DLCLibraryCalls).
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_DIALECTS_EXEC_LIBRARYCALLS_H
-#define DLC_DIALECTS_EXEC_LIBRARYCALLS_H
+#ifndef DLC_RUNTIME_SCHEMA_LIBRARYCALLS_H
+#define DLC_RUNTIME_SCHEMA_LIBRARYCALLS_H
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +21,7 @@ namespace dlc::exec {
 /// A library call of dlexec.library_call and of package.fbs's LibraryCall.
 enum class LibraryCall : uint8_t {
 #define DLC_LIBRARY_CALL(Enum, ...) Enum,
-#include "dialects/Exec/LibraryCalls.def"
+#include "runtime/schema/LibraryCalls.def"
 };
 
 /// Calls that share a parameter set (package.fbs: GemmAttrs,
@@ -75,7 +75,7 @@ inline constexpr LibraryCallInfo kLibraryCalls[] = {
    Outs,                                                                       \
    Attrs,                                                                      \
    Strided},
-#include "dialects/Exec/LibraryCalls.def"
+#include "runtime/schema/LibraryCalls.def"
 };
 
 inline constexpr size_t kNumLibraryCalls =

@@ -1,5 +1,5 @@
 //===- Safetensors.cpp - read and write the safetensors format ------------===//
-#include "Safetensors.h"
+#include "runtime/schema/Safetensors.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,8 +1,8 @@
 //===- Liveness.cpp - buffer lifetimes over a dlexec.func schedule
 //----------===//
-#include "compiler/Lowering/Liveness.h"
+#include "dialects/Exec/Analysis/Liveness.h"
 
-#include "compiler/Lowering/KernelQueries.h"
+#include "dialects/Exec/Analysis/KernelQueries.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 

@@ -7,8 +7,8 @@
 // plain C++17: mode strings are std::string_view (llvm::StringRef converts).
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H
-#define DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H
+#ifndef DLC_RUNTIME_SCHEMA_SEMANTICS_RESIZECOORDINATES_H
+#define DLC_RUNTIME_SCHEMA_SEMANTICS_RESIZECOORDINATES_H
 
 #include <algorithm>
 #include <cmath>
@@ -193,4 +193,4 @@ inline void resizeAxisWeights(const ResizeAxisRule &r, int64_t inLen,
 
 } // namespace dlc::semantics
 
-#endif // DLC_DIALECTS_SEMANTICS_RESIZECOORDINATES_H
+#endif // DLC_RUNTIME_SCHEMA_SEMANTICS_RESIZECOORDINATES_H

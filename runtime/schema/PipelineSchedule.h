@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef DLC_DIALECTS_EXEC_PIPELINESCHEDULE_H
-#define DLC_DIALECTS_EXEC_PIPELINESCHEDULE_H
+#ifndef DLC_RUNTIME_SCHEMA_PIPELINESCHEDULE_H
+#define DLC_RUNTIME_SCHEMA_PIPELINESCHEDULE_H
 
 #include <cstdint>
 #include <optional>
@@ -79,4 +79,4 @@ bool buildPipelineSchedule(PipelineScheduleKind kind, int64_t numStages,
 
 } // namespace dlc::exec
 
-#endif // DLC_DIALECTS_EXEC_PIPELINESCHEDULE_H
+#endif // DLC_RUNTIME_SCHEMA_PIPELINESCHEDULE_H

@@ -6,8 +6,8 @@
 // Header-only, no MLIR.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLRT_CUDA_NVRTCOPTIONS_H
-#define DLRT_CUDA_NVRTCOPTIONS_H
+#ifndef DLC_RUNTIME_SCHEMA_NVRTCOPTIONS_H
+#define DLC_RUNTIME_SCHEMA_NVRTCOPTIONS_H
 
 namespace dlrt::cuda {
 

@@ -4,8 +4,8 @@
 // (goihw with groups) f32 memory, cached by their parameters. f16/bf16
 // library calls widen their operands to f32 copies, run the f32 path and
 // round the result once (LibraryCalls.h ElementType).
-#include "Device.h"
-#include "HalfConversions.h"
+#include "runtime/device/Device.h"
+#include "runtime/device/HalfConversions.h"
 
 #include <algorithm>
 #include <cerrno>

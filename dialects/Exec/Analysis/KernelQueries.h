@@ -5,8 +5,8 @@
 // kernel" and a kernel's loop sizes mean one thing in all of them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_COMPILER_LOWERING_KERNELQUERIES_H
-#define DLC_COMPILER_LOWERING_KERNELQUERIES_H
+#ifndef DLC_DIALECTS_EXEC_ANALYSIS_KERNELQUERIES_H
+#define DLC_DIALECTS_EXEC_ANALYSIS_KERNELQUERIES_H
 
 #include "dialects/Exec/ExecOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,4 +54,4 @@ inline llvm::SmallVector<int64_t> loopSizes(exec::KernelOp k) {
 
 } // namespace dlc
 
-#endif // DLC_COMPILER_LOWERING_KERNELQUERIES_H
+#endif // DLC_DIALECTS_EXEC_ANALYSIS_KERNELQUERIES_H

@@ -9,8 +9,8 @@
 // llvm::ArrayRef, llvm::SmallVector), so callers need not copy.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_DIALECTS_SEMANTICS_BROADCAST_H
-#define DLC_DIALECTS_SEMANTICS_BROADCAST_H
+#ifndef DLC_RUNTIME_SCHEMA_SEMANTICS_BROADCAST_H
+#define DLC_RUNTIME_SCHEMA_SEMANTICS_BROADCAST_H
 
 #include <cstddef>
 #include <cstdint>
@@ -68,4 +68,4 @@ int64_t broadcastSourceOffset(const Index &outIndex, const Shape &in) {
 
 } // namespace dlc::semantics
 
-#endif // DLC_DIALECTS_SEMANTICS_BROADCAST_H
+#endif // DLC_RUNTIME_SCHEMA_SEMANTICS_BROADCAST_H

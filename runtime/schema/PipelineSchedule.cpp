@@ -1,6 +1,6 @@
 //===- PipelineSchedule.cpp - GPipe and 1F1B pipeline schedules -----------===//
 
-#include "dialects/Exec/PipelineSchedule.h"
+#include "runtime/schema/PipelineSchedule.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 //===- NoCudaDevice.cpp - createCudaDevice when built without runtime/cuda ===//
-#include "Device.h"
+#include "runtime/device/Device.h"
 
 namespace dlrt {
 

@@ -1,7 +1,7 @@
 //===- Liveness.h - buffer lifetimes over a dlexec.func schedule -*- C++
 //-*-===//
-#ifndef DLC_COMPILER_LOWERING_LIVENESS_H
-#define DLC_COMPILER_LOWERING_LIVENESS_H
+#ifndef DLC_DIALECTS_EXEC_ANALYSIS_LIVENESS_H
+#define DLC_DIALECTS_EXEC_ANALYSIS_LIVENESS_H
 
 #include "dialects/Exec/ExecOps.h"
 #include "llvm/ADT/SmallVector.h"

@@ -5,8 +5,8 @@
 // storage behind a buffer value and the buffers an op reads and writes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DLC_COMPILER_LOWERING_BUFFERACCESS_H
-#define DLC_COMPILER_LOWERING_BUFFERACCESS_H
+#ifndef DLC_DIALECTS_EXEC_ANALYSIS_BUFFERACCESS_H
+#define DLC_DIALECTS_EXEC_ANALYSIS_BUFFERACCESS_H
 
 #include "dialects/Exec/ExecOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
