@@ -295,6 +295,16 @@ template <typename OpTy> LogicalResult Importer::pool() {
   }
   Value op = pool2D(x, kernel, strides, pads, dilations);
   if (indicesUsed) {
+    // The plane offsets of the flat indices are a constant of N x C
+    // elements.
+    auto xt = cast<RankedTensorType>(x.getType());
+    if (boundedNumElements({xt.getDimSize(0), xt.getDimSize(1)},
+                           kMaxFoldElements) < 0)
+      return nodeError() << "the Indices output over " << xt.getDimSize(0)
+                         << " x " << xt.getDimSize(1)
+                         << " planes (N x C) is beyond the importer's "
+                            "constant limit of "
+                         << kMaxFoldElements << " elements";
     Value idx = maxPoolFlatIndices(x, kernel, strides, pads, dilations,
                                    ceilMode != 0, storageOrder);
     if (failed(define(1, is1D ? dropUnitH(idx) : idx)))
