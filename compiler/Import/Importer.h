@@ -462,12 +462,14 @@ private:
   template <typename OpTy> mlir::LogicalResult pool();
   /// MaxPool's Indices output for 2-D pooling of |x| [N, C, H, W]: flat
   /// indices into the input, row major (|storageOrder| 0) or with each plane
-  /// column major (1), as i64.
-  mlir::Value maxPoolFlatIndices(mlir::Value x, llvm::ArrayRef<int64_t> kernel,
-                                 llvm::ArrayRef<int64_t> strides,
-                                 llvm::ArrayRef<int64_t> pads,
-                                 llvm::ArrayRef<int64_t> dilations,
-                                 bool ceilMode, int64_t storageOrder);
+  /// column major (1), as i64. Fails (a node error) when the N x C plane
+  /// offsets would exceed kMaxFoldElements.
+  mlir::FailureOr<mlir::Value>
+  maxPoolFlatIndices(mlir::Value x, llvm::ArrayRef<int64_t> kernel,
+                     llvm::ArrayRef<int64_t> strides,
+                     llvm::ArrayRef<int64_t> pads,
+                     llvm::ArrayRef<int64_t> dilations, bool ceilMode,
+                     int64_t storageOrder);
   /// Window sums of |x| ([N, C, H, W] or [N, C, D, H, W]; |pads| begin...
   /// end..., |kernel| one per spatial axis) as depthwise dlgraph.conv with a
   /// filter of ones; ceil_mode's partial last window sums what it covers.

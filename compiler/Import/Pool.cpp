@@ -77,12 +77,23 @@ averageDivisors(RankedTensorType xt, ArrayRef<int64_t> outDims,
   return count;
 }
 
-Value Importer::maxPoolFlatIndices(Value x, ArrayRef<int64_t> kernel,
-                                   ArrayRef<int64_t> strides,
-                                   ArrayRef<int64_t> pads,
-                                   ArrayRef<int64_t> dilations, bool ceilMode,
-                                   int64_t storageOrder) {
+FailureOr<Value> Importer::maxPoolFlatIndices(Value x, ArrayRef<int64_t> kernel,
+                                              ArrayRef<int64_t> strides,
+                                              ArrayRef<int64_t> pads,
+                                              ArrayRef<int64_t> dilations,
+                                              bool ceilMode,
+                                              int64_t storageOrder) {
   auto xt = cast<RankedTensorType>(x.getType());
+  // The plane offsets below are a constant of N x C elements.
+  if (boundedNumElements({xt.getDimSize(0), xt.getDimSize(1)},
+                         kMaxFoldElements) < 0) {
+    nodeError() << "the Indices output over " << xt.getDimSize(0) << " x "
+                << xt.getDimSize(1)
+                << " planes (N x C) is beyond the importer's constant limit "
+                   "of "
+                << kMaxFoldElements << " elements";
+    return failure();
+  }
   // max_pool_indices gives ih * W + iw within each [H, W] plane; ONNX
   // counts over the whole [N, C, H, W] input, and with storage_order = 1
   // as iw * H + ih.
@@ -108,7 +119,7 @@ Value Importer::maxPoolFlatIndices(Value x, ArrayRef<int64_t> kernel,
   auto planeType = RankedTensorType::get({n, c, 1, 1}, builder.getI64Type());
   Value offsets = gr::ConstantOp::create(
       builder, nodeLoc, cast<ElementsAttr>(intConstant(planeType, planes)));
-  return gr::AddOp::create(builder, nodeLoc, idx, offsets);
+  return Value(gr::AddOp::create(builder, nodeLoc, idx, offsets));
 }
 
 template <typename OpTy> LogicalResult Importer::pool() {
@@ -295,19 +306,10 @@ template <typename OpTy> LogicalResult Importer::pool() {
   }
   Value op = pool2D(x, kernel, strides, pads, dilations);
   if (indicesUsed) {
-    // The plane offsets of the flat indices are a constant of N x C
-    // elements.
-    auto xt = cast<RankedTensorType>(x.getType());
-    if (boundedNumElements({xt.getDimSize(0), xt.getDimSize(1)},
-                           kMaxFoldElements) < 0)
-      return nodeError() << "the Indices output over " << xt.getDimSize(0)
-                         << " x " << xt.getDimSize(1)
-                         << " planes (N x C) is beyond the importer's "
-                            "constant limit of "
-                         << kMaxFoldElements << " elements";
-    Value idx = maxPoolFlatIndices(x, kernel, strides, pads, dilations,
-                                   ceilMode != 0, storageOrder);
-    if (failed(define(1, is1D ? dropUnitH(idx) : idx)))
+    FailureOr<Value> idx = maxPoolFlatIndices(x, kernel, strides, pads,
+                                              dilations, ceilMode != 0,
+                                              storageOrder);
+    if (failed(idx) || failed(define(1, is1D ? dropUnitH(*idx) : *idx)))
       return failure();
   }
   if (is1D)
