@@ -2,7 +2,7 @@
 
 #include "compiler/Driver/Simulate.h"
 
-#include "compiler/Partition/Cost/DeviceModel.h"
+#include "compiler/Partition/DeviceModel.h"
 #include "runtime/schema/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -578,7 +578,7 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
 
 /// Whether the dlgraph lowering takes |op| with f16/bf16 operands or results
 /// this far, asked of the op as the lowering asks it (FuncLowering::lowerOp
-/// in compiler/Lowering/ToExec): ops with at most O(1) work per element
+/// in compiler/Conversion/GraphToExec): ops with at most O(1) work per element
 /// (recompute cost Free, Cheap or Never: elementwise ops, casts, constants,
 /// variables, reshape, transpose, broadcast_to, slice, pad, concat, gather,
 /// one_hot) need no new math; ops that accumulate (cost Moderate or

@@ -1,9 +1,10 @@
 //===- InitAll.cpp - dialect registration ---------------------------------===//
 #include "compiler/InitAll/InitAll.h"
 
-#include "compiler/Lowering/Passes.h"
-#include "compiler/Transforms/Gradients/Gradients.h"
-#include "compiler/Transforms/Passes.h"
+#include "compiler/Conversion/GraphToExec/Passes.h"
+#include "compiler/ExecTransforms/Passes.h"
+#include "compiler/Training/Gradients/Gradients.h"
+#include "compiler/Training/Passes.h"
 #include "dialects/Exec/ExecDialect.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -7,7 +7,7 @@
 namespace dlc {
 /// Adds every dialect dlc produces or consumes (dlgraph, dlexec, func, arith,
 /// math, memref) to |registry|, with the dlgraph ops' gradient rules
-/// (DifferentiableOpInterface external models, compiler/Transforms/Gradients).
+/// (DifferentiableOpInterface external models, compiler/Training/Gradients).
 void registerAllDialects(mlir::DialectRegistry &registry);
 /// Registers every dlc pass and, through registerAllPipelines, every
 /// pipeline with the global pass registry, so that `dlc-opt --dlgraph-...`

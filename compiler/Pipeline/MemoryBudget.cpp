@@ -10,55 +10,6 @@
 using namespace mlir;
 using namespace dlc;
 
-std::optional<int64_t> dlc::parseByteSize(llvm::StringRef text) {
-  text = text.trim();
-  size_t split = 0;
-  while (split < text.size() &&
-         (llvm::isDigit(text[split]) || text[split] == '.'))
-    ++split;
-  llvm::StringRef number = text.take_front(split),
-                  suffix = text.drop_front(split).trim();
-  double scale;
-  if (suffix.empty() || suffix == "B")
-    scale = 1;
-  else if (suffix == "KiB")
-    scale = 1024.0;
-  else if (suffix == "MiB")
-    scale = 1024.0 * 1024;
-  else if (suffix == "GiB")
-    scale = 1024.0 * 1024 * 1024;
-  else
-    return std::nullopt;
-  double value;
-  if (number.empty() || number.getAsDouble(value) || !std::isfinite(value) ||
-      value < 0)
-    return std::nullopt;
-  double bytes = std::floor(value * scale);
-  if (bytes >= 9.2e18)
-    return std::nullopt;
-  return static_cast<int64_t>(bytes);
-}
-
-std::string dlc::formatBytes(int64_t bytes) {
-  std::string s = std::to_string(bytes) + " bytes";
-  const char *unit = "KiB";
-  double v = bytes / 1024.0;
-  if (v >= 1024) {
-    v /= 1024;
-    unit = "MiB";
-  }
-  if (v >= 1024) {
-    v /= 1024;
-    unit = "GiB";
-  }
-  if (bytes >= 1024) {
-    std::string buf;
-    llvm::raw_string_ostream os(buf);
-    os << llvm::format(" (%.2f ", v) << unit << ")";
-    s += buf;
-  }
-  return s;
-}
 
 std::string dlc::describePeak(const PlanStats &s) {
   return formatBytes(s.predictedPeakBytes()) + " (persistent " +

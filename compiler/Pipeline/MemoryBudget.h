@@ -9,8 +9,9 @@
 #ifndef DLC_COMPILER_PIPELINE_MEMORYBUDGET_H
 #define DLC_COMPILER_PIPELINE_MEMORYBUDGET_H
 
-#include "compiler/Lowering/Pipelines.h"
+#include "dialects/Exec/Analysis/PlanStats.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Support/ByteSize.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -20,14 +21,6 @@
 
 namespace dlc {
 
-/// Parses a size in bytes: a non-negative number with an optional binary
-/// suffix, "B", "KiB", "MiB" or "GiB" (so "1048576", "512KiB", "1.5MiB").
-/// Returns nullopt for anything else (including "MB": decimal suffixes are
-/// ambiguous and not accepted) and for sizes of 2^63 bytes or more.
-std::optional<int64_t> parseByteSize(llvm::StringRef text);
-
-/// "3145728 bytes (3.00 MiB)": exact bytes and a binary-prefixed figure.
-std::string formatBytes(int64_t bytes);
 
 /// "N bytes (...) (persistent P + inputs I + arena A + workspace W)".
 std::string describePeak(const PlanStats &s);

@@ -9,76 +9,14 @@
 #ifndef DLC_COMPILER_PIPELINE_PIPELINE_H
 #define DLC_COMPILER_PIPELINE_PIPELINE_H
 
-#include "compiler/Training/MixedPrecision/Passes.h"
-#include "compiler/Training/Remat/Passes.h"
+#include "compiler/Partition/Passes.h"
 #include "compiler/Support/OptionsBinder.h"
-#include "compiler/Transforms/BuildTrainingStep.h"
+#include "compiler/Training/Passes.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <optional>
 
 namespace dlc {
-
-/// Mixed precision and loss scaling (compiler/Training/MixedPrecision;
-/// docs/mixed-precision.md).
-struct PrecisionOptions {
-  std::string precision = MixedPrecisionDefaults::kPrecision;
-  /// "dynamic", "none", a positive number (a static scale), or empty: dynamic
-  /// for fp16 training, none otherwise (resolveLossScale).
-  std::string lossScale;
-  double lossScaleInit = MixedPrecisionDefaults::kInitScale;
-  double lossScaleGrowthFactor = MixedPrecisionDefaults::kGrowthFactor;
-  double lossScaleBackoffFactor = MixedPrecisionDefaults::kBackoffFactor;
-  int64_t lossScaleGrowthInterval = MixedPrecisionDefaults::kGrowthInterval;
-
-  void bindOptions(OptionsBinder &binder);
-};
-
-/// Partitioning: data parallelism (compiler/Training/DataParallel;
-/// docs/distributed.md) and pipeline stages (compiler/Partition;
-/// docs/pipeline.md).
-struct PartitionOptions {
-  bool dataParallel = false;
-  /// The most bytes of one gradient bucket as written (parseByteSize);
-  /// empty: kDefaultBucketBytes.
-  std::string bucketSize;
-  /// PyTorch DDP's bucket_cap_mb, 25 MiB.
-  static constexpr int64_t kDefaultBucketBytes = int64_t(25) << 20;
-  /// Pipeline stages to split @main into; 0: no split. With more than one,
-  /// the training step is cut into per-stage functions for `microbatches`
-  /// micro-batches.
-  int64_t pipelineStages = 0;
-  /// Comma-separated node names ending each stage but the last; empty: the
-  /// cost model's split.
-  std::string pipelineSplit;
-  /// The device the cost model assumes: h100 or FILE.json
-  /// (compiler/Partition/Cost).
-  std::string deviceModel = "h100";
-  /// Micro-batches M per step of a pipeline (>= 1).
-  int64_t microbatches = 4;
-  /// The pipeline schedule, gpipe or 1f1b (runtime/schema/PipelineSchedule.h).
-  std::string schedule = "1f1b";
-
-  /// The gradient bucket size in bytes (kDefaultBucketBytes when
-  /// `bucketSize` is empty or malformed: the driver rejects the latter).
-  int64_t bucketBytes() const;
-
-  void bindOptions(OptionsBinder &binder);
-};
-
-/// Rematerialization (compiler/Training/Remat; docs/remat.md).
-struct RematOptions {
-  /// none, sqrt or auto.
-  std::string remat = "none";
-  /// The planned peak the step must fit, as parseByteSize reads it; empty:
-  /// no budget. `dlc` searches remat auto's target for it (MemoryBudget.h).
-  std::string memoryBudget;
-  /// With remat auto: the simulated activation peak to reach, bytes (0:
-  /// recompute all it can); the memory-budget search sets it. Not a flag.
-  int64_t rematArenaTarget = 0;
-
-  void bindOptions(OptionsBinder &binder);
-};
 
 /// Options of the pipeline: whether to train, and each phase's options.
 /// bindOptions declares every one of them once, for `dlc`'s flags and the
@@ -157,6 +95,15 @@ void buildGraphPipeline(mlir::OpPassManager &pm,
 /// `train` is set and remat is not "none" (no budget search).
 void buildRematPipeline(mlir::OpPassManager &pm,
                         const PipelineOptions &options);
+
+/// The three lowering phases in order: GraphToExec, ExecTransforms,
+/// MemoryPlanning. The result is a module of dlexec variables and planned
+/// dlexec functions. Registered as the pipeline `dlc-lowering-pipeline`.
+void buildLoweringPipeline(mlir::OpPassManager &pm);
+
+/// Registers the `dlc-lowering-pipeline` pipeline with the global pass
+/// registry.
+void registerLoweringPipeline();
 
 /// Registers the `dlc-pipeline` pipeline (options of PipelineOptions) with
 /// the global pass registry.

@@ -2,7 +2,7 @@
 // Internal to the reference interpreter: the state of one run (the Frame),
 // the table through which each op family registers its evaluation
 // functions, and the tensor index helpers several families use. Each family
-// lives in <Family>.cpp, with the names of compiler/Lowering/ToExec.
+// lives in <Family>.cpp, with the names of compiler/Conversion/GraphToExec.
 #ifndef DLC_COMPILER_REFERENCE_EVALUATORS_H
 #define DLC_COMPILER_REFERENCE_EVALUATORS_H
 

@@ -13,6 +13,7 @@
 #ifndef DLC_COMPILER_SUPPORT_OPTIONSBINDER_H
 #define DLC_COMPILER_SUPPORT_OPTIONSBINDER_H
 
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -47,6 +48,19 @@ public:
     return b;
   }
 
+  /// Binds every field to an option of |pass| (what `dlc-opt
+  /// --PASS="NAME=VALUE"` sets and the textual pipeline prints); commit()
+  /// copies the parsed values into the fields.
+  static OptionsBinder forPass(mlir::Pass &pass) {
+    OptionsBinder b;
+    b.pass = &pass;
+    return b;
+  }
+
+  /// Whether the fields become `dlc`'s flags (and not a pass's or
+  /// pipeline's options); options that only a pass takes bind when false.
+  bool isGlobal() const { return category != nullptr; }
+
   OptionsBinder(OptionsBinder &&) = default;
   OptionsBinder &operator=(OptionsBinder &&) = default;
 
@@ -60,6 +74,17 @@ public:
       auto o = std::make_unique<llvm::cl::opt<T, /*ExternalStorage=*/true>>(
           name, llvm::cl::location(value), llvm::cl::desc(keep(desc)),
           llvm::cl::cat(*category), std::forward<Mods>(mods)...);
+      owned.push_back(std::move(o));
+      return;
+    }
+    if (pass) {
+      using Option = mlir::Pass::Option<T>;
+      auto o = std::make_unique<Option>(*pass, name,
+                                        llvm::cl::desc(keep(desc)),
+                                        llvm::cl::init(value),
+                                        std::forward<Mods>(mods)...);
+      Option *raw = o.get();
+      writers.push_back([raw, &value] { value = *raw; });
       owned.push_back(std::move(o));
       return;
     }
@@ -84,6 +109,18 @@ public:
           llvm::cl::list<std::string, std::vector<std::string>>>(
           name, llvm::cl::location(values), llvm::cl::desc(keep(help.str())),
           llvm::cl::cat(*category), std::forward<Mods>(mods)...);
+      owned.push_back(std::move(o));
+      return;
+    }
+    if (pass) {
+      using Option = mlir::Pass::ListOption<std::string>;
+      auto o = std::make_unique<Option>(*pass, name,
+                                        llvm::cl::desc(keep(help.str())));
+      Option *raw = o.get();
+      writers.push_back([raw, &values] {
+        if (raw->hasValue())
+          values.assign(raw->begin(), raw->end());
+      });
       owned.push_back(std::move(o));
       return;
     }
@@ -144,6 +181,7 @@ private:
 
   llvm::cl::OptionCategory *category = nullptr;
   mlir::detail::PassOptions *parent = nullptr;
+  mlir::Pass *pass = nullptr;
   std::vector<std::unique_ptr<llvm::cl::Option>> owned;
   std::vector<std::unique_ptr<std::string>> texts;
   std::vector<std::function<void()>> writers;
@@ -168,6 +206,27 @@ public:
 
 private:
   mutable T values;
+  OptionsBinder binder;
+};
+
+/// The options of a pass that reads its phase's options struct |T| (with
+/// `void bindOptions(OptionsBinder &)`): a base of the pass, after its
+/// generated base, so the pass reads T's fields by name and its options are
+/// T's (the same names as `dlc`'s flags). Construct it with the pass and the
+/// initial values; call commitOptions() at the start of runOnOperation to
+/// apply what `dlc-opt --PASS="NAME=VALUE"` parsed. A copy (MLIR clones
+/// passes) binds again; MLIR then copies the option values over.
+template <typename T>
+class PassOptionsOf : public T {
+protected:
+  PassOptionsOf(mlir::Pass &pass, const T &initial)
+      : T(initial), binder(OptionsBinder::forPass(pass)) {
+    T::bindOptions(binder);
+  }
+  /// Copies the parsed option values into T's fields.
+  void commitOptions() { binder.commit(); }
+
+private:
   OptionsBinder binder;
 };
 

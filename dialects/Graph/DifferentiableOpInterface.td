@@ -23,7 +23,7 @@ def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
     floor, round) give a zero gradient, as torch does.
 
     dlgraph ops implement it as external models, one file per op family,
-    under `compiler/Transforms/Gradients/`, attached by
+    under `compiler/Training/Gradients/`, attached by
     `dlc::registerGradientInterfaceExternalModels`; an op without it stops
     differentiation with an error when it lies on a path from a trainable
     parameter to the loss.

@@ -16,7 +16,8 @@
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
 #include "compiler/InitAll/InitAll.h"
-#include "compiler/Lowering/Pipelines.h"
+#include "dialects/Exec/Analysis/PlanStats.h"
+#include "compiler/Pipeline/Pipeline.h"
 #include "test/cuda-emulation/StandinRun.h"
 
 #include "mlir/IR/MLIRContext.h"

@@ -1,8 +1,10 @@
 //===- LoweringTest.cpp - tests of the dlgraph -> dlexec C++ API
 //------------===//
 #include "compiler/InitAll/InitAll.h"
-#include "compiler/Lowering/Passes.h"
-#include "compiler/Lowering/Pipelines.h"
+#include "compiler/Conversion/GraphToExec/Passes.h"
+#include "compiler/ExecTransforms/Passes.h"
+#include "compiler/Pipeline/Pipeline.h"
+#include "dialects/Exec/Analysis/PlanStats.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -24,9 +24,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/InitAll/InitAll.h"
-#include "compiler/Lowering/ToExec/FuncLowering.h"
+#include "compiler/Conversion/GraphToExec/FuncLowering.h"
 #include "compiler/Reference/Interpreter.h"
-#include "compiler/Transforms/Gradients/Gradients.h"
+#include "compiler/Training/Gradients/Gradients.h"
 #include "dialects/Graph/DifferentiableOpInterface.h"
 
 #include "mlir/IR/MLIRContext.h"

@@ -1,13 +1,13 @@
 // RUN: echo '{"peak_fp32_flops": 1e12, "peak_half_flops": 2e12, "memory_bandwidth": 1e11, "link_bandwidth": 1e10, "link_latency": 1e-5, "all_reduce_busbw": 1e10}' > %t.good.json
-// RUN: dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=%t.good.json" | FileCheck %s
+// RUN: dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=%t.good.json" | FileCheck %s
 // RUN: echo '{"peak_fp32_flops": 1e12, "peak_half_flops": 2e12, "memory_bandwidth": 1e11, "link_bandwidth": 1e10, "link_latency": 1e-5}' > %t.missing.json
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=%t.missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=%t.missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: echo '{"peak_fp32_flops": 0, "peak_half_flops": 2e12, "memory_bandwidth": 1e11, "link_bandwidth": 1e10, "link_latency": 1e-5, "all_reduce_busbw": 1e10}' > %t.zero.json
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=%t.zero.json" 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=%t.zero.json" 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: echo '{"peak_fp32_flops": 1e12, "peak_half_flops": 2e12, "memory_bandwidth": 1e11, "link_bandwidth": 1e10, "link_latency": 1e-5, "all_reduce_busbw": 1e10, "hbm": 1}' > %t.extra.json
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=%t.extra.json" 2>&1 | FileCheck %s --check-prefix=EXTRA
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=%t.extra.json" 2>&1 | FileCheck %s --check-prefix=EXTRA
 // RUN: echo '{"peak_fp32_flops": ' > %t.bad.json
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=%t.bad.json" 2>&1 | FileCheck %s --check-prefix=MALFORMED
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=%t.bad.json" 2>&1 | FileCheck %s --check-prefix=MALFORMED
 
 // Two equal 1024x1024 GEMMs on 1024 rows on a 1 TFLOP/s device:
 // 2*1024^3 / 1e12 = 2.147 ms forward (bytes: 12 MiB / 1e11 = 0.126 ms),

@@ -1,11 +1,11 @@
-// RUN: dlc-opt %s --dlgraph-partition-pipeline="stages=2" | FileCheck %s
-// RUN: dlc-opt %s --dlgraph-partition-pipeline="stages=2 split=/fc2/Gemm" | FileCheck %s --check-prefix=HAND
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 split=nope" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=3 split=/fc2/Gemm,/fc1/Gemm" 2>&1 | FileCheck %s --check-prefix=ORDER
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=3 split=/fc2/Gemm" 2>&1 | FileCheck %s --check-prefix=COUNT
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 memory-budget=200000000" 2>&1 | FileCheck %s --check-prefix=BUDGET
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=tpu" 2>&1 | FileCheck %s --check-prefix=MODEL
-// RUN: dlc-opt %s --dlgraph-partition-pipeline="stages=2 device-model=host" | FileCheck %s --check-prefix=HOST
+// RUN: dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2" | FileCheck %s
+// RUN: dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 pipeline-split=/fc2/Gemm" | FileCheck %s --check-prefix=HAND
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 pipeline-split=nope" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=3 pipeline-split=/fc2/Gemm,/fc1/Gemm" 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=3 pipeline-split=/fc2/Gemm" 2>&1 | FileCheck %s --check-prefix=COUNT
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 memory-budget=200000000" 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=tpu" 2>&1 | FileCheck %s --check-prefix=MODEL
+// RUN: dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 device-model=host" | FileCheck %s --check-prefix=HOST
 
 // Four equal layers (4096x4096 fp32 GEMMs on 4096 rows) on h100: the split
 // is in the middle. Per layer: 2*4096^3 FLOP / 494e12 FLOP/s = 278.2 us

@@ -1,4 +1,4 @@
-// RUN: dlc-opt %s --dlgraph-partition-pipeline="stages=2" | FileCheck %s
+// RUN: dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2" | FileCheck %s
 
 // Unequal layers: layer 0 has K = 12288, three times the FLOPs of each of
 // the three 4096-wide layers after it, so the best split is 1 | 3 layers.

@@ -1,4 +1,4 @@
-// RUN: not dlc-opt %s --dlgraph-partition-pipeline="stages=2 split=/fc0/Gemm" --dlgraph-build-training-step --dlgraph-split-pipeline-stages 2>&1 | FileCheck %s
+// RUN: not dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 pipeline-split=/fc0/Gemm" --dlgraph-build-training-step --dlgraph-split-pipeline-stages 2>&1 | FileCheck %s
 
 // One weight read by both stages (tied weights): its gradient would have to
 // be summed across stages, which the pipeline does not do.

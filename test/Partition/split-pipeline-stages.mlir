@@ -1,4 +1,4 @@
-// RUN: dlc-opt %s --dlgraph-partition-pipeline="stages=2 split=/relu/Relu" --dlgraph-build-training-step --dlgraph-split-pipeline-stages="micro-batches=2 schedule=gpipe" | FileCheck %s
+// RUN: dlc-opt %s --dlgraph-partition-pipeline="pipeline-stages=2 pipeline-split=/relu/Relu" --dlgraph-build-training-step --dlgraph-split-pipeline-stages="microbatches=2 schedule=gpipe" | FileCheck %s
 // RUN: not dlc-opt %s --dlgraph-split-pipeline-stages 2>&1 | FileCheck %s --check-prefix=NOTRAIN
 // RUN: not dlc-opt %s --dlgraph-build-training-step --dlgraph-split-pipeline-stages 2>&1 | FileCheck %s --check-prefix=UNSTAGED
 

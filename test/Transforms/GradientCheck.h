@@ -12,8 +12,8 @@
 
 #include "compiler/Import/ONNXImporter.h"
 #include "compiler/Reference/Interpreter.h"
-#include "compiler/Transforms/Gradients/Gradients.h"
-#include "compiler/Transforms/Passes.h"
+#include "compiler/Training/Gradients/Gradients.h"
+#include "compiler/Training/Passes.h"
 #include "dialects/Graph/GraphOps.h"
 
 #include "dialects/Graph/GraphDialect.h"

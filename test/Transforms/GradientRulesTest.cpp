@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/InitAll/InitAll.h"
-#include "compiler/Transforms/Gradients/Gradients.h"
+#include "compiler/Training/Gradients/Gradients.h"
 #include "dialects/Graph/DifferentiableOpInterface.h"
 #include "dialects/Graph/GraphOps.h"
 

@@ -21,7 +21,7 @@ core), so every figure is for one core, OMP_NUM_THREADS=1:
 
 Prints the six figures as the JSON `--device-model FILE.json` reads, and the
 measurements behind them. A person runs this on an otherwise idle machine and
-copies the figures into hostDeviceModel() (compiler/Partition/Cost/
+copies the figures into hostDeviceModel() (compiler/Partition/
 DeviceModel.cpp). About a minute:
 
   /usr/bin/python3 test/benchmarks/host_device_model.py --build build \\

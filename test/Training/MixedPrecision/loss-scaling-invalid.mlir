@@ -1,13 +1,13 @@
 // RUN: dlc-opt %s --split-input-file --verify-diagnostics --dlgraph-loss-scaling
-// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="growth-factor=1" 2>&1 | FileCheck %s --check-prefix=GROWTH
-// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="backoff-factor=1.5" 2>&1 | FileCheck %s --check-prefix=BACKOFF
-// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="growth-interval=0" 2>&1 | FileCheck %s --check-prefix=INTERVAL
-// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="init-scale=1e39" 2>&1 | FileCheck %s --check-prefix=INIT
+// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="loss-scale-growth-factor=1" 2>&1 | FileCheck %s --check-prefix=GROWTH
+// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="loss-scale-backoff-factor=1.5" 2>&1 | FileCheck %s --check-prefix=BACKOFF
+// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="loss-scale-growth-interval=0" 2>&1 | FileCheck %s --check-prefix=INTERVAL
+// RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="loss-scale-init=1e39" 2>&1 | FileCheck %s --check-prefix=INIT
 
-// GROWTH: error: --dlgraph-loss-scaling: growth-factor must be greater than 1, got 1
-// BACKOFF: error: --dlgraph-loss-scaling: backoff-factor must be in (0, 1), got 1.5
-// INTERVAL: error: --dlgraph-loss-scaling: growth-interval must be in [1, 2^24] (the tracker counts in f32), got 0
-// INIT: error: --dlgraph-loss-scaling: init-scale must be positive and finite in f32, got 1.0{{0*}}e+39
+// GROWTH: error: --dlgraph-loss-scaling: loss-scale-growth-factor must be greater than 1, got 1
+// BACKOFF: error: --dlgraph-loss-scaling: loss-scale-backoff-factor must be in (0, 1), got 1.5
+// INTERVAL: error: --dlgraph-loss-scaling: loss-scale-growth-interval must be in [1, 2^24] (the tracker counts in f32), got 0
+// INIT: error: --dlgraph-loss-scaling: loss-scale-init must be positive and finite in f32, got 1.0{{0*}}e+39
 
 // expected-error @+1 {{--dlgraph-loss-scaling expects a func.func @train_step with one block; run --dlgraph-append-loss first}}
 module {

@@ -1,5 +1,5 @@
-// RUN: dlc-opt %s --split-input-file --dlgraph-build-training-step="optimizer=sgd lr=0.1 momentum=0.9" --dlgraph-loss-scaling="init-scale=1024 growth-factor=4 backoff-factor=0.25 growth-interval=7" | FileCheck %s
-// RUN: dlc-opt %s --split-input-file --dlgraph-build-training-step="optimizer=adam expose-gradients=true" --dlgraph-loss-scaling="dynamic=false init-scale=512" | FileCheck %s --check-prefix=STATIC
+// RUN: dlc-opt %s --split-input-file --dlgraph-build-training-step="optimizer=sgd lr=0.1 momentum=0.9" --dlgraph-loss-scaling="loss-scale-init=1024 loss-scale-growth-factor=4 loss-scale-backoff-factor=0.25 loss-scale-growth-interval=7" | FileCheck %s
+// RUN: dlc-opt %s --split-input-file --dlgraph-build-training-step="optimizer=adam expose-gradients=true" --dlgraph-loss-scaling="loss-scale=512" | FileCheck %s --check-prefix=STATIC
 // RUN: dlc-opt %s --split-input-file --dlgraph-build-training-step="optimizer=sgd" --cse --dlgraph-loss-scaling | FileCheck %s --check-prefix=CSE
 
 // MLP (gemm, relu, gemm) with SGD: the seed becomes the scale, every

@@ -1,6 +1,6 @@
-// RUN: dlc-opt %s --split-input-file --verify-diagnostics --dlgraph-remat="mode=sqrt"
-// RUN: not dlc-opt %s --split-input-file --dlgraph-remat="mode=fast" 2>&1 | FileCheck %s --check-prefix=MODE
-// RUN: dlc-opt %s --split-input-file --dlgraph-remat="mode=none" | FileCheck %s --check-prefix=NONE
+// RUN: dlc-opt %s --split-input-file --verify-diagnostics --dlgraph-remat="remat=sqrt"
+// RUN: not dlc-opt %s --split-input-file --dlgraph-remat="remat=fast" 2>&1 | FileCheck %s --check-prefix=MODE
+// RUN: dlc-opt %s --split-input-file --dlgraph-remat="remat=none" | FileCheck %s --check-prefix=NONE
 
 // MODE: error: --dlgraph-remat: unknown mode 'fast'; supported: none, sqrt, auto
 // mode=none touches nothing, not even a module without @train_step.

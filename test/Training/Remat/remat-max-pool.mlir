@@ -1,7 +1,7 @@
-// RUN: dlc-opt %s --dlgraph-remat="mode=none" | FileCheck %s --check-prefix=NONE
-// RUN: dlc-opt %s --dlgraph-remat="mode=sqrt" | FileCheck %s --check-prefix=REMAT
-// RUN: dlc-opt %s --dlgraph-remat="mode=auto" | FileCheck %s --check-prefix=REMAT
-// RUN: dlc-opt %s --dlgraph-remat="mode=auto" --dlc-lowering-pipeline --dlexec-verify-memory-plan | FileCheck %s --check-prefix=LOWERED
+// RUN: dlc-opt %s --dlgraph-remat="remat=none" | FileCheck %s --check-prefix=NONE
+// RUN: dlc-opt %s --dlgraph-remat="remat=sqrt" | FileCheck %s --check-prefix=REMAT
+// RUN: dlc-opt %s --dlgraph-remat="remat=auto" | FileCheck %s --check-prefix=REMAT
+// RUN: dlc-opt %s --dlgraph-remat="remat=auto" --dlc-lowering-pipeline --dlexec-verify-memory-plan | FileCheck %s --check-prefix=LOWERED
 
 // With rematerialization, max pooling's backward reads the argmax indices
 // computed right after the forward pooling instead of the pooling's input

@@ -1,9 +1,9 @@
-// RUN: dlc-opt %s --dlgraph-remat="mode=none" | FileCheck %s --check-prefix=NONE
-// RUN: dlc-opt %s --dlgraph-remat="mode=sqrt" | FileCheck %s --check-prefix=SQRT
-// RUN: dlc-opt %s --dlgraph-remat="mode=auto" | FileCheck %s --check-prefix=AUTO
-// RUN: dlc-opt %s --dlgraph-remat="mode=auto arena-target=1000000" | FileCheck %s --check-prefix=LOOSE
-// RUN: dlc-opt %s --dlgraph-remat="mode=auto" --cse | FileCheck %s --check-prefix=CSE
-// RUN: dlc-opt %s --dlgraph-remat="mode=sqrt" --dlc-lowering-pipeline --dlexec-verify-memory-plan | FileCheck %s --check-prefix=PLANNED
+// RUN: dlc-opt %s --dlgraph-remat="remat=none" | FileCheck %s --check-prefix=NONE
+// RUN: dlc-opt %s --dlgraph-remat="remat=sqrt" | FileCheck %s --check-prefix=SQRT
+// RUN: dlc-opt %s --dlgraph-remat="remat=auto" | FileCheck %s --check-prefix=AUTO
+// RUN: dlc-opt %s --dlgraph-remat="remat=auto arena-target=1000000" | FileCheck %s --check-prefix=LOOSE
+// RUN: dlc-opt %s --dlgraph-remat="remat=auto" --cse | FileCheck %s --check-prefix=CSE
+// RUN: dlc-opt %s --dlgraph-remat="remat=sqrt" --dlc-lowering-pipeline --dlexec-verify-memory-plan | FileCheck %s --check-prefix=PLANNED
 
 // The training step of a 4-layer tanh MLP (64x16 activations, dropout after
 // the first tanh), as `dlc --train --loss softmax-cross-entropy --emit=dlgraph`

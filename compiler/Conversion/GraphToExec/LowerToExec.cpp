@@ -1,0 +1,99 @@
+//===- LowerToExec.cpp - dlgraph -> dlexec lowering ----------------------===//
+// Turns dlgraph variables and func.func graphs into dlexec variables and step
+// functions: buffers, generated kernels, library calls and builtin kernels.
+// Each op family's lowering lives in ToExec/<Family>.cpp and registers itself
+// in the LoweringTable built here.
+#include "compiler/Conversion/GraphToExec/Passes.h"
+#include "compiler/Conversion/GraphToExec/FuncLowering.h"
+
+#include "dialects/Graph/GraphOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace dlc {
+#define GEN_PASS_DEF_LOWERTOEXECPASS
+#include "compiler/Conversion/GraphToExec/Passes.h.inc"
+} // namespace dlc
+
+using namespace mlir;
+using namespace dlc;
+using namespace dlc::lowering;
+namespace g = dlc::graph;
+namespace x = dlc::exec;
+
+void dlc::lowering::populateLowerToExecTable(LoweringTable &table) {
+  populateLowerToExecVariables(table);
+  populateLowerToExecElementwise(table);
+  populateLowerToExecNormalization(table);
+  populateLowerToExecLinear(table);
+  populateLowerToExecConv(table);
+  populateLowerToExecPool(table);
+  populateLowerToExecReductions(table);
+  populateLowerToExecDataMovement(table);
+  populateLowerToExecLosses(table);
+  populateLowerToExecRandom(table);
+  populateLowerToExecOptimizers(table);
+  populateLowerToExecCollectives(table);
+}
+
+namespace {
+
+struct LowerToExecPass : dlc::impl::LowerToExecPassBase<LowerToExecPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringSet<> symbols;
+    LoweringTable table;
+    populateLowerToExecTable(table);
+    for (Operation &op : module.getBody()->getOperations())
+      if (auto s =
+              op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
+        symbols.insert(s.getValue());
+
+    SmallVector<Operation *> toErase;
+    for (Operation &op :
+         llvm::make_early_inc_range(module.getBody()->getOperations())) {
+      if (auto v = dyn_cast<g::VariableOp>(op)) {
+        OpBuilder mb(v);
+        StringRef kind = v.getTrainable() ? "parameter"
+                         : v->hasAttr("dlgraph.optimizer_state")
+                             ? "optimizer_state"
+                             : "buffer";
+        x::VariableOp::create(mb, v.getLoc(), v.getSymNameAttr(),
+                              TypeAttr::get(toMemRef(v.getType())),
+                              mb.getStringAttr(kind), v.getInitialValueAttr());
+        toErase.push_back(v);
+      }
+    }
+    for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (f.isDeclaration()) {
+        f.emitError() << "dlgraph-lower-to-dlexec: function '" << f.getName()
+                      << "' has no body";
+        return signalPassFailure();
+      }
+      if (!f.getBody().hasOneBlock()) {
+        f.emitError() << "dlgraph-lower-to-dlexec: function '" << f.getName()
+                      << "' must have a single block (straight-line code)";
+        return signalPassFailure();
+      }
+      OpBuilder mb(f);
+      auto ef =
+          x::FuncOp::create(mb, f.getLoc(), f.getSymNameAttr(), IntegerAttr());
+      FuncLowering lowering(module, f, ef, symbols, table);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+      toErase.push_back(f);
+    }
+    for (Operation *op : toErase)
+      op->erase();
+  }
+};
+
+} // namespace
+
+void dlc::buildGraphToExecPipeline(OpPassManager &pm) {
+  pm.addPass(createFoldDataMovementPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLowerToExecPass());
+}
