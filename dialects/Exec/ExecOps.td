@@ -384,7 +384,7 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
       all six with the attributes of the dlgraph pooling op: `kernel_shape`,
       `strides`, `pads` [top, left, bottom, right], `dilations`, and
       `ceil_mode = true`, `count_include_pad = true` (BoolAttr) when set.
-    - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, >= 0).
+    - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, in [-rank, rank)).
     - `layer_norm`: ins(X [..., N], scale [N], bias [N]) outs(Y, mean, rstd)
       over the last axis; `layer_norm_train` also outs(centered,
       normalized); `epsilon` (f32, >= 0).
