@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -28,7 +27,8 @@ static const char *kPhiloxSource =
 /// u >= ratio (probability 1 - ratio); kept elements are scaled by
 /// 1 / (1 - ratio), as torch.nn.functional.dropout does. f16 / bf16 X draws
 /// the same mask; the scaled value is computed in float and rounded once.
-FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
+FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op,
+                                   const exec::DropoutParams &params) {
   if (failed(expectOperands(op, 2, 2, "input, step -> result, mask")))
     return failure();
   Value x = op.getInputs()[0], step = op.getInputs()[1];
@@ -44,15 +44,8 @@ FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op) {
       mt.getShape() != xt.getShape() || !mt.getElementType().isInteger(1))
     return op.emitOpError() << "expects X, a rank-0 f32 step, Y of X's type "
                                "and an i1 mask of X's shape";
-  auto ratioAttr = op->getAttrOfType<FloatAttr>("ratio");
-  auto seedAttr = op->getAttrOfType<IntegerAttr>("seed");
-  if (!ratioAttr || !seedAttr)
-    return op.emitOpError()
-           << "needs attributes 'ratio' (f32) and 'seed' (i64)";
-  float ratio = (float)ratioAttr.getValueAsDouble();
-  if (!(ratio >= 0.0f && ratio < 1.0f))
-    return op.emitOpError() << "ratio must be in [0, 1), got " << ratio;
-  uint64_t seed = (uint64_t)seedAttr.getInt();
+  float ratio = params.ratio;
+  uint64_t seed = (uint64_t)params.seed;
   double scale = 1.0 / (1.0 - (double)ratio);
   std::string ratioLit, scaleLit;
   {

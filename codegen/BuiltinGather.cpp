@@ -6,7 +6,6 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -34,8 +33,9 @@ struct GatherOperands {
   int64_t axis;
 };
 
-static FailureOr<GatherOperands> gatherOperands(exec::BuiltinKernelOp op,
-                                                bool grad) {
+static FailureOr<GatherOperands>
+gatherOperands(exec::BuiltinKernelOp op, bool grad,
+               const exec::GatherParams &params) {
   if (failed(expectOperands(op, 2, 1,
                             grad ? "indices, dy -> dx" : "data, indices -> y")))
     return failure();
@@ -50,10 +50,7 @@ static FailureOr<GatherOperands> gatherOperands(exec::BuiltinKernelOp op,
       !g.it.getElementType().isInteger(32))
     return op.emitOpError()
            << "indices must be i32 or i64, got " << g.it.getElementType();
-  auto axisOr = getInt(op, "axis", 0);
-  if (failed(axisOr))
-    return failure();
-  g.axis = *axisOr;
+  g.axis = params.axis;
   return g;
 }
 
@@ -144,8 +141,9 @@ static std::string gatherGradCudaBody(const std::string &t, int64_t outer,
 /// CUDA a block owns a range of rows (gatherGradCudaBody). Deterministic
 /// and bit-identical on both targets, no atomics (repeated indices
 /// accumulate in index order).
-FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
-  FailureOr<GatherOperands> g = gatherOperands(op, grad);
+FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad,
+                                  const exec::GatherParams &params) {
+  FailureOr<GatherOperands> g = gatherOperands(op, grad, params);
   if (failed(g))
     return failure();
   Value idx = g->idx, data = g->data, rows = g->rows;
@@ -216,8 +214,9 @@ FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad) {
 /// gather_elements_grad: ins(indices, dy) outs(dx of data's shape). Same
 /// index rules as gather; the gradient runs one thread per data column
 /// along `axis` (zero, then add in index order): deterministic.
-FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op, bool grad) {
-  FailureOr<GatherOperands> g = gatherOperands(op, grad);
+FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op, bool grad,
+                                          const exec::GatherParams &params) {
+  FailureOr<GatherOperands> g = gatherOperands(op, grad, params);
   if (failed(g))
     return failure();
   Value idx = g->idx, data = g->data, rows = g->rows;

@@ -48,39 +48,39 @@ FailureOr<std::string> floatElementType(exec::BuiltinKernelOp op, Value v) {
 
 FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
   // The verifier has checked the op against its template's row and family;
-  // the builders below keep their checks as a defence only.
+  // the builders below keep their shape checks as a defence only. getParams
+  // fails (with the verifier's error) for an unknown template too.
+  FailureOr<exec::BuiltinKernelParams> params = op.getParams();
+  if (failed(params))
+    return failure();
   const exec::BuiltinTemplateInfo *info = op.getTemplateInfo();
-  if (!info)
-    return op.emitOpError()
-           << "unknown kernel template '" << op.getTemplateName()
-           << "'; expected one of " << exec::builtinTemplateNames();
   StringRef tmpl = info->name;
   bool grad = info->isGradient;
   FailureOr<KernelCode> code = failure();
   switch (info->family) {
   case exec::BuiltinFamily::Pool:
-    code = buildPool(op, tmpl);
+    code = buildPool(op, tmpl, params->pool);
     break;
   case exec::BuiltinFamily::Softmax:
-    code = buildSoftmax(op, tmpl == "log_softmax");
+    code = buildSoftmax(op, tmpl == "log_softmax", params->softmax);
     break;
   case exec::BuiltinFamily::LayerNorm:
-    code = buildLayerNorm(op);
+    code = buildLayerNorm(op, params->layerNorm);
     break;
   case exec::BuiltinFamily::CrossEntropy:
-    code = buildCrossEntropy(op, grad);
+    code = buildCrossEntropy(op, grad, params->crossEntropy);
     break;
   case exec::BuiltinFamily::Dropout:
-    code = buildDropout(op);
+    code = buildDropout(op, params->dropout);
     break;
   case exec::BuiltinFamily::Resize:
-    code = buildResize(op, grad);
+    code = buildResize(op, grad, params->resize);
     break;
   case exec::BuiltinFamily::Gather:
-    code = buildGather(op, grad);
+    code = buildGather(op, grad, params->gather);
     break;
   case exec::BuiltinFamily::GatherElements:
-    code = buildGatherElements(op, grad);
+    code = buildGatherElements(op, grad, params->gather);
     break;
   }
   if (failed(code))

@@ -2,9 +2,11 @@
 //
 // The codegen builders of the dlexec.builtin_kernel template families
 // (runtime/schema/BuiltinTemplates.def), one file per family, and the helpers
-// they share. buildBuiltinKernel (BuiltinKernels.cpp) dispatches to them.
-// Each returns the template's KernelCode body and thread count; the caller
-// fills in the name, parameter types and restrict flags.
+// they share. buildBuiltinKernel (BuiltinKernels.cpp) reads the op's typed
+// parameters once (BuiltinKernelOp::getParams) and dispatches to them with
+// their family's member; no builder reads an attribute itself. Each returns
+// the template's KernelCode body and thread count; the caller fills in the
+// name, parameter types and restrict flags.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DLC_CODEGEN_BUILTINKERNELS_H
@@ -32,25 +34,33 @@ mlir::FailureOr<std::string> floatElementType(exec::BuiltinKernelOp op,
 /// max_pool2d, average_pool2d and their `_grad` forms; |tmpl| is the
 /// template name (BuiltinPool.cpp).
 mlir::FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op,
-                                      llvm::StringRef tmpl);
+                                      llvm::StringRef tmpl,
+                                      const exec::PoolParams &params);
 /// softmax, or log_softmax when |isLog| (BuiltinSoftmax.cpp).
-mlir::FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog);
+mlir::FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog,
+                                         const exec::SoftmaxParams &params);
 /// layer_norm over the last axis: y, the row mean and rstd in one pass over
 /// x; layer_norm_train also the centered and normalized values
 /// (BuiltinLayerNorm.cpp).
-mlir::FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op);
+mlir::FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op,
+                                           const exec::LayerNormParams &params);
 /// softmax_cross_entropy, or its gradient when |grad| (BuiltinSoftmax.cpp).
-mlir::FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op,
-                                              bool grad);
+mlir::FailureOr<KernelCode>
+buildCrossEntropy(exec::BuiltinKernelOp op, bool grad,
+                  const exec::CrossEntropyParams &params);
 /// dropout (BuiltinDropout.cpp).
-mlir::FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op);
+mlir::FailureOr<KernelCode> buildDropout(exec::BuiltinKernelOp op,
+                                         const exec::DropoutParams &params);
 /// gather, or gather_grad when |grad| (BuiltinGather.cpp).
-mlir::FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad);
+mlir::FailureOr<KernelCode> buildGather(exec::BuiltinKernelOp op, bool grad,
+                                        const exec::GatherParams &params);
 /// gather_elements, or gather_elements_grad when |grad| (BuiltinGather.cpp).
-mlir::FailureOr<KernelCode> buildGatherElements(exec::BuiltinKernelOp op,
-                                                bool grad);
+mlir::FailureOr<KernelCode>
+buildGatherElements(exec::BuiltinKernelOp op, bool grad,
+                    const exec::GatherParams &params);
 /// resize, or resize_grad when |grad| (BuiltinResize.cpp).
-mlir::FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad);
+mlir::FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad,
+                                        const exec::ResizeParams &params);
 
 } // namespace dlc::codegen::detail
 

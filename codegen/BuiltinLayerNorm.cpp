@@ -22,7 +22,6 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -47,7 +46,8 @@ std::string literalOf(const std::string &t, double v) {
 }
 } // namespace
 
-FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op) {
+FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op,
+                                     const exec::LayerNormParams &params) {
   // layer_norm_train also writes d = x - mean (a6) and u = d * rstd (a7),
   // which a training step's backward reads.
   const bool train = op.getTemplateName() == "layer_norm_train";
@@ -63,16 +63,12 @@ FailureOr<KernelCode> buildLayerNorm(exec::BuiltinKernelOp op) {
   auto xt = cast<MemRefType>(x.getType());
   if (xt.getRank() < 1 || xt.getNumElements() == 0)
     return op.emitOpError() << "expects a non-empty x [..., N], got " << xt;
-  auto eps = op->getAttrOfType<FloatAttr>("epsilon");
-  if (!eps)
-    return op.emitOpError() << "needs an f32 attribute 'epsilon'";
   const int64_t n = xt.getShape().back(), rows = xt.getNumElements() / n;
   const std::string &T = *t;
   const bool f32 = T == "float";
   // The decomposition's constants: 1/N and epsilon, rounded to T.
   const double inv = f32 ? (double)(float)(1.0 / (double)n) : 1.0 / (double)n;
-  const double e =
-      f32 ? (double)(float)eps.getValueAsDouble() : eps.getValueAsDouble();
+  const double e = f32 ? (double)(float)params.epsilon : params.epsilon;
   const std::string c = literalOf(T, inv), epsLit = literalOf(T, e);
   const std::string one = f32 ? "1.0f" : "1.0", sqrt = f32 ? "sqrtf" : "sqrt";
   const std::string N = std::to_string(n) + "LL";

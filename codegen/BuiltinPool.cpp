@@ -14,7 +14,6 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -40,9 +39,11 @@ struct Pool2dParams {
 } // namespace
 
 /// Shapes and attributes of the pooling templates; |x| is the input
-/// [N, C, H, W] and |y| the pooled [N, C, OH, OW] operand.
+/// [N, C, H, W], |y| the pooled [N, C, OH, OW] operand and |window| the
+/// op's checked attributes (getParams).
 static FailureOr<Pool2dParams> poolParams(exec::BuiltinKernelOp op, Value x,
-                                          Value y) {
+                                          Value y,
+                                          const exec::PoolParams &window) {
   auto xt = cast<MemRefType>(x.getType()), yt = cast<MemRefType>(y.getType());
   if (xt.getRank() != 4 || yt.getRank() != 4 ||
       xt.getDimSize(0) != yt.getDimSize(0) ||
@@ -50,15 +51,6 @@ static FailureOr<Pool2dParams> poolParams(exec::BuiltinKernelOp op, Value x,
     return op.emitOpError() << "pooling expects [N, C, H, W] operands with "
                                "equal N and C, got "
                             << xt << " and " << yt;
-  auto ks = getIntList(op, "kernel_shape", {}, 2);
-  if (failed(ks))
-    return failure();
-  auto strides = getIntList(op, "strides", {1, 1}, 2);
-  auto pads = getIntList(op, "pads", {0, 0, 0, 0}, 4);
-  auto dil = getIntList(op, "dilations", {1, 1}, 2);
-  auto cip = getInt(op, "count_include_pad", 0);
-  if (failed(strides) || failed(pads) || failed(dil) || failed(cip))
-    return failure();
   Pool2dParams p;
   p.n = xt.getDimSize(0);
   p.c = xt.getDimSize(1);
@@ -66,21 +58,17 @@ static FailureOr<Pool2dParams> poolParams(exec::BuiltinKernelOp op, Value x,
   p.w = xt.getDimSize(3);
   p.oh = yt.getDimSize(2);
   p.ow = yt.getDimSize(3);
-  p.kh = (*ks)[0];
-  p.kw = (*ks)[1];
-  p.sh = (*strides)[0];
-  p.sw = (*strides)[1];
-  p.pt = (*pads)[0];
-  p.pl = (*pads)[1];
-  p.pb = (*pads)[2];
-  p.pr = (*pads)[3];
-  p.dh = (*dil)[0];
-  p.dw = (*dil)[1];
-  p.countIncludePad = *cip != 0;
-  if (p.kh <= 0 || p.kw <= 0 || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 ||
-      p.dw <= 0 || p.pt < 0 || p.pl < 0 || p.pb < 0 || p.pr < 0)
-    return op.emitOpError() << "pooling needs positive kernel_shape, strides "
-                               "and dilations and non-negative pads";
+  p.kh = window.kernelShape[0];
+  p.kw = window.kernelShape[1];
+  p.sh = window.strides[0];
+  p.sw = window.strides[1];
+  p.pt = window.pads[0];
+  p.pl = window.pads[1];
+  p.pb = window.pads[2];
+  p.pr = window.pads[3];
+  p.dh = window.dilations[0];
+  p.dw = window.dilations[1];
+  p.countIncludePad = window.countIncludePad;
   auto t = floatElementType(op, x);
   if (failed(t))
     return failure();
@@ -160,7 +148,8 @@ static void printAvgWindow(llvm::raw_ostream &os, const Pool2dParams &p,
      << (p.countIncludePad ? "pool" : "(he - hs) * (we - ws)") << ";\n";
 }
 
-FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
+FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl,
+                                const exec::PoolParams &params) {
   bool grad = tmpl.ends_with("_grad");
   bool isMax = tmpl.starts_with("max");
   // max_pool2d_indices: x -> indices (i32, the flat ih * W + iw of each
@@ -172,7 +161,7 @@ FailureOr<KernelCode> buildPool(exec::BuiltinKernelOp op, StringRef tmpl) {
     return failure();
   Value x = indices && grad ? op.getOutputs()[0] : op.getInputs()[0];
   Value y = grad ? op.getInputs()[1] : op.getOutputs()[0];
-  auto pr = poolParams(op, x, y);
+  auto pr = poolParams(op, x, y, params);
   if (failed(pr))
     return failure();
   const Pool2dParams &p = *pr;

@@ -6,7 +6,6 @@
 #include "codegen/BuiltinKernels.h"
 #include "runtime/schema/Semantics/ResizeCoordinates.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -34,7 +33,8 @@ static std::string doubleLiteral(double v) {
 /// gradient is one thread per index of the leading axes that the resize maps
 /// to themselves; each thread zeroes its slice of dX and scatter-adds its
 /// slice of dY in order, so the sums are deterministic.
-FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
+FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad,
+                                  const exec::ResizeParams &params) {
   if (failed(expectOperands(op, 1, 1, grad ? "dY -> dX" : "X -> Y")))
     return failure();
   Value src = op.getInputs()[0], dst = op.getOutputs()[0];
@@ -44,20 +44,17 @@ FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
   auto st = cast<MemRefType>(src.getType()),
        dt = cast<MemRefType>(dst.getType());
   auto inT = grad ? dt : st, outT = grad ? st : dt;
-  auto mode = op->getAttrOfType<StringAttr>("mode");
-  auto coord = op->getAttrOfType<StringAttr>("coordinate_transformation_mode");
-  auto nearest = op->getAttrOfType<StringAttr>("nearest_mode");
-  auto scalesAttr = op->getAttrOfType<DenseF64ArrayAttr>("scales");
+  StringRef mode = params.mode, coord = params.coordinateTransformationMode,
+            nearest = params.nearestMode;
   int64_t rank = inT.getRank();
-  if (!mode || !coord || !nearest || !scalesAttr || outT.getRank() != rank ||
-      (int64_t)scalesAttr.size() != rank ||
+  if (outT.getRank() != rank || (int64_t)params.scales.size() != rank ||
       dt.getElementType() != st.getElementType())
     return op.emitOpError() << "expects operands of one rank and element type "
                                "and the string attributes mode, "
                                "coordinate_transformation_mode, nearest_mode "
                                "and one f64 scale per axis";
-  ArrayRef<double> scales = scalesAttr.asArrayRef();
-  bool linear = mode.getValue() == "linear";
+  ArrayRef<double> scales = params.scales;
+  bool linear = mode == "linear";
   SmallVector<int64_t> inStride(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d)
     inStride[d] = inStride[d + 1] * inT.getDimSize(d + 1);
@@ -71,8 +68,7 @@ FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
     bool identity = true;
     for (int64_t o = 0; o < n && identity; ++o) {
       semantics::ResizeTap tap =
-          semantics::resizeTap(mode.getValue(), coord.getValue(),
-                               nearest.getValue(), o, n, n, scales[lead]);
+          semantics::resizeTap(mode, coord, nearest, o, n, n, scales[lead]);
       identity = tap.i0 == o && (tap.w1 == 0 || tap.i1 == o);
     }
     if (!identity)
@@ -89,7 +85,7 @@ FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
   auto taps = [&](StringRef indent, int64_t d, StringRef o) {
     int64_t L = inT.getDimSize(d), Lo = outT.getDimSize(d);
     std::string s = doubleLiteral(scales[d]);
-    StringRef c = coord.getValue();
+    StringRef c = coord;
     std::string x;
     // The real-valued resized length, as resizeSourceCoordinate uses it.
     double resized = scales[d] * (double)L;
@@ -118,7 +114,7 @@ FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad) {
           .str();
     };
     if (!linear) {
-      StringRef nm = nearest.getValue();
+      StringRef nm = nearest;
       std::string r = nm == "floor"  ? "f"
                       : nm == "ceil" ? "ceil(x)"
                       : nm == "round_prefer_ceil"

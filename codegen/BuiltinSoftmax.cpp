@@ -14,7 +14,6 @@
 #include "codegen/BuiltinKernels.h"
 #include "codegen/RowKernel.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -237,7 +236,8 @@ int64_t rowVectorWidth(int64_t n, int64_t bytes, ArrayRef<Value> operands) {
 }
 } // namespace
 
-FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
+FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog,
+                                   const exec::SoftmaxParams &params) {
   if (failed(expectOperands(op, 1, 1, "x -> y")))
     return failure();
   Value x = op.getInputs()[0];
@@ -247,15 +247,12 @@ FailureOr<KernelCode> buildSoftmax(exec::BuiltinKernelOp op, bool isLog) {
   if (failed(t))
     return failure();
   auto type = cast<MemRefType>(x.getType());
-  auto axisOr = getInt(op, "axis", -1);
-  if (failed(axisOr))
-    return failure();
-  int64_t rank = type.getRank(), axis = *axisOr;
+  int64_t rank = type.getRank(), axis = params.axis;
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis >= rank)
     return op.emitOpError()
-           << "axis " << *axisOr << " is out of range for " << type;
+           << "axis " << params.axis << " is out of range for " << type;
   int64_t outer = 1, inner = 1, n = type.getDimSize(axis);
   for (int64_t d = 0; d < axis; ++d)
     outer *= type.getDimSize(d);
@@ -383,7 +380,9 @@ static void printLossMean(llvm::raw_ostream &cs, KernelCode &code,
 /// `label_smoothing` e > 0 (dlgraph.softmax_cross_entropy's formula) the
 /// loss needs each row's sum of logits too; with e = 0 the code is the
 /// plain cross-entropy's.
-FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
+FailureOr<KernelCode>
+buildCrossEntropy(exec::BuiltinKernelOp op, bool grad,
+                  const exec::CrossEntropyParams &params) {
   if (failed(expectOperands(op, grad ? 3 : 2, 1,
                             grad ? "logits, labels, loss_grad -> dlogits"
                                  : "logits, labels -> loss")))
@@ -424,12 +423,7 @@ FailureOr<KernelCode> buildCrossEntropy(exec::BuiltinKernelOp op, bool grad) {
     return op.emitOpError() << "unsupported logits type " << elem;
   auto x = [&](const std::string &k) { return loadExpr(elem, "x[" + k + "]"); };
   int64_t c = lt.getShape().back(), rows = bt.getNumElements();
-  auto smoothing = dlc::exec::getFloat(op, "label_smoothing", 0.0f);
-  if (failed(smoothing))
-    return failure();
-  const double e = *smoothing;
-  if (!(e >= 0 && e <= 1))
-    return op.emitOpError() << "label_smoothing must be in [0, 1], got " << e;
+  const double e = params.labelSmoothing;
   bool f32 = *t == "float";
   std::string exp = f32 ? "expf" : "exp", log = f32 ? "logf" : "log";
   std::string inf = f32 ? "DLC_INF_F" : "DLC_INF_D";

@@ -3,7 +3,6 @@
 #define DLC_CODEGEN_KERNELCODE_H
 
 #include "codegen/Codegen.h"
-#include "dialects/Exec/AttrReaders.h"
 #include "dialects/Exec/ExecOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -152,11 +151,6 @@ int64_t knownAlignment(mlir::Value v);
 std::string sanitizeName(llvm::StringRef name);
 /// Which operands of |op| (inputs then outputs) may alias another operand.
 std::vector<bool> restrictFlags(mlir::Operation *op, mlir::ValueRange operands);
-
-// The attribute readers the verifiers use (dialects/Exec/AttrReaders.h), so
-// codegen accepts exactly the attribute forms the verifiers accept.
-using exec::getInt;
-using exec::getIntList;
 
 /// Compiles |kernel| with NVRTC for |arch| into |cubin|; on failure returns
 /// false with the NVRTC log in |error|. Thread-safe.

@@ -2,8 +2,10 @@
 //
 // The attributes of dlexec.library_call and dlexec.builtin_kernel are the
 // discardable attributes the lowering copies from the dlgraph op, so a list
-// may be spelled array<i64: ...>, [1, 2] or dense<...>. The verifiers and
-// codegen read them through these functions, so both accept the same forms.
+// may be spelled array<i64: ...>, [1, 2] or dense<...>. The ops' getParams
+// (LibraryCallOp.cpp, BuiltinKernelOp.cpp) read them through these
+// functions, and the verifiers and codegen take the typed parameters from
+// there, so both accept the same forms.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DLC_DIALECTS_EXEC_ATTRREADERS_H

@@ -1,9 +1,10 @@
 //===- BuiltinKernelOp.cpp - dlexec.builtin_kernel against its template ---===//
 //
-// The template's row (BuiltinTemplates.def) gives the operand counts; the
-// family's check below gives the ranks, shapes, dtypes and attributes its
-// codegen builder (codegen/BuiltinKernels.cpp) relies on, so a verified op
-// always instantiates.
+// The template's row (BuiltinTemplates.def) gives the operand counts;
+// getParams reads the family's attributes into typed parameters
+// (BuiltinParams.h), and the family's check below gives the ranks, shapes
+// and dtypes, so that a verified op always instantiates: its codegen builder
+// (codegen/BuiltinKernels.cpp) takes the same parameters from getParams.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Exec/AttrReaders.h"
@@ -43,6 +44,93 @@ LogicalResult floatElementType(BuiltinKernelOp op, Value v) {
                           << "' supports f32 and f64, got " << elem;
 }
 
+/// The rule a resize op breaks with missing attributes or mismatched
+/// operands.
+constexpr const char *kResizeRule =
+    "expects operands of one rank and element type and the string attributes "
+    "mode, coordinate_transformation_mode, nearest_mode and one f64 scale per "
+    "axis";
+
+// The family readers of getParams: each reads its family's attributes
+// (AttrReaders.h, so that every spelling of a list reads alike), applies the
+// rules the attributes alone decide, and emits the verifier's error at |op|
+// otherwise. Rules that relate an attribute to the operands (an axis to a
+// rank, the scales to the rank) or to the template (average pooling's
+// dilations) stay in the verifier, after its shape and dtype checks.
+
+LogicalResult readPool(BuiltinKernelOp op, PoolParams &p) {
+  auto ks = getIntList(op, "kernel_shape", {}, 2);
+  if (failed(ks))
+    return failure();
+  auto strides = getIntList(op, "strides", {1, 1}, 2);
+  auto pads = getIntList(op, "pads", {0, 0, 0, 0}, 4);
+  auto dil = getIntList(op, "dilations", {1, 1}, 2);
+  auto cip = getInt(op, "count_include_pad", 0);
+  if (failed(strides) || failed(pads) || failed(dil) || failed(cip))
+    return failure();
+  llvm::copy(*ks, p.kernelShape.begin());
+  llvm::copy(*strides, p.strides.begin());
+  llvm::copy(*pads, p.pads.begin());
+  llvm::copy(*dil, p.dilations.begin());
+  p.countIncludePad = *cip != 0;
+  bool positive =
+      llvm::all_of(p.kernelShape, [](int64_t v) { return v > 0; }) &&
+      llvm::all_of(p.strides, [](int64_t v) { return v > 0; }) &&
+      llvm::all_of(p.dilations, [](int64_t v) { return v > 0; }) &&
+      llvm::all_of(p.pads, [](int64_t v) { return v >= 0; });
+  if (!positive)
+    return op.emitOpError() << "pooling needs positive kernel_shape, "
+                               "strides and dilations and non-negative pads";
+  return success();
+}
+
+LogicalResult readLayerNorm(BuiltinKernelOp op, LayerNormParams &p) {
+  auto eps = op->getAttrOfType<FloatAttr>("epsilon");
+  if (!eps || !eps.getType().isF32() || !(eps.getValueAsDouble() >= 0.0) ||
+      !std::isfinite(eps.getValueAsDouble()))
+    return op.emitOpError() << "needs an f32 attribute 'epsilon' >= 0";
+  p.epsilon = eps.getValueAsDouble();
+  return success();
+}
+
+LogicalResult readCrossEntropy(BuiltinKernelOp op, CrossEntropyParams &p) {
+  auto smoothing = getFloat(op, "label_smoothing", 0.0f);
+  if (failed(smoothing))
+    return failure();
+  if (!(*smoothing >= 0.0f && *smoothing <= 1.0f))
+    return op.emitOpError()
+           << "label_smoothing must be in [0, 1], got " << *smoothing;
+  p.labelSmoothing = *smoothing;
+  return success();
+}
+
+LogicalResult readDropout(BuiltinKernelOp op, DropoutParams &p) {
+  auto ratio = op->getAttrOfType<FloatAttr>("ratio");
+  auto seed = op->getAttrOfType<IntegerAttr>("seed");
+  if (!ratio || !seed)
+    return op.emitOpError()
+           << "needs attributes 'ratio' (f32) and 'seed' (i64)";
+  p.ratio = (float)ratio.getValueAsDouble();
+  if (!(p.ratio >= 0.0f && p.ratio < 1.0f))
+    return op.emitOpError() << "ratio must be in [0, 1), got " << p.ratio;
+  p.seed = seed.getInt();
+  return success();
+}
+
+LogicalResult readResize(BuiltinKernelOp op, ResizeParams &p) {
+  auto mode = op->getAttrOfType<StringAttr>("mode");
+  auto coord = op->getAttrOfType<StringAttr>("coordinate_transformation_mode");
+  auto nearest = op->getAttrOfType<StringAttr>("nearest_mode");
+  auto scales = op->getAttrOfType<DenseF64ArrayAttr>("scales");
+  if (!mode || !coord || !nearest || !scales)
+    return op.emitOpError() << kResizeRule;
+  p.mode = mode.getValue().str();
+  p.coordinateTransformationMode = coord.getValue().str();
+  p.nearestMode = nearest.getValue().str();
+  p.scales.assign(scales.asArrayRef().begin(), scales.asArrayRef().end());
+  return success();
+}
+
 LogicalResult verifyPool(BuiltinKernelOp op, bool grad, bool isMax) {
   // The argmax forms: `x -> indices` and `indices, dy -> dx`, with i32
   // indices of the pooled shape; x (or dx) and y (or dy) as below.
@@ -67,27 +155,13 @@ LogicalResult verifyPool(BuiltinKernelOp op, bool grad, bool isMax) {
     return op.emitOpError() << "pooling expects [N, C, H, W] operands with "
                                "equal N and C, got "
                             << xt << " and " << yt;
-  auto ks = getIntList(op, "kernel_shape", {}, 2);
-  if (failed(ks))
+  FailureOr<BuiltinKernelParams> params = op.getParams();
+  if (failed(params))
     return failure();
-  auto strides = getIntList(op, "strides", {1, 1}, 2);
-  auto pads = getIntList(op, "pads", {0, 0, 0, 0}, 4);
-  auto dil = getIntList(op, "dilations", {1, 1}, 2);
-  auto cip = getInt(op, "count_include_pad", 0);
-  if (failed(strides) || failed(pads) || failed(dil) || failed(cip))
-    return failure();
-  for (int64_t v :
-       {(*ks)[0], (*ks)[1], (*strides)[0], (*strides)[1], (*dil)[0], (*dil)[1]})
-    if (v <= 0)
-      return op.emitOpError() << "pooling needs positive kernel_shape, "
-                                 "strides and dilations and non-negative pads";
-  for (int64_t v : *pads)
-    if (v < 0)
-      return op.emitOpError() << "pooling needs positive kernel_shape, "
-                                 "strides and dilations and non-negative pads";
+  const PoolParams &p = params->pool;
   if (failed(floatElementType(op, x)))
     return failure();
-  if (!isMax && ((*dil)[0] != 1 || (*dil)[1] != 1))
+  if (!isMax && (p.dilations[0] != 1 || p.dilations[1] != 1))
     return op.emitOpError() << "average pooling supports dilations 1 only";
   if (grad && !indices && op.getOutputs()[0].getType() != x.getType())
     return op.emitOpError() << "dx must have the type of x, " << x.getType();
@@ -102,13 +176,14 @@ LogicalResult verifySoftmax(BuiltinKernelOp op) {
     return op.emitOpError() << "y must have the type of x, " << x.getType();
   if (failed(floatElementType(op, x)))
     return failure();
-  auto axis = getInt(op, "axis", -1);
-  if (failed(axis))
+  FailureOr<BuiltinKernelParams> params = op.getParams();
+  if (failed(params))
     return failure();
-  int64_t rank = typeOf(x).getRank(), a = *axis < 0 ? *axis + rank : *axis;
+  int64_t axis = params->softmax.axis, rank = typeOf(x).getRank(),
+          a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
     return op.emitOpError()
-           << "axis " << *axis << " is out of range for " << x.getType();
+           << "axis " << axis << " is out of range for " << x.getType();
   return success();
 }
 
@@ -147,23 +222,15 @@ LogicalResult verifyLayerNorm(BuiltinKernelOp op) {
       return op.emitOpError()
              << "the centered and normalized values must have the type of x, "
              << xt << ", got " << v.getType();
-  auto eps = op->getAttrOfType<FloatAttr>("epsilon");
-  if (!eps || !eps.getType().isF32() || !(eps.getValueAsDouble() >= 0.0) ||
-      !std::isfinite(eps.getValueAsDouble()))
-    return op.emitOpError() << "needs an f32 attribute 'epsilon' >= 0";
-  return success();
+  return success(succeeded(op.getParams()));
 }
 
 LogicalResult verifyCrossEntropy(BuiltinKernelOp op, bool grad) {
   Value logits = op.getInputs()[0], labels = op.getInputs()[1];
   if (failed(floatElementType(op, logits)))
     return failure();
-  auto smoothing = getFloat(op, "label_smoothing", 0.0f);
-  if (failed(smoothing))
+  if (failed(op.getParams()))
     return failure();
-  if (!(*smoothing >= 0.0f && *smoothing <= 1.0f))
-    return op.emitOpError() << "label_smoothing must be in [0, 1], got "
-                            << *smoothing;
   MemRefType lt = typeOf(logits), bt = typeOf(labels);
   if (lt.getRank() < 1 || bt.getRank() != lt.getRank() - 1 ||
       lt.getShape().drop_back() != bt.getShape())
@@ -203,14 +270,7 @@ LogicalResult verifyDropout(BuiltinKernelOp op) {
       mt.getShape() != xt.getShape() || !mt.getElementType().isInteger(1))
     return op.emitOpError() << "expects X, a rank-0 f32 step, Y of X's type "
                                "and an i1 mask of X's shape";
-  auto ratio = op->getAttrOfType<FloatAttr>("ratio");
-  if (!ratio || !op->getAttrOfType<IntegerAttr>("seed"))
-    return op.emitOpError()
-           << "needs attributes 'ratio' (f32) and 'seed' (i64)";
-  float r = (float)ratio.getValueAsDouble();
-  if (!(r >= 0.0f && r < 1.0f))
-    return op.emitOpError() << "ratio must be in [0, 1), got " << r;
-  return success();
+  return success(succeeded(op.getParams()));
 }
 
 LogicalResult verifyGather(BuiltinKernelOp op, bool grad, bool elements) {
@@ -221,10 +281,10 @@ LogicalResult verifyGather(BuiltinKernelOp op, bool grad, bool elements) {
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
     return op.emitOpError()
            << "indices must be i32 or i64, got " << it.getElementType();
-  auto axisOr = getInt(op, "axis", 0);
-  if (failed(axisOr))
+  FailureOr<BuiltinKernelParams> params = op.getParams();
+  if (failed(params))
     return failure();
-  int64_t axis = *axisOr, rank = dt.getRank();
+  int64_t axis = params->gather.axis, rank = dt.getRank();
   if (elements) {
     bool ok = axis >= 0 && axis < rank && it.getRank() == rank &&
               rt.getShape() == it.getShape() &&
@@ -260,17 +320,13 @@ LogicalResult verifyResize(BuiltinKernelOp op, bool grad) {
     return failure();
   MemRefType st = typeOf(src), dt = typeOf(dst);
   MemRefType inT = grad ? dt : st, outT = grad ? st : dt;
-  auto scales = op->getAttrOfType<DenseF64ArrayAttr>("scales");
+  FailureOr<BuiltinKernelParams> params = op.getParams();
+  if (failed(params))
+    return failure();
   int64_t rank = inT.getRank();
-  if (!op->getAttrOfType<StringAttr>("mode") ||
-      !op->getAttrOfType<StringAttr>("coordinate_transformation_mode") ||
-      !op->getAttrOfType<StringAttr>("nearest_mode") || !scales ||
-      outT.getRank() != rank || (int64_t)scales.size() != rank ||
+  if (outT.getRank() != rank || (int64_t)params->resize.scales.size() != rank ||
       dt.getElementType() != st.getElementType())
-    return op.emitOpError() << "expects operands of one rank and element type "
-                               "and the string attributes mode, "
-                               "coordinate_transformation_mode, nearest_mode "
-                               "and one f64 scale per axis";
+    return op.emitOpError() << kResizeRule;
   return success();
 }
 
@@ -279,6 +335,51 @@ LogicalResult verifyResize(BuiltinKernelOp op, bool grad) {
 const BuiltinTemplateInfo *BuiltinKernelOp::getTemplateInfo() {
   StringRef name = getTemplateName();
   return lookupBuiltinTemplate(std::string_view(name.data(), name.size()));
+}
+
+FailureOr<BuiltinKernelParams> BuiltinKernelOp::getParams() {
+  const BuiltinTemplateInfo *info = getTemplateInfo();
+  if (!info)
+    return emitOpError() << "unknown kernel template '" << getTemplateName()
+                         << "'; expected one of " << builtinTemplateNames();
+  BuiltinKernelParams params;
+  params.family = info->family;
+  LogicalResult read = success();
+  switch (info->family) {
+  case BuiltinFamily::Pool:
+    read = readPool(*this, params.pool);
+    break;
+  case BuiltinFamily::Softmax: {
+    auto axis = getInt(*this, "axis", -1);
+    read = failure(failed(axis));
+    if (succeeded(read))
+      params.softmax.axis = *axis;
+    break;
+  }
+  case BuiltinFamily::LayerNorm:
+    read = readLayerNorm(*this, params.layerNorm);
+    break;
+  case BuiltinFamily::CrossEntropy:
+    read = readCrossEntropy(*this, params.crossEntropy);
+    break;
+  case BuiltinFamily::Dropout:
+    read = readDropout(*this, params.dropout);
+    break;
+  case BuiltinFamily::Gather:
+  case BuiltinFamily::GatherElements: {
+    auto axis = getInt(*this, "axis", 0);
+    read = failure(failed(axis));
+    if (succeeded(read))
+      params.gather.axis = *axis;
+    break;
+  }
+  case BuiltinFamily::Resize:
+    read = readResize(*this, params.resize);
+    break;
+  }
+  if (failed(read))
+    return failure();
+  return params;
 }
 
 LogicalResult BuiltinKernelOp::verify() {

@@ -2,6 +2,7 @@
 #ifndef DLC_DIALECTS_EXEC_EXECOPS_H
 #define DLC_DIALECTS_EXEC_EXECOPS_H
 
+#include "runtime/schema/BuiltinParams.h"
 #include "runtime/schema/BuiltinTemplates.h"
 #include "dialects/Exec/ExecDialect.h"
 #include "runtime/schema/LibraryCalls.h"

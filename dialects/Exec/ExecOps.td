@@ -370,8 +370,11 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
   let description = [{
     `template` names a row of `runtime/schema/BuiltinTemplates.def`, a kernel
     template that codegen instantiates for both targets with this op's shapes
-    and attributes baked in; the verifier checks the row's operand counts and
-    the family's shapes, dtypes and attributes:
+    and attributes baked in. `getParams()` reads the family's attributes into
+    typed parameters (`runtime/schema/BuiltinParams.h`) and checks the rules
+    they alone decide; the verifier calls it and checks the row's operand
+    counts and the family's shapes, dtypes and the attributes against the
+    operands, and codegen builds from the same parameters:
     - `max_pool2d`: ins(X) outs(Y); `average_pool2d`: ins(X) outs(Y)
     - `max_pool2d_grad`: ins(X, dY) outs(dX) (X is the forward input);
       `average_pool2d_grad`: ins(X, dY) outs(dX)
@@ -381,7 +384,10 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
       all six with the attributes of the dlgraph pooling op: `kernel_shape`,
       `strides`, `pads` [top, left, bottom, right], `dilations`, and
       `ceil_mode = true`, `count_include_pad = true` (BoolAttr) when set.
-    - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, >= 0).
+    - `softmax`, `log_softmax`: ins(X) outs(Y), `axis` (i64, in [-rank, rank)).
+    - `layer_norm`: ins(X [..., N], scale [N], bias [N]) outs(Y, mean, rstd)
+      over the last axis; `layer_norm_train` also outs(centered,
+      normalized); `epsilon` (f32, >= 0).
     - `softmax_cross_entropy`: ins(logits [..., C] f32, labels [...] i64)
       outs(loss, rank 0): mean cross-entropy (dlgraph.softmax_cross_entropy),
       `label_smoothing` (f32 in [0, 1], default 0).
@@ -413,6 +419,12 @@ def Exec_BuiltinKernelOp : Exec_Op<"builtin_kernel", [AttrSizedOperandSegments]>
     /// The template's row (BuiltinTemplates.def), or null for an unknown
     /// template.
     const ::dlc::exec::BuiltinTemplateInfo *getTemplateInfo();
+    /// The template family's parameters, read from the attributes
+    /// (runtime/schema/BuiltinParams.h). Emits the verifier's error and
+    /// fails for an unknown template or an attribute that breaks a rule of
+    /// its own; the rules that relate attributes to the operands are the
+    /// verifier's.
+    ::mlir::FailureOr<::dlc::exec::BuiltinKernelParams> getParams();
   }];
   let hasVerifier = 1;
 }
