@@ -358,12 +358,12 @@ static std::string importOptionsOf(const dlc::CompileOptions &options,
 
 std::string dlc::checkCompileOptions(const CompileOptions &options) {
   const PipelineOptions &p = options.pipeline;
-  if (!llvm::is_contained(supportedOptimizers(), p.optimizer))
-    return "unknown --optimizer '" + p.optimizer +
-           "'; supported: " + llvm::join(supportedOptimizers(), ", ");
-  if (!llvm::is_contained(supportedLosses(), p.loss))
-    return "unknown --loss '" + p.loss +
-           "'; supported: " + llvm::join(supportedLosses(), ", ");
+  // Each phase's values, checked where its passes check them too.
+  for (std::string problem :
+       {p.TrainingOptions::check(), p.PrecisionOptions::check(),
+        p.RematOptions::check(), p.PartitionOptions::check()})
+    if (!problem.empty())
+      return problem;
   if (options.batchSize < 0)
     return "--batch-size must be positive";
   ImportOptions importOptions;
@@ -384,17 +384,6 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
     if (flag)
       return std::string(flag) + " needs --train";
   }
-  if (!p.trainable.empty() && !p.noFreeze.empty())
-    return "--no-freeze does not combine with --trainable, which names "
-           "every trained initializer";
-  if (std::string problem = checkTrainingRecipe(recipeOf(p));
-      !problem.empty())
-    return problem;
-  if (p.labelSmoothing != 0 && !p.lossOutput.empty())
-    return "--label-smoothing applies to softmax-cross-entropy, not to a "
-           "model-computed --loss-output";
-  if (p.accumulate < 1)
-    return "--accumulate must be >= 1, got " + std::to_string(p.accumulate);
   if (p.accumulate > 1 && !p.train)
     return "--accumulate needs --train";
   if (p.accumulate > 1 && resolveLossScale(p) != "none")
@@ -403,47 +392,13 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
   if (p.clipGradNorm != 0 && resolveLossScale(p) != "none")
     return "--clip-grad-norm is not supported with loss scaling yet (it "
            "would clip the scaled gradients); use --loss-scale none";
-  if (!llvm::is_contained(supportedPrecisions(), p.precision))
-    return "unknown --precision '" + p.precision +
-           "'; supported: " + llvm::join(supportedPrecisions(), ", ");
-  if (!p.lossScale.empty()) {
-    if (!p.train)
-      return "--loss-scale needs --train";
-    double v = 0;
-    if (p.lossScale != "dynamic" && p.lossScale != "none" &&
-        (llvm::StringRef(p.lossScale).getAsDouble(v) || !(v > 0) ||
-         !std::isfinite(v)))
-      return "--loss-scale must be dynamic, none or a positive number, got '" +
-             p.lossScale + "'";
-  }
-  if (!(p.lossScaleInit > 0) || !std::isfinite(p.lossScaleInit))
-    return "--loss-scale-init must be a positive number";
-  if (!(p.lossScaleGrowthFactor > 1) || !std::isfinite(p.lossScaleGrowthFactor))
-    return "--loss-scale-growth-factor must be greater than 1";
-  if (!(p.lossScaleBackoffFactor > 0 && p.lossScaleBackoffFactor < 1))
-    return "--loss-scale-backoff-factor must be between 0 and 1 (exclusive)";
-  if (p.lossScaleGrowthInterval < 1)
-    return "--loss-scale-growth-interval must be at least 1";
-  if (!llvm::is_contained(supportedRematModes(), p.remat))
-    return "unknown --remat '" + p.remat +
-           "'; supported: " + llvm::join(supportedRematModes(), ", ");
+  if (!p.lossScale.empty() && !p.train)
+    return "--loss-scale needs --train";
   if (p.remat != "none" && !p.train)
     return "--remat needs --train (it recomputes activations in the "
            "backward pass)";
-  if (!options.pipeline.memoryBudget.empty()) {
-    if (!p.train)
-      return "--memory-budget needs --train";
-    if (!parseByteSize(options.pipeline.memoryBudget))
-      return "--memory-budget must be a size in bytes, optionally with KiB, "
-             "MiB or GiB (e.g. 536870912, 512MiB, 1.5GiB), got '" +
-             options.pipeline.memoryBudget + "'";
-    if (p.remat == "sqrt")
-      return "--memory-budget chooses what to recompute itself (--remat "
-             "auto); it cannot be combined with --remat sqrt";
-  }
-  if (options.pipeline.pipelineStages < 0)
-    return "--pipeline-stages must be >= 1, got " +
-           std::to_string(options.pipeline.pipelineStages);
+  if (!options.pipeline.memoryBudget.empty() && !p.train)
+    return "--memory-budget needs --train";
   if (!options.compileTo.empty() && !parsePhase(options.compileTo)) {
     std::vector<std::string> names;
     for (Phase phase : allPhases())
@@ -482,17 +437,6 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
   }
   if (!options.pipeline.pipelineSplit.empty() && options.pipeline.pipelineStages < 2)
     return "--pipeline-split needs --pipeline-stages >= 2";
-  if (!llvm::is_contained(builtinDeviceModels(), options.pipeline.deviceModel) &&
-      !llvm::StringRef(options.pipeline.deviceModel).ends_with(".json"))
-    return "unknown --device-model '" + options.pipeline.deviceModel +
-           "'; supported: " + llvm::join(builtinDeviceModels(), ", ") +
-           ", FILE.json";
-  if (options.pipeline.microbatches < 1)
-    return "--microbatches must be >= 1, got " +
-           std::to_string(options.pipeline.microbatches);
-  if (std::string error;
-      !exec::parsePipelineSchedule(options.pipeline.schedule, &error))
-    return "--schedule: " + error;
   if (options.replicas < 1)
     return "--replicas must be >= 1, got " + std::to_string(options.replicas);
   if (options.pipeline.pipelineStages < 1) {
@@ -514,11 +458,6 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
   if (!options.pipeline.bucketSize.empty()) {
     if (!p.dataParallel)
       return "--bucket-size needs --data-parallel";
-    std::optional<int64_t> size = parseByteSize(options.pipeline.bucketSize);
-    if (!size || *size < 1)
-      return "--bucket-size must be a positive size in bytes, optionally with "
-             "KiB, MiB or GiB (e.g. 26214400, 25MiB), got '" +
-             options.pipeline.bucketSize + "'";
   }
   for (llvm::StringRef t : options.cudaArchs)
     if (!t.starts_with("sm_") ||

@@ -41,16 +41,13 @@ struct DataParallelPass
       : DataParallelPassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
+    // check() has accepted a non-empty bucket-size.
     std::optional<int64_t> bucketLimit =
         bucketSize.empty() ? std::optional<int64_t>(kDefaultBucketBytes)
                            : parseByteSize(bucketSize);
-    if (!bucketLimit || *bucketLimit < 1) {
-      module.emitError() << kPass << ": bucket-size " << bucketSize
-                         << " is not a positive number of bytes";
-      return signalPassFailure();
-    }
     func::FuncOp train = training::lookupTrainStep(module, kPass);
     if (!train)
       return signalPassFailure();

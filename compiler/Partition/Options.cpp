@@ -1,7 +1,34 @@
 //===- Options.cpp - the partitioning phase's options, declared once ------===//
 #include "compiler/Partition/Passes.h"
 
+#include "compiler/Support/ByteSize.h"
+#include "runtime/schema/PipelineSchedule.h"
+#include "llvm/ADT/StringExtras.h"
+
 using namespace dlc;
+
+std::string dlc::PartitionOptions::check() const {
+  if (pipelineStages < 0)
+    return "--pipeline-stages must be >= 1, got " +
+           std::to_string(pipelineStages);
+  if (!llvm::is_contained(builtinDeviceModels(), deviceModel) &&
+      !llvm::StringRef(deviceModel).ends_with(".json"))
+    return "unknown --device-model '" + deviceModel +
+           "'; supported: " + llvm::join(builtinDeviceModels(), ", ") +
+           ", FILE.json";
+  if (microbatches < 1)
+    return "--microbatches must be >= 1, got " + std::to_string(microbatches);
+  if (std::string error; !exec::parsePipelineSchedule(schedule, &error))
+    return "--schedule: " + error;
+  if (!bucketSize.empty()) {
+    std::optional<int64_t> size = parseByteSize(bucketSize);
+    if (!size || *size < 1)
+      return "--bucket-size must be a positive size in bytes, optionally with "
+             "KiB, MiB or GiB (e.g. 26214400, 25MiB), got '" +
+             bucketSize + "'";
+  }
+  return "";
+}
 
 void dlc::PartitionOptions::bindOptions(OptionsBinder &b) {
   using llvm::cl::value_desc;

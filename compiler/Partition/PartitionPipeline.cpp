@@ -110,7 +110,8 @@ struct PartitionPipelinePass
       : PartitionPipelinePassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     auto main = module.lookupSymbol<func::FuncOp>("main");
     if (!main) {

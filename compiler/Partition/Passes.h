@@ -72,6 +72,10 @@ struct PartitionOptions {
 
 
   void bindOptions(OptionsBinder &binder);
+  /// The one validation of these values, which `dlc` (checkCompileOptions)
+  /// and the phase's passes both run. Returns the first problem as one line
+  /// naming dlc's flag, or "".
+  std::string check() const;
 };
 
 /// dlgraph-data-parallel (`bucket-size`), dlgraph-partition-pipeline

@@ -54,7 +54,8 @@ struct SplitPipelineStagesPass
       : SplitPipelineStagesPassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     if (failed(run()))
       signalPassFailure();
   }
@@ -141,9 +142,6 @@ LogicalResult SplitPipelineStagesPass::run() {
 }
 
 LogicalResult StageSplitter::run() {
-  if (microBatches < 1)
-    return module.emitError()
-           << pass << ": micro-batches must be >= 1, got " << microBatches;
   train = lookupTrainStep(module, pass);
   if (!train)
     return failure();

@@ -213,20 +213,32 @@ private:
 /// `void bindOptions(OptionsBinder &)`): a base of the pass, after its
 /// generated base, so the pass reads T's fields by name and its options are
 /// T's (the same names as `dlc`'s flags). Construct it with the pass and the
-/// initial values; call commitOptions() at the start of runOnOperation to
-/// apply what `dlc-opt --PASS="NAME=VALUE"` parsed. A copy (MLIR clones
+/// initial values; call commitAndCheckOptions() (or commitOptions()) at the
+/// start of runOnOperation to apply and check what `dlc-opt
+/// --PASS="NAME=VALUE"` parsed. A copy (MLIR clones
 /// passes) binds again; MLIR then copies the option values over.
 template <typename T>
 class PassOptionsOf : public T {
 protected:
   PassOptionsOf(mlir::Pass &pass, const T &initial)
-      : T(initial), binder(OptionsBinder::forPass(pass)) {
+      : T(initial), pass(pass), binder(OptionsBinder::forPass(pass)) {
     T::bindOptions(binder);
   }
   /// Copies the parsed option values into T's fields.
   void commitOptions() { binder.commit(); }
+  /// commitOptions(), then T::check(), the phase's one validation of these
+  /// values (the one `dlc` runs): its problem is emitted at |op| as
+  /// "--PASS: PROBLEM" and fails.
+  mlir::LogicalResult commitAndCheckOptions(mlir::Operation *op) {
+    commitOptions();
+    std::string problem = T::check();
+    if (problem.empty())
+      return mlir::success();
+    return op->emitError() << "--" << pass.getArgument() << ": " << problem;
+  }
 
 private:
+  mlir::Pass &pass;
   OptionsBinder binder;
 };
 

@@ -26,7 +26,8 @@ struct AppendLossPass
       : AppendLossPassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     if (failed(run()))
       signalPassFailure();
   }
@@ -37,18 +38,6 @@ struct AppendLossPass
 LogicalResult AppendLossPass::run() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  if (lossOutput.empty() && !llvm::is_contained(supportedLosses(), loss))
-    return module.emitError()
-           << "unknown loss '" << loss << "'; expected "
-           << llvm::join(supportedLosses(), ", ")
-           << " (or set loss-output to a scalar model output)";
-  if (!(labelSmoothing >= 0 && labelSmoothing <= 1))
-    return module.emitError() << "--label-smoothing must be in [0, 1], got "
-                              << labelSmoothing;
-  if (labelSmoothing != 0 && !lossOutput.empty())
-    return module.emitError()
-           << "--label-smoothing applies to softmax-cross-entropy, not to a "
-              "model-computed --loss-output";
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main || main.isExternal())
     return module.emitError()

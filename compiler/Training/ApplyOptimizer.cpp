@@ -31,48 +31,15 @@ struct ApplyOptimizerPass
       : ApplyOptimizerPassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     if (failed(run()))
       signalPassFailure();
   }
 
   LogicalResult run();
-  LogicalResult validateOptions(ModuleOp module);
 };
 
-LogicalResult ApplyOptimizerPass::validateOptions(ModuleOp module) {
-  ArrayRef<StringLiteral> known = supportedOptimizers();
-  if (!llvm::is_contained(known, optimizer))
-    return module.emitError()
-           << "unknown optimizer '" << optimizer << "'; expected "
-           << llvm::join(known.drop_back(), ", ") << " or " << known.back();
-  if (lr < 0)
-    return module.emitError() << "lr must be >= 0, got " << lr;
-  if (momentum < 0)
-    return module.emitError() << "momentum must be >= 0, got " << momentum;
-  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
-    return module.emitError() << "beta1 and beta2 must be in [0, 1), got "
-                              << beta1 << " and " << beta2;
-  if (adamEpsilon < 0)
-    return module.emitError()
-           << "adam-epsilon must be >= 0, got " << adamEpsilon;
-  TrainingRecipe recipe;
-  recipe.lrSchedule = lrSchedule;
-  recipe.lr = lr;
-  recipe.warmupSteps = warmupSteps;
-  recipe.totalSteps = totalSteps;
-  recipe.stepSize = stepSize;
-  recipe.minLr = minLr;
-  recipe.gamma = gamma;
-  recipe.clipGradNorm = clipGradNorm;
-  if (std::string problem = checkTrainingRecipe(recipe); !problem.empty())
-    return module.emitError() << problem;
-  if (accumulate < 1 || accumulate > (int64_t(1) << 24))
-    return module.emitError()
-           << "--accumulate must be in [1, 2^24] (the call count is f32), got "
-           << int64_t(accumulate);
-  return success();
-}
 
 /// The learning rate of the update whose incremented step counter is |t|
 /// (rank-0 f32), for the schedule |kind| (see Passes.td; docs/dlc.md): f32
@@ -231,8 +198,6 @@ static Value clipGradients(OpBuilder &b, Location loc,
 LogicalResult ApplyOptimizerPass::run() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  if (failed(validateOptions(module)))
-    return failure();
   func::FuncOp train = lookupTrainStep(module, "--dlgraph-apply-optimizer");
   if (!train)
     return failure();

@@ -111,6 +111,42 @@ void dlc::TrainingOptions::bindOptions(OptionsBinder &b) {
         value_desc("E"));
 }
 
+std::string dlc::TrainingOptions::check() const {
+  auto num = [](double v) {
+    std::string s;
+    llvm::raw_string_ostream(s) << llvm::format("%g", v);
+    return s;
+  };
+  if (!llvm::is_contained(supportedOptimizers(), optimizer))
+    return "unknown --optimizer '" + optimizer +
+           "'; supported: " + llvm::join(supportedOptimizers(), ", ");
+  if (!llvm::is_contained(supportedLosses(), loss))
+    return "unknown --loss '" + loss +
+           "'; supported: " + llvm::join(supportedLosses(), ", ");
+  if (lr < 0)
+    return "--lr must be >= 0, got " + num(lr);
+  if (momentum < 0)
+    return "--momentum must be >= 0, got " + num(momentum);
+  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+    return "--beta1 and --beta2 must be in [0, 1), got " + num(beta1) +
+           " and " + num(beta2);
+  if (adamEpsilon < 0)
+    return "--adam-epsilon must be >= 0, got " + num(adamEpsilon);
+  if (!trainable.empty() && !noFreeze.empty())
+    return "--no-freeze does not combine with --trainable, which names "
+           "every trained initializer";
+  if (std::string problem = checkTrainingRecipe(recipeOf(*this));
+      !problem.empty())
+    return problem;
+  if (labelSmoothing != 0 && !lossOutput.empty())
+    return "--label-smoothing applies to softmax-cross-entropy, not to a "
+           "model-computed --loss-output";
+  if (accumulate < 1 || accumulate > (int64_t(1) << 24))
+    return "--accumulate must be in [1, 2^24] (the call count is f32), got " +
+           std::to_string(accumulate);
+  return "";
+}
+
 dlc::TrainingRecipe dlc::recipeOf(const TrainingOptions &o) {
   TrainingRecipe r;
   r.lrSchedule = o.lrSchedule;

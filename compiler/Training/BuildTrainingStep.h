@@ -66,6 +66,12 @@ struct TrainingOptions {
 
   /// Declares each option (flag name, help) once; see OptionsBinder.
   void bindOptions(OptionsBinder &binder);
+  /// The one validation of these values, which `dlc` (checkCompileOptions)
+  /// and the training passes both run: the loss and optimizer names, the
+  /// optimizer's hyperparameters, the recipe (checkTrainingRecipe),
+  /// --accumulate, and the combinations inside these options. Returns the
+  /// first problem as one line naming dlc's flag, or "".
+  std::string check() const;
 };
 
 /// The learning-rate schedules of `lr-schedule`, in the order messages list

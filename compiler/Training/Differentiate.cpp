@@ -216,7 +216,8 @@ struct DifferentiatePass
       : DifferentiatePassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     if (failed(run()))
       signalPassFailure();
   }

@@ -108,59 +108,36 @@ struct LossScalingPass
       : LossScalingPassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
+    if (failed(commitAndCheckOptions(getOperation())))
+      return signalPassFailure();
     if (failed(run()))
       signalPassFailure();
   }
 
   LogicalResult run();
-  LogicalResult validateOptions(ModuleOp module);
+  /// The scale the options ask for (PrecisionOptions::check() has accepted
+  /// them): dynamic from `loss-scale-init`, or the static `loss-scale`.
+  void resolveScale();
   /// The dynamic scale's update at |b|: on overflow (|foundInf|) the scale
   /// backs off and the tracker restarts, else the tracker counts the step
   /// and the scale grows every growth-interval steps.
   void updateScale(OpBuilder &b, Location loc, Value foundInf, Value scale,
                    Value tracker, Value one, Value zero);
 
-  // The scale as validateOptions resolves the options: dynamic from
-  // `loss-scale-init`, or the static `loss-scale`.
+  // What resolveScale() reads from the options.
   bool dynamic = true;
   double initScale = 0, growthFactor = 0, backoffFactor = 0;
   int64_t growthInterval = 0;
 };
 
-LogicalResult LossScalingPass::validateOptions(ModuleOp module) {
-  // `loss-scale`: "dynamic" (or empty) or a static scale.
+void LossScalingPass::resolveScale() {
   dynamic = lossScale.empty() || lossScale == "dynamic";
   initScale = lossScaleInit;
-  const char *initName = "loss-scale-init";
-  if (!dynamic) {
-    initName = "loss-scale";
-    if (llvm::StringRef(lossScale).getAsDouble(initScale))
-      return module.emitError()
-             << kPass << ": loss-scale must be dynamic or a number, got '"
-             << lossScale << "'";
-  }
+  if (!dynamic)
+    (void)llvm::StringRef(lossScale).getAsDouble(initScale); // check()ed
   growthFactor = lossScaleGrowthFactor;
   backoffFactor = lossScaleBackoffFactor;
   growthInterval = lossScaleGrowthInterval;
-  if (!(initScale > 0) || !std::isfinite(float(initScale)))
-    return module.emitError()
-           << kPass << ": " << initName
-           << " must be positive and finite in f32, got " << initScale;
-  if (!(growthFactor > 1) || !std::isfinite(float(growthFactor)))
-    return module.emitError()
-           << kPass << ": loss-scale-growth-factor must be greater than 1, got "
-           << growthFactor;
-  if (!(backoffFactor > 0 && backoffFactor < 1))
-    return module.emitError()
-           << kPass << ": loss-scale-backoff-factor must be in (0, 1), got "
-           << backoffFactor;
-  if (growthInterval < 1 || growthInterval > (int64_t(1) << 24))
-    return module.emitError()
-           << kPass
-           << ": loss-scale-growth-interval must be in [1, 2^24] (the tracker "
-           << "counts in f32), got " << growthInterval;
-  return success();
 }
 
 /// Guards every write of |body|: on overflow (|foundInf|) each variable
@@ -223,8 +200,9 @@ void LossScalingPass::updateScale(OpBuilder &b, Location loc, Value foundInf,
 LogicalResult LossScalingPass::run() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  if (failed(validateOptions(module)))
-    return failure();
+  if (lossScale == "none")
+    return success(); // no loss scaling asked for
+  resolveScale();
   func::FuncOp train = lookupTrainStep(module, kPass);
   if (!train)
     return failure();

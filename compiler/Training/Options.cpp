@@ -1,7 +1,68 @@
 //===- Options.cpp - the training phase's options, declared once ----------===//
 #include "compiler/Training/Passes.h"
 
+#include "compiler/Support/ByteSize.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
 using namespace dlc;
+
+namespace {
+std::string num(double v) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%g", v);
+  return s;
+}
+/// Whether |v| is positive and finite once stored as the f32 the step
+/// keeps it in.
+bool positiveF32(double v) { return v > 0 && std::isfinite(float(v)); }
+} // namespace
+
+std::string dlc::PrecisionOptions::check() const {
+  if (!llvm::is_contained(supportedPrecisions(), precision))
+    return "unknown --precision '" + precision +
+           "'; supported: " + llvm::join(supportedPrecisions(), ", ");
+  double v = 0;
+  if (!lossScale.empty() && lossScale != "dynamic" && lossScale != "none" &&
+      (llvm::StringRef(lossScale).getAsDouble(v) || !positiveF32(v)))
+    return "--loss-scale must be dynamic, none or a positive number, got '" +
+           lossScale + "'";
+  if (!positiveF32(lossScaleInit))
+    return "--loss-scale-init must be positive and finite in f32, got " +
+           num(lossScaleInit);
+  if (!(lossScaleGrowthFactor > 1) || !std::isfinite(float(lossScaleGrowthFactor)))
+    return "--loss-scale-growth-factor must be greater than 1, got " +
+           num(lossScaleGrowthFactor);
+  if (!(lossScaleBackoffFactor > 0 && lossScaleBackoffFactor < 1))
+    return "--loss-scale-backoff-factor must be in (0, 1), got " +
+           num(lossScaleBackoffFactor);
+  if (lossScaleGrowthInterval < 1 || lossScaleGrowthInterval > (int64_t(1) << 24))
+    return "--loss-scale-growth-interval must be in [1, 2^24] (the tracker "
+           "counts in f32), got " +
+           std::to_string(lossScaleGrowthInterval);
+  return "";
+}
+
+std::string dlc::RematOptions::check() const {
+  if (!llvm::is_contained(supportedRematModes(), remat))
+    return "unknown --remat '" + remat +
+           "'; supported: " + llvm::join(supportedRematModes(), ", ");
+  if (!memoryBudget.empty()) {
+    if (!parseByteSize(memoryBudget))
+      return "--memory-budget must be a size in bytes, optionally with KiB, "
+             "MiB or GiB (e.g. 536870912, 512MiB, 1.5GiB), got '" +
+             memoryBudget + "'";
+    if (remat == "sqrt")
+      return "--memory-budget chooses what to recompute itself (--remat "
+             "auto); it cannot be combined with --remat sqrt";
+  }
+  if (rematArenaTarget < 0)
+    return "arena-target must be >= 0 bytes, got " +
+           std::to_string(rematArenaTarget);
+  return "";
+}
 
 void dlc::PrecisionOptions::bindOptions(OptionsBinder &b) {
   b.opt("precision", precision,

@@ -63,6 +63,10 @@ struct PrecisionOptions {
   int64_t lossScaleGrowthInterval = MixedPrecisionDefaults::kGrowthInterval;
 
   void bindOptions(OptionsBinder &binder);
+  /// The one validation of these values, which `dlc` (checkCompileOptions)
+  /// and the phase's passes both run. Returns the first problem as one line
+  /// naming dlc's flag, or "".
+  std::string check() const;
 };
 
 /// Rematerialization (compiler/Training; docs/remat.md).
@@ -78,6 +82,10 @@ struct RematOptions {
   int64_t rematArenaTarget = 0;
 
   void bindOptions(OptionsBinder &binder);
+  /// The one validation of these values, which `dlc` (checkCompileOptions)
+  /// and the phase's passes both run. Returns the first problem as one line
+  /// naming dlc's flag, or "".
+  std::string check() const;
   /// Binds only `memory-budget` to |memoryBudget| (for a pass that reads the
   /// budget, not remat's other options).
   static void bindMemoryBudget(OptionsBinder &binder, std::string &memoryBudget);

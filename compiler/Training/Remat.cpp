@@ -288,13 +288,9 @@ struct RematerializationPass
       : RematerializationPassBase(other), PassOptionsOf(*this, other) {}
 
   void runOnOperation() override {
-    commitOptions();
-    ModuleOp module = getOperation();
-    if (!llvm::is_contained(supportedRematModes(), remat)) {
-      module.emitError() << kPass << ": unknown mode '" << remat
-                         << "'; supported: none, sqrt, auto";
+    if (failed(commitAndCheckOptions(getOperation())))
       return signalPassFailure();
-    }
+    ModuleOp module = getOperation();
     if (remat == "none")
       return;
     func::FuncOp train = training::lookupTrainStep(module, kPass);

@@ -55,6 +55,6 @@ module {
 // ORDER: error: dlgraph-partition-pipeline: split node '/fc1/Gemm' is out of order
 // COUNT: error: dlgraph-partition-pipeline: split names 1 nodes; 3 stages need 2
 // BUDGET: error: dlgraph-partition-pipeline: no split into 2 stages fits memory-budget 200000000 bytes
-// MODEL: error: dlgraph-partition-pipeline: unknown device model 'tpu' (supported: h100, host, FILE.json)
+// MODEL: error: --dlgraph-partition-pipeline: unknown --device-model 'tpu'; supported: h100, host, FILE.json
 
 // HOST: first = "/fc0/Gemm", forward = 1.79658{{[0-9]*}} : f64, last = "/fc1/Gemm", ops = 2 : i64, param_bytes = 134217728 : i64, transfer = 0.049459{{[0-9]*}} : f64}

@@ -20,4 +20,4 @@ module {
 // GRAD: dlgraph.softmax_cross_entropy %{{.+}}, %{{.+}} {label_smoothing = 2.500000e-01 : f32}
 // GRAD: dlgraph.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {label_smoothing = 2.500000e-01 : f32}
 
-// RANGE: error: --label-smoothing must be in [0, 1], got 1.5
+// RANGE: error: --dlgraph-append-loss: --label-smoothing must be in [0, 1], got 1.5

@@ -46,4 +46,4 @@ module {
 // ACC: %[[PB:.+]] = dlgraph.select %[[APPLY]], %[[NB]], %[[B0]]
 // ACC: dlgraph.write_variable @w.momentum_buffer, %[[PB]]
 
-// BAD: error: --accumulate must be in [1, 2^24] (the call count is f32), got 0
+// BAD: error: --dlgraph-apply-optimizer: --accumulate must be in [1, 2^24] (the call count is f32), got 0

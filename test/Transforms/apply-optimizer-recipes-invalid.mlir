@@ -19,9 +19,9 @@ module {
   }
 }
 
-// WT: error: --warmup-steps 20 must not exceed --total-steps 10
+// WT: error: --dlgraph-apply-optimizer: --warmup-steps 20 must not exceed --total-steps 10
 // NWD: error: --no-weight-decay '^nothing$' matches no trained parameter; they are: w
-// CLIP: error: --clip-grad-norm must be a positive number (0: no clipping), got -1
-// STEPLR: error: --lr-schedule step needs --step-size K >= 1
-// NOSCHED: error: --warmup-steps needs --lr-schedule
-// MINLR: error: --min-lr 1 must not exceed --lr 0.01
+// CLIP: error: --dlgraph-apply-optimizer: --clip-grad-norm must be a positive number (0: no clipping), got -1
+// STEPLR: error: --dlgraph-apply-optimizer: --lr-schedule step needs --step-size K >= 1
+// NOSCHED: error: --dlgraph-apply-optimizer: --warmup-steps needs --lr-schedule
+// MINLR: error: --dlgraph-apply-optimizer: --min-lr 1 must not exceed --lr 0.01

@@ -1,6 +1,6 @@
 // RUN: dlc-opt %s --verify-diagnostics --dlgraph-build-training-step="optimizer=rmsprop"
 
-// expected-error @+1 {{unknown optimizer 'rmsprop'; expected sgd, adam or adamw}}
+// expected-error @+1 {{--dlgraph-append-loss: unknown --optimizer 'rmsprop'; supported: sgd, adam, adamw}}
 module {
   dlgraph.variable @w : tensor<4xf32> = dense<0.5> : tensor<4xf32>
   func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {

@@ -14,4 +14,4 @@ func.func @train_step(%a: tensor<2xf32>) -> (tensor<2xf32> {dlgraph.name = "a.gr
 }
 
 // RUN: not dlc-opt %s --split-input-file --dlgraph-data-parallel="bucket-size=0" 2>&1 | FileCheck %s --check-prefix=ZERO
-// ZERO: error: --dlgraph-data-parallel: bucket-size 0 is not a positive number of bytes
+// ZERO: error: --dlgraph-data-parallel: --bucket-size must be a positive size in bytes, optionally with KiB, MiB or GiB (e.g. 26214400, 25MiB), got '0'

@@ -4,10 +4,10 @@
 // RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="loss-scale-growth-interval=0" 2>&1 | FileCheck %s --check-prefix=INTERVAL
 // RUN: not dlc-opt %s --split-input-file --dlgraph-loss-scaling="loss-scale-init=1e39" 2>&1 | FileCheck %s --check-prefix=INIT
 
-// GROWTH: error: --dlgraph-loss-scaling: loss-scale-growth-factor must be greater than 1, got 1
-// BACKOFF: error: --dlgraph-loss-scaling: loss-scale-backoff-factor must be in (0, 1), got 1.5
-// INTERVAL: error: --dlgraph-loss-scaling: loss-scale-growth-interval must be in [1, 2^24] (the tracker counts in f32), got 0
-// INIT: error: --dlgraph-loss-scaling: loss-scale-init must be positive and finite in f32, got 1.0{{0*}}e+39
+// GROWTH: error: --dlgraph-loss-scaling: --loss-scale-growth-factor must be greater than 1, got 1
+// BACKOFF: error: --dlgraph-loss-scaling: --loss-scale-backoff-factor must be in (0, 1), got 1.5
+// INTERVAL: error: --dlgraph-loss-scaling: --loss-scale-growth-interval must be in [1, 2^24] (the tracker counts in f32), got 0
+// INIT: error: --dlgraph-loss-scaling: --loss-scale-init must be positive and finite in f32, got 1e+39
 
 // expected-error @+1 {{--dlgraph-loss-scaling expects a func.func @train_step with one block; run --dlgraph-append-loss first}}
 module {

@@ -2,7 +2,7 @@
 // RUN: not dlc-opt %s --split-input-file --dlgraph-remat="remat=fast" 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: dlc-opt %s --split-input-file --dlgraph-remat="remat=none" | FileCheck %s --check-prefix=NONE
 
-// MODE: error: --dlgraph-remat: unknown mode 'fast'; supported: none, sqrt, auto
+// MODE: error: --dlgraph-remat: unknown --remat 'fast'; supported: none, sqrt, auto
 // mode=none touches nothing, not even a module without @train_step.
 // NONE: module
 
