@@ -15,9 +15,6 @@
 
 namespace dlc {
 
-/// The module attribute dlgraph-split-pipeline-stages records.
-constexpr const char *kPipelineAttr = "dlgraph.pipeline";
-
 #define GEN_PASS_DECL
 #include "compiler/Partition/Stages/Passes.h.inc"
 

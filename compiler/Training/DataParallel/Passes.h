@@ -17,16 +17,6 @@
 
 namespace dlc {
 
-/// One gradient bucket as dlgraph-data-parallel recorded it.
-struct GradientBucket {
-  int64_t bytes = 0;                  ///< the bucket's size
-  std::vector<std::string> gradients; ///< "<parameter>.grad", packing order
-};
-
-/// The buckets recorded on |module|'s @train_step, in issue order (empty
-/// when the pass did not run).
-std::vector<GradientBucket> readGradientBuckets(mlir::ModuleOp module);
-
 #define GEN_PASS_DECL
 #include "compiler/Training/DataParallel/Passes.h.inc"
 
