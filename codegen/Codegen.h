@@ -187,12 +187,6 @@ struct PackageOptions {
   float learningRate = 0;
   int64_t batchSize = 0;
   std::string hostCompiler = "c++";
-  /// A pipeline package: the `dlgraph.pipeline` record of
-  /// dlgraph-split-pipeline-stages (read before lowering, which drops it);
-  /// the writer adds the Pipeline table and the step function `train_step`
-  /// whose inputs are the global batch (dim 0 times the micro-batches) and
-  /// whose output is the loss. Null: not a pipeline.
-  mlir::DictionaryAttr pipeline;
   /// Compiled host objects and cubins are looked up here and stored after
   /// compiling; null or disabled: everything is compiled.
   CompileCache *cache = nullptr;
@@ -214,8 +208,12 @@ struct PackageOptions {
 
 /// Writes the package (runtime/schema/package.fbs, format kFormatVersion) for a
 /// planned dlexec module (every dlexec.alloc has an `offset`, every dlexec.func
-/// an `arena_bytes`) to |path|, atomically (temp file + rename). Errors are
-/// emitted on the offending op (or the module) and return failure.
+/// an `arena_bytes`) to |path|, atomically (temp file + rename). A module
+/// with a `dlexec.pipeline` record (dialects/Exec/ExecAttributes.h) makes a
+/// pipeline package: the writer adds the Pipeline table and the step function
+/// `train_step` whose inputs are the global batch (dim 0 times the
+/// micro-batches) and whose output is the loss. Errors are emitted on the
+/// offending op (or the module) and return failure.
 mlir::LogicalResult writePackage(mlir::ModuleOp planned, llvm::StringRef path,
                                  const PackageOptions &options);
 

@@ -11,6 +11,7 @@
 #include "codegen/Codegen.h"
 #include "codegen/KernelCode.h"
 #include "dialects/Exec/Analysis/PlanStats.h"
+#include "dialects/Exec/ExecAttributes.h"
 
 #include "dlc_schema/package_generated.h"
 #include "runtime/schema/Safetensors.h"
@@ -687,7 +688,7 @@ buildPipelineTable(ModuleOp planned, Plan &plan, const PackageOptions &options,
     return planned.emitError()
            << "internal error: malformed dlgraph.pipeline record";
   };
-  DictionaryAttr rec = options.pipeline;
+  DictionaryAttr rec = exec::getPipelineRecord(planned);
   auto microBatches = rec.getAs<IntegerAttr>("micro_batches");
   auto schedule = rec.getAs<StringAttr>("schedule");
   auto lossStage = rec.getAs<IntegerAttr>("loss_stage");
@@ -961,7 +962,7 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   flatbuffers::FlatBufferBuilder fbb((1 << 20) + weightHeader.size() +
                                      (weightsSection ? 0 : weightDataBytes) +
                                      hostLib->size());
-  if (options.pipeline) {
+  if (exec::getPipelineRecord(planned)) {
     auto table =
         buildPipelineTable(planned, plan, options, fbb, stepInputBytes);
     if (failed(table))

@@ -14,6 +14,8 @@
 #include "compiler/Partition/Passes.h"
 #include "compiler/Pipeline/MemoryBudget.h"
 #include "compiler/Training/TrainingStepUtils.h"
+#include "dialects/Exec/ExecAttributes.h"
+#include "dialects/Graph/GraphAttributes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,8 +49,9 @@ namespace {
 /// per stage, then `balance: slowest/mean = X`.
 std::string describePipelineStages(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
-  auto stages = main ? main->getAttrOfType<ArrayAttr>("dlgraph.pipeline.stages")
-                     : ArrayAttr();
+  auto stages =
+      main ? main->getAttrOfType<ArrayAttr>(dlc::graph::kPipelineStagesAttr)
+           : ArrayAttr();
   if (!stages)
     return "";
   std::string out;
@@ -95,9 +98,9 @@ std::string describeParameterGroups(ModuleOp module) {
     };
     if (var.getTrainable())
       add(trained);
-    if (var->hasAttr(dlc::training::kFrozenAttr))
+    if (var->hasAttr(dlc::graph::kFrozenAttr))
       add(frozen);
-    if (var->hasAttr(dlc::training::kNoWeightDecayAttr))
+    if (var->hasAttr(dlc::graph::kNoWeightDecayAttr))
       add(noDecay);
   }
   std::string out;
@@ -110,8 +113,8 @@ std::string describeParameterGroups(ModuleOp module) {
       if (g == &frozen)
         if (auto var = dyn_cast_or_null<dlc::graph::VariableOp>(
                 SymbolTable::lookupSymbolIn(module, name)))
-          if (auto why = var->getAttrOfType<StringAttr>(
-                  dlc::training::kFrozenAttr))
+          if (auto why =
+                  var->getAttrOfType<StringAttr>(dlc::graph::kFrozenAttr))
             os << " (" << why.getValue() << ")";
       os << "\n";
     }
@@ -512,13 +515,13 @@ namespace dlc {
 
 /// The `--stats` report of the planned |module| (whose PlanStats are |s|):
 /// kernels, library calls, epilogues, casts, memory; with |before| the plan
-/// without rematerialization and what |summary| recomputed; with |buckets|
-/// the gradient buckets; then the CUDA launch sizes and vector widths of the
-/// kernels codegen would emit.
+/// without rematerialization and what the remat summary the module carries
+/// says was recomputed; with |dataParallel| the gradient buckets it carries;
+/// then the CUDA launch sizes and vector widths of the kernels codegen would
+/// emit.
 static LogicalResult printPlanStats(ModuleOp module, const PlanStats &s,
                                     const std::optional<PlanStats> &before,
-                                    const RematSummary &summary,
-                                    const std::vector<GradientBucket> *buckets) {
+                                    bool dataParallel) {
   llvm::outs() << "kernels: " << s.kernels << "\n"
                << "builtin kernels: " << s.builtinKernels << "\n"
                << "library calls: " << s.libraryCalls << "\n"
@@ -535,6 +538,7 @@ static LogicalResult printPlanStats(ModuleOp module, const PlanStats &s,
                << "persistent memory: " << s.persistentBytes
                << " bytes (parameters, optimizer state, constants)\n";
   if (before) {
+    exec::RematSummary summary = exec::readRematSummary(module);
     double share = summary.stepFlops > 0
                        ? 100.0 * summary.addedFlops / summary.stepFlops
                        : 0.0;
@@ -545,14 +549,16 @@ static LogicalResult printPlanStats(ModuleOp module, const PlanStats &s,
                  << llvm::format("%.1f", share) << "% of the step's "
                  << summary.stepFlops << ")\n";
   }
-  if (buckets) {
+  if (dataParallel) {
+    std::vector<exec::GradientBucket> buckets =
+        exec::readGradientBuckets(module);
     int64_t total = 0;
-    for (const GradientBucket &b : *buckets)
+    for (const exec::GradientBucket &b : buckets)
       total += b.bytes;
-    llvm::outs() << "gradient buckets: " << buckets->size() << ", "
+    llvm::outs() << "gradient buckets: " << buckets.size() << ", "
                  << formatBytes(total) << " all-reduced per step (in this "
                  << "order, each as soon as the backward finishes it)\n";
-    for (auto [i, b] : llvm::enumerate(*buckets))
+    for (auto [i, b] : llvm::enumerate(buckets))
       llvm::outs() << "  bucket " << i << ": " << formatBytes(b.bytes)
                    << ", " << b.gradients.size() << " gradients: "
                    << llvm::join(b.gradients, ", ") << "\n";
@@ -664,8 +670,10 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     return failure();
 
   // The pipeline's phases (compiler/Pipeline), run in slices: the driver
-  // reads what each slice leaves (stages, buckets, parameter groups, the
-  // remat summary) before the next one rewrites it.
+  // reads what each slice leaves (stages, parameter groups, the budget
+  // search) before the next one rewrites it. The gradient buckets, the remat
+  // summary and the pipeline record reach the planned module
+  // (dialects/Exec/ExecAttributes.h).
   const Phase last = options.compileTo.empty()
                          ? Phase::MemoryPlanning
                          : *parsePhase(options.compileTo); // checked above
@@ -699,7 +707,6 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     return failure();
   if (stopAfter(Phase::MixedPrecision))
     return writeModule(options, *module);
-  std::vector<GradientBucket> buckets = readGradientBuckets(*module);
   std::string parameterGroups =
       pipeline.train ? describeParameterGroups(*module) : std::string();
 
@@ -730,22 +737,20 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     progress.stage("recomputed activations (--remat " + fit->first + ")");
     before = fit->second;
   }
-  RematSummary summary = readRematSummary(*module);
   if (stopAfter(Phase::Rematerialization) ||
       (options.emit == EmitKind::DLGraph && !options.stats))
     return writeModule(options, *module);
 
   int64_t packageBatch = packageBatchSize(options, *module);
-  // A pipeline package's batch is the global one: M micro-batches.
-  auto pipelineRecord = (*module)->getAttrOfType<DictionaryAttr>(kPipelineAttr);
-  if (pipelineRecord)
-    packageBatch *= pipeline.microbatches;
   progress.stage("lowering to dlexec, fusing, planning memory");
   clock.phase("lowering passes");
   if (failed(runPhases(Phase::GraphToExec, Phase::MemoryPlanning)))
     return failure();
   if (!options.compileTo.empty())
     return writeModule(options, *module);
+  // A pipeline package's batch is the global one: M micro-batches.
+  if (exec::getPipelineRecord(*module))
+    packageBatch *= pipeline.microbatches;
   clock.phase(options.stats ? "stats" : "");
 
   PlanStats s;
@@ -760,8 +765,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
                   " that the search fit; please report it");
   }
   if (options.stats &&
-      failed(printPlanStats(*module, s, before, summary,
-                            pipeline.dataParallel ? &buckets : nullptr)))
+      failed(printPlanStats(*module, s, before, pipeline.dataParallel)))
     return failure();
   if (options.stats)
     llvm::outs() << pipelineStats << parameterGroups;
@@ -786,7 +790,6 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   packageOptions.learningRate = static_cast<float>(pipeline.lr);
   packageOptions.batchSize = packageBatch;
   packageOptions.hostCompiler = options.hostCompiler;
-  packageOptions.pipeline = pipelineRecord;
   // The compile cache (docs/dlc.md): --no-cache, --cache-dir, else
   // CompileCache::defaultDir() ($DLC_NO_CACHE, $DLC_CACHE_DIR, XDG, HOME).
   codegen::CompileCache cache(options.noCache ? std::string()

@@ -3,6 +3,7 @@
 #include "compiler/Driver/Simulate.h"
 
 #include "compiler/Partition/DeviceModel.h"
+#include "dialects/Graph/GraphAttributes.h"
 #include "runtime/schema/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,7 +108,7 @@ buildSimulationConfig(mlir::ModuleOp module, const CompileOptions &options,
   };
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
   auto record =
-      main ? main->getAttrOfType<mlir::ArrayAttr>("dlgraph.pipeline.stages")
+      main ? main->getAttrOfType<mlir::ArrayAttr>(graph::kPipelineStagesAttr)
            : mlir::ArrayAttr();
   if (!record)
     return error("--simulate: @main has no dlgraph.pipeline.stages record "

@@ -18,6 +18,7 @@
 #include "compiler/Import/OpAlternatives.h"
 #include "runtime/data/Npy.h"
 
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Verifier.h"
@@ -758,7 +759,8 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
 
   module = ModuleOp::create(fileLoc);
   OwningOpRef<ModuleOp> owned(module);
-  module->setAttr("dlgraph.model_name", builder.getStringAttr(graph.name()));
+  module->setAttr(dlc::graph::kModelNameAttr,
+                  builder.getStringAttr(graph.name()));
 
   if (failed(importInitializers(graph)) || failed(importInputValues(graph)))
     return nullptr;
@@ -772,7 +774,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
                               builder.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "dlgraph.name", builder.getStringAttr(name));
+    func.setArgAttr(i, dlc::graph::kNameAttr, builder.getStringAttr(name));
     Slot s;
     s.value = entry->getArgument(i);
     s.loc = namedLoc(name);
@@ -857,7 +859,7 @@ OwningOpRef<ModuleOp> Importer::run(const onnx::ModelProto &model) {
     results.push_back(v);
     resultTypes.push_back(v.getType());
     resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        "dlgraph.name", builder.getStringAttr(out.name()))));
+        dlc::graph::kNameAttr, builder.getStringAttr(out.name()))));
   }
   func::ReturnOp::create(builder, fileLoc, results);
   func.setType(builder.getFunctionType(argTypes, resultTypes));

@@ -6,6 +6,7 @@
 #include "compiler/Support/ByteSize.h"
 #include "compiler/Training/TrainingStepUtils.h"
 
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -20,7 +21,6 @@ using namespace dlc;
 namespace {
 
 constexpr llvm::StringLiteral kPass = "--dlgraph-data-parallel";
-constexpr llvm::StringLiteral kBucketsAttr = "dlgraph.data_parallel.buckets";
 
 /// A gradient result of @train_step.
 struct Gradient {
@@ -159,35 +159,11 @@ struct DataParallelPass
            b.getNamedAttr("gradients", b.getArrayAttr(names))}));
     }
     ret->setOperands(newResults);
-    train->setAttr(kBucketsAttr, b.getArrayAttr(records));
+    train->setAttr(graph::kBucketsAttr, b.getArrayAttr(records));
   }
 };
 
 } // namespace
-
-std::vector<GradientBucket> dlc::readGradientBuckets(ModuleOp module) {
-  std::vector<GradientBucket> out;
-  auto train = module.lookupSymbol<func::FuncOp>(training::kTrainStep);
-  if (!train)
-    return out;
-  auto records = train->getAttrOfType<ArrayAttr>(kBucketsAttr);
-  if (!records)
-    return out;
-  for (Attribute a : records) {
-    auto d = dyn_cast<DictionaryAttr>(a);
-    if (!d)
-      continue;
-    GradientBucket bucket;
-    if (auto bytes = d.getAs<IntegerAttr>("bytes"))
-      bucket.bytes = bytes.getInt();
-    if (auto names = d.getAs<ArrayAttr>("gradients"))
-      for (Attribute n : names)
-        if (auto s = dyn_cast<StringAttr>(n))
-          bucket.gradients.push_back(s.str());
-    out.push_back(std::move(bucket));
-  }
-  return out;
-}
 
 std::unique_ptr<mlir::Pass> dlc::createDataParallelPass(const PartitionOptions &options) {
   return std::make_unique<DataParallelPass>(options);

@@ -4,6 +4,7 @@
 #include "compiler/Support/ByteSize.h"
 #include "compiler/Training/Passes.h"
 
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphInterfaces.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -276,7 +277,7 @@ struct PartitionPipelinePass
     for (int64_t s = 0; s < stages; ++s) {
       int64_t end = ends[s];
       for (int64_t i = start; i < end; ++i)
-        ops[i]->setAttr("dlgraph.stage", b.getI64IntegerAttr(s));
+        ops[i]->setAttr(graph::kStageAttr, b.getI64IntegerAttr(s));
       records.push_back(b.getDictionaryAttr({
           b.getNamedAttr("ops", b.getI64IntegerAttr(end - start)),
           b.getNamedAttr("cost", b.getF64FloatAttr(stageCost(start, end))),
@@ -303,11 +304,11 @@ struct PartitionPipelinePass
         if (it != index.end())
           first = std::min(first, it->second);
       }
-      op.setAttr("dlgraph.stage",
-                 first < n ? ops[first]->getAttr("dlgraph.stage")
-                           : b.getI64IntegerAttr(0));
+      op.setAttr(graph::kStageAttr, first < n
+                                        ? ops[first]->getAttr(graph::kStageAttr)
+                                        : b.getI64IntegerAttr(0));
     }
-    main->setAttr("dlgraph.pipeline.stages", b.getArrayAttr(records));
+    main->setAttr(graph::kPipelineStagesAttr, b.getArrayAttr(records));
   }
 };
 } // namespace

@@ -19,16 +19,6 @@
 
 namespace dlc {
 
-/// One gradient bucket as dlgraph-data-parallel recorded it.
-struct GradientBucket {
-  int64_t bytes = 0;                  ///< the bucket's size
-  std::vector<std::string> gradients; ///< "<parameter>.grad", packing order
-};
-
-/// The buckets recorded on |module|'s @train_step, in issue order (empty
-/// when the pass did not run).
-std::vector<GradientBucket> readGradientBuckets(mlir::ModuleOp module);
-
 /// Roofline cost of one op on |model|, seconds: forward =
 /// max(FLOPs / peak, bytes / memory bandwidth); backward = 2x forward for an
 /// op reading a parameter, 1x otherwise. |flops| in FLOPs, |bytes| in bytes.
@@ -42,9 +32,6 @@ OpCost costOp(mlir::Operation *op, const DeviceModel &model);
 
 /// Transfer time of |bytes| across a stage boundary, seconds.
 double transferTime(int64_t bytes, const DeviceModel &model);
-
-/// The module attribute dlgraph-split-pipeline-stages records.
-constexpr const char *kPipelineAttr = "dlgraph.pipeline";
 
 /// Partitioning: data parallelism (docs/distributed.md) and pipeline stages (compiler/Partition;
 /// docs/pipeline.md).

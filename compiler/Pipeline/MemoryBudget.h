@@ -12,6 +12,7 @@
 #include "dialects/Exec/Analysis/PlanStats.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Support/ByteSize.h"
+#include "dialects/Graph/GraphAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -49,11 +50,9 @@ std::optional<BudgetFit> fitMemoryBudget(mlir::ModuleOp graph,
                                          int64_t budget, const PlanStats &none,
                                          std::string &error);
 
-/// The module attribute where dlc-fit-memory-budget records its search: a
-/// dictionary of `budget` (bytes), `mode` (the dlgraph-remat mode that fit)
-/// and the plan without rematerialization (`persistent_before`,
-/// `inputs_before`, `arena_before`, `workspace_before`, bytes).
-constexpr llvm::StringLiteral kMemoryBudgetAttr = "dlgraph.memory_budget";
+/// The module attribute where dlc-fit-memory-budget records its search
+/// (declared in dialects/Graph/GraphAttributes.h).
+using graph::kMemoryBudgetAttr;
 
 /// Phase::Rematerialization under a budget of |budget| bytes: plans a clone
 /// without rematerialization, runs fitMemoryBudget and then dlgraph-remat at

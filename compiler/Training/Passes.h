@@ -10,6 +10,7 @@
 
 #include "compiler/Support/OptionsBinder.h"
 #include "compiler/Training/BuildTrainingStep.h"
+#include "dialects/Exec/ExecAttributes.h"
 #include "dialects/Graph/GraphDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -38,14 +39,9 @@ llvm::ArrayRef<llvm::StringLiteral> supportedPrecisions();
 /// The values `--remat` accepts: "none", "sqrt", "auto".
 llvm::ArrayRef<llvm::StringLiteral> supportedRematModes();
 
-/// What dlgraph-remat recorded on @train_step (all 0 when it did not run).
-struct RematSummary {
-  int64_t recomputedOps = 0;  ///< ops cloned into the backward (not views)
-  int64_t addedFlops = 0;     ///< FLOPs of those clones
-  int64_t stepFlops = 0;      ///< FLOPs of @train_step before the pass
-  int64_t simulatedPeakBefore = 0; ///< the pass's model of the arena, bytes
-  int64_t simulatedPeakAfter = 0;
-};
+/// What dlgraph-remat recorded on @train_step (all 0 when it did not run);
+/// the conversion to dlexec carries it to the planned module.
+using RematSummary = exec::RematSummary;
 
 /// Reads the summary from |module|'s @train_step.
 RematSummary readRematSummary(mlir::ModuleOp module);

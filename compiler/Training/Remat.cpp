@@ -7,6 +7,7 @@
 #include "compiler/Training/Gradients/Gradients.h"
 #include "compiler/Training/TrainingStepUtils.h"
 
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphInterfaces.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/IR/Builders.h"
@@ -29,8 +30,6 @@ using namespace dlc::remat;
 namespace {
 
 constexpr llvm::StringLiteral kPass = "--dlgraph-remat";
-constexpr llvm::StringLiteral kRecomputedAttr = "dlgraph.recomputed";
-constexpr llvm::StringLiteral kSummaryPrefix = "dlgraph.remat.";
 
 /// Chen et al. 2016, section 4: cut the forward into ceil(sqrt(n)) segments
 /// of about equal output bytes; keep what a later segment reads and the
@@ -264,7 +263,7 @@ std::pair<int64_t, int64_t> rewrite(const StepGraph &g,
         map.map(o, materialize(o, before));
       OpBuilder b(before);
       Operation *clone = b.clone(*op, map);
-      clone->setAttr(kRecomputedAttr, b.getUnitAttr());
+      clone->setAttr(graph::kRecomputedAttr, b.getUnitAttr());
       it = cloneOf.insert({op, clone}).first;
       auto cost = dyn_cast<graph::RecomputeCostOpInterface>(op);
       if (cost && cost.getRecomputeCost() != graph::RecomputeCost::Free) {
@@ -334,7 +333,8 @@ struct RematerializationPass
     auto [ops, flops] = rewrite(g, dropped);
     Builder b(&getContext());
     auto record = [&](StringRef key, int64_t v) {
-      train->setAttr((kSummaryPrefix + key).str(), b.getI64IntegerAttr(v));
+      train->setAttr((graph::kRematSummaryPrefix + key).str(),
+                     b.getI64IntegerAttr(v));
     };
     record("recomputed_ops", ops);
     record("added_flops", flops);
@@ -357,7 +357,8 @@ RematSummary dlc::readRematSummary(ModuleOp module) {
   if (!train)
     return s;
   auto get = [&](StringRef key) -> int64_t {
-    auto a = train->getAttrOfType<IntegerAttr>((kSummaryPrefix + key).str());
+    auto a = train->getAttrOfType<IntegerAttr>(
+        (graph::kRematSummaryPrefix + key).str());
     return a ? a.getInt() : 0;
   };
   s.recomputedOps = get("recomputed_ops");

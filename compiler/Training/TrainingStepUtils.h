@@ -2,6 +2,7 @@
 #ifndef DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H
 #define DLC_COMPILER_TRANSFORMS_TRAININGSTEPUTILS_H
 
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -11,11 +12,15 @@
 
 namespace dlc::training {
 
-/// The argument/result attribute that names graph inputs and outputs.
-constexpr llvm::StringLiteral kNameAttr = "dlgraph.name";
-/// Unit attribute on variables the optimizer creates (lowered to
-/// `optimizer_state` buffers).
-constexpr llvm::StringLiteral kOptimizerStateAttr = "dlgraph.optimizer_state";
+// The attributes the training passes read and write, declared with the
+// dialect (dialects/Graph/GraphAttributes.h).
+using graph::kBackwardAttr;
+using graph::kFrozenAttr;
+using graph::kNameAttr;
+using graph::kNoWeightDecayAttr;
+using graph::kOptimizerStateAttr;
+using graph::kStageAttr;
+
 /// The function the training passes build and then extend.
 constexpr llvm::StringLiteral kTrainStep = "train_step";
 /// The name of @train_step's first result.
@@ -32,22 +37,6 @@ constexpr llvm::StringLiteral kGradNormName = "grad_norm";
 /// update, and the suffix of each parameter's gradient accumulator.
 constexpr llvm::StringLiteral kAccumulateCountVar = "__accumulate_count";
 constexpr llvm::StringLiteral kAccumulatorSuffix = ".grad_accumulator";
-/// String attribute on the variables the training step keeps constant (no
-/// gradient, no optimizer state): why ("--freeze", "not in --trainable",
-/// or the trainable-set rule's reason; Differentiate.cpp).
-constexpr llvm::StringLiteral kFrozenAttr = "dlgraph.frozen";
-/// Unit attribute on the trained parameters --no-weight-decay updates
-/// without weight decay.
-constexpr llvm::StringLiteral kNoWeightDecayAttr = "dlgraph.no_weight_decay";
-
-/// The pipeline stage of an op (`i64`), set by dlgraph-partition-pipeline on
-/// @main and carried by the training passes to the ops they create from it
-/// (docs/pipeline.md).
-constexpr llvm::StringLiteral kStageAttr = "dlgraph.stage";
-/// Unit attribute on the ops of a staged @train_step that the backward pass
-/// created (with the stage of the forward op they differentiate).
-constexpr llvm::StringLiteral kBackwardAttr = "dlgraph.backward";
-
 /// While alive, tags every op |b| inserts with |stage| (when not null) and,
 /// when |backward|, kBackwardAttr; restores |b|'s listener at the end. Ops
 /// of a module without pipeline stages are left untouched.

@@ -22,6 +22,9 @@ def Exec_Dialect : Dialect {
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect"];
+  // The dlexec.* discardable attributes a planned module carries are
+  // declared in ExecAttributes.h and checked in ExecAttributes.cpp.
+  let hasOperationAttrVerify = 1;
 }
 
 class Exec_Op<string mnemonic, list<Trait> traits = []>

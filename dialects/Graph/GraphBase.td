@@ -23,6 +23,11 @@ def Graph_Dialect : Dialect {
     location naming its ONNX node.
   }];
   let hasConstantMaterializer = 1;
+  // The dlgraph.* discardable attributes between phases are declared in
+  // GraphAttributes.h and checked in GraphAttributes.cpp.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 // Every dlgraph op answers PrecisionClassOpInterface and

@@ -240,7 +240,7 @@ LogicalResult FuncLowering::run() {
   b.setInsertionPointToEnd(&body);
   Location floc = src.getLoc();
   for (auto [i, arg] : llvm::enumerate(src.getArguments())) {
-    auto nameAttr = src.getArgAttrOfType<StringAttr>(i, "dlgraph.name");
+    auto nameAttr = src.getArgAttrOfType<StringAttr>(i, graph::kNameAttr);
     std::string name = nameAttr ? nameAttr.str() : ("arg" + Twine(i)).str();
     if (!isa<RankedTensorType>(arg.getType()))
       return src.emitError()

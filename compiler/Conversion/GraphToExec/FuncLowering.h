@@ -7,6 +7,7 @@
 
 #include "compiler/Conversion/GraphToExec/Passes.h"
 
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineMap.h"

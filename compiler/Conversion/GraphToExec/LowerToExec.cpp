@@ -6,7 +6,10 @@
 #include "compiler/Conversion/GraphToExec/Passes.h"
 #include "compiler/Conversion/GraphToExec/FuncLowering.h"
 
+#include "dialects/Exec/ExecAttributes.h"
+#include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphOps.h"
+#include "dialects/PhaseRecords.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/Passes.h"
@@ -40,9 +43,23 @@ void dlc::lowering::populateLowerToExecTable(LoweringTable &table) {
 
 namespace {
 
+/// Carries what the dlgraph phases recorded for codegen and `dlc --stats`
+/// from |f| to |ef| (the gradient buckets and the remat summary) under their
+/// dlexec names (dialects/Exec/ExecAttributes.h).
+void carryRecords(func::FuncOp f, x::FuncOp ef) {
+  if (Attribute buckets = f->getAttr(g::kBucketsAttr))
+    ef->setAttr(x::kBucketsAttr, buckets);
+  for (StringRef key : records::kRematSummaryKeys)
+    if (Attribute v = f->getAttr((g::kRematSummaryPrefix + key).str()))
+      ef->setAttr((x::kRematSummaryPrefix + key).str(), v);
+}
+
 struct LowerToExecPass : dlc::impl::LowerToExecPassBase<LowerToExecPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // The pipeline record moves to its dlexec name for the package writer.
+    if (Attribute record = module->removeAttr(g::kPipelineAttr))
+      module->setAttr(x::kPipelineAttr, record);
     llvm::StringSet<> symbols;
     LoweringTable table;
     populateLowerToExecTable(table);
@@ -57,7 +74,7 @@ struct LowerToExecPass : dlc::impl::LowerToExecPassBase<LowerToExecPass> {
       if (auto v = dyn_cast<g::VariableOp>(op)) {
         OpBuilder mb(v);
         StringRef kind = v.getTrainable() ? "parameter"
-                         : v->hasAttr("dlgraph.optimizer_state")
+                         : v->hasAttr(g::kOptimizerStateAttr)
                              ? "optimizer_state"
                              : "buffer";
         x::VariableOp::create(mb, v.getLoc(), v.getSymNameAttr(),
@@ -80,6 +97,7 @@ struct LowerToExecPass : dlc::impl::LowerToExecPassBase<LowerToExecPass> {
       OpBuilder mb(f);
       auto ef =
           x::FuncOp::create(mb, f.getLoc(), f.getSymNameAttr(), IntegerAttr());
+      carryRecords(f, ef);
       FuncLowering lowering(module, f, ef, symbols, table);
       if (failed(lowering.run()))
         return signalPassFailure();

@@ -49,7 +49,8 @@ void dlc::lowering::populateLowerToExecVariables(LoweringTable &table) {
   table.add<func::ReturnOp>([](FuncLowering &fl,
                                func::ReturnOp r) -> LogicalResult {
     for (auto [i, v] : llvm::enumerate(r.getOperands())) {
-      auto nameAttr = fl.src.getResultAttrOfType<StringAttr>(i, "dlgraph.name");
+      auto nameAttr =
+          fl.src.getResultAttrOfType<StringAttr>(i, graph::kNameAttr);
       fl.results.push_back(
           {nameAttr ? nameAttr.str() : ("result" + Twine(i)).str(), v});
     }
