@@ -33,12 +33,8 @@ struct Gradient {
 };
 
 struct DataParallelPass
-    : dlc::impl::DataParallelPassBase<DataParallelPass>,
-      PassOptionsOf<PartitionOptions> {
-  DataParallelPass(const PartitionOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  DataParallelPass(const DataParallelPass &other)
-      : DataParallelPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::DataParallelPassBase<DataParallelPass>, PartitionOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

@@ -103,12 +103,8 @@ struct PartitionPipelineOptions : PartitionOptions {
 };
 
 struct PartitionPipelinePass
-    : impl::PartitionPipelinePassBase<PartitionPipelinePass>,
-      PassOptionsOf<PartitionPipelineOptions> {
-  PartitionPipelinePass(const PartitionPipelineOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  PartitionPipelinePass(const PartitionPipelinePass &other)
-      : PartitionPipelinePassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<impl::PartitionPipelinePassBase<PartitionPipelinePass>, PartitionPipelineOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

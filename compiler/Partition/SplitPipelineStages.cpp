@@ -46,12 +46,8 @@ Phase fnPhase(int fn) { return static_cast<Phase>(fn % 3); }
 bool isCopied(Operation *op) { return isa<ConstantOp, ReadVariableOp>(op); }
 
 struct SplitPipelineStagesPass
-    : public dlc::impl::SplitPipelineStagesPassBase<SplitPipelineStagesPass>,
-      PassOptionsOf<PartitionOptions> {
-  SplitPipelineStagesPass(const PartitionOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  SplitPipelineStagesPass(const SplitPipelineStagesPass &other)
-      : SplitPipelineStagesPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::SplitPipelineStagesPassBase<SplitPipelineStagesPass>, PartitionOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

@@ -209,36 +209,41 @@ private:
   OptionsBinder binder;
 };
 
-/// The options of a pass that reads its phase's options struct |T| (with
-/// `void bindOptions(OptionsBinder &)`): a base of the pass, after its
-/// generated base, so the pass reads T's fields by name and its options are
-/// T's (the same names as `dlc`'s flags). Construct it with the pass and the
-/// initial values; call commitAndCheckOptions() (or commitOptions()) at the
-/// start of runOnOperation to apply and check what `dlc-opt
-/// --PASS="NAME=VALUE"` parsed. A copy (MLIR clones
-/// passes) binds again; MLIR then copies the option values over.
-template <typename T>
-class PassOptionsOf : public T {
-protected:
-  PassOptionsOf(mlir::Pass &pass, const T &initial)
-      : T(initial), pass(pass), binder(OptionsBinder::forPass(pass)) {
+/// A pass whose options are its phase's options struct |T| (with
+/// `void bindOptions(OptionsBinder &)` and `std::string check() const`):
+/// derive the pass from `PassWithOptions<impl::NamePassBase<NamePass>, T>`
+/// and write `using PassWithOptions::PassWithOptions;`. The pass reads T's
+/// fields by name; its options are T's, under the names of `dlc`'s flags,
+/// bound by T's one bindOptions. Call commitAndCheckOptions() at the start
+/// of runOnOperation to apply and check what `dlc-opt --PASS="NAME=VALUE"`
+/// parsed. A copy (MLIR clones passes) binds again; MLIR then copies the
+/// option values over.
+template <typename PassBase, typename T>
+class PassWithOptions : public PassBase, public T {
+public:
+  /// The pass with |options| as its options' values.
+  PassWithOptions(const T &options = T())
+      : T(options), binder(OptionsBinder::forPass(*this)) {
     T::bindOptions(binder);
   }
-  /// Copies the parsed option values into T's fields.
-  void commitOptions() { binder.commit(); }
-  /// commitOptions(), then T::check(), the phase's one validation of these
-  /// values (the one `dlc` runs): its problem is emitted at |op| as
-  /// "--PASS: PROBLEM" and fails.
+  PassWithOptions(const PassWithOptions &other)
+      : PassBase(other), T(other), binder(OptionsBinder::forPass(*this)) {
+    T::bindOptions(binder);
+  }
+
+protected:
+  /// Copies the parsed option values into T's fields, then runs T::check(),
+  /// the phase's one validation of these values (the one `dlc` runs): its
+  /// problem is emitted at |op| as "--PASS: PROBLEM" and fails.
   mlir::LogicalResult commitAndCheckOptions(mlir::Operation *op) {
-    commitOptions();
+    binder.commit();
     std::string problem = T::check();
     if (problem.empty())
       return mlir::success();
-    return op->emitError() << "--" << pass.getArgument() << ": " << problem;
+    return op->emitError() << "--" << this->getArgument() << ": " << problem;
   }
 
 private:
-  mlir::Pass &pass;
   OptionsBinder binder;
 };
 

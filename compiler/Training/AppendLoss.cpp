@@ -18,12 +18,8 @@ using namespace dlc::training;
 namespace {
 
 struct AppendLossPass
-    : public dlc::impl::AppendLossPassBase<AppendLossPass>,
-      PassOptionsOf<TrainingOptions> {
-  AppendLossPass(const TrainingOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  AppendLossPass(const AppendLossPass &other)
-      : AppendLossPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::AppendLossPassBase<AppendLossPass>, TrainingOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

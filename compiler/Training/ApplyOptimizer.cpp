@@ -23,12 +23,8 @@ using namespace dlc::training;
 namespace {
 
 struct ApplyOptimizerPass
-    : public dlc::impl::ApplyOptimizerPassBase<ApplyOptimizerPass>,
-      PassOptionsOf<TrainingOptions> {
-  ApplyOptimizerPass(const TrainingOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  ApplyOptimizerPass(const ApplyOptimizerPass &other)
-      : ApplyOptimizerPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::ApplyOptimizerPassBase<ApplyOptimizerPass>, TrainingOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

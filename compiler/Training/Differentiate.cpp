@@ -208,12 +208,8 @@ llvm::DenseSet<Value> floatDataDependent(func::FuncOp train) {
 }
 
 struct DifferentiatePass
-    : public dlc::impl::DifferentiatePassBase<DifferentiatePass>,
-      PassOptionsOf<TrainingOptions> {
-  DifferentiatePass(const TrainingOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  DifferentiatePass(const DifferentiatePass &other)
-      : DifferentiatePassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::DifferentiatePassBase<DifferentiatePass>, TrainingOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

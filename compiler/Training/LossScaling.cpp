@@ -100,12 +100,8 @@ llvm::DenseSet<Operation *> backwardClosure(Block &block,
 }
 
 struct LossScalingPass
-    : dlc::impl::LossScalingPassBase<LossScalingPass>,
-      PassOptionsOf<PrecisionOptions> {
-  LossScalingPass(const PrecisionOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  LossScalingPass(const LossScalingPass &other)
-      : LossScalingPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::LossScalingPassBase<LossScalingPass>, PrecisionOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

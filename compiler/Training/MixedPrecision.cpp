@@ -358,12 +358,8 @@ void keepF32Chains(ModuleOp module) {
 }
 
 struct MixedPrecisionPass
-    : dlc::impl::MixedPrecisionPassBase<MixedPrecisionPass>,
-      PassOptionsOf<PrecisionOptions> {
-  MixedPrecisionPass(const PrecisionOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  MixedPrecisionPass(const MixedPrecisionPass &other)
-      : MixedPrecisionPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::MixedPrecisionPassBase<MixedPrecisionPass>, PrecisionOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))

@@ -279,12 +279,8 @@ std::pair<int64_t, int64_t> rewrite(const StepGraph &g,
 }
 
 struct RematerializationPass
-    : dlc::impl::RematerializationPassBase<RematerializationPass>,
-      PassOptionsOf<RematOptions> {
-  RematerializationPass(const RematOptions &options = {})
-      : PassOptionsOf(*this, options) {}
-  RematerializationPass(const RematerializationPass &other)
-      : RematerializationPassBase(other), PassOptionsOf(*this, other) {}
+    : PassWithOptions<dlc::impl::RematerializationPassBase<RematerializationPass>, RematOptions> {
+  using PassWithOptions::PassWithOptions;
 
   void runOnOperation() override {
     if (failed(commitAndCheckOptions(getOperation())))
