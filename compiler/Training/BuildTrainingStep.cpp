@@ -111,12 +111,14 @@ void dlc::TrainingOptions::bindOptions(OptionsBinder &b) {
         value_desc("E"));
 }
 
+std::string dlc::formatOptionValue(double v) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%g", v);
+  return s;
+}
+
 std::string dlc::TrainingOptions::check() const {
-  auto num = [](double v) {
-    std::string s;
-    llvm::raw_string_ostream(s) << llvm::format("%g", v);
-    return s;
-  };
+  const auto &num = formatOptionValue;
   if (!llvm::is_contained(supportedOptimizers(), optimizer))
     return "unknown --optimizer '" + optimizer +
            "'; supported: " + llvm::join(supportedOptimizers(), ", ");
@@ -162,11 +164,7 @@ dlc::TrainingRecipe dlc::recipeOf(const TrainingOptions &o) {
 }
 
 std::string dlc::checkTrainingRecipe(const TrainingRecipe &o) {
-  auto num = [](double v) {
-    std::string s;
-    llvm::raw_string_ostream(s) << llvm::format("%g", v);
-    return s;
-  };
+  const auto &num = formatOptionValue;
   const std::string kind = o.lrSchedule;
   if (!(o.labelSmoothing >= 0 && o.labelSmoothing <= 1))
     return "--label-smoothing must be in [0, 1], got " + num(o.labelSmoothing);

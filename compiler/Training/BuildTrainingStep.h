@@ -88,6 +88,10 @@ struct TrainingRecipe {
   double clipGradNorm = 0, labelSmoothing = 0;
 };
 
+/// |v| as the options' messages print a number (printf's %g: "0.01",
+/// "1e+39").
+std::string formatOptionValue(double v);
+
 /// The recipe values of |o|.
 TrainingRecipe recipeOf(const TrainingOptions &o);
 

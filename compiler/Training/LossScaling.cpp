@@ -122,8 +122,7 @@ struct LossScalingPass
 
   // What resolveScale() reads from the options.
   bool dynamic = true;
-  double initScale = 0, growthFactor = 0, backoffFactor = 0;
-  int64_t growthInterval = 0;
+  double initScale = 0;
 };
 
 void LossScalingPass::resolveScale() {
@@ -131,9 +130,6 @@ void LossScalingPass::resolveScale() {
   initScale = lossScaleInit;
   if (!dynamic)
     (void)llvm::StringRef(lossScale).getAsDouble(initScale); // check()ed
-  growthFactor = lossScaleGrowthFactor;
-  backoffFactor = lossScaleBackoffFactor;
-  growthInterval = lossScaleGrowthInterval;
 }
 
 /// Guards every write of |body|: on overflow (|foundInf|) each variable
@@ -173,8 +169,8 @@ void LossScalingPass::updateScale(OpBuilder &b, Location loc, Value foundInf,
   auto constant = [&](double v) { return splat(b, loc, f32Scalar, v); };
   Value next = AddOp::create(b, loc, f32Scalar, tracker, one);
   Value reached = CompareOp::create(b, loc, i1Scalar, "ge", next,
-                                    constant(double(growthInterval)));
-  Value grown = MulOp::create(b, loc, f32Scalar, scale, constant(growthFactor));
+                                    constant(double(lossScaleGrowthInterval)));
+  Value grown = MulOp::create(b, loc, f32Scalar, scale, constant(lossScaleGrowthFactor));
   Value grownFinite =
       CompareOp::create(b, loc, i1Scalar, "le", grown, constant(FLT_MAX));
   Value maybeGrown =
@@ -184,7 +180,7 @@ void LossScalingPass::updateScale(OpBuilder &b, Location loc, Value foundInf,
   Value finiteTracker =
       SelectOp::create(b, loc, f32Scalar, reached, zero, next);
   Value backedOff =
-      MulOp::create(b, loc, f32Scalar, scale, constant(backoffFactor));
+      MulOp::create(b, loc, f32Scalar, scale, constant(lossScaleBackoffFactor));
   Value newScale =
       SelectOp::create(b, loc, f32Scalar, foundInf, backedOff, finiteScale);
   Value newTracker =

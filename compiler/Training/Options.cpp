@@ -10,11 +10,6 @@
 using namespace dlc;
 
 namespace {
-std::string num(double v) {
-  std::string s;
-  llvm::raw_string_ostream(s) << llvm::format("%g", v);
-  return s;
-}
 /// Whether |v| is positive and finite once stored as the f32 the step
 /// keeps it in.
 bool positiveF32(double v) { return v > 0 && std::isfinite(float(v)); }
@@ -31,13 +26,13 @@ std::string dlc::PrecisionOptions::check() const {
            lossScale + "'";
   if (!positiveF32(lossScaleInit))
     return "--loss-scale-init must be positive and finite in f32, got " +
-           num(lossScaleInit);
+           formatOptionValue(lossScaleInit);
   if (!(lossScaleGrowthFactor > 1) || !std::isfinite(float(lossScaleGrowthFactor)))
     return "--loss-scale-growth-factor must be greater than 1, got " +
-           num(lossScaleGrowthFactor);
+           formatOptionValue(lossScaleGrowthFactor);
   if (!(lossScaleBackoffFactor > 0 && lossScaleBackoffFactor < 1))
     return "--loss-scale-backoff-factor must be in (0, 1), got " +
-           num(lossScaleBackoffFactor);
+           formatOptionValue(lossScaleBackoffFactor);
   if (lossScaleGrowthInterval < 1 || lossScaleGrowthInterval > (int64_t(1) << 24))
     return "--loss-scale-growth-interval must be in [1, 2^24] (the tracker "
            "counts in f32), got " +
