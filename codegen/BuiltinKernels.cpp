@@ -82,6 +82,9 @@ FailureOr<KernelCode> buildBuiltinKernel(exec::BuiltinKernelOp op) {
   case exec::BuiltinFamily::GatherElements:
     code = buildGatherElements(op, grad, params->gather);
     break;
+  case exec::BuiltinFamily::Attention:
+    code = buildAttention(op, params->attention);
+    break;
   }
   if (failed(code))
     return failure();

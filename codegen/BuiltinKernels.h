@@ -62,6 +62,11 @@ buildGatherElements(exec::BuiltinKernelOp op, bool grad,
 mlir::FailureOr<KernelCode> buildResize(exec::BuiltinKernelOp op, bool grad,
                                         const exec::ResizeParams &params);
 
+/// attention, attention_grad_query or attention_grad_key_value (the
+/// template |op| names; BuiltinAttention.cpp).
+mlir::FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
+                                           const exec::AttentionParams &params);
+
 } // namespace dlc::codegen::detail
 
 #endif

@@ -363,7 +363,8 @@ std::string dlc::checkCompileOptions(const CompileOptions &options) {
   const PipelineOptions &p = options.pipeline;
   // Each phase's values, checked where its passes check them too.
   for (std::string problem :
-       {p.TrainingOptions::check(), p.PrecisionOptions::check(),
+       {p.FusionOptions::check(), p.TrainingOptions::check(),
+        p.PrecisionOptions::check(),
         p.RematOptions::check(), p.PartitionOptions::check()})
     if (!problem.empty())
       return problem;
@@ -684,6 +685,20 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   };
   auto stopAfter = [&](Phase phase) { return last <= phase; };
 
+  // Graph fusion (attention) before everything that reads @main.
+  if (failed(runPhases(Phase::GraphFusion, Phase::GraphFusion)))
+    return failure();
+  std::string fusionStats;
+  if (auto fusion = readAttentionFusionRecord(*module)) {
+    llvm::raw_string_ostream fs(fusionStats);
+    fs << "fused attentions: " << fusion->fused << " of "
+       << fusion->candidates << "\n";
+    for (const std::string &u : fusion->unfused)
+      fs << "  not fused: " << u << "\n";
+  }
+  if (stopAfter(Phase::GraphFusion))
+    return writeModule(options, *module);
+
   // Pipeline partitioning (docs/pipeline.md): analysis of @main only.
   std::string pipelineStats;
   if (pipeline.pipelineStages > 0) {
@@ -768,7 +783,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
       failed(printPlanStats(*module, s, before, pipeline.dataParallel)))
     return failure();
   if (options.stats)
-    llvm::outs() << pipelineStats << parameterGroups;
+    llvm::outs() << fusionStats << pipelineStats << parameterGroups;
 
   clock.phase(options.emit == EmitKind::Package ? "" : "emit");
   if (options.emit != EmitKind::Package)

@@ -45,7 +45,8 @@ void CompileOptions::bindOptions(OptionsBinder &b) {
                        "a .dlcp package for dlrt")));
   b.opt("compile-to", compileTo,
         "Stop after this phase of the pipeline and write its module: "
-        "partitioning, training-step, mixed-precision, rematerialization, "
+        "graph-fusion, partitioning, training-step, mixed-precision, "
+        "rematerialization, "
         "graph-to-exec, exec-transforms or memory-planning (docs/dlc.md)",
         cl::value_desc("PHASE"));
   b.opt("batch-size", batchSize,

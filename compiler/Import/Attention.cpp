@@ -5,14 +5,17 @@
 // RotaryEmbedding and SwiGLU (opset 28), decomposed into existing dlgraph
 // ops (matmul, softmax, select, compare, reductions, slices, concats and
 // elementwise ops), so that their gradients and lowering are those of the
-// ops they decompose into. Attention materializes its [B, H, Sq, Skv]
-// scores; the fused dlgraph.attention op of issue 36 is to replace that
-// decomposition.
+// ops they decompose into. Attention goes to the fused dlgraph.attention
+// (which never stores the [B, H, Sq, Skv] scores) except with a soft-cap, a
+// sliding window, nonpad_kv_seqlen or the qk_matmul_output scores, which
+// the decomposition keeps.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/Importer.h"
 
 #include "dialects/Graph/GraphOps.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
 
 #include <limits>
 
@@ -206,22 +209,15 @@ FailureOr<Value> Importer::nonpadKVMask(Value scores, Value negInf,
       builder, nodeLoc, reshaped(builder, nodeLoc, keep, k4), scores, negInf));
 }
 
-FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
-                                         int64_t skv,
-                                         ArrayRef<int64_t> scoresShape,
-                                         bool grouped, int64_t hkv, int64_t g) {
-  Type f32 = builder.getF32Type();
+FailureOr<Value> Importer::attnMaskOperand(int64_t skv,
+                                           ArrayRef<int64_t> scoresShape) {
   Slot *m = input(3);
   if (!m)
     return failure();
-  Type met = m->type().getElementType();
-  bool isBool = met.isInteger(1);
-  Value mask =
-      isBool || isLowPrecisionFloat(met) ? materialize(*m) : operand(3);
+  Value mask = materialize(*m);
   if (!mask)
     return failure();
-  if (!isBool)
-    mask = castTo(builder, nodeLoc, mask, f32);
+  bool isBool = m->type().getElementType().isInteger(1);
   auto mt = cast<RankedTensorType>(mask.getType());
   // A mask shorter than the keys (past + new) leaves the keys after it
   // out: it is padded with false (boolean) or -inf (additive).
@@ -240,6 +236,23 @@ FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
                        << " does not broadcast to the scores [batch, "
                           "q_heads, q_sequence, kv_sequence] = "
                        << shapeStr(scoresShape);
+  return mask;
+}
+
+FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
+                                         int64_t skv,
+                                         ArrayRef<int64_t> scoresShape,
+                                         bool grouped, int64_t hkv, int64_t g) {
+  FailureOr<Value> m = attnMaskOperand(skv, scoresShape);
+  if (failed(m))
+    return failure();
+  Value mask = *m;
+  bool isBool =
+      cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1);
+  if (!isBool)
+    mask = castTo(builder, nodeLoc, mask, builder.getF32Type());
+  SmallVector<int64_t> padded(
+      cast<RankedTensorType>(mask.getType()).getShape());
   if (grouped) {
     // [.., Hq or 1, Sq', T'] -> [.., Hkv, g or 1, 1, Sq', T'].
     SmallVector<int64_t> m4(4 - padded.size(), 1);
@@ -340,6 +353,49 @@ LogicalResult Importer::attention() {
   if (failed(define(1, key)) || failed(define(2, value)))
     return failure();
 
+  // The common forms go to the fused op (dlgraph.attention): no soft-cap,
+  // sliding window, external cache or scores output. It reads f16 as it
+  // is, computes in f32 and rounds Y once, as the decomposition below.
+  double scale = hasScale ? double(scaleAttr) : 1.0 / std::sqrt(double(d));
+  SmallVector<int64_t> scoresShape = {batch, hq, sq, skv};
+  bool wantsScores = node->output_size() > 3 && !node->output(3).empty();
+  bool window = leftWindow >= 0 || rightWindow >= 0;
+  // A float mask computed from a variable may be a trained score bias,
+  // whose gradient the fused op does not give: the decomposition keeps it
+  // (and dlgraph-fuse-attention fuses it later when the variable holds a
+  // mask's values).
+  Value mask;
+  bool maskMayTrain = false;
+  if (hasInput(3) && softcap == 0.0f && !window && !nonpad && !wantsScores) {
+    FailureOr<Value> m = attnMaskOperand(skv, scoresShape);
+    if (failed(m))
+      return failure();
+    mask = *m;
+    if (!cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1)) {
+      SetVector<Operation *> slice;
+      BackwardSliceOptions options;
+      options.inclusive = true;
+      if (failed(getBackwardSlice(mask, &slice, options)) ||
+          llvm::any_of(slice, [](Operation *op) {
+            return isa<gr::ReadVariableOp>(op);
+          }))
+        maskMayTrain = true;
+    }
+  }
+  if (softcap == 0.0f && !window && !nonpad && !wantsScores && !maskMayTrain) {
+    auto fused = gr::AttentionOp::create(
+        builder, nodeLoc, *q, key, value, mask, Value(),
+        builder.getF64FloatAttr(scale), builder.getBoolAttr(isCausal != 0),
+        builder.getDenseBoolArrayAttr({}), builder.getF32FloatAttr(0.0f),
+        builder.getI64IntegerAttr(0));
+    Value y = fused.getResult();
+    if (qRank == 3) {
+      y = permute(builder, nodeLoc, y, {0, 2, 1, 3});
+      y = reshaped(builder, nodeLoc, y, {batch, sq, hq * dv});
+    }
+    return define(0, y);
+  }
+
   // Grouped-query attention: query head h reads K/V head h / g, g = Hq /
   // Hkv. The g query heads of one K/V head are one more batch dim that the
   // K/V operands of the two matmuls broadcast over ([B, Hkv, g, S, D] against
@@ -358,15 +414,12 @@ LogicalResult Importer::attention() {
   SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   std::swap(perm[rank - 1], perm[rank - 2]);
 
-  double scale = hasScale ? double(scaleAttr) : 1.0 / std::sqrt(double(d));
   Value kT = permute(builder, nodeLoc, key, perm);
   Value scores = gr::MatMulOp::create(builder, nodeLoc, query, kT);
   scores = gr::MulOp::create(builder, nodeLoc, scores,
                              splatOf(RankedTensorType::get({}, f32), scale));
   // The scores at each stage qk_matmul_output_mode can ask for.
   Value rawScores = scores;
-  // The scores as ONNX defines them, [B, Hq, Sq, T], for the mask checks.
-  SmallVector<int64_t> scoresShape = {batch, hq, sq, skv};
   // A rank-0 fill broadcasts in the select without a full-size splat.
   Value negInf = splatOf(RankedTensorType::get({}, f32),
                          -std::numeric_limits<double>::infinity());
@@ -387,7 +440,6 @@ LogicalResult Importer::attention() {
   // The offset is the past's length (known here) or, with nonpad_kv_seqlen
   // (an external cache), nonpad_kv_seqlen[b] - Sq per batch, known at run
   // time only.
-  bool window = leftWindow >= 0 || rightWindow >= 0;
   auto keeps = [&](int64_t diff) {
     return (!isCausal || diff >= 0) && (leftWindow < 0 || diff <= leftWindow) &&
            (rightWindow < 0 || -diff <= rightWindow);

@@ -725,6 +725,11 @@ private:
                 int64_t g);
   /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
   /// into |heads| heads, the attribute |attr|).
+  /// Attention's attn_mask (input 3) in its own element type, padded to
+  /// |skv| keys when shorter (false / -inf), checked to broadcast to
+  /// |scoresShape| [B, Hq, Sq, Skv].
+  mlir::FailureOr<mlir::Value>
+  attnMaskOperand(int64_t skv, llvm::ArrayRef<int64_t> scoresShape);
   mlir::FailureOr<mlir::Value> attentionHeads(int i, int64_t heads,
                                               llvm::StringRef attr);
   /// RMSNormalization (opset 23): x * rsqrt(mean(x^2 over axis..) + eps) *

@@ -3,6 +3,7 @@
 
 #include "compiler/Conversion/GraphToExec/Passes.h"
 #include "compiler/ExecTransforms/Passes.h"
+#include "compiler/GraphFusion/Passes.h"
 #include "compiler/Partition/Passes.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Training/Passes.h"
@@ -15,6 +16,7 @@ void dlc::registerAllPasses() {
   done = true;
   mlir::registerTransformsPasses();
   // One registration call per phase (each phase folder's Passes.td).
+  dlc::registerDLCGraphFusionPasses();
   dlc::registerDLCTrainingPasses();
   dlc::registerDLCPartitionPasses();
   dlc::registerDLCGraphToExecPasses();

@@ -55,6 +55,10 @@ static void buildMixedPrecisionPhase(OpPassManager &pm,
 void dlc::buildPhase(OpPassManager &pm, Phase phase,
                      const PipelineOptions &options) {
   switch (phase) {
+  case Phase::GraphFusion:
+    if (options.fuseAttention)
+      pm.addPass(createFuseAttentionPass());
+    return;
   case Phase::Partitioning:
     if (options.pipelineStages < 1)
       return;
@@ -84,7 +88,8 @@ void dlc::buildPhase(OpPassManager &pm, Phase phase,
 
 llvm::ArrayRef<Phase> dlc::allPhases() {
   static const Phase phases[] = {
-      Phase::Partitioning,      Phase::TrainingStep, Phase::MixedPrecision,
+      Phase::GraphFusion,       Phase::Partitioning,
+      Phase::TrainingStep,      Phase::MixedPrecision,
       Phase::Rematerialization, Phase::GraphToExec,  Phase::ExecTransforms,
       Phase::MemoryPlanning};
   return phases;
@@ -92,6 +97,8 @@ llvm::ArrayRef<Phase> dlc::allPhases() {
 
 llvm::StringRef dlc::phaseName(Phase phase) {
   switch (phase) {
+  case Phase::GraphFusion:
+    return "graph-fusion";
   case Phase::Partitioning:
     return "partitioning";
   case Phase::TrainingStep:
@@ -144,7 +151,7 @@ std::string dlc::resolveLossScale(const PipelineOptions &options) {
 }
 
 void dlc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  buildPipeline(pm, options, Phase::Partitioning, Phase::MemoryPlanning);
+  buildPipeline(pm, options, Phase::GraphFusion, Phase::MemoryPlanning);
 }
 
 void dlc::buildLoweringPipeline(OpPassManager &pm) {
@@ -176,6 +183,7 @@ void dlc::PipelineOptions::bindOptions(OptionsBinder &b) {
   b.opt("train", train,
         "Compile a training step (forward, loss, backward, optimizer "
         "update)");
+  FusionOptions::bindOptions(b);
   TrainingOptions::bindOptions(b);
   PrecisionOptions::bindOptions(b);
   PartitionOptions::bindOptions(b);

@@ -9,6 +9,7 @@
 #ifndef DLC_COMPILER_PIPELINE_PIPELINE_H
 #define DLC_COMPILER_PIPELINE_PIPELINE_H
 
+#include "compiler/GraphFusion/Passes.h"
 #include "compiler/Partition/Passes.h"
 #include "compiler/Support/OptionsBinder.h"
 #include "compiler/Training/Passes.h"
@@ -21,7 +22,8 @@ namespace dlc {
 /// Options of the pipeline: whether to train, and each phase's options.
 /// bindOptions declares every one of them once, for `dlc`'s flags and the
 /// `dlc-pipeline` pipeline's options (the same names).
-struct PipelineOptions : TrainingOptions,
+struct PipelineOptions : FusionOptions,
+                         TrainingOptions,
                          PrecisionOptions,
                          PartitionOptions,
                          RematOptions {
@@ -41,6 +43,9 @@ std::string resolveLossScale(const PipelineOptions &options);
 /// the same options; `dlc`, `dlc-opt --dlc-pipeline` and the C++ API all run
 /// them through it, and `dlc --compile-to=PHASE` stops after one.
 enum class Phase {
+  /// dlgraph fusions the training step builds on: attention
+  /// (dlgraph-fuse-attention, unless `fuse-attention=false`).
+  GraphFusion,
   /// Pipeline partitioning (dlgraph-partition-pipeline, an analysis of
   /// @main): with `pipeline-stages` >= 1, records the stages the training
   /// step is later cut into. Before the training step: it reads @main.
@@ -66,7 +71,7 @@ enum class Phase {
 };
 
 /// The phases in order, and their names as `--compile-to` spells them:
-/// "partitioning", "training-step", "mixed-precision", "rematerialization",
+/// "graph-fusion", "partitioning", "training-step", "mixed-precision", "rematerialization",
 /// "graph-to-exec", "exec-transforms", "memory-planning".
 llvm::ArrayRef<Phase> allPhases();
 llvm::StringRef phaseName(Phase phase);

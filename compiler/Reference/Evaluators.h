@@ -97,6 +97,7 @@ void populateReferenceDataMovement(EvalTable &table);
 void populateReferenceLosses(EvalTable &table);
 void populateReferenceRandom(EvalTable &table);
 void populateReferenceOptimizers(EvalTable &table);
+void populateReferenceAttention(EvalTable &table);
 
 /// The shape of ranked tensor value |v|.
 inline std::vector<int64_t> shapeOf(mlir::Value v) {

@@ -36,6 +36,7 @@ const EvalTable &evalTable() {
     populateReferenceLosses(t);
     populateReferenceRandom(t);
     populateReferenceOptimizers(t);
+    populateReferenceAttention(t);
     return t;
   }();
   return table;

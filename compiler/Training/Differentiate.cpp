@@ -64,6 +64,15 @@ bool onlyMasksScores(Value v, bool injected,
       reached = true;
       continue;
     }
+    // The fused attention's mask operand is added to (or selects) its
+    // scores before its softmax.
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      auto [start, length] = attention.getODSOperandIndexAndLength(3);
+      if (length == 1 && use.getOperandNumber() == start) {
+        reached = true;
+        continue;
+      }
+    }
     bool mixesData = llvm::any_of(op->getOperands(), [&](Value o) {
       return o != use.get() && data.contains(o);
     });

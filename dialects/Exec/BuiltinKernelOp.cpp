@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Exec/AttrReaders.h"
 #include "dialects/Exec/ExecOps.h"
+#include "runtime/schema/Semantics/Attention.h"
+#include "runtime/schema/Semantics/Broadcast.h"
 
 #include <cmath>
 
@@ -330,6 +332,129 @@ LogicalResult verifyResize(BuiltinKernelOp op, bool grad) {
   return success();
 }
 
+LogicalResult readAttention(BuiltinKernelOp op, AttentionParams &p) {
+  auto scale = op->getAttrOfType<FloatAttr>("scale");
+  if (!scale || !std::isfinite(scale.getValueAsDouble()))
+    return op.emitOpError() << "needs a finite float attribute 'scale'";
+  p.scale = scale.getValueAsDouble();
+  auto causal = getInt(op, "causal", 0);
+  auto seqFirst = getIntList(op, "seq_first", {0, 0, 0, 0}, 4);
+  auto ratio = getFloat(op, "dropout_ratio", 0.0f);
+  auto seed = getInt(op, "seed", 0);
+  if (failed(causal) || failed(seqFirst) || failed(ratio) || failed(seed))
+    return failure();
+  p.causal = *causal != 0;
+  for (int i = 0; i < 4; ++i)
+    p.seqFirst[i] = (*seqFirst)[i] != 0;
+  p.dropoutRatio = *ratio;
+  if (!(p.dropoutRatio >= 0.0f && p.dropoutRatio < 1.0f))
+    return op.emitOpError() << "dropout_ratio must be in [0, 1), got "
+                            << p.dropoutRatio;
+  p.seed = *seed;
+  // The base operands, then the mask if present, then the step exactly
+  // when there is dropout.
+  const BuiltinTemplateInfo *info = op.getTemplateInfo();
+  unsigned base = info->numInputs - optionalInputs(*info);
+  unsigned extra = op.getInputs().size() - base;
+  unsigned step = p.dropoutRatio > 0.0f ? 1 : 0;
+  if (op.getInputs().size() < base || extra < step || extra - step > 1)
+    return op.emitOpError()
+           << "template '" << info->name << "' with dropout_ratio "
+           << p.dropoutRatio << " expects " << base + step << " or "
+           << base + step + 1 << " inputs (" << info->operands << "), got "
+           << op.getInputs().size();
+  p.hasMask = extra - step == 1;
+  return success();
+}
+
+
+/// attention, attention_grad_query, attention_grad_key_value: Q, K, V of one
+/// float element type with the shapes of runtime/schema/Semantics/
+/// Attention.h under `seq_first`; O and dO of Q's element type with O's
+/// shape; lse and delta f32 [B, Hq, Sq]; a mask (i1, or float of Q's type
+/// or f32) that broadcasts to [B, Hq, Sq, Skv]; a rank-0 f32 step with
+/// dropout; dQ, dK, dV of Q's, K's and V's types.
+LogicalResult verifyAttentionKernel(BuiltinKernelOp op) {
+  FailureOr<BuiltinKernelParams> params = op.getParams();
+  if (failed(params))
+    return failure();
+  const AttentionParams &p = params->attention;
+  StringRef name = op.getTemplateName();
+  bool forward = name == "attention", gradQuery = name == "attention_grad_query";
+  ValueRange in = op.getInputs(), out = op.getOutputs();
+  Value q = in[0], k = in[1], v = in[2];
+  for (Value x : {q, k, v})
+    if (failed(floatElementType(op, x)))
+      return failure();
+  Type et = typeOf(q).getElementType();
+  bool anyF64 = false, allF64 = true;
+  for (Value x : {q, k, v}) {
+    anyF64 |= typeOf(x).getElementType().isF64();
+    allF64 &= typeOf(x).getElementType().isF64();
+  }
+  if (anyF64 != allF64)
+    return op.emitOpError() << "q, k and v must be all f64 or none";
+  dlc::semantics::AttentionDims d;
+  std::string error;
+  if (!dlc::semantics::attentionDims(typeOf(q).getShape(), typeOf(k).getShape(),
+                                     typeOf(v).getShape(), p.seqFirst[0],
+                                     p.seqFirst[1], p.seqFirst[2], &d, &error))
+    return op.emitOpError() << error;
+  SmallVector<int64_t> oShape =
+      p.seqFirst[3]
+          ? SmallVector<int64_t>{d.batch, d.queryLen, d.queryHeads, d.valueDim}
+          : SmallVector<int64_t>{d.batch, d.queryHeads, d.queryLen, d.valueDim};
+  auto oType = MemRefType::get(oShape, et);
+  auto rowType = MemRefType::get({d.batch, d.queryHeads, d.queryLen},
+                                 Float32Type::get(op.getContext()));
+  auto expect = [&](Value x, MemRefType t, StringRef role) -> LogicalResult {
+    if (typeOf(x) != t)
+      return op.emitOpError() << role << " must be " << t << ", got "
+                              << x.getType();
+    return success();
+  };
+  // do: O's shape, any float type the template reads.
+  auto expectGrad = [&](Value x) -> LogicalResult {
+    if (typeOf(x).getShape() != oType.getShape() ||
+        failed(floatElementType(op, x)))
+      return op.emitOpError() << "do must be a float buffer of o's shape, got "
+                              << x.getType();
+    return success();
+  };
+  unsigned base = forward ? 3 : 6;
+  if (p.hasMask) {
+    MemRefType mt = typeOf(in[base]);
+    int64_t full[] = {d.batch, d.queryHeads, d.queryLen, d.kvLen};
+    if (!dlc::semantics::broadcastsTo(mt.getShape(), ArrayRef<int64_t>(full)))
+      return op.emitOpError() << "mask " << mt
+                              << " does not broadcast to the scores [" << d.batch
+                              << ", " << d.queryHeads << ", " << d.queryLen
+                              << ", " << d.kvLen << "]";
+    Type m = mt.getElementType();
+    if (!m.isInteger(1) && failed(floatElementType(op, in[base])))
+      return op.emitOpError() << "mask must be i1 or float, got " << m;
+  }
+  if (p.dropoutRatio > 0.0f) {
+    MemRefType st = typeOf(in.back());
+    if (st.getRank() != 0 || !st.getElementType().isF32())
+      return op.emitOpError() << "step must be a rank-0 f32, got " << st;
+  }
+  if (forward)
+    return failure(failed(expect(out[0], oType, "o")) ||
+                   failed(expect(out[1], rowType, "lse")));
+  if (gradQuery)
+    return failure(failed(expect(in[3], oType, "o")) ||
+                   failed(expect(in[4], rowType, "lse")) ||
+                   failed(expectGrad(in[5])) ||
+                   failed(expect(out[0], typeOf(q), "dq")) ||
+                   failed(expect(out[1], rowType, "delta")));
+  return failure(failed(expect(in[3], rowType, "lse")) ||
+                 failed(expect(in[4], rowType, "delta")) ||
+                 failed(expectGrad(in[5])) ||
+                 failed(expect(out[0], typeOf(k), "dk")) ||
+                 failed(expect(out[1], typeOf(v), "dv")));
+}
+
 } // namespace
 
 const BuiltinTemplateInfo *BuiltinKernelOp::getTemplateInfo() {
@@ -376,6 +501,9 @@ FailureOr<BuiltinKernelParams> BuiltinKernelOp::getParams() {
   case BuiltinFamily::Resize:
     read = readResize(*this, params.resize);
     break;
+  case BuiltinFamily::Attention:
+    read = readAttention(*this, params.attention);
+    break;
   }
   if (failed(read))
     return failure();
@@ -387,7 +515,8 @@ LogicalResult BuiltinKernelOp::verify() {
   if (!info)
     return emitOpError() << "unknown kernel template '" << getTemplateName()
                          << "'; expected one of " << builtinTemplateNames();
-  if (getInputs().size() != info->numInputs ||
+  if (getInputs().size() > info->numInputs ||
+      getInputs().size() + optionalInputs(*info) < info->numInputs ||
       getOutputs().size() != info->numOutputs)
     return emitOpError() << "template '" << info->name << "' expects "
                          << info->numInputs << " inputs and "
@@ -437,6 +566,8 @@ LogicalResult BuiltinKernelOp::verify() {
     return verifyGather(*this, info->isGradient, /*elements=*/true);
   case BuiltinFamily::Resize:
     return verifyResize(*this, info->isGradient);
+  case BuiltinFamily::Attention:
+    return verifyAttentionKernel(*this);
   }
   return success();
 }

@@ -57,6 +57,15 @@ constexpr Field kMemoryBudgetFields[] = {
     {"arena_before", Kind::NonNegativeI64},
     {"workspace_before", Kind::NonNegativeI64}};
 
+/// The record of dlgraph-fuse-attention.
+constexpr Field kAttentionFusionFields[] = {
+    {"candidates", Kind::NonNegativeI64},
+    {"fused", Kind::NonNegativeI64},
+    {"unfused", Kind::Strings}};
+
+std::string checkAttentionFusion(Attribute a) {
+  return dlc::records::checkRecord(a, kAttentionFusionFields);
+}
 std::string checkPartitionStages(Attribute a) {
   return dlc::records::checkRecords(a, kPartitionStageFields);
 }
@@ -82,6 +91,8 @@ const Declared kDeclared[] = {
      dlc::records::checkPipelineRecord},
     {kBucketsAttr, Place::Function, Kind::Records, checkBuckets},
     {kMemoryBudgetAttr, Place::Module, Kind::Dictionary, checkMemoryBudget},
+    {kAttentionFusionAttr, Place::Module, Kind::Dictionary,
+     checkAttentionFusion},
 };
 
 llvm::StringRef describe(Place place) {

@@ -94,6 +94,13 @@ constexpr llvm::StringLiteral kRematSummaryPrefix = "dlgraph.remat.";
 /// dlc-fit-memory-budget; read by `dlc --stats` (readMemoryBudgetFit).
 constexpr llvm::StringLiteral kMemoryBudgetAttr = "dlgraph.memory_budget";
 
+/// Dictionary on the module: dlgraph-fuse-attention's record, `candidates`
+/// and `fused` (i64 counts) and `unfused` (array of "<node>: <reason>"
+/// strings). Written by dlgraph-fuse-attention; read by `dlc --stats`
+/// (readAttentionFusionRecord, compiler/GraphFusion/Passes.h); removed by the
+/// conversion to dlexec.
+constexpr llvm::StringLiteral kAttentionFusionAttr = "dlgraph.attention_fusion";
+
 /// Every declared name, the remat summary's as "dlgraph.remat.<key>" (for
 /// diagnostics).
 std::vector<std::string> declaredAttributeNames();

@@ -4,12 +4,16 @@
 // inferred types are checked against the inferred ones by
 // InferTypeOpInterface after verify().
 #include "dialects/Graph/GraphOps.h"
+#include "runtime/schema/Semantics/Attention.h"
 #include "runtime/schema/Semantics/Broadcast.h"
 #include "runtime/schema/Semantics/WindowShapes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace dlc::graph;
@@ -629,4 +633,147 @@ int64_t ConvBackwardDataOp::getMultiplyAdds() {
 
 int64_t ConvBackwardFilterOp::getMultiplyAdds() {
   return elementCount(getResultGrad()) * perLeadingIndex(getFilterGrad());
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// |v| as "%g" prints it ("0.1").
+static std::string formatG(double v) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%g", v);
+  return s;
+}
+
+/// The checks dlgraph.attention and dlgraph.attention_grad share: the
+/// layouts, the Q/K/V shapes and element types (runtime/schema/Semantics/
+/// Attention.h), the mask's shape and type, the dropout's ratio and step.
+template <typename OpT>
+static LogicalResult verifyAttention(OpT op,
+                                     semantics::AttentionDims *dimsOut) {
+  ArrayRef<bool> seqFirst = op.getSeqFirst();
+  if (!seqFirst.empty() && seqFirst.size() != 4)
+    return op.emitOpError() << "seq_first must be empty or hold 4 flags "
+                               "(query, key, value, result), got "
+                            << seqFirst.size();
+  auto flag = [&](int i) { return !seqFirst.empty() && seqFirst[i]; };
+  auto q = rankedType(op.getQuery()), k = rankedType(op.getKey()),
+       v = rankedType(op.getValue());
+  semantics::AttentionDims dims;
+  std::string error;
+  if (!semantics::attentionDims(q.getShape(), k.getShape(), v.getShape(),
+                                flag(semantics::kAttnQuery),
+                                flag(semantics::kAttnKey),
+                                flag(semantics::kAttnValue), &dims, &error))
+    return op.emitOpError() << error;
+  Type et = q.getElementType();
+  auto dataType = [](Type t) {
+    return isa<Float32Type, Float16Type, BFloat16Type, Float64Type>(t);
+  };
+  bool anyF64 = false, allF64 = true;
+  for (Type t : {et, k.getElementType(), v.getElementType()}) {
+    anyF64 |= t.isF64();
+    allF64 &= t.isF64();
+  }
+  if (!dataType(et) || !dataType(k.getElementType()) ||
+      !dataType(v.getElementType()) || anyF64 != allF64)
+    return op.emitOpError() << "query, key and value must each be f32, f16 "
+                               "or bf16, or all f64, got "
+                            << et << ", " << k.getElementType() << " and "
+                            << v.getElementType();
+  double scale = op.getScale().convertToDouble();
+  if (!std::isfinite(scale))
+    return op.emitOpError() << "scale must be finite, got " << scale;
+  if (Value mask = op.getMask()) {
+    auto m = rankedType(mask);
+    int64_t full[] = {dims.batch, dims.queryHeads, dims.queryLen, dims.kvLen};
+    if (!semantics::broadcastsTo(m.getShape(), ArrayRef<int64_t>(full)))
+      return op.emitOpError()
+             << "mask of shape " << shapeStr(m.getShape())
+             << " does not broadcast to the scores' [batch, query heads, "
+                "query length, key length] = "
+             << shapeStr(full);
+    Type mt = m.getElementType();
+    if (!mt.isInteger(1) && !dataType(mt))
+      return op.emitOpError() << "mask must be i1 (true keeps a score) or "
+                                 "a float type (added to the scores), got "
+                              << mt;
+  }
+  float ratio = op.getDropoutRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return op.emitOpError() << "dropout_ratio must be in [0, 1), got "
+                            << formatG(ratio);
+  if ((ratio > 0.0f) != bool(op.getStep()))
+    return op.emitOpError() << "a step operand is needed exactly when "
+                               "dropout_ratio > 0 (ratio "
+                            << formatG(ratio) << ")";
+  if (Value step = op.getStep()) {
+    auto st = rankedType(step);
+    if (st.getRank() != 0 || !st.getElementType().isF32())
+      return op.emitOpError() << "step must be a rank-0 f32 tensor, got "
+                              << st;
+  }
+  *dimsOut = dims;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  semantics::AttentionDims dims;
+  return verifyAttention(*this, &dims);
+}
+
+LogicalResult AttentionGradOp::verify() {
+  semantics::AttentionDims dims;
+  if (failed(verifyAttention(*this, &dims)))
+    return failure();
+  auto o = rankedType(getResult()), dO = rankedType(getResultGrad());
+  ArrayRef<bool> seqFirst = getSeqFirst();
+  bool oSeqFirst = !seqFirst.empty() && seqFirst[semantics::kAttnResult];
+  SmallVector<int64_t> expected =
+      oSeqFirst ? SmallVector<int64_t>{dims.batch, dims.queryLen,
+                                       dims.queryHeads, dims.valueDim}
+                : SmallVector<int64_t>{dims.batch, dims.queryHeads,
+                                       dims.queryLen, dims.valueDim};
+  Type et = rankedType(getQuery()).getElementType();
+  if (o.getShape() != ArrayRef<int64_t>(expected) || o.getElementType() != et)
+    return emitOpError() << "result has type " << o << ", expected shape "
+                         << shapeStr(expected) << " of " << et;
+  if (dO.getShape() != o.getShape() || !isa<FloatType>(dO.getElementType()))
+    return emitOpError() << "result_grad has type " << dO
+                         << ", expected a float tensor of the result's shape "
+                         << shapeStr(o.getShape());
+  auto lse = rankedType(getLse());
+  int64_t lseShape[] = {dims.batch, dims.queryHeads, dims.queryLen};
+  if (lse.getShape() != ArrayRef<int64_t>(lseShape) ||
+      !lse.getElementType().isF32())
+    return emitOpError() << "lse has type " << lse << ", expected f32 of shape "
+                         << shapeStr(lseShape);
+  return success();
+}
+
+/// B * Hq * Sq * Skv: the scores of one attention.
+static int64_t attentionScores(Value q, Value k, ArrayRef<bool> seqFirst) {
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto kt = cast<RankedTensorType>(k.getType());
+  if (!qt.hasStaticShape() || !kt.hasStaticShape() || qt.getRank() != 4 ||
+      kt.getRank() != 4)
+    return 0;
+  bool qsf = !seqFirst.empty() && seqFirst[0];
+  bool ksf = !seqFirst.empty() && seqFirst[1];
+  auto qs = semantics::attentionHeadMajor(qt.getShape(), qsf);
+  auto ks = semantics::attentionHeadMajor(kt.getShape(), ksf);
+  return qs[0] * qs[1] * qs[2] * ks[2];
+}
+
+int64_t AttentionOp::getMultiplyAdds() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  return 2 * attentionScores(getQuery(), getKey(), getSeqFirst()) *
+         (q.getRank() == 4 ? q.getDimSize(3) : 0);
+}
+
+int64_t AttentionGradOp::getMultiplyAdds() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  return 7 * attentionScores(getQuery(), getKey(), getSeqFirst()) *
+         (q.getRank() == 4 ? q.getDimSize(3) : 0);
 }

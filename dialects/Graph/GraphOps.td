@@ -519,6 +519,69 @@ def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure,
   let hasVerifier = 1;
 }
 
+def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_InferType,
+    AttrSizedOperandSegments, Graph_KeepsF32, Graph_ReadsLowPrecision,
+    Graph_RecomputeExpensive]> {
+  let summary = "Scaled dot-product attention softmax(Q·Kᵀ·scale + mask)·V, fused";
+  let description = [{
+    One attention (Vaswani et al. 2017) computed as FlashAttention does (Dao
+    et al. 2022; FlashAttention-2, Dao 2023): tile by tile with an online
+    softmax, never storing the [B, Hq, Sq, Skv] scores. Q is [B, Hq, Sq, D],
+    K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv] with Hq a multiple of Hkv
+    (grouped-query attention; multi-query when Hkv = 1): query head h reads
+    K/V head h / (Hq / Hkv), and the repeated heads are never materialized.
+    `seq_first` (empty, or one flag per Q, K, V, O) marks operands stored
+    [B, S, H, D] instead (the layout before the head-split transpose, which
+    the kernel reads through strides). Results: O [B, Hq, Sq, Dv] (or
+    [B, Sq, Hq, Dv]) in Q's element type, and `lse`, the f32 log-sum-exp of
+    each query row's masked, scaled scores [B, Hq, Sq], which the backward
+    (dlgraph.attention_grad) reads instead of the probabilities.
+    Q, K and V may each be f32, f16 or bf16 (or all f64): the kernels widen
+    them as they read and compute in f32 (f64), so mixed precision leaves
+    them as their producers made them (KeepsF32 with ReadsLowPrecision).
+
+    `mask` broadcasts (NumPy rules) to [B, Hq, Sq, Skv]: i1 keeps a score
+    where true (PyTorch's scaled_dot_product_attention), a float mask is
+    added to the scaled scores. `causal` keeps key j for query i when
+    j <= i + Skv - Sq (aligned at the bottom right, as a KV cache and ONNX
+    Attention's is_causal with a past; the usual triangle when Sq = Skv).
+    A query row with every key masked gives O = 0 (ONNX Attention's
+    definition), lse = -inf. With `dropout_ratio` r > 0 the probabilities
+    are dropped as dlgraph.dropout drops a [B, Hq, Sq, Skv] tensor with
+    `seed` and the rank-0 f32 `step` (the same Philox-4x32-10 stream, one
+    element per score in row-major order), after the softmax and before V:
+    the normalizer is the undropped one.
+    ```mlir
+    %o, %lse = dlgraph.attention %q, %k, %v {scale = 1.250000e-01 : f64, causal = true}
+        : (tensor<2x8x128x64xf32>, tensor<2x2x128x64xf32>, tensor<2x2x128x64xf32>)
+        -> (tensor<2x8x128x64xf32>, tensor<2x8x128xf32>)
+    %o2, %lse2 = dlgraph.attention %q, %k, %v mask %m {scale = 1.250000e-01 : f64}
+        : (tensor<2x8x128x64xf32>, tensor<2x2x128x64xf32>, tensor<2x2x128x64xf32>, tensor<2x1x1x128xi1>)
+        -> (tensor<2x8x128x64xf32>, tensor<2x8x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+                       AnyRankedTensor:$value,
+                       Optional<AnyRankedTensor>:$mask,
+                       Optional<AnyRankedTensor>:$step,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<DenseBoolArrayAttr, "{}">:$seq_first,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs AnyRankedTensor:$result, AnyRankedTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? (`step` $step^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation, 2 * B * Hq * Sq * Skv * D for the
+    /// scores and the product with V (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions.
 //===----------------------------------------------------------------------===//

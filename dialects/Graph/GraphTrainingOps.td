@@ -211,6 +211,53 @@ def Graph_ResizeGradOp : Graph_Op<"resize_grad", [Pure, Graph_FollowsOperands,
   let hasVerifier = 1;
 }
 
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
+    Graph_InferType, AttrSizedOperandSegments, Graph_KeepsF32,
+    Graph_ReadsLowPrecision, Graph_RecomputeExpensive]> {
+  let summary = "Gradients of dlgraph.attention from its log-sum-exp (FlashAttention-2's backward)";
+  let description = [{
+    dQ, dK, dV of dlgraph.attention for the output gradient dO, given the
+    forward's operands, its output O and its row log-sum-exp `lse`; the
+    probabilities are recomputed tile by tile, P = exp(S - lse), never
+    stored (Dao 2023, algorithm 2): dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP -
+    rowsum(dO ∘ O)), dQ = dS·K·scale, dK = dSᵀ·Q·scale, the K/V gradients of
+    a grouped-query head summed over its query heads. The attributes, the
+    mask and the dropout step are the forward's; dO has O's type and
+    shape and layout (any float type); the results have the types of Q, K
+    and V. The mask gets no gradient.
+    ```mlir
+    %dq, %dk, %dv = dlgraph.attention_grad %q, %k, %v, %o, %lse, %do {scale = 1.250000e-01 : f64, causal = true}
+        : (tensor<2x8x128x64xf32>, tensor<2x2x128x64xf32>, tensor<2x2x128x64xf32>,
+           tensor<2x8x128x64xf32>, tensor<2x8x128xf32>, tensor<2x8x128x64xf32>)
+        -> (tensor<2x8x128x64xf32>, tensor<2x2x128x64xf32>, tensor<2x2x128x64xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+                       AnyRankedTensor:$value, AnyRankedTensor:$result,
+                       AnyRankedTensor:$lse, AnyRankedTensor:$result_grad,
+                       Optional<AnyRankedTensor>:$mask,
+                       Optional<AnyRankedTensor>:$step,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<DenseBoolArrayAttr, "{}">:$seq_first,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs AnyRankedTensor:$query_grad, AnyRankedTensor:$key_grad,
+                      AnyRankedTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad
+    (`mask` $mask^)? (`step` $step^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Multiply-adds of one evaluation: the scores twice (dQ pass and dK/dV
+    /// pass), dO·Vᵀ twice, and dV, dQ, dK: 7 * B * Hq * Sq * Skv * D
+    /// (RecomputeCostOpInterface).
+    int64_t getMultiplyAdds();
+  }];
+}
+
 def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure,
     AllTypesMatch<["param", "new_param"]>,
     AllTypesMatch<["momentum_buffer", "new_momentum_buffer"]>,

@@ -5,6 +5,7 @@
 // In verification these run after the op's verify(), which has checked what
 // they rely on; from a builder they fail with a diagnostic on bad input.
 #include "dialects/Graph/GraphOps.h"
+#include "runtime/schema/Semantics/Attention.h"
 #include "runtime/schema/Semantics/Broadcast.h"
 #include "runtime/schema/Semantics/WindowShapes.h"
 
@@ -435,5 +436,67 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
   if (e.isF16() || e.isBF16())
     e = Float32Type::get(e.getContext());
   inferred.push_back(RankedTensorType::get({}, e));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The dimensions of an attention's Q, K, V under |seqFirst|, or an error
+/// of op |OpT| at |loc|.
+template <typename OpT>
+static LogicalResult inferAttentionDims(std::optional<Location> loc,
+                                        Value query, Value key, Value value,
+                                        ArrayRef<bool> seqFirst,
+                                        semantics::AttentionDims *dims) {
+  auto q = ranked(query), k = ranked(key), v = ranked(value);
+  if (!q || !k || !v)
+    return inferError<OpT>(loc, "expects ranked query, key and value");
+  if (!seqFirst.empty() && seqFirst.size() != 4)
+    return inferError<OpT>(loc, "seq_first must be empty or hold 4 flags");
+  auto flag = [&](int i) { return !seqFirst.empty() && seqFirst[i]; };
+  std::string error;
+  if (!semantics::attentionDims(q.getShape(), k.getShape(), v.getShape(),
+                                flag(0), flag(1), flag(2), dims, &error))
+    return inferError<OpT>(loc, error);
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  semantics::AttentionDims d;
+  ArrayRef<bool> seqFirst = adaptor.getSeqFirst();
+  if (failed(inferAttentionDims<AttentionOp>(loc, adaptor.getQuery(),
+                                             adaptor.getKey(),
+                                             adaptor.getValue(), seqFirst, &d)))
+    return failure();
+  bool oSeqFirst = !seqFirst.empty() && seqFirst[semantics::kAttnResult];
+  SmallVector<int64_t> shape =
+      oSeqFirst ? SmallVector<int64_t>{d.batch, d.queryLen, d.queryHeads,
+                                       d.valueDim}
+                : SmallVector<int64_t>{d.batch, d.queryHeads, d.queryLen,
+                                       d.valueDim};
+  inferred.push_back(RankedTensorType::get(
+      shape, ranked(adaptor.getQuery()).getElementType()));
+  inferred.push_back(RankedTensorType::get(
+      {d.batch, d.queryHeads, d.queryLen}, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  semantics::AttentionDims d;
+  if (failed(inferAttentionDims<AttentionGradOp>(
+          loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+          adaptor.getSeqFirst(), &d)))
+    return failure();
+  inferred.push_back(adaptor.getQuery().getType());
+  inferred.push_back(adaptor.getKey().getType());
+  inferred.push_back(adaptor.getValue().getType());
   return success();
 }

@@ -71,6 +71,21 @@ struct ResizeParams {
   std::vector<double> scales;
 };
 
+/// BuiltinFamily::Attention (dlgraph.attention's attributes): the f64 score
+/// scale, the causal mask, the [B, S, H, D] layout flags of Q, K, V and O
+/// (runtime/schema/Semantics/Attention.h), the dropout ratio in [0, 1) with
+/// its Philox key. `hasMask` is read from the input count: the mask is
+/// present when the inputs hold one more than the base operands and the
+/// step (present exactly when dropoutRatio > 0).
+struct AttentionParams {
+  double scale = 1.0;
+  bool causal = false;
+  std::array<bool, 4> seqFirst = {false, false, false, false};
+  float dropoutRatio = 0.0f;
+  int64_t seed = 0;
+  bool hasMask = false;
+};
+
 /// A builtin kernel's parameters: the member of |family| is set, the others
 /// keep their defaults (as in LibraryCallParams, one plain struct rather
 /// than a variant, so that a reader of either finds the same shape).
@@ -83,6 +98,7 @@ struct BuiltinKernelParams {
   DropoutParams dropout;           // family Dropout
   GatherParams gather;             // families Gather and GatherElements
   ResizeParams resize;             // family Resize
+  AttentionParams attention;       // family Attention
 };
 
 } // namespace dlc::exec

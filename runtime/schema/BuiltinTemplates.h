@@ -23,7 +23,8 @@ enum class BuiltinFamily {
   Dropout,        // Philox dropout with a mask
   Gather,         // ONNX Gather and its gradient
   GatherElements, // ONNX GatherElements and its gradient
-  Resize          // ONNX Resize and its gradient
+  Resize,         // ONNX Resize and its gradient
+  Attention       // fused attention, its query and key/value gradients
 };
 
 /// One row of BuiltinTemplates.def.
@@ -46,6 +47,16 @@ struct BuiltinTemplateInfo {
   /// may place it in its slot of a concatenation's buffer.
   bool stridedOutput;
 };
+
+/// The inputs of |info| that may be left out: those written in brackets in
+/// its operand roles ("q, k, v, [mask], [step] -> o, lse" has 2), always the
+/// last ones; an op has between numInputs - optionalInputs and numInputs.
+inline constexpr unsigned optionalInputs(const BuiltinTemplateInfo &info) {
+  unsigned n = 0;
+  for (const char *c = info.operands; *c && *c != '-'; ++c)
+    n += *c == '[';
+  return n;
+}
 
 /// Every template.
 inline constexpr BuiltinTemplateInfo kBuiltinTemplates[] = {

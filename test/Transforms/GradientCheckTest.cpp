@@ -408,7 +408,6 @@ TEST_F(GradientCheck, DropoutMaskAndGradient) {
     dlgraph.variable @step : tensor<f32>
     func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
       %w = dlgraph.read_variable @w : tensor<4x6xf32>
-      %s = dlgraph.read_variable @step : tensor<f32>
       %h = dlgraph.mul %w, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
       %y, %m = dlgraph.dropout %h, %s {ratio = 0.4 : f32, seed = 1234 : i64}
           : (tensor<4x6xf32>, tensor<f32>) -> (tensor<4x6xf32>, tensor<4x6xi1>)
@@ -855,6 +854,49 @@ TEST_F(GradientCheck, OptimizerUpdatesMatchTorchOptim) {
     for (size_t i = 0; i < values.size(); ++i)
       EXPECT_NEAR(interp->variables[name].data[i], values[i], 1e-7)
           << name << "[" << i << "]";
+}
+
+} // namespace
+
+namespace {
+
+// dlgraph.attention's gradient rule (dlgraph.attention_grad, evaluated by
+// the reference from the saved log-sum-exp) against finite differences:
+// grouped-query heads (4 query heads on 2 K/V heads), Q stored [B, S, H, D]
+// (seq_first) with a different V head size, a causal mask over Sq < Skv
+// (bottom-right aligned) and an additive mask from an input, and the
+// fused op's dropout (ratio 0.3: the same mask on every evaluation).
+TEST_F(GradientCheck, FusedAttentionGroupedCausalMaskedDropout) {
+  const char *text = R"mlir(
+  module {
+    dlgraph.variable @wq : tensor<2x3x4x5xf32>
+    dlgraph.variable @wk : tensor<2x2x4x5xf32>
+    dlgraph.variable @wv : tensor<2x2x4x3xf32>
+    func.func @main(%x: tensor<2x3x4x5xf32>, %m: tensor<2x1x1x4xf32>, %s: tensor<f32>) -> tensor<24x3xf32> {
+      %wq = dlgraph.read_variable @wq : tensor<2x3x4x5xf32>
+      %k = dlgraph.read_variable @wk : tensor<2x2x4x5xf32>
+      %v = dlgraph.read_variable @wv : tensor<2x2x4x3xf32>
+      %q = dlgraph.add %x, %wq : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+      %o, %lse = dlgraph.attention %q, %k, %v mask %m step %s {scale = 0.7 : f64, causal = true, seq_first = array<i1: true, false, false, false>, dropout_ratio = 0.3 : f32, seed = 11 : i64} : (tensor<2x3x4x5xf32>, tensor<2x2x4x5xf32>, tensor<2x2x4x3xf32>, tensor<2x1x1x4xf32>, tensor<f32>) -> (tensor<2x4x3x3xf32>, tensor<2x4x3xf32>)
+      %y = dlgraph.reshape %o : tensor<2x4x3x3xf32> to tensor<24x3xf32>
+      return %y : tensor<24x3xf32>
+    }
+  })mlir";
+  Prepared p = prepare(text);
+  ASSERT_TRUE(p.trainStep);
+  auto interp = Interpreter::create(*p.module);
+  ASSERT_TRUE(succeeded(interp));
+  interp->variables["wq"] = random({2, 3, 4, 5});
+  interp->variables["wk"] = random({2, 2, 4, 5});
+  interp->variables["wv"] = random({2, 2, 4, 3});
+  Tensor step(std::vector<int64_t>{});
+  step.data = {3.0};
+  Tensor mask = random({2, 1, 1, 4});
+  mask.data[3] = -1e30; // one key masked out of the first sample
+  Tensor labels({24});
+  for (int i = 0; i < 24; ++i)
+    labels.data[i] = i % 3;
+  check(p, *interp, {random({2, 3, 4, 5}), mask, step, labels}, 3);
 }
 
 } // namespace

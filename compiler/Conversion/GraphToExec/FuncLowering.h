@@ -72,6 +72,7 @@ void populateLowerToExecLosses(LoweringTable &table);
 void populateLowerToExecRandom(LoweringTable &table);
 void populateLowerToExecOptimizers(LoweringTable &table);
 void populateLowerToExecCollectives(LoweringTable &table);
+void populateLowerToExecAttention(LoweringTable &table);
 
 /// The memref type of ranked tensor type |t| (same shape and element type).
 mlir::MemRefType toMemRef(mlir::Type t);

@@ -39,6 +39,7 @@ void dlc::lowering::populateLowerToExecTable(LoweringTable &table) {
   populateLowerToExecRandom(table);
   populateLowerToExecOptimizers(table);
   populateLowerToExecCollectives(table);
+  populateLowerToExecAttention(table);
 }
 
 namespace {
@@ -60,6 +61,8 @@ struct LowerToExecPass : dlc::impl::LowerToExecPassBase<LowerToExecPass> {
     // The pipeline record moves to its dlexec name for the package writer.
     if (Attribute record = module->removeAttr(g::kPipelineAttr))
       module->setAttr(x::kPipelineAttr, record);
+    // The attention fusion's record is read (by `dlc --stats`) before.
+    module->removeAttr(g::kAttentionFusionAttr);
     llvm::StringSet<> symbols;
     LoweringTable table;
     populateLowerToExecTable(table);

@@ -92,6 +92,7 @@ void registerPoolGradients(mlir::DialectRegistry &registry);
 void registerReductionGradients(mlir::DialectRegistry &registry);
 void registerDataMovementGradients(mlir::DialectRegistry &registry);
 void registerLossGradients(mlir::DialectRegistry &registry);
+void registerAttentionGradients(mlir::DialectRegistry &registry);
 
 } // namespace dlc::gradients
 

@@ -12,6 +12,7 @@ void dlc::registerGradientInterfaceExternalModels(
   gradients::registerReductionGradients(registry);
   gradients::registerDataMovementGradients(registry);
   gradients::registerLossGradients(registry);
+  gradients::registerAttentionGradients(registry);
 }
 
 llvm::ArrayRef<llvm::StringLiteral> dlc::nonDifferentiableOps() {
@@ -40,6 +41,7 @@ llvm::ArrayRef<llvm::StringLiteral> dlc::nonDifferentiableOps() {
       "dlgraph.write_variable",
       "dlgraph.average_pool_grad",
       "dlgraph.resize_grad",
+      "dlgraph.attention_grad",
       "dlgraph.sgd_update",
       "dlgraph.adam_update",
       "dlgraph.all_reduce",

@@ -111,5 +111,12 @@ func.func @train_step() attributes {dlgraph.remat.saved_bytes = 1 : i64} {
 
 // -----
 
-// expected-error @+1 {{attribute 'dlgraph.stages' is not a declared dlgraph attribute; the declared ones are dlgraph.name, dlgraph.model_name, dlgraph.optimizer_state, dlgraph.frozen, dlgraph.no_weight_decay, dlgraph.stage, dlgraph.backward, dlgraph.recomputed, dlgraph.pipeline.stages, dlgraph.pipeline, dlgraph.data_parallel.buckets, dlgraph.memory_budget, dlgraph.remat.recomputed_ops, dlgraph.remat.added_flops, dlgraph.remat.step_flops, dlgraph.remat.simulated_peak_before, dlgraph.remat.simulated_peak_after (dialects/Graph/GraphAttributes.h)}}
+// expected-error @+1 {{attribute 'dlgraph.stages' is not a declared dlgraph attribute; the declared ones are dlgraph.name, dlgraph.model_name, dlgraph.optimizer_state, dlgraph.frozen, dlgraph.no_weight_decay, dlgraph.stage, dlgraph.backward, dlgraph.recomputed, dlgraph.pipeline.stages, dlgraph.pipeline, dlgraph.data_parallel.buckets, dlgraph.memory_budget, dlgraph.attention_fusion, dlgraph.remat.recomputed_ops, dlgraph.remat.added_flops, dlgraph.remat.step_flops, dlgraph.remat.simulated_peak_before, dlgraph.remat.simulated_peak_after (dialects/Graph/GraphAttributes.h)}}
 module attributes {dlgraph.stages = 2 : i64} {}
+
+// -----
+
+// dlgraph-fuse-attention's record: an i64 count where a string list belongs.
+// expected-error @+1 {{attribute 'dlgraph.attention_fusion'}}
+module attributes {dlgraph.attention_fusion = {candidates = 1 : i64, fused = 1 : i64, unfused = 3 : i64}} {
+}

@@ -129,7 +129,7 @@ def main():
     if nonblank(a) != nonblank(b):
         sys.exit("FAILED: --compile-to=memory-planning differs from --emit=dlexec")
     sizes = []
-    for phase in ["partitioning", "training-step", "mixed-precision", "rematerialization",
+    for phase in ["graph-fusion", "partitioning", "training-step", "mixed-precision", "rematerialization",
                   "graph-to-exec", "exec-transforms", "memory-planning"]:
         run([args.dlc, graph, "--train", "--quiet", "--compile-to=" + phase, "-o", a])
         sizes.append((phase, len(nonblank(a))))

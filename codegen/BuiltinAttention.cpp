@@ -1,0 +1,356 @@
+//===- BuiltinAttention.cpp - the fused attention templates ---------------===//
+//
+// attention, attention_grad_query and attention_grad_key_value
+// (BuiltinFamily::Attention): FlashAttention's algorithm (Dao et al. 2022;
+// FlashAttention-2, Dao 2023) with one thread per query row (forward, dQ)
+// or key row (dK, dV). The forward streams the keys once with the online
+// softmax (Milakov & Gimelshein 2018: a running maximum, the running sum
+// and the output accumulator rescaled when the maximum grows) and writes
+// O and the row's log-sum-exp; the backward recomputes each probability
+// from the log-sum-exp, P = exp(S - lse). Memory is O(rows x head size):
+// no [Sq, Skv] tile is stored. The gradient kernels sum in a fixed order
+// and write every element from one thread (no atomics): deterministic.
+//
+// The same C body runs on the host (a flat loop over the rows, parallel
+// across them) and on CUDA (a grid-stride loop, one row per thread, in
+// f32 or f64 registers for every storage type: f16 / bf16 operands are
+// widened as read and results rounded once). Tensor-core tiles for
+// bf16 / f16 are a separate CUDA body still to come (issue 36).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/BuiltinKernels.h"
+
+#include "runtime/schema/Semantics/Attention.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+
+using namespace mlir;
+
+namespace dlc::codegen::detail {
+
+/// runtime/schema/Semantics/Philox.h (dlc_philox_uniform24), as the dropout
+/// template uses it.
+static const char *kPhiloxSource =
+#include "PhiloxSource.inc"
+    ;
+
+namespace {
+
+/// The gradient kernels sum their terms (over keys for dQ, over query rows
+/// for dK and dV) in blocks of this many, then add the blocks: the
+/// rounding error of an n-term f32 sum grows about as n / 64 + 64 instead
+/// of n (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2), so
+/// long sequences keep the accuracy of a GEMM's blocked sums.
+constexpr int kSumBlock = 64;
+
+/// What the three templates share: the sizes, each operand's strides and
+/// pointer names, the score of (query row, key j) with its masks, and the
+/// dropout factor.
+struct AttentionGen {
+  semantics::AttentionDims d;
+  const exec::AttentionParams &p;
+  std::string t;              // compute type: "float" or "double"
+  std::string exp, log, inf;  // in t
+  Type qe, ke, ve, oe, doe, maskElem; // element types: Q, K, V, O, dO, mask
+  std::array<int64_t, 4> qs, ks, vs, os, ms; // (b, h, s, d) strides
+  std::string q, k, v, mask, step;           // operand names
+
+  std::string lit(double x) const {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << "(" << t << ")" << llvm::format("%.17g", x);
+    return out;
+  }
+  static std::string idx(const std::array<int64_t, 4> &st,
+                         const std::string &b, const std::string &h,
+                         const std::string &s, const std::string &c) {
+    return b + " * " + std::to_string(st[0]) + "LL + " + h + " * " +
+           std::to_string(st[1]) + "LL + " + s + " * " + std::to_string(st[2]) +
+           "LL + " + c + " * " + std::to_string(st[3]) + "LL";
+  }
+  /// Element |index| of operand |ptr| (element type |et|) as a value of t.
+  std::string load(const std::string &ptr, Type et,
+                   const std::string &index) const {
+    return "(" + t + ")" + loadExpr(et, ptr + "[" + index + "]");
+  }
+  /// Statements that set `s` to the masked, scaled score of query (b, h, i)
+  /// — its row held in `qv` — and key j of K/V head `hk`, and `continue`
+  /// the enclosing key loop when the mask removes it.
+  std::string score(const std::string &in) const {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << in << t << " s = 0;\n"
+       << in << "for (int c = 0; c < " << d.headDim << "; ++c) s += qv[c] * "
+       << load(k, ke, idx(ks, "b", "hk", "j", "c")) << ";\n"
+       << in << "s = s * " << lit(p.scale) << ";\n";
+    if (p.hasMask) {
+      std::string m = mask + "[" + idx(ms, "b", "h", "i", "j") + "]";
+      if (maskElem.isInteger(1))
+        os << in << "if (!" << m << ") continue;\n";
+      else
+        os << in << "s += (" << t << ")" << loadExpr(maskElem, m) << ";\n";
+    }
+    os << in << "if (s == -" << inf << ") continue;\n";
+    return out;
+  }
+  /// Statements that set `keep`, the dropout factor of probability
+  /// (b, h, i, j): 0 or 1 / (1 - ratio); 1 without dropout.
+  std::string keep(const std::string &in) const {
+    if (p.dropoutRatio <= 0.0f)
+      return in + "const " + t + " keep = 1;\n";
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << in << "const unsigned long long e = (((unsigned long long)b * "
+       << d.queryHeads << "ULL + (unsigned long long)h) * " << d.queryLen
+       << "ULL + (unsigned long long)i) * " << d.kvLen
+       << "ULL + (unsigned long long)j;\n"
+       << in << "const " << t << " keep = dlc_philox_uniform24("
+       << (uint64_t)p.seed << "ull, e, (unsigned int)" << step << "[0]) >= "
+       << llvm::format("%.9g", (double)p.dropoutRatio) << "f ? "
+       << lit(1.0 / (1.0 - (double)p.dropoutRatio)) << " : (" << t << ")0;\n";
+    return out;
+  }
+  /// The last key query i sees plus one (causal), else Skv.
+  std::string keyEnd() const {
+    if (!p.causal)
+      return std::to_string(d.kvLen) + "LL";
+    int64_t off = d.kvLen - d.queryLen + 1;
+    return "(i + " + std::to_string(off) + "LL < " + std::to_string(d.kvLen) +
+           "LL ? i + " + std::to_string(off) + "LL : " +
+           std::to_string(d.kvLen) + "LL)";
+  }
+  /// Decodes a query-row `tid` into b, h, i and the K/V head hk.
+  std::string queryRow() const {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << "  const long long i = tid % " << d.queryLen << "LL;\n"
+       << "  const long long h = (tid / " << d.queryLen << "LL) % "
+       << d.queryHeads << "LL;\n"
+       << "  const long long b = tid / " << d.queryLen * d.queryHeads
+       << "LL;\n"
+       << "  const long long hk = h / " << d.groupSize() << "LL;\n";
+    return out;
+  }
+  /// Loads query row (b, h, i) into `qv`.
+  std::string loadQuery(const std::string &in) const {
+    return in + t + " qv[" + std::to_string(d.headDim) + "];\n" + in +
+           "for (int c = 0; c < " + std::to_string(d.headDim) +
+           "; ++c) qv[c] = " + load(q, qe, idx(qs, "b", "h", "i", "c")) + ";\n";
+  }
+};
+
+/// The (b, h, s, d) strides of a mask of shape |shape| broadcast to
+/// [B, Hq, Sq, Skv]: 0 along broadcast dimensions.
+std::array<int64_t, 4> maskStrides(ArrayRef<int64_t> shape) {
+  std::array<int64_t, 4> st = {0, 0, 0, 0};
+  int64_t stride = 1;
+  for (int64_t i = (int64_t)shape.size() - 1; i >= 0; --i) {
+    int64_t dim = 4 - ((int64_t)shape.size() - i);
+    st[dim] = shape[i] == 1 ? 0 : stride;
+    stride *= shape[i];
+  }
+  return st;
+}
+
+} // namespace
+
+FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
+                                     const exec::AttentionParams &params) {
+  StringRef name = op.getTemplateName();
+  bool forward = name == "attention";
+  bool gradQuery = name == "attention_grad_query";
+  ValueRange ins = op.getInputs();
+  auto shape = [](Value x) { return cast<MemRefType>(x.getType()).getShape(); };
+  AttentionGen g{{}, params};
+  std::string error;
+  if (!semantics::attentionDims(shape(ins[0]), shape(ins[1]), shape(ins[2]),
+                                params.seqFirst[0], params.seqFirst[1],
+                                params.seqFirst[2], &g.d, &error))
+    return op.emitOpError() << error;
+  for (Value x : ins.take_front(3))
+    if (failed(floatElementType(op, x)))
+      return failure();
+  auto elemOf = [](Value x) {
+    return cast<MemRefType>(x.getType()).getElementType();
+  };
+  g.qe = elemOf(ins[0]);
+  g.ke = elemOf(ins[1]);
+  g.ve = elemOf(ins[2]);
+  g.oe = g.qe;
+  if (!forward)
+    g.doe = elemOf(ins[5]);
+  // f64 data (all or none, the verifier's rule) computes in double.
+  g.t = g.qe.isF64() ? "double" : "float";
+  bool f32 = g.t == "float";
+  g.exp = f32 ? "expf" : "exp";
+  g.log = f32 ? "logf" : "log";
+  g.inf = f32 ? "DLC_INF_F" : "DLC_INF_D";
+  const auto &d = g.d;
+  g.qs = semantics::attentionStrides(shape(ins[0]), params.seqFirst[0]);
+  g.ks = semantics::attentionStrides(shape(ins[1]), params.seqFirst[1]);
+  g.vs = semantics::attentionStrides(shape(ins[2]), params.seqFirst[2]);
+  int64_t oShape[] = {d.batch, d.queryHeads, d.queryLen, d.valueDim};
+  int64_t oSeqShape[] = {d.batch, d.queryLen, d.queryHeads, d.valueDim};
+  g.os = params.seqFirst[3] ? semantics::attentionStrides(oSeqShape, true)
+                            : semantics::attentionStrides(oShape, false);
+  g.q = "a0";
+  g.k = "a1";
+  g.v = "a2";
+  unsigned base = forward ? 3 : 6, next = base;
+  if (params.hasMask) {
+    Value m = ins[next];
+    g.mask = "a" + std::to_string(next++);
+    g.ms = maskStrides(shape(m));
+    g.maskElem = cast<MemRefType>(m.getType()).getElementType();
+  }
+  if (params.dropoutRatio > 0.0f)
+    g.step = "a" + std::to_string(next++);
+  auto out = [&](unsigned i) { return "a" + std::to_string(ins.size() + i); };
+  auto store = [&](Type et, const std::string &v) { return storeExpr(et, v); };
+  const std::string D = std::to_string(d.headDim),
+                    DV = std::to_string(d.valueDim), T = g.t;
+
+  KernelCode code;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  if (forward) {
+    // O = Σ_j keep_j exp(s_j - m) V_j / Σ_j exp(s_j - m), m the running max.
+    os << g.queryRow() << g.loadQuery("  ") << "  " << T << " acc[" << DV
+       << "];\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) acc[c] = 0;\n"
+       << "  " << T << " m = -" << g.inf << ", l = 0;\n"
+       << "  const long long jEnd = " << g.keyEnd() << ";\n"
+       << "  for (long long j = 0; j < jEnd; ++j) {\n"
+       << g.score("    ")
+       << "    if (s > m) {\n"
+       << "      const " << T << " r = " << g.exp << "(m - s);\n"
+       << "      l *= r;\n"
+       << "      for (int c = 0; c < " << DV << "; ++c) acc[c] *= r;\n"
+       << "      m = s;\n"
+       << "    }\n"
+       << "    const " << T << " pj = " << g.exp << "(s - m);\n"
+       << "    l += pj;\n"
+       << g.keep("    ") << "    const " << T << " pk = pj * keep;\n"
+       << "    for (int c = 0; c < " << DV << "; ++c) acc[c] += pk * "
+       << g.load(g.v, g.ve, AttentionGen::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
+       << "  }\n"
+       << "  const " << T << " inv = l > 0 ? (" << T << ")1 / l : (" << T
+       << ")0;\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) " << out(0) << "["
+       << AttentionGen::idx(g.os, "b", "h", "i", "c")
+       << "] = " << store(g.oe, "acc[c] * inv") << ";\n"
+       << "  " << out(1) << "[tid] = l > 0 ? (float)(m + " << g.log
+       << "(l)) : -DLC_INF_F;\n";
+    code.numThreads = d.batch * d.queryHeads * d.queryLen;
+    code.hostGrain = d.kvLen * (d.headDim + d.valueDim);
+  } else if (gradQuery) {
+    // delta = rowsum(dO ∘ O); dQ = Σ_j P_j (keep_j dO·V_j - delta) K_j scale.
+    std::string o = "a3", lse = "a4", dO = "a5";
+    os << g.queryRow() << "  " << T << " dov[" << DV << "];\n"
+       << "  " << T << " delta = 0;\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) {\n"
+       << "    dov[c] = "
+       << g.load(dO, g.doe, AttentionGen::idx(g.os, "b", "h", "i", "c")) << ";\n"
+       << "    delta += dov[c] * "
+       << g.load(o, g.oe, AttentionGen::idx(g.os, "b", "h", "i", "c")) << ";\n"
+       << "  }\n"
+       << "  " << out(1) << "[tid] = (float)delta;\n"
+       << "  delta = (" << T << ")(float)delta;\n"
+       << "  " << T << " dq[" << D << "];\n"
+       << "  for (int c = 0; c < " << D << "; ++c) dq[c] = 0;\n"
+       << "  const " << T << " L = " << lse << "[tid];\n"
+       << "  if (L != -" << g.inf << ") {\n"
+       << g.loadQuery("    ") << "    const long long jEnd = " << g.keyEnd()
+       << ";\n"
+       << "    " << T << " dqb[" << D << "];\n"
+       << "    for (long long jb = 0; jb < jEnd; jb += " << kSumBlock << ") {\n"
+       << "    for (int c = 0; c < " << D << "; ++c) dqb[c] = 0;\n"
+       << "    const long long jb1 = jb + " << kSumBlock << " < jEnd ? jb + "
+       << kSumBlock << " : jEnd;\n"
+       << "    for (long long j = jb; j < jb1; ++j) {\n"
+       << g.score("      ") << "      const " << T << " pj = " << g.exp
+       << "(s - L);\n"
+       << "      " << T << " dp = 0;\n"
+       << "      for (int c = 0; c < " << DV << "; ++c) dp += dov[c] * "
+       << g.load(g.v, g.ve, AttentionGen::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
+       << g.keep("      ") << "      const " << T
+       << " ds = pj * (dp * keep - delta) * " << g.lit(params.scale) << ";\n"
+       << "      for (int c = 0; c < " << D << "; ++c) dqb[c] += ds * "
+       << g.load(g.k, g.ke, AttentionGen::idx(g.ks, "b", "hk", "j", "c")) << ";\n"
+       << "    }\n"
+       << "    for (int c = 0; c < " << D << "; ++c) dq[c] += dqb[c];\n"
+       << "    }\n"
+       << "  }\n"
+       << "  for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
+       << AttentionGen::idx(g.qs, "b", "h", "i", "c")
+       << "] = " << store(g.qe, "dq[c]") << ";\n";
+    code.numThreads = d.batch * d.queryHeads * d.queryLen;
+    code.hostGrain = d.kvLen * (d.headDim + d.valueDim);
+  } else {
+    // dV_j = Σ_{h,i} keep P dO_i; dK_j = Σ_{h,i} P (keep dO_i·V_j - delta_i)
+    // Q_i scale, over the query heads of K/V head hk, in a fixed order.
+    std::string lse = "a3", delta = "a4", dO = "a5";
+    int64_t off = d.kvLen - d.queryLen;
+    os << "  const long long j = tid % " << d.kvLen << "LL;\n"
+       << "  const long long hk = (tid / " << d.kvLen << "LL) % " << d.kvHeads
+       << "LL;\n"
+       << "  const long long b = tid / " << d.kvLen * d.kvHeads << "LL;\n"
+       << "  " << T << " dk[" << D << "], dv[" << DV << "], vj[" << DV
+       << "];\n"
+       << "  for (int c = 0; c < " << D << "; ++c) dk[c] = 0;\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) { dv[c] = 0; vj[c] = "
+       << g.load(g.v, g.ve, AttentionGen::idx(g.vs, "b", "hk", "j", "c")) << "; }\n"
+       << "  const long long iStart = "
+       << (params.causal ? "(j - " + std::to_string(off) + "LL > 0 ? j - " +
+                               std::to_string(off) + "LL : 0LL)"
+                         : std::string("0LL"))
+       << ";\n"
+       << "  " << T << " dkb[" << D << "], dvb[" << DV << "];\n"
+       << "  for (long long h = hk * " << d.groupSize() << "LL; h < (hk + 1) * "
+       << d.groupSize() << "LL; ++h)\n"
+       << "  for (long long ib = iStart; ib < " << d.queryLen << "LL; ib += "
+       << kSumBlock << ") {\n"
+       << "  for (int c = 0; c < " << D << "; ++c) dkb[c] = 0;\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) dvb[c] = 0;\n"
+       << "  const long long ib1 = ib + " << kSumBlock << " < " << d.queryLen
+       << "LL ? ib + " << kSumBlock << " : " << d.queryLen << "LL;\n"
+       << "  for (long long i = ib; i < ib1; ++i) {\n"
+       << "    const long long row = (b * " << d.queryHeads << "LL + h) * "
+       << d.queryLen << "LL + i;\n"
+       << "    const " << T << " L = " << lse << "[row];\n"
+       << "    if (L == -" << g.inf << ") continue;\n"
+       << g.loadQuery("    ") << g.score("    ") << "    const " << T
+       << " pj = " << g.exp << "(s - L);\n"
+       << g.keep("    ") << "    " << T << " dp = 0;\n"
+       << "    for (int c = 0; c < " << DV << "; ++c) {\n"
+       << "      const " << T << " doc = "
+       << g.load(dO, g.doe, AttentionGen::idx(g.os, "b", "h", "i", "c")) << ";\n"
+       << "      dp += doc * vj[c];\n"
+       << "      dvb[c] += pj * keep * doc;\n"
+       << "    }\n"
+       << "    const " << T << " ds = pj * (dp * keep - (" << T << ")" << delta
+       << "[row]) * " << g.lit(params.scale) << ";\n"
+       << "    for (int c = 0; c < " << D << "; ++c) dkb[c] += ds * qv[c];\n"
+       << "  }\n"
+       << "  for (int c = 0; c < " << D << "; ++c) dk[c] += dkb[c];\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) dv[c] += dvb[c];\n"
+       << "  }\n"
+       << "  for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
+       << AttentionGen::idx(g.ks, "b", "hk", "j", "c")
+       << "] = " << store(g.ke, "dk[c]") << ";\n"
+       << "  for (int c = 0; c < " << DV << "; ++c) " << out(1) << "["
+       << AttentionGen::idx(g.vs, "b", "hk", "j", "c")
+       << "] = " << store(g.ve, "dv[c]") << ";\n";
+    code.numThreads = d.batch * d.kvHeads * d.kvLen;
+    code.hostGrain = d.groupSize() * d.queryLen * (d.headDim + d.valueDim);
+  }
+  code.body = std::move(body);
+  if (params.dropoutRatio > 0.0f)
+    code.helpers = kPhiloxSource;
+  return code;
+}
+
+} // namespace dlc::codegen::detail

@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""The fused attention (dlgraph.attention, issue 36) against PyTorch.
+
+For each configuration below, a small PyTorch module computes attention the
+way exporters write it (matmul, scale, masks, softmax, matmul, with the
+head split and merge as transposes and grouped-query K/V repeated by
+unsqueeze / expand / reshape), exported to ONNX by the system PyTorch.
+`dlc` must fuse it (`--stats`: "fused attentions: 1 of 1"), then:
+
+  nvrtc     the training package compiled with --target sm_80,sm_90;
+  forward   `dlrt run` of the inference package: max |O - O64| / max |O64|
+            <= 1e-5, O64 PyTorch's float64 result on the same inputs;
+  backward  the training package (`--loss-output loss`, the model's own
+            loss sum(O * R) for a fixed random R, so dL/dO = R;
+            `--expose-gradients`, one `dlrt train` step): for each of the
+            Q, K and V parameters (zero-initialized and added to the
+            inputs, so their gradients are dQ, dK, dV),
+            e = max |g - g64| / max |g64| must be <= 2 x PyTorch fp32's own
+            e + 1e-6. The floor: both errors are fp32 rounding noise of a
+            few 1e-7 here, and twice a noise that happens to be tiny is not
+            a bound worth failing on (gradient_accuracy.py uses the same).
+
+on the host device and, with --standin, on the CUDA device backed by the
+test-only stand-in (every generated CUDA kernel compiled for the host and
+launched with the runtime's grid and block, threads in the emulation's
+orders). Prints one line per check, "ok" or "MISMATCH"; exits 1 on any
+mismatch. --break scales the inputs dlc gets, so every check must fail (a
+self-test).
+"""
+import argparse
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from safetensors_np import read_safetensors  # noqa: E402
+
+# name: (batch, q heads, kv heads, q length, kv length, head dim, value dim,
+#        causal, mask kind, hosts only)
+CONFIGS = {
+    "causal_d64_s128": (2, 4, 4, 128, 128, 64, 64, True, None, False),
+    "plain_d32_s17": (2, 2, 2, 17, 17, 32, 32, False, None, False),
+    "additive_d80_s17": (1, 2, 2, 17, 17, 80, 80, False, "additive", False),
+    "padding_d64_s128": (2, 2, 2, 128, 128, 64, 64, False, "padding", False),
+    "gqa_d128_s128": (1, 8, 2, 128, 128, 128, 128, True, None, False),
+    "mqa_d64_s17": (2, 4, 1, 17, 17, 64, 32, False, "padding", False),
+    "kvcache_d64_s1": (2, 2, 2, 1, 17, 64, 64, True, None, False),
+    "causal_d64_s1000": (1, 2, 2, 1000, 1000, 64, 64, True, None, True),
+}
+FORWARD_TOL = 1e-5
+GRADIENT_FLOOR = 1e-6
+
+
+class Attention(torch.nn.Module):
+    """Q, K, V parameters (zero) added to the inputs; Q and K stored
+    [B, S, H, D] and transposed to heads, V stored [B, H, S, Dv]."""
+
+    def __init__(self, cfg, loss_weights=None):
+        super().__init__()
+        b, hq, hkv, sq, skv, d, dv, causal, mask, _ = cfg
+        self.cfg = cfg
+        self.wq = torch.nn.Parameter(torch.zeros(b, sq, hq, d))
+        self.wk = torch.nn.Parameter(torch.zeros(b, skv, hkv, d))
+        self.wv = torch.nn.Parameter(torch.zeros(b, hkv, skv, dv))
+        keep = torch.ones(sq, skv).tril(skv - sq).bool()
+        self.register_buffer("causal_keep", keep, persistent=False)
+        self.loss_weights = loss_weights
+
+    def forward(self, xq, xk, xv, mask=None):
+        b, hq, hkv, sq, skv, d, dv, causal, kind, _ = self.cfg
+        q = (xq + self.wq).transpose(1, 2)
+        k = (xk + self.wk).transpose(1, 2)
+        v = xv + self.wv
+        g = hq // hkv
+        if g > 1 and hkv > 1:  # grouped-query heads repeated, as Llama does
+            k = k[:, :, None].expand(b, hkv, g, skv, d).reshape(b, hq, skv, d)
+            v = v[:, :, None].expand(b, hkv, g, skv, dv).reshape(b, hq, skv, dv)
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
+        if causal:
+            s = s.masked_fill(~self.causal_keep, float("-inf"))
+        if kind == "additive":
+            s = s + mask
+        elif kind == "padding":
+            s = s.masked_fill(~mask, float("-inf"))
+        o = torch.matmul(torch.softmax(s, dim=-1), v)
+        o = o.transpose(1, 2).reshape(b, sq, hq * dv)
+        if self.loss_weights is None:
+            return o
+        return (o * self.loss_weights).sum()
+
+
+def inputs(cfg, gen):
+    b, hq, hkv, sq, skv, d, dv, causal, kind, _ = cfg
+    x = {"xq": torch.randn(b, sq, hq, d, generator=gen),
+         "xk": torch.randn(b, skv, hkv, d, generator=gen),
+         "xv": torch.randn(b, hkv, skv, dv, generator=gen)}
+    if kind == "additive":
+        x["mask"] = torch.randn(b, 1, sq, skv, generator=gen)
+    elif kind == "padding":
+        keep = torch.ones(b, 1, 1, skv, dtype=torch.bool)
+        keep[-1, ..., skv - max(1, skv // 3):] = False  # the last sample padded
+        x["mask"] = keep
+    return x
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.exit("FAILED: " + " ".join(cmd) + "\n" + r.stdout)
+    return r.stdout
+
+
+def rel_error(a, ref):
+    return float(np.max(np.abs(a - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+
+def check(name, ok, text):
+    print(f"{'ok' if ok else 'MISMATCH'} {name}: {text}")
+    return ok
+
+
+def check_config(args, name, cfg, devices):
+    w = lambda f: os.path.join(args.workdir, name + "-" + f)  # noqa: E731
+    gen = torch.Generator().manual_seed(sum(map(ord, name)))
+    x = inputs(cfg, gen)
+    names = list(x)
+    b, hq, hkv, sq, skv, d, dv = cfg[:7]
+    r = torch.randn(b, sq, hq * dv, generator=gen)
+    ok = True
+
+    # Exports (the system PyTorch's TorchScript exporter, opset 17).
+    infer, train = Attention(cfg), Attention(cfg, r)
+    args_t = tuple(x[n] for n in names)
+    torch.onnx.export(infer, args_t, w("infer.onnx"), opset_version=17,
+                      input_names=names, output_names=["out"])
+    torch.onnx.export(train, args_t, w("train.onnx"), opset_version=17,
+                      input_names=names, output_names=["loss"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    feed = {n: (t.numpy() * (1.5 if args.broken else 1.0)
+                if t.dtype != torch.bool else t.numpy()) for n, t in x.items()}
+    np.savez(w("inputs.npz"), **feed)
+
+    stats = run([args.dlc, w("infer.onnx"), "--stats", "--quiet", "-o",
+                 w("infer.dlcp")])
+    ok &= check(name + " fused", "fused attentions: 1 of 1" in stats,
+                next((l for l in stats.splitlines() if "attention" in l),
+                     "no 'fused attentions' line"))
+    # Every kernel of the training step NVRTC-compiled for sm_80 and sm_90
+    # (dlc fails otherwise).
+    run([args.dlc, w("train.onnx"), "--train", "--loss-output", "loss",
+         "--optimizer", "sgd", "--lr", "1", "--expose-gradients", "--quiet",
+         "--target", "sm_80,sm_90", "-o", w("train.dlcp")])
+
+    # References: float64, and PyTorch fp32's own error.
+    def grads(dtype):
+        m = Attention(cfg, r.to(dtype)).to(dtype)
+        xs = [t.to(dtype) if t.dtype != torch.bool else t for t in args_t]
+        m(*xs).backward()
+        return {p: getattr(m, p).grad.numpy() for p in ("wq", "wk", "wv")}
+    with torch.no_grad():
+        m64 = Attention(cfg).double()
+        o64 = m64(*[t.double() if t.dtype != torch.bool else t
+                    for t in args_t]).numpy()
+    g64, g32 = grads(torch.float64), grads(torch.float32)
+
+    for device in devices:
+        env = dict(os.environ)
+        if device == "cuda":
+            env["DLRT_CUDA_STANDIN"] = args.standin
+        out = w(f"out-{device}.npz")
+        run([args.dlrt, "run", w("infer.dlcp"), "--inputs", w("inputs.npz"),
+             "--outputs", out, "--device", device], env)
+        o = np.load(out)["out"].astype(np.float64)
+        e = rel_error(o, o64)
+        ok &= check(f"{name} {device} forward", e <= FORWARD_TOL,
+                    f"max|O - O64| / max|O64| = {e:.2e} (tolerance "
+                    f"{FORWARD_TOL:g})")
+        gdir = w(f"grad-{device}")
+        run([args.dlrt, "train", w("train.dlcp"), "--data", w("inputs.npz"),
+             "--steps", "1", "--batch-size", str(b), "--no-shuffle",
+             "--device", device, "--save-gradients", gdir], env)
+        got, _ = read_safetensors(os.path.join(gdir, "step-1.safetensors"))
+        for p in ("wq", "wk", "wv"):
+            key = next(k for k in got if k == p or k.startswith(p + "."))
+            ours = rel_error(got[key].astype(np.float64), g64[p])
+            theirs = rel_error(g32[p].astype(np.float64), g64[p])
+            bound = 2 * theirs + GRADIENT_FLOOR
+            ok &= check(f"{name} {device} d{p[1:]}", ours <= bound,
+                        f"error {ours:.2e}, PyTorch fp32 {theirs:.2e}, bound "
+                        f"{bound:.2e}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dlc", required=True)
+    ap.add_argument("--dlrt", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--standin", default="",
+                    help="libdlrt-cuda-standin.so: also run on the CUDA device")
+    ap.add_argument("--only", default="", help="comma-separated configurations")
+    ap.add_argument("--break", dest="broken", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    torch.set_num_threads(1)
+    ok = True
+    for name, cfg in CONFIGS.items():
+        if args.only and name not in args.only.split(","):
+            continue
+        devices = ["host"]
+        if args.standin and not cfg[-1]:
+            devices.append("cuda")
+        ok &= check_config(args, name, cfg, devices)
+    print("attention numerics:", "ok" if ok else "MISMATCH")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
