@@ -270,22 +270,10 @@ FailureOr<Value> Importer::applyAttnMask(Value scores, Value negInf,
                 : Value(gr::AddOp::create(builder, nodeLoc, scores, mask));
 }
 
-LogicalResult Importer::attention() {
-  int64_t isCausal = attrInt("is_causal", 0);
-  int64_t qHeads = attrInt("q_num_heads", 0);
-  int64_t kvHeads = attrInt("kv_num_heads", 0);
-  int64_t qkMode = attrInt("qk_matmul_output_mode", 0);
-  float softcap = attrFloat("softcap", 0.0f);
-  bool hasScale = findAttr("scale") != nullptr;
-  float scaleAttr = attrFloat("scale", 0.0f);
-  // Opset 25's sliding window: -1 (the default) on a side leaves it open.
-  int64_t leftWindow = attrInt("left_window_size", -1);
-  int64_t rightWindow = attrInt("right_window_size", -1);
-  // softmax_precision: the decomposition computes in f32 whatever the input
-  // type (f16 inputs are widened), which is at least every precision
-  // the attribute asks for short of double.
-  if (attrFailed)
-    return failure();
+LogicalResult Importer::checkAttentionAttributes(int64_t isCausal,
+                                                 float softcap, int64_t qkMode,
+                                                 int64_t leftWindow,
+                                                 int64_t rightWindow) {
   if (isCausal != 0 && isCausal != 1)
     return nodeError() << "attribute is_causal = " << isCausal
                        << " is not supported; supported: 0, 1";
@@ -303,11 +291,59 @@ LogicalResult Importer::attention() {
                           ">= 0";
   if (hasInput(4) != hasInput(5))
     return nodeError() << "past_key and past_value must be given together";
-  bool nonpad = hasInput(6);
-  if (nonpad && hasInput(4))
+  if (hasInput(6) && hasInput(4))
     return nodeError() << "input 6 (nonpad_kv_seqlen, an external KV cache) "
                           "cannot be combined with past_key and past_value "
                           "(an internal one)";
+  return success();
+}
+
+/// Whether |v| is computed from a dlgraph.read_variable.
+static bool readsVariable(Value v) {
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  return failed(getBackwardSlice(v, &slice, options)) ||
+         llvm::any_of(slice,
+                      [](Operation *op) { return isa<gr::ReadVariableOp>(op); });
+}
+
+LogicalResult Importer::defineFusedAttention(Value q, Value k, Value v,
+                                             Value mask, double scale,
+                                             bool causal, bool threeD) {
+  auto fused = gr::AttentionOp::create(
+      builder, nodeLoc, q, k, v, mask, Value(), builder.getF64FloatAttr(scale),
+      builder.getBoolAttr(causal), builder.getDenseBoolArrayAttr({}),
+      builder.getF32FloatAttr(0.0f), builder.getI64IntegerAttr(0));
+  Value y = fused.getResult();
+  if (threeD) {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(y.getType()).getShape();
+    y = permute(builder, nodeLoc, y, {0, 2, 1, 3});
+    y = reshaped(builder, nodeLoc, y, {s[0], s[2], s[1] * s[3]});
+  }
+  return define(0, y);
+}
+
+LogicalResult Importer::attention() {
+  int64_t isCausal = attrInt("is_causal", 0);
+  int64_t qHeads = attrInt("q_num_heads", 0);
+  int64_t kvHeads = attrInt("kv_num_heads", 0);
+  int64_t qkMode = attrInt("qk_matmul_output_mode", 0);
+  float softcap = attrFloat("softcap", 0.0f);
+  bool hasScale = findAttr("scale") != nullptr;
+  float scaleAttr = attrFloat("scale", 0.0f);
+  // Opset 25's sliding window: -1 (the default) on a side leaves it open.
+  int64_t leftWindow = attrInt("left_window_size", -1);
+  int64_t rightWindow = attrInt("right_window_size", -1);
+  // softmax_precision: the decomposition computes in f32 whatever the input
+  // type (f16 inputs are widened), which is at least every precision
+  // the attribute asks for short of double.
+  if (attrFailed)
+    return failure();
+  if (failed(checkAttentionAttributes(isCausal, softcap, qkMode, leftWindow,
+                                      rightWindow)))
+    return failure();
+  bool nonpad = hasInput(6);
 
   // Q, K, V and the past are f32, or f16 widened to f32 for the arithmetic
   // (the present outputs keep their type; Y and the scores are rounded
@@ -371,30 +407,13 @@ LogicalResult Importer::attention() {
     if (failed(m))
       return failure();
     mask = *m;
-    if (!cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1)) {
-      SetVector<Operation *> slice;
-      BackwardSliceOptions options;
-      options.inclusive = true;
-      if (failed(getBackwardSlice(mask, &slice, options)) ||
-          llvm::any_of(slice, [](Operation *op) {
-            return isa<gr::ReadVariableOp>(op);
-          }))
-        maskMayTrain = true;
-    }
+    maskMayTrain =
+        !cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1) &&
+        readsVariable(mask);
   }
-  if (softcap == 0.0f && !window && !nonpad && !wantsScores && !maskMayTrain) {
-    auto fused = gr::AttentionOp::create(
-        builder, nodeLoc, *q, key, value, mask, Value(),
-        builder.getF64FloatAttr(scale), builder.getBoolAttr(isCausal != 0),
-        builder.getDenseBoolArrayAttr({}), builder.getF32FloatAttr(0.0f),
-        builder.getI64IntegerAttr(0));
-    Value y = fused.getResult();
-    if (qRank == 3) {
-      y = permute(builder, nodeLoc, y, {0, 2, 1, 3});
-      y = reshaped(builder, nodeLoc, y, {batch, sq, hq * dv});
-    }
-    return define(0, y);
-  }
+  if (softcap == 0.0f && !window && !nonpad && !wantsScores && !maskMayTrain)
+    return defineFusedAttention(*q, key, value, mask, scale, isCausal != 0,
+                                qRank == 3);
 
   // Grouped-query attention: query head h reads K/V head h / g, g = Hq /
   // Hkv. The g query heads of one K/V head are one more batch dim that the

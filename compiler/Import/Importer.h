@@ -725,6 +725,20 @@ private:
                 int64_t g);
   /// Input |i| of an Attention node as [B, heads, S, D] (a 3-D input split
   /// into |heads| heads, the attribute |attr|).
+  /// Checks Attention's is_causal, softcap, qk_matmul_output_mode and
+  /// window attributes and its past / nonpad inputs; an error naming the
+  /// unsupported value otherwise.
+  mlir::LogicalResult checkAttentionAttributes(int64_t isCausal,
+                                               float softcap, int64_t qkMode,
+                                               int64_t leftWindow,
+                                               int64_t rightWindow);
+  /// Defines Attention's output 0 as the fused dlgraph.attention of |q|,
+  /// |k|, |v| ([B, H, S, D]) with the optional |mask|; a 3-D query
+  /// (|threeD|) gets [B, S, H * Dv] back.
+  mlir::LogicalResult defineFusedAttention(mlir::Value q, mlir::Value k,
+                                           mlir::Value v, mlir::Value mask,
+                                           double scale, bool causal,
+                                           bool threeD);
   /// Attention's attn_mask (input 3) in its own element type, padded to
   /// |skv| keys when shorter (false / -inf), checked to broadcast to
   /// |scoresShape| [B, Hq, Sq, Skv].

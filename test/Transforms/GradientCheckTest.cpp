@@ -408,6 +408,7 @@ TEST_F(GradientCheck, DropoutMaskAndGradient) {
     dlgraph.variable @step : tensor<f32>
     func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
       %w = dlgraph.read_variable @w : tensor<4x6xf32>
+      %s = dlgraph.read_variable @step : tensor<f32>
       %h = dlgraph.mul %w, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
       %y, %m = dlgraph.dropout %h, %s {ratio = 0.4 : f32, seed = 1234 : i64}
           : (tensor<4x6xf32>, tensor<f32>) -> (tensor<4x6xf32>, tensor<4x6xi1>)

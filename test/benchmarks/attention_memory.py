@@ -63,7 +63,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     torch.set_num_threads(2)
-    model, x, _ = make_gpt(1, seq=args.seq, vocab=args.vocab, embed=args.embed,
+    model, x, _ = make_gpt(args.batch, seq=args.seq, vocab=args.vocab, embed=args.embed,
                            heads=args.heads, layers=args.layers)
     params = sum(p.numel() for p in model.parameters())
     onnx_path = os.path.join(args.workdir, "gpt.onnx")
