@@ -157,14 +157,13 @@ std::array<int64_t, 4> maskStrides(ArrayRef<int64_t> shape) {
 
 } // namespace
 
-FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
-                                     const exec::AttentionParams &params) {
-  StringRef name = op.getTemplateName();
-  bool forward = name == "attention";
-  bool gradQuery = name == "attention_grad_query";
+/// Reads |op|'s operands into |g|: sizes, element types, strides and the
+/// names of the optional mask and step.
+static LogicalResult initGen(exec::BuiltinKernelOp op, AttentionGen &g) {
+  const exec::AttentionParams &params = g.p;
+  bool forward = op.getTemplateName() == "attention";
   ValueRange ins = op.getInputs();
   auto shape = [](Value x) { return cast<MemRefType>(x.getType()).getShape(); };
-  AttentionGen g{{}, params};
   std::string error;
   if (!semantics::attentionDims(shape(ins[0]), shape(ins[1]), shape(ins[2]),
                                 params.seqFirst[0], params.seqFirst[1],
@@ -208,6 +207,19 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
   }
   if (params.dropoutRatio > 0.0f)
     g.step = "a" + std::to_string(next++);
+  return success();
+}
+
+FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
+                                     const exec::AttentionParams &params) {
+  StringRef name = op.getTemplateName();
+  bool forward = name == "attention";
+  bool gradQuery = name == "attention_grad_query";
+  ValueRange ins = op.getInputs();
+  AttentionGen g{{}, params};
+  if (failed(initGen(op, g)))
+    return failure();
+  const auto &d = g.d;
   auto out = [&](unsigned i) { return "a" + std::to_string(ins.size() + i); };
   auto store = [&](Type et, const std::string &v) { return storeExpr(et, v); };
   const std::string D = std::to_string(d.headDim),
@@ -247,7 +259,8 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
     code.numThreads = d.batch * d.queryHeads * d.queryLen;
     code.hostGrain = d.kvLen * (d.headDim + d.valueDim);
   } else if (gradQuery) {
-    // delta = rowsum(dO ∘ O); dQ = Σ_j P_j (keep_j dO·V_j - delta) K_j scale.
+    // delta = rowsum(dO ∘ O); dQ = Σ_j P_j (keep_j dO·V_j - delta) K_j scale;
+    // the row's (delta, rm, rinv) go to the key/value kernel.
     std::string o = "a3", lse = "a4", dO = "a5";
     os << g.queryRow() << "  " << T << " dov[" << DV << "];\n"
        << "  " << T << " delta = 0;\n"
@@ -257,14 +270,29 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
        << "    delta += dov[c] * "
        << g.load(o, g.oe, AttentionGen::idx(g.os, "b", "h", "i", "c")) << ";\n"
        << "  }\n"
-       << "  " << out(1) << "[tid] = (float)delta;\n"
        << "  delta = (" << T << ")(float)delta;\n"
        << "  " << T << " dq[" << D << "];\n"
        << "  for (int c = 0; c < " << D << "; ++c) dq[c] = 0;\n"
        << "  const " << T << " L = " << lse << "[tid];\n"
+       // P = exp(S - rm) * rinv: rm = lse and rinv = 1, except on a row
+       // whose every score is a huge finite fill (an additive finfo.min
+       // mask over the whole row), where lse = m + log(l) rounds to m and
+       // the sum l is recomputed.
+       << "  " << T << " rm = L, rinv = 1;\n"
        << "  if (L != -" << g.inf << ") {\n"
        << g.loadQuery("    ") << "    const long long jEnd = " << g.keyEnd()
        << ";\n"
+       << "    if (L < (" << T << ")-1e30) {\n"
+       << "      " << T << " rl = 0;\n"
+       << "      rm = -" << g.inf << ";\n"
+       << "      for (long long j = 0; j < jEnd; ++j) {\n"
+       << g.score("        ")
+       << "        if (s > rm) { rl *= " << g.exp << "(rm - s); rm = s; }\n"
+       << "        rl += " << g.exp << "(s - rm);\n"
+       << "      }\n"
+       << "      rm = (" << T << ")(float)rm;\n"
+       << "      rinv = (" << T << ")(float)((" << T << ")1 / rl);\n"
+       << "    }\n"
        << "    " << T << " dqb[" << D << "];\n"
        << "    for (long long jb = 0; jb < jEnd; jb += " << kSumBlock << ") {\n"
        << "    for (int c = 0; c < " << D << "; ++c) dqb[c] = 0;\n"
@@ -272,7 +300,7 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
        << kSumBlock << " : jEnd;\n"
        << "    for (long long j = jb; j < jb1; ++j) {\n"
        << g.score("      ") << "      const " << T << " pj = " << g.exp
-       << "(s - L);\n"
+       << "(s - rm) * rinv;\n"
        << "      " << T << " dp = 0;\n"
        << "      for (int c = 0; c < " << DV << "; ++c) dp += dov[c] * "
        << g.load(g.v, g.ve, AttentionGen::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
@@ -284,6 +312,9 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
        << "    for (int c = 0; c < " << D << "; ++c) dq[c] += dqb[c];\n"
        << "    }\n"
        << "  }\n"
+       << "  " << out(1) << "[3 * tid] = (float)delta;\n"
+       << "  " << out(1) << "[3 * tid + 1] = (float)rm;\n"
+       << "  " << out(1) << "[3 * tid + 2] = (float)rinv;\n"
        << "  for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
        << AttentionGen::idx(g.qs, "b", "h", "i", "c")
        << "] = " << store(g.qe, "dq[c]") << ";\n";
@@ -292,7 +323,7 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
   } else {
     // dV_j = Σ_{h,i} keep P dO_i; dK_j = Σ_{h,i} P (keep dO_i·V_j - delta_i)
     // Q_i scale, over the query heads of K/V head hk, in a fixed order.
-    std::string lse = "a3", delta = "a4", dO = "a5";
+    std::string stats = "a4", dO = "a5";
     int64_t off = d.kvLen - d.queryLen;
     os << "  const long long j = tid % " << d.kvLen << "LL;\n"
        << "  const long long hk = (tid / " << d.kvLen << "LL) % " << d.kvHeads
@@ -320,10 +351,11 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
        << "  for (long long i = ib; i < ib1; ++i) {\n"
        << "    const long long row = (b * " << d.queryHeads << "LL + h) * "
        << d.queryLen << "LL + i;\n"
-       << "    const " << T << " L = " << lse << "[row];\n"
-       << "    if (L == -" << g.inf << ") continue;\n"
+       << "    const " << T << " rm = " << stats << "[3 * row + 1];\n"
+       << "    if (rm == -" << g.inf << ") continue;\n"
        << g.loadQuery("    ") << g.score("    ") << "    const " << T
-       << " pj = " << g.exp << "(s - L);\n"
+       << " pj = " << g.exp << "(s - rm) * (" << T << ")" << stats
+       << "[3 * row + 2];\n"
        << g.keep("    ") << "    " << T << " dp = 0;\n"
        << "    for (int c = 0; c < " << DV << "; ++c) {\n"
        << "      const " << T << " doc = "
@@ -331,8 +363,8 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
        << "      dp += doc * vj[c];\n"
        << "      dvb[c] += pj * keep * doc;\n"
        << "    }\n"
-       << "    const " << T << " ds = pj * (dp * keep - (" << T << ")" << delta
-       << "[row]) * " << g.lit(params.scale) << ";\n"
+       << "    const " << T << " ds = pj * (dp * keep - (" << T << ")" << stats
+       << "[3 * row]) * " << g.lit(params.scale) << ";\n"
        << "    for (int c = 0; c < " << D << "; ++c) dkb[c] += ds * qv[c];\n"
        << "  }\n"
        << "  for (int c = 0; c < " << D << "; ++c) dk[c] += dkb[c];\n"

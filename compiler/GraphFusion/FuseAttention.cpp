@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/GraphFusion/Passes.h"
 
+#include "compiler/Support/NodeName.h"
+
 #include "dialects/Graph/GraphAttributes.h"
 #include "dialects/Graph/GraphOps.h"
 #include "runtime/schema/Semantics/Attention.h"
@@ -58,15 +60,10 @@ dlc::readAttentionFusionRecord(ModuleOp module) {
 
 namespace {
 
-/// The ONNX node name of |loc| (its first NameLoc), or "<unnamed>".
+/// The ONNX node name of |loc|, or "<unnamed>".
 std::string nodeName(Location loc) {
-  if (auto n = dyn_cast<NameLoc>(loc))
-    return n.getName().str();
-  if (auto f = dyn_cast<FusedLoc>(loc))
-    for (Location l : f.getLocations())
-      if (auto n = dyn_cast<NameLoc>(l))
-        return n.getName().str();
-  return "<unnamed>";
+  std::string name = onnxNodeName(loc);
+  return name.empty() ? "<unnamed>" : name;
 }
 
 /// The value of a splat float constant (any shape), or nullopt. Exporters

@@ -389,17 +389,14 @@ LogicalResult Importer::attention() {
   if (failed(define(1, key)) || failed(define(2, value)))
     return failure();
 
-  // The common forms go to the fused op (dlgraph.attention): no soft-cap,
-  // sliding window, external cache or scores output. It reads f16 as it
-  // is, computes in f32 and rounds Y once, as the decomposition below.
+  // The common forms go to the fused op (no soft-cap, window, external
+  // cache or scores output); it reads f16, computes in f32, rounds Y once.
   double scale = hasScale ? double(scaleAttr) : 1.0 / std::sqrt(double(d));
   SmallVector<int64_t> scoresShape = {batch, hq, sq, skv};
   bool wantsScores = node->output_size() > 3 && !node->output(3).empty();
   bool window = leftWindow >= 0 || rightWindow >= 0;
   // A float mask computed from a variable may be a trained score bias,
-  // whose gradient the fused op does not give: the decomposition keeps it
-  // (and dlgraph-fuse-attention fuses it later when the variable holds a
-  // mask's values).
+  // which the fused op gives no gradient: the decomposition keeps it.
   Value mask;
   bool maskMayTrain = false;
   if (hasInput(3) && softcap == 0.0f && !window && !nonpad && !wantsScores) {
@@ -411,7 +408,11 @@ LogicalResult Importer::attention() {
         !cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1) &&
         readsVariable(mask);
   }
-  if (softcap == 0.0f && !window && !nonpad && !wantsScores && !maskMayTrain)
+  // ONNX aligns is_causal at the past's length, dlgraph.attention at the
+  // bottom right (j <= i + Skv - Sq): the same when Skv = past + Sq.
+  bool causalAligned = isCausal == 0 || past + sq == skv;
+  if (softcap == 0.0f && !window && !nonpad && !wantsScores && !maskMayTrain &&
+      causalAligned)
     return defineFusedAttention(*q, key, value, mask, scale, isCausal != 0,
                                 qRank == 3);
 

@@ -585,8 +585,12 @@ LogicalResult Importer::foldNode(Block *block, Operation *before) {
 /// Expensive: reductions, softmax, pooling, normalization, losses, cumsum,
 /// matmul, gemm, conv) need f32 accumulation and f16 library calls, which
 /// do not exist yet. Resize, whose built-in kernel has no f16/bf16 form
-/// yet, is rejected by its handler.
+/// yet, is rejected by its handler. Ops with ReadsLowPrecision take them.
 static bool takesLowPrecision(Operation *op) {
+  // Ops that widen f16/bf16 as they read and accumulate in f32 (the fused
+  // attention).
+  if (op->hasTrait<gr::GraphTrait::ReadsLowPrecision>())
+    return true;
   auto cost = dyn_cast<gr::RecomputeCostOpInterface>(op);
   return !cost || (cost.getRecomputeCost() != gr::RecomputeCost::Moderate &&
                    cost.getRecomputeCost() != gr::RecomputeCost::Expensive);

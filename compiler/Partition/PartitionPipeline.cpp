@@ -2,6 +2,7 @@
 
 #include "compiler/Partition/Passes.h"
 #include "compiler/Support/ByteSize.h"
+#include "compiler/Support/NodeName.h"
 #include "compiler/Training/Passes.h"
 
 #include "dialects/Graph/GraphAttributes.h"
@@ -70,14 +71,7 @@ double transferTime(int64_t bytes, const DeviceModel &model) {
 }
 
 static std::string nodeName(Operation *op) {
-  Location loc = op->getLoc();
-  if (auto n = dyn_cast<NameLoc>(loc))
-    return n.getName().str();
-  if (auto f = dyn_cast<FusedLoc>(loc))
-    for (Location l : f.getLocations())
-      if (auto n = dyn_cast<NameLoc>(l))
-        return n.getName().str();
-  return "";
+  return onnxNodeName(op->getLoc());
 }
 
 namespace {

@@ -371,7 +371,7 @@ LogicalResult readAttention(BuiltinKernelOp op, AttentionParams &p) {
 /// attention, attention_grad_query, attention_grad_key_value: Q, K, V of one
 /// float element type with the shapes of runtime/schema/Semantics/
 /// Attention.h under `seq_first`; O and dO of Q's element type with O's
-/// shape; lse and delta f32 [B, Hq, Sq]; a mask (i1, or float of Q's type
+/// shape; lse f32 [B, Hq, Sq]; the rows' stats f32 [B, Hq, Sq, 3]; a mask (i1, or float of Q's type
 /// or f32) that broadcasts to [B, Hq, Sq, Skv]; a rank-0 f32 step with
 /// dropout; dQ, dK, dV of Q's, K's and V's types.
 LogicalResult verifyAttentionKernel(BuiltinKernelOp op) {
@@ -407,6 +407,9 @@ LogicalResult verifyAttentionKernel(BuiltinKernelOp op) {
   auto oType = MemRefType::get(oShape, et);
   auto rowType = MemRefType::get({d.batch, d.queryHeads, d.queryLen},
                                  Float32Type::get(op.getContext()));
+  // Per query row: delta, the row max and 1 / the row sum.
+  auto statsType = MemRefType::get({d.batch, d.queryHeads, d.queryLen, 3},
+                                   Float32Type::get(op.getContext()));
   auto expect = [&](Value x, MemRefType t, StringRef role) -> LogicalResult {
     if (typeOf(x) != t)
       return op.emitOpError() << role << " must be " << t << ", got "
@@ -447,9 +450,9 @@ LogicalResult verifyAttentionKernel(BuiltinKernelOp op) {
                    failed(expect(in[4], rowType, "lse")) ||
                    failed(expectGrad(in[5])) ||
                    failed(expect(out[0], typeOf(q), "dq")) ||
-                   failed(expect(out[1], rowType, "delta")));
+                   failed(expect(out[1], statsType, "stats")));
   return failure(failed(expect(in[3], rowType, "lse")) ||
-                 failed(expect(in[4], rowType, "delta")) ||
+                 failed(expect(in[4], statsType, "stats")) ||
                  failed(expectGrad(in[5])) ||
                  failed(expect(out[0], typeOf(k), "dk")) ||
                  failed(expect(out[1], typeOf(v), "dv")));

@@ -49,6 +49,9 @@ CONFIGS = {
     "gqa_d128_s128": (1, 8, 2, 128, 128, 128, 128, True, None, False),
     "mqa_d64_s17": (2, 4, 1, 17, 17, 64, 32, False, "padding", False),
     "kvcache_d64_s1": (2, 2, 2, 1, 17, 64, 64, True, None, False),
+    # HF's padding masks: finfo.min added, whole query rows masked (leading
+    # padding under a causal mask); the decomposition averages V there.
+    "min_rows_d32_s17": (2, 2, 2, 17, 17, 32, 32, False, "min_rows", False),
     "causal_d64_s1000": (1, 2, 2, 1000, 1000, 64, 64, True, None, True),
 }
 FORWARD_TOL = 1e-5
@@ -82,7 +85,7 @@ class Attention(torch.nn.Module):
         s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
         if causal:
             s = s.masked_fill(~self.causal_keep, float("-inf"))
-        if kind == "additive":
+        if kind in ("additive", "min_rows"):
             s = s + mask
         elif kind == "padding":
             s = s.masked_fill(~mask, float("-inf"))
@@ -100,6 +103,11 @@ def inputs(cfg, gen):
          "xv": torch.randn(b, hkv, skv, dv, generator=gen)}
     if kind == "additive":
         x["mask"] = torch.randn(b, 1, sq, skv, generator=gen)
+    elif kind == "min_rows":
+        mask = torch.zeros(b, 1, sq, skv)
+        mask[-1, :, :3, :] = torch.finfo(torch.float32).min  # 3 rows masked
+        mask[-1, :, 3:, :2] = torch.finfo(torch.float32).min
+        x["mask"] = mask
     elif kind == "padding":
         keep = torch.ones(b, 1, 1, skv, dtype=torch.bool)
         keep[-1, ..., skv - max(1, skv // 3):] = False  # the last sample padded

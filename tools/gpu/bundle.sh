@@ -76,6 +76,13 @@ if [ -z "${DLC_GPU_NO_KERNELS:-}" ]; then
     --out "$OUT/kernels"
   cp test/benchmarks/gpu/kernels.py "$OUT/"
 fi
+# Fused attention against PyTorch's scaled_dot_product_attention (issue 36):
+# packages without inputs (made there).
+if [ -z "${DLC_GPU_NO_ATTENTION:-}" ]; then
+  /usr/bin/python3 test/benchmarks/gpu/attention.py prepare --dlc "$BUILD_DIR/bin/dlc" \
+    --out "$OUT/attention"
+  cp test/benchmarks/gpu/attention.py "$OUT/"
+fi
 cp tools/gpu/check.sh tools/gpu/compare.py "$OUT/"
 du -sh "$OUT"/* | sort -h | tail -6
 # The carry is limited to 64 MiB: everything but check.sh travels as one xz

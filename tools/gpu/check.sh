@@ -7,7 +7,7 @@
 # package in fp32 and bf16 (random data, since the dataset does not travel),
 # kernel microbenchmarks against a device copy and cuBLAS, and the
 # training-step benchmark against PyTorch (test/benchmarks/gpu).
-# SECTIONS (default "tests e2e mp remat mlp kernels bench") picks what runs; every
+# SECTIONS (default "tests e2e mp remat mlp kernels attention bench") picks what runs; every
 # command has a time limit, so one hang cannot eat the lease. BENCH_MODELS
 # (e.g. "resnet18") picks the benchmark's models, BENCH_T its time limit in
 # seconds (default 400): torch.compile of ResNet-18 in two modes and two
@@ -15,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
-SECTIONS=${SECTIONS:-tests e2e mp remat mlp kernels bench}
+SECTIONS=${SECTIONS:-tests e2e mp remat mlp kernels attention bench}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 if [ -f payload.tar.xz ]; then tar -xJf payload.tar.xz && rm payload.tar.xz; fi
 CUDNN_LIB=$($PY -c 'import os, nvidia.cudnn as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
@@ -92,6 +92,11 @@ fi
 if want kernels && [ -d kernels ]; then
   echo "== kernels against a device copy and cuBLAS (test/benchmarks/gpu/kernels.py)"
   timeout 300 $PY kernels.py run --dlrt bin/dlrt --dir kernels ${OUT:+--json $OUT/kernels.json} || fail kernels
+fi
+if want attention && [ -d attention ]; then
+  echo "== fused attention against PyTorch SDPA (test/benchmarks/gpu/attention.py)"
+  timeout ${ATTENTION_T:-400} $PY attention.py run --dlrt bin/dlrt --dir attention \
+    ${OUT:+--json $OUT/attention.json} || fail attention
 fi
 if want bench && [ -d bench ]; then
   echo "== training step against PyTorch eager and torch.compile (test/benchmarks/gpu/train_step.py)"

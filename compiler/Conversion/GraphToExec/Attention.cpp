@@ -3,8 +3,9 @@
 // log-sum-exp); dlgraph.attention_grad as two kernels without atomics:
 // `attention_grad_query` (dQ, one query row per thread, and delta =
 // rowsum(dO ∘ O)) then `attention_grad_key_value` (dK and dV, one key row
-// per thread, summing its query heads and rows in a fixed order). delta is
-// a [B, Hq, Sq] f32 buffer of the arena; nothing of size Sq x Skv is.
+// per thread, summing its query heads and rows in a fixed order). The rows'
+// statistics (delta, max, 1 / sum) are a [B, Hq, Sq, 3] f32 buffer of the
+// arena; nothing of size Sq x Skv is.
 #include "compiler/Conversion/GraphToExec/FuncLowering.h"
 
 using namespace mlir;
@@ -67,7 +68,11 @@ void dlc::lowering::populateLowerToExecAttention(LoweringTable &table) {
               lse = fl.getBuffer(a.getLse(), loc),
               dO = fl.getBuffer(a.getResultGrad(), loc);
         Value dq = fl.alloc(a.getQueryGrad().getType(), loc);
-        Value delta = fl.alloc(a.getLse().getType(), loc);
+        // Per query row (delta, row max, 1 / row sum), f32.
+        auto lseType = cast<RankedTensorType>(a.getLse().getType());
+        SmallVector<int64_t> statsShape(lseType.getShape());
+        statsShape.push_back(3);
+        Value delta = fl.alloc(lseType.clone(statsShape), loc);
         SmallVector<Value> qIns{q, k, v, o, lse, dO};
         appendOptional(fl, a, qIns);
         auto kq = x::BuiltinKernelOp::create(

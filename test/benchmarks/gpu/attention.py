@@ -6,16 +6,16 @@ Three commands, as kernels.py (dlc is built on the development machine; the
 GPU machine has PyTorch and CUDA but no MLIR):
 
   attention.py prepare --dlc build/bin/dlc --out DIR [--small]
-      (development machine) for each case below, exports a module computing
-      attention as exporters write it (matmul, scale, causal mask, softmax,
-      matmul on [B, H, T, D] tensors that are the inputs, cast to bf16 for
-      the bf16 cases) and compiles
-      (`dlc --target sm_90`, which must report the attention fused):
+      (development machine) for each case below, writes a dlgraph module
+      with one dlgraph.attention on [B, H, T, D] inputs (cast to bf16 for
+      the bf16 cases; the recognition of exported forms is tested by
+      test/e2e/attention_exports.py) and compiles it (`dlc --target sm_90`):
       DIR/<case>-fwd.dlcp (inference: O) and DIR/<case>-train.dlcp (training
-      step with the model's own loss sum(O * R) and SGD at lr 0 on zero
-      parameters added to Q, K and V, so a step is the forward, the fused
-      backward and a no-op update of 3 x B x T x H x D elements), with
-      DIR/cases.json.
+      step with the model's own loss sum(O * O) and SGD at lr 0 on [D]
+      biases added to Q, K and V, so a step is the forward, the fused
+      backward in full and a no-op update of 3 x D numbers), with
+      DIR/cases.json; no inputs travel (`run` makes them; `--small` writes
+      them for `check`).
   attention.py run --dlrt .../dlrt --dir DIR [--json FILE]
       (GPU machine) forward: `dlrt run --device cuda --repeat R` (median of
       one forward, CUDA graph replay); forward+backward: `dlrt train` step
@@ -28,7 +28,8 @@ GPU machine has PyTorch and CUDA but no MLIR):
   attention.py check --dlrt .../dlrt --dir DIR [--device host|cuda]
       (development machine, ctest; DIR from `prepare --small`) each forward
       package runs and matches NumPy's float64 attention within 1e-4 of
-      max |ref| (f32) or 2e-2 (bf16), and each training package steps.
+      max |ref| (f32) or 1e-2 (bf16, issue 36: Q, K, V rounded to bf16), and
+      each training package steps.
 
 The cases: bf16 and f32; head dims 64 and 128; sequences 1k, 2k, 4k and 8k
 (8k: bf16 only); causal and not; batch x heads = 16 x 16 / T * 1k tokens
@@ -75,56 +76,71 @@ def flops(c, backward):
     return f * (3.5 if backward else 1.0)
 
 
+def module_text(c, train):
+    """The case as a dlgraph module (dlc reads .mlir): Q, K, V inputs
+    [B, H, T, D] f32 (cast to bf16 for the bf16 cases), one
+    dlgraph.attention; for training, a [D] bias parameter added to each of
+    Q, K and V (so the step computes dQ, dK and dV in full and updates 3 x D
+    numbers) and the loss sum(O * O)."""
+    b, h, t, d = c["batch"], c["heads"], c["seq"], c["dim"]
+    f32 = f"tensor<{b}x{h}x{t}x{d}xf32>"
+    low = f"tensor<{b}x{h}x{t}x{d}x{'bf16' if c['dtype'] == 'bf16' else 'f32'}>"
+    lines = ["module {"]
+    if train:
+        lines += [f"  dlgraph.variable @bias_{n} : tensor<{d}xf32>" for n in "qkv"]
+    out = "tensor<f32> {dlgraph.name = \"loss\"}" if train else f"{f32} {{dlgraph.name = \"o\"}}"
+    lines.append(f"  func.func @main(%q: {f32} {{dlgraph.name = \"q\"}}, %k: {f32} "
+                 f"{{dlgraph.name = \"k\"}}, %v: {f32} {{dlgraph.name = \"v\"}}) -> ({out}) {{")
+    for n in "qkv":
+        src = f"%{n}"
+        if train:
+            lines.append(f"    %w{n} = dlgraph.read_variable @bias_{n} : tensor<{d}xf32>")
+            lines.append(f"    %a{n} = dlgraph.add %{n}, %w{n} : ({f32}, tensor<{d}xf32>) -> {f32}")
+            src = f"%a{n}"
+        if low != f32:
+            lines.append(f"    %c{n} = dlgraph.cast {src} : {f32} to {low}")
+            src = f"%c{n}"
+        lines.append(f"    %x{n} = dlgraph.reshape {src} : {low} to {low}")
+    causal = "true" if c["causal"] else "false"
+    lines.append(f"    %o, %lse = dlgraph.attention %xq, %xk, %xv {{scale = "
+                 f"{1.0 / math.sqrt(d):.17g} : f64, causal = {causal}}} : ({low}, {low}, "
+                 f"{low}) -> ({low}, tensor<{b}x{h}x{t}xf32>)")
+    res = "%o"
+    if low != f32:
+        lines.append(f"    %of = dlgraph.cast %o : {low} to {f32}")
+        res = "%of"
+    if train:
+        lines.append(f"    %sq = dlgraph.mul {res}, {res} : ({f32}, {f32}) -> {f32}")
+        lines.append(f"    %l = dlgraph.reduce_sum %sq {{axes = array<i64: 0, 1, 2, 3>}} : "
+                     f"{f32} -> tensor<f32>")
+        lines.append("    return %l : tensor<f32>")
+    else:
+        lines.append(f"    return {res} : {f32}")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def prepare(args):
-    import numpy as np
-    import torch
-
-    class Attention(torch.nn.Module):
-        def __init__(self, c, train):
-            super().__init__()
-            self.c, self.train_ = c, train
-            shape = (c["batch"], c["heads"], c["seq"], c["dim"])
-            if train:
-                self.w = torch.nn.ParameterList(
-                    [torch.nn.Parameter(torch.zeros(shape)) for _ in range(3)])
-                self.register_buffer("r", torch.randn(shape), persistent=False)
-            keep = torch.ones(c["seq"], c["seq"]).tril().bool()
-            self.register_buffer("keep", keep, persistent=False)
-
-        def forward(self, q, k, v):
-            if self.train_:
-                q, k, v = q + self.w[0], k + self.w[1], v + self.w[2]
-            if self.c["dtype"] == "bf16":  # the attention reads bf16 Q, K, V
-                q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-            s = q @ k.transpose(-1, -2) / math.sqrt(self.c["dim"])
-            if self.c["causal"]:
-                s = s.masked_fill(~self.keep, float("-inf"))
-            o = (torch.softmax(s, dim=-1) @ v).float()
-            return (o * self.r).sum() if self.train_ else o
-
     os.makedirs(args.out, exist_ok=True)
     meta = cases(args.small)
     for name, c in meta.items():
-        shape = (c["batch"], c["heads"], c["seq"], c["dim"])
-        xs = tuple(torch.randn(shape) for _ in range(3))
         for kind in ("fwd", "train"):
-            onnx_path = os.path.join(args.out, f"{name}-{kind}.onnx")
-            torch.onnx.export(Attention(c, kind == "train"), xs, onnx_path,
-                              input_names=["q", "k", "v"],
-                              output_names=["loss" if kind == "train" else "o"],
-                              opset_version=17, do_constant_folding=True)
-            cmd = [args.dlc, onnx_path, "--target", "sm_90", "--stats", "-o",
+            src = os.path.join(args.out, f"{name}-{kind}.mlir")
+            with open(src, "w") as f:
+                f.write(module_text(c, kind == "train"))
+            cmd = [args.dlc, src, "--target", "sm_90", "--quiet", "-o",
                    os.path.join(args.out, f"{name}-{kind}.dlcp")]
             if kind == "train":
                 cmd += ["--train", "--loss-output", "loss", "--optimizer", "sgd",
                         "--lr", "0"]
-            out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
-                                 text=True).stdout
-            if "fused attentions: 1 of 1" not in out:
-                sys.exit(f"error: {name}-{kind}: the attention was not fused:\n{out}")
-            os.remove(onnx_path)
-        np.savez(os.path.join(args.out, f"{name}.npz"),
-                 **{n: x.numpy() for n, x in zip("qkv", xs)})
+            subprocess.run(cmd, check=True)
+            os.remove(src)
+        if args.small:  # full-size inputs are made on the GPU machine
+            import numpy as np
+            gen = np.random.default_rng(0)
+            shape = (c["batch"], c["heads"], c["seq"], c["dim"])
+            np.savez(os.path.join(args.out, f"{name}.npz"),
+                     **{n: gen.standard_normal(shape, dtype=np.float32) for n in "qkv"})
         print(f"prepared {name}", flush=True)
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -132,7 +148,8 @@ def prepare(args):
 
 def dlrt_forward_ms(args, d, name, device="cuda", repeat=None):
     r = subprocess.run([args.dlrt, "run", os.path.join(d, f"{name}-fwd.dlcp"),
-                        "--inputs", os.path.join(d, f"{name}.npz"), "--device", device,
+                        "--inputs", os.path.join(d, f"{name}.npz"), "--outputs",
+                        os.path.join(d, f"{name}-timed.npz"), "--device", device,
                         "--repeat", str(repeat or args.repeat)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     m = re.search(r"forward: \d+ runs, median ([\d.]+) ms", r.stdout)
@@ -160,9 +177,15 @@ def run(args):
     F = torch.nn.functional
     meta = json.load(open(os.path.join(args.dir, "cases.json")))
     rows = []
+    import numpy as np
     for name, c in meta.items():
         dtype = torch.bfloat16 if c["dtype"] == "bf16" else torch.float32
         shape = (c["batch"], c["heads"], c["seq"], c["dim"])
+        npz = os.path.join(args.dir, f"{name}.npz")
+        if not os.path.exists(npz):
+            gen = np.random.default_rng(0)
+            np.savez(npz, **{n: gen.standard_normal(shape, dtype=np.float32)
+                             for n in "qkv"})
         q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
                    for _ in range(3))
 
@@ -233,7 +256,7 @@ def check(args):
             continue
         err = float(np.max(np.abs(np.load(out)["o"].astype(np.float64) - ref))
                     / np.max(np.abs(ref)))
-        tol = 2e-2 if c["dtype"] == "bf16" else 1e-4
+        tol = 1e-2 if c["dtype"] == "bf16" else 1e-4
         ms = dlrt_forward_ms(args, args.dir, name, args.device, repeat=2)
         step = dlrt_train_ms(args, args.dir, name, c, args.device, steps=2, window=1)
         good = err <= tol
