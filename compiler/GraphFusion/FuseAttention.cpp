@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace dlc {
 #define GEN_PASS_DEF_FUSEATTENTIONPASS
@@ -598,27 +599,53 @@ LogicalResult Fuser::fuse(SoftmaxOp softmax, std::string &why) {
   m.softmax = softmax;
   m.replaced.push_back(softmax);
   auto st = cast<RankedTensorType>(softmax.getType());
-  if (st.getRank() != 4) {
-    why = "scores of rank " + std::to_string(st.getRank()) +
-          " (the fused attention takes [batch, heads, query, key] scores)";
+  int64_t rank = st.getRank();
+  if (rank != 4 && rank != 3) {
+    why = "scores of rank " + std::to_string(rank) +
+          " (the fused attention takes [batch, heads, query, key] or "
+          "[batch x heads, query, key] scores)";
     return failure();
   }
   if (failed(walkScores(softmax.getInput(), m, why)) ||
       failed(walkProbabilities(m, why)))
     return failure();
   auto pvType = cast<RankedTensorType>(m.pv.getType());
-  if (cast<RankedTensorType>(m.qk.getLhs().getType()).getRank() != 4 ||
-      cast<RankedTensorType>(m.qk.getRhs().getType()).getRank() != 4 ||
-      cast<RankedTensorType>(m.pv.getRhs().getType()).getRank() != 4 ||
-      pvType.getRank() != 4) {
-    why = "Q, K or V is not of rank 4";
+  if (cast<RankedTensorType>(m.qk.getLhs().getType()).getRank() != rank ||
+      cast<RankedTensorType>(m.qk.getRhs().getType()).getRank() != rank ||
+      cast<RankedTensorType>(m.pv.getRhs().getType()).getRank() != rank ||
+      pvType.getRank() != rank) {
+    why = "Q, K or V is not of the scores' rank " + std::to_string(rank);
     return failure();
   }
-  static constexpr int64_t kIdentity[] = {0, 1, 2, 3};
-  static constexpr int64_t kSwapLast[] = {0, 1, 3, 2};
-  auto [q, qsf] = resolve(m.qk.getLhs(), kIdentity, m, /*unrepeat=*/false);
-  auto [k, ksf] = resolve(m.qk.getRhs(), kSwapLast, m, /*unrepeat=*/true);
-  auto [v, vsf] = resolve(m.pv.getRhs(), kIdentity, m, /*unrepeat=*/true);
+  Value q, k, v;
+  bool qsf = false, ksf = false, vsf = false;
+  if (rank == 4) {
+    static constexpr int64_t kIdentity[] = {0, 1, 2, 3};
+    static constexpr int64_t kSwapLast[] = {0, 1, 3, 2};
+    std::tie(q, qsf) = resolve(m.qk.getLhs(), kIdentity, m, /*unrepeat=*/false);
+    std::tie(k, ksf) = resolve(m.qk.getRhs(), kSwapLast, m, /*unrepeat=*/true);
+    std::tie(v, vsf) = resolve(m.pv.getRhs(), kIdentity, m, /*unrepeat=*/true);
+  } else {
+    // [B·H, S, D] (torch.nn.MultiheadAttention's bmm): read as [1, B·H,
+    // S, D], one transpose where the operand is another order.
+    static constexpr int64_t kIdentity3[] = {0, 1, 2};
+    static constexpr int64_t kSwapLast3[] = {0, 2, 1};
+    auto as4d = [&](Value x, ArrayRef<int64_t> start) -> Value {
+      Layout l = peel(x, start, m);
+      OpBuilder b(func.getContext());
+      b.setInsertionPointAfterValue(l.base);
+      Value y = l.base;
+      if (ArrayRef<int64_t>(l.perm) != ArrayRef<int64_t>(kIdentity3))
+        y = TransposeOp::create(b, y.getLoc(), y, b.getDenseI64ArrayAttr(l.perm));
+      auto t = cast<RankedTensorType>(y.getType());
+      SmallVector<int64_t> shape = {1};
+      shape.append(t.getShape().begin(), t.getShape().end());
+      return ReshapeOp::create(b, y.getLoc(), t.clone(shape), y);
+    };
+    q = as4d(m.qk.getLhs(), kIdentity3);
+    k = as4d(m.qk.getRhs(), kSwapLast3);
+    v = as4d(m.pv.getRhs(), kIdentity3);
+  }
   auto shapeOf = [](Value x) {
     return cast<RankedTensorType>(x.getType()).getShape();
   };
@@ -664,6 +691,19 @@ LogicalResult Fuser::fuse(SoftmaxOp softmax, std::string &why) {
   m.seqFirst[1] = ksf;
   m.seqFirst[2] = vsf;
   Value result = m.pv.getResult();
+  if (rank == 3) {
+    // Back to [B·H, Sq, Dv].
+    auto attention3 = AttentionOp::create(
+        b, loc, q, k, v, mask, m.dropout ? m.dropout.getStep() : Value(),
+        b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal),
+        b.getDenseBoolArrayAttr({}),
+        m.dropout ? m.dropout.getRatioAttr() : b.getF32FloatAttr(0.0f),
+        m.dropout ? m.dropout.getSeedAttr() : b.getI64IntegerAttr(0));
+    result.replaceAllUsesWith(
+        ReshapeOp::create(b, loc, pvType, attention3.getResult()).getResult());
+    eraseDead(m.replaced);
+    return success();
+  }
   // No-op views after the product (the exporters' same-shape reshape).
   while (result.hasOneUse()) {
     Operation *user = *result.getUsers().begin();

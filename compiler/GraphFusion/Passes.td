@@ -15,9 +15,10 @@ def FuseAttentionPass : Pass<"dlgraph-fuse-attention", "mlir::ModuleOp"> {
     Finds, in every function, the attention that exporters write as
     separate ops and replaces it by one `dlgraph.attention` (FlashAttention:
     the scores are never stored, and the gradient rule's backward is fused
-    too). Each `dlgraph.softmax` over the last axis of rank-4 scores is a
-    candidate when a chain of single-use ops links it to a `dlgraph.matmul`
-    on each side:
+    too). Each `dlgraph.softmax` over the last axis of rank-4 scores (or
+    rank-3 [B·H, Sq, Skv] scores, torch.nn.MultiheadAttention's, read as
+    [1, B·H, ...]) is a candidate when a chain of single-use ops links it
+    to a `dlgraph.matmul` on each side:
 
     - scores: matmul(Q, Kᵀ), then in any order scalings by splat constants
       (`mul`, `div`; also on Q and Kᵀ before the product, as PyTorch's

@@ -102,3 +102,28 @@ func.func @weights_returned(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x16x5xf32>, 
   return %o, %p : tensor<1x2x5x16xf32>, tensor<1x2x5x5xf32>
 }
 }
+
+// -----
+
+// torch.nn.MultiheadAttention's [B·H, S, D] batched products (rank-3
+// scores): read as [1, B·H, S, D], the result reshaped back.
+// CHECK: module attributes {dlgraph.attention_fusion = {candidates = 1 : i64, fused = 1 : i64, unfused = []}}
+// CHECK-LABEL: func.func @rank3_heads_merged
+// CHECK-SAME: (%[[Q:.+]]: tensor<8x6x16xf32>, %[[K:.+]]: tensor<8x6x16xf32>, %[[V:.+]]: tensor<8x6x16xf32>)
+// CHECK-DAG: %[[Q4:.+]] = dlgraph.reshape %[[Q]] : tensor<8x6x16xf32> to tensor<1x8x6x16xf32>
+// CHECK-DAG: %[[K4:.+]] = dlgraph.reshape %[[K]] : tensor<8x6x16xf32> to tensor<1x8x6x16xf32>
+// CHECK-DAG: %[[V4:.+]] = dlgraph.reshape %[[V]] : tensor<8x6x16xf32> to tensor<1x8x6x16xf32>
+// CHECK: %[[O:.+]], %{{.+}} = dlgraph.attention %[[Q4]], %[[K4]], %[[V4]] {scale = 2.500000e-01 : f64}
+// CHECK: %[[O3:.+]] = dlgraph.reshape %[[O]] : tensor<1x8x6x16xf32> to tensor<8x6x16xf32>
+// CHECK: return %[[O3]]
+module {
+func.func @rank3_heads_merged(%q: tensor<8x6x16xf32>, %k: tensor<8x6x16xf32>, %v: tensor<8x6x16xf32>) -> tensor<8x6x16xf32> {
+  %kt = dlgraph.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<8x6x16xf32> -> tensor<8x16x6xf32>
+  %s = dlgraph.matmul %q, %kt : (tensor<8x6x16xf32>, tensor<8x16x6xf32>) -> tensor<8x6x6xf32>
+  %c = dlgraph.constant dense<0.25> : tensor<f32>
+  %sc = dlgraph.mul %s, %c : (tensor<8x6x6xf32>, tensor<f32>) -> tensor<8x6x6xf32>
+  %p = dlgraph.softmax %sc {axis = 2 : i64} : tensor<8x6x6xf32>
+  %o = dlgraph.matmul %p, %v : (tensor<8x6x6xf32>, tensor<8x6x16xf32>) -> tensor<8x6x16xf32>
+  return %o : tensor<8x6x16xf32>
+}
+}
