@@ -11,11 +11,11 @@
 // no [Sq, Skv] tile is stored. The gradient kernels sum in a fixed order
 // and write every element from one thread (no atomics): deterministic.
 //
-// The same C body runs on the host (a flat loop over the rows, parallel
-// across them) and on CUDA (a grid-stride loop, one row per thread, in
-// f32 or f64 registers for every storage type: f16 / bf16 operands are
-// widened as read and results rounded once). Tensor-core tiles for
-// bf16 / f16 are a separate CUDA body still to come (issue 36).
+// CUDA runs one row per thread, in f32 or f64 registers for every storage
+// type (f16 / bf16 operands are widened as read and results rounded once).
+// The host runs the same algorithm on tiles of 16 rows of one (batch,
+// head), parallel across tiles (hostTiledBody): a tile reads each K / V
+// row (or, for dK and dV, each Q / dO row) once for its 16 rows.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/BuiltinKernels.h"
@@ -210,6 +210,10 @@ static LogicalResult initGen(exec::BuiltinKernelOp op, AttentionGen &g) {
   return success();
 }
 
+static std::string hostTiledBody(const AttentionGen &g, StringRef name,
+                                  unsigned numInputs);
+static int64_t hostTiles(const AttentionGen &g, StringRef name);
+
 FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
                                      const exec::AttentionParams &params) {
   StringRef name = op.getTemplateName();
@@ -379,10 +383,293 @@ FailureOr<KernelCode> buildAttention(exec::BuiltinKernelOp op,
     code.numThreads = d.batch * d.kvHeads * d.kvLen;
     code.hostGrain = d.groupSize() * d.queryLen * (d.headDim + d.valueDim);
   }
-  code.body = std::move(body);
+  // CUDA runs the per-row body, one thread a row; the host runs tiles of
+  // rows (hostTiledBody), so that K and V rows are read once per tile.
+  int64_t rows = code.numThreads;
+  code.cudaBody = "  if (tid < " + std::to_string(rows) + "LL) {\n" + body +
+                  "  }\n";
+  code.blockSize = 128;
+  code.numThreads = (rows + code.blockSize - 1) / code.blockSize * code.blockSize;
+  code.hostThreads = hostTiles(g, name);
+  code.hostGrain = code.hostGrain * rows / code.hostThreads;
+  code.body = hostTiledBody(g, name, ins.size());
   if (params.dropoutRatio > 0.0f)
     code.helpers = kPhiloxSource;
   return code;
+}
+
+
+/// Query rows (forward, dQ) or key rows (dK, dV) one host iteration takes:
+/// the tile's K and V rows (or Q and dO rows) are read once for all of them
+/// and stay in the L1 cache, where the per-row body reads them once a row.
+constexpr int64_t kHostTile = 16;
+
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Host iterations of template |name|: tiles of kHostTile rows per (batch,
+/// head).
+static int64_t hostTiles(const AttentionGen &g, StringRef name) {
+  const auto &d = g.d;
+  if (name == "attention_grad_key_value")
+    return d.batch * d.kvHeads * ceilDiv(d.kvLen, kHostTile);
+  return d.batch * d.queryHeads * ceilDiv(d.queryLen, kHostTile);
+}
+
+/// Statements that set `sv` to the masked, scaled score of query (b, h, i)
+/// — its row in `qrow[c]` — and key j of K/V head hk — its elements
+/// `krow(c)` — or to -inf where the mask removes the key (the per-row
+/// score() in a form that does not leave the loop).
+static std::string tileScore(const AttentionGen &g, const std::string &in,
+                             const std::string &qrow,
+                             const std::string &kElem) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  const std::string &t = g.t;
+  os << in << t << " sv = 0;\n"
+     << in << "for (int c = 0; c < " << g.d.headDim << "; ++c) sv += " << qrow
+     << "[c] * " << kElem << ";\n"
+     << in << "sv = sv * " << g.lit(g.p.scale) << ";\n";
+  if (g.p.hasMask) {
+    std::string m = g.mask + "[" + AttentionGen::idx(g.ms, "b", "h", "i", "j") + "]";
+    if (g.maskElem.isInteger(1))
+      os << in << "if (!" << m << ") sv = -" << g.inf << ";\n";
+    else
+      os << in << "sv += (" << t << ")" << loadExpr(g.maskElem, m) << ";\n";
+  }
+  return out;
+}
+
+/// The host body of template |name| (|numInputs| operands before the
+/// outputs): one iteration per tile of kHostTile query rows (forward, dQ)
+/// or key rows (dK, dV) of one (batch, head), the same algorithm as the
+/// per-row CUDA body with the same O(rows x head size) memory. The
+/// forward's online softmax takes the maximum over a block of kSumBlock
+/// keys before rescaling (FlashAttention-2's order); the gradients sum in
+/// the per-row body's blocks of kSumBlock.
+static std::string hostTiledBody(const AttentionGen &g, StringRef name,
+                                 unsigned numInputs) {
+  const auto &d = g.d;
+  const std::string T = g.t, D = std::to_string(d.headDim),
+                    DV = std::to_string(d.valueDim),
+                    TILE = std::to_string(kHostTile),
+                    KB = std::to_string(kSumBlock);
+  auto out = [&](unsigned i) { return "a" + std::to_string(numInputs + i); };
+  using G = AttentionGen;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  // The key past the last one query i sees (causal), else Skv.
+  auto rowEnd = [&](const std::string &i) {
+    if (!g.p.causal)
+      return std::to_string(d.kvLen) + "LL";
+    std::string off = std::to_string(d.kvLen - d.queryLen + 1);
+    return "(" + i + " + " + off + "LL < " + std::to_string(d.kvLen) +
+           "LL ? " + i + " + " + off + "LL : " + std::to_string(d.kvLen) +
+           "LL)";
+  };
+  if (name != "attention_grad_key_value") {
+    const int64_t tiles = ceilDiv(d.queryLen, kHostTile);
+    os << "  const long long qt = tid % " << tiles << "LL;\n"
+       << "  const long long h = (tid / " << tiles << "LL) % " << d.queryHeads
+       << "LL;\n"
+       << "  const long long b = tid / " << tiles * d.queryHeads << "LL;\n"
+       << "  const long long hk = h / " << d.groupSize() << "LL;\n"
+       << "  const long long i0 = qt * " << TILE << "LL;\n"
+       << "  const int nr = " << d.queryLen << "LL - i0 < " << TILE << " ? (int)("
+       << d.queryLen << "LL - i0) : " << TILE << ";\n"
+       << "  " << T << " qv[" << TILE << "][" << D << "];\n"
+       << "  for (int r = 0; r < nr; ++r)\n"
+       << "    for (int c = 0; c < " << D << "; ++c) qv[r][c] = "
+       << g.load(g.q, g.qe, G::idx(g.qs, "b", "h", "(i0 + r)", "c")) << ";\n"
+       << "  const long long jEnd = " << rowEnd("(i0 + nr - 1)") << ";\n";
+  }
+  if (name == "attention") {
+    os << "  " << T << " acc[" << TILE << "][" << DV << "], m[" << TILE
+       << "], l[" << TILE << "], st[" << KB << "];\n"
+       << "  for (int r = 0; r < nr; ++r) {\n"
+       << "    m[r] = -" << g.inf << ";\n    l[r] = 0;\n"
+       << "    for (int c = 0; c < " << DV << "; ++c) acc[r][c] = 0;\n  }\n"
+       << "  for (long long jb = 0; jb < jEnd; jb += " << KB << ") {\n"
+       << "    for (int r = 0; r < nr; ++r) {\n"
+       << "      const long long i = i0 + r;\n"
+       << "      const long long je = " << rowEnd("i") << " < jb + " << KB
+       << " ? " << rowEnd("i") << " : jb + " << KB << ";\n"
+       << "      " << T << " bm = -" << g.inf << ";\n"
+       << "      for (long long j = jb; j < je; ++j) {\n"
+       << tileScore(g, "        ", "qv[r]",
+                    g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
+       << "        st[j - jb] = sv;\n"
+       << "        bm = sv > bm ? sv : bm;\n      }\n"
+       << "      if (bm == -" << g.inf << ") continue;\n"
+       << "      if (bm > m[r]) {\n"
+       << "        const " << T << " f = " << g.exp << "(m[r] - bm);\n"
+       << "        l[r] *= f;\n"
+       << "        for (int c = 0; c < " << DV << "; ++c) acc[r][c] *= f;\n"
+       << "        m[r] = bm;\n      }\n"
+       << "      for (long long j = jb; j < je; ++j) {\n"
+       << "        if (st[j - jb] == -" << g.inf << ") continue;\n"
+       << "        const " << T << " pj = " << g.exp << "(st[j - jb] - m[r]);\n"
+       << "        l[r] += pj;\n"
+       << g.keep("        ") << "        const " << T << " pk = pj * keep;\n"
+       << "        for (int c = 0; c < " << DV << "; ++c) acc[r][c] += pk * "
+       << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
+       << "      }\n    }\n  }\n"
+       << "  for (int r = 0; r < nr; ++r) {\n"
+       << "    const long long i = i0 + r;\n"
+       << "    const " << T << " inv = l[r] > 0 ? (" << T << ")1 / l[r] : (" << T
+       << ")0;\n"
+       << "    for (int c = 0; c < " << DV << "; ++c) " << out(0) << "["
+       << G::idx(g.os, "b", "h", "i", "c")
+       << "] = " << storeExpr(g.oe, "acc[r][c] * inv") << ";\n"
+       << "    " << out(1) << "[(b * " << d.queryHeads << "LL + h) * "
+       << d.queryLen << "LL + i] = l[r] > 0 ? (float)(m[r] + " << g.log
+       << "(l[r])) : -DLC_INF_F;\n  }\n";
+    return body;
+  }
+  if (name == "attention_grad_query") {
+    std::string o = "a3", lse = "a4", dO = "a5";
+    os << "  " << T << " dov[" << TILE << "][" << DV << "], dq[" << TILE << "]["
+       << D << "], delta[" << TILE << "], rm[" << TILE << "], rinv[" << TILE
+       << "], dqb[" << D << "];\n"
+       << "  for (int r = 0; r < nr; ++r) {\n"
+       << "    const long long i = i0 + r;\n"
+       << "    delta[r] = 0;\n"
+       << "    for (int c = 0; c < " << DV << "; ++c) {\n"
+       << "      dov[r][c] = " << g.load(dO, g.doe, G::idx(g.os, "b", "h", "i", "c"))
+       << ";\n"
+       << "      delta[r] += dov[r][c] * "
+       << g.load(o, g.oe, G::idx(g.os, "b", "h", "i", "c")) << ";\n    }\n"
+       << "    delta[r] = (" << T << ")(float)delta[r];\n"
+       << "    for (int c = 0; c < " << D << "; ++c) dq[r][c] = 0;\n"
+       << "    const " << T << " L = " << lse << "[(b * " << d.queryHeads
+       << "LL + h) * " << d.queryLen << "LL + i];\n"
+       // As in the per-row body: a row whose every score is a huge finite
+       // fill recomputes its maximum and sum (lse rounds to the maximum).
+       << "    rm[r] = L;\n    rinv[r] = 1;\n"
+       << "    if (L != -" << g.inf << " && L < (" << T << ")-1e30) {\n"
+       << "      " << T << " rl = 0;\n"
+       << "      rm[r] = -" << g.inf << ";\n"
+       << "      for (long long j = 0; j < " << rowEnd("i") << "; ++j) {\n"
+       << tileScore(g, "        ", "qv[r]",
+                    g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
+       << "        if (sv == -" << g.inf << ") continue;\n"
+       << "        if (sv > rm[r]) { rl *= " << g.exp << "(rm[r] - sv); rm[r] = sv; }\n"
+       << "        rl += " << g.exp << "(sv - rm[r]);\n      }\n"
+       << "      rm[r] = (" << T << ")(float)rm[r];\n"
+       << "      rinv[r] = (" << T << ")(float)((" << T << ")1 / rl);\n    }\n"
+       << "  }\n"
+       << "  for (long long jb = 0; jb < jEnd; jb += " << KB << ") {\n"
+       << "    for (int r = 0; r < nr; ++r) {\n"
+       << "      if (rm[r] == -" << g.inf << ") continue;\n"
+       << "      const long long i = i0 + r;\n"
+       << "      const long long je = " << rowEnd("i") << " < jb + " << KB
+       << " ? " << rowEnd("i") << " : jb + " << KB << ";\n"
+       << "      if (je <= jb) continue;\n"
+       << "      for (int c = 0; c < " << D << "; ++c) dqb[c] = 0;\n"
+       << "      for (long long j = jb; j < je; ++j) {\n"
+       << tileScore(g, "        ", "qv[r]",
+                    g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
+       << "        if (sv == -" << g.inf << ") continue;\n"
+       << "        const " << T << " pj = " << g.exp << "(sv - rm[r]) * rinv[r];\n"
+       << "        " << T << " dp = 0;\n"
+       << "        for (int c = 0; c < " << DV << "; ++c) dp += dov[r][c] * "
+       << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
+       << g.keep("        ") << "        const " << T
+       << " ds = pj * (dp * keep - delta[r]) * " << g.lit(g.p.scale) << ";\n"
+       << "        for (int c = 0; c < " << D << "; ++c) dqb[c] += ds * "
+       << g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")) << ";\n"
+       << "      }\n"
+       << "      for (int c = 0; c < " << D << "; ++c) dq[r][c] += dqb[c];\n"
+       << "    }\n  }\n"
+       << "  for (int r = 0; r < nr; ++r) {\n"
+       << "    const long long i = i0 + r;\n"
+       << "    const long long row = (b * " << d.queryHeads << "LL + h) * "
+       << d.queryLen << "LL + i;\n"
+       << "    " << out(1) << "[3 * row] = (float)delta[r];\n"
+       << "    " << out(1) << "[3 * row + 1] = (float)rm[r];\n"
+       << "    " << out(1) << "[3 * row + 2] = (float)rinv[r];\n"
+       << "    for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
+       << G::idx(g.qs, "b", "h", "i", "c")
+       << "] = " << storeExpr(g.qe, "dq[r][c]") << ";\n  }\n";
+    return body;
+  }
+  // dK, dV: a tile of key rows j0 .. j0 + nk - 1 reads each query row and
+  // its dO once for all of them; sums over query rows in blocks of
+  // kSumBlock starting at the tile's first visible row.
+  std::string stats = "a4", dO = "a5";
+  const int64_t tiles = ceilDiv(d.kvLen, kHostTile);
+  int64_t off = d.kvLen - d.queryLen;
+  os << "  const long long kt = tid % " << tiles << "LL;\n"
+     << "  const long long hk = (tid / " << tiles << "LL) % " << d.kvHeads
+     << "LL;\n"
+     << "  const long long b = tid / " << tiles * d.kvHeads << "LL;\n"
+     << "  const long long j0 = kt * " << TILE << "LL;\n"
+     << "  const int nk = " << d.kvLen << "LL - j0 < " << TILE << " ? (int)("
+     << d.kvLen << "LL - j0) : " << TILE << ";\n"
+     << "  " << T << " kv[" << TILE << "][" << D << "], vv[" << TILE << "]["
+     << DV << "], dk[" << TILE << "][" << D << "], dv[" << TILE << "][" << DV
+     << "], dkb[" << TILE << "][" << D << "], dvb[" << TILE << "][" << DV
+     << "], qv[" << D << "], dov[" << DV << "];\n"
+     << "  for (int r = 0; r < nk; ++r) {\n"
+     << "    const long long j = j0 + r;\n"
+     << "    for (int c = 0; c < " << D << "; ++c) { kv[r][c] = "
+     << g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c"))
+     << "; dk[r][c] = 0; }\n"
+     << "    for (int c = 0; c < " << DV << "; ++c) { vv[r][c] = "
+     << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c"))
+     << "; dv[r][c] = 0; }\n  }\n"
+     << "  const long long iStart = "
+     << (g.p.causal ? "(j0 - " + std::to_string(off) + "LL > 0 ? j0 - " +
+                          std::to_string(off) + "LL : 0LL)"
+                    : std::string("0LL"))
+     << ";\n"
+     << "  for (long long h = hk * " << d.groupSize() << "LL; h < (hk + 1) * "
+     << d.groupSize() << "LL; ++h)\n"
+     << "  for (long long ib = iStart; ib < " << d.queryLen << "LL; ib += " << KB
+     << ") {\n"
+     << "    for (int r = 0; r < nk; ++r) {\n"
+     << "      for (int c = 0; c < " << D << "; ++c) dkb[r][c] = 0;\n"
+     << "      for (int c = 0; c < " << DV << "; ++c) dvb[r][c] = 0;\n    }\n"
+     << "    const long long ib1 = ib + " << KB << " < " << d.queryLen
+     << "LL ? ib + " << KB << " : " << d.queryLen << "LL;\n"
+     << "    for (long long i = ib; i < ib1; ++i) {\n"
+     << "      const long long row = (b * " << d.queryHeads << "LL + h) * "
+     << d.queryLen << "LL + i;\n"
+     << "      const " << T << " rm = " << stats << "[3 * row + 1];\n"
+     << "      if (rm == -" << g.inf << ") continue;\n"
+     << "      const " << T << " rinv = " << stats << "[3 * row + 2], delta = "
+     << stats << "[3 * row];\n"
+     << "      for (int c = 0; c < " << D << "; ++c) qv[c] = "
+     << g.load(g.q, g.qe, G::idx(g.qs, "b", "h", "i", "c")) << ";\n"
+     << "      for (int c = 0; c < " << DV << "; ++c) dov[c] = "
+     << g.load(dO, g.doe, G::idx(g.os, "b", "h", "i", "c")) << ";\n"
+     << "      for (int r = 0; r < nk; ++r) {\n"
+     << "        const long long j = j0 + r;\n";
+  if (g.p.causal)
+    os << "        if (j > i + " << off << "LL) break;\n";
+  os << tileScore(g, "        ", "qv", "kv[r][c]")
+     << "        if (sv == -" << g.inf << ") continue;\n"
+     << "        const " << T << " pj = " << g.exp << "(sv - rm) * rinv;\n"
+     << g.keep("        ") << "        " << T << " dp = 0;\n"
+     << "        for (int c = 0; c < " << DV << "; ++c) {\n"
+     << "          dp += dov[c] * vv[r][c];\n"
+     << "          dvb[r][c] += pj * keep * dov[c];\n        }\n"
+     << "        const " << T << " ds = pj * (dp * keep - delta) * "
+     << g.lit(g.p.scale) << ";\n"
+     << "        for (int c = 0; c < " << D << "; ++c) dkb[r][c] += ds * qv[c];\n"
+     << "      }\n    }\n"
+     << "    for (int r = 0; r < nk; ++r) {\n"
+     << "      for (int c = 0; c < " << D << "; ++c) dk[r][c] += dkb[r][c];\n"
+     << "      for (int c = 0; c < " << DV << "; ++c) dv[r][c] += dvb[r][c];\n"
+     << "    }\n  }\n"
+     << "  for (int r = 0; r < nk; ++r) {\n"
+     << "    const long long j = j0 + r;\n"
+     << "    for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
+     << G::idx(g.ks, "b", "hk", "j", "c")
+     << "] = " << storeExpr(g.ke, "dk[r][c]") << ";\n"
+     << "    for (int c = 0; c < " << DV << "; ++c) " << out(1) << "["
+     << G::idx(g.vs, "b", "hk", "j", "c")
+     << "] = " << storeExpr(g.ve, "dv[r][c]") << ";\n  }\n";
+  return body;
 }
 
 } // namespace dlc::codegen::detail
