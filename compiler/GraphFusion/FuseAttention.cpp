@@ -691,34 +691,25 @@ LogicalResult Fuser::fuse(SoftmaxOp softmax, std::string &why) {
   m.seqFirst[1] = ksf;
   m.seqFirst[2] = vsf;
   Value result = m.pv.getResult();
-  if (rank == 3) {
-    // Back to [B·H, Sq, Dv].
-    auto attention3 = AttentionOp::create(
-        b, loc, q, k, v, mask, m.dropout ? m.dropout.getStep() : Value(),
-        b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal),
-        b.getDenseBoolArrayAttr({}),
-        m.dropout ? m.dropout.getRatioAttr() : b.getF32FloatAttr(0.0f),
-        m.dropout ? m.dropout.getSeedAttr() : b.getI64IntegerAttr(0));
-    result.replaceAllUsesWith(
-        ReshapeOp::create(b, loc, pvType, attention3.getResult()).getResult());
-    eraseDead(m.replaced);
-    return success();
+  if (rank == 4) {
+    // No-op views after the product (the exporters' same-shape reshape),
+    // then the head merge's transpose, which the op writes through strides.
+    while (result.hasOneUse()) {
+      Operation *user = *result.getUsers().begin();
+      if (!isa<IdentityOp>(user) &&
+          !(isa<ReshapeOp>(user) &&
+            user->getResult(0).getType() == result.getType()))
+        break;
+      m.replaced.push_back(user);
+      result = user->getResult(0);
+    }
+    if (result.hasOneUse())
+      if (auto t = dyn_cast<TransposeOp>(*result.getUsers().begin()))
+        if (t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+          m.outTranspose = t;
+          m.seqFirst[3] = true;
+        }
   }
-  // No-op views after the product (the exporters' same-shape reshape).
-  while (result.hasOneUse()) {
-    Operation *user = *result.getUsers().begin();
-    if (!isa<IdentityOp>(user) &&
-        !(isa<ReshapeOp>(user) && user->getResult(0).getType() == result.getType()))
-      break;
-    m.replaced.push_back(user);
-    result = user->getResult(0);
-  }
-  if (result.hasOneUse())
-    if (auto t = dyn_cast<TransposeOp>(*result.getUsers().begin()))
-      if (t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3}) {
-        m.outTranspose = t;
-        m.seqFirst[3] = true;
-      }
   bool anySeqFirst = llvm::any_of(m.seqFirst, [](bool f) { return f; });
   DenseBoolArrayAttr seqFirst =
       b.getDenseBoolArrayAttr(anySeqFirst ? ArrayRef<bool>(m.seqFirst)
@@ -731,14 +722,18 @@ LogicalResult Fuser::fuse(SoftmaxOp softmax, std::string &why) {
     ratio = m.dropout.getRatioAttr();
     seed = m.dropout.getSeedAttr();
   }
-  auto attention = AttentionOp::create(
-      b, loc, q, k, v, mask, step, b.getF64FloatAttr(m.scale),
-      b.getBoolAttr(m.causal), seqFirst, ratio, seed);
+  Value fused = AttentionOp::create(b, loc, q, k, v, mask, step,
+                                    b.getF64FloatAttr(m.scale),
+                                    b.getBoolAttr(m.causal), seqFirst, ratio,
+                                    seed)
+                    .getResult();
+  if (rank == 3) // back to [B·H, Sq, Dv]
+    fused = ReshapeOp::create(b, loc, pvType, fused);
   if (m.outTranspose) {
-    m.outTranspose.getResult().replaceAllUsesWith(attention.getResult());
+    m.outTranspose.getResult().replaceAllUsesWith(fused);
     m.replaced.push_back(m.outTranspose);
   } else {
-    result.replaceAllUsesWith(attention.getResult());
+    result.replaceAllUsesWith(fused);
   }
   eraseDead(m.replaced);
   return success();

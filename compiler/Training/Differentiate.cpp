@@ -52,7 +52,9 @@ bool onlyReaches(Value v, function_ref<bool(Operation *)> goal,
 /// that mix in no value of |data| (preparing the mask: 1 - m, m == 0,
 /// m * -1e9, a slice); then into an add or a select whose other operand
 /// is of |data| (the scores); then through elementwise and element-moving
-/// ops to a NormalizesScores op (the softmax), which at least one reaches.
+/// ops to a NormalizesScores op (the softmax), or directly into a score
+/// mask operand (ScoreMaskOpInterface: the fused attention's mask), which at
+/// least one reaches.
 /// A value that multiplies the scores (a learned temperature) fails.
 bool onlyMasksScores(Value v, bool injected,
                      const llvm::DenseSet<Value> &data,
@@ -64,15 +66,13 @@ bool onlyMasksScores(Value v, bool injected,
       reached = true;
       continue;
     }
-    // The fused attention's mask operand is added to (or selects) its
-    // scores before its softmax.
-    if (auto attention = dyn_cast<AttentionOp>(op)) {
-      auto [start, length] = attention.getODSOperandIndexAndLength(3);
-      if (length == 1 && use.getOperandNumber() == start) {
+    // A score mask of an op that normalizes scores inside itself (the
+    // fused attention's mask) is added before its softmax.
+    if (auto masks = dyn_cast<ScoreMaskOpInterface>(op))
+      if (masks.isScoreMask(use)) {
         reached = true;
         continue;
       }
-    }
     bool mixesData = llvm::any_of(op->getOperands(), [&](Value o) {
       return o != use.get() && data.contains(o);
     });

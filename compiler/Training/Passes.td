@@ -167,7 +167,8 @@ def DifferentiatePass : Pass<"dlgraph-differentiate", "mlir::ModuleOp"> {
     element-moving ops (attention masks), and those whose every read only
     reaches sin/cos through ops not mixing in the step's float inputs
     (rotary and sinusoidal position frequencies); the ops are recognized by
-    their traits (NormalizesScores, Periodic, Elementwise, MovesElements).
+    their traits and interfaces (NormalizesScores, ScoreMaskOpInterface,
+    Periodic, Elementwise, MovesElements).
 
     Errors: no `@train_step`, a loss that is not one `tensor<f32>` result,
     an op without a gradient rule on a path from a parameter to the loss (at

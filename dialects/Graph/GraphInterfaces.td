@@ -46,6 +46,22 @@ def Graph_NormalizesScores : NativeOpTrait<"NormalizesScores"> {
   let cppNamespace = "::dlc::graph::GraphTrait";
 }
 
+// An op that normalizes scores inside itself (the fused attention) and
+// takes a mask added to, or selecting, those scores before its softmax:
+// Differentiate's trainable-set rule treats a value reaching such an
+// operand as one reaching a NormalizesScores op's input through an add.
+def Graph_ScoreMaskOpInterface : OpInterface<"ScoreMaskOpInterface"> {
+  let cppNamespace = "::dlc::graph";
+  let description = [{
+    Names the operands of an op that mask the scores it normalizes inside
+    itself (dlgraph.attention's `mask`).
+  }];
+  let methods = [
+    InterfaceMethod<"Whether |operand| (one of this op's) masks its scores.",
+      "bool", "isScoreMask", (ins "::mlir::OpOperand &":$operand)>
+  ];
+}
+
 // A reduction of its one input (operand 0) over some of its axes, lowered
 // to a generated loop kernel over the input's shape that reads each input
 // element at its own index: elementwise fusion can fold a producer of the

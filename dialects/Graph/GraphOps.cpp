@@ -766,6 +766,13 @@ static int64_t attentionScores(Value q, Value k, ArrayRef<bool> seqFirst) {
   return qs[0] * qs[1] * qs[2] * ks[2];
 }
 
+bool AttentionOp::isScoreMask(OpOperand &operand) {
+  // Segment 3 of (query, key, value, mask, step).
+  auto [start, length] = getODSOperandIndexAndLength(3);
+  return operand.getOwner() == getOperation() && length == 1 &&
+         operand.getOperandNumber() == start;
+}
+
 int64_t AttentionOp::getMultiplyAdds() {
   auto q = cast<RankedTensorType>(getQuery().getType());
   return 2 * attentionScores(getQuery(), getKey(), getSeqFirst()) *

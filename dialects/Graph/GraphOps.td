@@ -521,7 +521,8 @@ def Graph_LogSoftmaxOp : Graph_Op<"log_softmax", [Pure,
 
 def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_InferType,
     AttrSizedOperandSegments, Graph_KeepsF32, Graph_ReadsLowPrecision,
-    Graph_RecomputeExpensive]> {
+    Graph_RecomputeExpensive,
+    DeclareOpInterfaceMethods<Graph_ScoreMaskOpInterface>]> {
   let summary = "Scaled dot-product attention softmax(Q·Kᵀ·scale + mask)·V, fused";
   let description = [{
     One attention (Vaswani et al. 2017) computed as FlashAttention does (Dao

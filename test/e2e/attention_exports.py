@@ -36,6 +36,7 @@ import transformers as T
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dynamo_export import LOSS_TOL, export, write_trainable  # noqa: E402
 from train_vs_torch import run, torch_losses  # noqa: E402
+from transformers_zoo import Logits, Packed  # noqa: E402
 
 VOCAB, SEQ, BATCH, IMAGE, CLASSES = 64, 12, 2, 32, 10
 NO_TOKENS = {"pad_token_id": None, "bos_token_id": None, "eos_token_id": None}
@@ -101,24 +102,6 @@ MODELS = {
         eos_token_id=2, decoder_start_token_id=2)), seq2seq_inputs, 3,
         {"use_cache": False}),
 }
-
-
-class Logits(torch.nn.Module):
-    def __init__(self, model, names, kwargs):
-        super().__init__()
-        self.model, self.names, self.kwargs = model, names, kwargs
-
-    def forward(self, *inputs):
-        return self.model(**dict(zip(self.names, inputs)), **self.kwargs).logits
-
-
-class Packed(torch.nn.Module):
-    def __init__(self, module):
-        super().__init__()
-        self.module = module
-
-    def forward(self, inputs):
-        return self.module(*inputs)
 
 
 def check(name, dynamo, args):

@@ -81,7 +81,7 @@ fi
 if [ -z "${DLC_GPU_NO_ATTENTION:-}" ]; then
   /usr/bin/python3 test/benchmarks/gpu/attention.py prepare --dlc "$BUILD_DIR/bin/dlc" \
     --out "$OUT/attention"
-  cp test/benchmarks/gpu/attention.py "$OUT/"
+  cp test/benchmarks/gpu/attention.py test/benchmarks/gpu/kernels.py "$OUT/"
 fi
 cp tools/gpu/check.sh tools/gpu/compare.py "$OUT/"
 du -sh "$OUT"/* | sort -h | tail -6

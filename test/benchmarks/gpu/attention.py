@@ -46,6 +46,11 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# One PyTorch timing for every GPU benchmark: wall time of a call and a
+# device synchronize, as `dlrt run --repeat` times its forwards.
+from kernels import time_torch  # noqa: E402
+
 TOKENS = 16384
 
 
@@ -189,20 +194,6 @@ def run(args):
         q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
                    for _ in range(3))
 
-        def timed(fn):
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
-            ms = []
-            for _ in range(args.repeat):
-                s, e = torch.cuda.Event(True), torch.cuda.Event(True)
-                s.record()
-                fn()
-                e.record()
-                torch.cuda.synchronize()
-                ms.append(s.elapsed_time(e))
-            return statistics.median(ms)
-
         def fwd():
             return F.scaled_dot_product_attention(q, k, v, is_causal=c["causal"])
 
@@ -210,8 +201,8 @@ def run(args):
             fwd().sum().backward()
 
         with torch.no_grad():
-            t_fwd = timed(fwd)
-        t_fb = timed(fwd_bwd)
+            t_fwd = time_torch(fwd, args.repeat, torch)
+        t_fb = time_torch(fwd_bwd, args.repeat, torch)
         row = {"case": name, "torch_fwd_ms": t_fwd, "torch_fwd_bwd_ms": t_fb}
         try:
             row["dlrt_fwd_ms"] = dlrt_forward_ms(args, args.dir, name)
