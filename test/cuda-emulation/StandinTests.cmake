@@ -142,6 +142,9 @@ endif()
 # Every ONNX backend test again, on `dlrt run --device cuda` over the
 # stand-in: the same expected outcomes as the host device, so each op's CUDA kernels and library
 # calls are checked against ONNX's reference outputs. About 130 s on 2 cores.
+# It runs after the host run (DEPENDS), whose packages' host libraries are
+# then in the shared compile cache (test/CMakeLists.txt): dlc takes 0.09 s a
+# model instead of 1.02 s (measured on node/test_[a-c], 160 models).
 if(TARGET dlc AND TARGET dlrt)
   add_test(NAME onnx_conformance_cuda_standin
     COMMAND /usr/bin/python3 ${DLC_SOURCE_DIR}/test/conformance/run_conformance.py
@@ -150,5 +153,6 @@ if(TARGET dlc AND TARGET dlrt)
             --results ${CMAKE_CURRENT_BINARY_DIR}/conformance-results.txt)
   set_tests_properties(onnx_conformance_cuda_standin PROPERTIES
     ENVIRONMENT "${DLRT_STANDIN_ENV}"
+    DEPENDS onnx_conformance
     TIMEOUT 2400 LABELS "conformance;cuda-standin")
 endif()
