@@ -264,8 +264,8 @@ void wr32(std::vector<uint8_t> &v, uint32_t x) {
 }
 } // namespace
 
-bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
-              Array &out, std::string &error) {
+bool parseNpyHeader(const uint8_t *data, size_t size, const std::string &what,
+                    NpyHeader &out, std::string &error) {
   static const uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 10 || std::memcmp(data, kMagic, 6) != 0) {
     error = what + ": not a .npy file (bad magic)";
@@ -299,13 +299,25 @@ bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
     error = what + ": " + hp.error;
     return false;
   }
+  out.descr = hp.descr;
+  out.shape = hp.shape;
+  out.fortranOrder = hp.fortran;
+  out.dataOffset = headerStart + headerLen;
+  return true;
+}
+
+bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
+              Array &out, std::string &error) {
+  NpyHeader hp;
+  if (!parseNpyHeader(data, size, what, hp, error))
+    return false;
   DType dtype;
   if (!dtypeFromDescr(hp.descr, dtype)) {
     error = what + ": unsupported dtype '" + hp.descr +
             "' (supported: <f4 <f8 <f2 <i8 <i4 |u1 |b1)";
     return false;
   }
-  if (hp.fortran) {
+  if (hp.fortranOrder) {
     error = what + ": fortran_order arrays are not supported (save the "
                    "array in C order, e.g. np.ascontiguousarray)";
     return false;
@@ -321,7 +333,7 @@ bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
     numel *= static_cast<uint64_t>(d);
   }
   uint64_t bytes = numel * dtypeSize(dtype);
-  size_t dataStart = headerStart + headerLen;
+  size_t dataStart = hp.dataOffset;
   size_t avail = size - dataStart;
   if (bytes > avail) {
     error = what + ": truncated data: expected " + std::to_string(bytes) +

@@ -23,6 +23,21 @@ namespace dlrt::data {
 bool parseNpy(const uint8_t *data, size_t size, const std::string &what,
               Array &out, std::string &error);
 
+/// A parsed .npy header: the dtype string ('<u2', '<f4', ...), the shape,
+/// the order, and where the data starts (bytes from the file's start).
+struct NpyHeader {
+  std::string descr;
+  std::vector<int64_t> shape;
+  bool fortranOrder = false;
+  size_t dataOffset = 0;
+};
+
+/// Parses the magic, version and header dict at the start of the .npy
+/// bytes |data| (|size| bytes: the header may be all of them; the data is
+/// not read) into |out|, any descr. Errors as parseNpy's.
+bool parseNpyHeader(const uint8_t *data, size_t size, const std::string &what,
+                    NpyHeader &out, std::string &error);
+
 /// Serializes |array| as a version 1.0 .npy file (header padded to 64 bytes).
 /// NumPy has no bfloat16: a BF16 array is written as float32 ("<f4"),
 /// exactly widened.

@@ -14,6 +14,10 @@ struct TrainOptions {
   std::string package;
   std::string dataFile; ///< --data FILE.npz
   std::string dataset;  ///< --dataset fashion-mnist[:DIR]
+  std::string dataTokens;          ///< --data-tokens FILE
+  std::string tokenDtype = "uint16"; ///< --token-dtype of a raw token file
+  int64_t seqLen = 0;              ///< --seq-len T; 0: the package's
+  std::string windows = "random";  ///< --windows random|aligned
   int64_t steps = 0;    ///< 0: run --epochs epochs
   int64_t epochs = 1;
   int64_t batchSize = 0; ///< 0: the package's

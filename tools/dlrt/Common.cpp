@@ -218,8 +218,17 @@ void feedBatch(dlrt_session_t session, const char *function,
                int64_t batch) {
   for (Binding &b : bindings) {
     b.staging.resize(byteSize(b.info));
-    data::gatherSamples(*b.src, indices, static_cast<size_t>(batch),
-                        toDataType(b.info.dtype), b.staging.data());
+    if (b.windows) {
+      const int64_t t = b.windows->seqLen;
+      std::vector<int64_t> ids(static_cast<size_t>(batch * t));
+      for (int64_t i = 0; i < batch; ++i)
+        b.windows->file->copy(indices[i] + b.shift, t, ids.data() + i * t);
+      data::convertElements(ids.data(), data::DType::I64, b.staging.data(),
+                            toDataType(b.info.dtype), ids.size());
+    } else {
+      data::gatherSamples(*b.src, indices, static_cast<size_t>(batch),
+                          toDataType(b.info.dtype), b.staging.data());
+    }
     check(dlrt_session_set_input(session, function, b.info.name,
                                  b.staging.data(), b.staging.size()));
   }

@@ -5,6 +5,7 @@
 #define DLRT_TOOLS_COMMON_H
 
 #include "runtime/data/Array.h"
+#include "runtime/data/TokenStream.h"
 #include "dlrt/dlrt.h"
 
 #include <memory>
@@ -78,9 +79,15 @@ data::DType toDataType(dlrt_dtype_t dtype);
 
 /// An input of a function fed from a data array, batch-major: sample i of
 /// the batch is src->sample(i).
+/// Or, for a language model's token stream (windows set), fed from
+/// windows of the token file: the batch's indices are window starts, and
+/// sample i is tokens [indices[i] + shift, + T) (shift 0: the inputs, 1: the
+/// next-token labels).
 struct Binding {
   dlrt_tensor_info_t info;
   const data::Array *src = nullptr;
+  const data::TokenWindows *windows = nullptr;
+  int64_t shift = 0;
   std::vector<uint8_t> staging; ///< byteSize(info) bytes
 };
 
@@ -91,7 +98,8 @@ void checkFeedable(const dlrt_tensor_info_t &info, int64_t batch,
                    const data::Array &src, const std::string &what);
 
 /// Fills every binding's staging buffer with samples |indices[0..batch)|
-/// (negative index = zero padding) and copies it into |session|.
+/// (negative index = zero padding; for a token binding, window starts) and
+/// copies it into |session|.
 void feedBatch(dlrt_session_t session, const char *function,
                std::vector<Binding> &bindings, const int64_t *indices,
                int64_t batch);

@@ -24,6 +24,22 @@ void checkReportPath(const std::string &path) {
          "': " + std::strerror(errno));
 }
 
+/// The process's peak resident memory in bytes (VmHWM of /proc/self/status:
+/// this program's own high-water mark, not its parent's before exec, which
+/// getrusage's ru_maxrss includes), or -1 where the file is missing.
+static long long hostPeakResidentBytes() {
+  FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  long long kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+      break;
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
 void reportMemory(dlrt_context_t context, dlrt_session_t session,
                   const std::string &path, bool quiet) {
   dlrt_memory_info_t m;
@@ -40,6 +56,8 @@ void reportMemory(dlrt_context_t context, dlrt_session_t session,
                               {"used_peak_bytes", m.used_peak_bytes},
                               {"plan_from_package", m.plan_from_package != 0},
                               {"device", device}};
+  if (long long rss = hostPeakResidentBytes(); rss >= 0)
+    j["host_peak_resident_bytes"] = rss;
   std::string text = j.dump(2) + "\n";
   std::string error;
   if (!safetensors::writeFileAtomic(

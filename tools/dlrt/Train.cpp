@@ -73,6 +73,9 @@ struct TrainData {
   std::string what; ///< file or dataset name for messages
   std::vector<Binding> bindings;
   int64_t samples = 0;
+  /// --data-tokens: the mapped file and how windows are taken from it.
+  data::TokenFile tokens;
+  data::TokenWindows windows;
 };
 
 void bindNpz(const TrainOptions &o, dlrt_model_t model, int64_t batch,
@@ -136,6 +139,75 @@ void bindFashionMnist(const TrainOptions &o, dlrt_model_t model,
     b.src = std::string(info.name) == "labels" ? &d.train.labels
                                                : &d.train.images;
     checkFeedable(info, batch, *b.src, d.what);
+    d.bindings.push_back(std::move(b));
+  }
+}
+
+/// --data-tokens: train_step's two integer inputs [B, T] — 'labels' and
+/// the tokens — fed from windows of T + 1 tokens of the file (the labels
+/// are the tokens shifted by one). Checks T against --seq-len, the file's
+/// length against one window, and its ids against the vocabulary (the last
+/// dimension of forward's logits) when the package has a forward.
+void bindTokens(const TrainOptions &o, dlrt_model_t model, int64_t batch,
+                TrainData &d) {
+  d.what = o.dataTokens;
+  std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "train_step");
+  auto isTokens = [&](const dlrt_tensor_info_t &info) {
+    return (info.dtype == DLRT_I64 || info.dtype == DLRT_I32) &&
+           info.rank == 2 && info.shape[0] == batch;
+  };
+  std::string have;
+  for (const dlrt_tensor_info_t &info : inputs)
+    have += std::string(have.empty() ? "" : ", ") + info.name + " " +
+            describe(info);
+  const dlrt_tensor_info_t *labels = nullptr, *ids = nullptr;
+  for (const dlrt_tensor_info_t &info : inputs)
+    (std::string(info.name) == "labels" ? labels : ids) = &info;
+  if (inputs.size() != 2 || !labels || !ids || !isTokens(*labels) ||
+      !isTokens(*ids) || labels->shape[1] != ids->shape[1])
+    fail("--data-tokens feeds a language model: train_step needs two "
+         "integer inputs [batch, T], the token ids and 'labels' (the next "
+         "tokens), but '" + o.package + "' has " + have);
+  const int64_t t = ids->shape[1];
+  if (o.seqLen != 0 && o.seqLen != t)
+    fail("--seq-len " + std::to_string(o.seqLen) + " differs from the " +
+         "package's sequence length " + std::to_string(t) +
+         " (dlc compiles static shapes: export the model for T = " +
+         std::to_string(o.seqLen) + ")");
+  data::TokenType raw = data::TokenType::U16;
+  if (o.tokenDtype == "uint32")
+    raw = data::TokenType::U32;
+  else if (o.tokenDtype != "uint16")
+    fail("--token-dtype " + o.tokenDtype + " (supported: uint16, uint32)");
+  std::string err;
+  if (!d.tokens.open(o.dataTokens, raw, err))
+    fail(err);
+  if (d.tokens.size() < t + 1)
+    fail(o.dataTokens + ": " + std::to_string(d.tokens.size()) +
+         " tokens, fewer than one window of T + 1 = " + std::to_string(t + 1));
+  if (dlrt_model_has_function(model, "forward")) {
+    std::vector<dlrt_tensor_info_t> outs = outputInfos(model, "forward");
+    if (outs.size() == 1 && outs[0].rank >= 2) {
+      const int64_t vocab = outs[0].shape[outs[0].rank - 1];
+      const int64_t top = d.tokens.maxId(err);
+      if (top < 0)
+        fail(err);
+      if (top >= vocab)
+        fail(o.dataTokens + ": token id " + std::to_string(top) +
+             " is not below the model's vocabulary of " +
+             std::to_string(vocab) + " (the last dimension of forward's '" +
+             outs[0].name + "')");
+    }
+  }
+  d.windows.file = &d.tokens;
+  d.windows.seqLen = t;
+  d.windows.random = o.windows == "random";
+  d.samples = d.windows.count();
+  for (const dlrt_tensor_info_t *info : {ids, labels}) {
+    Binding b;
+    b.info = *info;
+    b.windows = &d.windows;
+    b.shift = info == labels ? 1 : 0;
     d.bindings.push_back(std::move(b));
   }
 }
@@ -457,7 +529,9 @@ private:
   void finishWithoutSteps();
   /// One epoch, from the current position to its end or the last step.
   void runEpoch();
-  /// Feeds this rank's shard of the next global batch and runs train_step.
+  /// Feeds this rank's shard of the next global batch (positions of
+  /// |order|, the epoch's permutation; empty: file order) and runs
+  /// train_step.
   void trainStep(const std::vector<int64_t> &order);
   /// After the second step: whether it replays a CUDA graph, and the gemm
   /// epilogue fallbacks.
@@ -528,16 +602,16 @@ private:
   } logCloser{log};
   int64_t evaluatedAt = -1;
   bool testSplit = false;
-  std::vector<int64_t> identity;
   std::vector<int64_t> shard;
   bool warnedNonFinite = false;
   bool savedAtEnd = false;
 };
 
 void Trainer::setUp() {
-  if (o.dataFile.empty() == o.dataset.empty())
-    fail("train needs exactly one of --data FILE.npz or --dataset "
-         "fashion-mnist[:DIR]");
+  if (int(!o.dataFile.empty()) + int(!o.dataset.empty()) +
+          int(!o.dataTokens.empty()) != 1)
+    fail("train needs exactly one of --data FILE.npz, --dataset "
+         "fashion-mnist[:DIR] or --data-tokens FILE");
   if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
     fail("--steps, --epochs, --log-every and --batch-size must be positive");
 
@@ -583,6 +657,8 @@ void Trainer::setUp() {
 void Trainer::bindData() {
   if (!o.dataFile.empty())
     bindNpz(o, model.get(), batch, d);
+  else if (!o.dataTokens.empty())
+    bindTokens(o, model.get(), batch, d);
   else
     bindFashionMnist(o, model.get(), batch, d);
   // Sharding as torch.utils.data.DistributedSampler (without padding): every
@@ -800,7 +876,13 @@ void Trainer::reportCudaGraph() {
 
 void Trainer::trainStep(const std::vector<int64_t> &order) {
   for (int64_t j = 0; j < batch; ++j)
-    shard[j] = order[at.sample + dataRank + j * dataWorld];
+    shard[j] = order.empty() ? at.sample + dataRank + j * dataWorld
+                             : order[at.sample + dataRank + j * dataWorld];
+  if (d.windows.file) { // token windows: sample k -> its first token
+    d.windows.seed = seed;
+    for (int64_t j = 0; j < batch; ++j)
+      shard[j] = d.windows.offset(at.epoch, shard[j]);
+  }
   feedBatch(session.get(), "train_step", d.bindings, shard.data(), batch);
   check(dlrt_session_run(session.get(), "train_step"));
   // The second step is the first that may replay a CUDA graph.
@@ -878,9 +960,12 @@ void Trainer::logStep(const std::vector<double> &averaged, double scaleUsed,
 void Trainer::runEpoch() {
   const int64_t epoch = at.epoch;
   std::vector<int64_t> shuffled;
-  if (o.shuffle)
+  // Random token windows are drawn per (epoch, k) already: they need no
+  // permutation (which would take 8 bytes a window).
+  const bool permute = o.shuffle && !d.windows.random;
+  if (permute)
     shuffled = data::epochPermutation(d.samples, seed, epoch);
-  const std::vector<int64_t> &order = o.shuffle ? shuffled : identity;
+  const std::vector<int64_t> &order = shuffled; // empty: file order
 
   double epochLoss = 0, windowLoss = 0;
   int64_t epochSteps = 0, windowSteps = 0;
@@ -1019,8 +1104,6 @@ int Trainer::run() {
 
   testSplit =
       d.isFashionMnist && dlrt_model_has_function(model.get(), "forward");
-  identity.resize(static_cast<size_t>(d.samples));
-  std::iota(identity.begin(), identity.end(), 0);
   shard.resize(static_cast<size_t>(batch));
   while (!done(at))
     runEpoch();

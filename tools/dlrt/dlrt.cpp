@@ -81,8 +81,47 @@ CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
       "i64) from DIR (default /usr/share/datasets/fashion-mnist, Debian's "
       "dataset-fashion-mnist); after each epoch the test accuracy of "
       "forward on the t10k split is printed");
+  CLI::Option *tokensOpt = trainCmd->add_option(
+      "--data-tokens", train.dataTokens,
+      "A language model's training text as one stream of token ids, "
+      "memory-mapped (never read whole): a raw file of uint16 ids "
+      "(nanoGPT's train.bin; --token-dtype uint32 for larger vocabularies), "
+      "an llm.c .bin (its 1024-byte header, uint16 ids) or a 1-D .npy of "
+      "uint16/uint32/int32/int64 ids. train_step's two integer inputs [B, T] "
+      "take a window of T + 1 tokens each: the first T as the tokens, the "
+      "last T as 'labels'. Windows per epoch: (tokens - 1) / T; see "
+      "--windows");
+  trainCmd
+      ->add_option("--token-dtype", train.tokenDtype,
+                   "Id type of a raw --data-tokens file: uint16 (default) or "
+                   "uint32 (.npy and llm.c files state theirs)")
+      ->check(CLI::IsMember({"uint16", "uint32"}))
+      ->needs(tokensOpt);
+  trainCmd
+      ->add_option("--seq-len", train.seqLen,
+                   "T, checked against the package's sequence length (the "
+                   "second dimension of train_step's token inputs; dlc "
+                   "compiles static shapes)")
+      ->check(positive)
+      ->needs(tokensOpt);
+  trainCmd
+      ->add_option(
+          "--windows", train.windows,
+          "Where --data-tokens windows start: random (default; nanoGPT's "
+          "get_batch: sample k of epoch e at a uniform draw from (--seed, e, "
+          "k), the same on every rank and after --resume; no permutation, so "
+          "--no-shuffle changes nothing) or aligned "
+          "(window k at k * T, every token once an epoch, in the epoch's "
+          "permutation — 8 bytes a window — or, with --no-shuffle, in file "
+          "order)")
+      ->check(CLI::IsMember({"random", "aligned"}))
+      ->needs(tokensOpt);
   dataOpt->excludes(datasetOpt);
   datasetOpt->excludes(dataOpt);
+  tokensOpt->excludes(dataOpt);
+  tokensOpt->excludes(datasetOpt);
+  dataOpt->excludes(tokensOpt);
+  datasetOpt->excludes(tokensOpt);
   CLI::Option *stepsOpt = trainCmd->add_option(
       "--steps", train.steps,
       "Stop when the global step count (resumed steps included) reaches N");
@@ -153,7 +192,9 @@ CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
       "FILE (atomically): predicted_peak_bytes (the package's memory plan: "
       "persistent_bytes + input_bytes + arena_bytes + workspace_bytes), "
       "measured_peak_bytes (the device allocator's reserved high-water "
-      "mark), used_peak_bytes, plan_from_package and device; and print "
+      "mark), used_peak_bytes, plan_from_package, device and "
+      "host_peak_resident_bytes (the process's peak resident memory, "
+      "VmHWM; Linux); and print "
       "'memory: predicted X, measured Y bytes (...)'";
   trainCmd->add_option("--memory-report", train.memoryReport, memoryReportHelp);
   trainCmd->add_option(
@@ -187,7 +228,8 @@ CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
           },
           "SECONDS"));
   trainCmd->footer(
-      "Exactly one of --data or --dataset. The batch size is the package's. "
+      "Exactly one of --data, --dataset or --data-tokens. The batch size is "
+      "the package's. "
       "Progress lines, per-epoch mean loss and throughput go to stdout "
       "(none with --quiet). Under a launcher (dlrt launch, torchrun "
       "--no-python, mpirun, srun) the run is data-parallel over its ranks: "

@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""`dlrt train --data-tokens` (issue 37 item 1): a language model fed from a
+stream of token ids.
+
+A tiny GPT (test/e2e/arch_models.py, vocabulary 50, T = 8, batch 4) is
+compiled once with dlc --train; then, each check printing "ok" or "FAIL":
+
+  formats    the same 2000 tokens as a raw uint16 file, an llm.c .bin and a
+             uint32 .npy train to the same losses as --data with an .npz
+             holding the windows this script cuts itself (window k: inputs
+             tokens[kT : kT + T], labels one further), bit for bit, with
+             --windows aligned --no-shuffle and with the epoch permutation;
+  random     --windows random: the offsets this script computes with
+             SplitMix64 from (seed, epoch, k) give the same losses through an
+             .npz; the same seed repeats a run exactly, another seed differs;
+  resume     6 steps in one run equal 3 steps, --save, and 3 more after
+             --resume (the window sequence continues);
+  errors     an odd-length uint16 file, an id outside the vocabulary, a file
+             shorter than one window, a 2-D .npy, an llm.c header whose count
+             disagrees, --seq-len against the package: each a one-line
+             "dlrt: error:" naming the cause, exit status 1;
+  memory     a 1 GiB token file (sparse: 2^29 zero ids) trains 20 steps with
+             peak resident memory less than 200 MB above the same run on the
+             2000-token file (the file is mapped and its pages released
+             after each window, never read whole).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from arch_models import make_gpt  # noqa: E402
+from architectures import export  # noqa: E402
+
+VOCAB, T, BATCH = 50, 8, 4
+MASK64 = (1 << 64) - 1
+
+
+def splitmix_offset(seed, epoch, k, starts):
+    """TokenWindows::offset's random draw (runtime/data/TokenStream.cpp)."""
+    x = (seed + 0x9E3779B97F4A7C15 * ((epoch * 0x100000001B3 + k + 1) & MASK64)) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    x ^= x >> 31
+    return x % starts
+
+
+def windows_npz(path, tokens, offsets):
+    tokens = tokens.astype(np.int64)
+    np.savez(path, input=np.stack([tokens[o:o + T] for o in offsets]),
+             labels=np.stack([tokens[o + 1:o + T + 1] for o in offsets]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dlc", required=True)
+    ap.add_argument("--dlrt", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    w = lambda name: os.path.join(args.workdir, name)  # noqa: E731
+    ok = True
+
+    def check(name, good, detail):
+        nonlocal ok
+        ok &= bool(good)
+        print(f"{'ok' if good else 'FAIL'} {name}: {detail}", flush=True)
+
+    def train(data, steps, *extra, expect_ok=True):
+        """(losses, output, exit status, peak resident MB) of one dlrt train
+        (the peak from --memory-report: dlrt's own VmHWM; a fork of this
+        Python process would count its RSS in ru_maxrss)."""
+        jsonl, report = w("run.jsonl"), w("memory.json")
+        for f in (jsonl, report):
+            if os.path.exists(f):
+                os.remove(f)
+        cmd = [args.dlrt, "train", w("train.dlcp"), *data, "--steps", str(steps),
+               "--log-jsonl", jsonl, "--memory-report", report, "--device",
+               "host", "--quiet", *extra]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        if expect_ok and r.returncode != 0:
+            print(" ".join(cmd) + "\n" + r.stdout)
+            sys.exit(f"FAIL: dlrt train exited {r.returncode}")
+        if r.returncode != 0:
+            return [], r.stdout, r.returncode, None
+        losses = [json.loads(l)["loss"] for l in open(jsonl) if l.strip()]
+        peak = json.load(open(report))["host_peak_resident_bytes"] / 2**20
+        return losses, r.stdout, r.returncode, peak
+
+    model, x, _ = make_gpt(BATCH, seq=T, vocab=VOCAB)
+    export(model, x, w("train.onnx"), training=True)
+    subprocess.run([args.dlc, w("train.onnx"), "--train", "--loss",
+                    "softmax-cross-entropy", "--optimizer", "sgd", "--lr", "0.5",
+                    "--batch-size", str(BATCH), "--quiet", "-o", w("train.dlcp")],
+                   check=True)
+
+    gen = np.random.default_rng(7)
+    tokens = gen.integers(0, VOCAB, 2000).astype(np.uint16)
+    tokens.tofile(w("raw.bin"))
+    header = np.zeros(256, np.int32)
+    header[:3] = (20240520, 1, tokens.size)
+    with open(w("llmc.bin"), "wb") as f:
+        f.write(header.tobytes() + tokens.tobytes())
+    np.save(w("ids.npy"), tokens.astype(np.uint32))
+    count = (tokens.size - 1) // T
+
+    # formats: aligned windows, file order and the epoch permutation.
+    windows_npz(w("aligned.npz"), tokens, [k * T for k in range(count)])
+    for order in (["--no-shuffle"], ["--seed", "3"]):
+        ref, _, _, _ = train(["--data", w("aligned.npz")], 5, *order)
+        for f in ("raw.bin", "llmc.bin", "ids.npy"):
+            got, _, _, _ = train(["--data-tokens", w(f)], 5, "--windows", "aligned",
+                                 "--seq-len", str(T), *order)
+            check(f"formats {f} {' '.join(order)}", got == ref,
+                  f"losses {got} vs .npz windows {ref}")
+
+    # random: the offsets computed here, through an .npz in the same order.
+    starts = tokens.size - T
+    offsets = [splitmix_offset(5, 0, k, starts) for k in range(5 * BATCH)]
+    windows_npz(w("random.npz"), tokens, offsets)
+    ref, _, _, _ = train(["--data", w("random.npz")], 5, "--no-shuffle")
+    got, _, _, _ = train(["--data-tokens", w("raw.bin")], 5, "--no-shuffle",
+                         "--seed", "5")
+    check("random offsets", got == ref, f"losses {got} vs .npz of SplitMix64 "
+          f"offsets {ref}")
+    again, _, _, _ = train(["--data-tokens", w("raw.bin")], 5, "--no-shuffle",
+                           "--seed", "5")
+    other, _, _, _ = train(["--data-tokens", w("raw.bin")], 5, "--no-shuffle",
+                           "--seed", "6")
+    check("random repeatable", again == got and other != got,
+          f"seed 5 twice equal: {again == got}; seed 6 differs: {other != got}")
+
+    # resume: 6 steps = 3 + --save + --resume 3 (epoch permutation on).
+    whole, _, _, _ = train(["--data-tokens", w("raw.bin")], 6, "--seed", "9")
+    first, _, _, _ = train(["--data-tokens", w("raw.bin")], 3, "--seed", "9",
+                           "--save", w("ck.safetensors"))
+    rest, _, _, _ = train(["--data-tokens", w("raw.bin")], 6, "--resume",
+                          w("ck.safetensors"))
+    check("resume", first + rest == whole, f"{first} + {rest} vs {whole}")
+
+    # errors
+    with open(w("odd.bin"), "wb") as f:
+        f.write(tokens.tobytes()[:2001])
+    np.array([1, 2, VOCAB, 3] * 10, np.uint16).tofile(w("vocab.bin"))
+    tokens[:5].tofile(w("short.bin"))
+    np.save(w("twod.npy"), tokens.reshape(40, 50).astype(np.int32))
+    header[2] = tokens.size + 1
+    with open(w("badcount.bin"), "wb") as f:
+        f.write(header.tobytes() + tokens.tobytes())
+    cases = [
+        ("odd.bin", [], "odd length for uint16 ids"),
+        ("vocab.bin", [], f"token id {VOCAB} is not below the model's vocabulary "
+                          f"of {VOCAB}"),
+        ("short.bin", [], "fewer than one window of T + 1 = 9"),
+        ("twod.npy", [], "must be a 1-D array"),
+        ("badcount.bin", [], "the llm.c header says 2001 tokens"),
+        ("raw.bin", ["--seq-len", "16"], "--seq-len 16 differs from the "
+                                         "package's sequence length 8"),
+    ]
+    for f, extra, want in cases:
+        _, out, rc, _ = train(["--data-tokens", w(f)], 1, *extra, expect_ok=False)
+        lines = [l for l in out.splitlines() if l.startswith("dlrt: error:")]
+        check(f"error {f} {' '.join(extra)}".strip(),
+              rc == 1 and len(lines) == 1 and want in lines[0],
+              f"exit {rc}: {lines[0] if lines else out.strip()[:200]}")
+
+    # memory: a 1 GiB sparse file against the 2000-token one.
+    big = w("big.bin")
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    try:
+        _, _, _, small_mb = train(["--data-tokens", w("raw.bin")], 20)
+        _, _, _, big_mb = train(["--data-tokens", big], 20)
+    finally:
+        os.remove(big)
+    extra_mb = big_mb - small_mb
+    check("memory", extra_mb < 200, f"peak resident {big_mb:.0f} MB with a "
+          f"1 GiB file, {small_mb:.0f} MB with 2000 tokens: {extra_mb:+.0f} MB "
+          f"(bound 200)")
+
+    print("token stream:", "ok" if ok else "FAILED")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
