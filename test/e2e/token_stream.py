@@ -15,6 +15,8 @@ compiled once with dlc --train; then, each check printing "ok" or "FAIL":
              .npz; the same seed repeats a run exactly, another seed differs;
   resume     6 steps in one run equal 3 steps, --save, and 3 more after
              --resume (the window sequence continues);
+  eval       --eval-data-tokens gives the loss and accuracy of --eval-data on
+             an .npz of the same windows, and perplexity exp(loss);
   errors     an odd-length uint16 file, an id outside the vocabulary, a file
              shorter than one window, a 2-D .npy, an llm.c header whose count
              disagrees, --seq-len against the package: each a one-line
@@ -70,6 +72,8 @@ def main():
         ok &= bool(good)
         print(f"{'ok' if good else 'FAIL'} {name}: {detail}", flush=True)
 
+    evals = []  # the eval records of every run, in order
+
     def train(data, steps, *extra, expect_ok=True):
         """(losses, output, exit status, peak resident MB) of one dlrt train
         (the peak from --memory-report: dlrt's own VmHWM; a fork of this
@@ -88,7 +92,9 @@ def main():
             sys.exit(f"FAIL: dlrt train exited {r.returncode}")
         if r.returncode != 0:
             return [], r.stdout, r.returncode, None
-        losses = [json.loads(l)["loss"] for l in open(jsonl) if l.strip()]
+        records = [json.loads(l) for l in open(jsonl) if l.strip()]
+        losses = [r["loss"] for r in records if "loss" in r]
+        evals.extend(r for r in records if "eval_loss" in r)
         peak = json.load(open(report))["host_peak_resident_bytes"] / 2**20
         return losses, r.stdout, r.returncode, peak
 
@@ -142,6 +148,23 @@ def main():
     rest, _, _, _ = train(["--data-tokens", w("raw.bin")], 6, "--resume",
                           w("ck.safetensors"))
     check("resume", first + rest == whole, f"{first} + {rest} vs {whole}")
+
+    # evaluation: --eval-data-tokens against the same windows through an
+    # .npz (37 windows: the last batch padded), perplexity = exp(loss).
+    val = gen.integers(0, VOCAB, 301).astype(np.uint16)
+    val.tofile(w("val.bin"))
+    windows_npz(w("val.npz"), val, [k * T for k in range((val.size - 1) // T)])
+    evals.clear()
+    train(["--data-tokens", w("raw.bin")], 2, "--eval-data", w("val.npz"))
+    train(["--data-tokens", w("raw.bin")], 2, "--eval-data-tokens", w("val.bin"))
+    a, b = evals
+    check("eval tokens", a["eval_loss"] == b["eval_loss"] and
+          a["eval_accuracy"] == b["eval_accuracy"] and
+          abs(b["eval_perplexity"] - np.exp(b["eval_loss"])) <= 1e-12 * b["eval_perplexity"]
+          and b["eval_samples"] == 37,
+          f"loss {b['eval_loss']:.9g} (.npz {a['eval_loss']:.9g}), perplexity "
+          f"{b['eval_perplexity']:.6g}, accuracy {b['eval_accuracy']:.4g} "
+          f"(.npz {a['eval_accuracy']:.4g}), {b['eval_samples']} windows")
 
     # errors
     with open(w("odd.bin"), "wb") as f:

@@ -29,6 +29,7 @@ struct TrainOptions {
   std::string resume;
   std::string saveGradients; ///< --save-gradients DIR
   std::string evalData;      ///< --eval-data FILE.npz
+  std::string evalDataTokens; ///< --eval-data-tokens FILE
   int64_t evalEvery = 0;     ///< --eval-every K; 0: at the end only
   std::string device = "auto";
   int64_t logEvery = 100;

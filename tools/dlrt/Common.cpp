@@ -222,7 +222,8 @@ void feedBatch(dlrt_session_t session, const char *function,
       const int64_t t = b.windows->seqLen;
       std::vector<int64_t> ids(static_cast<size_t>(batch * t));
       for (int64_t i = 0; i < batch; ++i)
-        b.windows->file->copy(indices[i] + b.shift, t, ids.data() + i * t);
+        if (indices[i] >= 0) // else padding: zero ids
+          b.windows->file->copy(indices[i] + b.shift, t, ids.data() + i * t);
       data::convertElements(ids.data(), data::DType::I64, b.staging.data(),
                             toDataType(b.info.dtype), ids.size());
     } else {

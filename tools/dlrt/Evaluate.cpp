@@ -61,10 +61,13 @@ bool isIntegerType(data::DType t) {
 }
 } // namespace
 
-EvalSet loadEvalSet(dlrt_model_t model, const std::string &package,
-                    const dlrt_tensor_info_t *trainLabels,
-                    const std::string &path) {
-  const std::string flag = "--eval-data " + path;
+/// The checks both kinds of evaluation data share: forward exists, the
+/// package trains with dlc's softmax cross-entropy (train_step's 'labels'),
+/// forward's output 0 is logits of batch x positions x classes. |flag|
+/// starts the errors.
+static EvalSet evalSetFor(dlrt_model_t model, const std::string &package,
+                          const dlrt_tensor_info_t *trainLabels,
+                          const std::string &flag) {
   if (!dlrt_model_has_function(model, "forward"))
     fail(flag + ": '" + package + "' has no forward function to evaluate");
   std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "forward");
@@ -82,7 +85,6 @@ EvalSet loadEvalSet(dlrt_model_t model, const std::string &package,
     fail(flag + ": forward of '" + package + "' has no batched input");
 
   EvalSet set;
-  set.path = path;
   set.batch = inputs[0].shape[0];
   set.logits = outputs[0];
   const dlrt_tensor_info_t &out = set.logits;
@@ -102,6 +104,58 @@ EvalSet loadEvalSet(dlrt_model_t model, const std::string &package,
          std::to_string(set.positions) +
          " predictions x classes (train_step's 'labels' is " +
          describe(*trainLabels) + ")");
+  return set;
+}
+
+EvalSet loadTokenEvalSet(dlrt_model_t model, const std::string &package,
+                         const dlrt_tensor_info_t *trainLabels,
+                         const std::string &path, data::TokenType rawType) {
+  const std::string flag = "--eval-data-tokens " + path;
+  EvalSet set = evalSetFor(model, package, trainLabels, flag);
+  set.path = path;
+  std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "forward");
+  const dlrt_tensor_info_t &in = inputs[0];
+  if (inputs.size() != 1 || (in.dtype != DLRT_I64 && in.dtype != DLRT_I32) ||
+      in.rank != 2 || in.shape[1] != set.positions)
+    fail(flag + ": forward of '" + package +
+         "' is not a language model of one integer input [batch, T] and "
+         "logits [batch, T, vocabulary] (its first input is '" + in.name +
+         "' " + describe(in) + ", its output '" + set.logits.name + "' " +
+         describe(set.logits) + ")");
+  const int64_t t = in.shape[1];
+  set.tokens = std::make_unique<data::TokenFile>();
+  std::string err;
+  if (!set.tokens->open(path, rawType, err))
+    fail("--eval-data-tokens " + err);
+  if (set.tokens->size() < t + 1)
+    fail(flag + ": " + std::to_string(set.tokens->size()) +
+         " tokens, fewer than one window of T + 1 = " + std::to_string(t + 1));
+  const int64_t top = set.tokens->maxId(err);
+  if (top < 0)
+    fail("--eval-data-tokens " + err);
+  if (top >= set.classes)
+    fail(flag + ": token id " + std::to_string(top) +
+         " is not below the model's vocabulary of " +
+         std::to_string(set.classes));
+  set.windows = std::make_unique<data::TokenWindows>();
+  set.windows->file = set.tokens.get();
+  set.windows->seqLen = t;
+  set.samples = set.windows->count();
+  Binding b;
+  b.info = in;
+  b.windows = set.windows.get();
+  set.bindings.push_back(std::move(b));
+  return set;
+}
+
+EvalSet loadEvalSet(dlrt_model_t model, const std::string &package,
+                    const dlrt_tensor_info_t *trainLabels,
+                    const std::string &path) {
+  const std::string flag = "--eval-data " + path;
+  EvalSet set = evalSetFor(model, package, trainLabels, flag);
+  set.path = path;
+  std::vector<dlrt_tensor_info_t> inputs = inputInfos(model, "forward");
+  const dlrt_tensor_info_t &out = set.logits;
 
   std::string err;
   if (!data::readNpz(path, set.arrays, err))
@@ -190,17 +244,33 @@ EvalResult evaluate(dlrt_context_t context, dlrt_session_t session,
   double lossSum = 0;
   int64_t correct = 0, batches = 0, lastRows = 0;
   std::vector<int64_t> idx(static_cast<size_t>(batch));
+  // A token set's window starts and labels, read from the file per batch.
+  std::vector<int64_t> starts, tokenLabels;
+  if (set.windows) {
+    starts.resize(static_cast<size_t>(batch));
+    tokenLabels.resize(static_cast<size_t>(batch * positions));
+  }
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t real = std::min(batch, n - start);
     for (int64_t i = 0; i < batch; ++i)
       idx[i] = i < real ? rank + (start + i) * worldSize : -1;
-    feedBatch(session, "forward", set.bindings, idx.data(), batch);
+    if (set.windows)
+      for (int64_t i = 0; i < batch; ++i) {
+        starts[i] = i < real ? set.windows->offset(0, idx[i]) : -1;
+        if (i < real)
+          set.tokens->copy(starts[i] + 1, positions,
+                           tokenLabels.data() + i * positions);
+      }
+    feedBatch(session, "forward", set.bindings,
+              set.windows ? starts.data() : idx.data(), batch);
     check(dlrt_session_run(session, "forward"));
     std::vector<double> logits = readOutput(session, "forward", set.logits);
     for (int64_t i = 0; i < real; ++i) {
       for (int64_t p = 0; p < positions; ++p) {
         const double *z = logits.data() + (i * positions + p) * classes;
-        const int64_t label = set.labels[idx[i] * positions + p];
+        const int64_t label = set.windows
+                                  ? tokenLabels[i * positions + p]
+                                  : set.labels[idx[i] * positions + p];
         int64_t best = 0;
         for (int64_t c = 1; c < classes; ++c)
           if (z[c] > z[best])

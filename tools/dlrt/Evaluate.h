@@ -7,6 +7,7 @@
 
 #include "Common.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ struct EvalSet {
   int64_t positions = 0; ///< predictions per sample (1 for [batch, classes])
   int64_t classes = 0;   ///< the last axis of the logits
   int64_t samples = 0;   ///< samples in the file
+  /// --eval-data-tokens: the mapped file and its aligned windows (sample k:
+  /// tokens [kT, kT + T), labels one further, read per batch; |labels| and
+  /// |arrays| stay empty). Held by pointer: the bindings point at them.
+  std::unique_ptr<data::TokenFile> tokens;
+  std::unique_ptr<data::TokenWindows> windows;
 };
 
 /// Reads the .npz |path| and checks it against forward of |model|, whose
@@ -46,6 +52,16 @@ struct EvalSet {
 EvalSet loadEvalSet(dlrt_model_t model, const std::string &package,
                     const dlrt_tensor_info_t *trainLabels,
                     const std::string &path);
+
+/// A held-out token file (the formats of --data-tokens, raw ids of
+/// |rawType|) checked against |model|: forward has one integer input
+/// [batch, T] and its logits [batch, T, vocabulary]; every window of T + 1
+/// tokens at multiples of T is a sample. Fails (cli::Error) naming the file
+/// for what --data-tokens refuses (format, too short, an id outside the
+/// vocabulary) and for a package whose forward is not such a model.
+EvalSet loadTokenEvalSet(dlrt_model_t model, const std::string &package,
+                         const dlrt_tensor_info_t *trainLabels,
+                         const std::string &path, data::TokenType rawType);
 
 /// Whether every rank of |context| holds the same persistent state in
 /// |session|: an FNV-1a hash of every state tensor's bytes (read to the host)

@@ -612,6 +612,8 @@ void Trainer::setUp() {
           int(!o.dataTokens.empty()) != 1)
     fail("train needs exactly one of --data FILE.npz, --dataset "
          "fashion-mnist[:DIR] or --data-tokens FILE");
+  if (o.evalEvery > 0 && o.evalData.empty() && o.evalDataTokens.empty())
+    fail("--eval-every needs --eval-data or --eval-data-tokens");
   if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
     fail("--steps, --epochs, --log-every and --batch-size must be positive");
 
@@ -680,6 +682,16 @@ void Trainer::bindData() {
         trainLabels = &b.info;
     evalSet.emplace(
         loadEvalSet(model.get(), o.package, trainLabels, o.evalData));
+  }
+  if (!o.evalDataTokens.empty()) {
+    const dlrt_tensor_info_t *trainLabels = nullptr;
+    for (const Binding &b : d.bindings)
+      if (std::string(b.info.name) == "labels")
+        trainLabels = &b.info;
+    evalSet.emplace(loadTokenEvalSet(
+        model.get(), o.package, trainLabels, o.evalDataTokens,
+        o.tokenDtype == "uint32" ? data::TokenType::U32
+                                 : data::TokenType::U16));
   }
 }
 
@@ -817,9 +829,15 @@ Clock::duration Trainer::runEvaluation() {
   else if (r.lastRows < evalSet->batch)
     how = ", the last " + std::to_string(r.lastRows) + " + " +
           std::to_string(evalSet->batch - r.lastRows) + " padding rows";
-  say("eval at step %lld: loss %.9g, accuracy %.9g (%lld/%lld correct; "
+  // A language model's held-out loss is also read as its perplexity.
+  const bool tokens = evalSet->windows != nullptr;
+  char perplexity[64] = "";
+  if (tokens)
+    std::snprintf(perplexity, sizeof(perplexity), ", perplexity %.9g",
+                  std::exp(r.loss));
+  say("eval at step %lld: loss %.9g%s, accuracy %.9g (%lld/%lld correct; "
       "%lld samples in %lld batches of %lld%s)\n",
-      static_cast<long long>(at.step), r.loss, r.accuracy,
+      static_cast<long long>(at.step), r.loss, perplexity, r.accuracy,
       static_cast<long long>(r.correct), static_cast<long long>(r.predictions),
       static_cast<long long>(r.samples), static_cast<long long>(r.batches),
       static_cast<long long>(evalSet->batch), how.c_str());
@@ -828,6 +846,10 @@ Clock::duration Trainer::runEvaluation() {
     std::fprintf(log, "{\"step\": %lld, \"eval_loss\": ",
                  static_cast<long long>(at.step));
     writeJsonNumber(log, r.loss, 17);
+    if (tokens) {
+      std::fprintf(log, ", \"eval_perplexity\": ");
+      writeJsonNumber(log, std::exp(r.loss), 17);
+    }
     std::fprintf(log, ", \"eval_accuracy\": ");
     writeJsonNumber(log, r.accuracy, 17);
     std::fprintf(log, ", \"eval_samples\": %lld}\n",

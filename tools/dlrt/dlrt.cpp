@@ -94,9 +94,9 @@ CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
   trainCmd
       ->add_option("--token-dtype", train.tokenDtype,
                    "Id type of a raw --data-tokens file: uint16 (default) or "
-                   "uint32 (.npy and llm.c files state theirs)")
-      ->check(CLI::IsMember({"uint16", "uint32"}))
-      ->needs(tokensOpt);
+                   "uint32 (.npy and llm.c files state theirs); also for "
+                   "--eval-data-tokens")
+      ->check(CLI::IsMember({"uint16", "uint32"}));
   trainCmd
       ->add_option("--seq-len", train.seqLen,
                    "T, checked against the package's sequence length (the "
@@ -175,12 +175,21 @@ CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
       "(eval_loss, eval_accuracy); needs a package trained with dlc's "
       "softmax-cross-entropy loss. On several ranks each evaluates a shard "
       "when their states agree, else rank 0 alone");
+  CLI::Option *evalTokensOpt = trainCmd->add_option(
+      "--eval-data-tokens", train.evalDataTokens,
+      "Evaluate a language model on a held-out token file (the formats of "
+      "--data-tokens; --token-dtype for a raw one) when --eval-data would: "
+      "every window of T + 1 tokens at multiples of T, through forward; "
+      "prints and logs the mean next-token cross-entropy, its perplexity "
+      "(exp of it) and the top-1 accuracy (eval_loss, eval_perplexity, "
+      "eval_accuracy)");
+  evalTokensOpt->excludes(evalDataOpt);
+  evalDataOpt->excludes(evalTokensOpt);
   trainCmd
       ->add_option("--eval-every", train.evalEvery,
-                   "With --eval-data, also evaluate after every K-th global "
-                   "step")
-      ->check(positive)
-      ->needs(evalDataOpt);
+                   "With --eval-data or --eval-data-tokens, also evaluate "
+                   "after every K-th global step")
+      ->check(positive);
   trainCmd->add_option("--device", train.device, deviceHelp)
       ->check(deviceCheck);
   trainCmd
