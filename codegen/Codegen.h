@@ -186,6 +186,11 @@ struct PackageOptions {
   std::string lossOutput = "loss", optimizer;
   float learningRate = 0;
   int64_t batchSize = 0;
+  /// Model FLOPs of one training step on one rank (dlc --stats' "model
+  /// FLOPs per step") and the peak FLOP/s of the device model for the
+  /// step's precision: dlrt train's MFU. 0: unknown.
+  double modelFlops = 0;
+  double peakFlops = 0;
   std::string hostCompiler = "c++";
   /// Compiled host objects and cubins are looked up here and stored after
   /// compiling; null or disabled: everything is compiled.

@@ -999,7 +999,8 @@ LogicalResult writePackage(ModuleOp planned, StringRef path,
   if (options.training)
     training = pkg::CreateTrainingInfoDirect(
         fbb, options.lossOutput.c_str(), options.optimizer.c_str(),
-        options.learningRate, options.batchSize, "__step");
+        options.learningRate, options.batchSize, "__step", options.modelFlops,
+        options.peakFlops);
   std::vector<flatbuffers::Offset<pkg::Cubin>> cubins;
   for (auto [a, arch] : llvm::enumerate(options.cudaArchs))
     for (auto [k, image] : llvm::enumerate((*cubinImages)[a]))

@@ -514,6 +514,24 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
 
 namespace dlc {
 
+/// The model FLOPs of one training step (PaLM's "model FLOPs", Chowdhery
+/// et al. 2022, appendix B: what the model needs, not what the hardware
+/// runs): 2 x the multiply-adds of every op of @train_step whose recompute
+/// cost is Expensive (matmul, gemm, conv, attention and their gradients),
+/// counted before rematerialization adds the ops it recomputes. 0 without
+/// a @train_step (inference, pipeline stages).
+static double modelFlopsPerStep(ModuleOp module) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return 0;
+  double flops = 0;
+  step.walk([&](graph::RecomputeCostOpInterface op) {
+    if (op.getRecomputeCost() == graph::RecomputeCost::Expensive)
+      flops += static_cast<double>(op.getRecomputeFlops());
+  });
+  return flops;
+}
+
 /// The `--stats` report of the planned |module| (whose PlanStats are |s|):
 /// kernels, library calls, epilogues, casts, memory; with |before| the plan
 /// without rematerialization and what the remat summary the module carries
@@ -724,6 +742,15 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     return writeModule(options, *module);
   std::string parameterGroups =
       pipeline.train ? describeParameterGroups(*module) : std::string();
+  const double modelFlops = pipeline.train ? modelFlopsPerStep(*module) : 0;
+  // The peak MFU divides by: the device model's (--device-model), for the
+  // step's precision.
+  double peakFlops = 0;
+  if (llvm::Expected<DeviceModel> dm = loadDeviceModel(pipeline.deviceModel))
+    peakFlops = pipeline.precision == "fp32" ? dm->peakFp32Flops
+                                             : dm->peakHalfFlops;
+  else
+    llvm::consumeError(dm.takeError());
 
   // Rematerialization (docs/remat.md). With --stats, the plan without it is
   // printed too: made here for --remat, by the budget search for
@@ -784,6 +811,12 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
     return failure();
   if (options.stats)
     llvm::outs() << fusionStats << pipelineStats << parameterGroups;
+  if (options.stats && modelFlops > 0)
+    llvm::outs() << "model FLOPs per step: "
+                 << llvm::format("%.0f", modelFlops) << " ("
+                 << llvm::format("%.4g", modelFlops / packageBatch)
+                 << " a sample; 2 x the multiply-adds of the step's matmuls, "
+                    "convolutions and attentions)\n";
 
   clock.phase(options.emit == EmitKind::Package ? "" : "emit");
   if (options.emit != EmitKind::Package)
@@ -804,6 +837,8 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
       pipeline.train ? std::string(pipeline.optimizer) : std::string();
   packageOptions.learningRate = static_cast<float>(pipeline.lr);
   packageOptions.batchSize = packageBatch;
+  packageOptions.modelFlops = modelFlops;
+  packageOptions.peakFlops = peakFlops;
   packageOptions.hostCompiler = options.hostCompiler;
   // The compile cache (docs/dlc.md): --no-cache, --cache-dir, else
   // CompileCache::defaultDir() ($DLC_NO_CACHE, $DLC_CACHE_DIR, XDG, HOME).

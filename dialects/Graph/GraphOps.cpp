@@ -781,6 +781,6 @@ int64_t AttentionOp::getMultiplyAdds() {
 
 int64_t AttentionGradOp::getMultiplyAdds() {
   auto q = cast<RankedTensorType>(getQuery().getType());
-  return 7 * attentionScores(getQuery(), getKey(), getSeqFirst()) *
+  return 4 * attentionScores(getQuery(), getKey(), getSeqFirst()) *
          (q.getRank() == 4 ? q.getDimSize(3) : 0);
 }

@@ -251,9 +251,11 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Multiply-adds of one evaluation: the scores twice (dQ pass and dK/dV
-    /// pass), dO·Vᵀ twice, and dV, dQ, dK: 7 * B * Hq * Sq * Skv * D
-    /// (RecomputeCostOpInterface).
+    /// Multiply-adds of the backward's own products, dO·Vᵀ, dV, dQ and dK:
+    /// 4 * B * Hq * Sq * Skv * D, twice the forward's (the model FLOPs of
+    /// PaLM's count, dlc --stats). The kernels also recompute the scores and
+    /// dO·Vᵀ once more (the dQ and the dK/dV passes each need them): 7 in
+    /// all, the recomputation not counted (RecomputeCostOpInterface).
     int64_t getMultiplyAdds();
   }];
 }

@@ -282,6 +282,14 @@ int64_t dlrt_model_batch_size(dlrt_model_t model) {
   return model ? model->impl->package().batchSize : 0;
 }
 
+double dlrt_model_flops_per_step(dlrt_model_t model) {
+  return model ? model->impl->package().modelFlops : 0;
+}
+
+double dlrt_model_peak_flops(dlrt_model_t model) {
+  return model ? model->impl->package().peakFlops : 0;
+}
+
 int32_t dlrt_model_pipeline_stages(dlrt_model_t model) {
   if (!model || !model->impl->package().hasPipeline)
     return 0;

@@ -790,6 +790,8 @@ Status parseBytes(const uint8_t *data, size_t size, const std::string &path,
     out->learningRate = t->learning_rate();
     out->batchSize = t->batch_size();
     out->stepCounter = str(t->step_counter());
+    out->modelFlops = t->model_flops();
+    out->peakFlops = t->peak_flops();
   }
   if (const fb::MemoryPlan *m = p->memory()) {
     out->memory.persistentBytes = m->persistent_bytes();

@@ -199,6 +199,7 @@ struct Package {
   std::string lossOutput, optimizer, stepCounter;
   float learningRate = 0;
   int64_t batchSize = 0;
+  double modelFlops = 0, peakFlops = 0; ///< TrainingInfo's; 0: unknown
   std::vector<uint8_t> hostLibrary;
   std::map<std::string, TensorData> weights;
   /// What the weights of the weights section point into

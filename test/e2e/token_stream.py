@@ -21,6 +21,9 @@ compiled once with dlc --train; then, each check printing "ok" or "FAIL":
              shorter than one window, a 2-D .npy, an llm.c header whose count
              disagrees, --seq-len against the package: each a one-line
              "dlrt: error:" naming the cause, exit status 1;
+  flops      dlc --stats' model FLOPs per step within 5% of 6 N tokens +
+             12 L d T tokens (PaLM's appendix B);
+  speed      each step's record has step_ms, tokens_per_s, model_tflops;
   memory     a 1 GiB token file (sparse: 2^29 zero ids) trains 20 steps with
              peak resident memory less than 200 MB above the same run on the
              2000-token file (the file is mapped and its pages released
@@ -33,6 +36,7 @@ import subprocess
 import sys
 
 import numpy as np
+import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from arch_models import make_gpt  # noqa: E402
@@ -100,10 +104,24 @@ def main():
 
     model, x, _ = make_gpt(BATCH, seq=T, vocab=VOCAB)
     export(model, x, w("train.onnx"), training=True)
-    subprocess.run([args.dlc, w("train.onnx"), "--train", "--loss",
-                    "softmax-cross-entropy", "--optimizer", "sgd", "--lr", "0.5",
-                    "--batch-size", str(BATCH), "--quiet", "-o", w("train.dlcp")],
-                   check=True)
+    stats = subprocess.run([args.dlc, w("train.onnx"), "--train", "--loss",
+                            "softmax-cross-entropy", "--optimizer", "sgd", "--lr",
+                            "0.5", "--batch-size", str(BATCH), "--quiet", "--stats",
+                            "-o", w("train.dlcp")],
+                           check=True, stdout=subprocess.PIPE, text=True).stdout
+    # Model FLOPs against the hand count of PaLM's appendix B: 6 N per token
+    # (N the weights of the matmuls: every Linear, the head included) plus
+    # 12 L d T per token for attention.
+    line = next(l for l in stats.splitlines() if l.startswith("model FLOPs per step:"))
+    ours = float(line.split(":")[1].split()[0])
+    n = sum(m.weight.numel() for m in model.modules()
+            if isinstance(m, torch.nn.Linear))
+    layers, d = len(model.blocks), model.ln_f.normalized_shape[0]
+    tokens = BATCH * T
+    hand = 6 * n * tokens + 12 * layers * d * T * tokens
+    check("model flops", abs(ours / hand - 1) <= 0.05,
+          f"dlc {ours:.0f}, hand count {hand:.0f} (6 N tokens + 12 L d T tokens, "
+          f"N = {n}): ratio {ours / hand:.4f} (bound 5%)")
 
     gen = np.random.default_rng(7)
     tokens = gen.integers(0, VOCAB, 2000).astype(np.uint16)
@@ -138,6 +156,11 @@ def main():
                            "--seed", "5")
     other, _, _, _ = train(["--data-tokens", w("raw.bin")], 5, "--no-shuffle",
                            "--seed", "6")
+    records = [json.loads(l) for l in open(w("run.jsonl")) if l.strip()]
+    check("speed fields", all(r["tokens_per_s"] > 0 and r["step_ms"] > 0 and
+                              r["model_tflops"] > 0 and "mfu" not in r
+                              for r in records),
+          f"step 1: {records[0]} (no mfu on the host)")
     check("random repeatable", again == got and other != got,
           f"seed 5 twice equal: {again == got}; seed 6 differs: {other != got}")
 

@@ -541,9 +541,18 @@ private:
   /// The loss scale a step used and whether it skipped the update; says
   /// when the scale changes.
   void reportLossScale(double *scaleUsed, bool *skipped);
-  /// The step's --log-jsonl line.
+  /// The step's --log-jsonl line; |stepSeconds| its wall time.
   void logStep(const std::vector<double> &averaged, double scaleUsed,
-               bool skipped);
+               bool skipped, double stepSeconds);
+  /// Speed at |stepSeconds| a step: tokens/s (token streams), the model
+  /// FLOP/s of the package's model FLOPs per step, and on CUDA their share
+  /// of the device model's peak (MFU); 0 where not known. |text| is the
+  /// progress line's suffix.
+  struct Throughput {
+    double tokensPerSecond = 0, modelFlopsPerSecond = 0, mfu = 0;
+    std::string text;
+  };
+  Throughput throughput(double stepSeconds) const;
   /// The epoch's summary, the test split, the checkpoint.
   void endEpoch(int64_t epoch, int64_t epochSteps, double epochLoss,
                 Clock::time_point epochStart);
@@ -956,8 +965,36 @@ void Trainer::reportLossScale(double *scaleUsed, bool *skipped) {
         static_cast<long long>(at.step), *scaleUsed);
 }
 
+Trainer::Throughput Trainer::throughput(double stepSeconds) const {
+  Throughput t;
+  if (!(stepSeconds > 0))
+    return t;
+  char text[128];
+  if (d.windows.file) {
+    t.tokensPerSecond = static_cast<double>(globalBatch * d.windows.seqLen) /
+                        stepSeconds;
+    std::snprintf(text, sizeof(text), "  %.0f tokens/s", t.tokensPerSecond);
+    t.text += text;
+  }
+  // Every rank runs the same step: the model FLOP/s of one rank.
+  const double flops = dlrt_model_flops_per_step(model.get());
+  if (flops > 0) {
+    t.modelFlopsPerSecond = flops / stepSeconds;
+    std::snprintf(text, sizeof(text), "  %.3g TFLOP/s",
+                  t.modelFlopsPerSecond * 1e-12);
+    t.text += text;
+    const double peak = dlrt_model_peak_flops(model.get());
+    if (peak > 0 && dlrt_context_device(context.get()) == DLRT_DEVICE_CUDA) {
+      t.mfu = t.modelFlopsPerSecond / peak;
+      std::snprintf(text, sizeof(text), "  MFU %.1f%%", 100 * t.mfu);
+      t.text += text;
+    }
+  }
+  return t;
+}
+
 void Trainer::logStep(const std::vector<double> &averaged, double scaleUsed,
-                      bool skipped) {
+                      bool skipped, double stepSeconds) {
   const double loss = averaged[0];
   // f32 losses print exactly with 9 significant digits, f64 with 17;
   // a mean over ranks is a double and keeps 17.
@@ -976,6 +1013,19 @@ void Trainer::logStep(const std::vector<double> &averaged, double scaleUsed,
       writeJsonNumber(log, averaged[i + 1],
                       exactDigits(t, worldSize > 1 && stages == 0));
   }
+  // A language model's run (--data-tokens) logs its speed with each step;
+  // other runs keep records that are equal across runs (resume tests diff
+  // them).
+  if (d.windows.file) {
+    Throughput t = throughput(stepSeconds);
+    std::fprintf(log, ", \"step_ms\": %.6g, \"tokens_per_s\": %.6g",
+                 stepSeconds * 1e3, t.tokensPerSecond);
+    if (t.modelFlopsPerSecond > 0)
+      std::fprintf(log, ", \"model_tflops\": %.6g",
+                   t.modelFlopsPerSecond * 1e-12);
+    if (t.mfu > 0)
+      std::fprintf(log, ", \"mfu\": %.6g", t.mfu);
+  }
   std::fprintf(log, "}\n");
 }
 
@@ -993,8 +1043,10 @@ void Trainer::runEpoch() {
   int64_t epochSteps = 0, windowSteps = 0;
   Clock::time_point epochStart = Clock::now(), windowStart = epochStart;
   while (at.epoch == epoch && !done(at)) {
+    const Clock::time_point stepStart = Clock::now();
     trainStep(order);
-    std::vector<double> averaged = readStepOutputs();
+    std::vector<double> averaged = readStepOutputs(); // waits for the step
+    const double stepSeconds = secondsSince(stepStart);
     const double loss = averaged[0];
     ++at.step;
     at.sample += globalBatch;
@@ -1012,7 +1064,7 @@ void Trainer::runEpoch() {
     if (lossScale.present())
       reportLossScale(&scaleUsed, &skipped);
     if (log)
-      logStep(averaged, scaleUsed, skipped);
+      logStep(averaged, scaleUsed, skipped, stepSeconds);
     epochLoss += loss;
     windowLoss += loss;
     ++epochSteps;
@@ -1027,13 +1079,14 @@ void Trainer::runEpoch() {
         lr = text;
       }
       say("epoch %lld/%lld  step %lld/%lld  loss %.4f%s  %.0f "
-          "samples/s\n",
+          "samples/s%s\n",
           static_cast<long long>(epoch + 1),
           static_cast<long long>(totalEpochs), static_cast<long long>(k),
           static_cast<long long>(stepsPerEpoch),
           windowLoss / static_cast<double>(windowSteps), lr.c_str(),
           secs > 0 ? static_cast<double>(windowSteps * globalBatch) / secs
-                   : 0.0);
+                   : 0.0,
+          throughput(secs / static_cast<double>(windowSteps)).text.c_str());
       std::fflush(stdout);
       windowLoss = 0;
       windowSteps = 0;

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* Version of this API (major * 10000 + minor * 100 + patch). */
-#define DLRT_API_VERSION 600
+#define DLRT_API_VERSION 700
 
 /* ---------------------------------------------------------------- status */
 
@@ -203,6 +203,15 @@ dlrt_status_t dlrt_model_output_info(dlrt_model_t model, const char *function,
 const char *dlrt_model_loss_output(dlrt_model_t model);
 const char *dlrt_model_optimizer(dlrt_model_t model);
 int64_t dlrt_model_batch_size(dlrt_model_t model);
+/* Model FLOPs of one train_step run on this process (2 x the multiply-adds
+ * of its matmuls, convolutions and attentions, before rematerialization:
+ * PaLM's model FLOPs) and the peak FLOP/s of the device model the package
+ * was compiled for (dlc --device-model), for the step's precision; their
+ * ratio to a measured step time is the model FLOPs utilization. 0 when the
+ * package does not record them (inference packages, pipeline packages,
+ * packages written before API 0.7). Since API 0.7 (DLRT_API_VERSION 700). */
+double dlrt_model_flops_per_step(dlrt_model_t model);
+double dlrt_model_peak_flops(dlrt_model_t model);
 /* Pipeline packages (dlc --pipeline-stages S; since API 0.6, DLRT_API_VERSION
  * 600): the number of stages S, and the micro-batches of one step; 0 for
  * other packages. A pipeline package runs on one process (every stage in
