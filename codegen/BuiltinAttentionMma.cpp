@@ -203,6 +203,19 @@ llvm::StringMap<std::string> commonVars(const AttentionGen &g,
   return v;
 }
 
+/// The 16-bit bits (type |t|) of element |index| of |ptr|, of element type
+/// |et|: as stored when |et| is that type, else rounded to it once (dO of
+/// f32 in a mixed-precision step).
+std::string bitsOf(const std::string &t, Type et, const std::string &ptr,
+                   const std::string &index) {
+  const bool same = t == "bf16" ? et.isBF16() : et.isF16();
+  std::string ref = ptr + "[" + index + "]";
+  if (same)
+    return "dlc_bits_" + t + "(" + ref + ")";
+  return "dlc_bits_" + t + "(dlc_f32_to_" + t + "((float)" +
+         loadExpr(et, ref) + "))";
+}
+
 /// The forward's cooperative CUDA body (see the file comment).
 std::string forwardBody(const AttentionGen &g, int64_t keyBlock,
                         const std::string &t, const std::string &lseOut,
@@ -408,8 +421,8 @@ const char *kScoreTile = R"(    float s[${BC} / 8][4];
 )";
 
 /// The fragments of a 16-row operand held in registers: NAME[COLS / 16][4]
-/// from PTR, rows ROWS[0..1] (below LEN), columns below LIMIT (index IDX of
-/// row `i`, column `c`).
+/// of rows ROWS[0..1] (below LEN), columns below LIMIT, element (ROWVAR,
+/// `c`) read as 16-bit bits by BITS.
 const char *kRowFragments = R"(  unsigned ${NAME}[${COLS} / 16][4];
 #pragma unroll
   for (int kk = 0; kk < ${COLS} / 16; ++kk)
@@ -420,27 +433,25 @@ const char *kRowFragments = R"(  unsigned ${NAME}[${COLS} / 16][4];
       unsigned short lo = 0, hi = 0;
       if (${ROWVAR} < ${LEN}LL) {
         long long c = c0;
-        if (c < ${LIMIT}) lo = dlc_bits_${T}(${PTR}[${IDX}]);
+        if (c < ${LIMIT}) lo = ${BITS};
         c = c0 + 1;
-        if (c < ${LIMIT}) hi = dlc_bits_${T}(${PTR}[${IDX}]);
+        if (c < ${LIMIT}) hi = ${BITS};
       }
       ${NAME}[kk][r] = dlc_pair(lo, hi);
     }
 )";
 
 std::string rowFragments(llvm::StringMap<std::string> v, const std::string &name,
-                         const std::string &ptr, const std::string &rowVar,
+                         const std::string &bits, const std::string &rowVar,
                          const std::string &rows, const std::string &len,
-                         const std::string &cols, const std::string &limit,
-                         const std::string &idx) {
+                         const std::string &cols, const std::string &limit) {
   v["NAME"] = name;
-  v["PTR"] = ptr;
+  v["BITS"] = bits;
   v["ROWVAR"] = rowVar;
   v["ROWS"] = rows;
   v["LEN"] = len;
   v["COLS"] = cols;
   v["LIMIT"] = limit;
-  v["IDX"] = idx;
   return subst(kRowFragments, v);
 }
 
@@ -465,6 +476,7 @@ std::string gradQueryBody(const AttentionGen &g, int64_t keyBlock,
   v["QSTORE"] = storeExpr(g.qe, "x");
   v["OLOAD"] = loadExpr(g.oe, "a3[" + v["OIDX"] + "]");
   v["DOLOAD"] = loadExpr(g.doe, "a5[" + v["OIDX"] + "]");
+  v["DOBITS"] = bitsOf(t, g.doe, "a5", v["OIDX"]);
   std::string loadTiles = subst(kLoadKeyTiles, v);
   std::string scores = subst(kScoreTile, v);
   std::string out = subst(R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
@@ -478,10 +490,10 @@ std::string gradQueryBody(const AttentionGen &g, int64_t keyBlock,
   const long long rows[2] = {qb * 64 + warp * 16 + g, qb * 64 + warp * 16 + g + 8};
 )",
                           v);
-  out += rowFragments(v, "qf", g.q, "i", "rows", v["SQ"], v["DK"], v["D"],
-                      v["QIDX"]);
-  out += rowFragments(v, "dof", "a5", "i", "rows", v["SQ"], v["DVK"], v["DV"],
-                      v["OIDX"]);
+  out += rowFragments(v, "qf", bitsOf(t, g.qe, g.q, v["QIDX"]), "i", "rows",
+                      v["SQ"], v["DK"], v["D"]);
+  out += rowFragments(v, "dof", v["DOBITS"], "i", "rows", v["SQ"], v["DVK"],
+                      v["DV"]);
   out += subst(R"(  /* delta = rowsum(dO o O), the quad's lanes a column in 4 each. */
   float delta[2], L[2], rm[2], rinv[2];
   int fallback = 0;
@@ -637,7 +649,7 @@ std::string gradKeyValueBody(const AttentionGen &g, int64_t queryBlock,
   v["DVOUT"] = dvOut;
   v["KSTORE"] = storeExpr(g.ke, "x");
   v["VSTORE"] = storeExpr(g.ve, "x");
-  v["DOBITS"] = "dlc_bits_" + t + "(a5[" + v["OIDX"] + "])";
+  v["DOBITS"] = bitsOf(t, g.doe, "a5", v["OIDX"]);
   std::string out = subst(R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const long long kbk = (long long)blockIdx.x % ${NKB}LL;
@@ -649,10 +661,10 @@ std::string gradKeyValueBody(const AttentionGen &g, int64_t queryBlock,
   const long long keys[2] = {kbk * 64 + warp * 16 + g, kbk * 64 + warp * 16 + g + 8};
 )",
                           v);
-  out += rowFragments(v, "kf", g.k, "j", "keys", v["SKV"], v["DK"], v["D"],
-                      v["KIDX"]);
-  out += rowFragments(v, "vf", g.v, "j", "keys", v["SKV"], v["DVK"], v["DV"],
-                      v["VIDX"]);
+  out += rowFragments(v, "kf", bitsOf(t, g.ke, g.k, v["KIDX"]), "j", "keys",
+                      v["SKV"], v["DK"], v["D"]);
+  out += rowFragments(v, "vf", bitsOf(t, g.ve, g.v, v["VIDX"]), "j", "keys",
+                      v["SKV"], v["DVK"], v["DV"]);
   out += subst(R"(  float dk[${D8} / 8][4], dv[${DV8} / 8][4];
 #pragma unroll
   for (int n = 0; n < ${D8} / 8; ++n)
@@ -790,14 +802,14 @@ LogicalResult addAttentionTensorCoreBody(exec::BuiltinKernelOp op,
                                          const AttentionGen &g,
                                          KernelCode &code) {
   // Not covered (the portable body stays): f32 and f64 data, Q, K and V
-  // (and dO in the gradients) of different types, head sizes past 256
+  // of different types (dO may be any float type: the gradients round it
+  // to Q's type for the tensor cores), head sizes past 256
   // (forward) or 128 (gradients: the key/value kernel holds K, V, dK and
   // dV of its 16 keys a warp in registers).
   StringRef name = op.getTemplateName();
   const bool forward = name == "attention",
              gradQuery = name == "attention_grad_query";
-  if (!(g.qe.isBF16() || g.qe.isF16()) || g.ke != g.qe || g.ve != g.qe ||
-      (!forward && g.doe != g.qe))
+  if (!(g.qe.isBF16() || g.qe.isF16()) || g.ke != g.qe || g.ve != g.qe)
     return success();
   const auto &d = g.d;
   const int64_t maxDim = forward ? kMaxHeadDim : kMaxGradHeadDim;

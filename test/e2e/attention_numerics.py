@@ -84,11 +84,12 @@ CONFIGS16 = {
 # 2^-12 f16) and P is rounded to it before P V: max |O - O64| / max |O64|
 # measured up to 2.3e-3 (bf16) and 3e-4 (f16) on the host and the stand-in.
 FORWARD_TOL16 = 1e-2
-# The backward (the portable kernels on both devices) reads O, dO = R and
-# Q, K, V in the 16-bit type and rounds dQ, dK, dV to it before the
-# projections' weight gradients (16-bit GEMM operands, f32 sums): a few
-# roundings of 2^-9 (bf16) or 2^-12 (f16), measured up to 4.5e-3 (bf16)
-# and 6.2e-4 (f16) relative to max |g64|; the bounds leave a factor of 3.
+# The backward reads O, dO = R and Q, K, V in the 16-bit type and rounds
+# dQ, dK, dV to it before the projections' weight gradients (16-bit GEMM
+# operands, f32 sums); the tensor-core bodies (the stand-in) also round P
+# and dS to it before their products: a few roundings of 2^-9 (bf16) or
+# 2^-12 (f16), measured up to 4.7e-3 (bf16) and 7.2e-4 (f16) relative to
+# max |g64|; the bounds leave a factor of about 3.
 GRADIENT_TOL16 = {"bf16": 1.5e-2, "fp16": 2e-3}
 
 
@@ -239,15 +240,20 @@ def check_config(args, name, cfg, devices, precision=None):
          "--optimizer", "sgd", "--lr", "1", "--expose-gradients", "--quiet",
          "--target", "sm_80,sm_90", "-o", w("train.dlcp")] + flags)
     if precision:
-        # The forward's CUDA kernel is the tensor-core body.
-        cuda = run([args.dlc, w("infer.onnx"), "--emit=cuda", "--quiet"] +
-                   flags[:2])
-        kernel = next((k for k in cuda.split("// kernel ")
-                       if k.split(":")[0].endswith("_attention")), "")
-        ok &= check(name + " tensor cores",
-                    "mma.sync.aligned.m16n8k16.row.col.f32" in kernel and
-                    "dlc_mma_" in kernel.split("__global__")[-1],
-                    "the forward kernel calls mma.sync.m16n8k16")
+        # The three attention kernels of the training step are the
+        # tensor-core bodies.
+        cuda = run([args.dlc, w("train.onnx"), "--train", "--loss-output",
+                    "loss", "--optimizer", "sgd", "--lr", "1",
+                    "--expose-gradients", "--quiet", "--emit=cuda"] + flags)
+        kernels = {k.split(":")[0].split("_k", 1)[-1]: k
+                   for k in cuda.split("// kernel ")
+                   if "_attention" in k.split(":")[0]}
+        mma = sorted(n for n, k in kernels.items()
+                     if "mma.sync.aligned.m16n8k16.row.col.f32" in k and
+                     "dlc_mma_" in k.split("__global__")[-1])
+        ok &= check(name + " tensor cores", len(mma) == 3 and
+                    len(kernels) == 3, "kernels calling mma.sync.m16n8k16: "
+                    + ", ".join(mma))
 
     # References: float64, and PyTorch fp32's own error.
     def grads(dtype):
@@ -291,6 +297,70 @@ def check_config(args, name, cfg, devices, precision=None):
     return ok
 
 
+# What the ONNX configurations do not reach, as a dlgraph module of f16
+# attention and its gradient: dropout, causal with Sq != Skv, grouped-query
+# heads, head size 72 (not a multiple of 16), an additive mask with rows of
+# -inf and rows of a finite fill (-3.4e38: the gradient's recomputed row
+# statistics). The CUDA device (tensor-core bodies, on the stand-in) is
+# compared with the host device (the portable bodies, float sums of the
+# same f16 operands): they differ by the f16 rounding of P and dS before
+# their products and the sums' order, measured 7.5e-4 (O), 1.6e-7 (lse, rows above -1e30),
+# 1.1e-3 (dQ), 5.8e-4 (dK), 7.3e-4 (dV) relative to max |host|.
+KERNEL_MODULE = """module {
+  func.func @main(%q: tensor<2x4x40x72xf16> {dlgraph.name = "q"}, %k: tensor<2x2x70x72xf16> {dlgraph.name = "k"}, %v: tensor<2x2x70x40xf16> {dlgraph.name = "v"}, %m: tensor<2x1x40x70xf32> {dlgraph.name = "m"}, %s: tensor<f32> {dlgraph.name = "s"}, %do: tensor<2x4x40x40xf16> {dlgraph.name = "do"}) -> (tensor<2x4x40x40xf16> {dlgraph.name = "o"}, tensor<2x4x40xf32> {dlgraph.name = "lse"}, tensor<2x4x40x72xf16> {dlgraph.name = "dq"}, tensor<2x2x70x72xf16> {dlgraph.name = "dk"}, tensor<2x2x70x40xf16> {dlgraph.name = "dv"}) {
+    %o, %lse = dlgraph.attention %q, %k, %v mask %m step %s {scale = 0.125 : f64, causal = true, dropout_ratio = 0.25 : f32, seed = 7 : i64} : (tensor<2x4x40x72xf16>, tensor<2x2x70x72xf16>, tensor<2x2x70x40xf16>, tensor<2x1x40x70xf32>, tensor<f32>) -> (tensor<2x4x40x40xf16>, tensor<2x4x40xf32>)
+    %dq, %dk, %dv = dlgraph.attention_grad %q, %k, %v, %o, %lse, %do mask %m step %s {scale = 0.125 : f64, causal = true, dropout_ratio = 0.25 : f32, seed = 7 : i64} : (tensor<2x4x40x72xf16>, tensor<2x2x70x72xf16>, tensor<2x2x70x40xf16>, tensor<2x4x40x40xf16>, tensor<2x4x40xf32>, tensor<2x4x40x40xf16>, tensor<2x1x40x70xf32>, tensor<f32>) -> (tensor<2x4x40x72xf16>, tensor<2x2x70x72xf16>, tensor<2x2x70x40xf16>)
+    return %o, %lse, %dq, %dk, %dv : tensor<2x4x40x40xf16>, tensor<2x4x40xf32>, tensor<2x4x40x72xf16>, tensor<2x2x70x72xf16>, tensor<2x2x70x40xf16>
+  }
+}
+"""
+KERNEL_TOL = {"o": 3e-3, "lse": 1e-5, "dq": 4e-3, "dk": 3e-3, "dv": 3e-3}
+
+
+def check_kernel_module(args):
+    name = "f16_dropout_gqa_d72_s40x70"
+    w = lambda f: os.path.join(args.workdir, name + "-" + f)  # noqa: E731
+    with open(w("model.mlir"), "w") as f:
+        f.write(KERNEL_MODULE)
+    r = np.random.default_rng(1)
+    mask = r.standard_normal((2, 1, 40, 70)).astype(np.float32)
+    mask[1, 0, :5, :] = -np.inf
+    mask[0, 0, :, 3] = -1e4
+    mask[0, 0, 7:9, :] = -3.4e38
+    feed = {"q": r.standard_normal((2, 4, 40, 72)),
+            "k": r.standard_normal((2, 2, 70, 72)),
+            "v": r.standard_normal((2, 2, 70, 40)),
+            "do": r.standard_normal((2, 4, 40, 40))}
+    feed = {n: x.astype(np.float16) for n, x in feed.items()}
+    np.savez(w("inputs.npz"), m=mask, s=np.array(3, np.float32), **feed)
+    run([args.dlc, w("model.mlir"), "--quiet", "--target", "sm_80,sm_90",
+         "-o", w("model.dlcp")])
+    ok = True
+    cuda = run([args.dlc, w("model.mlir"), "--quiet", "--emit=cuda"])
+    ok &= check(name + " tensor cores", cuda.count("dlc_mma_f16(") >= 3,
+                "the three kernels call mma.sync.m16n8k16")
+    out = {}
+    for device in ("host", "cuda"):
+        env = dict(os.environ)
+        if device == "cuda":
+            env["DLRT_CUDA_STANDIN"] = args.standin
+        run([args.dlrt, "run", w("model.dlcp"), "--inputs", w("inputs.npz"),
+             "--outputs", w(f"out-{device}.npz"), "--device", device], env)
+        out[device] = np.load(w(f"out-{device}.npz"))
+    for n, tol in KERNEL_TOL.items():
+        a = out["host"][n].astype(np.float64)
+        b = out["cuda"][n].astype(np.float64)
+        finite = np.isfinite(a)
+        same = bool((finite == np.isfinite(b)).all())
+        if n == "lse":  # the fill rows' -3.4e38 would hide the others
+            finite &= np.abs(a) < 1e30
+        e = rel_error(b[finite], a[finite])
+        ok &= check(f"{name} cuda {n}", same and e <= tol,
+                    f"max|cuda - host| / max|host| = {e:.2e} (tolerance "
+                    f"{tol:g}), -inf where the host has it: {same}")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dlc", required=True)
@@ -313,6 +383,9 @@ def main():
         if args.standin and not cfg[-1]:
             devices.append("cuda")
         ok &= check_config(args, name, cfg, devices, precision)
+    if args.standin and (not args.only or
+                         "f16_dropout_gqa_d72_s40x70" in args.only):
+        ok &= check_kernel_module(args)
     print("attention numerics:", "ok" if ok else "MISMATCH")
     sys.exit(0 if ok else 1)
 
