@@ -29,7 +29,8 @@ struct AttentionGen {
   const exec::AttentionParams &p;
   std::string t;              // compute type: "float" or "double"
   std::string exp, log, inf;  // in t
-  mlir::Type qe, ke, ve, oe, doe, maskElem; // element types: Q, K, V, O, dO, mask
+  // Element types: Q, K, V, O, dO, mask.
+  mlir::Type qe, ke, ve, oe, doe, maskElem;
   std::array<int64_t, 4> qs, ks, vs, os, ms; // (b, h, s, d) strides
   std::string q, k, v, mask, step;           // operand names
 

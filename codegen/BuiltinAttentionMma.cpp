@@ -18,11 +18,22 @@
 // numbering, -inf for a row without keys); only the order of the sums and
 // the 16-bit P differ.
 //
-// Covered: the forward with head sizes D, Dv <= 256 (any size: the K
-// dimension of Q K^T is padded with zeros to a multiple of 16, Dv to a
-// multiple of 8), any lengths (ragged tiles read zeros and mask the keys
-// past Skv). The gradient templates keep the portable CUDA body, as do f32
-// and f64 and mixed 16-bit types (docs/attention.md).
+// The gradients keep the portable body's deterministic split (no
+// atomics): attention_grad_query takes 64 query rows a block, recomputes P
+// from the saved log-sum-exp (and, for a row whose every score is a huge
+// finite fill, the row's maximum and sum first) and accumulates
+// dQ += dS K over the key tiles; attention_grad_key_value takes 64 keys a
+// block and accumulates dV += (P keep)^T dO and dK += dS^T Q over the
+// group's query heads and query tiles. P and dS are rounded to the 16-bit
+// type as the A operands; every sum is in f32 fragments, rounded once on
+// store.
+//
+// Covered: head sizes D, Dv <= 256 (forward) and <= 128 (gradients), of
+// any value (the reduction dimension is padded with zeros to a multiple
+// of 16, the output columns to 8), any lengths (ragged tiles read zeros
+// and mask the keys past Skv). Not covered, the portable CUDA body stays:
+// f32 and f64 data, Q, K and V of different types, larger head sizes
+// (docs/attention.md).
 //
 // PTX-only instructions get a __device__ wrapper whose body is the inline
 // asm under NVRTC and, where the test-only CUDA emulation is included
@@ -56,7 +67,8 @@ constexpr int64_t kMaxGradHeadDim = 128;
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /// |text| with every `${NAME}` replaced by |vars|'s value for NAME.
-std::string subst(const std::string &text, const llvm::StringMap<std::string> &vars) {
+std::string subst(const std::string &text,
+                  const llvm::StringMap<std::string> &vars) {
   std::string out;
   size_t pos = 0;
   while (true) {
@@ -195,8 +207,8 @@ llvm::StringMap<std::string> commonVars(const AttentionGen &g,
        << "ULL + (unsigned long long)j;\n"
        << "        const float keep = dlc_philox_uniform24("
        << (uint64_t)g.p.seed << "ull, pe, (unsigned int)" << g.step
-       << "[0]) >= " << llvm::format("%.9g", (double)g.p.dropoutRatio)
-       << "f ? " << llvm::format("%.9g", 1.0 / (1.0 - (double)g.p.dropoutRatio))
+       << "[0]) >= " << llvm::format("%.9g", (double)g.p.dropoutRatio) << "f ? "
+       << llvm::format("%.9g", 1.0 / (1.0 - (double)g.p.dropoutRatio))
        << "f : 0.0f;";
   }
   v["KEEP"] = keep;
@@ -212,8 +224,8 @@ std::string bitsOf(const std::string &t, Type et, const std::string &ptr,
   std::string ref = ptr + "[" + index + "]";
   if (same)
     return "dlc_bits_" + t + "(" + ref + ")";
-  return "dlc_bits_" + t + "(dlc_f32_to_" + t + "((float)" +
-         loadExpr(et, ref) + "))";
+  return "dlc_bits_" + t + "(dlc_f32_to_" + t + "((float)" + loadExpr(et, ref) +
+         "))";
 }
 
 /// The forward's cooperative CUDA body (see the file comment).
@@ -226,7 +238,8 @@ std::string forwardBody(const AttentionGen &g, int64_t keyBlock,
   v["O"] = oOut;
   v["LSE"] = lseOut;
   v["STORE"] = storeExpr(g.oe, "x");
-  return subst(R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  return subst(
+      R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const long long qb = (long long)blockIdx.x % ${NQB}LL;
   const long long h = ((long long)blockIdx.x / ${NQB}LL) % ${HQ}LL;
@@ -370,13 +383,14 @@ std::string forwardBody(const AttentionGen &g, int64_t keyBlock,
           l[r] > 0.0f ? m[r] + logf(l[r]) : -DLC_INF_F;
   }
 )",
-               v);
+      v);
 }
 
 /// Statements that fill the key tiles sK (DK columns of K) and sV (VCOLS
 /// columns of V) with keys kb .. kb + BC - 1, zeros past Skv and past the
 /// head sizes, between two barriers.
-const char *kLoadKeyTiles = R"(    __syncthreads(); /* every warp is done with the previous tiles */
+const char *kLoadKeyTiles =
+    R"(    __syncthreads(); /* every warp is done with the previous tiles */
     for (int x = (int)threadIdx.x; x < ${BC} * ${DK}; x += ${THREADS}) {
       const int r = x / ${DK};
       const long long j = kb + r, c = x % ${DK};
@@ -441,10 +455,11 @@ const char *kRowFragments = R"(  unsigned ${NAME}[${COLS} / 16][4];
     }
 )";
 
-std::string rowFragments(llvm::StringMap<std::string> v, const std::string &name,
-                         const std::string &bits, const std::string &rowVar,
-                         const std::string &rows, const std::string &len,
-                         const std::string &cols, const std::string &limit) {
+std::string rowFragments(llvm::StringMap<std::string> v,
+                         const std::string &name, const std::string &bits,
+                         const std::string &rowVar, const std::string &rows,
+                         const std::string &len, const std::string &cols,
+                         const std::string &limit) {
   v["NAME"] = name;
   v["BITS"] = bits;
   v["ROWVAR"] = rowVar;
@@ -479,7 +494,8 @@ std::string gradQueryBody(const AttentionGen &g, int64_t keyBlock,
   v["DOBITS"] = bitsOf(t, g.doe, "a5", v["OIDX"]);
   std::string loadTiles = subst(kLoadKeyTiles, v);
   std::string scores = subst(kScoreTile, v);
-  std::string out = subst(R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  std::string out = subst(
+      R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const long long qb = (long long)blockIdx.x % ${NQB}LL;
   const long long h = ((long long)blockIdx.x / ${NQB}LL) % ${HQ}LL;
@@ -489,12 +505,13 @@ std::string gradQueryBody(const AttentionGen &g, int64_t keyBlock,
   __shared__ unsigned short sV[${BC}][${VKS}];
   const long long rows[2] = {qb * 64 + warp * 16 + g, qb * 64 + warp * 16 + g + 8};
 )",
-                          v);
+      v);
   out += rowFragments(v, "qf", bitsOf(t, g.qe, g.q, v["QIDX"]), "i", "rows",
                       v["SQ"], v["DK"], v["D"]);
   out += rowFragments(v, "dof", v["DOBITS"], "i", "rows", v["SQ"], v["DVK"],
                       v["DV"]);
-  out += subst(R"(  /* delta = rowsum(dO o O), the quad's lanes a column in 4 each. */
+  out += subst(
+      R"(  /* delta = rowsum(dO o O), the quad's lanes a column in 4 each. */
   float delta[2], L[2], rm[2], rinv[2];
   int fallback = 0;
 #pragma unroll
@@ -518,7 +535,7 @@ std::string gradQueryBody(const AttentionGen &g, int64_t keyBlock,
     float fm[2] = {-DLC_INF_F, -DLC_INF_F}, fl[2] = {0.0f, 0.0f};
     for (long long kb = 0; kb < kEnd; kb += ${BC}) {
 )",
-               v);
+      v);
   out += loadTiles + scores;
   out += subst(R"(#pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -650,7 +667,8 @@ std::string gradKeyValueBody(const AttentionGen &g, int64_t queryBlock,
   v["KSTORE"] = storeExpr(g.ke, "x");
   v["VSTORE"] = storeExpr(g.ve, "x");
   v["DOBITS"] = bitsOf(t, g.doe, "a5", v["OIDX"]);
-  std::string out = subst(R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  std::string out = subst(
+      R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const long long kbk = (long long)blockIdx.x % ${NKB}LL;
   const long long hk = ((long long)blockIdx.x / ${NKB}LL) % ${HKV}LL;
@@ -660,7 +678,7 @@ std::string gradKeyValueBody(const AttentionGen &g, int64_t queryBlock,
   __shared__ float sStat[${BR}][3];
   const long long keys[2] = {kbk * 64 + warp * 16 + g, kbk * 64 + warp * 16 + g + 8};
 )",
-                          v);
+      v);
   out += rowFragments(v, "kf", bitsOf(t, g.ke, g.k, v["KIDX"]), "j", "keys",
                       v["SKV"], v["DK"], v["D"]);
   out += rowFragments(v, "vf", bitsOf(t, g.ve, g.v, v["VIDX"]), "j", "keys",

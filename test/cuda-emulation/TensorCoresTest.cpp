@@ -50,9 +50,8 @@ void checkMma(bool bf16, unsigned warps) {
   for (unsigned long long seed : {1ULL, 2ULL, 3ULL}) {
     dlc_emu::options o;
     o.seed = seed;
-    auto r = dlc_emu::launch(mma_tile, dim3(1), dim3(32 * warps), o,
-                             a16.data(), b16.data(), c.data(), d.data(),
-                             (int)bf16);
+    auto r = dlc_emu::launch(mma_tile, dim3(1), dim3(32 * warps), o, a16.data(),
+                             b16.data(), c.data(), d.data(), (int)bf16);
     ASSERT_TRUE(r.ok()) << r.message;
     for (unsigned w = 0; w < warps; ++w)
       for (int i = 0; i < 16; ++i)
@@ -61,8 +60,8 @@ void checkMma(bool bf16, unsigned warps) {
           for (int k = 0; k < 16; ++k)
             s += (double)a[w * 256 + i * 16 + k] * b[w * 128 + k * 8 + j];
           ASSERT_EQ(d[w * 128 + i * 8 + j], (float)s)
-              << (bf16 ? "bf16" : "f16") << " warp " << w << " D[" << i
-              << "][" << j << "]";
+              << (bf16 ? "bf16" : "f16") << " warp " << w << " D[" << i << "]["
+              << j << "]";
         }
   }
 }

@@ -56,7 +56,7 @@ inline void completeMma(Worker &w, unsigned base, unsigned mask) {
   Thread *lanes = w.threads + base;
   if (mask != 0xffffffffu)
     fail(DLC_EMU_ERROR_LAUNCH_FAILED,
-         "%s in a warp of %u lanes: mma.sync.aligned needs all 32", 
+         "%s in a warp of %u lanes: mma.sync.aligned needs all 32",
          lanes[0].what, (unsigned)__builtin_popcount(mask));
   const MmaFragments *f0 = (const MmaFragments *)lanes[0].value;
   double a[16][16], b[16][8], c[16][8];
@@ -109,8 +109,7 @@ inline void dlc_emu_mma_m16n8k16(bool bf16, float d[4], const unsigned a[4],
   memcpy(f.b, b, sizeof f.b);
   memcpy(f.c, c, sizeof f.c);
   f.bf16 = bf16;
-  collective(Op::Mma,
-             bf16 ? "mma.sync.m16n8k16.bf16" : "mma.sync.m16n8k16.f16",
+  collective(Op::Mma, bf16 ? "mma.sync.m16n8k16.bf16" : "mma.sync.m16n8k16.f16",
              0xffffffffu, (unsigned long long)(uintptr_t)&f);
   memcpy(d, f.d, sizeof f.d);
 }
