@@ -215,6 +215,42 @@ llvm::StringMap<std::string> commonVars(const AttentionGen &g,
   return v;
 }
 
+/// The fragments of a 16-row operand held in registers: NAME[COLS / 16][4]
+/// of rows ROWS[0..1] (below LEN), columns below LIMIT, element (ROWVAR,
+/// `c`) read as 16-bit bits by BITS.
+const char *kRowFragments = R"(  unsigned ${NAME}[${COLS} / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < ${COLS} / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const long long ${ROWVAR} = ${ROWS}[r & 1];
+      const int c0 = kk * 16 + 2 * t4 + 8 * (r >> 1);
+      unsigned short lo = 0, hi = 0;
+      if (${ROWVAR} < ${LEN}LL) {
+        long long c = c0;
+        if (c < ${LIMIT}) lo = ${BITS};
+        c = c0 + 1;
+        if (c < ${LIMIT}) hi = ${BITS};
+      }
+      ${NAME}[kk][r] = dlc_pair(lo, hi);
+    }
+)";
+
+std::string rowFragments(llvm::StringMap<std::string> v,
+                         const std::string &name, const std::string &bits,
+                         const std::string &rowVar, const std::string &rows,
+                         const std::string &len, const std::string &cols,
+                         const std::string &limit) {
+  v["NAME"] = name;
+  v["BITS"] = bits;
+  v["ROWVAR"] = rowVar;
+  v["ROWS"] = rows;
+  v["LEN"] = len;
+  v["COLS"] = cols;
+  v["LIMIT"] = limit;
+  return subst(kRowFragments, v);
+}
+
 /// The 16-bit bits (type |t|) of element |index| of |ptr|, of element type
 /// |et|: as stored when |et| is that type, else rounded to it once (dO of
 /// f32 in a mixed-precision step).
@@ -239,7 +275,7 @@ std::string forwardBody(const AttentionGen &g, int64_t keyBlock,
   v["LSE"] = lseOut;
   v["STORE"] = storeExpr(g.oe, "x");
   return subst(
-      R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+             R"(  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const long long qb = (long long)blockIdx.x % ${NQB}LL;
   const long long h = ((long long)blockIdx.x / ${NQB}LL) % ${HQ}LL;
@@ -249,22 +285,11 @@ std::string forwardBody(const AttentionGen &g, int64_t keyBlock,
   __shared__ unsigned short sV[${BC}][${VS}];
   /* This lane's two rows: g and g + 8 of its warp's 16. */
   const long long rows[2] = {qb * 64 + warp * 16 + g, qb * 64 + warp * 16 + g + 8};
-  unsigned qf[${DK} / 16][4];
-  #pragma unroll
-  for (int kk = 0; kk < ${DK} / 16; ++kk)
-    for (int r = 0; r < 4; ++r) {
-      const long long i = rows[r & 1];
-      const int c0 = kk * 16 + 2 * t4 + 8 * (r >> 1);
-      unsigned short lo = 0, hi = 0;
-      if (i < ${SQ}LL) {
-        long long c = c0;
-        if (c < ${D}) lo = dlc_bits_${T}(${Q}[${QIDX}]);
-        c = c0 + 1;
-        if (c < ${D}) hi = dlc_bits_${T}(${Q}[${QIDX}]);
-      }
-      qf[kk][r] = dlc_pair(lo, hi);
-    }
-  float o[${DV8} / 8][4];
+)",
+             v) +
+         rowFragments(v, "qf", bitsOf(t, g.qe, g.q, v["QIDX"]), "i", "rows",
+                      v["SQ"], v["DK"], v["D"]) +
+         subst(R"(  float o[${DV8} / 8][4];
   #pragma unroll
   for (int n = 0; n < ${DV8} / 8; ++n)
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
@@ -383,7 +408,7 @@ std::string forwardBody(const AttentionGen &g, int64_t keyBlock,
           l[r] > 0.0f ? m[r] + logf(l[r]) : -DLC_INF_F;
   }
 )",
-      v);
+               v);
 }
 
 /// Statements that fill the key tiles sK (DK columns of K) and sV (VCOLS
@@ -433,42 +458,6 @@ const char *kScoreTile = R"(    float s[${BC} / 8][4];
       }
     }
 )";
-
-/// The fragments of a 16-row operand held in registers: NAME[COLS / 16][4]
-/// of rows ROWS[0..1] (below LEN), columns below LIMIT, element (ROWVAR,
-/// `c`) read as 16-bit bits by BITS.
-const char *kRowFragments = R"(  unsigned ${NAME}[${COLS} / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < ${COLS} / 16; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const long long ${ROWVAR} = ${ROWS}[r & 1];
-      const int c0 = kk * 16 + 2 * t4 + 8 * (r >> 1);
-      unsigned short lo = 0, hi = 0;
-      if (${ROWVAR} < ${LEN}LL) {
-        long long c = c0;
-        if (c < ${LIMIT}) lo = ${BITS};
-        c = c0 + 1;
-        if (c < ${LIMIT}) hi = ${BITS};
-      }
-      ${NAME}[kk][r] = dlc_pair(lo, hi);
-    }
-)";
-
-std::string rowFragments(llvm::StringMap<std::string> v,
-                         const std::string &name, const std::string &bits,
-                         const std::string &rowVar, const std::string &rows,
-                         const std::string &len, const std::string &cols,
-                         const std::string &limit) {
-  v["NAME"] = name;
-  v["BITS"] = bits;
-  v["ROWVAR"] = rowVar;
-  v["ROWS"] = rows;
-  v["LEN"] = len;
-  v["COLS"] = cols;
-  v["LIMIT"] = limit;
-  return subst(kRowFragments, v);
-}
 
 /// attention_grad_query's cooperative CUDA body: per block 64 query rows
 /// (16 a warp) of one (batch, head), over key tiles of BC keys: S = Q K^T,
