@@ -48,7 +48,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "dlc_reduce_mean.cu", "dlc_reduction_epilogue.cu",
                       "dlc_softmax_cross_entropy.cu",
                       "dlc_softmax_cross_entropy_grad.cu",
-                      "dlc_layer_norm_warp.cu", "dlc_layer_norm_block.cu"),
+                      "dlc_layer_norm_warp.cu", "dlc_layer_norm_block.cu",
+                      "mma.cu"),
     [](const ::testing::TestParamInfo<const char *> &info) {
       std::string name = info.param;
       for (char &c : name)

@@ -71,6 +71,20 @@ TOLERANCES = {
     ("resnet18", "checkpoint"): (1e-4, _RESNET_REASON),
 }
 
+# Per model, precision and check, bounds looser than the low-precision
+# default.
+_ATTENTION_BF16_REASON = (
+    "the CUDA attention kernels are tensor-core bodies (FlashAttention-2): "
+    "they round P (and the backward's dS) to bf16 before their products, "
+    "where the host's portable body keeps them in f32; one bf16 ulp is "
+    "3.9e-3 relative. Measured 4.7e-3 on the logits and 3.9e-3 in step 1's "
+    "gradients (head.weight); with P split into two bf16 terms (an "
+    "experiment) the logits agree exactly and the gradients within 4.8e-4")
+LOW_PRECISION_TOLERANCES = {
+    ("gpt", "bf16", "inference"): (1e-2, _ATTENTION_BF16_REASON),
+    ("gpt", "bf16", "gradients"): (1e-2, _ATTENTION_BF16_REASON),
+}
+
 
 def run(cmd, env=None):
     print("+ " + " ".join(cmd), flush=True)
@@ -256,6 +270,8 @@ def main():
             TOLERANCES.get((args.model, key.split(" ")[0]), default))
         if args.precision != "fp32":
             tol, reason = max(tol, default[0]), reason or default[1]
+            tol, reason = LOW_PRECISION_TOLERANCES.get(
+                (args.model, args.precision, key), (tol, reason))
         flag = "ok" if err <= tol else "MISMATCH"
         ok &= err <= tol
         print(f"{what}: rel {err:.3g} (tol {tol:g}{'; ' + reason if reason else ''}) {flag}")

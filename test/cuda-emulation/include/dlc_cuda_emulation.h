@@ -4,7 +4,7 @@
 // generates and run it with a given grid and block, for tests: CUDA's own
 // <cuda_fp16.h>/<cuda_bf16.h> give __half and __nv_bfloat16 with CUDA's
 // rounding; the parts below give the keywords, the built-in variables, the
-// device math, warp intrinsics, atomics and the scheduler that runs a grid
+// device math, warp intrinsics, tensor-core mma.sync, atomics and the scheduler that runs a grid
 // (dlc_emu::run, DLC_EMU_EXPORT_KERNEL). Test-only; never shipped. What it
 // does not model is listed in test/cuda-emulation/README.md.
 //
@@ -67,6 +67,7 @@
 #include "dlc_cuda_emulation/Builtins.h"
 #include "dlc_cuda_emulation/Scheduler.h"
 #include "dlc_cuda_emulation/Collectives.h"
+#include "dlc_cuda_emulation/TensorCores.h"
 #include "dlc_cuda_emulation/Atomics.h"
 // clang-format on
 #pragma GCC visibility pop

@@ -19,6 +19,9 @@ namespace detail {
 /// CUDA): all bits set, a NaN for floats, so that using it shows.
 constexpr unsigned long long kPoison = ~0ULL;
 
+/// Op::Mma's completion (TensorCores.h).
+inline void completeMma(Worker &w, unsigned base, unsigned mask);
+
 /// Computes the results of the collective lanes |mask| of the warp at
 /// |base| have all joined.
 inline void completeCollective(Worker &w, unsigned base, unsigned mask) {
@@ -32,6 +35,10 @@ inline void completeCollective(Worker &w, unsigned base, unsigned mask) {
            "calls %s with mask 0x%08x",
            __builtin_ctz(mask), first.what, mask, l, lanes[l].what,
            lanes[l].mask);
+  }
+  if (first.op == Op::Mma) {
+    completeMma(w, base, mask);
+    return;
   }
   unsigned long long all = 0, sum = 0, andv = ~0ULL, orv = 0, xorv = 0;
   long long mins = LLONG_MAX, maxs = LLONG_MIN;
@@ -111,6 +118,8 @@ inline void completeCollective(Worker &w, unsigned base, unsigned mask) {
       break;
     case Op::ReduceXor:
       t.result = (unsigned)xorv;
+      break;
+    case Op::Mma: // completed above
       break;
     case Op::MatchAny:
     case Op::MatchAll: {

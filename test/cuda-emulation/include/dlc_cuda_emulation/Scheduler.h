@@ -198,7 +198,8 @@ enum class Op : unsigned char {
   ReduceOr,
   ReduceXor,
   MatchAny,
-  MatchAll
+  MatchAll,
+  Mma // tensor cores: `value` points at the lane's MmaFragments
 };
 
 struct Thread {
