@@ -10,9 +10,10 @@ replaces each layer's attention by dlgraph.attention) and once with
 `--fuse-attention=false` — and prints both planned peaks, the arena, the
 fused-attention count and the difference. The fused plan must hold no
 [B, H, T, T] buffer: the unfused step keeps 12 layers x 8 x 12 x 1024 x 1024
-f32 probabilities (4.8 GB) for the backward. With --check, exits 1 unless
-the fused peak is at least 4 GB (4e9 bytes) below the unfused one and every
-attention was fused.
+f32 probabilities (4.8 GB) for the backward. Also compares dlc's `model
+FLOPs per step` with PaLM's hand count (6 N tokens + 12 L d T tokens). With
+--check, exits 1 unless the fused peak is at least 4 GB (4e9 bytes) below
+the unfused one, every attention was fused and the FLOPs agree within 5%.
 """
 import argparse
 import os
@@ -29,6 +30,7 @@ from arch_models import make_gpt  # noqa: E402
 PEAK = re.compile(r"predicted peak memory: (\d+) bytes")
 ARENA = re.compile(r"activation arena: (\d+) bytes")
 FUSED = re.compile(r"fused attentions: (\d+) of (\d+)")
+FLOPS = re.compile(r"model FLOPs per step: (\d+)")
 
 
 def stats(args, onnx_path, flags, tag):
@@ -46,7 +48,8 @@ def stats(args, onnx_path, flags, tag):
           f"{int(peak.group(1)) / 1e9:.3f} GB, arena {int(arena.group(1)) / 1e9:.3f} GB"
           + (f", fused attentions {fused.group(1)} of {fused.group(2)}" if fused else ""),
           flush=True)
-    return int(peak.group(1)), fused
+    flops = FLOPS.search(out)
+    return int(peak.group(1)), fused, int(flops.group(1)) if flops else 0
 
 
 def main():
@@ -74,16 +77,28 @@ def main():
     print(f"GPT: {args.layers} layers, {args.heads} heads, d {args.embed}, sequence "
           f"{args.seq}, batch {args.batch}, vocabulary {args.vocab}: {params / 1e6:.1f} M "
           f"parameters; exported in {time.perf_counter() - t:.0f} s", flush=True)
-    fused_peak, fused = stats(args, onnx_path, [], "fused")
-    plain_peak, _ = stats(args, onnx_path, ["--fuse-attention=false"], "unfused")
+    fused_peak, fused, flops = stats(args, onnx_path, [], "fused")
+    plain_peak, _, plain_flops = stats(args, onnx_path, ["--fuse-attention=false"],
+                                       "unfused")
+    # dlc's model FLOPs against PaLM's hand count (Chowdhery et al. 2022,
+    # appendix B): 6 N per token for the N weights of the matmuls (every
+    # Linear, the untied head included), 12 L d T per token for attention.
+    n = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    tokens = args.batch * args.seq
+    hand = 6 * n * tokens + 12 * args.layers * args.embed * args.seq * tokens
+    print(f"model FLOPs per step: dlc {flops:.4e} (unfused {plain_flops:.4e}), hand "
+          f"count {hand:.4e} (6 x {n / 1e6:.1f} M x {tokens} tokens + attention): "
+          f"ratio {flops / hand:.4f}")
     saved = plain_peak - fused_peak
     probs = args.layers * args.batch * args.heads * args.seq * args.seq * 4
     print(f"fused attention saves {saved / 1e9:.3f} GB of the planned peak "
           f"({saved / plain_peak:.1%}); the probabilities alone are {probs / 1e9:.3f} GB")
     if args.check:
-        ok = saved >= 4e9 and fused and fused.group(1) == fused.group(2) == str(args.layers)
-        print("attention memory:", "ok" if ok else "FAILED (want >= 4 GB saved and "
-              f"{args.layers} of {args.layers} fused)")
+        ok = (saved >= 4e9 and fused and fused.group(1) == fused.group(2) ==
+              str(args.layers) and abs(flops / hand - 1) <= 0.05)
+        print("attention memory:", "ok" if ok else "FAILED (want >= 4 GB saved, "
+              f"{args.layers} of {args.layers} fused and model FLOPs within 5% of "
+              "the hand count)")
         sys.exit(0 if ok else 1)
 
 

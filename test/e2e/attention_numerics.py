@@ -66,6 +66,9 @@ CONFIGS = {
     # padding under a causal mask); the decomposition averages V there.
     "min_rows_d32_s17": (2, 2, 2, 17, 17, 32, 32, False, "min_rows", False),
     "causal_d64_s1000": (1, 2, 2, 1000, 1000, 64, 64, True, None, True),
+    # The longest length the issue names, one head (host only: the stand-in
+    # runs every CUDA thread as a fiber).
+    "causal_d64_s4096": (1, 1, 1, 4096, 4096, 64, 64, True, None, True),
 }
 FORWARD_TOL = 1e-5
 GRADIENT_FLOOR = 1e-6

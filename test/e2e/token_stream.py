@@ -15,6 +15,9 @@ compiled once with dlc --train; then, each check printing "ok" or "FAIL":
              .npz; the same seed repeats a run exactly, another seed differs;
   resume     6 steps in one run equal 3 steps, --save, and 3 more after
              --resume (the window sequence continues);
+  sharding   2 data-parallel ranks of batch 2 give the losses of 1 rank of
+             batch 4 (aligned and random windows): DistributedSampler's
+             striding of every global batch;
   eval       --eval-data-tokens gives the loss and accuracy of --eval-data on
              an .npz of the same windows, and perplexity exp(loss);
   errors     an odd-length uint16 file, an id outside the vocabulary, a file
@@ -32,6 +35,7 @@ compiled once with dlc --train; then, each check printing "ok" or "FAIL":
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -171,6 +175,33 @@ def main():
     rest, _, _, _ = train(["--data-tokens", w("raw.bin")], 6, "--resume",
                           w("ck.safetensors"))
     check("resume", first + rest == whole, f"{first} + {rest} vs {whole}")
+
+    # sharding: 2 data-parallel ranks of batch 2 see the windows of one
+    # rank of batch 4 (DistributedSampler's striding: rank r takes samples
+    # 4k + r and 4k + r + 2 of global batch k), so the losses agree.
+    subprocess.run([args.dlc, w("train.onnx"), "--train", "--loss",
+                    "softmax-cross-entropy", "--optimizer", "sgd", "--lr", "0.5",
+                    "--batch-size", str(BATCH // 2), "--data-parallel", "--quiet",
+                    "-o", w("dp.dlcp")], check=True)
+    for windows in ("aligned", "random"):
+        one, _, _, _ = train(["--data-tokens", w("raw.bin")], 3, "--windows", windows,
+                             "--seed", "4")
+        jsonl = w("dp.jsonl")
+        if os.path.exists(jsonl):
+            os.remove(jsonl)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        subprocess.run([args.dlrt, "launch", "--nproc-per-node", "2", "--master-port",
+                        str(port), "--", args.dlrt, "train", w("dp.dlcp"),
+                        "--data-tokens", w("raw.bin"), "--windows", windows, "--seed",
+                        "4", "--steps", "3", "--device", "host", "--quiet",
+                        "--log-jsonl", jsonl],
+                       check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        two = [json.loads(l)["loss"] for l in open(jsonl) if l.strip()]
+        worst = max(abs(a - b) / abs(b) for a, b in zip(two, one))
+        check(f"sharding {windows}", len(two) == len(one) and worst <= 1e-5,
+              f"2 ranks x 2 {two} vs 1 rank x 4 {one}: {worst:.2e} (bound 1e-5)")
 
     # evaluation: --eval-data-tokens against the same windows through an
     # .npz (37 windows: the last batch padded), perplexity = exp(loss).

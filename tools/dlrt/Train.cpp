@@ -621,8 +621,6 @@ void Trainer::setUp() {
           int(!o.dataTokens.empty()) != 1)
     fail("train needs exactly one of --data FILE.npz, --dataset "
          "fashion-mnist[:DIR] or --data-tokens FILE");
-  if (o.evalEvery > 0 && o.evalData.empty() && o.evalDataTokens.empty())
-    fail("--eval-every needs --eval-data or --eval-data-tokens");
   if (o.steps < 0 || o.epochs < 1 || o.logEvery < 1 || o.batchSize < 0)
     fail("--steps, --epochs, --log-every and --batch-size must be positive");
 

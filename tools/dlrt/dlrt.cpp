@@ -185,11 +185,18 @@ CLI::App *addTrainCommand(CLI::App &app, TrainOptions &train,
       "eval_accuracy)");
   evalTokensOpt->excludes(evalDataOpt);
   evalDataOpt->excludes(evalTokensOpt);
-  trainCmd
-      ->add_option("--eval-every", train.evalEvery,
-                   "With --eval-data or --eval-data-tokens, also evaluate "
-                   "after every K-th global step")
-      ->check(positive);
+  CLI::Option *evalEveryOpt =
+      trainCmd
+          ->add_option("--eval-every", train.evalEvery,
+                       "With --eval-data or --eval-data-tokens, also "
+                       "evaluate after every K-th global step")
+          ->check(positive);
+  trainCmd->parse_complete_callback([=] {
+    if (evalEveryOpt->count() && !evalDataOpt->count() &&
+        !evalTokensOpt->count())
+      throw CLI::RequiresError("--eval-every",
+                               "--eval-data or --eval-data-tokens");
+  });
   trainCmd->add_option("--device", train.device, deviceHelp)
       ->check(deviceCheck);
   trainCmd
