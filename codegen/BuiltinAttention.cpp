@@ -349,159 +349,189 @@ static std::string tileScore(const AttentionGen &g, const std::string &in,
   return out;
 }
 
-/// The host body of template |name| (|numInputs| operands before the
-/// outputs): one iteration per tile of kHostTile query rows (forward, dQ)
-/// or key rows (dK, dV) of one (batch, head), the same algorithm as the
-/// per-row CUDA body with the same O(rows x head size) memory. The
-/// forward's online softmax takes the maximum over a block of kSumBlock
-/// keys before rescaling (FlashAttention-2's order); the gradients sum in
-/// the per-row body's blocks of kSumBlock.
-static std::string hostTiledBody(const AttentionGen &g, StringRef name,
-                                 unsigned numInputs) {
-  const auto &d = g.d;
-  const std::string T = g.t, D = std::to_string(d.headDim),
-                    DV = std::to_string(d.valueDim),
-                    TILE = std::to_string(kHostTile),
-                    KB = std::to_string(kSumBlock);
-  auto out = [&](unsigned i) { return "a" + std::to_string(numInputs + i); };
-  using G = AttentionGen;
-  std::string body;
-  llvm::raw_string_ostream os(body);
-  // The key past the last one query i sees (causal), else Skv.
-  auto rowEnd = [&](const std::string &i) {
+namespace {
+/// The host bodies on tiles of kHostTile rows (hostTiledBody): their sizes
+/// as C literals and the pieces they share.
+struct HostTile {
+  const AttentionGen &g;
+  unsigned numInputs; ///< operands before the outputs
+  std::string T, D, DV, TILE, KB;
+
+  HostTile(const AttentionGen &g, unsigned numInputs)
+      : g(g), numInputs(numInputs), T(g.t), D(std::to_string(g.d.headDim)),
+        DV(std::to_string(g.d.valueDim)), TILE(std::to_string(kHostTile)),
+        KB(std::to_string(kSumBlock)) {}
+  /// The name of output |i|.
+  std::string out(unsigned i) const {
+    return "a" + std::to_string(numInputs + i);
+  }
+  /// The key past the last one query |i| sees (causal), else Skv.
+  std::string rowEnd(const std::string &i) const {
+    const auto &d = g.d;
     if (!g.p.causal)
       return std::to_string(d.kvLen) + "LL";
     std::string off = std::to_string(d.kvLen - d.queryLen + 1);
     return "(" + i + " + " + off + "LL < " + std::to_string(d.kvLen) +
            "LL ? " + i + " + " + off + "LL : " + std::to_string(d.kvLen) +
            "LL)";
-  };
-  if (name != "attention_grad_key_value") {
-    const int64_t tiles = ceilDiv(d.queryLen, kHostTile);
-    os << "  const long long qt = tid % " << tiles << "LL;\n"
-       << "  const long long h = (tid / " << tiles << "LL) % " << d.queryHeads
-       << "LL;\n"
-       << "  const long long b = tid / " << tiles * d.queryHeads << "LL;\n"
-       << "  const long long hk = h / " << d.groupSize() << "LL;\n"
-       << "  const long long i0 = qt * " << TILE << "LL;\n"
-       << "  const int nr = " << d.queryLen << "LL - i0 < " << TILE << " ? (int)("
-       << d.queryLen << "LL - i0) : " << TILE << ";\n"
-       << "  " << T << " qv[" << TILE << "][" << D << "];\n"
-       << "  for (int r = 0; r < nr; ++r)\n"
-       << "    for (int c = 0; c < " << D << "; ++c) qv[r][c] = "
-       << g.load(g.q, g.qe, G::idx(g.qs, "b", "h", "(i0 + r)", "c")) << ";\n"
-       << "  const long long jEnd = " << rowEnd("(i0 + nr - 1)") << ";\n";
   }
-  if (name == "attention") {
-    os << "  " << T << " acc[" << TILE << "][" << DV << "], m[" << TILE
-       << "], l[" << TILE << "], st[" << KB << "];\n"
-       << "  for (int r = 0; r < nr; ++r) {\n"
-       << "    m[r] = -" << g.inf << ";\n    l[r] = 0;\n"
-       << "    for (int c = 0; c < " << DV << "; ++c) acc[r][c] = 0;\n  }\n"
-       << "  for (long long jb = 0; jb < jEnd; jb += " << KB << ") {\n"
-       << "    for (int r = 0; r < nr; ++r) {\n"
-       << "      const long long i = i0 + r;\n"
-       << "      const long long je = " << rowEnd("i") << " < jb + " << KB
-       << " ? " << rowEnd("i") << " : jb + " << KB << ";\n"
-       << "      " << T << " bm = -" << g.inf << ";\n"
-       << "      for (long long j = jb; j < je; ++j) {\n"
-       << tileScore(g, "        ", "qv[r]",
-                    g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
-       << "        st[j - jb] = sv;\n"
-       << "        bm = sv > bm ? sv : bm;\n      }\n"
-       << "      if (bm == -" << g.inf << ") continue;\n"
-       << "      if (bm > m[r]) {\n"
-       << "        const " << T << " f = " << g.exp << "(m[r] - bm);\n"
-       << "        l[r] *= f;\n"
-       << "        for (int c = 0; c < " << DV << "; ++c) acc[r][c] *= f;\n"
-       << "        m[r] = bm;\n      }\n"
-       << "      for (long long j = jb; j < je; ++j) {\n"
-       << "        if (st[j - jb] == -" << g.inf << ") continue;\n"
-       << "        const " << T << " pj = " << g.exp << "(st[j - jb] - m[r]);\n"
-       << "        l[r] += pj;\n"
-       << g.keep("        ") << "        const " << T << " pk = pj * keep;\n"
-       << "        for (int c = 0; c < " << DV << "; ++c) acc[r][c] += pk * "
-       << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
-       << "      }\n    }\n  }\n"
-       << "  for (int r = 0; r < nr; ++r) {\n"
-       << "    const long long i = i0 + r;\n"
-       << "    const " << T << " inv = l[r] > 0 ? (" << T << ")1 / l[r] : (" << T
-       << ")0;\n"
-       << "    for (int c = 0; c < " << DV << "; ++c) " << out(0) << "["
-       << G::idx(g.os, "b", "h", "i", "c")
-       << "] = " << storeExpr(g.oe, "acc[r][c] * inv") << ";\n"
-       << "    " << out(1) << "[(b * " << d.queryHeads << "LL + h) * "
-       << d.queryLen << "LL + i] = l[r] > 0 ? (float)(m[r] + " << g.log
-       << "(l[r])) : -DLC_INF_F;\n  }\n";
-    return body;
-  }
-  if (name == "attention_grad_query") {
-    std::string o = "a3", lse = "a4", dO = "a5";
-    os << "  " << T << " dov[" << TILE << "][" << DV << "], dq[" << TILE << "]["
-       << D << "], delta[" << TILE << "], rm[" << TILE << "], rinv[" << TILE
-       << "], dqb[" << D << "];\n"
-       << "  for (int r = 0; r < nr; ++r) {\n"
-       << "    const long long i = i0 + r;\n"
-       << "    delta[r] = 0;\n"
-       << "    for (int c = 0; c < " << DV << "; ++c) {\n"
-       << "      dov[r][c] = " << g.load(dO, g.doe, G::idx(g.os, "b", "h", "i", "c"))
-       << ";\n"
-       << "      delta[r] += dov[r][c] * "
-       << g.load(o, g.oe, G::idx(g.os, "b", "h", "i", "c")) << ";\n    }\n"
-       << "    delta[r] = (" << T << ")(float)delta[r];\n"
-       << "    for (int c = 0; c < " << D << "; ++c) dq[r][c] = 0;\n"
-       << "    const " << T << " L = " << lse << "[(b * " << d.queryHeads
-       << "LL + h) * " << d.queryLen << "LL + i];\n"
-       // As in the per-row body: a row whose every score is a huge finite
-       // fill recomputes its maximum and sum (lse rounds to the maximum).
-       << "    rm[r] = L;\n    rinv[r] = 1;\n"
-       << "    if (L != -" << g.inf << " && L < (" << T << ")-1e30) {\n"
-       << "      " << T << " rl = 0;\n"
-       << "      rm[r] = -" << g.inf << ";\n"
-       << "      for (long long j = 0; j < " << rowEnd("i") << "; ++j) {\n"
-       << tileScore(g, "        ", "qv[r]",
-                    g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
-       << "        if (sv == -" << g.inf << ") continue;\n"
-       << "        if (sv > rm[r]) { rl *= " << g.exp << "(rm[r] - sv); rm[r] = sv; }\n"
-       << "        rl += " << g.exp << "(sv - rm[r]);\n      }\n"
-       << "      rm[r] = (" << T << ")(float)rm[r];\n"
-       << "      rinv[r] = (" << T << ")(float)((" << T << ")1 / rl);\n    }\n"
-       << "  }\n"
-       << "  for (long long jb = 0; jb < jEnd; jb += " << KB << ") {\n"
-       << "    for (int r = 0; r < nr; ++r) {\n"
-       << "      if (rm[r] == -" << g.inf << ") continue;\n"
-       << "      const long long i = i0 + r;\n"
-       << "      const long long je = " << rowEnd("i") << " < jb + " << KB
-       << " ? " << rowEnd("i") << " : jb + " << KB << ";\n"
-       << "      if (je <= jb) continue;\n"
-       << "      for (int c = 0; c < " << D << "; ++c) dqb[c] = 0;\n"
-       << "      for (long long j = jb; j < je; ++j) {\n"
-       << tileScore(g, "        ", "qv[r]",
-                    g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
-       << "        if (sv == -" << g.inf << ") continue;\n"
-       << "        const " << T << " pj = " << g.exp << "(sv - rm[r]) * rinv[r];\n"
-       << "        " << T << " dp = 0;\n"
-       << "        for (int c = 0; c < " << DV << "; ++c) dp += dov[r][c] * "
-       << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
-       << g.keep("        ") << "        const " << T
-       << " ds = pj * (dp * keep - delta[r]) * " << g.lit(g.p.scale) << ";\n"
-       << "        for (int c = 0; c < " << D << "; ++c) dqb[c] += ds * "
-       << g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")) << ";\n"
-       << "      }\n"
-       << "      for (int c = 0; c < " << D << "; ++c) dq[r][c] += dqb[c];\n"
-       << "    }\n  }\n"
-       << "  for (int r = 0; r < nr; ++r) {\n"
-       << "    const long long i = i0 + r;\n"
-       << "    const long long row = (b * " << d.queryHeads << "LL + h) * "
-       << d.queryLen << "LL + i;\n"
-       << "    " << out(1) << "[3 * row] = (float)delta[r];\n"
-       << "    " << out(1) << "[3 * row + 1] = (float)rm[r];\n"
-       << "    " << out(1) << "[3 * row + 2] = (float)rinv[r];\n"
-       << "    for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
-       << G::idx(g.qs, "b", "h", "i", "c")
-       << "] = " << storeExpr(g.qe, "dq[r][c]") << ";\n  }\n";
-    return body;
-  }
+  /// Decodes the query tile of `tid` (b, h, hk, rows i0 .. i0 + nr - 1),
+  /// loads its Q rows into qv and sets jEnd, the keys any of them sees.
+  std::string queryTile() const;
+  /// The three templates' bodies.
+  std::string forward() const;
+  std::string gradQuery() const;
+  std::string gradKeyValue() const;
+};
+} // namespace
+
+std::string HostTile::queryTile() const {
+  const auto &d = g.d;
+  using G = AttentionGen;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  const int64_t tiles = ceilDiv(d.queryLen, kHostTile);
+  os << "  const long long qt = tid % " << tiles << "LL;\n"
+     << "  const long long h = (tid / " << tiles << "LL) % " << d.queryHeads
+     << "LL;\n"
+     << "  const long long b = tid / " << tiles * d.queryHeads << "LL;\n"
+     << "  const long long hk = h / " << d.groupSize() << "LL;\n"
+     << "  const long long i0 = qt * " << TILE << "LL;\n"
+     << "  const int nr = " << d.queryLen << "LL - i0 < " << TILE << " ? (int)("
+     << d.queryLen << "LL - i0) : " << TILE << ";\n"
+     << "  " << T << " qv[" << TILE << "][" << D << "];\n"
+     << "  for (int r = 0; r < nr; ++r)\n"
+     << "    for (int c = 0; c < " << D << "; ++c) qv[r][c] = "
+     << g.load(g.q, g.qe, G::idx(g.qs, "b", "h", "(i0 + r)", "c")) << ";\n"
+     << "  const long long jEnd = " << rowEnd("(i0 + nr - 1)") << ";\n";
+  return body;
+}
+
+std::string HostTile::forward() const {
+  const auto &d = g.d;
+  using G = AttentionGen;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  " << T << " acc[" << TILE << "][" << DV << "], m[" << TILE
+     << "], l[" << TILE << "], st[" << KB << "];\n"
+     << "  for (int r = 0; r < nr; ++r) {\n"
+     << "    m[r] = -" << g.inf << ";\n    l[r] = 0;\n"
+     << "    for (int c = 0; c < " << DV << "; ++c) acc[r][c] = 0;\n  }\n"
+     << "  for (long long jb = 0; jb < jEnd; jb += " << KB << ") {\n"
+     << "    for (int r = 0; r < nr; ++r) {\n"
+     << "      const long long i = i0 + r;\n"
+     << "      const long long je = " << rowEnd("i") << " < jb + " << KB
+     << " ? " << rowEnd("i") << " : jb + " << KB << ";\n"
+     << "      " << T << " bm = -" << g.inf << ";\n"
+     << "      for (long long j = jb; j < je; ++j) {\n"
+     << tileScore(g, "        ", "qv[r]",
+                  g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
+     << "        st[j - jb] = sv;\n"
+     << "        bm = sv > bm ? sv : bm;\n      }\n"
+     << "      if (bm == -" << g.inf << ") continue;\n"
+     << "      if (bm > m[r]) {\n"
+     << "        const " << T << " f = " << g.exp << "(m[r] - bm);\n"
+     << "        l[r] *= f;\n"
+     << "        for (int c = 0; c < " << DV << "; ++c) acc[r][c] *= f;\n"
+     << "        m[r] = bm;\n      }\n"
+     << "      for (long long j = jb; j < je; ++j) {\n"
+     << "        if (st[j - jb] == -" << g.inf << ") continue;\n"
+     << "        const " << T << " pj = " << g.exp << "(st[j - jb] - m[r]);\n"
+     << "        l[r] += pj;\n"
+     << g.keep("        ") << "        const " << T << " pk = pj * keep;\n"
+     << "        for (int c = 0; c < " << DV << "; ++c) acc[r][c] += pk * "
+     << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
+     << "      }\n    }\n  }\n"
+     << "  for (int r = 0; r < nr; ++r) {\n"
+     << "    const long long i = i0 + r;\n"
+     << "    const " << T << " inv = l[r] > 0 ? (" << T << ")1 / l[r] : (" << T
+     << ")0;\n"
+     << "    for (int c = 0; c < " << DV << "; ++c) " << out(0) << "["
+     << G::idx(g.os, "b", "h", "i", "c")
+     << "] = " << storeExpr(g.oe, "acc[r][c] * inv") << ";\n"
+     << "    " << out(1) << "[(b * " << d.queryHeads << "LL + h) * "
+     << d.queryLen << "LL + i] = l[r] > 0 ? (float)(m[r] + " << g.log
+     << "(l[r])) : -DLC_INF_F;\n  }\n";
+  return body;
+}
+
+std::string HostTile::gradQuery() const {
+  const auto &d = g.d;
+  using G = AttentionGen;
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  std::string o = "a3", lse = "a4", dO = "a5";
+  os << "  " << T << " dov[" << TILE << "][" << DV << "], dq[" << TILE << "]["
+     << D << "], delta[" << TILE << "], rm[" << TILE << "], rinv[" << TILE
+     << "], dqb[" << D << "];\n"
+     << "  for (int r = 0; r < nr; ++r) {\n"
+     << "    const long long i = i0 + r;\n"
+     << "    delta[r] = 0;\n"
+     << "    for (int c = 0; c < " << DV << "; ++c) {\n"
+     << "      dov[r][c] = " << g.load(dO, g.doe, G::idx(g.os, "b", "h", "i", "c"))
+     << ";\n"
+     << "      delta[r] += dov[r][c] * "
+     << g.load(o, g.oe, G::idx(g.os, "b", "h", "i", "c")) << ";\n    }\n"
+     << "    delta[r] = (" << T << ")(float)delta[r];\n"
+     << "    for (int c = 0; c < " << D << "; ++c) dq[r][c] = 0;\n"
+     << "    const " << T << " L = " << lse << "[(b * " << d.queryHeads
+     << "LL + h) * " << d.queryLen << "LL + i];\n"
+     // As in the per-row body: a row whose every score is a huge finite
+     // fill recomputes its maximum and sum (lse rounds to the maximum).
+     << "    rm[r] = L;\n    rinv[r] = 1;\n"
+     << "    if (L != -" << g.inf << " && L < (" << T << ")-1e30) {\n"
+     << "      " << T << " rl = 0;\n"
+     << "      rm[r] = -" << g.inf << ";\n"
+     << "      for (long long j = 0; j < " << rowEnd("i") << "; ++j) {\n"
+     << tileScore(g, "        ", "qv[r]",
+                  g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
+     << "        if (sv == -" << g.inf << ") continue;\n"
+     << "        if (sv > rm[r]) { rl *= " << g.exp << "(rm[r] - sv); rm[r] = sv; }\n"
+     << "        rl += " << g.exp << "(sv - rm[r]);\n      }\n"
+     << "      rm[r] = (" << T << ")(float)rm[r];\n"
+     << "      rinv[r] = (" << T << ")(float)((" << T << ")1 / rl);\n    }\n"
+     << "  }\n"
+     << "  for (long long jb = 0; jb < jEnd; jb += " << KB << ") {\n"
+     << "    for (int r = 0; r < nr; ++r) {\n"
+     << "      if (rm[r] == -" << g.inf << ") continue;\n"
+     << "      const long long i = i0 + r;\n"
+     << "      const long long je = " << rowEnd("i") << " < jb + " << KB
+     << " ? " << rowEnd("i") << " : jb + " << KB << ";\n"
+     << "      if (je <= jb) continue;\n"
+     << "      for (int c = 0; c < " << D << "; ++c) dqb[c] = 0;\n"
+     << "      for (long long j = jb; j < je; ++j) {\n"
+     << tileScore(g, "        ", "qv[r]",
+                  g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")))
+     << "        if (sv == -" << g.inf << ") continue;\n"
+     << "        const " << T << " pj = " << g.exp << "(sv - rm[r]) * rinv[r];\n"
+     << "        " << T << " dp = 0;\n"
+     << "        for (int c = 0; c < " << DV << "; ++c) dp += dov[r][c] * "
+     << g.load(g.v, g.ve, G::idx(g.vs, "b", "hk", "j", "c")) << ";\n"
+     << g.keep("        ") << "        const " << T
+     << " ds = pj * (dp * keep - delta[r]) * " << g.lit(g.p.scale) << ";\n"
+     << "        for (int c = 0; c < " << D << "; ++c) dqb[c] += ds * "
+     << g.load(g.k, g.ke, G::idx(g.ks, "b", "hk", "j", "c")) << ";\n"
+     << "      }\n"
+     << "      for (int c = 0; c < " << D << "; ++c) dq[r][c] += dqb[c];\n"
+     << "    }\n  }\n"
+     << "  for (int r = 0; r < nr; ++r) {\n"
+     << "    const long long i = i0 + r;\n"
+     << "    const long long row = (b * " << d.queryHeads << "LL + h) * "
+     << d.queryLen << "LL + i;\n"
+     << "    " << out(1) << "[3 * row] = (float)delta[r];\n"
+     << "    " << out(1) << "[3 * row + 1] = (float)rm[r];\n"
+     << "    " << out(1) << "[3 * row + 2] = (float)rinv[r];\n"
+     << "    for (int c = 0; c < " << D << "; ++c) " << out(0) << "["
+     << G::idx(g.qs, "b", "h", "i", "c")
+     << "] = " << storeExpr(g.qe, "dq[r][c]") << ";\n  }\n";
+  return body;
+}
+
+std::string HostTile::gradKeyValue() const {
+  const auto &d = g.d;
+  using G = AttentionGen;
+  std::string body;
+  llvm::raw_string_ostream os(body);
   // dK, dV: a tile of key rows j0 .. j0 + nk - 1 reads each query row and
   // its dO once for all of them; sums over query rows in blocks of
   // kSumBlock starting at the tile's first visible row.
@@ -580,6 +610,23 @@ static std::string hostTiledBody(const AttentionGen &g, StringRef name,
      << G::idx(g.vs, "b", "hk", "j", "c")
      << "] = " << storeExpr(g.ve, "dv[r][c]") << ";\n  }\n";
   return body;
+}
+
+/// The host body of template |name| (|numInputs| operands before the
+/// outputs): one iteration per tile of kHostTile query rows (forward, dQ)
+/// or key rows (dK, dV) of one (batch, head), the same algorithm as the
+/// per-row CUDA body with the same O(rows x head size) memory. The
+/// forward's online softmax takes the maximum over a block of kSumBlock
+/// keys before rescaling (FlashAttention-2's order); the gradients sum in
+/// the per-row body's blocks of kSumBlock.
+static std::string hostTiledBody(const AttentionGen &g, StringRef name,
+                                 unsigned numInputs) {
+  HostTile tile(g, numInputs);
+  if (name == "attention")
+    return tile.queryTile() + tile.forward();
+  if (name == "attention_grad_query")
+    return tile.queryTile() + tile.gradQuery();
+  return tile.gradKeyValue();
 }
 
 } // namespace dlc::codegen::detail

@@ -514,6 +514,17 @@ FailureOr<bool> dlc::checkModel(const CompileOptions &options,
 
 namespace dlc {
 
+/// The peak FLOP/s MFU divides by: the device model's (--device-model),
+/// for the step's precision; 0 when the model cannot be loaded.
+static double peakFlopsOf(const PipelineOptions &pipeline) {
+  llvm::Expected<DeviceModel> dm = loadDeviceModel(pipeline.deviceModel);
+  if (!dm) {
+    llvm::consumeError(dm.takeError());
+    return 0;
+  }
+  return pipeline.precision == "fp32" ? dm->peakFp32Flops : dm->peakHalfFlops;
+}
+
 /// The model FLOPs of one training step (PaLM's "model FLOPs", Chowdhery
 /// et al. 2022, appendix B: what the model needs, not what the hardware
 /// runs): 2 x the multiply-adds of every op of @train_step whose recompute
@@ -743,14 +754,6 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   std::string parameterGroups =
       pipeline.train ? describeParameterGroups(*module) : std::string();
   const double modelFlops = pipeline.train ? modelFlopsPerStep(*module) : 0;
-  // The peak MFU divides by: the device model's (--device-model), for the
-  // step's precision.
-  double peakFlops = 0;
-  if (llvm::Expected<DeviceModel> dm = loadDeviceModel(pipeline.deviceModel))
-    peakFlops = pipeline.precision == "fp32" ? dm->peakFp32Flops
-                                             : dm->peakHalfFlops;
-  else
-    llvm::consumeError(dm.takeError());
 
   // Rematerialization (docs/remat.md). With --stats, the plan without it is
   // printed too: made here for --remat, by the budget search for
@@ -838,7 +841,7 @@ LogicalResult dlc::compileModel(const CompileOptions &options) {
   packageOptions.learningRate = static_cast<float>(pipeline.lr);
   packageOptions.batchSize = packageBatch;
   packageOptions.modelFlops = modelFlops;
-  packageOptions.peakFlops = peakFlops;
+  packageOptions.peakFlops = peakFlopsOf(pipeline);
   packageOptions.hostCompiler = options.hostCompiler;
   // The compile cache (docs/dlc.md): --no-cache, --cache-dir, else
   // CompileCache::defaultDir() ($DLC_NO_CACHE, $DLC_CACHE_DIR, XDG, HOME).
