@@ -80,9 +80,16 @@ _ATTENTION_BF16_REASON = (
     "3.9e-3 relative. Measured 4.7e-3 on the logits and 3.9e-3 in step 1's "
     "gradients (head.weight); with P split into two bf16 terms (an "
     "experiment) the logits agree exactly and the gradients within 4.8e-4")
+_ATTENTION_BF16_LOSS_REASON = (
+    "the attention's bf16 rounding of P and dS on CUDA (above) moves each "
+    "step's weights a little differently from the host's, and the "
+    "difference compounds over the steps: measured 1.19e-3 at step 5 with "
+    "the host limited to SSE4.1 (numerics_isa_sse41; 2.5e-4 at step 4), "
+    "within 1e-3 with AVX-512")
 LOW_PRECISION_TOLERANCES = {
     ("gpt", "bf16", "inference"): (1e-2, _ATTENTION_BF16_REASON),
     ("gpt", "bf16", "gradients"): (1e-2, _ATTENTION_BF16_REASON),
+    ("gpt", "bf16", "later loss"): (5e-3, _ATTENTION_BF16_LOSS_REASON),
 }
 
 
